@@ -1,0 +1,251 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The table of traced functions, shared by the BPF programs (which decode arguments by
+ * family and shape) and user space (which attaches probes and names APIs in reports).
+ *
+ * X(ID, "symbol", LIB, FAMILY, SHAPE, ARG, FLAGS)
+ *   LIB     library that exports it (enum gs_lib_kind without the GS_LIB_ prefix)
+ *   FAMILY  which return program decodes it, and which record it produces
+ *   SHAPE   argument layout within the family
+ *   ARG     family-specific: copy kind, memset element size, memory op, out-arg index
+ *   FLAGS   GS_AF_*
+ * Functions that share a layout share a shape; adding a function of a known layout is one
+ * line here. Per-thread default stream variants (_ptds/_ptsz) are separate entry points in
+ * libcuda and are listed explicitly.
+ */
+#ifndef GPUSCOPE_API_H
+#define GPUSCOPE_API_H
+
+#include "gpuscope/event.h"
+
+enum gs_api_family {
+	GS_FAM_LAUNCH = 1,
+	GS_FAM_KNAME = 2,
+	GS_FAM_MEM = 3,
+	GS_FAM_COPY = 4,
+	GS_FAM_SYNC = 5,
+	GS_FAM_API = 6,
+	GS_FAM_NCCL = 7,
+};
+
+enum gs_api_shape {
+	GS_SH_NONE = 0,
+	/* launches */
+	GS_SH_L_STD,   /* (f, gx, gy, gz, bx, by, bz, smem, stream, params, extra) */
+	GS_SH_L_EX,    /* (const CUlaunchConfig *, f, params, extra) */
+	GS_SH_L_GRAPH, /* (CUgraphExec, stream) */
+	/* names */
+	GS_SH_N_GET,	   /* (handle *out, scope, const char *name) */
+	GS_SH_N_KFUNC,	   /* (CUfunction *out, CUkernel) */
+	GS_SH_N_REGISTER,  /* (void **fatbin, hostFun, char *deviceFun, deviceName, ...) */
+	GS_SH_N_GETKERNEL, /* (cudaKernel_t *out, const void *hostFun) */
+	/* memory */
+	GS_SH_M_ALLOC,	 /* (ptr *out, size [, flags]) */
+	GS_SH_M_PITCH,	 /* (ptr *out, size_t *pitch, width, height, elemsize) */
+	GS_SH_M_ASYNC,	 /* (ptr *out, size, stream) */
+	GS_SH_M_POOL,	 /* (ptr *out, size, pool, stream) */
+	GS_SH_M_FREE,	 /* (ptr [, stream]) */
+	GS_SH_M_CREATE,	 /* (handle *out, size, const CUmemAllocationProp *, flags) */
+	GS_SH_M_RELEASE, /* (handle) */
+	GS_SH_M_MAP,	 /* (va, size, offset, handle, flags) */
+	GS_SH_M_UNMAP,	 /* (va, size) */
+	GS_SH_M_RESERVE, /* (va *out, size, alignment, addr, flags) */
+	/* copies and sets */
+	GS_SH_C_1D,    /* (dst, src, bytes [, stream]) */
+	GS_SH_C_PEER,  /* (dst, dstctx, src, srcctx, bytes [, stream]) */
+	GS_SH_C_2D,    /* (const CUDA_MEMCPY2D * [, stream]) */
+	GS_SH_C_3D,    /* (const CUDA_MEMCPY3D * [, stream]) */
+	GS_SH_C_SET1D, /* (dst, value, count [, stream]) */
+	GS_SH_C_SET2D, /* (dst, pitch, value, width, height [, stream]) */
+	/* synchronisation */
+	GS_SH_S_VOID, /* () */
+	GS_SH_S_ONE,  /* (stream or event) */
+	GS_SH_S_WAIT, /* (stream, event, flags) */
+	/* other driver calls: ARG is the index of an out-parameter, GS_NO_OUT if none */
+	GS_SH_A_ARGS,
+	/* NCCL */
+	GS_SH_NC_OP7,	  /* (send, recv, count, dtype, redop, comm, stream) */
+	GS_SH_NC_ROOT7,	  /* (send, recv, count, dtype, root, comm, stream) */
+	GS_SH_NC_REDUCE,  /* (send, recv, count, dtype, redop, root, comm, stream) */
+	GS_SH_NC_GATHER,  /* (send, recv, sendcount, dtype, comm, stream) */
+	GS_SH_NC_P2P,	  /* (buf, count, dtype, peer-or-root, comm, stream) */
+	GS_SH_NC_GROUP,	  /* () */
+	GS_SH_NC_INIT,	  /* (ncclComm_t *out, nranks, [id on stack,] rank, ...) */
+	GS_SH_NC_INITALL, /* (ncclComm_t *comms, ndev, const int *devlist) */
+	GS_SH_NC_DESTROY, /* (comm) */
+};
+
+enum gs_api_flags {
+	GS_AF_ASYNC = 1 << 0,
+	GS_AF_PTSZ = 1 << 1,	   /* per-thread default stream variant */
+	GS_AF_COOP = 1 << 2,	   /* cooperative launch */
+	GS_AF_ENTRY_ONLY = 1 << 3, /* no return probe (void function) */
+	GS_AF_ALWAYS = 1 << 4,	   /* GS_FAM_API: emit on success too, not only on failure */
+	GS_AF_SYMTAB = 1 << 5,	   /* may be a local symbol of a static executable */
+};
+
+#define GS_NO_OUT 0xff
+
+/* clang-format off */
+#define GS_API_LIST(X)									\
+	X(CU_LAUNCH_KERNEL,		"cuLaunchKernel",		CUDA, LAUNCH, L_STD, 0, 0)	\
+	X(CU_LAUNCH_KERNEL_PTSZ,	"cuLaunchKernel_ptsz",		CUDA, LAUNCH, L_STD, 0, GS_AF_PTSZ) \
+	X(CU_LAUNCH_COOP,		"cuLaunchCooperativeKernel",	CUDA, LAUNCH, L_STD, 0, GS_AF_COOP) \
+	X(CU_LAUNCH_COOP_PTSZ,		"cuLaunchCooperativeKernel_ptsz", CUDA, LAUNCH, L_STD, 0, GS_AF_COOP | GS_AF_PTSZ) \
+	X(CU_LAUNCH_KERNEL_EX,		"cuLaunchKernelEx",		CUDA, LAUNCH, L_EX, 0, 0)	\
+	X(CU_LAUNCH_KERNEL_EX_PTSZ,	"cuLaunchKernelEx_ptsz",	CUDA, LAUNCH, L_EX, 0, GS_AF_PTSZ) \
+	X(CU_GRAPH_LAUNCH,		"cuGraphLaunch",		CUDA, LAUNCH, L_GRAPH, 0, 0)	\
+	X(CU_GRAPH_LAUNCH_PTSZ,		"cuGraphLaunch_ptsz",		CUDA, LAUNCH, L_GRAPH, 0, GS_AF_PTSZ) \
+	X(CU_LIBRARY_GET_KERNEL,	"cuLibraryGetKernel",		CUDA, KNAME, N_GET, 0, 0)	\
+	X(CU_MODULE_GET_FUNCTION,	"cuModuleGetFunction",		CUDA, KNAME, N_GET, 0, 0)	\
+	X(CU_KERNEL_GET_FUNCTION,	"cuKernelGetFunction",		CUDA, KNAME, N_KFUNC, 0, 0)	\
+	X(CUDA_REGISTER_FUNCTION,	"__cudaRegisterFunction",	CUDART, KNAME, N_REGISTER, 0, GS_AF_ENTRY_ONLY | GS_AF_SYMTAB) \
+	X(CUDA_GET_KERNEL,		"__cudaGetKernel",		CUDART, KNAME, N_GETKERNEL, 0, GS_AF_SYMTAB) \
+	X(CU_MEM_ALLOC,			"cuMemAlloc_v2",		CUDA, MEM, M_ALLOC, GS_MEM_ALLOC, 0) \
+	X(CU_MEM_ALLOC_PITCH,		"cuMemAllocPitch_v2",		CUDA, MEM, M_PITCH, GS_MEM_ALLOC, 0) \
+	X(CU_MEM_ALLOC_MANAGED,		"cuMemAllocManaged",		CUDA, MEM, M_ALLOC, GS_MEM_ALLOC_MANAGED, 0) \
+	X(CU_MEM_HOST_ALLOC,		"cuMemHostAlloc",		CUDA, MEM, M_ALLOC, GS_MEM_ALLOC_HOST, 0) \
+	X(CU_MEM_ALLOC_HOST,		"cuMemAllocHost_v2",		CUDA, MEM, M_ALLOC, GS_MEM_ALLOC_HOST, 0) \
+	X(CU_MEM_ALLOC_ASYNC,		"cuMemAllocAsync",		CUDA, MEM, M_ASYNC, GS_MEM_ALLOC_ASYNC, GS_AF_ASYNC) \
+	X(CU_MEM_ALLOC_ASYNC_PTSZ,	"cuMemAllocAsync_ptsz",		CUDA, MEM, M_ASYNC, GS_MEM_ALLOC_ASYNC, GS_AF_ASYNC | GS_AF_PTSZ) \
+	X(CU_MEM_ALLOC_POOL_ASYNC,	"cuMemAllocFromPoolAsync",	CUDA, MEM, M_POOL, GS_MEM_ALLOC_ASYNC, GS_AF_ASYNC) \
+	X(CU_MEM_ALLOC_POOL_ASYNC_PTSZ,	"cuMemAllocFromPoolAsync_ptsz",	CUDA, MEM, M_POOL, GS_MEM_ALLOC_ASYNC, GS_AF_ASYNC | GS_AF_PTSZ) \
+	X(CU_MEM_FREE,			"cuMemFree_v2",			CUDA, MEM, M_FREE, GS_MEM_FREE, 0) \
+	X(CU_MEM_FREE_HOST,		"cuMemFreeHost",		CUDA, MEM, M_FREE, GS_MEM_FREE_HOST, 0) \
+	X(CU_MEM_FREE_ASYNC,		"cuMemFreeAsync",		CUDA, MEM, M_FREE, GS_MEM_FREE_ASYNC, GS_AF_ASYNC) \
+	X(CU_MEM_FREE_ASYNC_PTSZ,	"cuMemFreeAsync_ptsz",		CUDA, MEM, M_FREE, GS_MEM_FREE_ASYNC, GS_AF_ASYNC | GS_AF_PTSZ) \
+	X(CU_MEM_CREATE,		"cuMemCreate",			CUDA, MEM, M_CREATE, GS_MEM_VMM_CREATE, 0) \
+	X(CU_MEM_RELEASE,		"cuMemRelease",			CUDA, MEM, M_RELEASE, GS_MEM_VMM_RELEASE, 0) \
+	X(CU_MEM_MAP,			"cuMemMap",			CUDA, MEM, M_MAP, GS_MEM_VMM_MAP, 0) \
+	X(CU_MEM_UNMAP,			"cuMemUnmap",			CUDA, MEM, M_UNMAP, GS_MEM_VMM_UNMAP, 0) \
+	X(CU_MEM_ADDRESS_RESERVE,	"cuMemAddressReserve",		CUDA, MEM, M_RESERVE, GS_MEM_VA_RESERVE, 0) \
+	X(CU_MEM_ADDRESS_FREE,		"cuMemAddressFree",		CUDA, MEM, M_UNMAP, GS_MEM_VA_FREE, 0) \
+	X(CU_MEMCPY,			"cuMemcpy",			CUDA, COPY, C_1D, GS_COPY_DEFAULT, 0) \
+	X(CU_MEMCPY_PTDS,		"cuMemcpy_ptds",		CUDA, COPY, C_1D, GS_COPY_DEFAULT, GS_AF_PTSZ) \
+	X(CU_MEMCPY_ASYNC,		"cuMemcpyAsync",		CUDA, COPY, C_1D, GS_COPY_DEFAULT, GS_AF_ASYNC) \
+	X(CU_MEMCPY_ASYNC_PTSZ,		"cuMemcpyAsync_ptsz",		CUDA, COPY, C_1D, GS_COPY_DEFAULT, GS_AF_ASYNC | GS_AF_PTSZ) \
+	X(CU_MEMCPY_HTOD,		"cuMemcpyHtoD_v2",		CUDA, COPY, C_1D, GS_COPY_HTOD, 0) \
+	X(CU_MEMCPY_HTOD_PTDS,		"cuMemcpyHtoD_v2_ptds",		CUDA, COPY, C_1D, GS_COPY_HTOD, GS_AF_PTSZ) \
+	X(CU_MEMCPY_DTOH,		"cuMemcpyDtoH_v2",		CUDA, COPY, C_1D, GS_COPY_DTOH, 0) \
+	X(CU_MEMCPY_DTOH_PTDS,		"cuMemcpyDtoH_v2_ptds",		CUDA, COPY, C_1D, GS_COPY_DTOH, GS_AF_PTSZ) \
+	X(CU_MEMCPY_DTOD,		"cuMemcpyDtoD_v2",		CUDA, COPY, C_1D, GS_COPY_DTOD, 0) \
+	X(CU_MEMCPY_DTOD_PTDS,		"cuMemcpyDtoD_v2_ptds",		CUDA, COPY, C_1D, GS_COPY_DTOD, GS_AF_PTSZ) \
+	X(CU_MEMCPY_HTOD_ASYNC,		"cuMemcpyHtoDAsync_v2",		CUDA, COPY, C_1D, GS_COPY_HTOD, GS_AF_ASYNC) \
+	X(CU_MEMCPY_HTOD_ASYNC_PTSZ,	"cuMemcpyHtoDAsync_v2_ptsz",	CUDA, COPY, C_1D, GS_COPY_HTOD, GS_AF_ASYNC | GS_AF_PTSZ) \
+	X(CU_MEMCPY_DTOH_ASYNC,		"cuMemcpyDtoHAsync_v2",		CUDA, COPY, C_1D, GS_COPY_DTOH, GS_AF_ASYNC) \
+	X(CU_MEMCPY_DTOH_ASYNC_PTSZ,	"cuMemcpyDtoHAsync_v2_ptsz",	CUDA, COPY, C_1D, GS_COPY_DTOH, GS_AF_ASYNC | GS_AF_PTSZ) \
+	X(CU_MEMCPY_DTOD_ASYNC,		"cuMemcpyDtoDAsync_v2",		CUDA, COPY, C_1D, GS_COPY_DTOD, GS_AF_ASYNC) \
+	X(CU_MEMCPY_DTOD_ASYNC_PTSZ,	"cuMemcpyDtoDAsync_v2_ptsz",	CUDA, COPY, C_1D, GS_COPY_DTOD, GS_AF_ASYNC | GS_AF_PTSZ) \
+	X(CU_MEMCPY_PEER,		"cuMemcpyPeer",			CUDA, COPY, C_PEER, GS_COPY_PEER, 0) \
+	X(CU_MEMCPY_PEER_PTDS,		"cuMemcpyPeer_ptds",		CUDA, COPY, C_PEER, GS_COPY_PEER, GS_AF_PTSZ) \
+	X(CU_MEMCPY_PEER_ASYNC,		"cuMemcpyPeerAsync",		CUDA, COPY, C_PEER, GS_COPY_PEER, GS_AF_ASYNC) \
+	X(CU_MEMCPY_PEER_ASYNC_PTSZ,	"cuMemcpyPeerAsync_ptsz",	CUDA, COPY, C_PEER, GS_COPY_PEER, GS_AF_ASYNC | GS_AF_PTSZ) \
+	X(CU_MEMCPY_2D,			"cuMemcpy2D_v2",		CUDA, COPY, C_2D, 0, 0)	\
+	X(CU_MEMCPY_2D_PTDS,		"cuMemcpy2D_v2_ptds",		CUDA, COPY, C_2D, 0, GS_AF_PTSZ) \
+	X(CU_MEMCPY_2D_UNALIGNED,	"cuMemcpy2DUnaligned_v2",	CUDA, COPY, C_2D, 0, 0)	\
+	X(CU_MEMCPY_2D_UNALIGNED_PTDS,	"cuMemcpy2DUnaligned_v2_ptds",	CUDA, COPY, C_2D, 0, GS_AF_PTSZ) \
+	X(CU_MEMCPY_2D_ASYNC,		"cuMemcpy2DAsync_v2",		CUDA, COPY, C_2D, 0, GS_AF_ASYNC) \
+	X(CU_MEMCPY_2D_ASYNC_PTSZ,	"cuMemcpy2DAsync_v2_ptsz",	CUDA, COPY, C_2D, 0, GS_AF_ASYNC | GS_AF_PTSZ) \
+	X(CU_MEMCPY_3D,			"cuMemcpy3D_v2",		CUDA, COPY, C_3D, 0, 0)	\
+	X(CU_MEMCPY_3D_PTDS,		"cuMemcpy3D_v2_ptds",		CUDA, COPY, C_3D, 0, GS_AF_PTSZ) \
+	X(CU_MEMCPY_3D_ASYNC,		"cuMemcpy3DAsync_v2",		CUDA, COPY, C_3D, 0, GS_AF_ASYNC) \
+	X(CU_MEMCPY_3D_ASYNC_PTSZ,	"cuMemcpy3DAsync_v2_ptsz",	CUDA, COPY, C_3D, 0, GS_AF_ASYNC | GS_AF_PTSZ) \
+	X(CU_MEMSET_D8,			"cuMemsetD8_v2",		CUDA, COPY, C_SET1D, 1, 0)	\
+	X(CU_MEMSET_D8_PTDS,		"cuMemsetD8_v2_ptds",		CUDA, COPY, C_SET1D, 1, GS_AF_PTSZ) \
+	X(CU_MEMSET_D16,		"cuMemsetD16_v2",		CUDA, COPY, C_SET1D, 2, 0)	\
+	X(CU_MEMSET_D16_PTDS,		"cuMemsetD16_v2_ptds",		CUDA, COPY, C_SET1D, 2, GS_AF_PTSZ) \
+	X(CU_MEMSET_D32,		"cuMemsetD32_v2",		CUDA, COPY, C_SET1D, 4, 0)	\
+	X(CU_MEMSET_D32_PTDS,		"cuMemsetD32_v2_ptds",		CUDA, COPY, C_SET1D, 4, GS_AF_PTSZ) \
+	X(CU_MEMSET_D8_ASYNC,		"cuMemsetD8Async",		CUDA, COPY, C_SET1D, 1, GS_AF_ASYNC) \
+	X(CU_MEMSET_D8_ASYNC_PTSZ,	"cuMemsetD8Async_ptsz",		CUDA, COPY, C_SET1D, 1, GS_AF_ASYNC | GS_AF_PTSZ) \
+	X(CU_MEMSET_D16_ASYNC,		"cuMemsetD16Async",		CUDA, COPY, C_SET1D, 2, GS_AF_ASYNC) \
+	X(CU_MEMSET_D16_ASYNC_PTSZ,	"cuMemsetD16Async_ptsz",	CUDA, COPY, C_SET1D, 2, GS_AF_ASYNC | GS_AF_PTSZ) \
+	X(CU_MEMSET_D32_ASYNC,		"cuMemsetD32Async",		CUDA, COPY, C_SET1D, 4, GS_AF_ASYNC) \
+	X(CU_MEMSET_D32_ASYNC_PTSZ,	"cuMemsetD32Async_ptsz",	CUDA, COPY, C_SET1D, 4, GS_AF_ASYNC | GS_AF_PTSZ) \
+	X(CU_MEMSET_D2D8,		"cuMemsetD2D8_v2",		CUDA, COPY, C_SET2D, 1, 0)	\
+	X(CU_MEMSET_D2D8_PTDS,		"cuMemsetD2D8_v2_ptds",		CUDA, COPY, C_SET2D, 1, GS_AF_PTSZ) \
+	X(CU_MEMSET_D2D16,		"cuMemsetD2D16_v2",		CUDA, COPY, C_SET2D, 2, 0)	\
+	X(CU_MEMSET_D2D16_PTDS,		"cuMemsetD2D16_v2_ptds",	CUDA, COPY, C_SET2D, 2, GS_AF_PTSZ) \
+	X(CU_MEMSET_D2D32,		"cuMemsetD2D32_v2",		CUDA, COPY, C_SET2D, 4, 0)	\
+	X(CU_MEMSET_D2D32_PTDS,		"cuMemsetD2D32_v2_ptds",	CUDA, COPY, C_SET2D, 4, GS_AF_PTSZ) \
+	X(CU_MEMSET_D2D8_ASYNC,		"cuMemsetD2D8Async",		CUDA, COPY, C_SET2D, 1, GS_AF_ASYNC) \
+	X(CU_MEMSET_D2D8_ASYNC_PTSZ,	"cuMemsetD2D8Async_ptsz",	CUDA, COPY, C_SET2D, 1, GS_AF_ASYNC | GS_AF_PTSZ) \
+	X(CU_MEMSET_D2D16_ASYNC,	"cuMemsetD2D16Async",		CUDA, COPY, C_SET2D, 2, GS_AF_ASYNC) \
+	X(CU_MEMSET_D2D16_ASYNC_PTSZ,	"cuMemsetD2D16Async_ptsz",	CUDA, COPY, C_SET2D, 2, GS_AF_ASYNC | GS_AF_PTSZ) \
+	X(CU_MEMSET_D2D32_ASYNC,	"cuMemsetD2D32Async",		CUDA, COPY, C_SET2D, 4, GS_AF_ASYNC) \
+	X(CU_MEMSET_D2D32_ASYNC_PTSZ,	"cuMemsetD2D32Async_ptsz",	CUDA, COPY, C_SET2D, 4, GS_AF_ASYNC | GS_AF_PTSZ) \
+	X(CU_CTX_SYNCHRONIZE,		"cuCtxSynchronize",		CUDA, SYNC, S_VOID, 0, 0)	\
+	X(CU_STREAM_SYNCHRONIZE,	"cuStreamSynchronize",		CUDA, SYNC, S_ONE, 0, 0)	\
+	X(CU_STREAM_SYNCHRONIZE_PTSZ,	"cuStreamSynchronize_ptsz",	CUDA, SYNC, S_ONE, 0, GS_AF_PTSZ) \
+	X(CU_EVENT_SYNCHRONIZE,		"cuEventSynchronize",		CUDA, SYNC, S_ONE, 0, 0)	\
+	X(CU_STREAM_WAIT_EVENT,		"cuStreamWaitEvent",		CUDA, SYNC, S_WAIT, 0, 0)	\
+	X(CU_STREAM_WAIT_EVENT_PTSZ,	"cuStreamWaitEvent_ptsz",	CUDA, SYNC, S_WAIT, 0, GS_AF_PTSZ) \
+	X(CU_STREAM_QUERY,		"cuStreamQuery",		CUDA, SYNC, S_ONE, 0, 0)	\
+	X(CU_STREAM_QUERY_PTSZ,		"cuStreamQuery_ptsz",		CUDA, SYNC, S_ONE, 0, GS_AF_PTSZ) \
+	X(CU_EVENT_QUERY,		"cuEventQuery",			CUDA, SYNC, S_ONE, 0, 0)	\
+	X(CU_INIT,			"cuInit",			CUDA, API, A_ARGS, GS_NO_OUT, GS_AF_ALWAYS) \
+	X(CU_DEVICE_PRIMARY_CTX_RETAIN,	"cuDevicePrimaryCtxRetain",	CUDA, API, A_ARGS, 0, 0)	\
+	X(CU_CTX_CREATE,		"cuCtxCreate_v2",		CUDA, API, A_ARGS, 0, GS_AF_ALWAYS) \
+	X(CU_CTX_CREATE_V4,		"cuCtxCreate_v4",		CUDA, API, A_ARGS, 0, GS_AF_ALWAYS) \
+	X(CU_CTX_SET_CURRENT,		"cuCtxSetCurrent",		CUDA, API, A_ARGS, GS_NO_OUT, 0) \
+	X(CU_MODULE_LOAD,		"cuModuleLoad",			CUDA, API, A_ARGS, 0, GS_AF_ALWAYS) \
+	X(CU_MODULE_LOAD_DATA,		"cuModuleLoadData",		CUDA, API, A_ARGS, 0, GS_AF_ALWAYS) \
+	X(CU_MODULE_LOAD_DATA_EX,	"cuModuleLoadDataEx",		CUDA, API, A_ARGS, 0, GS_AF_ALWAYS) \
+	X(CU_MODULE_LOAD_FAT_BINARY,	"cuModuleLoadFatBinary",	CUDA, API, A_ARGS, 0, GS_AF_ALWAYS) \
+	X(CU_LIBRARY_LOAD_DATA,		"cuLibraryLoadData",		CUDA, API, A_ARGS, 0, GS_AF_ALWAYS) \
+	X(CU_LIBRARY_LOAD_FROM_FILE,	"cuLibraryLoadFromFile",	CUDA, API, A_ARGS, 0, GS_AF_ALWAYS) \
+	X(CU_STREAM_CREATE,		"cuStreamCreate",		CUDA, API, A_ARGS, 0, 0)	\
+	X(CU_STREAM_CREATE_PRIO,	"cuStreamCreateWithPriority",	CUDA, API, A_ARGS, 0, 0)	\
+	X(CU_EVENT_CREATE,		"cuEventCreate",		CUDA, API, A_ARGS, 0, 0)	\
+	X(CU_EVENT_RECORD,		"cuEventRecord",		CUDA, API, A_ARGS, GS_NO_OUT, 0) \
+	X(CU_EVENT_RECORD_PTSZ,		"cuEventRecord_ptsz",		CUDA, API, A_ARGS, GS_NO_OUT, GS_AF_PTSZ) \
+	X(CU_MEM_GET_INFO,		"cuMemGetInfo_v2",		CUDA, API, A_ARGS, GS_NO_OUT, 0) \
+	X(CU_STREAM_BEGIN_CAPTURE,	"cuStreamBeginCapture_v2",	CUDA, API, A_ARGS, GS_NO_OUT, GS_AF_ALWAYS) \
+	X(CU_STREAM_BEGIN_CAPTURE_PTSZ,	"cuStreamBeginCapture_v2_ptsz",	CUDA, API, A_ARGS, GS_NO_OUT, GS_AF_ALWAYS | GS_AF_PTSZ) \
+	X(CU_STREAM_END_CAPTURE,	"cuStreamEndCapture",		CUDA, API, A_ARGS, 1, GS_AF_ALWAYS) \
+	X(CU_STREAM_END_CAPTURE_PTSZ,	"cuStreamEndCapture_ptsz",	CUDA, API, A_ARGS, 1, GS_AF_ALWAYS | GS_AF_PTSZ) \
+	X(CU_GRAPH_INSTANTIATE,		"cuGraphInstantiateWithFlags",	CUDA, API, A_ARGS, 0, GS_AF_ALWAYS) \
+	X(CU_GRAPH_INSTANTIATE_PARAMS,	"cuGraphInstantiateWithParams",	CUDA, API, A_ARGS, 0, GS_AF_ALWAYS) \
+	X(NCCL_ALL_REDUCE,		"ncclAllReduce",		NCCL, NCCL, NC_OP7, GS_NCCL_ALL_REDUCE, 0) \
+	X(NCCL_REDUCE_SCATTER,		"ncclReduceScatter",		NCCL, NCCL, NC_OP7, GS_NCCL_REDUCE_SCATTER, 0) \
+	X(NCCL_BROADCAST,		"ncclBroadcast",		NCCL, NCCL, NC_ROOT7, GS_NCCL_BROADCAST, 0) \
+	X(NCCL_BCAST,			"ncclBcast",			NCCL, NCCL, NC_P2P, GS_NCCL_BROADCAST, 0) \
+	X(NCCL_REDUCE,			"ncclReduce",			NCCL, NCCL, NC_REDUCE, GS_NCCL_REDUCE, 0) \
+	X(NCCL_ALL_GATHER,		"ncclAllGather",		NCCL, NCCL, NC_GATHER, GS_NCCL_ALL_GATHER, 0) \
+	X(NCCL_SEND,			"ncclSend",			NCCL, NCCL, NC_P2P, GS_NCCL_SEND, 0) \
+	X(NCCL_RECV,			"ncclRecv",			NCCL, NCCL, NC_P2P, GS_NCCL_RECV, 0) \
+	X(NCCL_GROUP_START,		"ncclGroupStart",		NCCL, NCCL, NC_GROUP, GS_NCCL_GROUP_START, 0) \
+	X(NCCL_GROUP_END,		"ncclGroupEnd",			NCCL, NCCL, NC_GROUP, GS_NCCL_GROUP_END, 0) \
+	X(NCCL_COMM_INIT_RANK,		"ncclCommInitRank",		NCCL, NCCL, NC_INIT, GS_NCCL_COMM_INIT, 0) \
+	X(NCCL_COMM_INIT_RANK_CONFIG,	"ncclCommInitRankConfig",	NCCL, NCCL, NC_INIT, GS_NCCL_COMM_INIT, 0) \
+	X(NCCL_COMM_INIT_RANK_SCALABLE,	"ncclCommInitRankScalable",	NCCL, NCCL, NC_INIT, GS_NCCL_COMM_INIT, 0) \
+	X(NCCL_COMM_INIT_ALL,		"ncclCommInitAll",		NCCL, NCCL, NC_INITALL, GS_NCCL_COMM_INIT, 0) \
+	X(NCCL_COMM_DESTROY,		"ncclCommDestroy",		NCCL, NCCL, NC_DESTROY, GS_NCCL_COMM_DESTROY, 0) \
+	X(NCCL_COMM_ABORT,		"ncclCommAbort",		NCCL, NCCL, NC_DESTROY, GS_NCCL_COMM_DESTROY, 0)
+/* clang-format on */
+
+#define GS_API_ENUM(id, sym, lib, fam, shape, arg, flags) GS_API_##id,
+enum gs_api {
+	GS_API_NONE = 0,
+	GS_API_LIST(GS_API_ENUM) GS_API_MAX,
+};
+#undef GS_API_ENUM
+
+struct gs_api_desc {
+	__u8 lib;    /* enum gs_lib_kind */
+	__u8 family; /* enum gs_api_family */
+	__u8 shape;  /* enum gs_api_shape */
+	__u8 arg;
+	__u8 flags; /* enum gs_api_flags */
+	__u8 pad[3];
+};
+
+/* Expands to a designated initialiser list: `static const struct gs_api_desc t[] = { ... }`. */
+#define GS_API_DESC(id_, sym_, lib_, fam_, shape_, arg_, fl_) \
+	[GS_API_##id_] = { .lib = GS_LIB_##lib_,              \
+			   .family = GS_FAM_##fam_,           \
+			   .shape = GS_SH_##shape_,           \
+			   .arg = (arg_),                     \
+			   .flags = (fl_) },
+
+#endif /* GPUSCOPE_API_H */

@@ -1,0 +1,305 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The one event schema. Every plane (kernel eBPF, the in-process library, NVML, gpuscope
+ * itself) produces these records; recordings are these records back to back.
+ *
+ * Rules: plain fixed-width data, no pointers, no `long`; every record starts with
+ * struct gs_hdr, whose `type` comes first and whose `size` frames the record; times are
+ * CLOCK_MONOTONIC nanoseconds (bpf_ktime_get_ns() in the kernel). Padding is explicit so
+ * that clang's BPF target and gcc lay the structs out identically; sizes are asserted in
+ * src/core/event.c.
+ */
+#ifndef GPUSCOPE_EVENT_H
+#define GPUSCOPE_EVENT_H
+
+#ifndef __VMLINUX_H__
+#include <linux/types.h>
+#endif
+
+#define GS_SCHEMA_VERSION 1
+
+#define GS_COMM_LEN 16
+#define GS_PATH_MAX 256
+#define GS_NAME_MAX 1024
+#define GS_CMD_MAX  512
+
+enum gs_event_type {
+	GS_EV_NONE = 0,
+	GS_EV_LAUNCH = 1,   /* kernel or graph launch */
+	GS_EV_KNAME = 2,    /* handle -> mangled kernel name */
+	GS_EV_KALIAS = 3,   /* handle -> another handle that carries the name */
+	GS_EV_MEM = 4,	    /* allocation, free, VMM create/map/unmap/release */
+	GS_EV_COPY = 5,	    /* memcpy and memset families */
+	GS_EV_SYNC = 6,	    /* synchronisation, waits and polls */
+	GS_EV_API = 7,	    /* other driver calls: lifecycle, capture, failures */
+	GS_EV_NCCL = 8,	    /* NCCL collectives, p2p, groups, communicators */
+	GS_EV_PROC = 9,	    /* fork, exec, exit of a traced process */
+	GS_EV_LIB = 10,	    /* a traced process opened a CUDA/NCCL library */
+	GS_EV_SESSION = 11, /* gpuscope: start and end of a trace */
+	GS_EV_ATTACH = 12,  /* gpuscope: probes attached to a file */
+	GS_EV_DROPS = 13,   /* gpuscope: cumulative drop counters */
+	GS_EV_MAX,
+};
+
+enum gs_source {
+	GS_SRC_UPROBE = 1,     /* kernel eBPF uprobes on CUDA/NCCL libraries */
+	GS_SRC_TRACEPOINT = 2, /* kernel eBPF tracepoints */
+	GS_SRC_INJECT = 3,     /* in-process (LD_PRELOAD) plane */
+	GS_SRC_NVML = 4,       /* NVML sampler */
+	GS_SRC_GPUSCOPE = 5,   /* gpuscope itself */
+};
+
+struct gs_hdr {
+	__u16 type;  /* enum gs_event_type */
+	__u8 source; /* enum gs_source */
+	__u8 flags;  /* GS_HDR_* */
+	__u32 size;  /* bytes in the whole record, header included */
+	__u64 ts;    /* CLOCK_MONOTONIC ns; for calls, the entry time */
+	__u32 pid;   /* process (tgid) */
+	__u32 tid;   /* thread */
+};
+
+/* Common part of every record that describes one API call. */
+struct gs_call {
+	__u64 dur_ns; /* entry to return */
+	__u64 caller; /* return address of the call (user space) */
+	__u16 api;    /* enum gs_api */
+	__u16 pad;
+	__s32 result; /* CUresult / ncclResult_t; 0 is success */
+};
+
+enum gs_launch_flags {
+	GS_LAUNCH_COOPERATIVE = 1 << 0,
+	GS_LAUNCH_PTSZ = 1 << 1, /* per-thread default stream variant */
+	GS_LAUNCH_GRAPH = 1 << 2,
+	GS_LAUNCH_CLUSTER = 1 << 3, /* cuLaunchKernelEx with a cluster dimension */
+};
+
+struct gs_ev_launch {
+	struct gs_hdr h;
+	struct gs_call c;
+	__u64 func;   /* CUfunction or CUkernel handle; CUgraphExec for graph launches */
+	__u64 stream; /* CUstream (0 = legacy default stream) */
+	__u32 grid[3];
+	__u32 block[3];
+	__u32 shmem; /* dynamic shared memory bytes */
+	__u32 flags; /* enum gs_launch_flags */
+};
+
+/* Name spaces of handles in kname/kalias records. */
+enum gs_handle_ns {
+	GS_NS_DRIVER = 0, /* CUkernel / CUfunction handles, as passed to launches */
+	GS_NS_HOSTFN = 1, /* host stub addresses (runtime registration) */
+};
+
+struct gs_ev_kname {
+	struct gs_hdr h;
+	__u64 handle; /* in name space `ns` */
+	__u64 scope;  /* CUlibrary / CUmodule / fatbin handle */
+	__u16 api;
+	__u16 len; /* bytes of name, without the terminating NUL */
+	__u8 ns;
+	__u8 truncated;
+	__u16 pad;
+	char name[GS_NAME_MAX]; /* NUL-terminated; records are cut after it */
+};
+
+struct gs_ev_kalias {
+	struct gs_hdr h;
+	__u64 handle; /* driver handle that has no name of its own */
+	__u64 target; /* the handle (in target_ns) that has one */
+	__u16 api;
+	__u8 target_ns;
+	__u8 pad[5];
+};
+
+enum gs_mem_op {
+	GS_MEM_ALLOC = 1, /* device linear memory */
+	GS_MEM_ALLOC_MANAGED = 2,
+	GS_MEM_ALLOC_HOST = 3, /* page-locked host memory */
+	GS_MEM_FREE = 4,       /* device or managed */
+	GS_MEM_FREE_HOST = 5,
+	GS_MEM_ALLOC_ASYNC = 6, /* stream-ordered, from a pool */
+	GS_MEM_FREE_ASYNC = 7,
+	GS_MEM_VMM_CREATE = 8,	/* physical allocation: addr = handle */
+	GS_MEM_VMM_RELEASE = 9, /* addr = handle */
+	GS_MEM_VMM_MAP = 10,	/* addr = va, aux = handle, aux2 = offset */
+	GS_MEM_VMM_UNMAP = 11,
+	GS_MEM_VA_RESERVE = 12,
+	GS_MEM_VA_FREE = 13,
+};
+
+struct gs_ev_mem {
+	struct gs_hdr h;
+	struct gs_call c;
+	__u64 addr;
+	__u64 size;
+	__u64 aux;    /* stream, VMM handle, or pitch */
+	__u64 aux2;   /* pool, map offset */
+	__u32 op;     /* enum gs_mem_op */
+	__s32 device; /* -1 when the call does not say */
+};
+
+enum gs_copy_kind {
+	GS_COPY_UNKNOWN = 0,
+	GS_COPY_HTOD = 1,
+	GS_COPY_DTOH = 2,
+	GS_COPY_DTOD = 3,
+	GS_COPY_HTOH = 4,
+	GS_COPY_PEER = 5,
+	GS_COPY_DEFAULT = 6, /* unified addressing: direction from the pointers */
+	GS_COPY_MEMSET = 7,
+	GS_COPY_ARRAY = 8, /* to or from a CUDA array */
+	GS_COPY_KIND_MAX,
+};
+
+enum gs_copy_flags {
+	GS_COPY_ASYNC = 1 << 0,
+	GS_COPY_2D = 1 << 1,
+	GS_COPY_3D = 1 << 2,
+};
+
+struct gs_ev_copy {
+	struct gs_hdr h;
+	struct gs_call c;
+	__u64 dst;
+	__u64 src; /* memset: the value */
+	__u64 bytes;
+	__u64 stream;
+	__u32 kind;  /* enum gs_copy_kind */
+	__u32 flags; /* enum gs_copy_flags */
+};
+
+struct gs_ev_sync {
+	struct gs_hdr h;
+	struct gs_call c;
+	__u64 handle; /* stream, event or context */
+	__u64 aux;    /* cuStreamWaitEvent: the event */
+};
+
+struct gs_ev_api {
+	struct gs_hdr h;
+	struct gs_call c;
+	__u64 arg0;
+	__u64 arg1;
+	__u64 out; /* value written through the call's out-parameter, if any */
+};
+
+enum gs_nccl_op {
+	GS_NCCL_ALL_REDUCE = 1,
+	GS_NCCL_ALL_GATHER = 2,
+	GS_NCCL_REDUCE_SCATTER = 3,
+	GS_NCCL_BROADCAST = 4,
+	GS_NCCL_REDUCE = 5,
+	GS_NCCL_SEND = 6,
+	GS_NCCL_RECV = 7,
+	GS_NCCL_GROUP_START = 8,
+	GS_NCCL_GROUP_END = 9,
+	GS_NCCL_COMM_INIT = 10,
+	GS_NCCL_COMM_DESTROY = 11,
+};
+
+struct gs_ev_nccl {
+	struct gs_hdr h;
+	struct gs_call c;
+	__u64 comm;
+	__u64 count;
+	__u64 stream;
+	__u64 sendbuf;
+	__u64 recvbuf;
+	__u32 op;	/* enum gs_nccl_op */
+	__s32 datatype; /* ncclDataType_t, -1 when none */
+	__s32 redop;	/* ncclRedOp_t, -1 when none */
+	__s32 peer;	/* root or peer rank, -1 when none */
+	__s32 nranks;	/* communicator init: size, else -1 */
+	__s32 rank;	/* communicator init: this rank, else -1 */
+};
+
+enum gs_proc_kind {
+	GS_PROC_FORK = 1,
+	GS_PROC_EXEC = 2,
+	GS_PROC_EXIT = 3,
+	GS_PROC_FOUND = 4, /* gpuscope: a process already running when tracing began */
+};
+
+struct gs_ev_proc {
+	struct gs_hdr h;
+	__u32 kind;
+	__u32 ppid;
+	__s32 exit_code; /* wait(2) status for GS_PROC_EXIT */
+	__u32 pad;
+	char comm[GS_COMM_LEN];
+	char path[GS_PATH_MAX]; /* exec: the file */
+};
+
+enum gs_lib_kind {
+	GS_LIB_NONE = 0,
+	GS_LIB_CUDA = 1,   /* libcuda.so.1 (driver) */
+	GS_LIB_CUDART = 2, /* libcudart.so.* (runtime) */
+	GS_LIB_NCCL = 3,   /* libnccl.so.2 */
+	GS_LIB_EXE = 4,	   /* an executable with the runtime linked in statically */
+	GS_LIB_KIND_MAX,
+};
+
+struct gs_ev_lib {
+	struct gs_hdr h;
+	__u32 kind; /* enum gs_lib_kind, from the file name */
+	__u32 pad;
+	char path[GS_PATH_MAX];
+};
+
+enum gs_session_kind {
+	GS_SESSION_START = 1,
+	GS_SESSION_END = 2,
+};
+
+enum gs_session_mode {
+	GS_MODE_RUN = 1,
+	GS_MODE_ATTACH = 2,
+};
+
+enum gs_session_flags {
+	GS_SESSION_INTERRUPTED = 1 << 0, /* stopped by SIGINT/SIGTERM */
+	GS_SESSION_TARGET_LOST = 1 << 1, /* the traced process vanished */
+	GS_SESSION_DURATION = 1 << 2,	 /* stopped by -d */
+};
+
+struct gs_ev_session {
+	struct gs_hdr h;
+	__u32 kind; /* enum gs_session_kind */
+	__u32 mode; /* enum gs_session_mode */
+	__s32 target_pid;
+	__s32 exit_status; /* end: wait(2) status of the run target, -1 if none */
+	__u64 realtime_ns; /* CLOCK_REALTIME at h.ts */
+	__u32 flags;	   /* enum gs_session_flags */
+	__u32 follow;	   /* children followed */
+	char cmd[GS_CMD_MAX];
+};
+
+struct gs_ev_attach {
+	struct gs_hdr h;
+	__u64 dev;
+	__u64 ino;
+	__u32 kind;	/* enum gs_lib_kind */
+	__u32 nprobes;	/* functions found and attached */
+	__u32 nmissing; /* functions of the table this file lacks */
+	__u32 late;	/* attached after the process had mapped it */
+	char path[GS_PATH_MAX];
+};
+
+enum gs_drop_slot {
+	GS_DROP_RINGBUF = 0,  /* ring buffer full: records lost */
+	GS_DROP_INFLIGHT = 1, /* entry state table full: calls lost */
+	GS_DROP_SLOTS = 2,
+};
+
+struct gs_ev_drops {
+	struct gs_hdr h;
+	__u64 by_type[GS_EV_MAX]; /* ring buffer drops per event type (cumulative) */
+	__u64 lost_calls;	  /* calls whose entry state could not be kept */
+};
+
+/* Largest record of any type. */
+#define GS_EVENT_MAX_SIZE (sizeof(struct gs_ev_kname))
+
+#endif /* GPUSCOPE_EVENT_H */

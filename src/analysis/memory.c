@@ -1,0 +1,298 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The allocation model. Device bytes in use are linear device allocations plus VMM
+ * physical memory; VMM physical memory lives from cuMemCreate until it is both released and
+ * unmapped everywhere (the driver keeps released memory while a mapping uses it). Managed
+ * and page-locked host memory are counted apart. A free of an address the model does not
+ * know (attached late, or a wrong pointer that the driver rejects anyway) is counted, not
+ * guessed at.
+ */
+#include <search.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/model.h"
+#include "core/util.h"
+
+static __u64 span(const struct range *r)
+{
+	return r->size ? r->size : 1;
+}
+
+/* Ranges never overlap, so "overlaps" is "equal" and the order is by address. */
+static int range_cmp(const void *pa, const void *pb)
+{
+	const struct range *a = pa, *b = pb;
+
+	if (a->addr + span(a) <= b->addr)
+		return -1;
+	if (a->addr >= b->addr + span(b))
+		return 1;
+	return 0;
+}
+
+static struct range *range_at(const struct proc *p, __u64 addr)
+{
+	struct range key = { .addr = addr, .size = 1 };
+	void *const *node = tfind(&key, &p->ranges, range_cmp);
+
+	return node ? *node : NULL;
+}
+
+static void use(struct model *m, struct proc *p, int kind, __u64 bytes)
+{
+	p->in_use[kind] += bytes;
+	if (p->in_use[kind] > p->peak[kind])
+		p->peak[kind] = p->in_use[kind];
+	m->in_use[kind] += bytes;
+	if (m->in_use[kind] > m->peak[kind])
+		m->peak[kind] = m->in_use[kind];
+}
+
+static void unuse(struct model *m, struct proc *p, int kind, __u64 bytes)
+{
+	p->in_use[kind] -= GS_MIN(bytes, p->in_use[kind]);
+	m->in_use[kind] -= GS_MIN(bytes, m->in_use[kind]);
+}
+
+static void range_remove(struct model *m, struct proc *p, struct range *r)
+{
+	if (!tdelete(r, &p->ranges, range_cmp))
+		return;
+	p->nranges--;
+	if (r->kind < MEM_KINDS)
+		unuse(m, p, r->kind, r->size);
+	free(r);
+}
+
+static void range_insert(struct model *m, struct proc *p, const struct gs_ev_mem *e, int kind,
+			 __u64 handle)
+{
+	struct range *r = xcalloc(1, sizeof(*r));
+	void **old;
+
+	r->addr = e->addr;
+	r->size = GS_MIN(e->size, ~0ULL - e->addr); /* a range must not wrap around */
+	r->ts = e->h.ts;
+	r->tid = e->h.tid;
+	r->api = e->c.api;
+	r->kind = (__u8)kind;
+	r->handle = handle;
+	/* An overlap means a free we never saw: the old range is gone. */
+	while ((old = tfind(r, &p->ranges, range_cmp))) {
+		__u64 before = p->nranges;
+
+		range_remove(m, p, *old);
+		if (p->nranges == before)
+			break;
+	}
+	old = tsearch(r, &p->ranges, range_cmp);
+	if (!old || *old != r) {
+		free(r);
+		return;
+	}
+	p->nranges++;
+	if (kind < MEM_KINDS)
+		use(m, p, kind, r->size);
+}
+
+static struct vmm_handle *vmm_get(struct proc *p, __u64 handle)
+{
+	return hmap_get(&p->vmm, handle, 0);
+}
+
+static void vmm_maybe_free(struct model *m, struct proc *p, struct vmm_handle *v)
+{
+	if (!v->released || v->mapped)
+		return;
+	unuse(m, p, MK_DEVICE, v->size);
+	p->frees++;
+	hmap_del(&p->vmm, v->handle, 0);
+	free(v);
+}
+
+static void free_linear(struct model *m, struct proc *p, const struct gs_ev_mem *e)
+{
+	struct range *r;
+
+	if (!e->addr)
+		return; /* cuMemFree(0) does nothing */
+	r = range_at(p, e->addr);
+	if (!r || r->addr != e->addr || r->kind == MK_MAPPING) {
+		p->untracked_frees++;
+		return;
+	}
+	range_remove(m, p, r);
+	p->frees++;
+}
+
+/* cuMemUnmap may cover several mappings. */
+static void unmap(struct model *m, struct proc *p, const struct gs_ev_mem *e)
+{
+	__u64 at = e->addr, end = e->addr + GS_MIN(GS_MAX(e->size, 1), ~0ULL - e->addr);
+	bool any = false;
+
+	while (at < end) {
+		struct range *r = range_at(p, at);
+		struct vmm_handle *v;
+		__u64 next;
+
+		if (!r || r->kind != MK_MAPPING)
+			break;
+		next = r->addr + span(r);
+		v = vmm_get(p, r->handle);
+		range_remove(m, p, r);
+		any = true;
+		if (v && v->mapped) {
+			v->mapped--;
+			vmm_maybe_free(m, p, v);
+		}
+		at = next;
+	}
+	if (!any)
+		p->untracked_frees++;
+}
+
+static void count_alloc(struct model *m, struct proc *p, const struct gs_ev_mem *e)
+{
+	p->allocs++;
+	m->alloc_calls[e->c.api]++;
+	m->alloc_bytes[e->c.api] += e->size;
+}
+
+void model__memory_add(struct model *m, struct proc *p, const struct gs_ev_mem *e)
+{
+	struct vmm_handle *v;
+	struct range *r;
+
+	if (e->c.result) {
+		switch (e->op) {
+		case GS_MEM_ALLOC:
+		case GS_MEM_ALLOC_MANAGED:
+		case GS_MEM_ALLOC_HOST:
+		case GS_MEM_ALLOC_ASYNC:
+		case GS_MEM_VMM_CREATE:
+			p->failed_allocs++;
+			break;
+		}
+		return;
+	}
+	switch (e->op) {
+	case GS_MEM_ALLOC:
+	case GS_MEM_ALLOC_ASYNC:
+	case GS_MEM_ALLOC_MANAGED:
+	case GS_MEM_ALLOC_HOST:
+		if (!e->addr)
+			break;
+		range_insert(m, p, e,
+			     e->op == GS_MEM_ALLOC_MANAGED ? MK_MANAGED
+			     : e->op == GS_MEM_ALLOC_HOST  ? MK_HOST
+							   : MK_DEVICE,
+			     0);
+		count_alloc(m, p, e);
+		break;
+	case GS_MEM_FREE:
+	case GS_MEM_FREE_ASYNC:
+	case GS_MEM_FREE_HOST:
+		free_linear(m, p, e);
+		break;
+	case GS_MEM_VMM_CREATE:
+		v = xcalloc(1, sizeof(*v));
+		v->handle = e->addr;
+		v->size = e->size;
+		v->ts = e->h.ts;
+		v->tid = e->h.tid;
+		v->device = e->device;
+		v->api = e->c.api;
+		v = hmap_put(&p->vmm, e->addr, 0, v);
+		if (v) { /* a handle value reused without a release we saw */
+			unuse(m, p, MK_DEVICE, v->size);
+			free(v);
+		}
+		use(m, p, MK_DEVICE, e->size);
+		count_alloc(m, p, e);
+		break;
+	case GS_MEM_VMM_RELEASE:
+		v = vmm_get(p, e->addr);
+		if (!v) {
+			p->untracked_frees++;
+			break;
+		}
+		v->released = true;
+		vmm_maybe_free(m, p, v);
+		break;
+	case GS_MEM_VMM_MAP:
+		range_insert(m, p, e, MK_MAPPING, e->aux);
+		v = vmm_get(p, e->aux);
+		if (v)
+			v->mapped++;
+		break;
+	case GS_MEM_VMM_UNMAP:
+		unmap(m, p, e);
+		break;
+	case GS_MEM_VA_RESERVE:
+		r = xcalloc(1, sizeof(*r));
+		r->addr = e->addr;
+		r->size = e->size;
+		r->ts = e->h.ts;
+		r->api = e->c.api;
+		free(hmap_put(&p->resv, e->addr, 0, r));
+		p->reserved += e->size;
+		break;
+	case GS_MEM_VA_FREE:
+		r = hmap_del(&p->resv, e->addr, 0);
+		if (r) {
+			p->reserved -= GS_MIN(r->size, p->reserved);
+			free(r);
+		}
+		break;
+	}
+}
+
+int model__classify(const struct model *m, __u32 pid, __u64 addr)
+{
+	const struct proc *p = hmap_get(&m->procs, pid, 0);
+	const struct range *r;
+
+	if (!p)
+		return -1;
+	r = range_at(p, addr);
+	if (r)
+		return r->kind == MK_MAPPING ? MK_DEVICE : r->kind;
+	return p->complete ? MK_HOST : -1;
+}
+
+struct walk_ctx {
+	void (*fn)(const struct range *r, void *ctx);
+	void *ctx;
+};
+
+static void walk_action(const void *node, VISIT which, void *closure)
+{
+	struct walk_ctx *w = closure;
+
+	if (which == postorder || which == leaf)
+		w->fn(*(const struct range *const *)node, w->ctx);
+}
+
+void model__walk_ranges(const struct proc *p, void (*fn)(const struct range *r, void *ctx),
+			void *ctx)
+{
+	struct walk_ctx w = { fn, ctx };
+
+	twalk_r(p->ranges, walk_action, &w);
+}
+
+void model__memory_free(struct proc *p)
+{
+	struct hmap_slot *s;
+
+	tdestroy(p->ranges, free);
+	p->ranges = NULL;
+	hmap_for_each (&p->vmm, s)
+		free(s->val);
+	hmap_free(&p->vmm);
+	hmap_for_each (&p->resv, s)
+		free(s->val);
+	hmap_free(&p->resv);
+}

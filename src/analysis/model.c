@@ -1,0 +1,206 @@
+// SPDX-License-Identifier: MIT
+#include <search.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/model.h"
+#include "core/names.h"
+#include "core/util.h"
+
+struct model *model__new(void)
+{
+	return xcalloc(1, sizeof(struct model));
+}
+
+static void free_values(struct hmap *h)
+{
+	struct hmap_slot *s;
+
+	hmap_for_each (h, s)
+		free(s->val);
+	hmap_free(h);
+}
+
+static void free_captures(struct hmap *h)
+{
+	struct hmap_slot *s;
+
+	hmap_for_each (h, s) {
+		struct capture *c = s->val;
+
+		free(c->k);
+		free(c);
+	}
+	hmap_free(h);
+}
+
+void model__free(struct model *m)
+{
+	struct hmap_slot *s;
+
+	if (!m)
+		return;
+	hmap_for_each (&m->procs, s) {
+		struct proc *p = s->val;
+
+		model__memory_free(p);
+		free_captures(&p->capturing);
+		free_captures(&p->graphs);
+		free_values(&p->execs);
+		free(p);
+	}
+	hmap_free(&m->procs);
+	hmap_for_each (&m->names, s)
+		free(((struct name_entry *)s->val)->name);
+	free_values(&m->names);
+	free_values(&m->aliases);
+	free_values(&m->kernels);
+	free_values(&m->graph_execs);
+	free_values(&m->comms);
+	free_values(&m->errors);
+	free(m->libs);
+	free(m);
+}
+
+struct proc *model__proc(struct model *m, __u32 pid)
+{
+	struct proc *p = hmap_get(&m->procs, pid, 0);
+
+	if (!p) {
+		p = xcalloc(1, sizeof(*p));
+		p->pid = pid;
+		p->exit_code = -1;
+		hmap_put(&m->procs, pid, 0, p);
+	}
+	return p;
+}
+
+void model__note_error(struct model *m, const struct gs_hdr *h, const struct gs_call *c)
+{
+	struct err_stat *e;
+
+	if (c->result == 0 || result_is_status(c->api, c->result))
+		return;
+	e = hmap_get(&m->errors, c->api, (__u32)c->result);
+	if (!e) {
+		e = xcalloc(1, sizeof(*e));
+		e->api = c->api;
+		e->result = c->result;
+		e->first_ts = h->ts;
+		e->pid = h->pid;
+		e->tid = h->tid;
+		hmap_put(&m->errors, c->api, (__u32)c->result, e);
+	}
+	e->count++;
+}
+
+static void add_proc_event(struct model *m, const struct gs_ev_proc *e)
+{
+	struct proc *p = model__proc(m, e->h.pid);
+
+	switch (e->kind) {
+	case GS_PROC_FORK:
+		p->ppid = e->ppid;
+		p->complete = true;
+		p->start_ts = e->h.ts;
+		gs_strlcpy(p->comm, e->comm, sizeof(p->comm));
+		break;
+	case GS_PROC_EXEC:
+		p->complete = true;
+		if (!p->start_ts)
+			p->start_ts = e->h.ts;
+		if (e->ppid && !p->ppid)
+			p->ppid = e->ppid;
+		gs_strlcpy(p->comm, e->comm, sizeof(p->comm));
+		gs_strlcpy(p->exe, e->path, sizeof(p->exe));
+		break;
+	case GS_PROC_EXIT:
+		p->exited = true;
+		p->exit_code = e->exit_code;
+		p->end_ts = e->h.ts;
+		break;
+	case GS_PROC_FOUND:
+		p->ppid = e->ppid;
+		p->complete = false;
+		gs_strlcpy(p->comm, e->comm, sizeof(p->comm));
+		gs_strlcpy(p->exe, e->path, sizeof(p->exe));
+		break;
+	}
+}
+
+static void add_session(struct model *m, const struct gs_ev_session *e)
+{
+	if (e->kind == GS_SESSION_START) {
+		m->start = *e;
+		m->have_start = true;
+		/* The command of `run` is traced from before its exec: it is complete. */
+		if (e->mode == GS_MODE_RUN && e->target_pid > 0) {
+			struct proc *p = model__proc(m, (__u32)e->target_pid);
+
+			p->complete = true;
+			p->start_ts = e->h.ts;
+		}
+	} else {
+		m->end = *e;
+		m->have_end = true;
+	}
+}
+
+static void add_attach(struct model *m, const struct gs_ev_attach *e)
+{
+	for (size_t i = 0; i < m->nlibs; i++)
+		if (m->libs[i].dev == e->dev && m->libs[i].ino == e->ino)
+			return;
+	m->libs = xrealloc(m->libs, (m->nlibs + 1) * sizeof(*m->libs));
+	m->libs[m->nlibs++] = *e;
+}
+
+void model__add(struct model *m, const struct gs_hdr *ev)
+{
+	const struct gs_call *c = (const void *)(ev + 1);
+
+	m->events++;
+	if (!m->first_ts || ev->ts < m->first_ts)
+		m->first_ts = ev->ts;
+	if (ev->ts > m->last_ts)
+		m->last_ts = ev->ts;
+	switch (ev->type) {
+	case GS_EV_LAUNCH:
+	case GS_EV_KNAME:
+	case GS_EV_KALIAS:
+		model__kernels_add(m, ev);
+		break;
+	case GS_EV_API:
+		m->api_calls[c->api]++;
+		model__note_error(m, ev, c);
+		model__kernels_add(m, ev);
+		break;
+	case GS_EV_MEM:
+		m->api_calls[c->api]++;
+		model__note_error(m, ev, c);
+		model__memory_add(m, model__proc(m, ev->pid), (const void *)ev);
+		break;
+	case GS_EV_COPY:
+	case GS_EV_SYNC:
+	case GS_EV_NCCL:
+		m->api_calls[c->api]++;
+		model__note_error(m, ev, c);
+		model__transfers_add(m, ev);
+		break;
+	case GS_EV_PROC:
+		add_proc_event(m, (const void *)ev);
+		break;
+	case GS_EV_SESSION:
+		add_session(m, (const void *)ev);
+		break;
+	case GS_EV_ATTACH:
+		add_attach(m, (const void *)ev);
+		break;
+	case GS_EV_DROPS:
+		m->drops = *(const struct gs_ev_drops *)ev;
+		m->have_drops = true;
+		break;
+	default: /* GS_EV_LIB: control only */
+		break;
+	}
+}

@@ -1,0 +1,191 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The trace model: what the event stream says, aggregated. One model is fed the same way
+ * live (from the ring buffer) and offline (from a recording), which is why a replayed
+ * recording gives the same report. Analyses read the model; nothing here prints.
+ *
+ * Per process it keeps kernel names (handles are process-local), launch statistics per
+ * kernel handle, and an allocation model: linear allocations and VMM mappings as address
+ * ranges in a balanced tree (so any pointer can be classified as device or host memory),
+ * VMM physical handles, address reservations, and stream captures turned into graphs.
+ */
+#ifndef GS_ANALYSIS_MODEL_H
+#define GS_ANALYSIS_MODEL_H
+
+#include <stdbool.h>
+#include "core/hmap.h"
+#include "gpuscope/api.h"
+
+enum mem_kind {
+	MK_DEVICE = 0, /* linear device memory and VMM physical memory */
+	MK_MANAGED = 1,
+	MK_HOST = 2, /* page-locked host memory */
+	MEM_KINDS = 3,
+	MK_MAPPING = 3, /* range kind only: a VMM mapping (its bytes count at cuMemCreate) */
+};
+
+struct range {
+	__u64 addr, size;
+	__u64 ts;
+	__u64 handle; /* MK_MAPPING: the physical handle */
+	__u32 tid;
+	__u16 api;
+	__u8 kind; /* enum mem_kind */
+};
+
+struct vmm_handle {
+	__u64 handle, size, ts;
+	__s32 device;
+	__u32 tid;
+	__u32 mapped; /* live mappings of this handle */
+	__u16 api;
+	bool released;
+};
+
+/* Kernels launched into a stream while it was captured: what its graph runs. */
+struct capture {
+	size_t n, cap;
+	struct {
+		__u64 handle;
+		__u64 count;
+	} * k;
+};
+
+struct proc {
+	__u32 pid, ppid;
+	char comm[16];
+	char exe[256];
+	bool complete; /* seen from its start: every allocation is known */
+	bool exited;
+	__s32 exit_code;
+	__u64 start_ts, end_ts;
+	__u64 launches;
+	void *ranges; /* tsearch tree of struct range */
+	__u64 nranges;
+	struct hmap vmm;       /* handle -> struct vmm_handle */
+	struct hmap resv;      /* va -> struct range (MK_MAPPING kind unused) */
+	struct hmap capturing; /* stream -> struct capture */
+	struct hmap graphs;    /* graph -> struct capture */
+	struct hmap execs;     /* graph exec -> graph (value: boxed __u64) */
+	__u64 in_use[MEM_KINDS], peak[MEM_KINDS];
+	__u64 reserved; /* VMM address space reserved */
+	__u64 allocs, frees, failed_allocs, untracked_frees;
+};
+
+#define KSTAT_SHAPES 4
+#define KSTAT_APIS   4
+
+struct kshape {
+	__u32 grid[3], block[3], shmem;
+	__u64 count;
+};
+
+struct kstat {
+	__u32 pid;
+	__u64 handle;
+	__u64 launches;	  /* successful launch calls (captured ones included) */
+	__u64 captured;	  /* of which recorded into a graph rather than run */
+	__u64 graph_runs; /* runs through graph launches of a capture containing it */
+	__u64 errors;
+	__u64 call_ns;
+	__u32 flags; /* GS_LAUNCH_* seen */
+	struct kshape shapes[KSTAT_SHAPES];
+	__u64 other_shapes;
+	struct {
+		__u16 api;
+		__u64 count;
+	} apis[KSTAT_APIS];
+};
+
+struct name_entry {
+	char *name; /* mangled, as the driver saw it */
+	__u16 api;
+	__u8 ns;
+};
+
+struct alias_entry {
+	__u64 target;
+	__u8 ns;
+};
+
+struct copy_stat {
+	__u64 count, bytes; /* successful calls */
+	__u64 sync_count, sync_bytes, sync_ns;
+	__u64 async_count, async_bytes;
+	__u64 errors;
+};
+
+struct sync_stat {
+	__u64 calls, total_ns, max_ns, not_ready;
+};
+
+struct nccl_stat {
+	__u64 calls, bytes, total_ns, max_ns, errors;
+	__u64 unknown_size; /* collectives on communicators whose size was never seen */
+};
+
+struct comm_entry {
+	__u64 comm;
+	__u32 pid;
+	__s32 rank, nranks;
+	__u64 calls;
+	bool destroyed;
+};
+
+struct err_stat {
+	__u64 count, first_ts;
+	__u32 pid, tid;
+	__u16 api;
+	__s32 result;
+};
+
+#define NCCL_OPS (GS_NCCL_COMM_DESTROY + 1)
+
+struct model {
+	struct gs_ev_session start, end;
+	bool have_start, have_end;
+	struct hmap procs;	 /* pid -> struct proc */
+	struct hmap names;	 /* (pid << 1 | ns, handle) -> struct name_entry */
+	struct hmap aliases;	 /* (pid, handle) -> struct alias_entry */
+	struct hmap kernels;	 /* (pid, handle) -> struct kstat */
+	struct hmap graph_execs; /* (pid, exec) -> struct kstat (launches of the graph) */
+	struct copy_stat copies[GS_COPY_KIND_MAX];
+	struct sync_stat syncs[GS_API_MAX];
+	struct nccl_stat nccl[NCCL_OPS];
+	struct hmap comms;  /* (pid, comm) -> struct comm_entry */
+	struct hmap errors; /* (api, result) -> struct err_stat */
+	struct gs_ev_attach *libs;
+	size_t nlibs;
+	struct gs_ev_drops drops;
+	bool have_drops;
+	__u64 events, first_ts, last_ts;
+	__u64 launches, graph_launches, launch_errors;
+	__u64 copy_bytes;
+	__u64 in_use[MEM_KINDS], peak[MEM_KINDS];
+	__u64 nameless; /* name records whose string could not be read */
+	__u64 api_calls[GS_API_MAX];
+	__u64 alloc_calls[GS_API_MAX], alloc_bytes[GS_API_MAX]; /* successful allocations */
+};
+
+struct model *model__new(void);
+void model__free(struct model *m);
+/* Feed one validated record. */
+void model__add(struct model *m, const struct gs_hdr *ev);
+
+/* Mangled name of a launched handle, following aliases; NULL if never seen. */
+const char *model__kernel_name(const struct model *m, __u32 pid, __u64 handle);
+/* What a pointer is, in a process: MK_DEVICE, MK_MANAGED, MK_HOST, or -1 unknown. */
+int model__classify(const struct model *m, __u32 pid, __u64 addr);
+/* Visit every live range of a process in address order. */
+void model__walk_ranges(const struct proc *p, void (*fn)(const struct range *r, void *ctx),
+			void *ctx);
+
+/* internal: shared by the model's files */
+struct proc *model__proc(struct model *m, __u32 pid);
+void model__kernels_add(struct model *m, const struct gs_hdr *ev);
+void model__memory_add(struct model *m, struct proc *p, const struct gs_ev_mem *e);
+void model__memory_free(struct proc *p);
+void model__transfers_add(struct model *m, const struct gs_hdr *ev);
+void model__note_error(struct model *m, const struct gs_hdr *h, const struct gs_call *c);
+
+#endif

@@ -1,0 +1,124 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The end-of-trace report: the model's findings, merged across processes, sorted and ready
+ * to render. Sinks (text, JSON) only format what is here.
+ */
+#ifndef GS_ANALYSIS_REPORT_H
+#define GS_ANALYSIS_REPORT_H
+
+#include "analysis/model.h"
+
+struct rep_kernel {
+	char *mangled; /* NULL: never named (attached after the name was looked up) */
+	char *display; /* demangled, or "unknown kernel 0x..." */
+	__u32 pid;     /* unnamed kernels: their process; named: the first process */
+	__u64 handle;  /* unnamed kernels: their handle */
+	__u32 nprocs;
+	__u64 launches, captured, graph_runs, errors, call_ns;
+	__u32 flags;
+	struct kshape shapes[KSTAT_SHAPES];
+	__u64 other_shapes;
+	struct {
+		__u16 api;
+		__u64 count;
+	} apis[KSTAT_APIS];
+};
+
+struct rep_api_count {
+	__u16 api;
+	__u64 count;
+};
+
+struct rep_outstanding {
+	__u16 api;
+	__u8 kind; /* enum mem_kind */
+	__u64 size, count;
+};
+
+struct rep_alloc {
+	__u32 pid, tid;
+	__u16 api;
+	__u8 kind;
+	__u64 addr, size, ts;
+};
+
+struct rep_proc {
+	__u32 pid, ppid;
+	char comm[16];
+	char exe[256];
+	bool complete, exited;
+	__s32 exit_code;
+	__u64 launches;
+	__u64 peak[MEM_KINDS], outstanding[MEM_KINDS];
+	__u64 allocs, frees, failed_allocs, untracked_frees, reserved;
+};
+
+struct rep_sync {
+	__u16 api;
+	struct sync_stat s;
+};
+
+struct rep_error {
+	__u16 api;
+	__s32 result;
+	__u64 count, first_ts; /* first_ts relative to the start */
+	__u32 pid, tid;
+};
+
+#define REP_LARGEST 10
+
+struct report {
+	/* session */
+	__u32 mode; /* enum gs_session_mode, 0 if the recording has no start record */
+	char cmd[GS_CMD_MAX];
+	__s32 target_pid;
+	__s32 exit_status; /* -1: none */
+	__u32 flags;	   /* enum gs_session_flags */
+	bool follow, complete_recording;
+	__u64 start_ts, duration_ns, start_realtime_ns;
+	__u64 events;
+
+	struct gs_ev_attach *libs;
+	size_t nlibs;
+	struct rep_proc *procs;
+	size_t nprocs;
+
+	/* kernels */
+	struct rep_kernel *kernels;
+	size_t nkernels;
+	__u64 launches, launch_errors, graph_launches, graphs, kernel_runs_in_graphs;
+	__u64 unknown_kernels, unknown_launches, nameless;
+	struct rep_api_count *launch_apis;
+	size_t nlaunch_apis;
+
+	/* memory */
+	__u64 peak[MEM_KINDS], in_use_end[MEM_KINDS];
+	__u64 allocs, frees, failed_allocs, untracked_frees, reserved;
+	struct rep_api_count *alloc_apis; /* successful allocations per function */
+	__u64 *alloc_api_bytes;
+	size_t nalloc_apis;
+	struct rep_outstanding *outstanding;
+	size_t noutstanding;
+	__u64 outstanding_count[MEM_KINDS], outstanding_bytes[MEM_KINDS];
+	struct rep_alloc largest[REP_LARGEST];
+	size_t nlargest;
+
+	/* copies, sync, NCCL */
+	struct copy_stat copies[GS_COPY_KIND_MAX];
+	struct rep_sync *syncs;
+	size_t nsyncs;
+	struct nccl_stat nccl[NCCL_OPS];
+	struct comm_entry *comms;
+	size_t ncomms;
+
+	/* errors and losses */
+	struct rep_error *errors;
+	size_t nerrors;
+	__u64 error_calls;
+	__u64 drops[GS_EV_MAX], drops_total, lost_calls;
+};
+
+struct report *report__build(const struct model *m);
+void report__free(struct report *r);
+
+#endif

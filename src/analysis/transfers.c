@@ -1,0 +1,134 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Copies (direction from the API, or for unified-addressing copies from what the pointers
+ * are in the allocation model), synchronisation, and NCCL traffic. NCCL byte counts follow
+ * nccl-tests' "size": the bytes of the buffer the operation produces, so all-gather and
+ * reduce-scatter count the per-rank count times the communicator's size.
+ */
+#include <stdlib.h>
+
+#include "analysis/model.h"
+#include "core/names.h"
+#include "core/util.h"
+
+static unsigned int resolve_direction(const struct model *m, const struct gs_ev_copy *e)
+{
+	int dst, src;
+
+	if (e->kind != GS_COPY_DEFAULT)
+		return e->kind;
+	dst = model__classify(m, e->h.pid, e->dst);
+	src = model__classify(m, e->h.pid, e->src);
+	if (dst < 0 || src < 0)
+		return GS_COPY_UNKNOWN;
+	if (src == MK_HOST)
+		return dst == MK_HOST ? GS_COPY_HTOH : GS_COPY_HTOD;
+	return dst == MK_HOST ? GS_COPY_DTOH : GS_COPY_DTOD;
+}
+
+static void add_copy(struct model *m, const struct gs_ev_copy *e)
+{
+	struct copy_stat *s = &m->copies[resolve_direction(m, e)];
+
+	if (e->c.result) {
+		s->errors++;
+		return;
+	}
+	s->count++;
+	s->bytes += e->bytes;
+	m->copy_bytes += e->bytes;
+	if (e->flags & GS_COPY_ASYNC) {
+		s->async_count++;
+		s->async_bytes += e->bytes;
+	} else {
+		s->sync_count++;
+		s->sync_bytes += e->bytes;
+		s->sync_ns += e->c.dur_ns;
+	}
+}
+
+static void add_sync(struct model *m, const struct gs_ev_sync *e)
+{
+	struct sync_stat *s = &m->syncs[e->c.api];
+
+	s->calls++;
+	s->total_ns += e->c.dur_ns;
+	if (e->c.dur_ns > s->max_ns)
+		s->max_ns = e->c.dur_ns;
+	if (result_is_status(e->c.api, e->c.result))
+		s->not_ready++;
+}
+
+static struct comm_entry *comm_get(struct model *m, __u32 pid, __u64 comm)
+{
+	struct comm_entry *c = hmap_get(&m->comms, pid, comm);
+
+	if (!c) {
+		c = xcalloc(1, sizeof(*c));
+		c->pid = pid;
+		c->comm = comm;
+		c->rank = c->nranks = -1;
+		hmap_put(&m->comms, pid, comm, c);
+	}
+	return c;
+}
+
+static void add_nccl(struct model *m, const struct gs_ev_nccl *e)
+{
+	struct nccl_stat *s;
+	struct comm_entry *c;
+	__u64 bytes;
+
+	if (e->op >= NCCL_OPS)
+		return;
+	s = &m->nccl[e->op];
+	s->calls++;
+	s->total_ns += e->c.dur_ns;
+	if (e->c.dur_ns > s->max_ns)
+		s->max_ns = e->c.dur_ns;
+	if (e->c.result) {
+		s->errors++;
+		return;
+	}
+	switch (e->op) {
+	case GS_NCCL_COMM_INIT:
+		if (!e->comm)
+			return;
+		c = comm_get(m, e->h.pid, e->comm);
+		c->rank = e->rank;
+		c->nranks = e->nranks;
+		c->destroyed = false;
+		return;
+	case GS_NCCL_COMM_DESTROY:
+		comm_get(m, e->h.pid, e->comm)->destroyed = true;
+		return;
+	case GS_NCCL_GROUP_START:
+	case GS_NCCL_GROUP_END:
+		return;
+	}
+	c = comm_get(m, e->h.pid, e->comm);
+	c->calls++;
+	bytes = e->count * (__u64)nccl_type_size(e->datatype);
+	if (e->op == GS_NCCL_ALL_GATHER || e->op == GS_NCCL_REDUCE_SCATTER) {
+		if (c->nranks > 0)
+			bytes *= (__u64)c->nranks;
+		else
+			s->unknown_size++;
+	}
+	s->bytes += bytes;
+}
+
+void model__transfers_add(struct model *m, const struct gs_hdr *ev)
+{
+	switch (ev->type) {
+	case GS_EV_COPY:
+		add_copy(m, (const void *)ev);
+		break;
+	case GS_EV_SYNC:
+		add_sync(m, (const void *)ev);
+		break;
+	case GS_EV_NCCL:
+		add_nccl(m, (const void *)ev);
+		break;
+	}
+}

@@ -1,0 +1,159 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * Entry/return pairing for traced library calls.
+ *
+ * One entry program serves every traced function: it saves the timestamp, the return
+ * address and the first eleven integer arguments (six registers, five stack slots on
+ * x86-64) under the key (thread, stack pointer at entry). The attach cookie says which API
+ * was entered. Return programs, one per family, find that state again under
+ * (thread, stack pointer - 8) -- `ret` has popped the return address -- and decode it.
+ *
+ * Keying by the stack pointer makes nested calls distinct and makes a tail call from one
+ * traced entry point into another (a jmp: same stack pointer, nanoseconds later) count
+ * once: the second entry sees a fresh record at its key and leaves it alone, and of the
+ * two chained return probes only the first finds the state.
+ */
+#ifndef GPUSCOPE_CALLS_BPF_H
+#define GPUSCOPE_CALLS_BPF_H
+
+#include "common.bpf.h"
+#include "gpuscope/api.h"
+
+/* libbpf 1.1 stops at PT_REGS_PARM5; the sixth integer argument of the SysV ABI is r9. */
+#if defined(__TARGET_ARCH_x86)
+#define GS_PARM6(x) ((x)->r9)
+#else
+#error "gpuscope's uprobes decode x86-64 arguments only"
+#endif
+
+#define GS_NARGS	   11
+#define GS_NREGARGS	   6
+#define GS_ALIAS_WINDOW_NS 200000ULL
+
+struct call_key {
+	__u32 tid;
+	__u32 pad;
+	__u64 sp;
+};
+
+struct call_state {
+	__u64 ts;
+	__u64 caller;
+	__u64 args[GS_NARGS];
+	__u32 api;
+	__u32 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct call_key);
+	__type(value, struct call_state);
+} inflight SEC(".maps");
+
+static const struct gs_api_desc api_desc[GS_API_MAX] = { GS_API_LIST(GS_API_DESC) };
+
+static __always_inline const struct gs_api_desc *gs_desc(__u32 api)
+{
+	if (api >= GS_API_MAX)
+		return NULL;
+	return &api_desc[api];
+}
+
+static __always_inline int gs_call_enter(struct pt_regs *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct call_state st = {};
+	struct call_state *old;
+	struct call_key key = {};
+	__u64 sp, stack[1 + GS_NARGS - GS_NREGARGS];
+
+	if (!gs_tracked(id >> 32))
+		return 0;
+	sp = PT_REGS_SP(ctx);
+	key.tid = (__u32)id;
+	key.sp = sp;
+	st.ts = bpf_ktime_get_ns();
+	old = bpf_map_lookup_elem(&inflight, &key);
+	if (old && st.ts - old->ts < GS_ALIAS_WINDOW_NS)
+		return 0;
+	st.api = (__u32)bpf_get_attach_cookie(ctx);
+	st.args[0] = PT_REGS_PARM1(ctx);
+	st.args[1] = PT_REGS_PARM2(ctx);
+	st.args[2] = PT_REGS_PARM3(ctx);
+	st.args[3] = PT_REGS_PARM4(ctx);
+	st.args[4] = PT_REGS_PARM5(ctx);
+	st.args[5] = GS_PARM6(ctx);
+	if (bpf_probe_read_user(stack, sizeof(stack), (void *)sp) == 0) {
+		st.caller = stack[0];
+		st.args[6] = stack[1];
+		st.args[7] = stack[2];
+		st.args[8] = stack[3];
+		st.args[9] = stack[4];
+		st.args[10] = stack[5];
+	}
+	if (bpf_map_update_elem(&inflight, &key, &st, BPF_ANY))
+		__sync_fetch_and_add(&lost_calls, 1);
+	return 0;
+}
+
+/* Copy the state of the call returning now into *st and forget it; false if none. */
+static __always_inline bool gs_call_return(struct pt_regs *ctx, struct call_state *st)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct call_key key = {};
+	struct call_state *p;
+
+	key.tid = (__u32)id;
+	key.sp = PT_REGS_SP(ctx) - 8;
+	p = bpf_map_lookup_elem(&inflight, &key);
+	if (!p)
+		return false;
+	__builtin_memcpy(st, p, sizeof(*st));
+	bpf_map_delete_elem(&inflight, &key);
+	return true;
+}
+
+static __always_inline void gs_fill_call(struct gs_call *c, const struct call_state *st, __u64 now,
+					 __s32 result)
+{
+	c->dur_ns = now - st->ts;
+	c->caller = st->caller;
+	c->api = (__u16)st->api;
+	c->pad = 0;
+	c->result = result;
+}
+
+static __always_inline __u64 gs_read_u64(__u64 addr)
+{
+	__u64 v = 0;
+
+	bpf_probe_read_user(&v, sizeof(v), (void *)addr);
+	return v;
+}
+
+static __always_inline __u32 gs_read_u32(__u64 addr)
+{
+	__u32 v = 0;
+
+	bpf_probe_read_user(&v, sizeof(v), (void *)addr);
+	return v;
+}
+
+/* A failed call of a family whose record has no room for the result: report it as an API
+ * record, so every non-zero result is an event. */
+static __always_inline void gs_emit_failure(const struct call_state *st, __u64 now, __s32 rc)
+{
+	struct gs_ev_api *e;
+
+	e = gs_reserve(sizeof(*e), GS_EV_API, GS_SRC_UPROBE, st->ts, bpf_get_current_pid_tgid());
+	if (!e)
+		return;
+	gs_fill_call(&e->c, st, now, rc);
+	e->arg0 = st->args[0];
+	e->arg1 = st->args[1];
+	e->out = 0;
+	bpf_ringbuf_submit(e, 0);
+}
+
+#endif /* GPUSCOPE_CALLS_BPF_H */

@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * Maps and helpers shared by every gpuscope BPF object. Each object defines these maps;
+ * the loader (tracer.c) makes all objects use the first object's instances
+ * (bpf_map__reuse_fd), so there is one ring buffer and one set of traced processes.
+ */
+#ifndef GPUSCOPE_COMMON_BPF_H
+#define GPUSCOPE_COMMON_BPF_H
+
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include "gpuscope/event.h"
+
+#define GS_MAX_TRACKED 65536
+
+/* The event stream. Sized by the loader (--buffer-size). */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 1 << 24);
+} events SEC(".maps");
+
+/* Processes (tgid) being traced; value unused. Filled by user space and on fork. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, GS_MAX_TRACKED);
+	__type(key, __u32);
+	__type(value, __u32);
+} tracked SEC(".maps");
+
+/* Records lost because the ring buffer was full, per event type; read by user space. */
+__u64 drop_count[GS_EV_MAX] = {};
+/* Calls whose entry state could not be stored, so their return produced nothing. */
+__u64 lost_calls = 0;
+
+static __always_inline bool gs_tracked(__u32 tgid)
+{
+	return bpf_map_lookup_elem(&tracked, &tgid) != NULL;
+}
+
+static __always_inline void gs_count_drop(__u32 type)
+{
+	if (type < GS_EV_MAX)
+		__sync_fetch_and_add(&drop_count[type], 1);
+}
+
+/* Reserve a record of `size` bytes and fill its header; NULL (and a counted drop) if full. */
+static __always_inline void *gs_reserve(__u32 size, __u16 type, __u8 source, __u64 ts,
+					__u64 pid_tgid)
+{
+	struct gs_hdr *h = bpf_ringbuf_reserve(&events, size, 0);
+
+	if (!h) {
+		gs_count_drop(type);
+		return NULL;
+	}
+	h->type = type;
+	h->source = source;
+	h->flags = 0;
+	h->size = size;
+	h->ts = ts;
+	h->pid = pid_tgid >> 32;
+	h->tid = (__u32)pid_tgid;
+	return h;
+}
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+#endif /* GPUSCOPE_COMMON_BPF_H */

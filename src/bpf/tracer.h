@@ -1,0 +1,61 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Kernel-eBPF plane: loads the BPF objects (proc, cuda, nccl) sharing one ring buffer and
+ * one set of traced processes, attaches uprobes to CUDA/NCCL libraries for each traced
+ * process, and delivers records in ring-buffer order.
+ *
+ * Two ways to place the uprobes:
+ *  - on the library files for every process (the default): the BPF programs keep only the
+ *    traced process tree, whose set the fork tracepoint extends before a child runs, so a
+ *    child is traced from its first instruction. Other processes using the same files take
+ *    the breakpoint and are filtered out in the kernel (about a microsecond per call).
+ *  - per process (isolate): only traced processes take breakpoints; a child's probes are
+ *    attached when its fork is seen, so calls it makes in that first millisecond are missed.
+ */
+#ifndef GS_BPF_TRACER_H
+#define GS_BPF_TRACER_H
+
+#include <stdbool.h>
+#include "gpuscope/event.h"
+
+struct tracer;
+
+struct tracer_opts {
+	__u64 ring_bytes;
+	bool follow;
+	bool isolate; /* per-process uprobes instead of per-file */
+	/* Each record from the kernel, in ring-buffer order (ev->size bytes). */
+	void (*on_event)(void *ctx, const struct gs_hdr *ev);
+	void *ctx;
+};
+
+/* Load and start the process tracepoints. 0 or -errno (a message was printed). */
+int tracer__open(const struct tracer_opts *o, struct tracer **out);
+void tracer__close(struct tracer *t);
+
+/* Trace pid: add it to the traced set and attach every known file's probes to it. */
+int tracer__track(struct tracer *t, __u32 pid);
+void tracer__untrack(struct tracer *t, __u32 pid);
+bool tracer__is_tracked(const struct tracer *t, __u32 pid);
+
+/*
+ * Probe the traced functions `path` defines, for every traced process now and later.
+ * Returns 1 and fills *rec (an ATTACH record without header) for a new file with probes,
+ * 0 if the file was known or defines none of the functions, -errno on failure.
+ */
+int tracer__add_file(struct tracer *t, const char *path, const char *display_path,
+		     unsigned int kind, bool use_symtab, bool late, struct gs_ev_attach *rec);
+
+/* Wait up to timeout_ms for records and deliver them. Returns records or -errno. */
+int tracer__poll(struct tracer *t, int timeout_ms);
+/* Deliver everything already in the ring buffer. */
+int tracer__drain(struct tracer *t);
+/* Cumulative drop counters (the header is left to the caller). */
+void tracer__drops(const struct tracer *t, struct gs_ev_drops *d);
+__u64 tracer__drops_total(const struct tracer *t);
+/* Whether libraries opened after the start are noticed (needs tracefs). */
+bool tracer__watches_libs(const struct tracer *t);
+/* Probes attached so far, for diagnostics. */
+__u64 tracer__links(const struct tracer *t);
+
+#endif

@@ -1,0 +1,104 @@
+// SPDX-License-Identifier: MIT
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cmd/cmds.h"
+#include "cmd/common.h"
+#include "core/util.h"
+
+static const char usage[] =
+	"usage: gpuscope attach -p PID [options]\n"
+	"\n"
+	"Trace a running process's CUDA and NCCL calls with eBPF, without restarting it, until\n"
+	"it exits, -d SECONDS pass, or Ctrl-C. Kernels whose names were looked up before the\n"
+	"attach (usually at their first launch) are reported as unknown, with their handle.\n"
+	"New children of the process are followed.\n"
+	"\n"
+	"options:\n"
+	"  -p, --pid PID          the process to trace\n"
+	"  -d, --duration SECS    stop after SECS seconds\n"
+	"  -o, --output FILE      record the event stream to FILE\n"
+	"      --json[=FILE]      write the report as JSON to FILE, or to stdout\n"
+	"      --no-follow        do not trace children it starts\n"
+	"      --isolate          probe only the traced processes, not every process using the\n"
+	"                         CUDA libraries (shared nodes; a forked child's first calls,\n"
+	"                         before its probes are attached, are missed)\n"
+	"      --buffer-size SIZE ring buffer size, a power of two (default 16M)\n"
+	"      --top N            kernels in the text report (default 20)\n"
+	"      --wide             full kernel names in the text report\n"
+	"  -q, --quiet            no live status line\n"
+	"  -v, --verbose          more messages\n"
+	"  -h, --help             this help\n"
+	"\n"
+	"examples:\n"
+	"  sudo gpuscope attach -p 4242 -d 30\n"
+	"  sudo gpuscope attach -p $(pgrep -f train.py) -o late.gsrec\n";
+
+int cmd_attach(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "pid", required_argument, NULL, 'p' },
+		{ "duration", required_argument, NULL, 'd' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "json", optional_argument, NULL, OPT_JSON },
+		{ "no-follow", no_argument, NULL, OPT_NO_FOLLOW },
+		{ "isolate", no_argument, NULL, OPT_ISOLATE },
+		{ "buffer-size", required_argument, NULL, OPT_BUFFER },
+		{ "top", required_argument, NULL, OPT_TOP },
+		{ "wide", no_argument, NULL, OPT_WIDE },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{},
+	};
+	struct trace_opts o = { .mode = GS_MODE_ATTACH,
+				.follow = true,
+				.top = DEFAULT_TOP,
+				.ring_bytes = DEFAULT_RING_BYTES };
+	__u32 pid = 0;
+	int opt, r;
+
+	optind = 1;
+	opterr = 0;
+	while ((opt = getopt_long(argc, argv, ":p:d:o:qvh", longopts, NULL)) != -1) {
+		switch (opt) {
+		case '?':
+		case ':':
+			return bad_option("attach", opt, argv);
+		case 'h':
+			fputs(usage, stdout);
+			return GS_EXIT_OK;
+		case 'p':
+			if (parse_u32(optarg, &pid) || pid == 0 || pid > 0x3fffffff) {
+				gs_err("attach: -p wants a process ID, not '%s'", optarg);
+				return GS_EXIT_USAGE;
+			}
+			continue;
+		case 'd':
+			if (parse_seconds(optarg, &o.duration_s)) {
+				gs_err("attach: -d wants a positive number of seconds, not '%s'",
+				       optarg);
+				return GS_EXIT_USAGE;
+			}
+			continue;
+		}
+		r = parse_trace_opt(&o, opt, optarg);
+		if (r < 0)
+			return GS_EXIT_USAGE;
+		if (r == 0) {
+			gs_err("attach: unknown option (see gpuscope attach --help)");
+			return GS_EXIT_USAGE;
+		}
+	}
+	if (optind < argc) {
+		gs_err("attach: unexpected argument '%s'", argv[optind]);
+		return GS_EXIT_USAGE;
+	}
+	if (!pid) {
+		gs_err("attach: which process? (gpuscope attach -p PID)");
+		return GS_EXIT_USAGE;
+	}
+	o.pid = (pid_t)pid;
+	return trace_main(&o);
+}

@@ -1,0 +1,9 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef GS_CMD_CMDS_H
+#define GS_CMD_CMDS_H
+
+int cmd_run(int argc, char **argv);
+int cmd_attach(int argc, char **argv);
+int cmd_report(int argc, char **argv);
+
+#endif

@@ -1,0 +1,139 @@
+// SPDX-License-Identifier: MIT
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/report.h"
+#include "cmd/common.h"
+#include "core/util.h"
+#include "sink/sinks.h"
+
+int write_report(const struct model *m, const char *json_path, FILE *text_out, bool wide,
+		 size_t top)
+{
+	struct report *r = report__build(m);
+	struct text_opts to = { .wide = wide, .top = top };
+	int ret = 0;
+
+	if (json_path) {
+		FILE *f = strcmp(json_path, "-") ? fopen(json_path, "w") : stdout;
+
+		if (!f) {
+			gs_err("cannot write the JSON report to '%s': %s", json_path,
+			       strerror(errno));
+			ret = GS_EXIT_RUNTIME;
+		} else {
+			report_json__write(f, r);
+			if (ferror(f) || (f != stdout && fclose(f))) {
+				gs_err("writing the JSON report to '%s' failed", json_path);
+				ret = GS_EXIT_RUNTIME;
+			}
+		}
+	} else {
+		report_text__write(text_out, r, &to);
+		if (ferror(text_out)) {
+			gs_err("writing the report failed");
+			ret = GS_EXIT_RUNTIME;
+		}
+	}
+	report__free(r);
+	return ret;
+}
+
+int parse_trace_opt(struct trace_opts *o, int opt, const char *arg)
+{
+	__u64 v;
+	__u32 n;
+
+	switch (opt) {
+	case 'o':
+		o->record_path = arg;
+		return 1;
+	case 'q':
+		o->quiet = true;
+		return 1;
+	case 'v':
+		gs_set_verbosity(gs_verbosity() + 1);
+		return 1;
+	case OPT_JSON:
+		o->json_path = arg ? arg : "-";
+		return 1;
+	case OPT_NO_FOLLOW:
+		o->follow = false;
+		return 1;
+	case OPT_WIDE:
+		o->wide = true;
+		return 1;
+	case OPT_ISOLATE:
+		o->isolate = true;
+		return 1;
+	case OPT_TOP:
+		if (parse_u32(arg, &n) || n == 0) {
+			gs_err("--top wants a positive number of kernels, not '%s'", arg);
+			return -1;
+		}
+		o->top = n;
+		return 1;
+	case OPT_BUFFER:
+		/* The BPF ring buffer is a power of two of at least one page. */
+		if (parse_size(arg, &v) || v < 4096 || v > (1ULL << 30) || (v & (v - 1))) {
+			gs_err("--buffer-size wants a power of two between 4K and 1G, not '%s'",
+			       arg);
+			return -1;
+		}
+		o->ring_bytes = v;
+		return 1;
+	}
+	return 0;
+}
+
+int bad_option(const char *cmd, int opt, char **argv)
+{
+	const char *arg = argv[optind - 1];
+
+	if (opt == ':')
+		gs_err("%s: option '%s' needs a value (see gpuscope %s --help)", cmd, arg, cmd);
+	else if (optopt && strncmp(arg, "--", 2))
+		gs_err("%s: unknown option '-%c' (see gpuscope %s --help)", cmd, optopt, cmd);
+	else
+		gs_err("%s: unknown option '%s' (see gpuscope %s --help)", cmd, arg, cmd);
+	return GS_EXIT_USAGE;
+}
+
+/* Effective capabilities from /proc/self/status. */
+static __u64 effective_caps(void)
+{
+	char line[256];
+	unsigned long long caps = 0;
+	FILE *f = fopen("/proc/self/status", "re");
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "CapEff: %llx", &caps) == 1)
+			break;
+	fclose(f);
+	return caps;
+}
+
+int check_privileges(void)
+{
+	enum {
+		CAP_SYS_ADMIN_ = 21,
+		CAP_PERFMON_ = 38,
+		CAP_BPF_ = 39
+	};
+	__u64 caps = effective_caps();
+	bool admin = caps & (1ULL << CAP_SYS_ADMIN_);
+	bool bpf = admin || (caps & (1ULL << CAP_BPF_));
+	bool perfmon = admin || (caps & (1ULL << CAP_PERFMON_));
+
+	if (bpf && perfmon)
+		return 0;
+	gs_err("missing %s%s%s (to load eBPF programs and attach uprobes): run as root, or "
+	       "grant them with setcap cap_bpf,cap_perfmon,cap_sys_ptrace,cap_dac_read_search+ep",
+	       bpf ? "" : "CAP_BPF", !bpf && !perfmon ? " and " : "", perfmon ? "" : "CAP_PERFMON");
+	return -EPERM;
+}

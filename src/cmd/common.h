@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: MIT */
+/* What run, attach and report share: options, the live trace driver, report output. */
+#ifndef GS_CMD_COMMON_H
+#define GS_CMD_COMMON_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+#include "analysis/model.h"
+
+#define DEFAULT_RING_BYTES (16ULL << 20)
+#define DEFAULT_TOP	   20
+
+struct trace_opts {
+	__u32 mode;	   /* GS_MODE_RUN or GS_MODE_ATTACH */
+	char **argv;	   /* run: the command */
+	pid_t pid;	   /* attach: the process */
+	double duration_s; /* attach: 0 until the process exits or SIGINT */
+	bool follow, quiet, wide;
+	bool isolate; /* per-process uprobes (see bpf/tracer.h) */
+	size_t top;
+	__u64 ring_bytes;
+	const char *record_path;
+	const char *json_path; /* NULL: text report on stderr; "-": JSON on stdout */
+};
+
+/* The live trace: returns the process exit code. */
+int trace_main(const struct trace_opts *o);
+
+/* Render the report of a model: JSON to json_path ("-" = stdout) or text to text_out.
+ * 0 or GS_EXIT_RUNTIME if it could not be written. */
+int write_report(const struct model *m, const char *json_path, FILE *text_out, bool wide,
+		 size_t top);
+
+/* Options shared by run and attach: returns 1 if handled, 0 if not ours, -1 on a bad value
+ * (message printed). */
+int parse_trace_opt(struct trace_opts *o, int opt, const char *arg);
+
+/* The one-line message for getopt's '?' or ':' (opterr must be 0); returns GS_EXIT_USAGE. */
+int bad_option(const char *cmd, int opt, char **argv);
+
+/* Root, or CAP_BPF + CAP_PERFMON (or CAP_SYS_ADMIN): 0, or a message and -EPERM. */
+int check_privileges(void);
+
+enum {
+	OPT_JSON = 1000,
+	OPT_BUFFER,
+	OPT_NO_FOLLOW,
+	OPT_TOP,
+	OPT_WIDE,
+	OPT_ISOLATE
+};
+
+#endif

@@ -1,0 +1,88 @@
+// SPDX-License-Identifier: MIT
+/* `gpuscope report FILE`: replay a recording through the same model and report. */
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cmd/cmds.h"
+#include "cmd/common.h"
+#include "core/recording.h"
+#include "core/util.h"
+
+static const char usage[] =
+	"usage: gpuscope report [options] FILE\n"
+	"\n"
+	"The report of a recording made with gpuscope run/attach -o FILE ('-' reads stdin).\n"
+	"A recording cut short (gpuscope killed, disk full) or damaged is reported up to where\n"
+	"it ends, with a warning and exit status 2.\n"
+	"\n"
+	"options:\n"
+	"      --json[=FILE]  the report as JSON, to FILE or stdout\n"
+	"      --top N        kernels in the text report (default 20)\n"
+	"      --wide         full kernel names\n"
+	"  -h, --help         this help\n"
+	"\n"
+	"examples:\n"
+	"  gpuscope report train.gsrec\n"
+	"  gpuscope report --json train.gsrec | jq '.kernels.list[0]'\n";
+
+int cmd_report(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "json", optional_argument, NULL, OPT_JSON },
+		{ "top", required_argument, NULL, OPT_TOP },
+		{ "wide", no_argument, NULL, OPT_WIDE },
+		{ "help", no_argument, NULL, 'h' },
+		{},
+	};
+	struct trace_opts o = { .top = DEFAULT_TOP };
+	const struct gs_hdr *ev;
+	struct recording *rec;
+	struct model *m;
+	char err[512];
+	int opt, r, code = GS_EXIT_OK;
+
+	optind = 1;
+	opterr = 0;
+	while ((opt = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+		if (opt == 'h') {
+			fputs(usage, stdout);
+			return GS_EXIT_OK;
+		}
+		if (opt == '?' || opt == ':')
+			return bad_option("report", opt, argv);
+		r = parse_trace_opt(&o, opt, optarg);
+		if (r <= 0) {
+			if (r == 0)
+				gs_err("report: unknown option (see gpuscope report --help)");
+			return GS_EXIT_USAGE;
+		}
+	}
+	if (optind + 1 != argc) {
+		gs_err("report: %s (gpuscope report FILE)",
+		       optind >= argc ? "which recording?" : "one recording at a time");
+		return GS_EXIT_USAGE;
+	}
+	rec = recording__open(argv[optind], err, sizeof(err));
+	if (!rec) {
+		gs_err("%s", err);
+		return GS_EXIT_RUNTIME;
+	}
+	m = model__new();
+	while ((r = recording__next(rec, &ev, err, sizeof(err))) > 0)
+		model__add(m, ev);
+	if (r < 0) {
+		gs_warn("%s: %s; the report covers the %llu records before it", argv[optind], err,
+			(unsigned long long)m->events);
+		code = GS_EXIT_RUNTIME;
+	} else if (!m->have_end) {
+		gs_warn("%s: the recording ends without its end record (gpuscope was stopped "
+			"abruptly, or the file was cut); the report covers what was recorded",
+			argv[optind]);
+		code = GS_EXIT_RUNTIME;
+	}
+	recording__close(rec);
+	r = write_report(m, o.json_path, stdout, o.wide, o.top);
+	model__free(m);
+	return r ? r : code;
+}

@@ -1,0 +1,220 @@
+// SPDX-License-Identifier: MIT
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/elfsym.h"
+#include "core/names.h"
+#include "core/util.h"
+
+#if defined(__x86_64__)
+#define GS_ELF_MACHINE EM_X86_64
+#elif defined(__aarch64__)
+#define GS_ELF_MACHINE EM_AARCH64
+#endif
+
+struct loadseg {
+	__u64 vaddr, filesz, offset;
+};
+
+static int vaddr_to_offset(const struct loadseg *segs, size_t n, __u64 v, __u64 *off)
+{
+	for (size_t i = 0; i < n; i++)
+		if (v >= segs[i].vaddr && v < segs[i].vaddr + segs[i].filesz) {
+			*off = v - segs[i].vaddr + segs[i].offset;
+			return 0;
+		}
+	return -1;
+}
+
+/* The string of the first dynamic entry with `tag`, copied into out. */
+static void read_dyn_string(Elf *e, Elf_Scn *scn, const GElf_Shdr *sh, __s64 tag, char *out,
+			    size_t n)
+{
+	Elf_Data *d = elf_getdata(scn, NULL);
+	GElf_Dyn dyn;
+
+	if (!d || !sh->sh_entsize)
+		return;
+	for (size_t i = 0; i < sh->sh_size / sh->sh_entsize; i++) {
+		const char *s;
+
+		if (!gelf_getdyn(d, (int)i, &dyn) || dyn.d_tag == DT_NULL)
+			break;
+		if (dyn.d_tag != tag)
+			continue;
+		s = elf_strptr(e, sh->sh_link, dyn.d_un.d_val);
+		if (s)
+			gs_strlcpy(out, s, n);
+		return;
+	}
+}
+
+static void scan_symbols(Elf *e, Elf_Scn *scn, const GElf_Shdr *sh, const struct loadseg *segs,
+			 size_t nsegs, __u64 *found)
+{
+	Elf_Data *d = elf_getdata(scn, NULL);
+	size_t n;
+	GElf_Sym sym;
+
+	if (!d || !sh->sh_entsize)
+		return;
+	n = sh->sh_size / sh->sh_entsize;
+	for (size_t i = 0; i < n; i++) {
+		const char *name;
+		__u64 off;
+		int api;
+
+		if (!gelf_getsym(d, (int)i, &sym))
+			break;
+		if (GELF_ST_TYPE(sym.st_info) != STT_FUNC || sym.st_shndx == SHN_UNDEF ||
+		    !sym.st_value)
+			continue;
+		name = elf_strptr(e, sh->sh_link, sym.st_name);
+		if (!name || (name[0] != 'c' && name[0] != 'n' && name[0] != '_'))
+			continue;
+		api = api_lookup(name);
+		if (api <= 0 || found[api])
+			continue;
+		if (vaddr_to_offset(segs, nsegs, sym.st_value, &off) == 0 && off)
+			found[api] = off;
+	}
+}
+
+static int find_in_elf(Elf *e, bool use_symtab, struct elf_apis *out, char *err, size_t errlen)
+{
+	struct loadseg *segs = NULL;
+	size_t nphdr, nsegs = 0;
+	Elf_Scn *scn = NULL;
+	GElf_Ehdr eh;
+	int ret = -1;
+
+	memset(out, 0, sizeof(*out));
+	if (elf_kind(e) != ELF_K_ELF || !gelf_getehdr(e, &eh)) {
+		snprintf(err, errlen, "not an ELF file");
+		return -1;
+	}
+	if (gelf_getclass(e) != ELFCLASS64 || eh.e_machine != GS_ELF_MACHINE) {
+		snprintf(err, errlen, "ELF file for another machine");
+		return -1;
+	}
+	if (elf_getphdrnum(e, &nphdr) || nphdr > 4096) {
+		snprintf(err, errlen, "malformed ELF program headers");
+		return -1;
+	}
+	segs = xcalloc(nphdr ? nphdr : 1, sizeof(*segs));
+	for (size_t i = 0; i < nphdr; i++) {
+		GElf_Phdr ph;
+
+		if (!gelf_getphdr(e, (int)i, &ph) || ph.p_type != PT_LOAD)
+			continue;
+		segs[nsegs++] = (struct loadseg){ ph.p_vaddr, ph.p_filesz, ph.p_offset };
+	}
+	if (!nsegs) {
+		snprintf(err, errlen, "ELF file has nothing to load");
+		goto out;
+	}
+	while ((scn = elf_nextscn(e, scn))) {
+		GElf_Shdr sh;
+
+		if (!gelf_getshdr(scn, &sh))
+			continue;
+		if (sh.sh_type == SHT_DYNSYM || (use_symtab && sh.sh_type == SHT_SYMTAB))
+			scan_symbols(e, scn, &sh, segs, nsegs, out->offset);
+		else if (sh.sh_type == SHT_DYNAMIC)
+			read_dyn_string(e, scn, &sh, DT_SONAME, out->soname, sizeof(out->soname));
+	}
+	/* One probe per address: aliases keep the first name of the table. */
+	for (int a = 1; a < GS_API_MAX; a++) {
+		if (!out->offset[a])
+			continue;
+		for (int b = 1; b < a; b++)
+			if (out->offset[b] == out->offset[a]) {
+				out->offset[a] = 0;
+				out->naliases++;
+				break;
+			}
+		if (out->offset[a])
+			out->nfound++;
+	}
+	ret = 0;
+out:
+	free(segs);
+	return ret;
+}
+
+int elf_find_apis_mem(const void *buf, size_t len, bool use_symtab, struct elf_apis *out, char *err,
+		      size_t errlen)
+{
+	Elf *e;
+	int ret;
+
+	elf_version(EV_CURRENT);
+	e = elf_memory((char *)buf, len);
+	if (!e) {
+		snprintf(err, errlen, "not an ELF file (%s)", elf_errmsg(-1));
+		return -1;
+	}
+	ret = find_in_elf(e, use_symtab, out, err, errlen);
+	elf_end(e);
+	return ret;
+}
+
+int elf_find_apis(const char *path, bool use_symtab, struct elf_apis *out, char *err, size_t errlen)
+{
+	int fd, ret;
+	Elf *e;
+
+	elf_version(EV_CURRENT);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		snprintf(err, errlen, "%s", strerror(errno));
+		return -1;
+	}
+	e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (!e) {
+		snprintf(err, errlen, "not an ELF file (%s)", elf_errmsg(-1));
+		close(fd);
+		return -1;
+	}
+	ret = find_in_elf(e, use_symtab, out, err, errlen);
+	elf_end(e);
+	close(fd);
+	return ret;
+}
+
+int elf_search_paths(const char *path, char *rpath, size_t rlen, char *runpath, size_t runlen)
+{
+	Elf_Scn *scn = NULL;
+	int fd;
+	Elf *e;
+
+	rpath[0] = runpath[0] = 0;
+	elf_version(EV_CURRENT);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (!e || elf_kind(e) != ELF_K_ELF) {
+		if (e)
+			elf_end(e);
+		close(fd);
+		return -1;
+	}
+	while ((scn = elf_nextscn(e, scn))) {
+		GElf_Shdr sh;
+
+		if (gelf_getshdr(scn, &sh) && sh.sh_type == SHT_DYNAMIC) {
+			read_dyn_string(e, scn, &sh, DT_RPATH, rpath, rlen);
+			read_dyn_string(e, scn, &sh, DT_RUNPATH, runpath, runlen);
+		}
+	}
+	elf_end(e);
+	close(fd);
+	return 0;
+}

@@ -1,0 +1,35 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Finding the traced functions in an ELF file: which entries of the API table
+ * (gpuscope/api.h) the file defines, at which file offsets (what uprobes take).
+ * Undefined (imported) symbols are skipped, addresses are converted through the PT_LOAD
+ * segments, and two names at one address (aliases) are attached once, under the first
+ * name of the table.
+ */
+#ifndef GS_CORE_ELFSYM_H
+#define GS_CORE_ELFSYM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include "gpuscope/api.h"
+
+struct elf_apis {
+	__u64 offset[GS_API_MAX]; /* file offset of the function, 0 if absent */
+	int nfound;
+	int naliases; /* table names skipped because an earlier one has the same address */
+	char soname[256];
+};
+
+/*
+ * use_symtab: also search .symtab (local symbols of an executable that links the CUDA
+ * runtime statically). Returns 0, or -1 with err set.
+ */
+int elf_find_apis(const char *path, bool use_symtab, struct elf_apis *out, char *err,
+		  size_t errlen);
+int elf_find_apis_mem(const void *buf, size_t len, bool use_symtab, struct elf_apis *out, char *err,
+		      size_t errlen);
+
+/* DT_RPATH and DT_RUNPATH of an ELF file ("" if absent); 0 or -1. */
+int elf_search_paths(const char *path, char *rpath, size_t rlen, char *runpath, size_t runlen);
+
+#endif

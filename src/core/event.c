@@ -1,0 +1,158 @@
+// SPDX-License-Identifier: MIT
+#include <string.h>
+
+#include "core/event.h"
+#include "core/util.h"
+#include "gpuscope/api.h"
+
+/* The schema is shared with BPF: pin the layout so neither side can drift. */
+_Static_assert(sizeof(struct gs_hdr) == 24, "gs_hdr");
+_Static_assert(sizeof(struct gs_call) == 24, "gs_call");
+_Static_assert(sizeof(struct gs_ev_launch) == 96, "gs_ev_launch");
+_Static_assert(offsetof(struct gs_ev_kname, name) == 48, "gs_ev_kname");
+_Static_assert(sizeof(struct gs_ev_kname) == 48 + GS_NAME_MAX, "gs_ev_kname size");
+_Static_assert(sizeof(struct gs_ev_kalias) == 48, "gs_ev_kalias");
+_Static_assert(sizeof(struct gs_ev_mem) == 88, "gs_ev_mem");
+_Static_assert(sizeof(struct gs_ev_copy) == 88, "gs_ev_copy");
+_Static_assert(sizeof(struct gs_ev_sync) == 64, "gs_ev_sync");
+_Static_assert(sizeof(struct gs_ev_api) == 72, "gs_ev_api");
+_Static_assert(sizeof(struct gs_ev_nccl) == 112, "gs_ev_nccl");
+_Static_assert(sizeof(struct gs_ev_proc) == 312, "gs_ev_proc");
+_Static_assert(sizeof(struct gs_ev_lib) == 288, "gs_ev_lib");
+_Static_assert(sizeof(struct gs_ev_session) == 568, "gs_ev_session");
+_Static_assert(sizeof(struct gs_ev_attach) == 312, "gs_ev_attach");
+_Static_assert(sizeof(struct gs_ev_drops) == 24 + 8 * GS_EV_MAX + 8, "gs_ev_drops");
+_Static_assert(GS_API_MAX < 65536, "api ids fit gs_call.api");
+
+static const size_t sizes[GS_EV_MAX] = {
+	[GS_EV_LAUNCH] = sizeof(struct gs_ev_launch),
+	[GS_EV_KNAME] = sizeof(struct gs_ev_kname),
+	[GS_EV_KALIAS] = sizeof(struct gs_ev_kalias),
+	[GS_EV_MEM] = sizeof(struct gs_ev_mem),
+	[GS_EV_COPY] = sizeof(struct gs_ev_copy),
+	[GS_EV_SYNC] = sizeof(struct gs_ev_sync),
+	[GS_EV_API] = sizeof(struct gs_ev_api),
+	[GS_EV_NCCL] = sizeof(struct gs_ev_nccl),
+	[GS_EV_PROC] = sizeof(struct gs_ev_proc),
+	[GS_EV_LIB] = sizeof(struct gs_ev_lib),
+	[GS_EV_SESSION] = sizeof(struct gs_ev_session),
+	[GS_EV_ATTACH] = sizeof(struct gs_ev_attach),
+	[GS_EV_DROPS] = sizeof(struct gs_ev_drops),
+};
+
+size_t gs_event_size(unsigned int type)
+{
+	return type < GS_EV_MAX ? sizes[type] : 0;
+}
+
+/* Which family of API a record type may carry. */
+static int family_of(unsigned int type)
+{
+	switch (type) {
+	case GS_EV_LAUNCH:
+		return GS_FAM_LAUNCH;
+	case GS_EV_MEM:
+		return GS_FAM_MEM;
+	case GS_EV_COPY:
+		return GS_FAM_COPY;
+	case GS_EV_SYNC:
+		return GS_FAM_SYNC;
+	case GS_EV_NCCL:
+		return GS_FAM_NCCL;
+	default:
+		return 0;
+	}
+}
+
+#define FAIL(msg)             \
+	do {                  \
+		*why = (msg); \
+		return -1;    \
+	} while (0)
+
+static int check_call(const struct gs_hdr *h, const char **why)
+{
+	const struct gs_call *c = (const void *)(h + 1);
+	static const struct gs_api_desc descs[GS_API_MAX] = { GS_API_LIST(GS_API_DESC) };
+	int fam = family_of(h->type);
+
+	if (c->api == 0 || c->api >= GS_API_MAX)
+		FAIL("API id out of range");
+	/* API records carry failures of any family; the others only their own. */
+	if (fam && descs[c->api].family != fam)
+		FAIL("API id does not belong to the record type");
+	return 0;
+}
+
+int gs_event_check(const void *buf, size_t len, const char **why)
+{
+	const struct gs_hdr *h = buf;
+	size_t want;
+
+	if (len < sizeof(*h))
+		FAIL("record shorter than its header");
+	if (h->size != len)
+		FAIL("record size field disagrees with its length");
+	if (h->type == GS_EV_NONE || h->type >= GS_EV_MAX)
+		FAIL("unknown record type");
+	if (h->source < GS_SRC_UPROBE || h->source > GS_SRC_GPUSCOPE)
+		FAIL("unknown record source");
+	want = sizes[h->type];
+	if (h->type == GS_EV_KNAME) {
+		const struct gs_ev_kname *k = buf;
+		size_t room;
+
+		if (len < offsetof(struct gs_ev_kname, name) + 1 || len > want)
+			FAIL("kernel name record of impossible size");
+		room = len - offsetof(struct gs_ev_kname, name);
+		if (k->len >= room || k->name[k->len] != 0)
+			FAIL("kernel name not terminated within its record");
+		if (k->ns > GS_NS_HOSTFN)
+			FAIL("kernel name space out of range");
+		return 0;
+	}
+	if (len != want)
+		FAIL("record size wrong for its type");
+	switch (h->type) {
+	case GS_EV_LAUNCH:
+	case GS_EV_MEM:
+	case GS_EV_SYNC:
+	case GS_EV_API:
+	case GS_EV_NCCL:
+		return check_call(h, why);
+	case GS_EV_COPY:
+		if (((const struct gs_ev_copy *)buf)->kind >= GS_COPY_KIND_MAX)
+			FAIL("copy direction out of range");
+		return check_call(h, why);
+	case GS_EV_KALIAS:
+		if (((const struct gs_ev_kalias *)buf)->target_ns > GS_NS_HOSTFN)
+			FAIL("kernel alias name space out of range");
+		return 0;
+	case GS_EV_PROC: {
+		const struct gs_ev_proc *p = buf;
+
+		if (p->kind < GS_PROC_FORK || p->kind > GS_PROC_FOUND)
+			FAIL("process record kind out of range");
+		return 0;
+	}
+	case GS_EV_LIB:
+		if (((const struct gs_ev_lib *)buf)->kind >= GS_LIB_KIND_MAX)
+			FAIL("library kind out of range");
+		return 0;
+	case GS_EV_ATTACH:
+		if (((const struct gs_ev_attach *)buf)->kind >= GS_LIB_KIND_MAX)
+			FAIL("library kind out of range");
+		return 0;
+	case GS_EV_SESSION: {
+		const struct gs_ev_session *s = buf;
+
+		if (s->kind != GS_SESSION_START && s->kind != GS_SESSION_END)
+			FAIL("session record kind out of range");
+		if (s->mode != GS_MODE_RUN && s->mode != GS_MODE_ATTACH)
+			FAIL("session mode out of range");
+		return 0;
+	}
+	default:
+		return 0;
+	}
+}

@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Open-addressing hash map from a pair of u64 keys to a non-NULL pointer. Linear probing
+ * with backward-shift deletion, so there are no tombstones and lookups stay short.
+ */
+#ifndef GS_CORE_HMAP_H
+#define GS_CORE_HMAP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <linux/types.h>
+
+struct hmap_slot {
+	__u64 k1, k2;
+	void *val; /* NULL: empty */
+};
+
+struct hmap {
+	struct hmap_slot *slots;
+	size_t cap; /* power of two, or 0 */
+	size_t len;
+};
+
+void *hmap_get(const struct hmap *m, __u64 k1, __u64 k2);
+/* Insert or replace; returns the previous value or NULL. */
+void *hmap_put(struct hmap *m, __u64 k1, __u64 k2, void *val);
+/* Remove; returns the removed value or NULL. */
+void *hmap_del(struct hmap *m, __u64 k1, __u64 k2);
+/* Free the table (not the values). */
+void hmap_free(struct hmap *m);
+
+#define hmap_for_each(m, s)                                                      \
+	for ((s) = (m)->slots; (m)->slots && (s) < (m)->slots + (m)->cap; (s)++) \
+		if ((s)->val)
+
+#endif

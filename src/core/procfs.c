@@ -1,0 +1,140 @@
+// SPDX-License-Identifier: MIT
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/procfs.h"
+#include "core/util.h"
+
+int maps_parse_line(const char *line, struct map_entry *e)
+{
+	unsigned long long start, end, off, ino;
+	unsigned int maj, min;
+	char perms[8];
+	int pos = 0;
+
+	memset(e, 0, sizeof(*e));
+	if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %n", &start, &end, perms, &off, &maj, &min,
+		   &ino, &pos) != 7 ||
+	    end < start || strlen(perms) != 4)
+		return -EINVAL;
+	e->start = start;
+	e->end = end;
+	e->offset = off;
+	e->dev_major = maj;
+	e->dev_minor = min;
+	e->inode = ino;
+	e->exec = perms[2] == 'x';
+	if (pos > 0 && line[pos] == '/') {
+		size_t n = strcspn(line + pos, "\n");
+
+		if (n >= sizeof(e->path))
+			return -EINVAL;
+		memcpy(e->path, line + pos, n);
+		e->path[n] = 0;
+	}
+	return 0;
+}
+
+int proc_exec_files(pid_t pid, struct map_entry **out, size_t *n)
+{
+	char path[64], line[8192];
+	struct map_entry *v = NULL, e;
+	size_t len = 0, cap = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f)) {
+		bool dup = false;
+
+		if (maps_parse_line(line, &e) || !e.exec || !e.path[0] || !e.inode)
+			continue;
+		for (size_t i = 0; i < len && !dup; i++)
+			dup = v[i].inode == e.inode && v[i].dev_major == e.dev_major &&
+			      v[i].dev_minor == e.dev_minor;
+		if (dup)
+			continue;
+		if (len == cap) {
+			cap = cap ? cap * 2 : 32;
+			v = xrealloc(v, cap * sizeof(*v));
+		}
+		v[len++] = e;
+	}
+	fclose(f);
+	*out = v;
+	*n = len;
+	return 0;
+}
+
+bool proc_exists(pid_t pid)
+{
+	return pid > 0 && (kill(pid, 0) == 0 || errno == EPERM);
+}
+
+static int read_small(const char *path, char *buf, size_t n)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t r;
+
+	if (fd < 0)
+		return -errno;
+	r = read(fd, buf, n - 1);
+	close(fd);
+	if (r < 0)
+		return -errno;
+	buf[r] = 0;
+	return (int)r;
+}
+
+int proc_comm(pid_t pid, char *buf, size_t n)
+{
+	char path[64];
+	int r;
+
+	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+	r = read_small(path, buf, n);
+	if (r < 0)
+		return r;
+	buf[strcspn(buf, "\n")] = 0;
+	return 0;
+}
+
+int proc_exe(pid_t pid, char *buf, size_t n)
+{
+	char path[64];
+	ssize_t r;
+
+	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
+	r = readlink(path, buf, n - 1);
+	if (r < 0)
+		return -errno;
+	buf[r] = 0;
+	return 0;
+}
+
+int proc_ppid(pid_t pid)
+{
+	char path[64], buf[1024], *p;
+	int ppid;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if (read_small(path, buf, sizeof(buf)) < 0)
+		return -1;
+	/* The command name may contain spaces and parentheses: parse after the last ')'. */
+	p = strrchr(buf, ')');
+	if (!p || sscanf(p + 1, " %*c %d", &ppid) != 1)
+		return -1;
+	return ppid;
+}
+
+void proc_root_path(pid_t pid, const char *path, char *buf, size_t n)
+{
+	snprintf(buf, n, "/proc/%d/root%s", (int)pid, path);
+}

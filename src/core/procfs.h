@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: MIT */
+/* Reading /proc: mappings, names, liveness. */
+#ifndef GS_CORE_PROCFS_H
+#define GS_CORE_PROCFS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+#include <linux/types.h>
+
+struct map_entry {
+	__u64 start, end, offset, inode;
+	unsigned int dev_major, dev_minor;
+	bool exec;
+	char path[4096]; /* empty for anonymous mappings */
+};
+
+/* Parse one line of /proc/PID/maps; 0 or -EINVAL. */
+int maps_parse_line(const char *line, struct map_entry *e);
+/* All file-backed executable mappings of pid, one per distinct file. */
+int proc_exec_files(pid_t pid, struct map_entry **out, size_t *n);
+
+bool proc_exists(pid_t pid);
+int proc_comm(pid_t pid, char *buf, size_t n);
+int proc_exe(pid_t pid, char *buf, size_t n);
+int proc_ppid(pid_t pid);
+/* "/proc/PID/root" + path, so the path resolves in the process's mount namespace. */
+void proc_root_path(pid_t pid, const char *path, char *buf, size_t n);
+
+#endif

@@ -1,0 +1,328 @@
+// SPDX-License-Identifier: MIT
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/util.h"
+
+static int verbosity;
+
+void gs_set_verbosity(int level)
+{
+	verbosity = level;
+}
+
+int gs_verbosity(void)
+{
+	return verbosity;
+}
+
+static void vmsg(const char *prefix, const char *fmt, va_list ap)
+{
+	char line[2048];
+
+	vsnprintf(line, sizeof(line), fmt, ap);
+	fprintf(stderr, "gpuscope: %s%s\n", prefix, line);
+}
+
+void gs_err(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vmsg("", fmt, ap);
+	va_end(ap);
+}
+
+void gs_warn(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vmsg("warning: ", fmt, ap);
+	va_end(ap);
+}
+
+void gs_info(const char *fmt, ...)
+{
+	va_list ap;
+
+	if (verbosity < 0)
+		return;
+	va_start(ap, fmt);
+	vmsg("", fmt, ap);
+	va_end(ap);
+}
+
+void gs_debug(const char *fmt, ...)
+{
+	va_list ap;
+
+	if (verbosity < 1)
+		return;
+	va_start(ap, fmt);
+	vmsg("debug: ", fmt, ap);
+	va_end(ap);
+}
+
+static void out_of_memory(size_t n)
+{
+	fprintf(stderr, "gpuscope: out of memory (allocating %zu bytes)\n", n);
+	exit(GS_EXIT_RUNTIME);
+}
+
+void *xmalloc(size_t n)
+{
+	void *p = malloc(n ? n : 1);
+
+	if (!p)
+		out_of_memory(n);
+	return p;
+}
+
+void *xcalloc(size_t nmemb, size_t size)
+{
+	void *p = calloc(nmemb ? nmemb : 1, size ? size : 1);
+
+	if (!p)
+		out_of_memory(nmemb * size);
+	return p;
+}
+
+void *xrealloc(void *p, size_t n)
+{
+	void *q = realloc(p, n ? n : 1);
+
+	if (!q)
+		out_of_memory(n);
+	return q;
+}
+
+char *xstrdup(const char *s)
+{
+	char *p = strdup(s ? s : "");
+
+	if (!p)
+		out_of_memory(strlen(s));
+	return p;
+}
+
+static __u64 clock_ns(clockid_t id)
+{
+	struct timespec ts;
+
+	clock_gettime(id, &ts);
+	return (__u64)ts.tv_sec * 1000000000ULL + (__u64)ts.tv_nsec;
+}
+
+__u64 gs_now_ns(void)
+{
+	return clock_ns(CLOCK_MONOTONIC);
+}
+
+__u64 gs_realtime_ns(void)
+{
+	return clock_ns(CLOCK_REALTIME);
+}
+
+char *fmt_bytes(char *buf, size_t n, double bytes)
+{
+	static const char *units[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB" };
+	unsigned int u = 0;
+
+	while (bytes >= 1024 && u + 1 < ARRAY_SIZE(units)) {
+		bytes /= 1024;
+		u++;
+	}
+	if (u == 0)
+		snprintf(buf, n, "%.0f B", bytes);
+	else
+		snprintf(buf, n, "%.*f %s", bytes < 10 ? 2 : bytes < 100 ? 1 : 0, bytes, units[u]);
+	return buf;
+}
+
+char *fmt_dur(char *buf, size_t n, double ns)
+{
+	if (ns < 1e3)
+		snprintf(buf, n, "%.0f ns", ns);
+	else if (ns < 1e6)
+		snprintf(buf, n, "%.1f us", ns / 1e3);
+	else if (ns < 1e9)
+		snprintf(buf, n, "%.1f ms", ns / 1e6);
+	else
+		snprintf(buf, n, "%.2f s", ns / 1e9);
+	return buf;
+}
+
+char *fmt_count(char *buf, size_t n, double v)
+{
+	if (v < 1e4)
+		snprintf(buf, n, "%.0f", v);
+	else if (v < 1e6)
+		snprintf(buf, n, "%.1fk", v / 1e3);
+	else if (v < 1e9)
+		snprintf(buf, n, "%.1fM", v / 1e6);
+	else
+		snprintf(buf, n, "%.1fG", v / 1e9);
+	return buf;
+}
+
+char *fmt_rate(char *buf, size_t n, double bps)
+{
+	if (bps < 1e6)
+		snprintf(buf, n, "%.1f KB/s", bps / 1e3);
+	else if (bps < 1e9)
+		snprintf(buf, n, "%.1f MB/s", bps / 1e6);
+	else
+		snprintf(buf, n, "%.1f GB/s", bps / 1e9);
+	return buf;
+}
+
+int parse_size(const char *s, __u64 *out)
+{
+	unsigned long long v;
+	char *end;
+	int shift = 0;
+
+	if (!s || !*s || *s == '-')
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || end == s)
+		return -EINVAL;
+	switch (*end) {
+	case 'k':
+	case 'K':
+		shift = 10;
+		end++;
+		break;
+	case 'm':
+	case 'M':
+		shift = 20;
+		end++;
+		break;
+	case 'g':
+	case 'G':
+		shift = 30;
+		end++;
+		break;
+	}
+	if (*end)
+		return -EINVAL;
+	if (shift && v > (~0ULL >> shift))
+		return -ERANGE;
+	*out = v << shift;
+	return 0;
+}
+
+int parse_u32(const char *s, __u32 *out)
+{
+	unsigned long v;
+	char *end;
+
+	if (!s || !*s || *s == '-' || *s == '+')
+		return -EINVAL;
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno || *end || v > 0xffffffffUL)
+		return -EINVAL;
+	*out = (__u32)v;
+	return 0;
+}
+
+int parse_seconds(const char *s, double *out)
+{
+	double v;
+	char *end;
+
+	if (!s || !*s)
+		return -EINVAL;
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || *end || !(v > 0) || v > 1e9)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+static void sb_grow(struct strbuf *sb, size_t extra)
+{
+	size_t need = sb->len + extra + 1;
+
+	if (need <= sb->cap)
+		return;
+	sb->cap = sb->cap ? sb->cap : 256;
+	while (sb->cap < need)
+		sb->cap *= 2;
+	sb->buf = xrealloc(sb->buf, sb->cap);
+}
+
+void sb_vprintf(struct strbuf *sb, const char *fmt, va_list ap)
+{
+	va_list ap2;
+	int n;
+
+	va_copy(ap2, ap);
+	n = vsnprintf(NULL, 0, fmt, ap2);
+	va_end(ap2);
+	if (n < 0)
+		return;
+	sb_grow(sb, (size_t)n);
+	vsnprintf(sb->buf + sb->len, (size_t)n + 1, fmt, ap);
+	sb->len += (size_t)n;
+}
+
+void sb_printf(struct strbuf *sb, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	sb_vprintf(sb, fmt, ap);
+	va_end(ap);
+}
+
+void sb_putn(struct strbuf *sb, const char *s, size_t n)
+{
+	sb_grow(sb, n);
+	memcpy(sb->buf + sb->len, s, n);
+	sb->len += n;
+	sb->buf[sb->len] = 0;
+}
+
+void sb_putc(struct strbuf *sb, char c)
+{
+	sb_putn(sb, &c, 1);
+}
+
+void sb_puts(struct strbuf *sb, const char *s)
+{
+	sb_putn(sb, s, strlen(s));
+}
+
+void sb_reset(struct strbuf *sb)
+{
+	sb->len = 0;
+	if (sb->buf)
+		sb->buf[0] = 0;
+}
+
+void sb_free(struct strbuf *sb)
+{
+	free(sb->buf);
+	sb->buf = NULL;
+	sb->len = sb->cap = 0;
+}
+
+char *gs_strlcpy(char *dst, const char *src, size_t n)
+{
+	size_t i = 0;
+
+	if (!n)
+		return dst;
+	for (; i + 1 < n && src[i]; i++)
+		dst[i] = src[i];
+	dst[i] = 0;
+	return dst;
+}

@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef GS_CORE_UTIL_H
+#define GS_CORE_UTIL_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <linux/types.h>
+
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+#define GS_MIN(a, b)  ((a) < (b) ? (a) : (b))
+#define GS_MAX(a, b)  ((a) > (b) ? (a) : (b))
+
+/* Exit codes of every command (DESIGN.md). */
+enum {
+	GS_EXIT_OK = 0,
+	GS_EXIT_USAGE = 1,
+	GS_EXIT_RUNTIME = 2
+};
+
+/* Messages on stderr, prefixed "gpuscope: ". */
+void gs_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void gs_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void gs_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void gs_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void gs_set_verbosity(int level);
+int gs_verbosity(void);
+
+/* Allocation that never returns NULL: out of memory is a clean exit 2. */
+void *xmalloc(size_t n);
+void *xcalloc(size_t nmemb, size_t size);
+void *xrealloc(void *p, size_t n);
+char *xstrdup(const char *s);
+
+__u64 gs_now_ns(void);	    /* CLOCK_MONOTONIC, the event clock */
+__u64 gs_realtime_ns(void); /* CLOCK_REALTIME */
+
+/* Human formats; each returns buf. */
+char *fmt_bytes(char *buf, size_t n, double bytes);	 /* "1.50 GiB" */
+char *fmt_dur(char *buf, size_t n, double ns);		 /* "12.3 ms" */
+char *fmt_count(char *buf, size_t n, double v);		 /* "12.3k" */
+char *fmt_rate(char *buf, size_t n, double bytes_per_s); /* "12.3 GB/s" */
+
+/* Parse a non-negative integer with an optional K/M/G (binary) suffix. */
+int parse_size(const char *s, __u64 *out);
+int parse_u32(const char *s, __u32 *out);
+int parse_seconds(const char *s, double *out);
+
+/* Growable string. */
+struct strbuf {
+	char *buf;
+	size_t len, cap;
+};
+void sb_printf(struct strbuf *sb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void sb_vprintf(struct strbuf *sb, const char *fmt, va_list ap);
+void sb_putc(struct strbuf *sb, char c);
+void sb_puts(struct strbuf *sb, const char *s);
+void sb_putn(struct strbuf *sb, const char *s, size_t n);
+void sb_reset(struct strbuf *sb);
+void sb_free(struct strbuf *sb);
+
+/* Copy at most n-1 bytes and NUL-terminate; returns dst. */
+char *gs_strlcpy(char *dst, const char *src, size_t n);
+
+#endif

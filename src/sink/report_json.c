@@ -1,0 +1,317 @@
+// SPDX-License-Identifier: MIT
+/* The report as JSON. Field names are stable: scripts and the tests read them. */
+#include <stdio.h>
+
+#include "core/json.h"
+#include "core/names.h"
+#include "sink/sinks.h"
+
+#define REPORT_JSON_VERSION 1
+
+static const char *kind_names[MEM_KINDS] = { "device", "managed", "host" };
+
+static void by_kind(struct json *j, const char *key, const __u64 *v)
+{
+	json_obj_begin(j, key);
+	for (int k = 0; k < MEM_KINDS; k++)
+		json_u64(j, kind_names[k], v[k]);
+	json_obj_end(j);
+}
+
+static void session(struct json *j, const struct report *r)
+{
+	json_obj_begin(j, "session");
+	json_str(j, "mode",
+		 r->mode == GS_MODE_RUN	     ? "run"
+		 : r->mode == GS_MODE_ATTACH ? "attach"
+					     : NULL);
+	json_str(j, "command", r->mode ? r->cmd : NULL);
+	json_i64(j, "target_pid", r->target_pid);
+	json_i64(j, "exit_status", r->exit_status);
+	json_f64(j, "duration_s", (double)r->duration_ns / 1e9);
+	json_u64(j, "start_unix_ns", r->start_realtime_ns);
+	json_bool(j, "follow_children", r->follow);
+	json_bool(j, "interrupted", r->flags & GS_SESSION_INTERRUPTED);
+	json_bool(j, "target_lost", r->flags & GS_SESSION_TARGET_LOST);
+	json_bool(j, "complete_recording", r->complete_recording);
+	json_u64(j, "events", r->events);
+	json_obj_end(j);
+	json_arr_begin(j, "libraries");
+	for (size_t i = 0; i < r->nlibs; i++) {
+		json_obj_begin(j, NULL);
+		json_str(j, "path", r->libs[i].path);
+		json_str(j, "kind", lib_kind_name(r->libs[i].kind));
+		json_u64(j, "functions", r->libs[i].nprobes);
+		json_u64(j, "missing", r->libs[i].nmissing);
+		json_bool(j, "late", r->libs[i].late);
+		json_obj_end(j);
+	}
+	json_arr_end(j);
+}
+
+static void processes(struct json *j, const struct report *r)
+{
+	json_arr_begin(j, "processes");
+	for (size_t i = 0; i < r->nprocs; i++) {
+		const struct rep_proc *p = &r->procs[i];
+
+		json_obj_begin(j, NULL);
+		json_u64(j, "pid", p->pid);
+		json_u64(j, "ppid", p->ppid);
+		json_str(j, "comm", p->comm);
+		json_str(j, "exe", p->exe);
+		json_bool(j, "traced_from_start", p->complete);
+		json_bool(j, "exited", p->exited);
+		json_i64(j, "exit_status", p->exited ? p->exit_code : -1);
+		json_u64(j, "launches", p->launches);
+		by_kind(j, "peak_bytes", p->peak);
+		by_kind(j, "outstanding_bytes", p->outstanding);
+		json_u64(j, "allocations", p->allocs);
+		json_u64(j, "frees", p->frees);
+		json_u64(j, "failed_allocations", p->failed_allocs);
+		json_u64(j, "untracked_frees", p->untracked_frees);
+		json_u64(j, "reserved_bytes", p->reserved);
+		json_obj_end(j);
+	}
+	json_arr_end(j);
+}
+
+static void kernel(struct json *j, const struct rep_kernel *k)
+{
+	json_obj_begin(j, NULL);
+	json_str(j, "name", k->mangled);
+	json_str(j, "display", k->display);
+	if (!k->mangled) {
+		json_hex(j, "handle", k->handle);
+		json_u64(j, "pid", k->pid);
+	}
+	json_u64(j, "processes", k->nprocs);
+	json_u64(j, "launches", k->launches);
+	json_u64(j, "captured", k->captured);
+	json_u64(j, "graph_runs", k->graph_runs);
+	json_u64(j, "failed", k->errors);
+	json_f64(j, "call_time_s", (double)k->call_ns / 1e9);
+	json_bool(j, "cooperative", k->flags & GS_LAUNCH_COOPERATIVE);
+	json_bool(j, "cluster", k->flags & GS_LAUNCH_CLUSTER);
+	json_arr_begin(j, "shapes");
+	for (int s = 0; s < KSTAT_SHAPES && k->shapes[s].count; s++) {
+		const struct kshape *sh = &k->shapes[s];
+
+		json_obj_begin(j, NULL);
+		json_arr_begin(j, "grid");
+		for (int d = 0; d < 3; d++)
+			json_u64(j, NULL, sh->grid[d]);
+		json_arr_end(j);
+		json_arr_begin(j, "block");
+		for (int d = 0; d < 3; d++)
+			json_u64(j, NULL, sh->block[d]);
+		json_arr_end(j);
+		json_u64(j, "shared_mem", sh->shmem);
+		json_u64(j, "count", sh->count);
+		json_obj_end(j);
+	}
+	json_arr_end(j);
+	json_u64(j, "other_shapes", k->other_shapes);
+	json_obj_begin(j, "by_api");
+	for (int a = 0; a < KSTAT_APIS && k->apis[a].count; a++)
+		json_u64(j, api_name(k->apis[a].api), k->apis[a].count);
+	json_obj_end(j);
+	json_obj_end(j);
+}
+
+static void kernels(struct json *j, const struct report *r)
+{
+	json_obj_begin(j, "kernels");
+	json_u64(j, "launches", r->launches);
+	json_u64(j, "failed", r->launch_errors);
+	json_u64(j, "graph_launches", r->graph_launches);
+	json_u64(j, "graphs", r->graphs);
+	json_u64(j, "runs_in_graphs", r->kernel_runs_in_graphs);
+	json_u64(j, "unnamed", r->unknown_kernels);
+	json_u64(j, "unnamed_launches", r->unknown_launches);
+	json_obj_begin(j, "by_api");
+	for (size_t i = 0; i < r->nlaunch_apis; i++)
+		json_u64(j, api_name(r->launch_apis[i].api), r->launch_apis[i].count);
+	json_obj_end(j);
+	json_arr_begin(j, "list");
+	for (size_t i = 0; i < r->nkernels; i++)
+		kernel(j, &r->kernels[i]);
+	json_arr_end(j);
+	json_obj_end(j);
+}
+
+static void memory(struct json *j, const struct report *r)
+{
+	json_obj_begin(j, "memory");
+	by_kind(j, "peak_bytes", r->peak);
+	by_kind(j, "in_use_end_bytes", r->in_use_end);
+	json_u64(j, "allocations", r->allocs);
+	json_u64(j, "frees", r->frees);
+	json_u64(j, "failed_allocations", r->failed_allocs);
+	json_u64(j, "untracked_frees", r->untracked_frees);
+	json_u64(j, "reserved_bytes", r->reserved);
+	json_obj_begin(j, "by_api");
+	for (size_t i = 0; i < r->nalloc_apis; i++) {
+		json_obj_begin(j, api_name(r->alloc_apis[i].api));
+		json_u64(j, "calls", r->alloc_apis[i].count);
+		json_u64(j, "bytes", r->alloc_api_bytes[i]);
+		json_obj_end(j);
+	}
+	json_obj_end(j);
+	json_obj_begin(j, "outstanding");
+	by_kind(j, "bytes", r->outstanding_bytes);
+	by_kind(j, "count", r->outstanding_count);
+	json_arr_begin(j, "by_call");
+	for (size_t i = 0; i < r->noutstanding; i++) {
+		json_obj_begin(j, NULL);
+		json_str(j, "api", api_name(r->outstanding[i].api));
+		json_str(j, "kind", kind_names[r->outstanding[i].kind]);
+		json_u64(j, "size", r->outstanding[i].size);
+		json_u64(j, "count", r->outstanding[i].count);
+		json_obj_end(j);
+	}
+	json_arr_end(j);
+	json_arr_begin(j, "largest");
+	for (size_t i = 0; i < r->nlargest; i++) {
+		const struct rep_alloc *a = &r->largest[i];
+
+		json_obj_begin(j, NULL);
+		json_u64(j, "pid", a->pid);
+		json_u64(j, "tid", a->tid);
+		json_str(j, "api", api_name(a->api));
+		json_str(j, "kind", kind_names[a->kind]);
+		json_hex(j, "address", a->addr);
+		json_u64(j, "size", a->size);
+		json_f64(j, "time_s",
+			 a->ts > r->start_ts ? (double)(a->ts - r->start_ts) / 1e9 : 0);
+		json_obj_end(j);
+	}
+	json_arr_end(j);
+	json_obj_end(j);
+	json_obj_end(j);
+}
+
+static void copies(struct json *j, const struct report *r)
+{
+	json_obj_begin(j, "copies");
+	for (int k = 0; k < GS_COPY_KIND_MAX; k++) {
+		const struct copy_stat *s = &r->copies[k];
+
+		if (!s->count && !s->errors)
+			continue;
+		json_obj_begin(j, copy_kind_name(k));
+		json_u64(j, "count", s->count);
+		json_u64(j, "bytes", s->bytes);
+		json_u64(j, "sync_count", s->sync_count);
+		json_u64(j, "sync_bytes", s->sync_bytes);
+		json_f64(j, "sync_time_s", (double)s->sync_ns / 1e9);
+		json_f64(j, "sync_bytes_per_s",
+			 s->sync_ns ? (double)s->sync_bytes * 1e9 / (double)s->sync_ns : 0);
+		json_u64(j, "async_count", s->async_count);
+		json_u64(j, "async_bytes", s->async_bytes);
+		json_u64(j, "failed", s->errors);
+		json_obj_end(j);
+	}
+	json_obj_end(j);
+}
+
+static void syncs(struct json *j, const struct report *r)
+{
+	json_obj_begin(j, "sync");
+	for (size_t i = 0; i < r->nsyncs; i++) {
+		const struct rep_sync *s = &r->syncs[i];
+
+		json_obj_begin(j, api_name(s->api));
+		json_u64(j, "calls", s->s.calls);
+		json_f64(j, "total_s", (double)s->s.total_ns / 1e9);
+		json_f64(j, "max_s", (double)s->s.max_ns / 1e9);
+		json_u64(j, "not_ready", s->s.not_ready);
+		json_obj_end(j);
+	}
+	json_obj_end(j);
+}
+
+static void nccl(struct json *j, const struct report *r)
+{
+	json_obj_begin(j, "nccl");
+	json_obj_begin(j, "ops");
+	for (int op = 1; op < NCCL_OPS; op++) {
+		const struct nccl_stat *s = &r->nccl[op];
+
+		if (!s->calls)
+			continue;
+		json_obj_begin(j, nccl_op_name(op));
+		json_u64(j, "calls", s->calls);
+		json_u64(j, "bytes", s->bytes);
+		json_f64(j, "total_s", (double)s->total_ns / 1e9);
+		json_f64(j, "max_s", (double)s->max_ns / 1e9);
+		json_u64(j, "failed", s->errors);
+		json_u64(j, "unknown_comm_size", s->unknown_size);
+		json_obj_end(j);
+	}
+	json_obj_end(j);
+	json_arr_begin(j, "communicators");
+	for (size_t i = 0; i < r->ncomms; i++) {
+		const struct comm_entry *c = &r->comms[i];
+
+		json_obj_begin(j, NULL);
+		json_u64(j, "pid", c->pid);
+		json_hex(j, "comm", c->comm);
+		json_i64(j, "rank", c->rank);
+		json_i64(j, "nranks", c->nranks);
+		json_u64(j, "calls", c->calls);
+		json_bool(j, "destroyed", c->destroyed);
+		json_obj_end(j);
+	}
+	json_arr_end(j);
+	json_obj_end(j);
+}
+
+static void errors(struct json *j, const struct report *r)
+{
+	json_arr_begin(j, "errors");
+	for (size_t i = 0; i < r->nerrors; i++) {
+		const struct rep_error *e = &r->errors[i];
+
+		json_obj_begin(j, NULL);
+		json_str(j, "api", api_name(e->api));
+		json_i64(j, "result", e->result);
+		json_str(j, "name", result_name(e->api, e->result));
+		json_u64(j, "count", e->count);
+		json_f64(j, "first_s", (double)e->first_ts / 1e9);
+		json_u64(j, "pid", e->pid);
+		json_u64(j, "tid", e->tid);
+		json_obj_end(j);
+	}
+	json_arr_end(j);
+	json_obj_begin(j, "drops");
+	json_u64(j, "total", r->drops_total);
+	json_obj_begin(j, "by_type");
+	for (int t = 1; t < GS_EV_MAX; t++)
+		if (r->drops[t])
+			json_u64(j, event_type_name(t), r->drops[t]);
+	json_obj_end(j);
+	json_u64(j, "lost_calls", r->lost_calls);
+	json_u64(j, "unreadable_names", r->nameless);
+	json_obj_end(j);
+}
+
+void report_json__write(FILE *f, const struct report *r)
+{
+	struct json j;
+
+	json_init(&j, f);
+	json_obj_begin(&j, NULL);
+	json_u64(&j, "gpuscope_report", REPORT_JSON_VERSION);
+	session(&j, r);
+	processes(&j, r);
+	kernels(&j, r);
+	memory(&j, r);
+	copies(&j, r);
+	syncs(&j, r);
+	nccl(&j, r);
+	errors(&j, r);
+	json_obj_end(&j);
+	json_finish(&j);
+	fflush(f);
+}

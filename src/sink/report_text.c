@@ -1,0 +1,325 @@
+// SPDX-License-Identifier: MIT
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "core/demangle.h"
+#include "core/names.h"
+#include "core/util.h"
+#include "sink/sinks.h"
+
+static const char *kind_names[MEM_KINDS] = { "device", "managed", "host" };
+
+static void heading(FILE *f, const char *title)
+{
+	fprintf(f, "\n%s\n", title);
+}
+
+static void describe_exit(char *buf, size_t n, __s32 status)
+{
+	if (status < 0)
+		snprintf(buf, n, "still running");
+	else if (WIFEXITED(status))
+		snprintf(buf, n, "exited with status %d", WEXITSTATUS(status));
+	else if (WIFSIGNALED(status))
+		snprintf(buf, n, "killed by signal %d", WTERMSIG(status));
+	else
+		snprintf(buf, n, "status 0x%x", status);
+}
+
+static void session(FILE *f, const struct report *r)
+{
+	char dur[32], ex[64];
+
+	fmt_dur(dur, sizeof(dur), (double)r->duration_ns);
+	if (r->mode == GS_MODE_RUN) {
+		describe_exit(ex, sizeof(ex), r->exit_status);
+		fprintf(f, "gpuscope report: run of '%s' (pid %d), %s, %s\n", r->cmd, r->target_pid,
+			dur, ex);
+	} else if (r->mode == GS_MODE_ATTACH) {
+		fprintf(f, "gpuscope report: attached to pid %d ('%s') for %s\n", r->target_pid,
+			r->cmd, dur);
+	} else {
+		fprintf(f, "gpuscope report: %s of events (no session record)\n", dur);
+	}
+	if (r->flags & GS_SESSION_INTERRUPTED)
+		fprintf(f, "  stopped by a signal before the traced command ended\n");
+	if (r->flags & GS_SESSION_TARGET_LOST)
+		fprintf(f, "  the traced process disappeared during the trace\n");
+	if (!r->complete_recording && r->mode)
+		fprintf(f, "  the recording ends early: the trace was cut off\n");
+	fprintf(f, "  processes traced: %zu%s\n", r->nprocs,
+		r->follow || r->mode == 0 ? "" : " (children not followed)");
+	for (size_t i = 0; i < r->nlibs; i++)
+		fprintf(f, "  probes: %-10s %s (%u functions%s)\n", lib_kind_name(r->libs[i].kind),
+			r->libs[i].path, r->libs[i].nprobes,
+			r->libs[i].late ? ", attached after the process had loaded it" : "");
+	if (!r->nlibs)
+		fprintf(f, "  probes: no CUDA or NCCL library was found\n");
+}
+
+static void processes(FILE *f, const struct report *r)
+{
+	char peak[32], out[32], ex[64];
+
+	if (r->nprocs < 2)
+		return;
+	heading(f, "Processes");
+	fprintf(f, "  %7s %7s  %-16s %10s %12s %12s  %s\n", "pid", "ppid", "command", "launches",
+		"peak device", "outstanding", "end");
+	for (size_t i = 0; i < r->nprocs; i++) {
+		const struct rep_proc *p = &r->procs[i];
+
+		fmt_bytes(peak, sizeof(peak), (double)p->peak[MK_DEVICE]);
+		fmt_bytes(out, sizeof(out), (double)p->outstanding[MK_DEVICE]);
+		describe_exit(ex, sizeof(ex), p->exited ? p->exit_code : -1);
+		fprintf(f, "  %7u %7u  %-16s %10llu %12s %12s  %s\n", p->pid, p->ppid,
+			p->comm[0] ? p->comm : "?", (unsigned long long)p->launches, peak, out, ex);
+	}
+}
+
+static void shape_str(char *buf, size_t n, const struct kshape *s)
+{
+	snprintf(buf, n, "%ux%ux%u %ux%ux%u %u", s->grid[0], s->grid[1], s->grid[2], s->block[0],
+		 s->block[1], s->block[2], s->shmem);
+}
+
+static void kernels(FILE *f, const struct report *r, const struct text_opts *o)
+{
+	char name[1024], shape[96];
+	size_t shown = GS_MIN(r->nkernels, o->top);
+
+	heading(f, "Kernels");
+	fprintf(f, "  %llu launches of %zu kernels", (unsigned long long)r->launches, r->nkernels);
+	if (r->graph_launches)
+		fprintf(f, ", %llu graph launches (%llu kernel runs)",
+			(unsigned long long)r->graph_launches,
+			(unsigned long long)r->kernel_runs_in_graphs);
+	if (r->launch_errors)
+		fprintf(f, ", %llu failed", (unsigned long long)r->launch_errors);
+	fprintf(f, "\n");
+	if (r->unknown_kernels)
+		fprintf(f,
+			"  %llu kernels (%llu launches) have no name: their names were looked up "
+			"before tracing began\n",
+			(unsigned long long)r->unknown_kernels,
+			(unsigned long long)r->unknown_launches);
+	if (!r->nkernels)
+		return;
+	fprintf(f, "  %9s %9s  %-28s  %s\n", "launches", "in graphs", "grid block smem", "kernel");
+	for (size_t i = 0; i < shown; i++) {
+		const struct rep_kernel *k = &r->kernels[i];
+
+		if (o->wide)
+			gs_strlcpy(name, k->display, sizeof(name));
+		else
+			shorten_name(k->display, 90, name, sizeof(name));
+		shape_str(shape, sizeof(shape), &k->shapes[0]);
+		fprintf(f, "  %9llu %9llu  %-28s  %s\n", (unsigned long long)k->launches,
+			(unsigned long long)k->graph_runs, shape, name);
+		for (int s = 1; s < KSTAT_SHAPES && k->shapes[s].count; s++) {
+			shape_str(shape, sizeof(shape), &k->shapes[s]);
+			fprintf(f, "  %9s %9s  %-28s  (%llu launches)\n", "", "", shape,
+				(unsigned long long)k->shapes[s].count);
+		}
+		if (k->other_shapes)
+			fprintf(f, "  %9s %9s  %-28s  (%llu launches)\n", "", "", "other shapes",
+				(unsigned long long)k->other_shapes);
+	}
+	if (shown < r->nkernels)
+		fprintf(f, "  ... %zu more kernels (--top N, or --json for all)\n",
+			r->nkernels - shown);
+	fprintf(f, "  by API:");
+	for (size_t i = 0; i < r->nlaunch_apis; i++)
+		fprintf(f, "%s %s %llu", i ? "," : "", api_name(r->launch_apis[i].api),
+			(unsigned long long)r->launch_apis[i].count);
+	fprintf(f, "\n");
+}
+
+static void memory(FILE *f, const struct report *r)
+{
+	char a[32], b[32], c[32];
+	size_t shown;
+
+	heading(f, "Memory (device: linear allocations plus VMM physical memory)");
+	fprintf(f, "  peak in use: device %s, managed %s, host page-locked %s\n",
+		fmt_bytes(a, sizeof(a), (double)r->peak[MK_DEVICE]),
+		fmt_bytes(b, sizeof(b), (double)r->peak[MK_MANAGED]),
+		fmt_bytes(c, sizeof(c), (double)r->peak[MK_HOST]));
+	fprintf(f, "  %llu allocations, %llu frees, %llu failed allocations",
+		(unsigned long long)r->allocs, (unsigned long long)r->frees,
+		(unsigned long long)r->failed_allocs);
+	if (r->reserved)
+		fprintf(f, "; VMM address space reserved %s",
+			fmt_bytes(a, sizeof(a), (double)r->reserved));
+	fprintf(f, "\n");
+	if (r->untracked_frees)
+		fprintf(f, "  %llu frees of memory allocated before tracing began (or never)\n",
+			(unsigned long long)r->untracked_frees);
+	fprintf(f, "  outstanding at end:");
+	for (int k = 0; k < MEM_KINDS; k++)
+		fprintf(f, "%s %s %s in %llu", k ? "," : "", kind_names[k],
+			fmt_bytes(a, sizeof(a), (double)r->outstanding_bytes[k]),
+			(unsigned long long)r->outstanding_count[k]);
+	fprintf(f, "\n");
+	if (!r->noutstanding)
+		return;
+	fprintf(f, "  %9s %12s %12s  %-8s  %s\n", "count", "size", "total", "kind", "allocated by");
+	shown = GS_MIN(r->noutstanding, (size_t)15);
+	for (size_t i = 0; i < shown; i++) {
+		const struct rep_outstanding *o = &r->outstanding[i];
+
+		fprintf(f, "  %9llu %12s %12s  %-8s  %s\n", (unsigned long long)o->count,
+			fmt_bytes(a, sizeof(a), (double)o->size),
+			fmt_bytes(b, sizeof(b), (double)(o->size * o->count)), kind_names[o->kind],
+			api_name(o->api));
+	}
+	if (shown < r->noutstanding)
+		fprintf(f, "  ... %zu more groups\n", r->noutstanding - shown);
+}
+
+static void copies(FILE *f, const struct report *r)
+{
+	char a[32], b[32], c[32], d[32];
+	bool any = false;
+
+	for (int k = 0; k < GS_COPY_KIND_MAX; k++)
+		any |= r->copies[k].count || r->copies[k].errors;
+	if (!any)
+		return;
+	heading(f, "Copies and sets");
+	fprintf(f, "  %-8s %8s %12s %9s %12s %12s %12s\n", "", "calls", "bytes", "async",
+		"sync time", "sync rate", "failed");
+	for (int k = 0; k < GS_COPY_KIND_MAX; k++) {
+		const struct copy_stat *s = &r->copies[k];
+
+		if (!s->count && !s->errors)
+			continue;
+		fmt_bytes(a, sizeof(a), (double)s->bytes);
+		fmt_dur(b, sizeof(b), (double)s->sync_ns);
+		if (s->sync_ns)
+			fmt_rate(c, sizeof(c), (double)s->sync_bytes * 1e9 / (double)s->sync_ns);
+		else
+			snprintf(c, sizeof(c), "-");
+		snprintf(d, sizeof(d), "%llu", (unsigned long long)s->errors);
+		fprintf(f, "  %-8s %8llu %12s %9llu %12s %12s %12s\n", copy_kind_name(k),
+			(unsigned long long)s->count, a, (unsigned long long)s->async_count, b, c,
+			d);
+	}
+	fprintf(f, "  (sync rate: bytes over call time of synchronous calls; asynchronous calls "
+		   "return before the copy ends)\n");
+}
+
+static void syncs(FILE *f, const struct report *r)
+{
+	char a[32], b[32];
+
+	if (!r->nsyncs)
+		return;
+	heading(f, "Synchronisation (host time blocked)");
+	for (size_t i = 0; i < r->nsyncs; i++) {
+		const struct rep_sync *s = &r->syncs[i];
+
+		fprintf(f, "  %-28s %8llu calls  total %10s  max %10s", api_name(s->api),
+			(unsigned long long)s->s.calls,
+			fmt_dur(a, sizeof(a), (double)s->s.total_ns),
+			fmt_dur(b, sizeof(b), (double)s->s.max_ns));
+		if (s->s.not_ready)
+			fprintf(f, "  (%llu not ready)", (unsigned long long)s->s.not_ready);
+		fprintf(f, "\n");
+	}
+}
+
+static void nccl(FILE *f, const struct report *r)
+{
+	char a[32], b[32], c[32];
+	bool any = false;
+
+	for (int op = 0; op < NCCL_OPS; op++)
+		any |= r->nccl[op].calls != 0;
+	if (!any)
+		return;
+	heading(f, "NCCL");
+	fprintf(f, "  %-15s %8s %12s %12s %12s %7s\n", "", "calls", "bytes", "call time", "max",
+		"failed");
+	for (int op = 1; op < NCCL_OPS; op++) {
+		const struct nccl_stat *s = &r->nccl[op];
+
+		if (!s->calls)
+			continue;
+		fprintf(f, "  %-15s %8llu %12s %12s %12s %7llu\n", nccl_op_name(op),
+			(unsigned long long)s->calls, fmt_bytes(a, sizeof(a), (double)s->bytes),
+			fmt_dur(b, sizeof(b), (double)s->total_ns),
+			fmt_dur(c, sizeof(c), (double)s->max_ns), (unsigned long long)s->errors);
+	}
+	for (size_t i = 0; i < r->ncomms; i++) {
+		const struct comm_entry *c = &r->comms[i];
+
+		if (c->nranks > 0)
+			fprintf(f, "  communicator 0x%llx: pid %u, rank %d of %d, %llu calls%s\n",
+				(unsigned long long)c->comm, c->pid, c->rank, c->nranks,
+				(unsigned long long)c->calls, c->destroyed ? ", destroyed" : "");
+		else
+			fprintf(f,
+				"  communicator 0x%llx: pid %u, rank and size unknown, %llu "
+				"calls\n",
+				(unsigned long long)c->comm, c->pid, (unsigned long long)c->calls);
+	}
+}
+
+static void errors(FILE *f, const struct report *r)
+{
+	char t[32];
+
+	heading(f, "Errors");
+	if (!r->nerrors) {
+		fprintf(f, "  no failed calls\n");
+		return;
+	}
+	fprintf(f, "  %llu failed calls\n", (unsigned long long)r->error_calls);
+	for (size_t i = 0; i < r->nerrors; i++) {
+		const struct rep_error *e = &r->errors[i];
+		const char *rn = result_name(e->api, e->result);
+
+		fprintf(f, "  %-28s %s (%d): %llu, first at %s (pid %u, tid %u)\n",
+			api_name(e->api), rn ? rn : "unknown result", e->result,
+			(unsigned long long)e->count, fmt_dur(t, sizeof(t), (double)e->first_ts),
+			e->pid, e->tid);
+	}
+}
+
+static void losses(FILE *f, const struct report *r)
+{
+	heading(f, "Events");
+	fprintf(f, "  %llu events, %llu dropped because the ring buffer was full",
+		(unsigned long long)r->events, (unsigned long long)r->drops_total);
+	if (r->lost_calls)
+		fprintf(f, ", %llu calls lost (entry table full)",
+			(unsigned long long)r->lost_calls);
+	fprintf(f, "\n");
+	if (r->drops_total) {
+		fprintf(f, "  dropped:");
+		for (int t = 0; t < GS_EV_MAX; t++)
+			if (r->drops[t])
+				fprintf(f, " %s %llu", event_type_name(t),
+					(unsigned long long)r->drops[t]);
+		fprintf(f, " (a larger --buffer-size keeps more)\n");
+	}
+	if (r->nameless)
+		fprintf(f, "  %llu kernel names could not be read from the process\n",
+			(unsigned long long)r->nameless);
+}
+
+void report_text__write(FILE *f, const struct report *r, const struct text_opts *o)
+{
+	session(f, r);
+	processes(f, r);
+	kernels(f, r, o);
+	memory(f, r);
+	copies(f, r);
+	syncs(f, r);
+	nccl(f, r);
+	errors(f, r);
+	losses(f, r);
+	fflush(f);
+}

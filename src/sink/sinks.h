@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: MIT */
+/* Renderers of the report and of the live status. */
+#ifndef GS_SINK_SINKS_H
+#define GS_SINK_SINKS_H
+
+#include <stdbool.h>
+#include <stdio.h>
+#include "analysis/report.h"
+
+struct text_opts {
+	bool wide;  /* full kernel names */
+	size_t top; /* kernels listed */
+};
+
+void report_text__write(FILE *f, const struct report *r, const struct text_opts *o);
+void report_json__write(FILE *f, const struct report *r);
+
+/* One line a second: rates since the previous call. */
+struct status {
+	__u64 ts, launches, copy_bytes, events, drops;
+	bool tty, printed;
+};
+void status__line(struct status *s, FILE *f, const struct model *m, __u64 drops, __u64 now);
+void status__clear(struct status *s, FILE *f);
+
+#endif

@@ -1,0 +1,1687 @@
+// SPDX-License-Identifier: MIT
+/*
+ * libcuda.so.1 test double.
+ *
+ * Exports the real driver entry points gpuscope probes, with the real signatures, and
+ * simulates what the tracer observes:
+ *   - a device address space per device: allocations really back memory (an anonymous,
+ *     lazily committed arena), so copies move real bytes and bad pointers are rejected;
+ *   - a capacity per device (FAKECUDA_MEM, bytes, default 4 GiB) and a first-fit allocator,
+ *     so exhaustion and fragmentation fail the way a GPU does (CUDA_ERROR_OUT_OF_MEMORY);
+ *     FAKECUDA_FAIL_ALLOC=N makes the Nth allocation call fail regardless;
+ *   - streams with a simulated clock: a launch occupies its stream for
+ *     FAKECUDA_KERNEL_NS + threads/16 ns, a copy for bytes / FAKECUDA_GBPS; synchronisation
+ *     sleeps until the stream is idle, queries say CUDA_ERROR_NOT_READY until then, and
+ *     events carry the simulated time;
+ *   - modules and libraries from PTX text: kernel names come from `.entry` lines;
+ *   - stream capture into graphs and graph launches;
+ *   - cuGetProcAddress handing out these same entry points.
+ * Every exported function is its own code (built with -fno-ipa-icf), except
+ * cuLaunchKernel_ptsz, which tail-calls cuLaunchKernel through the PLT on purpose: real
+ * driver wrappers do this, and the tracer must count such a call once.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+
+#include "fake_cuda.h"
+
+#define EXPORT	    __attribute__((visibility("default")))
+#define MAX_DEVICES 4
+#define ALIGN	    512ULL
+#define VMM_GRAN    (2ULL << 20)
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* ---- configuration -------------------------------------------------------------------- */
+
+static struct {
+	int ndev;
+	unsigned long long mem;
+	long fail_alloc_at; /* 1-based index of the allocation call that fails; 0: never */
+	unsigned long long kernel_ns;
+	double gbps;
+} cfg;
+
+static unsigned long long env_ull(const char *name, unsigned long long def)
+{
+	const char *s = getenv(name);
+
+	return s && *s ? strtoull(s, NULL, 0) : def;
+}
+
+/* ---- time ----------------------------------------------------------------------------- */
+
+static unsigned long long now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (unsigned long long)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
+static void sleep_until(unsigned long long t)
+{
+	unsigned long long n = now_ns();
+	struct timespec ts;
+
+	if (t <= n)
+		return;
+	ts.tv_sec = (t - n) / 1000000000ULL;
+	ts.tv_nsec = (t - n) % 1000000000ULL;
+	while (nanosleep(&ts, &ts) && errno == EINTR)
+		;
+}
+
+/* ---- device memory -------------------------------------------------------------------- */
+
+struct block {
+	unsigned long long addr, size;
+	int kind; /* 0 free, 1 device, 2 managed */
+};
+
+struct device {
+	unsigned long long base, size; /* linear arena (capacity bytes) */
+	struct block *blocks;	       /* sorted by address, covering the arena */
+	int nblocks, cap;
+	unsigned long long phys_used;	    /* linear + VMM physical */
+	unsigned long long va_next, va_end; /* VMM address reservations */
+};
+
+static struct device devs[MAX_DEVICES];
+static int initialized;
+static long alloc_calls;
+
+static int arena_init(struct device *d)
+{
+	void *p = mmap(NULL, cfg.mem * 2, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+
+	if (p == MAP_FAILED)
+		return -1;
+	d->base = (unsigned long long)p;
+	d->size = cfg.mem;
+	d->va_next = d->base + cfg.mem;
+	d->va_end = d->base + cfg.mem * 2;
+	d->cap = 64;
+	d->blocks = calloc(d->cap, sizeof(*d->blocks));
+	d->blocks[0] = (struct block){ d->base, d->size, 0 };
+	d->nblocks = 1;
+	return 0;
+}
+
+static bool alloc_should_fail(void)
+{
+	alloc_calls++;
+	return cfg.fail_alloc_at && alloc_calls == cfg.fail_alloc_at;
+}
+
+static unsigned long long round_up(unsigned long long v, unsigned long long a)
+{
+	return (v + a - 1) / a * a;
+}
+
+/* First fit; splits the free block it takes. */
+static CUresult arena_alloc(struct device *d, unsigned long long size, int kind, CUdeviceptr *out)
+{
+	size = round_up(size ? size : 1, ALIGN);
+	if (d->phys_used + size > d->size)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	for (int i = 0; i < d->nblocks; i++) {
+		struct block *b = &d->blocks[i];
+
+		if (b->kind || b->size < size)
+			continue;
+		if (b->size > size) {
+			if (d->nblocks == d->cap) {
+				d->cap *= 2;
+				d->blocks = realloc(d->blocks, d->cap * sizeof(*d->blocks));
+				b = &d->blocks[i];
+			}
+			memmove(b + 2, b + 1, (d->nblocks - i - 1) * sizeof(*b));
+			b[1] = (struct block){ b->addr + size, b->size - size, 0 };
+			b->size = size;
+			d->nblocks++;
+		}
+		b->kind = kind;
+		d->phys_used += size;
+		*out = b->addr;
+		return CUDA_SUCCESS;
+	}
+	return CUDA_ERROR_OUT_OF_MEMORY; /* enough bytes free, but not contiguous */
+}
+
+static struct block *find_block(CUdeviceptr p, struct device **dev)
+{
+	for (int d = 0; d < cfg.ndev; d++)
+		for (int i = 0; i < devs[d].nblocks; i++) {
+			struct block *b = &devs[d].blocks[i];
+
+			if (b->kind && p >= b->addr && p < b->addr + b->size) {
+				if (dev)
+					*dev = &devs[d];
+				return b;
+			}
+		}
+	return NULL;
+}
+
+static CUresult arena_free(CUdeviceptr p)
+{
+	struct device *d;
+	struct block *b = find_block(p, &d);
+	int i;
+
+	if (!b || b->addr != p)
+		return CUDA_ERROR_INVALID_VALUE;
+	b->kind = 0;
+	d->phys_used -= b->size;
+	i = (int)(b - d->blocks);
+	/* Merge with free neighbours. */
+	if (i + 1 < d->nblocks && !d->blocks[i + 1].kind) {
+		b->size += d->blocks[i + 1].size;
+		memmove(&d->blocks[i + 1], &d->blocks[i + 2], (d->nblocks - i - 2) * sizeof(*b));
+		d->nblocks--;
+	}
+	if (i > 0 && !d->blocks[i - 1].kind) {
+		d->blocks[i - 1].size += b->size;
+		memmove(&d->blocks[i], &d->blocks[i + 1], (d->nblocks - i - 1) * sizeof(*b));
+		d->nblocks--;
+	}
+	return CUDA_SUCCESS;
+}
+
+/* VMM: physical handles, reservations and mappings. */
+struct phys {
+	unsigned long long size;
+	int dev, mapped;
+	struct phys *next;
+};
+struct mapping {
+	unsigned long long va, size;
+	struct phys *ph;
+	struct mapping *next;
+};
+struct reservation {
+	unsigned long long va, size;
+	struct reservation *next;
+};
+static struct phys *phys_list;
+static struct mapping *map_list;
+static struct reservation *resv_list;
+
+static bool in_mapping(CUdeviceptr p, unsigned long long n)
+{
+	for (struct mapping *m = map_list; m; m = m->next)
+		if (p >= m->va && p + n <= m->va + m->size)
+			return true;
+	return false;
+}
+
+/* Host allocations (page-locked in the real driver). */
+struct host_alloc {
+	void *p;
+	size_t size;
+	struct host_alloc *next;
+};
+static struct host_alloc *host_list;
+
+static bool is_device_range(CUdeviceptr p, unsigned long long n)
+{
+	struct block *b = find_block(p, NULL);
+
+	if (b)
+		return p + n <= b->addr + b->size;
+	return in_mapping(p, n);
+}
+
+static bool is_device_ptr(CUdeviceptr p)
+{
+	for (int d = 0; d < cfg.ndev; d++)
+		if (p >= devs[d].base && p < devs[d].va_end)
+			return true;
+	return false;
+}
+
+/* ---- contexts, modules, kernels -------------------------------------------------------- */
+
+struct CUctx_st {
+	int dev;
+};
+static struct CUctx_st primary[MAX_DEVICES];
+static __thread CUcontext current;
+
+#define KERNEL_MAGIC   0x4b45524eU
+#define FUNCTION_MAGIC 0x46554e43U
+#define MAX_KERNELS    64
+
+struct CUkern_st {
+	unsigned magic;
+	char name[256];
+};
+struct CUfunc_st {
+	unsigned magic;
+	struct CUkern_st *kernel;
+};
+struct CUlib_st {
+	int nkernels;
+	struct CUkern_st kernels[MAX_KERNELS];
+	struct CUfunc_st funcs[MAX_KERNELS];
+};
+struct CUmod_st {
+	struct CUlib_st lib;
+};
+
+/* Kernel names are the identifiers after `.entry` in the PTX text. */
+static CUresult parse_ptx(const char *ptx, struct CUlib_st *lib)
+{
+	const char *p = ptx;
+
+	if (!ptx || !strstr(ptx, ".version"))
+		return CUDA_ERROR_INVALID_IMAGE;
+	lib->nkernels = 0;
+	while ((p = strstr(p, ".entry")) && lib->nkernels < MAX_KERNELS) {
+		struct CUkern_st *k = &lib->kernels[lib->nkernels];
+		size_t n = 0;
+
+		p += 6;
+		while (*p == ' ' || *p == '\t')
+			p++;
+		while (p[n] && p[n] != '(' && p[n] != ' ' && p[n] != '\n' && n < 255)
+			n++;
+		memcpy(k->name, p, n);
+		k->name[n] = 0;
+		k->magic = KERNEL_MAGIC;
+		lib->funcs[lib->nkernels] = (struct CUfunc_st){ FUNCTION_MAGIC, k };
+		lib->nkernels++;
+		p += n;
+	}
+	return CUDA_SUCCESS;
+}
+
+static struct CUkern_st *lookup_kernel(struct CUlib_st *lib, const char *name)
+{
+	for (int i = 0; i < lib->nkernels; i++)
+		if (!strcmp(lib->kernels[i].name, name))
+			return &lib->kernels[i];
+	return NULL;
+}
+
+static struct CUkern_st *kernel_of(const void *h)
+{
+	const struct CUkern_st *k = h;
+	const struct CUfunc_st *f = h;
+
+	if (!h)
+		return NULL;
+	if (k->magic == KERNEL_MAGIC)
+		return (struct CUkern_st *)k;
+	if (f->magic == FUNCTION_MAGIC)
+		return f->kernel;
+	return NULL;
+}
+
+/* ---- streams, events, graphs ---------------------------------------------------------- */
+
+struct node {
+	unsigned long long dur;
+	struct node *next;
+};
+struct CUgraph_st {
+	struct node *nodes;
+	int nnodes;
+};
+struct CUgraphExec_st {
+	struct CUgraph_st *graph;
+};
+struct CUstream_st {
+	unsigned long long busy_until;
+	struct CUgraph_st *capture; /* non-NULL while capturing */
+};
+struct CUevent_st {
+	unsigned long long time;
+	int recorded;
+};
+static struct CUstream_st legacy_stream;
+static __thread struct CUstream_st per_thread_stream;
+
+static struct CUstream_st *stream_of(CUstream s, bool per_thread)
+{
+	if (s == NULL)
+		return per_thread ? &per_thread_stream : &legacy_stream;
+	if (s == CU_STREAM_LEGACY)
+		return &legacy_stream;
+	if (s == CU_STREAM_PER_THREAD)
+		return &per_thread_stream;
+	return s;
+}
+
+/* The latest simulated time any stream is busy until: what cuCtxSynchronize waits for. */
+static unsigned long long latest_busy;
+
+/* Occupy a stream for `dur` ns of simulated device time. */
+static void stream_enqueue(struct CUstream_st *s, unsigned long long dur)
+{
+	unsigned long long n = now_ns();
+
+	s->busy_until = (s->busy_until > n ? s->busy_until : n) + dur;
+	if (s->busy_until > latest_busy)
+		latest_busy = s->busy_until;
+}
+
+static unsigned long long transfer_ns(unsigned long long bytes, bool on_device)
+{
+	double gbps = on_device ? cfg.gbps * 50 : cfg.gbps;
+
+	return (unsigned long long)(bytes / gbps) + 2000;
+}
+
+static CUresult check_init(void)
+{
+	return initialized ? CUDA_SUCCESS : CUDA_ERROR_NOT_INITIALIZED;
+}
+
+#define LOCKED(expr)                         \
+	({                                   \
+		CUresult r_;                 \
+		pthread_mutex_lock(&lock);   \
+		r_ = check_init();           \
+		if (r_ == CUDA_SUCCESS)      \
+			r_ = (expr);         \
+		pthread_mutex_unlock(&lock); \
+		r_;                          \
+	})
+
+/* ---- initialisation and devices ------------------------------------------------------- */
+
+EXPORT CUresult cuInit(unsigned int flags)
+{
+	CUresult r = CUDA_SUCCESS;
+
+	if (flags)
+		return CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&lock);
+	if (!initialized) {
+		cfg.ndev = (int)env_ull("FAKECUDA_DEVICES", 1);
+		if (cfg.ndev < 1 || cfg.ndev > MAX_DEVICES)
+			cfg.ndev = 1;
+		cfg.mem = env_ull("FAKECUDA_MEM", 4ULL << 30);
+		cfg.fail_alloc_at = (long)env_ull("FAKECUDA_FAIL_ALLOC", 0);
+		cfg.kernel_ns = env_ull("FAKECUDA_KERNEL_NS", 5000);
+		cfg.gbps = (double)env_ull("FAKECUDA_GBPS", 20);
+		for (int d = 0; d < cfg.ndev && r == CUDA_SUCCESS; d++) {
+			primary[d].dev = d;
+			if (arena_init(&devs[d]))
+				r = CUDA_ERROR_OUT_OF_MEMORY;
+		}
+		initialized = r == CUDA_SUCCESS;
+	}
+	pthread_mutex_unlock(&lock);
+	return r;
+}
+
+EXPORT CUresult cuDriverGetVersion(int *v)
+{
+	if (!v)
+		return CUDA_ERROR_INVALID_VALUE;
+	*v = 13000;
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuDeviceGetCount(int *n)
+{
+	if (!n)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (check_init())
+		return CUDA_ERROR_NOT_INITIALIZED;
+	*n = cfg.ndev;
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuDeviceGet(CUdevice *dev, int ordinal)
+{
+	if (check_init())
+		return CUDA_ERROR_NOT_INITIALIZED;
+	if (!dev || ordinal < 0 || ordinal >= cfg.ndev)
+		return CUDA_ERROR_INVALID_DEVICE;
+	*dev = ordinal;
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuDeviceGetName(char *name, int len, CUdevice dev)
+{
+	if (!name || len <= 0 || dev < 0 || dev >= cfg.ndev)
+		return CUDA_ERROR_INVALID_VALUE;
+	snprintf(name, (size_t)len, "gpuscope CUDA test double");
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev)
+{
+	if (!bytes || dev < 0 || dev >= cfg.ndev)
+		return CUDA_ERROR_INVALID_VALUE;
+	*bytes = cfg.mem;
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuDeviceGetAttribute(int *v, int attr, CUdevice dev)
+{
+	if (!v || dev < 0 || dev >= cfg.ndev)
+		return CUDA_ERROR_INVALID_VALUE;
+	*v = attr == 16 ? 132 : 1; /* multiprocessor count, else "supported" */
+	return CUDA_SUCCESS;
+}
+
+static CUresult ctx_for(CUcontext *out, CUdevice dev)
+{
+	if (!out)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (dev < 0 || dev >= cfg.ndev)
+		return CUDA_ERROR_INVALID_DEVICE;
+	*out = &primary[dev];
+	current = *out;
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *out, CUdevice dev)
+{
+	return LOCKED(ctx_for(out, dev));
+}
+
+EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev)
+{
+	return dev >= 0 && dev < cfg.ndev ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
+}
+
+EXPORT CUresult cuCtxCreate_v2(CUcontext *out, unsigned int flags, CUdevice dev)
+{
+	(void)flags;
+	return LOCKED(ctx_for(out, dev));
+}
+
+EXPORT CUresult cuCtxCreate_v4(CUcontext *out, CUctxCreateParams *params, unsigned int flags,
+			       CUdevice dev)
+{
+	(void)params;
+	(void)flags;
+	return LOCKED(ctx_for(out, dev));
+}
+
+EXPORT CUresult cuCtxDestroy_v2(CUcontext ctx)
+{
+	return ctx ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
+}
+
+EXPORT CUresult cuCtxSetCurrent(CUcontext ctx)
+{
+	current = ctx;
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuCtxGetCurrent(CUcontext *ctx)
+{
+	if (!ctx)
+		return CUDA_ERROR_INVALID_VALUE;
+	*ctx = current;
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuCtxGetDevice(CUdevice *dev)
+{
+	if (!dev)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!current)
+		return CUDA_ERROR_INVALID_CONTEXT;
+	*dev = current->dev;
+	return CUDA_SUCCESS;
+}
+
+static int cur_dev(void)
+{
+	return current ? current->dev : 0;
+}
+
+/* ---- modules and libraries ------------------------------------------------------------ */
+
+static CUresult load_library(CUlibrary *out, const void *code)
+{
+	struct CUlib_st *lib;
+	CUresult r;
+
+	if (!out || !code)
+		return CUDA_ERROR_INVALID_VALUE;
+	lib = calloc(1, sizeof(*lib));
+	r = parse_ptx(code, lib);
+	if (r) {
+		free(lib);
+		return r;
+	}
+	*out = lib;
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuLibraryLoadData(CUlibrary *lib, const void *code, void *jitOptions,
+				  void **jitOptionsValues, unsigned int numJitOptions,
+				  void *libraryOptions, void **libraryOptionValues,
+				  unsigned int numLibraryOptions)
+{
+	(void)jitOptions, (void)jitOptionsValues, (void)numJitOptions;
+	(void)libraryOptions, (void)libraryOptionValues, (void)numLibraryOptions;
+	return LOCKED(load_library(lib, code));
+}
+
+EXPORT CUresult cuLibraryUnload(CUlibrary lib)
+{
+	if (!lib)
+		return CUDA_ERROR_INVALID_HANDLE;
+	free(lib);
+	return CUDA_SUCCESS;
+}
+
+static CUresult library_get_kernel(CUkernel *out, CUlibrary lib, const char *name)
+{
+	struct CUkern_st *k;
+
+	if (!out || !lib || !name)
+		return CUDA_ERROR_INVALID_VALUE;
+	k = lookup_kernel(lib, name);
+	if (!k)
+		return CUDA_ERROR_NOT_FOUND;
+	*out = k;
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuLibraryGetKernel(CUkernel *out, CUlibrary lib, const char *name)
+{
+	return LOCKED(library_get_kernel(out, lib, name));
+}
+
+static CUresult kernel_get_function(CUfunction *out, CUkernel kernel)
+{
+	struct CUkern_st *k = kernel_of(kernel);
+
+	if (!out || !k || kernel != (CUkernel)k)
+		return CUDA_ERROR_INVALID_HANDLE;
+	/* The function handle is the kernel's twin in the library: a distinct value. */
+	*out = (CUfunction)((char *)k + offsetof(struct CUlib_st, funcs) -
+			    offsetof(struct CUlib_st, kernels));
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuKernelGetFunction(CUfunction *out, CUkernel kernel)
+{
+	return LOCKED(kernel_get_function(out, kernel));
+}
+
+static CUresult module_load(CUmodule *out, const void *image)
+{
+	CUlibrary lib;
+	CUresult r = load_library(&lib, image);
+
+	if (r == CUDA_SUCCESS)
+		*out = (CUmodule)lib;
+	return r;
+}
+
+EXPORT CUresult cuModuleLoadData(CUmodule *mod, const void *image)
+{
+	return LOCKED(module_load(mod, image));
+}
+
+EXPORT CUresult cuModuleLoadDataEx(CUmodule *mod, const void *image, unsigned int n, void *opts,
+				   void **vals)
+{
+	(void)n, (void)opts, (void)vals;
+	return LOCKED(module_load(mod, image));
+}
+
+EXPORT CUresult cuModuleUnload(CUmodule mod)
+{
+	if (!mod)
+		return CUDA_ERROR_INVALID_HANDLE;
+	free(mod);
+	return CUDA_SUCCESS;
+}
+
+static CUresult module_get_function(CUfunction *out, CUmodule mod, const char *name)
+{
+	struct CUkern_st *k;
+
+	if (!out || !mod || !name)
+		return CUDA_ERROR_INVALID_VALUE;
+	k = lookup_kernel(&mod->lib, name);
+	if (!k)
+		return CUDA_ERROR_NOT_FOUND;
+	*out = &mod->lib.funcs[k - mod->lib.kernels];
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuModuleGetFunction(CUfunction *out, CUmodule mod, const char *name)
+{
+	return LOCKED(module_get_function(out, mod, name));
+}
+
+/* ---- launches ------------------------------------------------------------------------- */
+
+static unsigned long long kernel_ns(unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+				    unsigned bz)
+{
+	unsigned long long threads = (unsigned long long)gx * gy * gz * bx * by * bz;
+
+	return cfg.kernel_ns + threads / 16;
+}
+
+static CUresult launch(const void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+		       unsigned by, unsigned bz, unsigned smem, CUstream hs, bool per_thread)
+{
+	struct CUstream_st *s;
+	unsigned long long dur;
+
+	if (!kernel_of(f))
+		return CUDA_ERROR_INVALID_HANDLE;
+	if (!gx || !gy || !gz || !bx || !by || !bz || (unsigned long long)bx * by * bz > 1024 ||
+	    smem > 228 * 1024)
+		return CUDA_ERROR_INVALID_VALUE;
+	s = stream_of(hs, per_thread);
+	dur = kernel_ns(gx, gy, gz, bx, by, bz);
+	if (s->capture) {
+		struct node *n = calloc(1, sizeof(*n));
+
+		n->dur = dur;
+		n->next = s->capture->nodes;
+		s->capture->nodes = n;
+		s->capture->nnodes++;
+		return CUDA_SUCCESS;
+	}
+	stream_enqueue(s, dur);
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+			       unsigned by, unsigned bz, unsigned smem, CUstream s, void **params,
+			       void **extra)
+{
+	(void)params, (void)extra;
+	return LOCKED(launch(f, gx, gy, gz, bx, by, bz, smem, s, false));
+}
+
+/* A wrapper that jumps into another exported entry point (see the file comment). */
+EXPORT CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
+				    unsigned bx, unsigned by, unsigned bz, unsigned smem,
+				    CUstream s, void **params, void **extra)
+{
+	if (s == NULL)
+		s = CU_STREAM_PER_THREAD;
+	return cuLaunchKernel(f, gx, gy, gz, bx, by, bz, smem, s, params, extra);
+}
+
+EXPORT CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
+					  unsigned bx, unsigned by, unsigned bz, unsigned smem,
+					  CUstream s, void **params)
+{
+	(void)params;
+	return LOCKED(launch(f, gx, gy, gz, bx, by, bz, smem, s, false));
+}
+
+EXPORT CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
+					       unsigned bx, unsigned by, unsigned bz, unsigned smem,
+					       CUstream s, void **params)
+{
+	(void)params;
+	return LOCKED(launch(f, gx, gy, gz, bx, by, bz, smem, s, true));
+}
+
+static CUresult launch_ex(const CUlaunchConfig *c, CUfunction f, bool per_thread)
+{
+	if (!c)
+		return CUDA_ERROR_INVALID_VALUE;
+	return launch(f, c->gridDimX, c->gridDimY, c->gridDimZ, c->blockDimX, c->blockDimY,
+		      c->blockDimZ, c->sharedMemBytes, c->hStream, per_thread);
+}
+
+EXPORT CUresult cuLaunchKernelEx(const CUlaunchConfig *c, CUfunction f, void **params, void **extra)
+{
+	(void)params, (void)extra;
+	return LOCKED(launch_ex(c, f, false));
+}
+
+EXPORT CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *c, CUfunction f, void **params,
+				      void **extra)
+{
+	(void)params, (void)extra;
+	return LOCKED(launch_ex(c, f, true));
+}
+
+static CUresult graph_launch(CUgraphExec g, CUstream hs, bool per_thread)
+{
+	struct CUstream_st *s = stream_of(hs, per_thread);
+
+	if (!g || !g->graph)
+		return CUDA_ERROR_INVALID_HANDLE;
+	for (struct node *n = g->graph->nodes; n; n = n->next)
+		stream_enqueue(s, n->dur);
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuGraphLaunch(CUgraphExec g, CUstream s)
+{
+	return LOCKED(graph_launch(g, s, false));
+}
+
+EXPORT CUresult cuGraphLaunch_ptsz(CUgraphExec g, CUstream s)
+{
+	return LOCKED(graph_launch(g, s, true));
+}
+
+static CUresult begin_capture(CUstream hs, int mode)
+{
+	struct CUstream_st *s = stream_of(hs, false);
+
+	(void)mode;
+	if (s == &legacy_stream || s->capture)
+		return CUDA_ERROR_INVALID_VALUE;
+	s->capture = calloc(1, sizeof(*s->capture));
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuStreamBeginCapture_v2(CUstream s, int mode)
+{
+	return LOCKED(begin_capture(s, mode));
+}
+
+EXPORT CUresult cuStreamBeginCapture_v2_ptsz(CUstream s, int mode)
+{
+	return LOCKED(begin_capture(s, mode));
+}
+
+static CUresult end_capture(CUstream hs, CUgraph *out)
+{
+	struct CUstream_st *s = stream_of(hs, false);
+
+	if (!out || !s->capture)
+		return CUDA_ERROR_INVALID_VALUE;
+	*out = s->capture;
+	s->capture = NULL;
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuStreamEndCapture(CUstream s, CUgraph *out)
+{
+	return LOCKED(end_capture(s, out));
+}
+
+EXPORT CUresult cuStreamEndCapture_ptsz(CUstream s, CUgraph *out)
+{
+	return LOCKED(end_capture(s, out));
+}
+
+static CUresult instantiate(CUgraphExec *out, CUgraph g)
+{
+	if (!out || !g)
+		return CUDA_ERROR_INVALID_VALUE;
+	*out = calloc(1, sizeof(**out));
+	(*out)->graph = g;
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuGraphInstantiateWithFlags(CUgraphExec *out, CUgraph g, unsigned long long fl)
+{
+	(void)fl;
+	return LOCKED(instantiate(out, g));
+}
+
+EXPORT CUresult cuGraphExecDestroy(CUgraphExec g)
+{
+	free(g);
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuGraphDestroy(CUgraph g)
+{
+	if (!g)
+		return CUDA_ERROR_INVALID_VALUE;
+	while (g->nodes) {
+		struct node *n = g->nodes;
+
+		g->nodes = n->next;
+		free(n);
+	}
+	free(g);
+	return CUDA_SUCCESS;
+}
+
+/* ---- memory --------------------------------------------------------------------------- */
+
+static CUresult mem_alloc(CUdeviceptr *out, size_t size, int kind)
+{
+	if (!out || !size)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (alloc_should_fail())
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	return arena_alloc(&devs[cur_dev()], size, kind, out);
+}
+
+EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *out, size_t size)
+{
+	return LOCKED(mem_alloc(out, size, 1));
+}
+
+static CUresult mem_alloc_pitch(CUdeviceptr *out, size_t *pitch, size_t w, size_t h, unsigned elem)
+{
+	size_t p;
+	CUresult r;
+
+	if (!out || !pitch || !w || !h || (elem != 4 && elem != 8 && elem != 16))
+		return CUDA_ERROR_INVALID_VALUE;
+	p = round_up(w, ALIGN);
+	r = mem_alloc(out, p * h, 1);
+	if (r == CUDA_SUCCESS)
+		*pitch = p;
+	return r;
+}
+
+EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *out, size_t *pitch, size_t w, size_t h,
+				   unsigned elem)
+{
+	return LOCKED(mem_alloc_pitch(out, pitch, w, h, elem));
+}
+
+EXPORT CUresult cuMemAllocManaged(CUdeviceptr *out, size_t size, unsigned int flags)
+{
+	(void)flags;
+	return LOCKED(mem_alloc(out, size, 2));
+}
+
+EXPORT CUresult cuMemFree_v2(CUdeviceptr p)
+{
+	return LOCKED(p ? arena_free(p) : CUDA_SUCCESS);
+}
+
+static CUresult host_alloc(void **out, size_t size)
+{
+	struct host_alloc *h;
+
+	if (!out || !size)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (alloc_should_fail())
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	h = calloc(1, sizeof(*h));
+	if (posix_memalign(&h->p, 4096, size)) {
+		free(h);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	h->size = size;
+	h->next = host_list;
+	host_list = h;
+	*out = h->p;
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuMemHostAlloc(void **out, size_t size, unsigned int flags)
+{
+	(void)flags;
+	return LOCKED(host_alloc(out, size));
+}
+
+EXPORT CUresult cuMemAllocHost_v2(void **out, size_t size)
+{
+	return LOCKED(host_alloc(out, size));
+}
+
+static CUresult host_free(void *p)
+{
+	for (struct host_alloc **pp = &host_list; *pp; pp = &(*pp)->next) {
+		struct host_alloc *h = *pp;
+
+		if (h->p == p) {
+			*pp = h->next;
+			free(h->p);
+			free(h);
+			return CUDA_SUCCESS;
+		}
+	}
+	return CUDA_ERROR_INVALID_VALUE;
+}
+
+EXPORT CUresult cuMemFreeHost(void *p)
+{
+	return LOCKED(host_free(p));
+}
+
+/* Stream-ordered allocation: the pool is bookkeeping; memory comes from the arena. */
+struct CUmemPoolHandle_st {
+	int dev;
+};
+static struct CUmemPoolHandle_st default_pool[MAX_DEVICES];
+
+EXPORT CUresult cuDeviceGetDefaultMemPool(CUmemoryPool *pool, CUdevice dev)
+{
+	if (!pool || dev < 0 || dev >= MAX_DEVICES)
+		return CUDA_ERROR_INVALID_VALUE;
+	*pool = &default_pool[dev];
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *props)
+{
+	if (!pool || !props)
+		return CUDA_ERROR_INVALID_VALUE;
+	*pool = calloc(1, sizeof(**pool));
+	(*pool)->dev = props->location.id;
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuMemPoolDestroy(CUmemoryPool pool)
+{
+	if (!pool)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (pool < &default_pool[0] || pool >= &default_pool[MAX_DEVICES])
+		free(pool);
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuMemAllocAsync(CUdeviceptr *out, size_t size, CUstream s)
+{
+	(void)s;
+	return LOCKED(mem_alloc(out, size, 1));
+}
+
+EXPORT CUresult cuMemAllocAsync_ptsz(CUdeviceptr *out, size_t size, CUstream s)
+{
+	(void)s;
+	return LOCKED(mem_alloc(out, size, 1));
+}
+
+EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr *out, size_t size, CUmemoryPool pool,
+					CUstream s)
+{
+	(void)s;
+	return LOCKED(pool ? mem_alloc(out, size, 1) : CUDA_ERROR_INVALID_VALUE);
+}
+
+EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *out, size_t size, CUmemoryPool pool,
+					     CUstream s)
+{
+	(void)s;
+	return LOCKED(pool ? mem_alloc(out, size, 1) : CUDA_ERROR_INVALID_VALUE);
+}
+
+EXPORT CUresult cuMemFreeAsync(CUdeviceptr p, CUstream s)
+{
+	(void)s;
+	return LOCKED(arena_free(p));
+}
+
+EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr p, CUstream s)
+{
+	(void)s;
+	return LOCKED(arena_free(p));
+}
+
+EXPORT CUresult cuMemGetInfo_v2(size_t *free_b, size_t *total)
+{
+	if (!free_b || !total)
+		return CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&lock);
+	*total = cfg.mem;
+	*free_b = cfg.mem - devs[cur_dev()].phys_used;
+	pthread_mutex_unlock(&lock);
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuMemGetAllocationGranularity(size_t *g, const CUmemAllocationProp *prop,
+					      int option)
+{
+	(void)option;
+	if (!g || !prop)
+		return CUDA_ERROR_INVALID_VALUE;
+	*g = VMM_GRAN;
+	return CUDA_SUCCESS;
+}
+
+static CUresult vmm_create(CUmemGenericAllocationHandle *out, size_t size,
+			   const CUmemAllocationProp *prop)
+{
+	struct device *d;
+	struct phys *ph;
+
+	if (!out || !prop || !size || size % VMM_GRAN ||
+	    prop->location.type != CU_MEM_LOCATION_TYPE_DEVICE || prop->location.id < 0 ||
+	    prop->location.id >= cfg.ndev)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (alloc_should_fail())
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	d = &devs[prop->location.id];
+	if (d->phys_used + size > d->size)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	d->phys_used += size;
+	ph = calloc(1, sizeof(*ph));
+	ph->size = size;
+	ph->dev = prop->location.id;
+	ph->next = phys_list;
+	phys_list = ph;
+	*out = (CUmemGenericAllocationHandle)ph;
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *out, size_t size,
+			    const CUmemAllocationProp *prop, unsigned long long flags)
+{
+	(void)flags;
+	return LOCKED(vmm_create(out, size, prop));
+}
+
+static struct phys *phys_of(CUmemGenericAllocationHandle h)
+{
+	for (struct phys *p = phys_list; p; p = p->next)
+		if ((CUmemGenericAllocationHandle)p == h)
+			return p;
+	return NULL;
+}
+
+static CUresult vmm_release(CUmemGenericAllocationHandle h)
+{
+	struct phys *ph = phys_of(h);
+
+	if (!ph)
+		return CUDA_ERROR_INVALID_VALUE;
+	for (struct phys **pp = &phys_list; *pp; pp = &(*pp)->next)
+		if (*pp == ph) {
+			*pp = ph->next;
+			break;
+		}
+	devs[ph->dev].phys_used -= ph->size;
+	/* The real driver keeps the memory until the last mapping goes; so do we. */
+	if (!ph->mapped)
+		free(ph);
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle h)
+{
+	return LOCKED(vmm_release(h));
+}
+
+static CUresult va_reserve(CUdeviceptr *out, size_t size, size_t align)
+{
+	struct device *d = &devs[cur_dev()];
+	struct reservation *r;
+	unsigned long long va;
+
+	if (!out || !size || size % VMM_GRAN)
+		return CUDA_ERROR_INVALID_VALUE;
+	va = round_up(d->va_next, align > VMM_GRAN ? align : VMM_GRAN);
+	if (va + size > d->va_end)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	d->va_next = va + size;
+	r = calloc(1, sizeof(*r));
+	r->va = va;
+	r->size = size;
+	r->next = resv_list;
+	resv_list = r;
+	*out = va;
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuMemAddressReserve(CUdeviceptr *out, size_t size, size_t align, CUdeviceptr addr,
+				    unsigned long long flags)
+{
+	(void)addr, (void)flags;
+	return LOCKED(va_reserve(out, size, align));
+}
+
+static CUresult va_free(CUdeviceptr va, size_t size)
+{
+	for (struct reservation **pp = &resv_list; *pp; pp = &(*pp)->next) {
+		struct reservation *r = *pp;
+
+		if (r->va == va && r->size == size) {
+			*pp = r->next;
+			free(r);
+			return CUDA_SUCCESS;
+		}
+	}
+	return CUDA_ERROR_INVALID_VALUE;
+}
+
+EXPORT CUresult cuMemAddressFree(CUdeviceptr va, size_t size)
+{
+	return LOCKED(va_free(va, size));
+}
+
+static CUresult vmm_map(CUdeviceptr va, size_t size, size_t offset, CUmemGenericAllocationHandle h)
+{
+	struct phys *ph = phys_of(h);
+	struct mapping *m;
+	bool reserved = false;
+
+	for (struct reservation *r = resv_list; r; r = r->next)
+		if (va >= r->va && va + size <= r->va + r->size)
+			reserved = true;
+	if (!ph || !reserved || offset + size > ph->size || in_mapping(va, 1))
+		return CUDA_ERROR_INVALID_VALUE;
+	m = calloc(1, sizeof(*m));
+	m->va = va;
+	m->size = size;
+	m->ph = ph;
+	m->next = map_list;
+	map_list = m;
+	ph->mapped++;
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuMemMap(CUdeviceptr va, size_t size, size_t offset, CUmemGenericAllocationHandle h,
+			 unsigned long long flags)
+{
+	(void)flags;
+	return LOCKED(vmm_map(va, size, offset, h));
+}
+
+static CUresult vmm_unmap(CUdeviceptr va, size_t size)
+{
+	for (struct mapping **pp = &map_list; *pp; pp = &(*pp)->next) {
+		struct mapping *m = *pp;
+
+		if (m->va == va && m->size == size) {
+			*pp = m->next;
+			if (--m->ph->mapped == 0 && !phys_of((CUmemGenericAllocationHandle)m->ph))
+				free(m->ph);
+			free(m);
+			return CUDA_SUCCESS;
+		}
+	}
+	return CUDA_ERROR_INVALID_VALUE;
+}
+
+EXPORT CUresult cuMemUnmap(CUdeviceptr va, size_t size)
+{
+	return LOCKED(vmm_unmap(va, size));
+}
+
+EXPORT CUresult cuMemSetAccess(CUdeviceptr va, size_t size, const void *desc, size_t count)
+{
+	(void)desc;
+	return LOCKED(in_mapping(va, size) && count ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE);
+}
+
+/* ---- copies and sets ------------------------------------------------------------------ */
+
+enum side {
+	HOST,
+	DEVICE,
+	ANY
+};
+
+static bool side_ok(unsigned long long p, unsigned long long n, enum side s)
+{
+	if (!p)
+		return false;
+	if (s == DEVICE || (s == ANY && is_device_ptr(p)))
+		return is_device_range(p, n);
+	return true;
+}
+
+/* Synchronous operations wait for the stream, then take their own transfer time. */
+static CUresult copy(unsigned long long dst, enum side ds, unsigned long long src, enum side ss,
+		     size_t n, CUstream hs, bool async, bool per_thread)
+{
+	struct CUstream_st *s = stream_of(hs, per_thread);
+	bool on_device;
+	unsigned long long t;
+
+	if (!side_ok(dst, n, ds) || !side_ok(src, n, ss))
+		return CUDA_ERROR_INVALID_VALUE;
+	memmove((void *)dst, (const void *)src, n);
+	on_device = is_device_ptr(dst) && is_device_ptr(src);
+	t = transfer_ns(n, on_device);
+	if (async) {
+		stream_enqueue(s, t);
+		return CUDA_SUCCESS;
+	}
+	stream_enqueue(s, t);
+	t = s->busy_until;
+	pthread_mutex_unlock(&lock);
+	sleep_until(t);
+	pthread_mutex_lock(&lock);
+	return CUDA_SUCCESS;
+}
+
+static CUresult set(CUdeviceptr dst, unsigned value, size_t count, unsigned elem, CUstream hs,
+		    bool async, bool per_thread)
+{
+	struct CUstream_st *s = stream_of(hs, per_thread);
+	unsigned long long t;
+	size_t bytes = count * elem;
+
+	if (!side_ok(dst, bytes, DEVICE))
+		return CUDA_ERROR_INVALID_VALUE;
+	for (size_t i = 0; i < count; i++)
+		memcpy((char *)dst + i * elem, &value, elem);
+	stream_enqueue(s, transfer_ns(bytes, true));
+	if (async)
+		return CUDA_SUCCESS;
+	t = s->busy_until;
+	pthread_mutex_unlock(&lock);
+	sleep_until(t);
+	pthread_mutex_lock(&lock);
+	return CUDA_SUCCESS;
+}
+
+#define COPY_FN(name, dtype, ds, stype, ss, async, pt)                                          \
+	EXPORT CUresult name(dtype dst, stype src, size_t n)                                    \
+	{                                                                                       \
+		return LOCKED(copy((unsigned long long)dst, ds, (unsigned long long)src, ss, n, \
+				   NULL, async, pt));                                           \
+	}
+#define COPY_ASYNC_FN(name, dtype, ds, stype, ss, pt)                                              \
+	EXPORT CUresult name(dtype dst, stype src, size_t n, CUstream s)                           \
+	{                                                                                          \
+		return LOCKED(copy((unsigned long long)dst, ds, (unsigned long long)src, ss, n, s, \
+				   true, pt));                                                     \
+	}
+
+COPY_FN(cuMemcpy, CUdeviceptr, ANY, CUdeviceptr, ANY, false, false)
+COPY_FN(cuMemcpy_ptds, CUdeviceptr, ANY, CUdeviceptr, ANY, false, true)
+COPY_FN(cuMemcpyHtoD_v2, CUdeviceptr, DEVICE, const void *, HOST, false, false)
+COPY_FN(cuMemcpyHtoD_v2_ptds, CUdeviceptr, DEVICE, const void *, HOST, false, true)
+COPY_FN(cuMemcpyDtoH_v2, void *, HOST, CUdeviceptr, DEVICE, false, false)
+COPY_FN(cuMemcpyDtoH_v2_ptds, void *, HOST, CUdeviceptr, DEVICE, false, true)
+COPY_FN(cuMemcpyDtoD_v2, CUdeviceptr, DEVICE, CUdeviceptr, DEVICE, false, false)
+COPY_FN(cuMemcpyDtoD_v2_ptds, CUdeviceptr, DEVICE, CUdeviceptr, DEVICE, false, true)
+COPY_ASYNC_FN(cuMemcpyAsync, CUdeviceptr, ANY, CUdeviceptr, ANY, false)
+COPY_ASYNC_FN(cuMemcpyAsync_ptsz, CUdeviceptr, ANY, CUdeviceptr, ANY, true)
+COPY_ASYNC_FN(cuMemcpyHtoDAsync_v2, CUdeviceptr, DEVICE, const void *, HOST, false)
+COPY_ASYNC_FN(cuMemcpyHtoDAsync_v2_ptsz, CUdeviceptr, DEVICE, const void *, HOST, true)
+COPY_ASYNC_FN(cuMemcpyDtoHAsync_v2, void *, HOST, CUdeviceptr, DEVICE, false)
+COPY_ASYNC_FN(cuMemcpyDtoHAsync_v2_ptsz, void *, HOST, CUdeviceptr, DEVICE, true)
+COPY_ASYNC_FN(cuMemcpyDtoDAsync_v2, CUdeviceptr, DEVICE, CUdeviceptr, DEVICE, false)
+COPY_ASYNC_FN(cuMemcpyDtoDAsync_v2_ptsz, CUdeviceptr, DEVICE, CUdeviceptr, DEVICE, true)
+
+EXPORT CUresult cuMemcpyPeer(CUdeviceptr dst, CUcontext dctx, CUdeviceptr src, CUcontext sctx,
+			     size_t n)
+{
+	if (!dctx || !sctx)
+		return CUDA_ERROR_INVALID_CONTEXT;
+	return LOCKED(copy(dst, DEVICE, src, DEVICE, n, NULL, false, false));
+}
+
+EXPORT CUresult cuMemcpyPeerAsync(CUdeviceptr dst, CUcontext dctx, CUdeviceptr src, CUcontext sctx,
+				  size_t n, CUstream s)
+{
+	if (!dctx || !sctx)
+		return CUDA_ERROR_INVALID_CONTEXT;
+	return LOCKED(copy(dst, DEVICE, src, DEVICE, n, s, true, false));
+}
+
+static enum side side_of(CUmemorytype t)
+{
+	return t == CU_MEMORYTYPE_HOST ? HOST : t == CU_MEMORYTYPE_DEVICE ? DEVICE : ANY;
+}
+
+static CUresult copy_2d(const CUDA_MEMCPY2D *c, CUstream s, bool async)
+{
+	unsigned long long src, dst;
+	CUresult r = CUDA_SUCCESS;
+
+	if (!c || c->srcMemoryType == CU_MEMORYTYPE_ARRAY ||
+	    c->dstMemoryType == CU_MEMORYTYPE_ARRAY)
+		return CUDA_ERROR_INVALID_VALUE;
+	src = c->srcMemoryType == CU_MEMORYTYPE_HOST ? (unsigned long long)c->srcHost
+						     : c->srcDevice;
+	dst = c->dstMemoryType == CU_MEMORYTYPE_HOST ? (unsigned long long)c->dstHost
+						     : c->dstDevice;
+	/* One transfer per row; the simulated time is that of the whole rectangle. */
+	for (size_t y = 0; y < c->Height && r == CUDA_SUCCESS; y++)
+		r = copy(dst + (c->dstY + y) * c->dstPitch + c->dstXInBytes,
+			 side_of(c->dstMemoryType),
+			 src + (c->srcY + y) * c->srcPitch + c->srcXInBytes,
+			 side_of(c->srcMemoryType), c->WidthInBytes, s, true, false);
+	if (r == CUDA_SUCCESS && !async)
+		r = copy(dst, side_of(c->dstMemoryType), src, side_of(c->srcMemoryType), 0, s,
+			 false, false);
+	return r;
+}
+
+EXPORT CUresult cuMemcpy2D_v2(const CUDA_MEMCPY2D *c)
+{
+	return LOCKED(copy_2d(c, NULL, false));
+}
+
+EXPORT CUresult cuMemcpy2DUnaligned_v2(const CUDA_MEMCPY2D *c)
+{
+	return LOCKED(copy_2d(c, NULL, false));
+}
+
+EXPORT CUresult cuMemcpy2DAsync_v2(const CUDA_MEMCPY2D *c, CUstream s)
+{
+	return LOCKED(copy_2d(c, s, true));
+}
+
+static CUresult copy_3d(const CUDA_MEMCPY3D *c, CUstream s, bool async)
+{
+	CUDA_MEMCPY2D plane;
+	CUresult r = CUDA_SUCCESS;
+
+	if (!c)
+		return CUDA_ERROR_INVALID_VALUE;
+	for (size_t z = 0; z < c->Depth && r == CUDA_SUCCESS; z++) {
+		plane = (CUDA_MEMCPY2D){
+			.srcXInBytes = c->srcXInBytes,
+			.srcY = c->srcY + (c->srcZ + z) * c->srcHeight,
+			.srcMemoryType = c->srcMemoryType,
+			.srcHost = c->srcHost,
+			.srcDevice = c->srcDevice,
+			.srcPitch = c->srcPitch,
+			.dstXInBytes = c->dstXInBytes,
+			.dstY = c->dstY + (c->dstZ + z) * c->dstHeight,
+			.dstMemoryType = c->dstMemoryType,
+			.dstHost = c->dstHost,
+			.dstDevice = c->dstDevice,
+			.dstPitch = c->dstPitch,
+			.WidthInBytes = c->WidthInBytes,
+			.Height = c->Height,
+		};
+		r = copy_2d(&plane, s, async);
+	}
+	return r;
+}
+
+EXPORT CUresult cuMemcpy3D_v2(const CUDA_MEMCPY3D *c)
+{
+	return LOCKED(copy_3d(c, NULL, false));
+}
+
+EXPORT CUresult cuMemcpy3DAsync_v2(const CUDA_MEMCPY3D *c, CUstream s)
+{
+	return LOCKED(copy_3d(c, s, true));
+}
+
+#define SET_FN(name, vtype, elem, async, pt)                          \
+	EXPORT CUresult name(CUdeviceptr dst, vtype v, size_t n)      \
+	{                                                             \
+		return LOCKED(set(dst, v, n, elem, NULL, async, pt)); \
+	}
+#define SET_ASYNC_FN(name, vtype, elem, pt)                                  \
+	EXPORT CUresult name(CUdeviceptr dst, vtype v, size_t n, CUstream s) \
+	{                                                                    \
+		return LOCKED(set(dst, v, n, elem, s, true, pt));            \
+	}
+
+SET_FN(cuMemsetD8_v2, unsigned char, 1, false, false)
+SET_FN(cuMemsetD8_v2_ptds, unsigned char, 1, false, true)
+SET_FN(cuMemsetD16_v2, unsigned short, 2, false, false)
+SET_FN(cuMemsetD32_v2, unsigned int, 4, false, false)
+SET_ASYNC_FN(cuMemsetD8Async, unsigned char, 1, false)
+SET_ASYNC_FN(cuMemsetD32Async, unsigned int, 4, false)
+SET_ASYNC_FN(cuMemsetD32Async_ptsz, unsigned int, 4, true)
+
+static CUresult set_2d(CUdeviceptr dst, size_t pitch, unsigned v, size_t w, size_t h, unsigned elem,
+		       CUstream s, bool async)
+{
+	CUresult r = CUDA_SUCCESS;
+
+	for (size_t y = 0; y < h && r == CUDA_SUCCESS; y++)
+		r = set(dst + y * pitch, v, w, elem, s, true, false);
+	if (r == CUDA_SUCCESS && !async)
+		r = set(dst, v, 0, elem, s, false, false);
+	return r;
+}
+
+EXPORT CUresult cuMemsetD2D8_v2(CUdeviceptr dst, size_t pitch, unsigned char v, size_t w, size_t h)
+{
+	return LOCKED(set_2d(dst, pitch, v, w, h, 1, NULL, false));
+}
+
+EXPORT CUresult cuMemsetD2D32Async(CUdeviceptr dst, size_t pitch, unsigned int v, size_t w,
+				   size_t h, CUstream s)
+{
+	return LOCKED(set_2d(dst, pitch, v, w, h, 4, s, true));
+}
+
+/* ---- streams, events, synchronisation ------------------------------------------------- */
+
+EXPORT CUresult cuStreamCreate(CUstream *out, unsigned int flags)
+{
+	(void)flags;
+	if (!out)
+		return CUDA_ERROR_INVALID_VALUE;
+	*out = calloc(1, sizeof(**out));
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuStreamCreateWithPriority(CUstream *out, unsigned int flags, int prio)
+{
+	(void)flags, (void)prio;
+	if (!out)
+		return CUDA_ERROR_INVALID_VALUE;
+	*out = calloc(1, sizeof(**out));
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuStreamDestroy_v2(CUstream s)
+{
+	if (!s || s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD)
+		return CUDA_ERROR_INVALID_HANDLE;
+	free(s);
+	return CUDA_SUCCESS;
+}
+
+static CUresult stream_sync(CUstream hs, bool per_thread)
+{
+	unsigned long long t;
+
+	pthread_mutex_lock(&lock);
+	t = stream_of(hs, per_thread)->busy_until;
+	pthread_mutex_unlock(&lock);
+	sleep_until(t);
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuStreamSynchronize(CUstream s)
+{
+	return check_init() ? CUDA_ERROR_NOT_INITIALIZED : stream_sync(s, false);
+}
+
+EXPORT CUresult cuStreamSynchronize_ptsz(CUstream s)
+{
+	return check_init() ? CUDA_ERROR_NOT_INITIALIZED : stream_sync(s, true);
+}
+
+static CUresult stream_query(CUstream hs, bool per_thread)
+{
+	return now_ns() >= stream_of(hs, per_thread)->busy_until ? CUDA_SUCCESS
+								 : CUDA_ERROR_NOT_READY;
+}
+
+EXPORT CUresult cuStreamQuery(CUstream s)
+{
+	return LOCKED(stream_query(s, false));
+}
+
+EXPORT CUresult cuStreamQuery_ptsz(CUstream s)
+{
+	return LOCKED(stream_query(s, true));
+}
+
+EXPORT CUresult cuCtxSynchronize(void)
+{
+	unsigned long long t;
+
+	if (check_init())
+		return CUDA_ERROR_NOT_INITIALIZED;
+	pthread_mutex_lock(&lock);
+	t = latest_busy;
+	pthread_mutex_unlock(&lock);
+	sleep_until(t);
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuEventCreate(CUevent *out, unsigned int flags)
+{
+	(void)flags;
+	if (!out)
+		return CUDA_ERROR_INVALID_VALUE;
+	*out = calloc(1, sizeof(**out));
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuEventDestroy_v2(CUevent e)
+{
+	if (!e)
+		return CUDA_ERROR_INVALID_HANDLE;
+	free(e);
+	return CUDA_SUCCESS;
+}
+
+static CUresult event_record(CUevent e, CUstream hs, bool per_thread)
+{
+	struct CUstream_st *s = stream_of(hs, per_thread);
+	unsigned long long n = now_ns();
+
+	if (!e)
+		return CUDA_ERROR_INVALID_HANDLE;
+	e->time = s->busy_until > n ? s->busy_until : n;
+	e->recorded = 1;
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuEventRecord(CUevent e, CUstream s)
+{
+	return LOCKED(event_record(e, s, false));
+}
+
+EXPORT CUresult cuEventRecord_ptsz(CUevent e, CUstream s)
+{
+	return LOCKED(event_record(e, s, true));
+}
+
+EXPORT CUresult cuEventQuery(CUevent e)
+{
+	if (!e)
+		return CUDA_ERROR_INVALID_HANDLE;
+	return now_ns() >= e->time ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+}
+
+EXPORT CUresult cuEventSynchronize(CUevent e)
+{
+	if (!e)
+		return CUDA_ERROR_INVALID_HANDLE;
+	sleep_until(e->time);
+	return CUDA_SUCCESS;
+}
+
+static CUresult elapsed(float *ms, CUevent a, CUevent b)
+{
+	if (!ms || !a || !b)
+		return CUDA_ERROR_INVALID_HANDLE;
+	if (!a->recorded || !b->recorded)
+		return CUDA_ERROR_INVALID_VALUE;
+	*ms = (float)((double)(b->time - a->time) / 1e6);
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuEventElapsedTime(float *ms, CUevent a, CUevent b)
+{
+	return elapsed(ms, a, b);
+}
+
+EXPORT CUresult cuEventElapsedTime_v2(float *ms, CUevent a, CUevent b)
+{
+	return elapsed(ms, a, b);
+}
+
+static CUresult wait_event(CUstream hs, CUevent e, bool per_thread)
+{
+	struct CUstream_st *s = stream_of(hs, per_thread);
+
+	if (!e)
+		return CUDA_ERROR_INVALID_HANDLE;
+	if (e->time > s->busy_until)
+		s->busy_until = e->time;
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuStreamWaitEvent(CUstream s, CUevent e, unsigned int flags)
+{
+	(void)flags;
+	return LOCKED(wait_event(s, e, false));
+}
+
+EXPORT CUresult cuStreamWaitEvent_ptsz(CUstream s, CUevent e, unsigned int flags)
+{
+	(void)flags;
+	return LOCKED(wait_event(s, e, true));
+}
+
+/* ---- errors and entry points ---------------------------------------------------------- */
+
+static const struct {
+	CUresult code;
+	const char *name, *text;
+} errors[] = {
+	{ CUDA_SUCCESS, "CUDA_SUCCESS", "no error" },
+	{ CUDA_ERROR_INVALID_VALUE, "CUDA_ERROR_INVALID_VALUE", "invalid argument" },
+	{ CUDA_ERROR_OUT_OF_MEMORY, "CUDA_ERROR_OUT_OF_MEMORY", "out of memory" },
+	{ CUDA_ERROR_NOT_INITIALIZED, "CUDA_ERROR_NOT_INITIALIZED", "initialization error" },
+	{ CUDA_ERROR_INVALID_HANDLE, "CUDA_ERROR_INVALID_HANDLE", "invalid resource handle" },
+	{ CUDA_ERROR_NOT_FOUND, "CUDA_ERROR_NOT_FOUND", "named symbol not found" },
+	{ CUDA_ERROR_NOT_READY, "CUDA_ERROR_NOT_READY", "device not ready" },
+};
+
+EXPORT CUresult cuGetErrorName(CUresult e, const char **s)
+{
+	for (size_t i = 0; i < sizeof(errors) / sizeof(errors[0]); i++)
+		if (errors[i].code == e) {
+			*s = errors[i].name;
+			return CUDA_SUCCESS;
+		}
+	return CUDA_ERROR_INVALID_VALUE;
+}
+
+EXPORT CUresult cuGetErrorString(CUresult e, const char **s)
+{
+	for (size_t i = 0; i < sizeof(errors) / sizeof(errors[0]); i++)
+		if (errors[i].code == e) {
+			*s = errors[i].text;
+			return CUDA_SUCCESS;
+		}
+	return CUDA_ERROR_INVALID_VALUE;
+}
+
+/* Like the driver: base names resolve to the current versioned entry point, and the
+ * per-thread flag selects the _ptsz/_ptds variant where there is one. */
+EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version, cuuint64_t flags,
+				    CUdriverProcAddressQueryResult *status)
+{
+	static const char *suffixes[] = { "_v2_ptds", "_v2_ptsz", "_ptds", "_ptsz", "_v2", "" };
+	Dl_info info;
+	void *self;
+	char name[256];
+
+	(void)version;
+	if (!symbol || !pfn)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!dladdr((void *)cuGetProcAddress_v2, &info) ||
+	    !(self = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD)))
+		return CUDA_ERROR_NOT_FOUND;
+	*pfn = NULL;
+	for (size_t i = 0; i < sizeof(suffixes) / sizeof(suffixes[0]) && !*pfn; i++) {
+		bool pt = strstr(suffixes[i], "_pt") != NULL;
+
+		if (pt && !(flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM))
+			continue;
+		snprintf(name, sizeof(name), "%s%s", symbol, suffixes[i]);
+		*pfn = dlsym(self, name);
+	}
+	dlclose(self);
+	if (status)
+		*status = *pfn ? 0 : 1;
+	return *pfn ? CUDA_SUCCESS : CUDA_ERROR_NOT_FOUND;
+}

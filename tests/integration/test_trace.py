@@ -1,0 +1,216 @@
+"""Real eBPF against the CUDA, runtime and NCCL test doubles: every count, byte and name
+in the report must equal the workload's own ground truth (tests/workloads/truth.h)."""
+import json
+import os
+import shutil
+import signal
+import subprocess
+
+import pytest
+
+import gsreport
+from conftest import needs_root, wait_for, kill_quietly
+
+pytestmark = needs_root
+
+
+def assert_matches(truth, report, ignore=()):
+    diffs = gsreport.compare(truth, report, ignore=ignore)
+    assert not diffs, "\n".join(diffs)
+
+
+def test_driver_api_every_family(gs):
+    report, truth, _ = gs.trace(["wl_driver"])
+    assert_matches(truth, report)
+    # Spot checks that a broken flattening could not hide.
+    assert report["kernels"]["launches"] == 143
+    assert report["kernels"]["by_api"]["cuLaunchKernel_ptsz"] == 20  # tail call counted once
+    assert report["copies"]["HtoD"]["bytes"] == 3 * 2**20 + 4096 + 2 * 65536 + 64000
+    assert report["memory"]["outstanding"]["bytes"] == {
+        "device": 2**20 + 128 * 1024 + 2 * 2**20, "managed": 65536, "host": 2 * 2**20}
+    names = {k["name"]: k for k in report["kernels"]["list"]}
+    assert names["_Z5scalePfif"]["graph_runs"] == 12  # 3 captured x 4 graph launches
+    assert names["_Z5scalePfif"]["captured"] == 3
+    assert names["_Z6vecAddPKfS0_Pfi"]["display"] == \
+        "vecAdd(float const*, float const*, float*, int)"
+    assert names["triton_poi_fused_add_0"]["cluster"] is True
+    assert names["_Z9reduceSumPKfPfi"]["cooperative"] is True
+    assert names["triton_poi_fused_add_0"]["shapes"][0] == {
+        "grid": [32, 2, 1], "block": [128, 1, 1], "shared_mem": 1024, "count": 6}
+    errors = {(e["api"], e["result"]): e for e in report["errors"]}
+    assert errors[("cuMemAlloc_v2", 2)]["name"] == "CUDA_ERROR_OUT_OF_MEMORY"
+    assert report["drops"]["total"] == 0
+
+
+def test_threads(gs):
+    report, truth, _ = gs.trace(["wl_driver", "--threads", "4", "--loops", "2"])
+    assert_matches(truth, report)
+    assert truth["launches"] == 2 * 100 + 10 + 20 + 6 + 2 + 3 + 2 + 4 * 50
+
+
+def test_children_forked_and_exec(gs):
+    report, truth, _ = gs.trace(["wl_driver", "--fork", "3", "--exec-child"])
+    assert_matches(truth, report, ignore=("peak:",))
+    procs = report["processes"]
+    assert len(procs) == 5
+    children = [p for p in procs if p["pid"] != report["session"]["target_pid"]]
+    assert sorted(p["launches"] for p in children) == [7, 7, 7, 7]
+    assert all(p["exited"] and p["exit_status"] == 0 for p in children)
+    assert all(p["traced_from_start"] for p in procs)
+
+
+def test_no_follow_traces_the_command_only(gsr):
+    report, truth, _ = gsr.trace(["wl_driver", "--fork", "2"], opts=["--no-follow"])
+    assert len(report["processes"]) == 1
+    assert report["session"]["follow_children"] is False
+    # The parent's own work only: the truth minus the children's mini runs.
+    assert report["kernels"]["launches"] == truth["launches"] - 2 * 7
+
+
+def test_isolate_same_numbers_without_children(gsr):
+    report, truth, _ = gsr.trace(["wl_driver", "--threads", "2"], opts=["--isolate"])
+    assert_matches(truth, report)
+
+
+def test_runtime_dlopens_driver(gs):
+    report, truth, _ = gs.trace(["wl_runtime", "--loops", "2"])
+    assert_matches(truth, report)
+    # (The machine's own CUDA toolkit libraries may be probed as well: not these.)
+    kinds = sorted(lib["kind"] for lib in report["libraries"]
+                   if os.path.dirname(lib["path"]) == gs.fakes)
+    assert kinds == ["libcuda", "libcudart", "libnccl"]
+
+
+def test_static_runtime_local_symbols(gs):
+    report, truth, _ = gs.trace(["wl_static"])
+    assert_matches(truth, report)
+    exe = [lib for lib in report["libraries"] if lib["kind"] == "executable"]
+    assert len(exe) == 1 and exe[0]["path"].endswith("wl_static")
+    assert exe[0]["functions"] == 2
+
+
+def test_nccl(gs):
+    report, truth, _ = gs.trace(["wl_nccl"])
+    assert_matches(truth, report)
+    comms = report["nccl"]["communicators"]
+    assert sorted((c["rank"], c["nranks"]) for c in comms) == [(0, 1), (0, 2), (1, 2)]
+    assert all(c["destroyed"] for c in comms)
+    assert [e for e in report["errors"] if e["api"] == "ncclBroadcast"][0]["name"] == \
+        "ncclInvalidArgument"
+
+
+def test_library_found_through_runpath(gsr):
+    # No LD_LIBRARY_PATH: libcuda is found only through the executable's $ORIGIN RUNPATH.
+    env = gsr.env()
+    del env["LD_LIBRARY_PATH"]
+    truth_path = gsr.tmp / "t.json"
+    env["GS_TRUTH"] = str(truth_path)
+    rep = gsr.tmp / "r.json"
+    gsr.run(["run", "-q", "--json=%s" % rep, "--", gsr.wl("rpath/bin/wl_driver_rpath")],
+            env=env, check_rc=0)
+    report = json.loads(rep.read_text())
+    assert_matches(json.loads(truth_path.read_text()), report)
+    assert any(lib["path"].endswith("rpath/bin/../lib/libcuda.so.1")
+               for lib in report["libraries"])
+
+
+def test_library_loaded_later_is_found(gsr, tmp_path):
+    # A copy of libcuda nobody could know of beforehand, dlopen'ed by path after a pause.
+    hidden = tmp_path / "hidden"
+    hidden.mkdir()
+    shutil.copy(os.path.join(gsr.fakes, "libcuda.so.1"), hidden / "libcuda.so.1")
+    report, truth, p = gsr.trace(["wl_dlopen", str(hidden / "libcuda.so.1")])
+    assert_matches(truth, report)
+    assert any(lib["path"] == str(hidden / "libcuda.so.1") for lib in report["libraries"])
+
+
+def test_replay_gives_the_same_report(gsr, tmp_path):
+    rec = tmp_path / "trace.gsrec"
+    live_json = tmp_path / "live.json"
+    env = gsr.env(GS_TRUTH=tmp_path / "t.json")
+    live = gsr.run(["run", "-q", "-o", str(rec), "--", gsr.wl("wl_driver"), "--fork", "1"],
+                   env=env, check_rc=0)
+    gsr.run(["run", "-q", "-o", str(tmp_path / "2.gsrec"), "--json=%s" % live_json, "--",
+             gsr.wl("wl_nccl")], env=env, check_rc=0)
+    replay_text = gsr.run(["report", str(rec)], check_rc=0)
+    assert live.stderr == replay_text.stdout
+    replay_json = gsr.run(["report", "--json", str(tmp_path / "2.gsrec")], check_rc=0)
+    assert replay_json.stdout == live_json.read_text()
+
+
+def test_text_report_sections(gsr):
+    p = gsr.run(["run", "-q", "--", gsr.wl("wl_driver")],
+                env=gsr.env(GS_TRUTH=gsr.tmp / "t.json"), check_rc=0)
+    text = p.stderr
+    for section in ("Kernels", "Memory", "Copies and sets", "Synchronisation", "Errors",
+                    "Events"):
+        assert "\n%s" % section in text, text
+    assert "vecAdd(float const*, float const*, float*, int)" in text
+    assert "cuMemAlloc_v2                CUDA_ERROR_OUT_OF_MEMORY (2): 1" in text
+    assert "0 dropped because the ring buffer was full" in text
+
+
+def test_exit_status_is_the_commands(gsr):
+    p = gsr.run(["run", "-q", "--", "sh", "-c", "exit 7"])
+    assert p.returncode == 7
+    assert "exited with status 7" in p.stderr
+    p = gsr.run(["run", "-q", "--", "sh", "-c", "kill -TERM $$"])
+    assert p.returncode == 128 + signal.SIGTERM
+    assert "killed by signal 15" in p.stderr
+
+
+def test_attach_late_names_are_unknown(gs, tmp_path):
+    gate = tmp_path / "gate"
+    truth = tmp_path / "truth.json"
+    rep = tmp_path / "r.json"
+    env = gs.env(GS_TRUTH=truth)
+    wl = subprocess.Popen([gs.wl("wl_driver"), "--wait", str(gate)], env=env)
+    try:
+        wait_for(str(gate) + ".ready")
+        tracer = subprocess.Popen([gs.binary, "attach", "-p", str(wl.pid), "-q",
+                                   "--json=%s" % rep], env=env, stderr=subprocess.PIPE,
+                                  text=True)
+        wait_for_attached(tracer)
+        gate.write_text("go")
+        assert wl.wait(timeout=60) == 0
+        _, err = tracer.communicate(timeout=60)
+        assert tracer.returncode == 0, err
+    finally:
+        kill_quietly(wl)
+    report = json.loads(rep.read_text())
+    t = json.loads(truth.read_text())
+    k = report["kernels"]
+    # Every launch after the attach is seen; the names were looked up before it.
+    assert k["launches"] == t["launches"]
+    # Five handles: vecAdd's kernel and its function handle, scale, reduceSum, the Triton one.
+    assert k["unnamed"] == 5 and k["unnamed_launches"] == t["launches"]
+    assert all(x["name"] is None and x["display"].startswith("unknown kernel 0x")
+               for x in k["list"])
+    assert report["session"]["mode"] == "attach"
+    assert report["session"]["target_lost"] is True
+    assert all(lib["late"] for lib in report["libraries"])
+    # Allocations made before the attach are freed after it: counted, not guessed.
+    assert report["memory"]["untracked_frees"] == 0
+    # The two unified-addressing copies use a malloc'ed buffer allocated before the attach:
+    # gpuscope cannot tell host from device memory there and says so.
+    assert report["copies"]["HtoD"]["count"] == t["copy:HtoD:count"] - 1
+    assert report["copies"]["DtoH"]["count"] == t["copy:DtoH:count"] - 1
+    assert report["copies"]["unknown"]["count"] == 2
+
+
+def wait_for_attached(tracer):
+    line = tracer.stderr.readline()
+    assert "attached to pid" in line, line
+
+
+def test_attach_duration(gsr, tmp_path):
+    gate = tmp_path / "gate"
+    wl = subprocess.Popen([gsr.wl("wl_driver"), "--wait", str(gate)], env=gsr.env())
+    try:
+        wait_for(str(gate) + ".ready")
+        p = gsr.run(["attach", "-p", str(wl.pid), "-d", "0.5", "-q"], check_rc=0)
+        assert "attached to pid %d" % wl.pid in p.stderr
+        assert "gpuscope report: attached to pid %d ('wl_driver')" % wl.pid in p.stderr
+        assert wl.poll() is None  # the target is untouched
+    finally:
+        kill_quietly(wl)

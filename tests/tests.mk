@@ -1,0 +1,140 @@
+# Test doubles, workloads, unit tests, fuzz targets and the test command.
+# Included by the top-level Makefile.
+
+FAKES_DIR := $(OUTPUT)/fakes
+WL_DIR    := $(OUTPUT)/workloads
+FAKE_CFLAGS := -O2 -g -Wall -Wextra -Werror -fPIC -fno-ipa-icf -fvisibility=hidden -Itests/fakes
+
+FAKES := $(FAKES_DIR)/libcuda.so.1 $(FAKES_DIR)/libcudart.so.13 $(FAKES_DIR)/libnccl.so.2 \
+	 $(FAKES_DIR)/libcudart_static.a
+WORKLOADS := $(WL_DIR)/wl_driver $(WL_DIR)/wl_runtime $(WL_DIR)/wl_static $(WL_DIR)/wl_nccl \
+	     $(WL_DIR)/rpath/bin/wl_driver_rpath $(WL_DIR)/wl_dlopen
+
+fakes: $(FAKES) $(WORKLOADS)
+
+$(FAKES_DIR)/libcuda.so.1: tests/fakes/libcuda.c tests/fakes/fake_cuda.h
+	@mkdir -p $(@D)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(FAKE_CFLAGS) -shared -Wl,-soname,libcuda.so.1 $< -o $@ -lpthread -ldl
+	$(Q)ln -sf libcuda.so.1 $(FAKES_DIR)/libcuda.so
+
+$(FAKES_DIR)/libcudart.so.13: tests/fakes/libcudart.c tests/fakes/fake_cudart.h tests/fakes/fake_cuda.h
+	@mkdir -p $(@D)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(FAKE_CFLAGS) -shared -Wl,-soname,libcudart.so.13 $< -o $@ -lpthread -ldl
+
+$(FAKES_DIR)/libcudart_static.a: tests/fakes/libcudart.c tests/fakes/fake_cudart.h tests/fakes/fake_cuda.h
+	@mkdir -p $(@D)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(FAKE_CFLAGS) -DFAKE_CUDART_STATIC -c $< -o $(FAKES_DIR)/cudart_static.o
+	$(Q)ar rcs $@ $(FAKES_DIR)/cudart_static.o
+
+$(FAKES_DIR)/libnccl.so.2: tests/fakes/libnccl.c tests/fakes/fake_nccl.h tests/fakes/fake_cuda.h
+	@mkdir -p $(@D)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(FAKE_CFLAGS) -shared -Wl,-soname,libnccl.so.2 $< -o $@ -lpthread -ldl
+
+WL_CFLAGS := -O2 -g -Wall -Wextra -Werror -Itests/fakes -Itests/workloads
+WL_DEPS := tests/workloads/truth.h $(wildcard tests/fakes/*.h)
+
+# Driver-API program linked to libcuda.so.1 (found through LD_LIBRARY_PATH at run time).
+$(WL_DIR)/wl_driver: tests/workloads/wl_driver.c $(WL_DEPS) $(FAKES_DIR)/libcuda.so.1
+	@mkdir -p $(@D)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(WL_CFLAGS) $< -o $@ -L$(FAKES_DIR) -l:libcuda.so.1 -lpthread
+
+# The same, finding libcuda through its RUNPATH ($ORIGIN/../lib) instead.
+$(WL_DIR)/rpath/bin/wl_driver_rpath: tests/workloads/wl_driver.c $(WL_DEPS) $(FAKES_DIR)/libcuda.so.1
+	@mkdir -p $(@D) $(WL_DIR)/rpath/lib
+	$(Q)cp $(FAKES_DIR)/libcuda.so.1 $(WL_DIR)/rpath/lib/
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(WL_CFLAGS) $< -o $@ -L$(WL_DIR)/rpath/lib -l:libcuda.so.1 -lpthread \
+		-Wl,--enable-new-dtags,-rpath,'$$ORIGIN/../lib'
+
+# Runtime-API program, shared runtime (which dlopens libcuda.so.1).
+$(WL_DIR)/wl_runtime: tests/workloads/wl_runtime.c $(WL_DEPS) $(FAKES_DIR)/libcudart.so.13
+	@mkdir -p $(@D)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(WL_CFLAGS) $< -o $@ -L$(FAKES_DIR) -l:libcudart.so.13
+
+# Runtime-API program with the runtime linked in statically, symbols hidden (local).
+$(WL_DIR)/wl_static: tests/workloads/wl_runtime.c $(WL_DEPS) $(FAKES_DIR)/libcudart_static.a
+	@mkdir -p $(@D)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(WL_CFLAGS) $< -o $@ $(FAKES_DIR)/libcudart_static.a -lpthread -ldl
+
+# Driver loaded with dlopen from a path given at run time.
+$(WL_DIR)/wl_dlopen: tests/workloads/wl_dlopen.c $(WL_DEPS)
+	@mkdir -p $(@D)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(WL_CFLAGS) $< -o $@ -ldl
+
+$(WL_DIR)/wl_nccl: tests/workloads/wl_nccl.c $(WL_DEPS) $(FAKES_DIR)/libnccl.so.2
+	@mkdir -p $(@D)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(WL_CFLAGS) $< -o $@ -L$(FAKES_DIR) -l:libnccl.so.2
+
+# ---- unit tests (plain and with AddressSanitizer/UBSan) ----------------------------------------
+UNIT_SRCS := $(wildcard tests/unit/test_*.c)
+UNIT_BINS := $(patsubst tests/unit/%.c,$(OUTPUT)/unit/%,$(UNIT_SRCS)) \
+	     $(patsubst tests/unit/%.c,$(OUTPUT)/unit-asan/%,$(UNIT_SRCS)) \
+	     $(OUTPUT)/unit/alias_lib.so
+
+$(OUTPUT)/unit/%: tests/unit/%.c tests/unit/unit.h $(call LIB_OBJS,obj)
+	@mkdir -p $(@D)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) $< $(call LIB_OBJS,obj) $(LDLIBS) -lcmocka -ldl -o $@
+
+$(OUTPUT)/unit-asan/%: tests/unit/%.c tests/unit/unit.h $(call LIB_OBJS,asan)
+	@mkdir -p $(@D)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CPPFLAGS) $(ASAN_FLAGS) $(WARN) $< $(call LIB_OBJS,asan) $(LDLIBS) -lcmocka -ldl -o $@
+
+$(OUTPUT)/unit/alias_lib.so: tests/unit/alias_lib.c
+	@mkdir -p $(@D)
+	$(call msg,CC,$@)
+	$(Q)$(CC) -O2 -fPIC -shared $< -o $@
+
+unit: $(UNIT_BINS)
+
+# ---- fuzz targets (libFuzzer, clang) ----------------------------------------------------------
+FUZZ_SRCS := $(wildcard tests/fuzz/fuzz_*.c)
+FUZZ_BINS := $(patsubst tests/fuzz/%.c,$(OUTPUT)/fuzz/%,$(FUZZ_SRCS))
+FUZZ_FLAGS := -O1 -g -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all \
+	      -Wno-unknown-warning-option
+# Parsers and the model: what untrusted bytes reach (no BPF, no commands).
+FUZZ_LIB_SRCS := $(wildcard src/core/*.c src/analysis/*.c src/sink/*.c)
+FUZZ_LIB_OBJS := $(patsubst %.c,$(OUTPUT)/fuzz-obj/%.o,$(FUZZ_LIB_SRCS))
+
+$(OUTPUT)/fuzz-obj/%.o: %.c $(wildcard include/gpuscope/*.h src/*/*.h)
+	@mkdir -p $(@D)
+	$(call msg,CC,$@)
+	$(Q)$(CLANG) $(CPPFLAGS) $(FUZZ_FLAGS) -Wall -Werror -c $< -o $@
+
+$(OUTPUT)/fuzz/%: tests/fuzz/%.c $(FUZZ_LIB_OBJS)
+	@mkdir -p $(@D)
+	$(call msg,CC,$@)
+	$(Q)$(CLANG) $(CPPFLAGS) $(FUZZ_FLAGS) -fsanitize=fuzzer -Wall -Werror $< $(FUZZ_LIB_OBJS) \
+		-lelf -lz -lzstd -lstdc++ -o $@
+
+fuzz: $(FUZZ_BINS)
+
+# ---- style -----------------------------------------------------------------------------------
+FORMAT_FILES := $(shell git ls-files '*.c' '*.h' 2>/dev/null)
+format:
+	clang-format -i $(FORMAT_FILES)
+format-check:
+	clang-format --dry-run --Werror $(FORMAT_FILES)
+
+# ---- the test command -----------------------------------------------------------------------
+# Installs what is missing (Debian 12), builds everything, runs every test under pytest.
+deps:
+	@missing=$$(for p in $(APT_BUILD) $(APT_TEST); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+		echo "installing: $$missing"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	fi
+
+test: deps
+	$(MAKE) all asan unit fuzz
+	/usr/bin/python3 -m pytest -ra tests/

@@ -1,0 +1,267 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Finding the traced functions in ELF files and the libraries a command will load, and
+ * parsing what /proc and ld.so.cache say. Uses the test doubles built under $GS_OUTPUT
+ * (default .output).
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "unit.h"
+#include "core/elfsym.h"
+#include "core/libfind.h"
+#include "core/procfs.h"
+
+static const char *out_dir(void)
+{
+	const char *o = getenv("GS_OUTPUT");
+
+	return o ? o : ".output";
+}
+
+static void artifact(char *buf, size_t n, const char *rel)
+{
+	snprintf(buf, n, "%s/%s", out_dir(), rel);
+}
+
+/* The offset must point at the function's code: compare with the loaded library. */
+static void offsets_point_at_code(void **state)
+{
+	struct elf_apis a;
+	char path[512], err[256];
+	unsigned char file_bytes[16];
+	void *h, *fn;
+	int fd;
+
+	(void)state;
+	artifact(path, sizeof(path), "fakes/libcuda.so.1");
+	assert_int_equal(elf_find_apis(path, false, &a, err, sizeof(err)), 0);
+	assert_string_equal(a.soname, "libcuda.so.1");
+	assert_true(a.nfound >= 80);
+	assert_int_not_equal(a.offset[GS_API_CU_LAUNCH_KERNEL], 0);
+	assert_int_equal(a.offset[GS_API_NCCL_ALL_REDUCE], 0);
+	h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	assert_non_null(h);
+	fn = dlsym(h, "cuLaunchKernel");
+	assert_non_null(fn);
+	fd = open(path, O_RDONLY);
+	assert_int_equal(
+		pread(fd, file_bytes, sizeof(file_bytes), (off_t)a.offset[GS_API_CU_LAUNCH_KERNEL]),
+		sizeof(file_bytes));
+	close(fd);
+	assert_memory_equal(file_bytes, fn, sizeof(file_bytes));
+	dlclose(h);
+}
+
+static void static_runtime_needs_symtab(void **state)
+{
+	struct elf_apis a;
+	char path[512], err[256];
+
+	(void)state;
+	artifact(path, sizeof(path), "workloads/wl_static");
+	assert_int_equal(elf_find_apis(path, false, &a, err, sizeof(err)), 0);
+	assert_int_equal(a.nfound, 0);
+	assert_int_equal(elf_find_apis(path, true, &a, err, sizeof(err)), 0);
+	assert_int_equal(a.nfound, 2);
+	assert_int_not_equal(a.offset[GS_API_CUDA_REGISTER_FUNCTION], 0);
+	assert_int_not_equal(a.offset[GS_API_CUDA_GET_KERNEL], 0);
+}
+
+static void aliases_probed_once(void **state)
+{
+	struct elf_apis a;
+	char path[512], err[256];
+
+	(void)state;
+	artifact(path, sizeof(path), "unit/alias_lib.so");
+	assert_int_equal(elf_find_apis(path, false, &a, err, sizeof(err)), 0);
+	assert_int_equal(a.nfound, 1);
+	assert_int_equal(a.naliases, 1);
+	assert_int_not_equal(a.offset[GS_API_CU_MEMCPY_HTOD], 0);
+	assert_int_equal(a.offset[GS_API_CU_MEMCPY_HTOD_PTDS], 0);
+}
+
+static void not_elf_is_an_error(void **state)
+{
+	struct elf_apis a;
+	char err[256];
+	static const char junk[] = "\x7f"
+				   "ELF this is not really an ELF file at all";
+
+	(void)state;
+	assert_int_equal(elf_find_apis_mem(junk, sizeof(junk), true, &a, err, sizeof(err)), -1);
+	assert_int_equal(elf_find_apis("/etc/passwd", false, &a, err, sizeof(err)), -1);
+	assert_string_equal(err, "not an ELF file");
+	assert_int_equal(elf_find_apis("/nonexistent", false, &a, err, sizeof(err)), -1);
+}
+
+/* A cache in glibc's format: optional old table, new header, entries, strings. */
+static size_t make_cache(unsigned char *buf, bool old_prefix, const char *key, const char *val)
+{
+	size_t off = 0, h, strings;
+	__u32 nlibs = 2, k, v;
+
+	memset(buf, 0, 1024);
+	if (old_prefix) {
+		__u32 nold = 1;
+
+		memcpy(buf, "ld.so-1.7.0", 11);
+		memcpy(buf + 12, &nold, 4);
+		off = (16 + 12 + 7) & ~7UL;
+	}
+	h = off;
+	memcpy(buf + h, "glibc-ld.so.cache1.1", 20);
+	memcpy(buf + h + 20, &nlibs, 4);
+	strings = 48 + 2 * 24;
+	strcpy((char *)buf + h + strings, "libother.so.1");
+	strcpy((char *)buf + h + strings + 20, key);
+	strcpy((char *)buf + h + strings + 60, val);
+	k = (__u32)strings;
+	memcpy(buf + h + 48 + 4, &k, 4); /* entry 0: libother -> libother */
+	memcpy(buf + h + 48 + 8, &k, 4);
+	k = (__u32)(strings + 20);
+	v = (__u32)(strings + 60);
+	memcpy(buf + h + 72 + 4, &k, 4);
+	memcpy(buf + h + 72 + 8, &v, 4);
+	return h + strings + 60 + strlen(val) + 1;
+}
+
+static void collect(const char *path, void *ctx)
+{
+	strcpy(ctx, path);
+}
+
+static void ldcache_formats(void **state)
+{
+	unsigned char buf[1024];
+	char found[256];
+	size_t n;
+
+	(void)state;
+	for (int old = 0; old < 2; old++) {
+		found[0] = 0;
+		n = make_cache(buf, old, "libcuda.so.1", "/usr/lib/nvidia/libcuda.so.1");
+		assert_int_equal(ldcache_lookup(buf, n, "libcuda.so.1", collect, found), 1);
+		assert_string_equal(found, "/usr/lib/nvidia/libcuda.so.1");
+		assert_int_equal(ldcache_lookup(buf, n, "libnccl.so.2", collect, found), 0);
+		/* Cut anywhere: never a read past the end. */
+		for (size_t cut = 0; cut < n; cut++)
+			assert_true(ldcache_lookup(buf, cut, "libcuda.so.1", NULL, NULL) <= 1);
+	}
+	memcpy(buf, "nonsense", 8);
+	assert_int_equal(ldcache_lookup(buf, 100, "libcuda.so.1", NULL, NULL), -1);
+}
+
+static void finds_libraries_like_the_loader(void **state)
+{
+	char dir[] = "/tmp/gs-unit-libXXXXXX", path[600], exe[512];
+	struct lib_list l = {};
+	int cuda = 0, nccl = 0;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/libcuda.so.1", dir);
+	close(creat(path, 0644));
+	snprintf(path, sizeof(path), "%s/libnccl.so.2", dir);
+	close(creat(path, 0644));
+	setenv("LD_LIBRARY_PATH", dir, 1);
+	assert_int_equal(resolve_command("sh", exe, sizeof(exe)), 0);
+	libfind_for_command(exe, &l);
+	for (size_t i = 0; i < l.n; i++) {
+		if (!strncmp(l.v[i].path, dir, strlen(dir))) {
+			cuda += l.v[i].kind == GS_LIB_CUDA;
+			nccl += l.v[i].kind == GS_LIB_NCCL;
+		}
+	}
+	assert_int_equal(cuda, 1);
+	assert_int_equal(nccl, 1);
+	lib_list_free(&l);
+	unsetenv("LD_LIBRARY_PATH");
+	snprintf(path, sizeof(path), "rm -rf %s", dir);
+	assert_int_equal(system(path), 0);
+
+	/* RUNPATH $ORIGIN/../lib of the executable. */
+	artifact(exe, sizeof(exe), "workloads/rpath/bin/wl_driver_rpath");
+	libfind_for_command(exe, &l);
+	cuda = 0;
+	for (size_t i = 0; i < l.n; i++)
+		cuda += strstr(l.v[i].path, "rpath/bin/../lib/libcuda.so.1") != NULL;
+	assert_int_equal(cuda, 1);
+	lib_list_free(&l);
+}
+
+static void commands_and_kinds(void **state)
+{
+	char out[512];
+
+	(void)state;
+	assert_int_equal(resolve_command("definitely-not-a-command-xyz", out, sizeof(out)),
+			 -ENOENT);
+	assert_int_equal(resolve_command("/etc/passwd", out, sizeof(out)), -EACCES);
+	assert_int_equal(resolve_command("", out, sizeof(out)), -ENOENT);
+	assert_int_equal(lib_kind_of("/x/libcudart.so.13"), GS_LIB_CUDART);
+	assert_int_equal(lib_kind_of("libcudart-8f3e2a.so.11.0"), GS_LIB_CUDART);
+	assert_int_equal(lib_kind_of("/usr/lib/libcuda.so.580.95.05"), GS_LIB_CUDA);
+	assert_int_equal(lib_kind_of("/a/libnccl.so.2.27.3"), GS_LIB_NCCL);
+	assert_int_equal(lib_kind_of("/a/libcudnn.so.9"), GS_LIB_NONE);
+}
+
+static void maps_lines(void **state)
+{
+	struct map_entry e;
+
+	(void)state;
+	assert_int_equal(maps_parse_line("7f0a00000000-7f0a00021000 r-xp 00002000 fd:01 1234567 "
+					 "   /usr/lib/x86_64-linux-gnu/libcuda.so.580.95.05\n",
+					 &e),
+			 0);
+	assert_true(e.exec);
+	assert_int_equal(e.start, 0x7f0a00000000ULL);
+	assert_int_equal(e.offset, 0x2000);
+	assert_int_equal(e.inode, 1234567);
+	assert_int_equal(e.dev_major, 0xfd);
+	assert_string_equal(e.path, "/usr/lib/x86_64-linux-gnu/libcuda.so.580.95.05");
+	assert_int_equal(maps_parse_line("00400000-00401000 r--p 00000000 00:00 0 \n", &e), 0);
+	assert_false(e.exec);
+	assert_string_equal(e.path, "");
+	assert_int_equal(
+		maps_parse_line("55d0-55e0 r-xp 0 08:01 42 /opt/my dir/a b.so (deleted)\n", &e), 0);
+	assert_string_equal(e.path, "/opt/my dir/a b.so (deleted)");
+	assert_int_equal(maps_parse_line("garbage\n", &e), -EINVAL);
+	assert_int_equal(maps_parse_line("2000-1000 r-xp 0 08:01 42 /x\n", &e), -EINVAL);
+	assert_int_equal(maps_parse_line("1000-2000 r-xpq 0 08:01 42 /x\n", &e), -EINVAL);
+}
+
+static void own_process(void **state)
+{
+	struct map_entry *v;
+	char comm[32];
+	size_t n;
+	int exes = 0;
+
+	(void)state;
+	assert_int_equal(proc_exec_files(getpid(), &v, &n), 0);
+	for (size_t i = 0; i < n; i++)
+		exes += strstr(v[i].path, "test_files") != NULL;
+	assert_int_equal(exes, 1);
+	free(v);
+	assert_int_equal(proc_comm(getpid(), comm, sizeof(comm)), 0);
+	assert_string_equal(comm, "test_files");
+	assert_int_equal(proc_ppid(getpid()), getppid());
+	assert_false(proc_exists(0x3ffffff0));
+}
+
+static const struct CMUnitTest tests[] = {
+	cmocka_unit_test(offsets_point_at_code), cmocka_unit_test(static_runtime_needs_symtab),
+	cmocka_unit_test(aliases_probed_once),	 cmocka_unit_test(not_elf_is_an_error),
+	cmocka_unit_test(ldcache_formats),	 cmocka_unit_test(finds_libraries_like_the_loader),
+	cmocka_unit_test(commands_and_kinds),	 cmocka_unit_test(maps_lines),
+	cmocka_unit_test(own_process),
+};
+UNIT_MAIN(tests)

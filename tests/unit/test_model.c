@@ -1,0 +1,366 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The model and the report built from it, fed records by hand: allocation bookkeeping
+ * (including VMM lifetimes and frees never seen), names through aliases, graphs, copy
+ * directions from pointers, NCCL byte counts, merging and ordering in the report.
+ */
+#include "unit.h"
+#include "analysis/model.h"
+#include "analysis/report.h"
+
+#define MIB (1ULL << 20)
+
+static __u64 now = 1000;
+
+static void mem(struct model *m, __u32 pid, __u16 api, __u32 op, __u64 addr, __u64 size, __u64 aux,
+		__s32 result)
+{
+	struct gs_ev_mem e;
+
+	hdr(&e, GS_EV_MEM, sizeof(e), pid, now++);
+	e.c.api = api;
+	e.c.result = result;
+	e.op = op;
+	e.addr = addr;
+	e.size = size;
+	e.aux = aux;
+	e.device = -1;
+	model__add(m, &e.h);
+}
+
+static void launch(struct model *m, __u32 pid, __u16 api, __u64 func, __u64 stream, __u32 gx,
+		   __u32 flags)
+{
+	struct gs_ev_launch e;
+
+	hdr(&e, GS_EV_LAUNCH, sizeof(e), pid, now++);
+	e.c.api = api;
+	e.func = func;
+	e.stream = stream;
+	e.grid[0] = gx;
+	e.grid[1] = e.grid[2] = 1;
+	e.block[0] = 128;
+	e.block[1] = e.block[2] = 1;
+	e.flags = flags;
+	model__add(m, &e.h);
+}
+
+static void kname(struct model *m, __u32 pid, __u64 handle, __u8 ns, const char *name)
+{
+	struct gs_ev_kname e;
+	size_t n = strlen(name);
+
+	hdr(&e, GS_EV_KNAME, (__u32)(offsetof(struct gs_ev_kname, name) + n + 1), pid, now++);
+	e.handle = handle;
+	e.ns = ns;
+	e.len = (__u16)n;
+	memcpy(e.name, name, n + 1);
+	model__add(m, &e.h);
+}
+
+static void kalias(struct model *m, __u32 pid, __u64 handle, __u64 target, __u8 ns)
+{
+	struct gs_ev_kalias e;
+
+	hdr(&e, GS_EV_KALIAS, sizeof(e), pid, now++);
+	e.handle = handle;
+	e.target = target;
+	e.target_ns = ns;
+	model__add(m, &e.h);
+}
+
+static void api(struct model *m, __u32 pid, __u16 id, __u64 arg0, __u64 arg1, __u64 out,
+		__s32 result)
+{
+	struct gs_ev_api e;
+
+	hdr(&e, GS_EV_API, sizeof(e), pid, now++);
+	e.c.api = id;
+	e.c.result = result;
+	e.arg0 = arg0;
+	e.arg1 = arg1;
+	e.out = out;
+	model__add(m, &e.h);
+}
+
+static void copy(struct model *m, __u32 pid, __u16 id, __u32 kind, __u64 dst, __u64 src,
+		 __u64 bytes, __u64 dur)
+{
+	struct gs_ev_copy e;
+
+	hdr(&e, GS_EV_COPY, sizeof(e), pid, now++);
+	e.c.api = id;
+	e.c.dur_ns = dur;
+	e.kind = kind;
+	e.dst = dst;
+	e.src = src;
+	e.bytes = bytes;
+	model__add(m, &e.h);
+}
+
+static void session_start(struct model *m, __u32 mode, __u32 pid)
+{
+	struct gs_ev_session s;
+
+	hdr(&s, GS_EV_SESSION, sizeof(s), pid, now++);
+	s.h.source = GS_SRC_GPUSCOPE;
+	s.kind = GS_SESSION_START;
+	s.mode = mode;
+	s.target_pid = (__s32)pid;
+	model__add(m, &s.h);
+}
+
+static void linear_alloc_free(void **state)
+{
+	struct model *m = model__new();
+	struct proc *p;
+
+	(void)state;
+	mem(m, 1, GS_API_CU_MEM_ALLOC, GS_MEM_ALLOC, 0x1000000, MIB, 0, 0);
+	mem(m, 1, GS_API_CU_MEM_ALLOC, GS_MEM_ALLOC, 0x2000000, 2 * MIB, 0, 0);
+	mem(m, 1, GS_API_CU_MEM_ALLOC, GS_MEM_ALLOC, 0, 1ULL << 40, 0, 2); /* OOM */
+	mem(m, 1, GS_API_CU_MEM_FREE, GS_MEM_FREE, 0x1000000, 0, 0, 0);
+	mem(m, 1, GS_API_CU_MEM_FREE, GS_MEM_FREE, 0x1000010, 0, 0, 0); /* inside, not start */
+	mem(m, 1, GS_API_CU_MEM_FREE, GS_MEM_FREE, 0, 0, 0, 0);		/* cuMemFree(0) */
+	p = model__proc(m, 1);
+	assert_int_equal(p->in_use[MK_DEVICE], 2 * MIB);
+	assert_int_equal(p->peak[MK_DEVICE], 3 * MIB);
+	assert_int_equal(p->allocs, 2);
+	assert_int_equal(p->frees, 1);
+	assert_int_equal(p->failed_allocs, 1);
+	assert_int_equal(p->untracked_frees, 1);
+	assert_int_equal(m->alloc_calls[GS_API_CU_MEM_ALLOC], 2);
+	model__free(m);
+}
+
+static void vmm_lifetime(void **state)
+{
+	struct model *m = model__new();
+	struct proc *p;
+
+	(void)state;
+	mem(m, 1, GS_API_CU_MEM_ADDRESS_RESERVE, GS_MEM_VA_RESERVE, 0x40000000, 8 * MIB, 0, 0);
+	mem(m, 1, GS_API_CU_MEM_CREATE, GS_MEM_VMM_CREATE, 0xaa, 2 * MIB, 0, 0);
+	mem(m, 1, GS_API_CU_MEM_CREATE, GS_MEM_VMM_CREATE, 0xbb, 2 * MIB, 0, 0);
+	mem(m, 1, GS_API_CU_MEM_MAP, GS_MEM_VMM_MAP, 0x40000000, 2 * MIB, 0xaa, 0);
+	mem(m, 1, GS_API_CU_MEM_MAP, GS_MEM_VMM_MAP, 0x40200000, 2 * MIB, 0xbb, 0);
+	p = model__proc(m, 1);
+	assert_int_equal(p->in_use[MK_DEVICE], 4 * MIB);
+	assert_int_equal(p->reserved, 8 * MIB);
+	/* Released while mapped: the driver keeps it until the unmap. */
+	mem(m, 1, GS_API_CU_MEM_RELEASE, GS_MEM_VMM_RELEASE, 0xaa, 0, 0, 0);
+	assert_int_equal(p->in_use[MK_DEVICE], 4 * MIB);
+	/* One unmap covering both mappings. */
+	mem(m, 1, GS_API_CU_MEM_UNMAP, GS_MEM_VMM_UNMAP, 0x40000000, 4 * MIB, 0, 0);
+	assert_int_equal(p->in_use[MK_DEVICE], 2 * MIB);
+	mem(m, 1, GS_API_CU_MEM_RELEASE, GS_MEM_VMM_RELEASE, 0xbb, 0, 0, 0);
+	assert_int_equal(p->in_use[MK_DEVICE], 0);
+	assert_int_equal(p->frees, 2);
+	mem(m, 1, GS_API_CU_MEM_RELEASE, GS_MEM_VMM_RELEASE, 0xcc, 0, 0, 0);
+	assert_int_equal(p->untracked_frees, 1);
+	mem(m, 1, GS_API_CU_MEM_ADDRESS_FREE, GS_MEM_VA_FREE, 0x40000000, 8 * MIB, 0, 0);
+	assert_int_equal(p->reserved, 0);
+	model__free(m);
+}
+
+static void overlap_replaces_stale_range(void **state)
+{
+	struct model *m = model__new();
+	struct proc *p;
+
+	(void)state;
+	/* Attached late: a range we never saw freed is reused by a new allocation. */
+	mem(m, 1, GS_API_CU_MEM_ALLOC, GS_MEM_ALLOC, 0x1000000, 4 * MIB, 0, 0);
+	mem(m, 1, GS_API_CU_MEM_ALLOC, GS_MEM_ALLOC, 0x1100000, MIB, 0, 0);
+	p = model__proc(m, 1);
+	assert_int_equal(p->in_use[MK_DEVICE], MIB);
+	assert_int_equal(p->nranges, 1);
+	/* A range that would wrap around the address space is clamped, not looped on. */
+	mem(m, 1, GS_API_CU_MEM_ALLOC, GS_MEM_ALLOC, ~0ULL - 10, 100, 0, 0);
+	assert_int_equal(p->nranges, 2);
+	model__free(m);
+}
+
+static void names_through_aliases(void **state)
+{
+	struct model *m = model__new();
+
+	(void)state;
+	kname(m, 1, 0x100, GS_NS_DRIVER, "_Z6vecAddPKfS0_Pfi");
+	kalias(m, 1, 0x200, 0x100, GS_NS_DRIVER); /* cuKernelGetFunction */
+	kname(m, 1, 0x4000, GS_NS_HOSTFN, "_Z4axpyfPKfPf");
+	kalias(m, 1, 0x300, 0x4000, GS_NS_HOSTFN); /* __cudaGetKernel */
+	assert_string_equal(model__kernel_name(m, 1, 0x100), "_Z6vecAddPKfS0_Pfi");
+	assert_string_equal(model__kernel_name(m, 1, 0x200), "_Z6vecAddPKfS0_Pfi");
+	assert_string_equal(model__kernel_name(m, 1, 0x300), "_Z4axpyfPKfPf");
+	assert_null(model__kernel_name(m, 1, 0x4000)); /* host stubs are not launch handles */
+	assert_null(model__kernel_name(m, 2, 0x100));  /* handles are per process */
+	/* An alias loop ends. */
+	kalias(m, 1, 0x500, 0x600, GS_NS_DRIVER);
+	kalias(m, 1, 0x600, 0x500, GS_NS_DRIVER);
+	assert_null(model__kernel_name(m, 1, 0x500));
+	model__free(m);
+}
+
+static void graphs_count_runs(void **state)
+{
+	struct model *m = model__new();
+	struct report *r;
+
+	(void)state;
+	kname(m, 1, 0x100, GS_NS_DRIVER, "_Z5scalePfif");
+	api(m, 1, GS_API_CU_STREAM_BEGIN_CAPTURE, 0x77, 0, 0, 0);
+	launch(m, 1, GS_API_CU_LAUNCH_KERNEL, 0x100, 0x77, 8, 0);
+	launch(m, 1, GS_API_CU_LAUNCH_KERNEL, 0x100, 0x77, 8, 0);
+	launch(m, 1, GS_API_CU_LAUNCH_KERNEL, 0x100, 0x88, 8, 0); /* other stream: runs */
+	api(m, 1, GS_API_CU_STREAM_END_CAPTURE, 0x77, 0, 0x9000, 0);
+	api(m, 1, GS_API_CU_GRAPH_INSTANTIATE, 0, 0x9000, 0xe000, 0);
+	for (int i = 0; i < 5; i++)
+		launch(m, 1, GS_API_CU_GRAPH_LAUNCH, 0xe000, 0x88, 0, GS_LAUNCH_GRAPH);
+	r = report__build(m);
+	assert_int_equal(r->nkernels, 1);
+	assert_int_equal(r->kernels[0].launches, 3);
+	assert_int_equal(r->kernels[0].captured, 2);
+	assert_int_equal(r->kernels[0].graph_runs, 10);
+	assert_int_equal(r->graph_launches, 5);
+	assert_int_equal(r->launches, 3);
+	report__free(r);
+	model__free(m);
+}
+
+static void copy_direction_from_pointers(void **state)
+{
+	struct model *m = model__new();
+
+	(void)state;
+	session_start(m, GS_MODE_RUN, 1); /* traced from the start: unknown pointers are host */
+	mem(m, 1, GS_API_CU_MEM_ALLOC, GS_MEM_ALLOC, 0x1000000, MIB, 0, 0);
+	mem(m, 1, GS_API_CU_MEM_HOST_ALLOC, GS_MEM_ALLOC_HOST, 0x7f0000000000, MIB, 0, 0);
+	copy(m, 1, GS_API_CU_MEMCPY, GS_COPY_DEFAULT, 0x1000100, 0x5000, 4096, 1000);
+	copy(m, 1, GS_API_CU_MEMCPY, GS_COPY_DEFAULT, 0x7f0000000000, 0x1000000, 100, 1000);
+	copy(m, 1, GS_API_CU_MEMCPY, GS_COPY_DEFAULT, 0x1000000, 0x1000010, 10, 1000);
+	copy(m, 1, GS_API_CU_MEMCPY, GS_COPY_DEFAULT, 0x6000, 0x5000, 7, 1000);
+	/* Process 2 was never seen starting: its unknown pointers stay unknown. */
+	copy(m, 2, GS_API_CU_MEMCPY, GS_COPY_DEFAULT, 0x6000, 0x5000, 5, 1000);
+	copy(m, 1, GS_API_CU_MEMCPY_HTOD, GS_COPY_HTOD, 0x1, 0x2, 3, 1000);
+	assert_int_equal(m->copies[GS_COPY_HTOD].count, 2);
+	assert_int_equal(m->copies[GS_COPY_HTOD].bytes, 4099);
+	assert_int_equal(m->copies[GS_COPY_DTOH].bytes, 100);
+	assert_int_equal(m->copies[GS_COPY_DTOD].bytes, 10);
+	assert_int_equal(m->copies[GS_COPY_HTOH].bytes, 7);
+	assert_int_equal(m->copies[GS_COPY_UNKNOWN].bytes, 5);
+	assert_int_equal(m->copies[GS_COPY_HTOD].sync_ns, 2000);
+	model__free(m);
+}
+
+static void nccl_bytes_use_comm_size(void **state)
+{
+	struct model *m = model__new();
+	struct gs_ev_nccl e;
+
+	(void)state;
+	hdr(&e, GS_EV_NCCL, sizeof(e), 1, now++);
+	e.c.api = GS_API_NCCL_COMM_INIT_RANK;
+	e.op = GS_NCCL_COMM_INIT;
+	e.comm = 0xc0;
+	e.nranks = 8;
+	e.rank = 3;
+	model__add(m, &e.h);
+	e.c.api = GS_API_NCCL_ALL_GATHER;
+	e.op = GS_NCCL_ALL_GATHER;
+	e.count = 1000;
+	e.datatype = 9; /* bfloat16 */
+	model__add(m, &e.h);
+	e.comm = 0xc1; /* never initialised while traced */
+	model__add(m, &e.h);
+	e.c.api = GS_API_NCCL_ALL_REDUCE;
+	e.op = GS_NCCL_ALL_REDUCE;
+	e.comm = 0xc0;
+	e.datatype = 7; /* float32 */
+	model__add(m, &e.h);
+	e.c.result = 4;
+	model__add(m, &e.h);
+	assert_int_equal(m->nccl[GS_NCCL_ALL_GATHER].bytes, 1000 * 2 * 8 + 1000 * 2);
+	assert_int_equal(m->nccl[GS_NCCL_ALL_GATHER].unknown_size, 1);
+	assert_int_equal(m->nccl[GS_NCCL_ALL_REDUCE].bytes, 4000);
+	assert_int_equal(m->nccl[GS_NCCL_ALL_REDUCE].calls, 2);
+	assert_int_equal(m->nccl[GS_NCCL_ALL_REDUCE].errors, 1);
+	model__free(m);
+}
+
+static void report_merges_and_orders(void **state)
+{
+	struct model *m = model__new();
+	struct report *r;
+
+	(void)state;
+	kname(m, 1, 0x100, GS_NS_DRIVER, "_Z1av");
+	kname(m, 2, 0x900, GS_NS_DRIVER, "_Z1av"); /* same kernel in another process */
+	kname(m, 1, 0x200, GS_NS_DRIVER, "_Z1bv");
+	for (int i = 0; i < 3; i++)
+		launch(m, 1, GS_API_CU_LAUNCH_KERNEL, 0x100, 0, 10, 0);
+	for (int i = 0; i < 4; i++)
+		launch(m, 2, GS_API_CU_LAUNCH_KERNEL, 0x900, 0, 20, 0);
+	for (int i = 0; i < 5; i++)
+		launch(m, 1, GS_API_CU_LAUNCH_KERNEL_EX, 0x200, 0, 10, 0);
+	launch(m, 1, GS_API_CU_LAUNCH_KERNEL, 0x555, 0, 10, 0); /* never named */
+	mem(m, 1, GS_API_CU_MEM_ALLOC, GS_MEM_ALLOC, 0x1000000, MIB, 0, 0);
+	mem(m, 1, GS_API_CU_MEM_ALLOC, GS_MEM_ALLOC, 0x2000000, MIB, 0, 0);
+	mem(m, 2, GS_API_CU_MEM_CREATE, GS_MEM_VMM_CREATE, 0xaa, 2 * MIB, 0, 0);
+	r = report__build(m);
+	assert_int_equal(r->nkernels, 3);
+	assert_string_equal(r->kernels[0].display, "a()");
+	assert_int_equal(r->kernels[0].launches, 7);
+	assert_int_equal(r->kernels[0].nprocs, 2);
+	assert_int_equal(r->kernels[0].shapes[0].count, 3);
+	assert_int_equal(r->kernels[0].shapes[1].count, 4);
+	assert_string_equal(r->kernels[1].display, "b()");
+	assert_null(r->kernels[2].mangled);
+	assert_string_equal(r->kernels[2].display, "unknown kernel 0x555 (pid 1)");
+	assert_int_equal(r->unknown_kernels, 1);
+	assert_int_equal(r->noutstanding, 2);
+	/* 2 x 1 MiB and 1 x 2 MiB: equal bytes, the lower API id first. */
+	assert_int_equal(r->outstanding[0].api, GS_API_CU_MEM_ALLOC);
+	assert_int_equal(r->outstanding[0].count, 2);
+	assert_int_equal(r->outstanding_bytes[MK_DEVICE], 4 * MIB);
+	assert_int_equal(r->largest[0].size, 2 * MIB);
+	assert_int_equal(r->nprocs, 2);
+	report__free(r);
+	model__free(m);
+}
+
+static void errors_exclude_polling(void **state)
+{
+	struct model *m = model__new();
+	struct gs_ev_sync s;
+	struct report *r;
+
+	(void)state;
+	hdr(&s, GS_EV_SYNC, sizeof(s), 1, now++);
+	s.c.api = GS_API_CU_STREAM_QUERY;
+	s.c.result = 600;
+	model__add(m, &s.h);
+	s.c.api = GS_API_CU_STREAM_SYNCHRONIZE;
+	s.c.result = 700;
+	model__add(m, &s.h);
+	r = report__build(m);
+	assert_int_equal(r->nerrors, 1);
+	assert_int_equal(r->errors[0].api, GS_API_CU_STREAM_SYNCHRONIZE);
+	assert_int_equal(r->errors[0].result, 700);
+	assert_int_equal(m->syncs[GS_API_CU_STREAM_QUERY].not_ready, 1);
+	report__free(r);
+	model__free(m);
+}
+
+static const struct CMUnitTest tests[] = {
+	cmocka_unit_test(linear_alloc_free),
+	cmocka_unit_test(vmm_lifetime),
+	cmocka_unit_test(overlap_replaces_stale_range),
+	cmocka_unit_test(names_through_aliases),
+	cmocka_unit_test(graphs_count_runs),
+	cmocka_unit_test(copy_direction_from_pointers),
+	cmocka_unit_test(nccl_bytes_use_comm_size),
+	cmocka_unit_test(report_merges_and_orders),
+	cmocka_unit_test(errors_exclude_polling),
+};
+UNIT_MAIN(tests)

@@ -1,0 +1,463 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Driver-API workload (the shape of a statically linked nvcc binary or of Triton: no
+ * libcudart). Exercises every probe family against the CUDA test double and records
+ * ground truth (truth.h).
+ *
+ *   wl_driver [--loops N] [--threads T] [--fork N] [--exec-child] [--mini]
+ *             [--wait FILE] [--burst N] [--oom-fragment]
+ *
+ * --wait FILE   resolve kernel names, then create FILE.ready and wait until FILE exists
+ *               before doing anything else (for late attach: the names are missed);
+ *               FILE.done is created when the work is done
+ * --burst N     only: N launches back to back after the --wait gate (drop accounting)
+ * --fork N      N forked children each run the mini scenario
+ * --exec-child  one child execs this program with --mini
+ * --mini        init, 7 launches of vecAdd, one 1 MiB allocation left outstanding
+ */
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "fake_cuda.h"
+#include "truth.h"
+
+#define MIB (1ULL << 20)
+#define KIB (1ULL << 10)
+
+static const char lib_ptx[] = ".version 8.0\n.target sm_90\n.address_size 64\n"
+			      ".visible .entry _Z6vecAddPKfS0_Pfi(\n.param .u64 a)\n{ ret; }\n"
+			      ".visible .entry _Z5scalePfif(\n.param .u64 a)\n{ ret; }\n"
+			      ".visible .entry _Z9reduceSumPKfPfi(\n.param .u64 a)\n{ ret; }\n";
+static const char mod_ptx[] = ".version 8.0\n.target sm_90\n.address_size 64\n"
+			      ".visible .entry triton_poi_fused_add_0(\n.param .u64 a)\n{ ret; }\n";
+
+static const char *VECADD = "_Z6vecAddPKfS0_Pfi";
+static const char *SCALE = "_Z5scalePfif";
+static const char *REDUCE = "_Z9reduceSumPKfPfi";
+static const char *TRITON = "triton_poi_fused_add_0";
+
+static CUkernel k_add, k_scale, k_reduce;
+static CUlibrary lib;
+static CUfunction f_add, f_triton;
+static long long live_device;
+
+static void device_alloc(long long bytes, const char *api)
+{
+	live_device += bytes;
+	truth_set_max(live_device, "peak:device");
+	truth_add(1, "alloc:%s", api);
+}
+
+static void device_free(long long bytes)
+{
+	live_device -= bytes;
+}
+
+static void launch(const char *name, const char *api)
+{
+	truth_add(1, "launch:%s", name);
+	truth_add(1, "launch_api:%s", api);
+	truth_add(1, "launches");
+}
+
+static void copied(const char *dir, long long bytes)
+{
+	truth_add(1, "copy:%s:count", dir);
+	truth_add(bytes, "copy:%s:bytes", dir);
+}
+
+static void init_names(void)
+{
+	CUdevice dev;
+	CUcontext ctx;
+	CUmodule mod;
+
+	CHECK(cuInit(0), 0);
+	CHECK(cuDeviceGet(&dev, 0), 0);
+	CHECK(cuDevicePrimaryCtxRetain(&ctx, dev), 0);
+	CHECK(cuCtxSetCurrent(ctx), 0);
+	CHECK(cuLibraryLoadData(&lib, lib_ptx, NULL, NULL, 0, NULL, NULL, 0), 0);
+	CHECK(cuLibraryGetKernel(&k_add, lib, VECADD), 0);
+	CHECK(cuLibraryGetKernel(&k_scale, lib, SCALE), 0);
+	CHECK(cuLibraryGetKernel(&k_reduce, lib, REDUCE), 0);
+	CHECK(cuKernelGetFunction(&f_add, k_add), 0);
+	CHECK(cuModuleLoadData(&mod, mod_ptx), 0);
+	CHECK(cuModuleGetFunction(&f_triton, mod, TRITON), 0);
+}
+
+static void wait_gate(const char *path)
+{
+	char ready[4096];
+	struct stat st;
+	FILE *f;
+
+	snprintf(ready, sizeof(ready), "%s.ready", path);
+	f = fopen(ready, "w");
+	if (f)
+		fclose(f);
+	while (stat(path, &st) != 0)
+		usleep(10000);
+}
+
+static void mini(void)
+{
+	CUdeviceptr p;
+
+	init_names();
+	for (int i = 0; i < 7; i++) {
+		CHECK(cuLaunchKernel((CUfunction)k_add, 16, 1, 1, 64, 1, 1, 0, NULL, NULL, NULL),
+		      0);
+		launch(VECADD, "cuLaunchKernel");
+	}
+	CHECK(cuMemAlloc_v2(&p, MIB), 0);
+	device_alloc(MIB, "cuMemAlloc_v2");
+	CHECK(cuCtxSynchronize(), 0);
+	truth_add(1, "sync:cuCtxSynchronize");
+}
+
+struct thread_arg {
+	int launches;
+};
+
+static void *thread_main(void *p)
+{
+	struct thread_arg *a = p;
+	CUstream s;
+
+	CHECK(cuStreamCreate(&s, 0), 0);
+	for (int i = 0; i < a->launches; i++)
+		CHECK(cuLaunchKernel(f_add, 256, 1, 1, 256, 1, 1, 0, s, NULL, NULL), 0);
+	CHECK(cuStreamSynchronize(s), 0);
+	return NULL;
+}
+
+static void scenario(int loops, int threads)
+{
+	CUdeviceptr a, b, c, pitched, managed, async_p, pool_p, va, bogus;
+	CUmemGenericAllocationHandle h1, h2;
+	CUmemAllocationProp prop = { .type = CU_MEM_ALLOCATION_TYPE_PINNED,
+				     .location = { CU_MEM_LOCATION_TYPE_DEVICE, 0 } };
+	CUlaunchAttribute cluster = { .id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION };
+	CUlaunchConfig cfg = { 32, 2, 1, 128, 1, 1, 1024, NULL, NULL, 0 };
+	CUmemoryPool pool;
+	CUstream s, s2;
+	CUevent ev;
+	CUgraph g;
+	CUgraphExec ge;
+	CUcontext ctx;
+	CUkernel missing;
+	size_t pitch;
+	void *host, *host2;
+	char *buf = malloc(2 * MIB);
+	int polls = 0, r;
+
+	memset(buf, 7, 2 * MIB);
+	CHECK(cuStreamCreate(&s, 0), 0);
+	CHECK(cuStreamCreate(&s2, 0), 0);
+	CHECK(cuEventCreate(&ev, 0), 0);
+	CHECK(cuDevicePrimaryCtxRetain(&ctx, 0), 0);
+
+	/* Allocation, every allocator. */
+	CHECK(cuMemAlloc_v2(&a, MIB), 0);
+	device_alloc(MIB, "cuMemAlloc_v2");
+	CHECK(cuMemAlloc_v2(&b, MIB), 0);
+	device_alloc(MIB, "cuMemAlloc_v2");
+	CHECK(cuMemAlloc_v2(&c, MIB), 0);
+	device_alloc(MIB, "cuMemAlloc_v2");
+	CHECK(cuMemAllocPitch_v2(&pitched, &pitch, 1000, 64, 4), 0);
+	device_alloc((long long)pitch * 64, "cuMemAllocPitch_v2");
+	CHECK(cuMemAllocManaged(&managed, 64 * KIB, 1), 0);
+	truth_add(1, "alloc:cuMemAllocManaged");
+	CHECK(cuMemHostAlloc(&host, 2 * MIB, 0), 0);
+	truth_add(1, "alloc:cuMemHostAlloc");
+	CHECK(cuMemAllocHost_v2(&host2, 4 * KIB), 0);
+	truth_add(1, "alloc:cuMemAllocHost_v2");
+	CHECK(cuMemAllocAsync(&async_p, 256 * KIB, s), 0);
+	device_alloc(256 * KIB, "cuMemAllocAsync");
+	CHECK(cuDeviceGetDefaultMemPool(&pool, 0), 0);
+	CHECK(cuMemAllocFromPoolAsync(&pool_p, 128 * KIB, pool, s), 0);
+	device_alloc(128 * KIB, "cuMemAllocFromPoolAsync");
+	CHECK(cuMemAddressReserve(&va, 8 * MIB, 0, 0, 0), 0);
+	CHECK(cuMemCreate(&h1, 2 * MIB, &prop, 0), 0);
+	device_alloc(2 * MIB, "cuMemCreate");
+	CHECK(cuMemCreate(&h2, 2 * MIB, &prop, 0), 0);
+	device_alloc(2 * MIB, "cuMemCreate");
+	CHECK(cuMemMap(va, 2 * MIB, 0, h1, 0), 0);
+	CHECK(cuMemMap(va + 2 * MIB, 2 * MIB, 0, h2, 0), 0);
+
+	/* Copies and sets, in every direction. */
+	CHECK(cuMemcpyHtoD_v2(a, buf, MIB), 0);
+	CHECK(cuMemcpyHtoD_v2(a, buf, MIB), 0);
+	CHECK(cuMemcpyHtoD_v2_ptds(b, buf, MIB), 0);
+	copied("HtoD", 3 * MIB);
+	truth_add(2, "copy:HtoD:count");
+	CHECK(cuMemcpyDtoH_v2(buf, c, MIB), 0);
+	copied("DtoH", MIB);
+	CHECK(cuMemcpyDtoD_v2(b, a, 512 * KIB), 0);
+	copied("DtoD", 512 * KIB);
+	CHECK(cuMemcpy(a, (CUdeviceptr)buf, 4 * KIB), 0); /* unified: host to device */
+	copied("HtoD", 4 * KIB);
+	CHECK(cuMemcpy((CUdeviceptr)buf, a, 8 * KIB), 0); /* unified: device to host */
+	copied("DtoH", 8 * KIB);
+	CHECK(cuMemcpyAsync(b, (CUdeviceptr)host, 64 * KIB, s), 0);
+	copied("HtoD", 64 * KIB);
+	CHECK(cuMemcpyHtoDAsync_v2(a, host, 64 * KIB, s), 0);
+	copied("HtoD", 64 * KIB);
+	CHECK(cuMemcpyDtoHAsync_v2(host, a, 32 * KIB, s), 0);
+	copied("DtoH", 32 * KIB);
+	CHECK(cuMemcpyPeer(c, ctx, a, ctx, 4 * KIB), 0);
+	copied("peer", 4 * KIB);
+	{
+		CUDA_MEMCPY2D c2 = { .srcMemoryType = CU_MEMORYTYPE_HOST,
+				     .srcHost = buf,
+				     .srcPitch = 1000,
+				     .dstMemoryType = CU_MEMORYTYPE_DEVICE,
+				     .dstDevice = pitched,
+				     .dstPitch = pitch,
+				     .WidthInBytes = 1000,
+				     .Height = 64 };
+		CUDA_MEMCPY3D c3 = { .srcMemoryType = CU_MEMORYTYPE_DEVICE,
+				     .srcDevice = a,
+				     .srcPitch = 1000,
+				     .srcHeight = 4,
+				     .dstMemoryType = CU_MEMORYTYPE_DEVICE,
+				     .dstDevice = c,
+				     .dstPitch = 1000,
+				     .dstHeight = 4,
+				     .WidthInBytes = 1000,
+				     .Height = 4,
+				     .Depth = 2 };
+
+		CHECK(cuMemcpy2D_v2(&c2), 0);
+		copied("HtoD", 64000);
+		CHECK(cuMemcpy3D_v2(&c3), 0);
+		copied("DtoD", 8000);
+	}
+	CHECK(cuMemsetD8_v2(a, 0, MIB), 0);
+	copied("memset", MIB);
+	CHECK(cuMemsetD32Async(b, 1, 1024, s), 0);
+	copied("memset", 4096);
+	CHECK(cuMemsetD2D8_v2(pitched, pitch, 0, 1000, 64), 0);
+	copied("memset", 64000);
+
+	/* Launches, every launch API, names from every name source. */
+	for (int i = 0; i < 100 * loops; i++) {
+		CHECK(cuLaunchKernel((CUfunction)k_add, 1024, 1, 1, 256, 1, 1, 0, s, NULL, NULL),
+		      0);
+		launch(VECADD, "cuLaunchKernel");
+	}
+	for (int i = 0; i < 10; i++) {
+		CHECK(cuLaunchKernel(f_add, 512, 1, 1, 128, 1, 1, 0, s, NULL, NULL), 0);
+		launch(VECADD, "cuLaunchKernel");
+	}
+	for (int i = 0; i < 20; i++) {
+		CHECK(cuLaunchKernel_ptsz((CUfunction)k_scale, 64, 1, 1, 128, 1, 1, 0, NULL, NULL,
+					  NULL),
+		      0);
+		launch(SCALE, "cuLaunchKernel_ptsz");
+	}
+	cfg.hStream = s;
+	for (int i = 0; i < 5; i++) {
+		CHECK(cuLaunchKernelEx(&cfg, f_triton, NULL, NULL), 0);
+		launch(TRITON, "cuLaunchKernelEx");
+	}
+	cluster.value.clusterDim.x = 2;
+	cluster.value.clusterDim.y = cluster.value.clusterDim.z = 1;
+	cfg.attrs = &cluster;
+	cfg.numAttrs = 1;
+	CHECK(cuLaunchKernelEx(&cfg, f_triton, NULL, NULL), 0);
+	launch(TRITON, "cuLaunchKernelEx");
+	for (int i = 0; i < 2; i++) {
+		CHECK(cuLaunchCooperativeKernel((CUfunction)k_reduce, 8, 1, 1, 256, 1, 1, 0, s,
+						NULL),
+		      0);
+		launch(REDUCE, "cuLaunchCooperativeKernel");
+	}
+	/* Three launches captured into a graph (recorded, not run), then four replays. */
+	CHECK(cuStreamBeginCapture_v2(s2, CU_STREAM_CAPTURE_MODE_GLOBAL), 0);
+	for (int i = 0; i < 3; i++) {
+		CHECK(cuLaunchKernel((CUfunction)k_scale, 8, 1, 1, 32, 1, 1, 0, s2, NULL, NULL), 0);
+		launch(SCALE, "cuLaunchKernel");
+		truth_add(1, "captured:%s", SCALE);
+	}
+	CHECK(cuStreamEndCapture(s2, &g), 0);
+	CHECK(cuGraphInstantiateWithFlags(&ge, g, 0), 0);
+	for (int i = 0; i < 4; i++) {
+		CHECK(cuGraphLaunch(ge, s), 0);
+		truth_add(1, "graph_launches");
+	}
+
+	if (threads) {
+		pthread_t tids[16];
+		struct thread_arg arg = { 25 * loops };
+
+		for (int t = 0; t < threads && t < 16; t++) {
+			CHECK(pthread_create(&tids[t], NULL, thread_main, &arg), 0);
+			truth_add(1, "sync:cuStreamSynchronize");
+		}
+		for (int t = 0; t < threads && t < 16; t++) {
+			pthread_join(tids[t], NULL);
+			for (int i = 0; i < arg.launches; i++)
+				launch(VECADD, "cuLaunchKernel");
+		}
+	}
+
+	/* Synchronisation. */
+	for (int i = 0; i < 3; i++)
+		CHECK(cuStreamSynchronize(s), 0);
+	truth_add(3, "sync:cuStreamSynchronize");
+	CHECK(cuCtxSynchronize(), 0);
+	truth_add(1, "sync:cuCtxSynchronize");
+	CHECK(cuLaunchKernel((CUfunction)k_add, 4096, 1, 1, 256, 1, 1, 0, s, NULL, NULL), 0);
+	launch(VECADD, "cuLaunchKernel");
+	CHECK(cuEventRecord(ev, s), 0);
+	CHECK(cuEventSynchronize(ev), 0);
+	truth_add(1, "sync:cuEventSynchronize");
+	CHECK(cuStreamWaitEvent(s2, ev, 0), 0);
+	truth_add(1, "sync:cuStreamWaitEvent");
+	CHECK(cuLaunchKernel((CUfunction)k_add, 65536, 1, 1, 256, 1, 1, 0, s, NULL, NULL), 0);
+	launch(VECADD, "cuLaunchKernel");
+	do {
+		r = cuStreamQuery(s);
+		polls++;
+		if (r == CUDA_ERROR_NOT_READY) {
+			truth_add(1, "not_ready:cuStreamQuery");
+			usleep(100);
+		} else
+			CHECK(r, 0);
+	} while (r == CUDA_ERROR_NOT_READY);
+	truth_add(polls, "sync:cuStreamQuery");
+
+	/* Failures: every non-zero result is an event. */
+	CHECK(cuMemAlloc_v2(&bogus, 1ULL << 40), CUDA_ERROR_OUT_OF_MEMORY);
+	truth_add(1, "error:cuMemAlloc_v2:2");
+	CHECK(cuLibraryGetKernel(&missing, lib, "no_such_kernel"), CUDA_ERROR_NOT_FOUND);
+	truth_add(1, "error:cuLibraryGetKernel:500");
+	CHECK(cuMemFree_v2(0xdead0000ULL), CUDA_ERROR_INVALID_VALUE);
+	truth_add(1, "error:cuMemFree_v2:1");
+
+	/* Frees; some allocations stay outstanding at exit. */
+	CHECK(cuMemFree_v2(a), 0);
+	device_free(MIB);
+	CHECK(cuMemFree_v2(b), 0);
+	device_free(MIB);
+	CHECK(cuMemFree_v2(pitched), 0);
+	device_free((long long)pitch * 64);
+	CHECK(cuMemFreeHost(host2), 0);
+	CHECK(cuMemFreeAsync(async_p, s), 0);
+	device_free(256 * KIB);
+	CHECK(cuMemUnmap(va + 2 * MIB, 2 * MIB), 0);
+	CHECK(cuMemRelease(h2), 0);
+	device_free(2 * MIB);
+	truth_add(MIB + 128 * KIB + 2 * MIB, "outstanding:device"); /* c, pool_p, h1 */
+	truth_add(64 * KIB, "outstanding:managed");
+	truth_add(2 * MIB, "outstanding:host");
+	free(buf);
+}
+
+static void burst(int n)
+{
+	for (int i = 0; i < n; i++)
+		CHECK(cuLaunchKernel((CUfunction)k_add, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL), 0);
+	truth_add(n, "launch:%s", VECADD);
+	truth_add(n, "launches");
+}
+
+int main(int argc, char **argv)
+{
+	int loops = 1, threads = 0, nfork = 0, nburst = 0;
+	bool exec_child = false, is_mini = false;
+	const char *wait = NULL;
+	pid_t kids[64];
+	int nkids = 0;
+
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--loops") && i + 1 < argc)
+			loops = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--threads") && i + 1 < argc)
+			threads = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--fork") && i + 1 < argc)
+			nfork = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--burst") && i + 1 < argc)
+			nburst = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--wait") && i + 1 < argc)
+			wait = argv[++i];
+		else if (!strcmp(argv[i], "--exec-child"))
+			exec_child = true;
+		else if (!strcmp(argv[i], "--mini"))
+			is_mini = true;
+		else {
+			fprintf(stderr, "wl_driver: unknown argument %s\n", argv[i]);
+			return 2;
+		}
+	}
+	if (is_mini) {
+		mini();
+		return 0;
+	}
+	/* Children first, before this process touches CUDA (as CUDA requires). */
+	for (int i = 0; i < nfork && nkids < 64; i++) {
+		pid_t pid = fork();
+
+		if (pid == 0) {
+			unsetenv("GS_TRUTH");
+			mini();
+			_exit(0);
+		}
+		kids[nkids++] = pid;
+	}
+	if (exec_child) {
+		pid_t pid = fork();
+
+		if (pid == 0) {
+			unsetenv("GS_TRUTH");
+			execl("/proc/self/exe", argv[0], "--mini", (char *)NULL);
+			_exit(127);
+		}
+		kids[nkids++] = pid;
+	}
+	/* Each child's mini scenario, counted here. */
+	for (int i = 0; i < nkids; i++) {
+		truth_add(7, "launch:%s", VECADD);
+		truth_add(7, "launch_api:cuLaunchKernel");
+		truth_add(7, "launches");
+		truth_add(1, "alloc:cuMemAlloc_v2");
+		truth_add(MIB, "outstanding:device");
+		truth_add(1, "sync:cuCtxSynchronize");
+		truth_add(1, "processes");
+	}
+	truth_add(1, "processes");
+	init_names();
+	if (wait)
+		wait_gate(wait);
+	if (nburst)
+		burst(nburst);
+	else
+		scenario(loops, threads);
+	if (wait) {
+		char done[4096];
+		FILE *f;
+
+		snprintf(done, sizeof(done), "%s.done", wait);
+		f = fopen(done, "w");
+		if (f)
+			fclose(f);
+	}
+	for (int i = 0; i < nkids; i++) {
+		int st;
+
+		if (waitpid(kids[i], &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st)) {
+			fprintf(stderr, "wl_driver: child %d failed\n", (int)kids[i]);
+			return 97;
+		}
+	}
+	truth_write();
+	return 0;
+}
