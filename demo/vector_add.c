@@ -162,8 +162,8 @@ int main(void)
 	check(cu.MemFree(da), "cuMemFree");
 	check(cu.MemFree(db), "cuMemFree");
 	check(cu.MemFree(dc), "cuMemFree");
-	printf("vector_add: %d launches, 3 copies of %zu MiB, 1 MiB left allocated\n",
-	       2 * LAUNCHES, N * sizeof(float) >> 20);
+	printf("vector_add: %d launches, 3 copies of %zu MiB, 1 MiB left allocated\n", 2 * LAUNCHES,
+	       N * sizeof(float) >> 20);
 	free(a);
 	free(b);
 	free(c);

@@ -120,7 +120,8 @@ $(OUTPUT)/fuzz/%: tests/fuzz/%.c $(FUZZ_LIB_OBJS)
 fuzz: $(FUZZ_BINS)
 
 # ---- style -----------------------------------------------------------------------------------
-FORMAT_FILES := $(shell git ls-files '*.c' '*.h' 2>/dev/null)
+# Generated files are left as generated.
+FORMAT_FILES := $(filter-out demo/kernels_ptx.h,$(shell git ls-files '*.c' '*.h' 2>/dev/null))
 format:
 	clang-format -i $(FORMAT_FILES)
 format-check:

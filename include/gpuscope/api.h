@@ -175,6 +175,7 @@ enum gs_api_flags {
 	X(CU_MEMSET_D2D32_ASYNC,	"cuMemsetD2D32Async",		CUDA, COPY, C_SET2D, 4, GS_AF_ASYNC) \
 	X(CU_MEMSET_D2D32_ASYNC_PTSZ,	"cuMemsetD2D32Async_ptsz",	CUDA, COPY, C_SET2D, 4, GS_AF_ASYNC | GS_AF_PTSZ) \
 	X(CU_CTX_SYNCHRONIZE,		"cuCtxSynchronize",		CUDA, SYNC, S_VOID, 0, 0)	\
+	X(CU_CTX_SYNCHRONIZE_V2,	"cuCtxSynchronize_v2",		CUDA, SYNC, S_ONE, 0, 0)	\
 	X(CU_STREAM_SYNCHRONIZE,	"cuStreamSynchronize",		CUDA, SYNC, S_ONE, 0, 0)	\
 	X(CU_STREAM_SYNCHRONIZE_PTSZ,	"cuStreamSynchronize_ptsz",	CUDA, SYNC, S_ONE, 0, GS_AF_PTSZ) \
 	X(CU_EVENT_SYNCHRONIZE,		"cuEventSynchronize",		CUDA, SYNC, S_ONE, 0, 0)	\

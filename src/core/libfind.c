@@ -255,21 +255,32 @@ static void script_interpreter(const char *exe, char *out, size_t n)
 		gs_strlcpy(out, p, n);
 }
 
-/* /usr/bin/python3.11 -> /usr */
-static void prefix_of(const char *exe, char *out, size_t n)
+/* /usr/bin/python3.11 -> /usr; resolve symlinks only if `resolve`. */
+static void prefix_of(const char *exe, bool resolve, char *out, size_t n)
 {
-	char real[PATH_MAX], *slash;
+	char path[PATH_MAX], *slash;
 
 	out[0] = 0;
-	if (!realpath(exe, real))
-		gs_strlcpy(real, exe, sizeof(real));
+	if (!resolve || !realpath(exe, path))
+		gs_strlcpy(path, exe, sizeof(path));
 	for (int i = 0; i < 2; i++) {
-		slash = strrchr(real, '/');
+		slash = strrchr(path, '/');
 		if (!slash)
 			return;
 		*slash = 0;
 	}
-	gs_strlcpy(out, real[0] ? real : "/", n);
+	gs_strlcpy(out, path[0] ? path : "/", n);
+}
+
+/* A venv's bin/python3 links to the system interpreter: both prefixes hold packages. */
+static void search_interpreter(struct lib_list *l, const char *exe)
+{
+	char prefix[PATH_MAX];
+
+	prefix_of(exe, false, prefix, sizeof(prefix));
+	search_python_prefix(l, prefix);
+	prefix_of(exe, true, prefix, sizeof(prefix));
+	search_python_prefix(l, prefix);
 }
 
 void libfind_for_command(const char *exe, struct lib_list *out)
@@ -292,17 +303,12 @@ void libfind_for_command(const char *exe, struct lib_list *out)
 		search_dirs(out, default_dirs[i], NULL);
 
 	/* Python: the command's own prefix, its script interpreter's, and the usual ones. */
-	prefix_of(exe, prefix, sizeof(prefix));
-	search_python_prefix(out, prefix);
+	search_interpreter(out, exe);
 	script_interpreter(exe, interp, sizeof(interp));
-	if (interp[0]) {
-		prefix_of(interp, prefix, sizeof(prefix));
-		search_python_prefix(out, prefix);
-	}
-	if (resolve_command("python3", python, sizeof(python)) == 0) {
-		prefix_of(python, prefix, sizeof(prefix));
-		search_python_prefix(out, prefix);
-	}
+	if (interp[0])
+		search_interpreter(out, interp);
+	if (resolve_command("python3", python, sizeof(python)) == 0)
+		search_interpreter(out, python);
 	search_python_prefix(out, getenv("VIRTUAL_ENV"));
 	search_python_prefix(out, getenv("CONDA_PREFIX"));
 	search_python_prefix(out, "/usr");

@@ -1523,6 +1523,21 @@ EXPORT CUresult cuCtxSynchronize(void)
 	return CUDA_SUCCESS;
 }
 
+/* CUDA 13: the context to wait for is an argument (NULL: the current one). */
+EXPORT CUresult cuCtxSynchronize_v2(CUcontext ctx)
+{
+	unsigned long long t;
+
+	(void)ctx;
+	if (check_init())
+		return CUDA_ERROR_NOT_INITIALIZED;
+	pthread_mutex_lock(&lock);
+	t = latest_busy;
+	pthread_mutex_unlock(&lock);
+	sleep_until(t);
+	return CUDA_SUCCESS;
+}
+
 EXPORT CUresult cuEventCreate(CUevent *out, unsigned int flags)
 {
 	(void)flags;
@@ -1665,7 +1680,6 @@ EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version,
 	void *self;
 	char name[256];
 
-	(void)version;
 	if (!symbol || !pfn)
 		return CUDA_ERROR_INVALID_VALUE;
 	if (!dladdr((void *)cuGetProcAddress_v2, &info) ||
@@ -1676,6 +1690,10 @@ EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version,
 		bool pt = strstr(suffixes[i], "_pt") != NULL;
 
 		if (pt && !(flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM))
+			continue;
+		/* cuCtxSynchronize_v2 is the CUDA 13 version of the function. */
+		if (!strcmp(symbol, "cuCtxSynchronize") && !strcmp(suffixes[i], "_v2") &&
+		    version < 13000)
 			continue;
 		snprintf(name, sizeof(name), "%s%s", symbol, suffixes[i]);
 		*pfn = dlsym(self, name);

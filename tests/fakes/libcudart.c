@@ -3,7 +3,8 @@
  * libcudart test double: the parts of the CUDA runtime that nvcc-generated code and the
  * workloads call, behaving as the CUDA 13 runtime does towards the driver:
  *   - the driver is dlopen'ed ("libcuda.so.1") at the first call and every driver function
- *     is fetched with cuGetProcAddress_v2, as the real runtime does;
+ *     is fetched with cuGetProcAddress_v2 at version 13000, as the real runtime does (so
+ *     cudaDeviceSynchronize reaches cuCtxSynchronize_v2);
  *   - nvcc's registration calls (__cudaRegisterFatBinary, __cudaRegisterFunction) record
  *     host stub -> device name; in this test world the fatbin wrapper's data is PTX text;
  *   - __cudaGetKernel(&handle, stub) loads the fatbin lazily with cuLibraryLoadData and
@@ -49,7 +50,7 @@ static struct {
 	CUresult (*MemcpyDtoD)(CUdeviceptr, CUdeviceptr, size_t);
 	CUresult (*MemcpyAsync)(CUdeviceptr, CUdeviceptr, size_t, CUstream);
 	CUresult (*MemsetD8)(CUdeviceptr, unsigned char, size_t);
-	CUresult (*CtxSynchronize)(void);
+	CUresult (*CtxSynchronize)(CUcontext); /* CUDA 13: cuCtxSynchronize_v2 */
 	CUresult (*StreamSynchronize)(CUstream);
 	CUresult (*StreamCreate)(CUstream *, unsigned);
 	CUresult (*DeviceGetCount)(int *);
@@ -303,7 +304,7 @@ EXPORT cudaError_t cudaMemset(void *p, int v, size_t n)
 
 EXPORT cudaError_t cudaDeviceSynchronize(void)
 {
-	return DRIVER(drv.CtxSynchronize());
+	return DRIVER(drv.CtxSynchronize(NULL));
 }
 
 EXPORT cudaError_t cudaStreamSynchronize(cudaStream_t s)

@@ -160,7 +160,7 @@ static void ldcache_formats(void **state)
 
 static void finds_libraries_like_the_loader(void **state)
 {
-	char dir[] = "/tmp/gs-unit-libXXXXXX", path[600], exe[512];
+	char dir[] = "/tmp/gs-unit-libXXXXXX", path[1200], exe[512];
 	struct lib_list l = {};
 	int cuda = 0, nccl = 0;
 
@@ -183,6 +183,27 @@ static void finds_libraries_like_the_loader(void **state)
 	assert_int_equal(nccl, 1);
 	lib_list_free(&l);
 	unsetenv("LD_LIBRARY_PATH");
+	snprintf(path, sizeof(path), "rm -rf %s", dir);
+	assert_int_equal(system(path), 0);
+	strcpy(dir, "/tmp/gs-unit-libXXXXXX");
+
+	/* A virtualenv: bin/python3 links to the system interpreter; the wheels' libraries are
+	 * under the venv's own site-packages. */
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path),
+		 "mkdir -p %s/bin %s/lib/python3.12/site-packages/nvidia/cu13/lib && "
+		 "ln -s /bin/sh %s/bin/python3 && cp %s/fakes/libcudart.so.13 "
+		 "%s/lib/python3.12/site-packages/nvidia/cu13/lib/",
+		 dir, dir, dir, out_dir(), dir);
+	assert_int_equal(system(path), 0);
+	snprintf(exe, sizeof(exe), "%s/bin/python3", dir);
+	libfind_for_command(exe, &l);
+	cuda = 0;
+	for (size_t i = 0; i < l.n; i++)
+		cuda += strstr(l.v[i].path, "site-packages/nvidia/cu13/lib/libcudart.so.13") &&
+			l.v[i].kind == GS_LIB_CUDART;
+	assert_int_equal(cuda, 1);
+	lib_list_free(&l);
 	snprintf(path, sizeof(path), "rm -rf %s", dir);
 	assert_int_equal(system(path), 0);
 

@@ -80,7 +80,7 @@ int main(int argc, char **argv)
 	truth_add(1, "copy:DtoH:count");
 	truth_add((long long)n, "copy:DtoH:bytes");
 	CHECK(cudaDeviceSynchronize(), cudaSuccess);
-	truth_add(1, "sync:cuCtxSynchronize");
+	truth_add(1, "sync:cuCtxSynchronize_v2");
 	CHECK(cudaFree(a), cudaSuccess);
 	CHECK(cudaFree(b), cudaSuccess);
 	truth_add((long long)n, "outstanding:device");
