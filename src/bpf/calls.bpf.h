@@ -140,16 +140,46 @@ static __always_inline __u32 gs_read_u32(__u64 addr)
 	return v;
 }
 
+/* The call returning now: its saved state and table entry, and the time; NULL if none. */
+static __always_inline const struct gs_api_desc *gs_returning(struct pt_regs *ctx,
+							      struct call_state *st, __u64 *now)
+{
+	const struct gs_api_desc *d;
+
+	if (!gs_call_return(ctx, st))
+		return NULL;
+	d = gs_desc(st->api);
+	*now = bpf_ktime_get_ns();
+	return d;
+}
+
+/* Reserve a record describing the call `st`, header and call part filled in. */
+static __always_inline void *gs_reserve_call(__u32 size, __u16 type, const struct call_state *st,
+					     __u64 now, __s32 result)
+{
+	struct gs_hdr *h =
+		gs_reserve(size, type, GS_SRC_UPROBE, st->ts, bpf_get_current_pid_tgid());
+
+	if (h)
+		gs_fill_call((struct gs_call *)(h + 1), st, now, result);
+	return h;
+}
+
+/* The entry program every traced function of the object shares. */
+SEC("uprobe")
+int BPF_KPROBE(call_enter)
+{
+	return gs_call_enter(ctx);
+}
+
 /* A failed call of a family whose record has no room for the result: report it as an API
  * record, so every non-zero result is an event. */
 static __always_inline void gs_emit_failure(const struct call_state *st, __u64 now, __s32 rc)
 {
-	struct gs_ev_api *e;
+	struct gs_ev_api *e = gs_reserve_call(sizeof(*e), GS_EV_API, st, now, rc);
 
-	e = gs_reserve(sizeof(*e), GS_EV_API, GS_SRC_UPROBE, st->ts, bpf_get_current_pid_tgid());
 	if (!e)
 		return;
-	gs_fill_call(&e->c, st, now, rc);
 	e->arg0 = st->args[0];
 	e->arg1 = st->args[1];
 	e->out = 0;

@@ -11,12 +11,6 @@
 /* 32-bit arguments arrive in 64-bit slots whose upper half is undefined. */
 #define U32(x) ((__u32)(x))
 
-SEC("uprobe")
-int BPF_KPROBE(call_enter)
-{
-	return gs_call_enter(ctx);
-}
-
 static __always_inline void launch_from_config(struct gs_ev_launch *e, __u64 cfg_addr)
 {
 	__u32 cfg[GS_LAUNCHCFG_SIZE / 4] = {};
@@ -56,16 +50,12 @@ int BPF_KRETPROBE(ret_launch, long rc)
 	struct gs_ev_launch *e;
 	__u64 now;
 
-	if (!gs_call_return(ctx, &st))
-		return 0;
-	d = gs_desc(st.api);
+	d = gs_returning(ctx, &st, &now);
 	if (!d)
 		return 0;
-	now = bpf_ktime_get_ns();
-	e = gs_reserve(sizeof(*e), GS_EV_LAUNCH, GS_SRC_UPROBE, st.ts, bpf_get_current_pid_tgid());
+	e = gs_reserve_call(sizeof(*e), GS_EV_LAUNCH, &st, now, (__s32)rc);
 	if (!e)
 		return 0;
-	gs_fill_call(&e->c, &st, now, (__s32)rc);
 	e->flags = 0;
 	e->shmem = 0;
 	e->stream = 0;
@@ -152,12 +142,9 @@ int BPF_KRETPROBE(ret_kname, long rc)
 	struct call_state st;
 	__u64 now;
 
-	if (!gs_call_return(ctx, &st))
-		return 0;
-	d = gs_desc(st.api);
+	d = gs_returning(ctx, &st, &now);
 	if (!d)
 		return 0;
-	now = bpf_ktime_get_ns();
 	if (d->shape == GS_SH_N_REGISTER) {
 		/* void __cudaRegisterFunction(void **fatbin, const char *hostFun,
 		 *                              char *deviceFun, ...): read at return, when the
@@ -192,16 +179,12 @@ int BPF_KRETPROBE(ret_mem, long rc)
 	bool ok = (__s32)rc == 0;
 	__u64 now, pitch;
 
-	if (!gs_call_return(ctx, &st))
-		return 0;
-	d = gs_desc(st.api);
+	d = gs_returning(ctx, &st, &now);
 	if (!d)
 		return 0;
-	now = bpf_ktime_get_ns();
-	e = gs_reserve(sizeof(*e), GS_EV_MEM, GS_SRC_UPROBE, st.ts, bpf_get_current_pid_tgid());
+	e = gs_reserve_call(sizeof(*e), GS_EV_MEM, &st, now, (__s32)rc);
 	if (!e)
 		return 0;
-	gs_fill_call(&e->c, &st, now, (__s32)rc);
 	e->op = d->arg;
 	e->device = -1;
 	e->addr = 0;
@@ -306,17 +289,13 @@ int BPF_KRETPROBE(ret_copy, long rc)
 	bool async;
 	__u64 now, p;
 
-	if (!gs_call_return(ctx, &st))
-		return 0;
-	d = gs_desc(st.api);
+	d = gs_returning(ctx, &st, &now);
 	if (!d)
 		return 0;
-	now = bpf_ktime_get_ns();
 	async = d->flags & GS_AF_ASYNC;
-	e = gs_reserve(sizeof(*e), GS_EV_COPY, GS_SRC_UPROBE, st.ts, bpf_get_current_pid_tgid());
+	e = gs_reserve_call(sizeof(*e), GS_EV_COPY, &st, now, (__s32)rc);
 	if (!e)
 		return 0;
-	gs_fill_call(&e->c, &st, now, (__s32)rc);
 	e->flags = async ? GS_COPY_ASYNC : 0;
 	e->stream = 0;
 	switch (d->shape) {
@@ -387,16 +366,12 @@ int BPF_KRETPROBE(ret_sync, long rc)
 	struct gs_ev_sync *e;
 	__u64 now;
 
-	if (!gs_call_return(ctx, &st))
-		return 0;
-	d = gs_desc(st.api);
+	d = gs_returning(ctx, &st, &now);
 	if (!d)
 		return 0;
-	now = bpf_ktime_get_ns();
-	e = gs_reserve(sizeof(*e), GS_EV_SYNC, GS_SRC_UPROBE, st.ts, bpf_get_current_pid_tgid());
+	e = gs_reserve_call(sizeof(*e), GS_EV_SYNC, &st, now, (__s32)rc);
 	if (!e)
 		return 0;
-	gs_fill_call(&e->c, &st, now, (__s32)rc);
 	e->handle = d->shape == GS_SH_S_VOID ? 0 : st.args[0];
 	e->aux = d->shape == GS_SH_S_WAIT ? st.args[1] : 0;
 	bpf_ringbuf_submit(e, 0);
@@ -411,18 +386,12 @@ int BPF_KRETPROBE(ret_api, long rc)
 	struct gs_ev_api *e;
 	__u64 now;
 
-	if (!gs_call_return(ctx, &st))
+	d = gs_returning(ctx, &st, &now);
+	if (!d || ((__s32)rc == 0 && !(d->flags & GS_AF_ALWAYS)))
 		return 0;
-	d = gs_desc(st.api);
-	if (!d)
-		return 0;
-	if ((__s32)rc == 0 && !(d->flags & GS_AF_ALWAYS))
-		return 0;
-	now = bpf_ktime_get_ns();
-	e = gs_reserve(sizeof(*e), GS_EV_API, GS_SRC_UPROBE, st.ts, bpf_get_current_pid_tgid());
+	e = gs_reserve_call(sizeof(*e), GS_EV_API, &st, now, (__s32)rc);
 	if (!e)
 		return 0;
-	gs_fill_call(&e->c, &st, now, (__s32)rc);
 	e->arg0 = st.args[0];
 	e->arg1 = st.args[1];
 	e->out = 0;

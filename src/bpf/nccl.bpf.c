@@ -9,21 +9,13 @@
 
 #define S32(x) ((__s32)(x))
 
-SEC("uprobe")
-int BPF_KPROBE(call_enter)
-{
-	return gs_call_enter(ctx);
-}
-
 static __always_inline struct gs_ev_nccl *nccl_reserve(const struct call_state *st, __u64 now,
 						       long rc, __u32 op)
 {
-	struct gs_ev_nccl *e;
+	struct gs_ev_nccl *e = gs_reserve_call(sizeof(*e), GS_EV_NCCL, st, now, S32(rc));
 
-	e = gs_reserve(sizeof(*e), GS_EV_NCCL, GS_SRC_UPROBE, st->ts, bpf_get_current_pid_tgid());
 	if (!e)
 		return NULL;
-	gs_fill_call(&e->c, st, now, S32(rc));
 	e->op = op;
 	e->comm = 0;
 	e->count = 0;
@@ -46,12 +38,9 @@ int BPF_KRETPROBE(ret_nccl, long rc)
 	struct gs_ev_nccl *e;
 	__u64 now;
 
-	if (!gs_call_return(ctx, &st))
-		return 0;
-	d = gs_desc(st.api);
+	d = gs_returning(ctx, &st, &now);
 	if (!d)
 		return 0;
-	now = bpf_ktime_get_ns();
 	if (d->shape == GS_SH_NC_INITALL) {
 		/* ncclCommInitAll(comms, ndev, devlist): one record per communicator. */
 		__u32 ndev = (__u32)st.args[1];

@@ -17,20 +17,7 @@ static const char usage[] =
 	"\n"
 	"options:\n"
 	"  -p, --pid PID          the process to trace\n"
-	"  -d, --duration SECS    stop after SECS seconds\n"
-	"  -o, --output FILE      record the event stream to FILE\n"
-	"      --json[=FILE]      write the report as JSON to FILE, or to stdout\n"
-	"      --no-follow        do not trace children it starts\n"
-	"      --isolate          probe only the traced processes, not every process using the\n"
-	"                         CUDA libraries (shared nodes; a forked child's first calls,\n"
-	"                         before its probes are attached, are missed)\n"
-	"      --buffer-size SIZE ring buffer size, a power of two (default 16M)\n"
-	"      --top N            kernels in the text report (default 20)\n"
-	"      --wide             full kernel names in the text report\n"
-	"  -q, --quiet            no live status line\n"
-	"  -v, --verbose          more messages\n"
-	"  -h, --help             this help\n"
-	"\n"
+	"  -d, --duration SECS    stop after SECS seconds\n" TRACE_OPTIONS_HELP "\n"
 	"examples:\n"
 	"  sudo gpuscope attach -p 4242 -d 30\n"
 	"  sudo gpuscope attach -p $(pgrep -f train.py) -o late.gsrec\n";
@@ -40,16 +27,7 @@ int cmd_attach(int argc, char **argv)
 	static const struct option longopts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "duration", required_argument, NULL, 'd' },
-		{ "output", required_argument, NULL, 'o' },
-		{ "json", optional_argument, NULL, OPT_JSON },
-		{ "no-follow", no_argument, NULL, OPT_NO_FOLLOW },
-		{ "isolate", no_argument, NULL, OPT_ISOLATE },
-		{ "buffer-size", required_argument, NULL, OPT_BUFFER },
-		{ "top", required_argument, NULL, OPT_TOP },
-		{ "wide", no_argument, NULL, OPT_WIDE },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "help", no_argument, NULL, 'h' },
+		TRACE_LONGOPTS,
 		{},
 	};
 	struct trace_opts o = { .mode = GS_MODE_ATTACH,

@@ -15,20 +15,7 @@ static const char usage[] =
 	"every failed call. Children are followed. A live status goes to stderr once a second;\n"
 	"the report goes to stderr at the end. Exits with COMMAND's exit status.\n"
 	"\n"
-	"options:\n"
-	"  -o, --output FILE      record the event stream to FILE (replay: gpuscope report FILE)\n"
-	"      --json[=FILE]      write the report as JSON to FILE, or to stdout\n"
-	"      --no-follow        do not trace the command's children\n"
-	"      --isolate          probe only the traced processes, not every process using the\n"
-	"                         CUDA libraries (shared nodes; a forked child's first calls,\n"
-	"                         before its probes are attached, are missed)\n"
-	"      --buffer-size SIZE ring buffer size, a power of two (default 16M)\n"
-	"      --top N            kernels in the text report (default 20)\n"
-	"      --wide             full kernel names in the text report\n"
-	"  -q, --quiet            no live status line\n"
-	"  -v, --verbose          more messages (twice: libbpf's too)\n"
-	"  -h, --help             this help\n"
-	"\n"
+	"options:\n" TRACE_OPTIONS_HELP "\n"
 	"examples:\n"
 	"  sudo gpuscope run -- python train.py\n"
 	"  sudo gpuscope run -o train.gsrec -- torchrun --nproc-per-node 8 train.py\n"
@@ -37,16 +24,7 @@ static const char usage[] =
 int cmd_run(int argc, char **argv)
 {
 	static const struct option longopts[] = {
-		{ "output", required_argument, NULL, 'o' },
-		{ "json", optional_argument, NULL, OPT_JSON },
-		{ "no-follow", no_argument, NULL, OPT_NO_FOLLOW },
-		{ "isolate", no_argument, NULL, OPT_ISOLATE },
-		{ "buffer-size", required_argument, NULL, OPT_BUFFER },
-		{ "top", required_argument, NULL, OPT_TOP },
-		{ "wide", no_argument, NULL, OPT_WIDE },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "help", no_argument, NULL, 'h' },
+		TRACE_LONGOPTS,
 		{},
 	};
 	struct trace_opts o = { .mode = GS_MODE_RUN,

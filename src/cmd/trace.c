@@ -204,6 +204,16 @@ static void raise_fd_limit(void)
 	}
 }
 
+/* Start the status clock: the first line then comes a second later. */
+static __u64 status_start(struct trace *tr)
+{
+	__u64 now = gs_now_ns();
+
+	if (!tr->o->quiet)
+		status__line(&tr->status, stderr, tr->model, 0, now);
+	return now + 1000000000ULL;
+}
+
 static void status_tick(struct trace *tr, __u64 *next)
 {
 	__u64 now = gs_now_ns();
@@ -277,7 +287,7 @@ static void probe_command_libraries(struct trace *tr, const char *exe)
 
 static int run_loop(struct trace *tr, pid_t child, int *status, __u32 *flags)
 {
-	__u64 next_status = gs_now_ns() + 1000000000ULL, deadline = 0;
+	__u64 next_status = status_start(tr), deadline = 0;
 
 	for (;;) {
 		pid_t w;
@@ -389,7 +399,7 @@ static int trace_attach(struct trace *tr)
 	}
 	gs_info("attached to pid %d (%s); names of kernels looked up before now are unknown%s",
 		(int)o->pid, comm, o->duration_s > 0 ? "" : "; Ctrl-C to stop");
-	next_status = gs_now_ns() + 1000000000ULL;
+	next_status = status_start(tr);
 	if (o->duration_s > 0)
 		end = gs_now_ns() + (__u64)(o->duration_s * 1e9);
 	while (!signalled) {

@@ -214,3 +214,14 @@ def test_attach_duration(gsr, tmp_path):
         assert wl.poll() is None  # the target is untouched
     finally:
         kill_quietly(wl)
+
+
+def test_live_status_line(gsr):
+    # Not a terminal: one line a second, for logs.
+    p = gsr.run(["run", "--json=/dev/null", "--", "sh", "-c", "sleep 2.6"], check_rc=0)
+    lines = [l for l in p.stderr.splitlines() if "launches/s" in l]
+    assert 2 <= len(lines) <= 3, p.stderr
+    assert lines[0].startswith("gpuscope: 0 launches/s | 0 launches | device mem 0 B")
+    assert "| drops 0" in lines[0]
+    p = gsr.run(["run", "-q", "--json=/dev/null", "--", "sh", "-c", "sleep 1.5"], check_rc=0)
+    assert "launches/s" not in p.stderr
