@@ -27,6 +27,8 @@ def gs(*args):
      "gpuscope: --buffer-size wants a power of two between 4K and 1G, not '2G'"),
     (("run", "--top", "0", "--", "true"),
      "gpuscope: --top wants a positive number of kernels, not '0'"),
+    (("run", "--format", "xml", "--", "true"),
+     "gpuscope: --format wants text or json, not 'xml'"),
     (("attach",), "gpuscope: attach: which process? (gpuscope attach -p PID)"),
     (("attach", "-p", "abc"), "gpuscope: attach: -p wants a process ID, not 'abc'"),
     (("attach", "-p", "0"), "gpuscope: attach: -p wants a process ID, not '0'"),

@@ -60,6 +60,16 @@ int parse_trace_opt(struct trace_opts *o, int opt, const char *arg)
 	case OPT_JSON:
 		o->json_path = arg ? arg : "-";
 		return 1;
+	case OPT_FORMAT:
+		if (!strcmp(arg, "json")) {
+			o->json_path = o->json_path ? o->json_path : "-";
+		} else if (!strcmp(arg, "text")) {
+			o->json_path = NULL;
+		} else {
+			gs_err("--format wants text or json, not '%s'", arg);
+			return -1;
+		}
+		return 1;
 	case OPT_NO_FOLLOW:
 		o->follow = false;
 		return 1;

@@ -48,12 +48,14 @@ enum {
 	OPT_NO_FOLLOW,
 	OPT_TOP,
 	OPT_WIDE,
-	OPT_ISOLATE
+	OPT_ISOLATE,
+	OPT_FORMAT
 };
 
 /* The options run and attach share: getopt_long entries, and their lines of --help. */
 #define TRACE_LONGOPTS                                                                             \
 	{ "output", required_argument, NULL, 'o' }, { "json", optional_argument, NULL, OPT_JSON }, \
+		{ "format", required_argument, NULL, OPT_FORMAT },                                 \
 		{ "no-follow", no_argument, NULL, OPT_NO_FOLLOW },                                 \
 		{ "isolate", no_argument, NULL, OPT_ISOLATE },                                     \
 		{ "buffer-size", required_argument, NULL, OPT_BUFFER },                            \

@@ -18,6 +18,7 @@ static const char usage[] =
 	"\n"
 	"options:\n"
 	"      --json[=FILE]  the report as JSON, to FILE or stdout\n"
+	"      --format FMT   text (default) or json\n"
 	"      --top N        kernels in the text report (default 20)\n"
 	"      --wide         full kernel names\n"
 	"  -h, --help         this help\n"
@@ -30,6 +31,7 @@ int cmd_report(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{ "json", optional_argument, NULL, OPT_JSON },
+		{ "format", required_argument, NULL, OPT_FORMAT },
 		{ "top", required_argument, NULL, OPT_TOP },
 		{ "wide", no_argument, NULL, OPT_WIDE },
 		{ "help", no_argument, NULL, 'h' },

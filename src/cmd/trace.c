@@ -425,8 +425,10 @@ static int trace_attach(struct trace *tr)
 	return GS_EXIT_OK;
 }
 
-int trace_main(const struct trace_opts *o)
+int trace_main(const struct trace_opts *options)
 {
+	struct trace_opts opts = *options;
+	const struct trace_opts *o = &opts;
 	/* Without children to follow, per-process probes cost other processes nothing and
 	 * have no race to lose. */
 	struct tracer_opts to = { .ring_bytes = o->ring_bytes,
@@ -448,6 +450,15 @@ int trace_main(const struct trace_opts *o)
 	if (o->mode == GS_MODE_ATTACH && !proc_exists(o->pid)) {
 		gs_err("no process with PID %d", (int)o->pid);
 		return GS_EXIT_RUNTIME;
+	}
+	if (o->mode == GS_MODE_ATTACH) {
+		int tgid = proc_tgid(o->pid);
+
+		if (tgid > 0 && tgid != o->pid) {
+			gs_info("%d is a thread of process %d: tracing the process", (int)o->pid,
+				tgid);
+			opts.pid = tgid;
+		}
 	}
 	raise_fd_limit();
 	install_signals();

@@ -134,6 +134,17 @@ int proc_ppid(pid_t pid)
 	return ppid;
 }
 
+int proc_tgid(pid_t tid)
+{
+	char path[64], buf[2048], *p;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)tid);
+	if (read_small(path, buf, sizeof(buf)) < 0)
+		return -1;
+	p = strstr(buf, "\nTgid:");
+	return p ? atoi(p + 6) : -1;
+}
+
 void proc_root_path(pid_t pid, const char *path, char *buf, size_t n)
 {
 	snprintf(buf, n, "/proc/%d/root%s", (int)pid, path);

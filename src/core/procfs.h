@@ -24,6 +24,8 @@ bool proc_exists(pid_t pid);
 int proc_comm(pid_t pid, char *buf, size_t n);
 int proc_exe(pid_t pid, char *buf, size_t n);
 int proc_ppid(pid_t pid);
+/* The process (thread group) a thread belongs to; -1 if unknown. */
+int proc_tgid(pid_t tid);
 /* "/proc/PID/root" + path, so the path resolves in the process's mount namespace. */
 void proc_root_path(pid_t pid, const char *path, char *buf, size_t n);
 

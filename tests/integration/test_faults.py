@@ -189,6 +189,21 @@ def test_attach_errors(gsr):
         kill_quietly(sleeper)
 
 
+def test_attach_to_a_thread_traces_its_process(gsr):
+    proc = subprocess.Popen(["python3", "-c", "import threading, time\n"
+                             "t = threading.Thread(target=time.sleep, args=(30,))\n"
+                             "t.start(); print(t.native_id, flush=True); t.join()"],
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        tid = int(proc.stdout.readline())
+        p = gsr.run(["attach", "-p", str(tid), "-q"])
+        assert "%d is a thread of process %d: tracing the process" % (tid, proc.pid) in p.stderr
+        assert "process %d (python3) has no CUDA" % proc.pid in p.stderr
+        assert p.returncode == 2
+    finally:
+        kill_quietly(proc)
+
+
 def test_recording_errors(gsr, tmp_path):
     p = gsr.run(["run", "-q", "-o", "/nonexistent/dir/r.gsrec", "--", "true"])
     assert p.returncode == 2

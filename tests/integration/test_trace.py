@@ -136,6 +136,8 @@ def test_replay_gives_the_same_report(gsr, tmp_path):
     assert live.stderr == replay_text.stdout
     replay_json = gsr.run(["report", "--json", str(tmp_path / "2.gsrec")], check_rc=0)
     assert replay_json.stdout == live_json.read_text()
+    as_format = gsr.run(["report", "--format", "json", str(tmp_path / "2.gsrec")], check_rc=0)
+    assert as_format.stdout == replay_json.stdout
 
 
 def test_text_report_sections(gsr):
