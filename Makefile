@@ -19,7 +19,7 @@ APT_TEST  := python3 python3-pytest libcmocka-dev clang-format libclang-rt-14-de
 
 WARN      := -Wall -Wextra -Werror -Wno-missing-field-initializers
 CFLAGS    ?= -O2 -g
-CPPFLAGS  := -D_GNU_SOURCE -Iinclude -Isrc -I$(OUTPUT) -DGS_VERSION='"$(VERSION)"'
+CPPFLAGS  := -D_GNU_SOURCE -Iinclude -Isrc -I$(OUTPUT)
 LDLIBS    := -lbpf -lelf -lz -lzstd -lstdc++
 STATIC_LDLIBS := $(LDLIBS) -lpthread
 
@@ -45,6 +45,13 @@ endif
 
 .PHONY: all static asan fakes demo demo-ptx deps-build test deps unit fuzz format format-check clean
 all: $(OUTPUT)/gpuscope fakes
+
+# The version, rewritten only when `git describe` changes, so objects rebuild when it does.
+$(OUTPUT)/version.h: FORCE
+	@mkdir -p $(@D)
+	@echo '#define GS_VERSION "$(VERSION)"' > $@.tmp
+	@cmp -s $@.tmp $@ && rm $@.tmp || mv $@.tmp $@
+FORCE:
 
 # Keep generated intermediates (skeletons, objects) between builds.
 .SECONDARY:
@@ -80,6 +87,7 @@ ASAN_FLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-s
 $(eval $(call flavour,obj,))
 $(eval $(call flavour,asan,$(ASAN_FLAGS)))
 $(eval $(call flavour,static,))
+$(foreach f,obj asan static,$(OUTPUT)/$(f)/src/main.o): $(OUTPUT)/version.h
 
 $(OUTPUT)/gpuscope: $(call OBJS,obj)
 	$(call msg,LINK,$@)

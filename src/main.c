@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "cmd/cmds.h"
+#include "version.h"
 #include "core/util.h"
 
 static const struct command {
