@@ -77,11 +77,9 @@ enum gs_api_shape {
 
 enum gs_api_flags {
 	GS_AF_ASYNC = 1 << 0,
-	GS_AF_PTSZ = 1 << 1,	   /* per-thread default stream variant */
-	GS_AF_COOP = 1 << 2,	   /* cooperative launch */
-	GS_AF_ENTRY_ONLY = 1 << 3, /* no return probe (void function) */
-	GS_AF_ALWAYS = 1 << 4,	   /* GS_FAM_API: emit on success too, not only on failure */
-	GS_AF_SYMTAB = 1 << 5,	   /* may be a local symbol of a static executable */
+	GS_AF_PTSZ = 1 << 1,   /* per-thread default stream variant */
+	GS_AF_COOP = 1 << 2,   /* cooperative launch */
+	GS_AF_ALWAYS = 1 << 4, /* GS_FAM_API: emit on success too, not only on failure */
 };
 
 #define GS_NO_OUT 0xff
@@ -99,8 +97,8 @@ enum gs_api_flags {
 	X(CU_LIBRARY_GET_KERNEL,	"cuLibraryGetKernel",		CUDA, KNAME, N_GET, 0, 0)	\
 	X(CU_MODULE_GET_FUNCTION,	"cuModuleGetFunction",		CUDA, KNAME, N_GET, 0, 0)	\
 	X(CU_KERNEL_GET_FUNCTION,	"cuKernelGetFunction",		CUDA, KNAME, N_KFUNC, 0, 0)	\
-	X(CUDA_REGISTER_FUNCTION,	"__cudaRegisterFunction",	CUDART, KNAME, N_REGISTER, 0, GS_AF_ENTRY_ONLY | GS_AF_SYMTAB) \
-	X(CUDA_GET_KERNEL,		"__cudaGetKernel",		CUDART, KNAME, N_GETKERNEL, 0, GS_AF_SYMTAB) \
+	X(CUDA_REGISTER_FUNCTION,	"__cudaRegisterFunction",	CUDART, KNAME, N_REGISTER, 0, 0) \
+	X(CUDA_GET_KERNEL,		"__cudaGetKernel",		CUDART, KNAME, N_GETKERNEL, 0, 0) \
 	X(CU_MEM_ALLOC,			"cuMemAlloc_v2",		CUDA, MEM, M_ALLOC, GS_MEM_ALLOC, 0) \
 	X(CU_MEM_ALLOC_PITCH,		"cuMemAllocPitch_v2",		CUDA, MEM, M_PITCH, GS_MEM_ALLOC, 0) \
 	X(CU_MEM_ALLOC_MANAGED,		"cuMemAllocManaged",		CUDA, MEM, M_ALLOC, GS_MEM_ALLOC_MANAGED, 0) \

@@ -7,12 +7,6 @@
 #ifndef GPUSCOPE_CUDA_ABI_H
 #define GPUSCOPE_CUDA_ABI_H
 
-/* CUresult values that matter for reports (see cuGetErrorName for the rest). */
-#define GS_CUDA_SUCCESS		    0
-#define GS_CUDA_ERROR_INVALID_VALUE 1
-#define GS_CUDA_ERROR_OUT_OF_MEMORY 2
-#define GS_CUDA_ERROR_NOT_READY	    600
-
 /* CUmemorytype */
 #define GS_CU_MEMORYTYPE_HOST	 1
 #define GS_CU_MEMORYTYPE_DEVICE	 2
@@ -20,7 +14,6 @@
 #define GS_CU_MEMORYTYPE_UNIFIED 4
 
 /* struct CUDA_MEMCPY2D_st: 16 eight-byte slots; memory types are 4-byte enums. */
-#define GS_MEMCPY2D_SIZE	128
 #define GS_MEMCPY2D_SRC_MEMTYPE 16
 #define GS_MEMCPY2D_SRC_HOST	24
 #define GS_MEMCPY2D_SRC_DEVICE	32
@@ -31,7 +24,6 @@
 #define GS_MEMCPY2D_HEIGHT	120
 
 /* struct CUDA_MEMCPY3D_st */
-#define GS_MEMCPY3D_SIZE	200
 #define GS_MEMCPY3D_SRC_MEMTYPE 32
 #define GS_MEMCPY3D_SRC_HOST	40
 #define GS_MEMCPY3D_SRC_DEVICE	48
@@ -57,8 +49,5 @@
 #define GS_MEMPROP_LOCATION_TYPE    8
 #define GS_MEMPROP_LOCATION_ID	    12
 #define GS_MEM_LOCATION_TYPE_DEVICE 1
-
-/* ncclDataType_t sizes, indexed by value (ncclInt8 = 0 ... ncclFloat8e5m2 = 11). */
-#define GS_NCCL_NUM_TYPES 12
 
 #endif /* GPUSCOPE_CUDA_ABI_H */

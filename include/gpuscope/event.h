@@ -96,6 +96,9 @@ struct gs_ev_kname {
 	struct gs_hdr h;
 	__u64 handle; /* in name space `ns` */
 	__u64 scope;  /* CUlibrary / CUmodule / fatbin handle */
+	/* Where the name is in the process. The kernel cannot read a page that is not
+	 * resident; then len is 0 and gpuscope reads the name from there itself. */
+	__u64 name_addr;
 	__u16 api;
 	__u16 len; /* bytes of name, without the terminating NUL */
 	__u8 ns;
@@ -285,12 +288,6 @@ struct gs_ev_attach {
 	__u32 nmissing; /* functions of the table this file lacks */
 	__u32 late;	/* attached after the process had mapped it */
 	char path[GS_PATH_MAX];
-};
-
-enum gs_drop_slot {
-	GS_DROP_RINGBUF = 0,  /* ring buffer full: records lost */
-	GS_DROP_INFLIGHT = 1, /* entry state table full: calls lost */
-	GS_DROP_SLOTS = 2,
 };
 
 struct gs_ev_drops {

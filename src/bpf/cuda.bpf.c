@@ -102,6 +102,7 @@ static __always_inline void emit_kname(const struct call_state *st, __u64 handle
 		return;
 	e->handle = handle;
 	e->scope = scope;
+	e->name_addr = name_addr;
 	e->api = (__u16)st->api;
 	e->ns = ns;
 	e->truncated = 0;

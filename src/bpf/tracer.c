@@ -435,8 +435,6 @@ static int attach_multi(struct tracer *t, struct linkset *ls, const struct tfile
 		g = entry_group(d);
 		off[g][n[g]] = f->apis.offset[a];
 		cookie[g][n[g]++] = (__u64)a;
-		if (d->flags & GS_AF_ENTRY_ONLY)
-			continue;
 		g = return_group(d);
 		off[g][n[g]] = f->apis.offset[a];
 		cookie[g][n[g]++] = (__u64)a;
@@ -480,7 +478,7 @@ static int attach_file_pid(struct tracer *t, size_t fi, __u32 pid)
 				continue;
 			e = attach_classic(t, ls, prog_of(t, entry_group(d)), pid, f->path,
 					   f->apis.offset[a], a, false);
-			if (!e && !(d->flags & GS_AF_ENTRY_ONLY))
+			if (!e)
 				e = attach_classic(t, ls, prog_of(t, return_group(d)), pid, f->path,
 						   f->apis.offset[a], a, true);
 			if (e)
@@ -529,11 +527,6 @@ void tracer__untrack(struct tracer *t, __u32 pid)
 		if (ls)
 			destroy_linkset(t, ls);
 	}
-}
-
-bool tracer__is_tracked(const struct tracer *t, __u32 pid)
-{
-	return hmap_get(&t->pids, pid, 0) != NULL;
 }
 
 int tracer__add_file(struct tracer *t, const char *path, const char *display_path,
@@ -621,9 +614,4 @@ __u64 tracer__drops_total(const struct tracer *t)
 bool tracer__watches_libs(const struct tracer *t)
 {
 	return t->watch_libs;
-}
-
-__u64 tracer__links(const struct tracer *t)
-{
-	return t->nlinks;
 }

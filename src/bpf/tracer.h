@@ -36,7 +36,6 @@ void tracer__close(struct tracer *t);
 /* Trace pid: add it to the traced set and attach every known file's probes to it. */
 int tracer__track(struct tracer *t, __u32 pid);
 void tracer__untrack(struct tracer *t, __u32 pid);
-bool tracer__is_tracked(const struct tracer *t, __u32 pid);
 
 /*
  * Probe the traced functions `path` defines, for every traced process now and later.
@@ -55,7 +54,5 @@ void tracer__drops(const struct tracer *t, struct gs_ev_drops *d);
 __u64 tracer__drops_total(const struct tracer *t);
 /* Whether libraries opened after the start are noticed (needs tracefs). */
 bool tracer__watches_libs(const struct tracer *t);
-/* Probes attached so far, for diagnostics. */
-__u64 tracer__links(const struct tracer *t);
 
 #endif

@@ -136,10 +136,33 @@ static void act_on(struct trace *tr, const struct gs_hdr *ev)
 	}
 }
 
+/*
+ * A name the kernel could not read (its page was not resident) is read from the process
+ * here, where reading faults the page in; the record then enters the stream complete.
+ */
+static const struct gs_hdr *complete_name(const struct gs_ev_kname *k, struct gs_ev_kname *buf)
+{
+	int n;
+
+	if (k->len || !k->name_addr)
+		return &k->h;
+	memcpy(buf, k, offsetof(struct gs_ev_kname, name));
+	n = proc_read_str((pid_t)k->h.pid, k->name_addr, buf->name, sizeof(buf->name));
+	if (n <= 0)
+		return &k->h;
+	buf->len = (__u16)n;
+	buf->truncated = n == (int)sizeof(buf->name) - 1;
+	buf->h.size = (__u32)((offsetof(struct gs_ev_kname, name) + (size_t)n + 1 + 7) & ~7UL);
+	return &buf->h;
+}
+
 static void on_event(void *ctx, const struct gs_hdr *ev)
 {
 	struct trace *tr = ctx;
+	struct gs_ev_kname name;
 
+	if (ev->type == GS_EV_KNAME)
+		ev = complete_name((const struct gs_ev_kname *)ev, &name);
 	push(tr, ev);
 	act_on(tr, ev);
 }

@@ -9,8 +9,8 @@
 _Static_assert(sizeof(struct gs_hdr) == 24, "gs_hdr");
 _Static_assert(sizeof(struct gs_call) == 24, "gs_call");
 _Static_assert(sizeof(struct gs_ev_launch) == 96, "gs_ev_launch");
-_Static_assert(offsetof(struct gs_ev_kname, name) == 48, "gs_ev_kname");
-_Static_assert(sizeof(struct gs_ev_kname) == 48 + GS_NAME_MAX, "gs_ev_kname size");
+_Static_assert(offsetof(struct gs_ev_kname, name) == 56, "gs_ev_kname");
+_Static_assert(sizeof(struct gs_ev_kname) == 56 + GS_NAME_MAX, "gs_ev_kname size");
 _Static_assert(sizeof(struct gs_ev_kalias) == 48, "gs_ev_kalias");
 _Static_assert(sizeof(struct gs_ev_mem) == 88, "gs_ev_mem");
 _Static_assert(sizeof(struct gs_ev_copy) == 88, "gs_ev_copy");
@@ -39,11 +39,6 @@ static const size_t sizes[GS_EV_MAX] = {
 	[GS_EV_ATTACH] = sizeof(struct gs_ev_attach),
 	[GS_EV_DROPS] = sizeof(struct gs_ev_drops),
 };
-
-size_t gs_event_size(unsigned int type)
-{
-	return type < GS_EV_MAX ? sizes[type] : 0;
-}
 
 /* Which family of API a record type may carry. */
 static int family_of(unsigned int type)

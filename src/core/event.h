@@ -13,7 +13,4 @@
  */
 int gs_event_check(const void *buf, size_t len, const char **why);
 
-/* The size a record of `type` must have (variable-size types: the largest). 0: unknown. */
-size_t gs_event_size(unsigned int type);
-
 #endif

@@ -146,27 +146,6 @@ const char *copy_kind_name(unsigned int kind)
 	return kind < GS_COPY_KIND_MAX ? n[kind] : "?";
 }
 
-const char *mem_op_name(unsigned int op)
-{
-	static const char *const n[] = {
-		[GS_MEM_ALLOC] = "alloc",
-		[GS_MEM_ALLOC_MANAGED] = "alloc_managed",
-		[GS_MEM_ALLOC_HOST] = "alloc_host",
-		[GS_MEM_FREE] = "free",
-		[GS_MEM_FREE_HOST] = "free_host",
-		[GS_MEM_ALLOC_ASYNC] = "alloc_async",
-		[GS_MEM_FREE_ASYNC] = "free_async",
-		[GS_MEM_VMM_CREATE] = "vmm_create",
-		[GS_MEM_VMM_RELEASE] = "vmm_release",
-		[GS_MEM_VMM_MAP] = "vmm_map",
-		[GS_MEM_VMM_UNMAP] = "vmm_unmap",
-		[GS_MEM_VA_RESERVE] = "va_reserve",
-		[GS_MEM_VA_FREE] = "va_free",
-	};
-
-	return op < ARRAY_SIZE(n) && n[op] ? n[op] : "?";
-}
-
 const char *nccl_op_name(unsigned int op)
 {
 	static const char *const n[] = {
@@ -194,11 +173,6 @@ static const struct {
 	{ "int64", 8 },	  { "uint64", 8 },   { "float16", 2 },	  { "float32", 4 },
 	{ "float64", 8 }, { "bfloat16", 2 }, { "float8e4m3", 1 }, { "float8e5m2", 1 },
 };
-
-const char *nccl_type_name(int t)
-{
-	return t >= 0 && t < (int)ARRAY_SIZE(nccl_types) ? nccl_types[t].name : "?";
-}
 
 int nccl_type_size(int t)
 {

@@ -16,11 +16,9 @@ const char *result_name(unsigned int api, int result);
 /* A non-zero result that is a status, not a failure (polling: CUDA_ERROR_NOT_READY). */
 bool result_is_status(unsigned int api, int result);
 const char *copy_kind_name(unsigned int kind); /* "HtoD" ... */
-const char *mem_op_name(unsigned int op);
-const char *nccl_op_name(unsigned int op); /* "all_reduce" ... */
-const char *nccl_type_name(int datatype);
-int nccl_type_size(int datatype);	      /* bytes, 0 if unknown */
-const char *lib_kind_name(unsigned int kind); /* "libcuda" ... */
+const char *nccl_op_name(unsigned int op);     /* "all_reduce" ... */
+int nccl_type_size(int datatype);	       /* bytes, 0 if unknown */
+const char *lib_kind_name(unsigned int kind);  /* "libcuda" ... */
 const char *event_type_name(unsigned int type);
 
 #endif

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "core/procfs.h"
@@ -143,6 +144,35 @@ int proc_tgid(pid_t tid)
 		return -1;
 	p = strstr(buf, "\nTgid:");
 	return p ? atoi(p + 6) : -1;
+}
+
+int proc_read_str(pid_t pid, __u64 addr, char *buf, size_t n)
+{
+	size_t got = 0;
+
+	if (!n)
+		return -EINVAL;
+	/* Page by page: the string may end just before an unmapped page. */
+	while (got + 1 < n) {
+		size_t to_page = 4096 - ((addr + got) & 4095);
+		size_t want = GS_MIN(to_page, n - 1 - got);
+		struct iovec local = { buf + got, want };
+		struct iovec remote = { (void *)(uintptr_t)(addr + got), want };
+		ssize_t r = process_vm_readv(pid, &local, 1, &remote, 1, 0);
+		char *nul;
+
+		if (r <= 0) {
+			if (!got)
+				return r < 0 ? -errno : -EFAULT;
+			break;
+		}
+		nul = memchr(buf + got, 0, (size_t)r);
+		if (nul)
+			return (int)(nul - buf);
+		got += (size_t)r;
+	}
+	buf[got] = 0;
+	return (int)got;
 }
 
 void proc_root_path(pid_t pid, const char *path, char *buf, size_t n)

@@ -26,6 +26,9 @@ int proc_exe(pid_t pid, char *buf, size_t n);
 int proc_ppid(pid_t pid);
 /* The process (thread group) a thread belongs to; -1 if unknown. */
 int proc_tgid(pid_t tid);
+/* A NUL-terminated string from another process's memory (pages are faulted in): its
+ * length, or -errno. At most n-1 bytes; longer strings are cut. */
+int proc_read_str(pid_t pid, __u64 addr, char *buf, size_t n);
 /* "/proc/PID/root" + path, so the path resolves in the process's mount namespace. */
 void proc_root_path(pid_t pid, const char *path, char *buf, size_t n);
 

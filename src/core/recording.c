@@ -144,8 +144,3 @@ int recording__next(struct recording *r, const struct gs_hdr **ev, char *err, si
 	*ev = &r->buf.h;
 	return 1;
 }
-
-unsigned long long recording__offset(const struct recording *r)
-{
-	return r->offset + sizeof(struct file_header);
-}

@@ -29,6 +29,5 @@ struct recording *recording__open(const char *path, char *err, size_t errlen);
  * malformed or truncated record (err says what and at which byte offset).
  */
 int recording__next(struct recording *r, const struct gs_hdr **ev, char *err, size_t errlen);
-unsigned long long recording__offset(const struct recording *r);
 
 #endif

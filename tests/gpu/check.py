@@ -21,6 +21,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "integration"))
+import gsrec  # noqa: E402
 import gsreport  # noqa: E402
 
 results = []
@@ -35,7 +36,8 @@ def record(case, check, ok, truth, got, note=""):
 
 def run_gs(gs, args, out, name, env=None, timeout=600):
     rep = os.path.join(out, "%s.json" % name)
-    cmd = [gs, "run", "-q", "--json=%s" % rep, "--"] + args
+    rec = os.path.join(out, "%s.gsrec" % name)
+    cmd = [gs, "run", "-q", "-o", rec, "--json=%s" % rep, "--"] + args
     t0 = time.time()
     p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout)
     wall = time.time() - t0
@@ -70,6 +72,11 @@ def nvcc_case(gs, out, exe, kind):
     exe_probed = [l for l in report["libraries"] if l["kind"] == "executable"]
     if kind == "static":
         record(case, "runtime found in executable", len(exe_probed) == 1, 1, len(exe_probed))
+    # The runtime's registration names each host stub (the second way to a name).
+    stubs = sorted(n for ns, _, n in gsrec.knames(os.path.join(out, "nvcc-%s.gsrec" % kind))
+                   if ns == gsrec.NS_HOSTFN)
+    record(case, "names from __cudaRegisterFunction", stubs == ["_Z5scalePffi",
+           "_Z6vecAddPKfS0_Pfi"], 2, len(stubs))
 
 
 def attach_case(gs, out, exe):

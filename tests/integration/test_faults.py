@@ -232,12 +232,18 @@ def test_truncated_and_corrupt_recordings(gs, tmp_path):
     assert "truncated record at byte" in p.stderr or "ends without its end record" in p.stderr
     assert "gpuscope report" in p.stdout  # what was there is reported
     bad = bytearray(data)
-    bad[16 + 24 + 4:16 + 24 + 8] = b"\xff\xff\xff\x7f"  # second record's size field
+    bad[16 + 4:16 + 8] = b"\xff\xff\xff\x7f"  # the first record's size field
     corrupt = tmp_path / "corrupt.gsrec"
     corrupt.write_bytes(bytes(bad))
     p = gs.run(["report", str(corrupt)])
     assert p.returncode == 2
-    assert "corrupt record at byte" in p.stderr
+    assert "corrupt record at byte 16 (size 2147483647)" in p.stderr
+    bad = bytearray(data)
+    bad[16 + 28:16 + 32] = b"\x07\x00\x00\x00"  # the session record's mode (offset 28)
+    corrupt.write_bytes(bytes(bad))
+    p = gs.run(["report", str(corrupt)])
+    assert p.returncode == 2
+    assert "corrupt record at byte 16: session mode out of range" in p.stderr
     empty = tmp_path / "empty"
     empty.write_bytes(b"")
     p = gs.run(["report", str(empty)])

@@ -227,3 +227,21 @@ def test_live_status_line(gsr):
     assert "| drops 0" in lines[0]
     p = gsr.run(["run", "-q", "--json=/dev/null", "--", "sh", "-c", "sleep 1.5"], check_rc=0)
     assert "launches/s" not in p.stderr
+
+
+@pytest.mark.parametrize("workload", ["wl_runtime", "wl_static"])
+def test_runtime_registration_names_host_stubs(gsr, tmp_path, workload):
+    """__cudaRegisterFunction names each host stub, __cudaGetKernel maps the driver handle
+    to it: the second way to a name, besides the driver's own lookup."""
+    import gsrec
+
+    rec = tmp_path / "r.gsrec"
+    gsr.run(["run", "-q", "-o", str(rec), "--json=/dev/null", "--", gsr.wl(workload)],
+            env=gsr.env(GS_TRUTH=tmp_path / "t.json"), check_rc=0)
+    stubs = {h: n for ns, h, n in gsrec.knames(rec) if ns == gsrec.NS_HOSTFN}
+    assert sorted(stubs.values()) == ["_Z4axpyfPKfPf", "_Z6vecAddPKfS0_Pfi"]
+    aliases = [a for a in gsrec.kaliases(rec) if a[2] == gsrec.NS_HOSTFN]
+    assert len(aliases) == 75  # the workload asks once per launch
+    assert {t for _, t, _ in aliases} == set(stubs)
+    driver = {h: n for ns, h, n in gsrec.knames(rec) if ns == gsrec.NS_DRIVER}
+    assert all(driver[h] == stubs[t] for h, t, _ in aliases)

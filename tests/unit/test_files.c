@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -278,11 +279,44 @@ static void own_process(void **state)
 	assert_false(proc_exists(0x3ffffff0));
 }
 
+static void read_strings_of_a_process(void **state)
+{
+	char *pages = mmap(NULL, 8192, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	char buf[64];
+
+	(void)state;
+	assert_true(pages != MAP_FAILED);
+	assert_int_equal(mprotect(pages + 4096, 4096, PROT_NONE), 0);
+	/* A string that ends on the last byte before an unreadable page. */
+	strcpy(pages + 4096 - 6, "hello");
+	assert_int_equal(
+		proc_read_str(getpid(), (__u64)(uintptr_t)(pages + 4096 - 6), buf, sizeof(buf)), 5);
+	assert_string_equal(buf, "hello");
+	/* No terminator before the unreadable page: what was readable, cut. */
+	memcpy(pages + 4096 - 4, "abcd", 4);
+	assert_int_equal(
+		proc_read_str(getpid(), (__u64)(uintptr_t)(pages + 4096 - 4), buf, sizeof(buf)), 4);
+	assert_string_equal(buf, "abcd");
+	/* Longer than the buffer: cut to n - 1. */
+	memset(pages, 'x', 100);
+	pages[100] = 0;
+	assert_int_equal(proc_read_str(getpid(), (__u64)(uintptr_t)pages, buf, 10), 9);
+	assert_string_equal(buf, "xxxxxxxxx");
+	assert_true(proc_read_str(getpid(), (__u64)(uintptr_t)(pages + 4096), buf, sizeof(buf)) <
+		    0);
+	munmap(pages, 8192);
+}
+
 static const struct CMUnitTest tests[] = {
-	cmocka_unit_test(offsets_point_at_code), cmocka_unit_test(static_runtime_needs_symtab),
-	cmocka_unit_test(aliases_probed_once),	 cmocka_unit_test(not_elf_is_an_error),
-	cmocka_unit_test(ldcache_formats),	 cmocka_unit_test(finds_libraries_like_the_loader),
-	cmocka_unit_test(commands_and_kinds),	 cmocka_unit_test(maps_lines),
+	cmocka_unit_test(read_strings_of_a_process),
+	cmocka_unit_test(offsets_point_at_code),
+	cmocka_unit_test(static_runtime_needs_symtab),
+	cmocka_unit_test(aliases_probed_once),
+	cmocka_unit_test(not_elf_is_an_error),
+	cmocka_unit_test(ldcache_formats),
+	cmocka_unit_test(finds_libraries_like_the_loader),
+	cmocka_unit_test(commands_and_kinds),
+	cmocka_unit_test(maps_lines),
 	cmocka_unit_test(own_process),
 };
 UNIT_MAIN(tests)

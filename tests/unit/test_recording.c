@@ -93,8 +93,8 @@ static void truncated_says_where(void **state)
 	assert_int_equal(recording__next(r, &ev, err, sizeof(err)), 1);
 	assert_int_equal(recording__next(r, &ev, err, sizeof(err)), 1);
 	assert_int_equal(recording__next(r, &ev, err, sizeof(err)), -1);
-	/* 16-byte header + 96-byte launch + 64-byte name record */
-	assert_string_equal(err, "truncated record at byte 176 (86 of 96 bytes)");
+	/* 16-byte header + 96-byte launch + 72-byte name record */
+	assert_string_equal(err, "truncated record at byte 184 (86 of 96 bytes)");
 	recording__close(r);
 }
 
