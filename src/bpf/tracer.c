@@ -42,6 +42,20 @@ struct linkset {
 	struct plink *v;
 };
 
+/* The programs a file's functions go to: entries, then returns by family. */
+enum {
+	PG_CUDA_ENTER,
+	PG_NCCL_ENTER,
+	PG_LAUNCH,
+	PG_KNAME,
+	PG_MEM,
+	PG_COPY,
+	PG_SYNC,
+	PG_API,
+	PG_NCCL,
+	PG_COUNT
+};
+
 /* Key of the links of a file placed for every process. */
 #define ALL_PIDS 0xffffffffU
 
@@ -50,6 +64,7 @@ struct tracer {
 	struct cuda_bpf *cuda;
 	struct nccl_bpf *nccl;
 	struct proc_bpf *proc;
+	struct bpf_program *prog[PG_COUNT];
 	struct ring_buffer *rb;
 	struct tfile *files;
 	size_t nfiles;
@@ -167,11 +182,6 @@ static bool have_uprobe_multi(void)
 	return fd < 0 && err == EINVAL;
 }
 
-static void set_multi(struct bpf_program *p)
-{
-	bpf_program__set_expected_attach_type(p, (enum bpf_attach_type)GS_TRACE_UPROBE_MULTI);
-}
-
 static int load_objects(struct tracer *t)
 {
 	int err, events_fd, tracked_fd;
@@ -184,18 +194,19 @@ static int load_objects(struct tracer *t)
 		gs_err("cannot open the BPF programs: %s", strerror(errno));
 		return err ? err : -EINVAL;
 	}
+	t->prog[PG_CUDA_ENTER] = t->cuda->progs.call_enter;
+	t->prog[PG_NCCL_ENTER] = t->nccl->progs.call_enter;
+	t->prog[PG_LAUNCH] = t->cuda->progs.ret_launch;
+	t->prog[PG_KNAME] = t->cuda->progs.ret_kname;
+	t->prog[PG_MEM] = t->cuda->progs.ret_mem;
+	t->prog[PG_COPY] = t->cuda->progs.ret_copy;
+	t->prog[PG_SYNC] = t->cuda->progs.ret_sync;
+	t->prog[PG_API] = t->cuda->progs.ret_api;
+	t->prog[PG_NCCL] = t->nccl->progs.ret_nccl;
 	t->multi = have_uprobe_multi() && !getenv("GPUSCOPE_NO_UPROBE_MULTI");
-	if (t->multi) {
-		set_multi(t->cuda->progs.call_enter);
-		set_multi(t->cuda->progs.ret_launch);
-		set_multi(t->cuda->progs.ret_kname);
-		set_multi(t->cuda->progs.ret_mem);
-		set_multi(t->cuda->progs.ret_copy);
-		set_multi(t->cuda->progs.ret_sync);
-		set_multi(t->cuda->progs.ret_api);
-		set_multi(t->nccl->progs.call_enter);
-		set_multi(t->nccl->progs.ret_nccl);
-	}
+	for (int g = 0; g < PG_COUNT && t->multi; g++)
+		bpf_program__set_expected_attach_type(t->prog[g],
+						      (enum bpf_attach_type)GS_TRACE_UPROBE_MULTI);
 	gs_debug("uprobes: %s", t->multi ? "multi-uprobe links" : "one perf event per function");
 	err = bpf_map__set_max_entries(t->cuda->maps.events, (__u32)t->opts.ring_bytes);
 	if (!err)
@@ -366,44 +377,6 @@ static int attach_classic(struct tracer *t, struct linkset *ls, struct bpf_progr
 	return 0;
 }
 
-/* The programs a file's functions go to: entries, then returns by family. */
-enum {
-	PG_CUDA_ENTER,
-	PG_NCCL_ENTER,
-	PG_LAUNCH,
-	PG_KNAME,
-	PG_MEM,
-	PG_COPY,
-	PG_SYNC,
-	PG_API,
-	PG_NCCL,
-	PG_COUNT
-};
-
-static struct bpf_program *prog_of(struct tracer *t, int pg)
-{
-	switch (pg) {
-	case PG_CUDA_ENTER:
-		return t->cuda->progs.call_enter;
-	case PG_NCCL_ENTER:
-		return t->nccl->progs.call_enter;
-	case PG_LAUNCH:
-		return t->cuda->progs.ret_launch;
-	case PG_KNAME:
-		return t->cuda->progs.ret_kname;
-	case PG_MEM:
-		return t->cuda->progs.ret_mem;
-	case PG_COPY:
-		return t->cuda->progs.ret_copy;
-	case PG_SYNC:
-		return t->cuda->progs.ret_sync;
-	case PG_API:
-		return t->cuda->progs.ret_api;
-	default:
-		return t->nccl->progs.ret_nccl;
-	}
-}
-
 static int entry_group(const struct gs_api_desc *d)
 {
 	return d->family == GS_FAM_NCCL ? PG_NCCL_ENTER : PG_CUDA_ENTER;
@@ -444,7 +417,7 @@ static int attach_multi(struct tracer *t, struct linkset *ls, const struct tfile
 
 		if (!n[g])
 			continue;
-		fd = uprobe_multi_create(bpf_program__fd(prog_of(t, g)), f->path, off[g], cookie[g],
+		fd = uprobe_multi_create(bpf_program__fd(t->prog[g]), f->path, off[g], cookie[g],
 					 n[g], g != PG_CUDA_ENTER && g != PG_NCCL_ENTER,
 					 pid == ALL_PIDS ? 0 : (int)pid);
 		if (fd < 0) {
@@ -476,10 +449,10 @@ static int attach_file_pid(struct tracer *t, size_t fi, __u32 pid)
 
 			if (!f->apis.offset[a])
 				continue;
-			e = attach_classic(t, ls, prog_of(t, entry_group(d)), pid, f->path,
+			e = attach_classic(t, ls, t->prog[entry_group(d)], pid, f->path,
 					   f->apis.offset[a], a, false);
 			if (!e)
-				e = attach_classic(t, ls, prog_of(t, return_group(d)), pid, f->path,
+				e = attach_classic(t, ls, t->prog[return_group(d)], pid, f->path,
 						   f->apis.offset[a], a, true);
 			if (e)
 				err = e;

@@ -503,7 +503,6 @@ int trace_main(const struct trace_opts *options)
 		gs_warn("tracefs is not available: libraries loaded after the start that gpuscope "
 			"did not find beforehand will not be traced");
 	code = o->mode == GS_MODE_RUN ? trace_run(&tr) : trace_attach(&tr);
-	tracer__close(tr.tracer);
 	if (recording__close(tr.rec) || tr.record_failed)
 		code = code ? code : GS_EXIT_RUNTIME;
 	if (tr.model->have_end) {
@@ -511,6 +510,8 @@ int trace_main(const struct trace_opts *options)
 		if (r && !code)
 			code = r;
 	}
+	/* Detaching waits for the kernel (RCU grace periods): after the report, not before. */
+	tracer__close(tr.tracer);
 	model__free(tr.model);
 	return code;
 }

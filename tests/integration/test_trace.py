@@ -245,3 +245,11 @@ def test_runtime_registration_names_host_stubs(gsr, tmp_path, workload):
     assert {t for _, t, _ in aliases} == set(stubs)
     driver = {h: n for ns, h, n in gsrec.knames(rec) if ns == gsrec.NS_DRIVER}
     assert all(driver[h] == stubs[t] for h, t, _ in aliases)
+
+
+def test_classic_uprobes_give_the_same_numbers(gsr):
+    """Kernels before 6.6 have no multi-uprobe links: one perf-event uprobe per function.
+    (Detaching those is slow on new kernels, ~0.1 s per probe, so this test takes a while.)"""
+    report, truth, _ = gsr.trace(["wl_driver", "--threads", "2"],
+                                 env_extra={"GPUSCOPE_NO_UPROBE_MULTI": "1"})
+    assert_matches(truth, report)
