@@ -43,7 +43,7 @@ Q := @
 msg = @printf '  %-7s %s\n' '$(1)' '$(2)';
 endif
 
-.PHONY: all static asan fakes demo demo-ptx deps-build test deps unit fuzz format format-check clean
+.PHONY: all static asan fakes demo demo-ptx deps-build test deps unit fuzz format format-check clean FORCE
 all: $(OUTPUT)/gpuscope fakes
 
 # The version, rewritten only when `git describe` changes, so objects rebuild when it does.
