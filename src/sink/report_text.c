@@ -80,8 +80,11 @@ static void processes(FILE *f, const struct report *r)
 
 static void shape_str(char *buf, size_t n, const struct kshape *s)
 {
-	snprintf(buf, n, "%ux%ux%u %ux%ux%u %u", s->grid[0], s->grid[1], s->grid[2], s->block[0],
-		 s->block[1], s->block[2], s->shmem);
+	char grid[40], block[40];
+
+	snprintf(grid, sizeof(grid), "%ux%ux%u", s->grid[0], s->grid[1], s->grid[2]);
+	snprintf(block, sizeof(block), "%ux%ux%u", s->block[0], s->block[1], s->block[2]);
+	snprintf(buf, n, "%-14s %-11s %6u", grid, block, s->shmem);
 }
 
 static void kernels(FILE *f, const struct report *r, const struct text_opts *o)
@@ -106,25 +109,26 @@ static void kernels(FILE *f, const struct report *r, const struct text_opts *o)
 			(unsigned long long)r->unknown_launches);
 	if (!r->nkernels)
 		return;
-	fprintf(f, "  %9s %9s  %-28s  %s\n", "launches", "in graphs", "grid block smem", "kernel");
+	fprintf(f, "  %9s %10s  %-14s %-11s %6s  %s\n", "launches", "graph runs", "grid", "block",
+		"smem", "kernel");
 	for (size_t i = 0; i < shown; i++) {
 		const struct rep_kernel *k = &r->kernels[i];
 
 		if (o->wide)
 			gs_strlcpy(name, k->display, sizeof(name));
 		else
-			shorten_name(k->display, 90, name, sizeof(name));
+			shorten_name(k->display, 80, name, sizeof(name));
 		shape_str(shape, sizeof(shape), &k->shapes[0]);
-		fprintf(f, "  %9llu %9llu  %-28s  %s\n", (unsigned long long)k->launches,
+		fprintf(f, "  %9llu %10llu  %s  %s\n", (unsigned long long)k->launches,
 			(unsigned long long)k->graph_runs, shape, name);
 		for (int s = 1; s < KSTAT_SHAPES && k->shapes[s].count; s++) {
 			shape_str(shape, sizeof(shape), &k->shapes[s]);
-			fprintf(f, "  %9s %9s  %-28s  (%llu launches)\n", "", "", shape,
+			fprintf(f, "  %9s %10s  %s    %llu of the launches\n", "", "", shape,
 				(unsigned long long)k->shapes[s].count);
 		}
 		if (k->other_shapes)
-			fprintf(f, "  %9s %9s  %-28s  (%llu launches)\n", "", "", "other shapes",
-				(unsigned long long)k->other_shapes);
+			fprintf(f, "  %9s %10s  %-33s    %llu of the launches\n", "", "",
+				"other shapes", (unsigned long long)k->other_shapes);
 	}
 	if (shown < r->nkernels)
 		fprintf(f, "  ... %zu more kernels (--top N, or --json for all)\n",
