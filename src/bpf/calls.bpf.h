@@ -19,6 +19,11 @@
 #include "common.bpf.h"
 #include "gpuscope/api.h"
 
+/* The shared decoder reads the process's memory with bpf_probe_read_user. */
+#define GS_INLINE		 __always_inline
+#define GS_READ(dst, size, addr) bpf_probe_read_user((dst), (size), (const void *)(addr))
+#include "gpuscope/decode.h"
+
 /* libbpf 1.1 stops at PT_REGS_PARM5; the sixth integer argument of the SysV ABI is r9. */
 #if defined(__TARGET_ARCH_x86)
 #define GS_PARM6(x) ((x)->r9)
@@ -122,22 +127,6 @@ static __always_inline void gs_fill_call(struct gs_call *c, const struct call_st
 	c->api = (__u16)st->api;
 	c->pad = 0;
 	c->result = result;
-}
-
-static __always_inline __u64 gs_read_u64(__u64 addr)
-{
-	__u64 v = 0;
-
-	bpf_probe_read_user(&v, sizeof(v), (void *)addr);
-	return v;
-}
-
-static __always_inline __u32 gs_read_u32(__u64 addr)
-{
-	__u32 v = 0;
-
-	bpf_probe_read_user(&v, sizeof(v), (void *)addr);
-	return v;
 }
 
 /* The call returning now: its saved state and table entry, and the time; NULL if none. */
