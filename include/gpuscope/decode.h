@@ -148,7 +148,8 @@ static GS_INLINE void gs_decode_mem(const struct gs_api_desc *d, const __u64 *a,
 	case GS_SH_M_CREATE:
 		e->addr = ok ? gs_load_u64(a[0]) : 0;
 		e->size = a[1];
-		if (a[2] && gs_load_u32(a[2] + GS_MEMPROP_LOCATION_TYPE) == GS_MEM_LOCATION_TYPE_DEVICE)
+		if (a[2] &&
+		    gs_load_u32(a[2] + GS_MEMPROP_LOCATION_TYPE) == GS_MEM_LOCATION_TYPE_DEVICE)
 			e->device = (__s32)gs_load_u32(a[2] + GS_MEMPROP_LOCATION_ID);
 		break;
 	case GS_SH_M_RELEASE:
@@ -185,8 +186,8 @@ static GS_INLINE __u32 gs_copy_kind(__u32 src_type, __u32 dst_type)
 }
 
 /* One side of a 2D/3D copy descriptor: the pointer its memory type says to use. */
-static GS_INLINE __u64 gs_copy_side(__u64 desc, __u32 memtype_off, __u32 host_off,
-				    __u32 device_off, __u32 *type)
+static GS_INLINE __u64 gs_copy_side(__u64 desc, __u32 memtype_off, __u32 host_off, __u32 device_off,
+				    __u32 *type)
 {
 	*type = gs_load_u32(desc + memtype_off);
 	return gs_load_u64(desc + (*type == GS_CU_MEMORYTYPE_HOST ? host_off : device_off));
@@ -237,8 +238,8 @@ static GS_INLINE void gs_decode_copy(const struct gs_api_desc *d, const __u64 *a
 		e->dst = gs_copy_side(p, GS_MEMCPY3D_DST_MEMTYPE, GS_MEMCPY3D_DST_HOST,
 				      GS_MEMCPY3D_DST_DEVICE, &st_dst);
 		e->kind = gs_copy_kind(st_src, st_dst);
-		e->bytes = gs_load_u64(p + GS_MEMCPY3D_WIDTH) * gs_load_u64(p + GS_MEMCPY3D_HEIGHT) *
-			   gs_load_u64(p + GS_MEMCPY3D_DEPTH);
+		e->bytes = gs_load_u64(p + GS_MEMCPY3D_WIDTH) *
+			   gs_load_u64(p + GS_MEMCPY3D_HEIGHT) * gs_load_u64(p + GS_MEMCPY3D_DEPTH);
 		e->flags |= GS_COPY_3D;
 		if (async)
 			e->stream = a[1];

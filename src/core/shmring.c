@@ -1,0 +1,214 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The in-process plane's ring (see shmring.h). Built into gpuscope (consumer) and into the
+ * inject library (producer); the producer side uses no allocation and no locks.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/event.h"
+#include "core/shmring.h"
+
+static int map_double(struct shmring *r, int fd, __u64 data_size)
+{
+	size_t total = GS_SHMRING_HDR + 2 * (size_t)data_size;
+	unsigned char *base;
+
+	base = mmap(NULL, total, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (base == MAP_FAILED)
+		return -errno;
+	if (mmap(base, GS_SHMRING_HDR, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0) ==
+		    MAP_FAILED ||
+	    mmap(base + GS_SHMRING_HDR, data_size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
+		 fd, GS_SHMRING_HDR) == MAP_FAILED ||
+	    mmap(base + GS_SHMRING_HDR + data_size, data_size, PROT_READ | PROT_WRITE,
+		 MAP_SHARED | MAP_FIXED, fd, GS_SHMRING_HDR) == MAP_FAILED) {
+		int err = -errno;
+
+		munmap(base, total);
+		return err;
+	}
+	r->map = base;
+	r->map_size = total;
+	r->h = (struct shmring_hdr *)base;
+	r->data = base + GS_SHMRING_HDR;
+	r->mask = data_size - 1;
+	return 0;
+}
+
+int shmring_create(struct shmring *r, const char *path, __u64 data_size, __u32 pid, __u64 now)
+{
+	char tmp[4096];
+	int fd, err;
+
+	if (data_size < GS_SHMRING_MIN || data_size > GS_SHMRING_MAX ||
+	    (data_size & (data_size - 1)))
+		return -EINVAL;
+	if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp))
+		return -ENAMETOOLONG;
+	fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	if (ftruncate(fd, (off_t)(GS_SHMRING_HDR + data_size))) {
+		err = -errno;
+		goto fail;
+	}
+	err = map_double(r, fd, data_size);
+	if (err)
+		goto fail;
+	memcpy(r->h->magic, GS_SHMRING_MAGIC, sizeof(r->h->magic));
+	r->h->version = 1;
+	r->h->hdr_size = GS_SHMRING_HDR;
+	r->h->data_size = data_size;
+	r->h->pid = pid;
+	r->h->created_ns = now;
+	if (rename(tmp, path)) {
+		err = -errno;
+		munmap(r->map, r->map_size);
+		goto fail;
+	}
+	close(fd);
+	return 0;
+fail:
+	close(fd);
+	unlink(tmp);
+	return err;
+}
+
+void *shmring_reserve(struct shmring *r, __u32 size, __u16 type)
+{
+	struct shmring_hdr *h = r->h;
+	__u64 need = ((__u64)size + GS_SLOT + 7) & ~7ULL, head, tail;
+	__u32 *slot;
+
+	head = __atomic_load_n(&h->head, __ATOMIC_RELAXED);
+	do {
+		tail = __atomic_load_n(&h->tail, __ATOMIC_ACQUIRE);
+		if (head + need - tail > h->data_size || need > h->data_size) {
+			if (type < GS_EV_MAX)
+				__atomic_fetch_add(&h->drops[type], 1, __ATOMIC_RELAXED);
+			return NULL;
+		}
+	} while (!__atomic_compare_exchange_n(&h->head, &head, head + need, true, __ATOMIC_ACQ_REL,
+					      __ATOMIC_RELAXED));
+	slot = (__u32 *)(r->data + (head & r->mask));
+	slot[0] = (__u32)need;
+	__atomic_store_n(&slot[1], GS_SLOT_WRITING, __ATOMIC_RELAXED);
+	return slot + 2;
+}
+
+void shmring_commit(struct shmring *r, void *rec)
+{
+	__u32 *slot = (__u32 *)rec - 2;
+
+	(void)r;
+	__atomic_store_n(&slot[1], GS_SLOT_READY, __ATOMIC_RELEASE);
+}
+
+int shmring_open_fd(struct shmring *r, int fd, char *err, size_t errlen)
+{
+	struct shmring_hdr hdr;
+	struct stat st;
+	int e;
+
+	memset(r, 0, sizeof(*r));
+	if (fstat(fd, &st) || st.st_size < GS_SHMRING_HDR ||
+	    pread(fd, &hdr, sizeof(hdr), 0) != (ssize_t)sizeof(hdr) ||
+	    memcmp(hdr.magic, GS_SHMRING_MAGIC, sizeof(hdr.magic))) {
+		snprintf(err, errlen, "not a gpuscope ring");
+		return -1;
+	}
+	if (hdr.version != 1 || hdr.hdr_size != GS_SHMRING_HDR ||
+	    hdr.data_size < GS_SHMRING_MIN || hdr.data_size > GS_SHMRING_MAX ||
+	    (hdr.data_size & (hdr.data_size - 1)) ||
+	    (__u64)st.st_size < GS_SHMRING_HDR + hdr.data_size) {
+		snprintf(err, errlen, "ring of an unknown format or size");
+		return -1;
+	}
+	if (hdr.tail & 7) {
+		snprintf(err, errlen, "corrupt ring position");
+		return -1;
+	}
+	e = map_double(r, fd, hdr.data_size);
+	if (e) {
+		snprintf(err, errlen, "cannot map the ring: %s", strerror(-e));
+		return -1;
+	}
+	r->tail = hdr.tail;
+	return 0;
+}
+
+int shmring_open(struct shmring *r, const char *path, char *err, size_t errlen)
+{
+	int fd = open(path, O_RDWR | O_CLOEXEC), ret;
+
+	if (fd < 0) {
+		snprintf(err, errlen, "cannot open: %s", strerror(errno));
+		return -1;
+	}
+	ret = shmring_open_fd(r, fd, err, errlen);
+	close(fd);
+	return ret;
+}
+
+int shmring_drain(struct shmring *r, void (*fn)(void *ctx, const struct gs_hdr *ev), void *ctx,
+		  bool *busy, char *err, size_t errlen)
+{
+	/* The data size and position were validated at open; the header page is writable by
+	 * the producer, so neither is read from it again. */
+	__u64 size = r->mask + 1, tail = r->tail;
+	union {
+		struct gs_hdr h;
+		unsigned char b[GS_EVENT_MAX_SIZE];
+	} rec;
+	int n = 0;
+
+	*busy = false;
+	for (;;) {
+		__u32 *slot = (__u32 *)(r->data + (tail & r->mask));
+		__u32 state = __atomic_load_n(&slot[1], __ATOMIC_ACQUIRE), need = slot[0];
+		const char *why;
+		size_t len;
+
+		if (state == GS_SLOT_EMPTY)
+			break;
+		if (state == GS_SLOT_WRITING) {
+			*busy = true;
+			break;
+		}
+		if (state != GS_SLOT_READY || need < GS_SLOT + sizeof(struct gs_hdr) ||
+		    need > GS_SLOT + sizeof(rec) || (need & 7) || need > size) {
+			snprintf(err, errlen, "corrupt slot at %llu (state %u, length %u)",
+				 (unsigned long long)tail, state, need);
+			return -1;
+		}
+		memcpy(&rec, slot + 2, need - GS_SLOT);
+		len = rec.h.size;
+		if (len > need - GS_SLOT || gs_event_check(&rec, len, &why)) {
+			snprintf(err, errlen, "corrupt record at %llu: %s", (unsigned long long)tail,
+				 len > need - GS_SLOT ? "longer than its slot" : why);
+			return -1;
+		}
+		/* Clear the whole record before giving the space back: a later record's slot
+		 * word may fall anywhere in it, and must read as empty until written. */
+		memset(slot, 0, need);
+		tail += need;
+		r->tail = tail;
+		__atomic_store_n(&r->h->tail, tail, __ATOMIC_RELEASE);
+		fn(ctx, &rec.h);
+		n++;
+	}
+	return n;
+}
+
+void shmring_close(struct shmring *r)
+{
+	if (r->map)
+		munmap(r->map, r->map_size);
+	memset(r, 0, sizeof(*r));
+}

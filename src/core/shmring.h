@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The in-process plane's event ring: one file per traced process in gpuscope's session
+ * directory (/dev/shm), written by the process's threads, read by gpuscope.
+ *
+ * Layout: a 4096-byte header (counters and positions), then the data area, a power of two
+ * in size, mapped twice back to back so a record never wraps. Each record is preceded by an
+ * 8-byte slot word {length, state}. Producers reserve space with a compare-and-swap on
+ * `head` (never blocking: when the ring is full the record is dropped and counted), write
+ * the record, and publish it with a release store of the state. The consumer reads in
+ * order from `tail`, stops at a record still being written, and zeroes each record before
+ * moving `tail` past it, so unwritten space always reads as an empty slot.
+ *
+ * The consumer trusts nothing in the mapping: the producer is another process. Lengths are
+ * bounded, every record is copied out before it is checked (core/event.h), and a ring that
+ * holds garbage is reported and abandoned.
+ */
+#ifndef GS_CORE_SHMRING_H
+#define GS_CORE_SHMRING_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include "gpuscope/event.h"
+
+#define GS_SHMRING_MAGIC   "GSRING01"
+#define GS_SHMRING_HDR	   4096
+#define GS_SHMRING_MIN	   (64ULL << 10)
+#define GS_SHMRING_MAX	   (1ULL << 30)
+#define GS_SLOT		   8 /* bytes of the slot word before each record */
+
+enum { GS_SLOT_EMPTY = 0, GS_SLOT_WRITING = 1, GS_SLOT_READY = 2 };
+
+struct shmring_hdr {
+	char magic[8];
+	__u32 version;
+	__u32 hdr_size;
+	__u64 data_size;
+	__u32 pid; /* the producing process */
+	__u32 pad;
+	__u64 created_ns;
+	__u64 head __attribute__((aligned(64))); /* bytes reserved by producers */
+	__u64 tail __attribute__((aligned(64))); /* bytes consumed */
+	__u64 drops[GS_EV_MAX] __attribute__((aligned(64)));
+	__u64 unwrapped; /* driver entry points handed out unwrapped */
+};
+
+_Static_assert(sizeof(struct shmring_hdr) <= GS_SHMRING_HDR, "shmring header fits its page");
+
+struct shmring {
+	struct shmring_hdr *h;
+	unsigned char *data; /* data_size bytes, mapped twice */
+	__u64 mask;
+	__u64 tail; /* consumer: its own position, never re-read from the shared header */
+	size_t map_size;
+	void *map;
+};
+
+/* Producer. Create a ring of data_size bytes (a power of two) at path: it appears
+ * complete (written under a temporary name, then renamed). 0 or -errno. */
+int shmring_create(struct shmring *r, const char *path, __u64 data_size, __u32 pid, __u64 now);
+/* Reserve room for a record of `size` bytes; NULL (and a counted drop) if full. */
+void *shmring_reserve(struct shmring *r, __u32 size, __u16 type);
+/* Publish a reserved record. */
+void shmring_commit(struct shmring *r, void *rec);
+
+/* Consumer. Map an existing ring; -1 with err set if it is not one. */
+int shmring_open_fd(struct shmring *r, int fd, char *err, size_t errlen);
+int shmring_open(struct shmring *r, const char *path, char *err, size_t errlen);
+/*
+ * Deliver every published record in order. Returns the number delivered (0 if none, or if
+ * the next one is still being written), or -1 if the ring is corrupt (err says what; stop
+ * reading it). *busy is set when a record is still being written at the tail.
+ */
+int shmring_drain(struct shmring *r, void (*fn)(void *ctx, const struct gs_hdr *ev), void *ctx,
+		  bool *busy, char *err, size_t errlen);
+void shmring_close(struct shmring *r);
+
+#endif
