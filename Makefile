@@ -28,8 +28,16 @@ BPF_OBJS  := $(patsubst src/bpf/%.bpf.c,$(OUTPUT)/bpf/%.bpf.o,$(BPF_SRCS))
 SKELS     := $(patsubst src/bpf/%.bpf.c,$(OUTPUT)/bpf/%.skel.h,$(BPF_SRCS))
 
 # Everything but main.c, so unit tests and fuzz targets link the same objects.
-LIB_SRCS  := $(wildcard src/core/*.c src/analysis/*.c src/sink/*.c src/cmd/*.c) src/bpf/tracer.c
+LIB_SRCS  := $(wildcard src/core/*.c src/analysis/*.c src/sink/*.c src/cmd/*.c) src/bpf/tracer.c \
+	     src/inject/loader.c
 MAIN_SRC  := src/main.c
+
+# The in-process library: src/inject/ but its loader, plus the core pieces it shares.
+INJECT_SO   := $(OUTPUT)/libgpuscope-inject.so
+INJECT_SRCS := $(filter-out src/inject/loader.c,$(wildcard src/inject/*.c)) \
+	       src/core/shmring.c src/core/names.c src/core/event.c
+INJECT_OBJS := $(patsubst %.c,$(OUTPUT)/pic/%.o,$(INJECT_SRCS))
+INJECT_CFLAGS := -fPIC -fvisibility=hidden -ftls-model=initial-exec -fno-strict-aliasing
 
 OBJS       = $(patsubst %.c,$(OUTPUT)/$(1)/%.o,$(LIB_SRCS) $(MAIN_SRC))
 LIB_OBJS   = $(patsubst %.c,$(OUTPUT)/$(1)/%.o,$(LIB_SRCS))
@@ -81,13 +89,25 @@ define flavour
 $(OUTPUT)/$(1)/%.o: %.c $(SKELS) $(wildcard include/gpuscope/*.h src/*/*.h)
 	@mkdir -p $$(@D)
 	$$(call msg,CC,$$@)
-	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) $(2) -c $$< -o $$@
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) $(2) -DGS_INJECT_SO='"$(INJECT_SO)"' -c $$< -o $$@
 endef
 ASAN_FLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 $(eval $(call flavour,obj,))
 $(eval $(call flavour,asan,$(ASAN_FLAGS)))
 $(eval $(call flavour,static,))
 $(foreach f,obj asan static,$(OUTPUT)/$(f)/src/main.o): $(OUTPUT)/version.h
+# gpuscope carries the in-process library inside it (see src/inject/loader.c).
+$(foreach f,obj asan static,$(OUTPUT)/$(f)/src/inject/loader.o): $(INJECT_SO)
+
+$(OUTPUT)/pic/%.o: %.c $(wildcard include/gpuscope/*.h src/*/*.h)
+	@mkdir -p $(@D)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) $(INJECT_CFLAGS) -c $< -o $@
+
+$(INJECT_SO): $(INJECT_OBJS)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) -shared -Wl,-z,defs -Wl,-z,now -Wl,-soname,libgpuscope-inject.so $(CFLAGS) $^ \
+		-ldl -lpthread -o $@
 
 $(OUTPUT)/gpuscope: $(call OBJS,obj)
 	$(call msg,LINK,$@)

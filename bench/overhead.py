@@ -2,7 +2,12 @@
 PyTorch profiler, run interleaved in one job (each repetition rotates the order), each
 run a fresh process. Reports per-mode medians and the median of per-repetition ratios.
 
+Modes: untraced; inject-off (`run --inject --gpu-time=off`: the in-process plane, calls
+only); inject-all (`--inject`, GPU time of every launch); uprobe (`run`: kernel probes on
+libcuda); torch-profiler (CPU and CUDA activities).
+
     python overhead.py --gpuscope PATH --out DIR [--reps-tiny 5] [--reps-resnet 3]
+                       [--modes untraced,inject-off,...] [--workloads tinyops,resnet50]
 """
 import argparse
 import json
@@ -13,7 +18,9 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODES = ["untraced", "gpuscope", "torch-profiler"]
+MODES = ["untraced", "inject-off", "inject-all", "uprobe", "torch-profiler"]
+GS_OPTS = {"inject-off": ["--inject", "--gpu-time=off"], "inject-all": ["--inject"],
+           "uprobe": []}
 
 
 def run(mode, workload, gs, out):
@@ -21,9 +28,9 @@ def run(mode, workload, gs, out):
     report = None
     if mode == "torch-profiler":
         cmd.append("--profile")
-    elif mode == "gpuscope":
-        report = os.path.join(out, "gs-%s.json" % workload)
-        cmd = [gs, "run", "-q", "--json=%s" % report, "--"] + cmd
+    elif mode in GS_OPTS:
+        report = os.path.join(out, "gs-%s-%s.json" % (mode, workload))
+        cmd = [gs, "run", "-q", "--json=%s" % report] + GS_OPTS[mode] + ["--"] + cmd
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     if p.returncode:
         raise RuntimeError("%s %s failed (%d):\n%s" % (mode, workload, p.returncode,
@@ -35,22 +42,25 @@ def run(mode, workload, gs, out):
         result["gpuscope_launches"] = r["kernels"]["launches"]
         result["gpuscope_drops"] = r["drops"]["total"]
         result["gpuscope_events"] = r["session"]["events"]
+        result["gpuscope_gpu_records"] = r["gpu"]["records"]
+        result["gpuscope_unwrapped"] = r["drops"]["unwrapped_entry_points"]
     return result
 
 
-def bench(workload, reps, gs, out):
-    per_mode = {m: [] for m in MODES}
-    ratios = {m: [] for m in MODES if m != "untraced"}
+def bench(workload, reps, gs, out, modes):
+    per_mode = {m: [] for m in modes}
+    ratios = {m: [] for m in modes if m != "untraced"}
     extra = {}
     for rep in range(reps):
-        order = MODES[rep % 3:] + MODES[:rep % 3]
+        k = rep % len(modes)
+        order = modes[k:] + modes[:k]
         got = {}
         for mode in order:
             r = run(mode, workload, gs, out)
             got[mode] = r["per_iter_s"]
             per_mode[mode].append(r["per_iter_s"])
-            if mode == "gpuscope":
-                extra = {k: v for k, v in r.items() if k.startswith("gpuscope_")}
+            if mode in GS_OPTS:
+                extra[mode] = {k: v for k, v in r.items() if k.startswith("gpuscope_")}
             print("  %-9s rep %d %-15s %.3f us/iter" % (workload, rep, mode,
                                                       r["per_iter_s"] * 1e6), flush=True)
         for m in ratios:
@@ -72,21 +82,26 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--reps-tiny", type=int, default=5)
     ap.add_argument("--reps-resnet", type=int, default=3)
+    ap.add_argument("--modes", default=",".join(MODES))
+    ap.add_argument("--workloads", default="tinyops,resnet50")
     args = ap.parse_args()
+    modes = args.modes.split(",")
     os.makedirs(args.out, exist_ok=True)
     t0 = time.time()
-    results = [bench("tinyops", args.reps_tiny, args.gpuscope, args.out),
-               bench("resnet50", args.reps_resnet, args.gpuscope, args.out)]
+    reps = {"tinyops": args.reps_tiny, "resnet50": args.reps_resnet}
+    results = [bench(w, reps[w], args.gpuscope, args.out, modes)
+               for w in args.workloads.split(",")]
     with open(os.path.join(args.out, "overhead.json"), "w") as f:
-        json.dump({"results": results, "wall_s": time.time() - t0}, f, indent=1)
-    print("\n| workload | untraced | gpuscope | torch profiler | gpuscope / untraced | "
-          "profiler / untraced |")
-    print("|---|---|---|---|---|---|")
+        json.dump({"results": results, "modes": modes, "wall_s": time.time() - t0}, f,
+                  indent=1)
+    print("\n| workload | " + " | ".join(modes) + " |")
+    print("|---|" + "---|" * len(modes))
     for r in results:
         m, q = r["median_per_iter_s"], r["ratio_median"]
-        print("| %s | %.2f us | %.2f us | %.2f us | %.3f | %.3f |" % (
-            r["workload"], m["untraced"] * 1e6, m["gpuscope"] * 1e6,
-            m["torch-profiler"] * 1e6, q["gpuscope"], q["torch-profiler"]))
+        cells = ["%.2f us" % (m["untraced"] * 1e6)] + [
+            "%.2f us (%.3fx, %.3f-%.3f)" % (m[x] * 1e6, q[x], *r["ratio_range"][x])
+            for x in modes if x != "untraced"]
+        print("| %s | %s |" % (r["workload"], " | ".join(cells)))
 
 
 if __name__ == "__main__":

@@ -8,7 +8,8 @@ FAKE_CFLAGS := -O2 -g -Wall -Wextra -Werror -fPIC -fno-ipa-icf -fvisibility=hidd
 FAKES := $(FAKES_DIR)/libcuda.so.1 $(FAKES_DIR)/libcudart.so.13 $(FAKES_DIR)/libnccl.so.2 \
 	 $(FAKES_DIR)/libcudart_static.a
 WORKLOADS := $(WL_DIR)/wl_driver $(WL_DIR)/wl_runtime $(WL_DIR)/wl_static $(WL_DIR)/wl_nccl \
-	     $(WL_DIR)/rpath/bin/wl_driver_rpath $(WL_DIR)/wl_dlopen
+	     $(WL_DIR)/rpath/bin/wl_driver_rpath $(WL_DIR)/wl_dlopen $(WL_DIR)/wl_gputime \
+	     $(WL_DIR)/wl_secure
 
 fakes: $(FAKES) $(WORKLOADS)
 
@@ -42,6 +43,18 @@ $(WL_DIR)/wl_driver: tests/workloads/wl_driver.c $(WL_DEPS) $(FAKES_DIR)/libcuda
 	@mkdir -p $(@D)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(WL_CFLAGS) $< -o $@ -L$(FAKES_DIR) -l:libcuda.so.1 -lpthread
+
+# GPU timing: operations of known simulated duration.
+$(WL_DIR)/wl_gputime: tests/workloads/wl_gputime.c $(WL_DEPS) $(FAKES_DIR)/libcuda.so.1
+	@mkdir -p $(@D)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(WL_CFLAGS) $< -o $@ -L$(FAKES_DIR) -l:libcuda.so.1
+
+# Loads the in-process library itself (the setuid refusal test makes a setuid copy).
+$(WL_DIR)/wl_secure: tests/workloads/wl_secure.c $(WL_DEPS)
+	@mkdir -p $(@D)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(WL_CFLAGS) $< -o $@ -ldl
 
 # The same, finding libcuda through its RUNPATH ($ORIGIN/../lib) instead.
 $(WL_DIR)/rpath/bin/wl_driver_rpath: tests/workloads/wl_driver.c $(WL_DEPS) $(FAKES_DIR)/libcuda.so.1

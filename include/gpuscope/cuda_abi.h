@@ -7,6 +7,10 @@
 #ifndef GPUSCOPE_CUDA_ABI_H
 #define GPUSCOPE_CUDA_ABI_H
 
+/* Special stream handles: the legacy default stream and this thread's default stream. */
+#define GS_CU_STREAM_LEGACY	0x1
+#define GS_CU_STREAM_PER_THREAD 0x2
+
 /* CUmemorytype */
 #define GS_CU_MEMORYTYPE_HOST	 1
 #define GS_CU_MEMORYTYPE_DEVICE	 2

@@ -60,7 +60,7 @@ static GS_INLINE void gs_launch_config(struct gs_ev_launch *e, __u64 cfg_addr)
 	for (int i = 0; i < 8; i++) {
 		__u32 attr_id;
 
-		if (i >= nattrs || !attrs)
+		if ((__u64)i >= nattrs || !attrs)
 			break;
 		attr_id = gs_load_u32(attrs + (__u64)i * GS_LAUNCHATTR_SIZE);
 		if (attr_id == GS_LAUNCH_ATTR_COOPERATIVE &&

@@ -38,6 +38,7 @@ enum gs_event_type {
 	GS_EV_SESSION = 11, /* gpuscope: start and end of a trace */
 	GS_EV_ATTACH = 12,  /* gpuscope: probes attached to a file */
 	GS_EV_DROPS = 13,   /* gpuscope: cumulative drop counters */
+	GS_EV_GPU = 14,	    /* in-process plane: when a launch or copy ran on the GPU */
 	GS_EV_MAX,
 };
 
@@ -218,6 +219,41 @@ struct gs_ev_nccl {
 	__s32 rank;	/* communicator init: this rank, else -1 */
 };
 
+enum gs_gpu_kind {
+	GS_GPU_KERNEL = 1,
+	GS_GPU_GRAPH = 2, /* a whole graph launch */
+	GS_GPU_COPY = 3,
+	GS_GPU_MEMSET = 4,
+};
+
+enum gs_gpu_flags {
+	/* The start event completed before the call began: the stream was idle, and the work
+	 * itself started only once the call submitted it (see analysis/gputime.c). */
+	GS_GPU_IDLE_STREAM = 1 << 0,
+};
+
+/*
+ * GPU execution of one launch or asynchronous copy, from CUDA events recorded around it,
+ * on the host clock. h.ts, h.pid and h.tid are those of the call that started it.
+ */
+struct gs_ev_gpu {
+	struct gs_hdr h;
+	__u64 start_ns;	   /* CLOCK_MONOTONIC: the start event completed */
+	__u64 end_ns;	   /* the end event completed */
+	__u64 call_end_ns; /* the call returned (it began at h.ts) */
+	__u64 func;	   /* kernel handle or graph exec; 0 for copies */
+	__u64 stream;
+	__u64 bytes;	/* copies and sets */
+	__u64 dst, src; /* copies: the pointers (sets: dst) */
+	__u64 ctx;	/* CUcontext */
+	__u16 api;
+	__u8 kind;	 /* enum gs_gpu_kind */
+	__u8 flags;	 /* enum gs_gpu_flags */
+	__s32 device;	 /* ordinal, -1 if unknown */
+	__u32 copy_kind; /* enum gs_copy_kind, as the API said */
+	__u32 pad;
+};
+
 enum gs_proc_kind {
 	GS_PROC_FORK = 1,
 	GS_PROC_EXEC = 2,
@@ -265,6 +301,7 @@ enum gs_session_flags {
 	GS_SESSION_INTERRUPTED = 1 << 0, /* stopped by SIGINT/SIGTERM */
 	GS_SESSION_TARGET_LOST = 1 << 1, /* the traced process vanished */
 	GS_SESSION_DURATION = 1 << 2,	 /* stopped by -d */
+	GS_SESSION_INJECT = 1 << 3,	 /* the driver calls came from the in-process plane */
 };
 
 struct gs_ev_session {
@@ -276,6 +313,8 @@ struct gs_ev_session {
 	__u64 realtime_ns; /* CLOCK_REALTIME at h.ts */
 	__u32 flags;	   /* enum gs_session_flags */
 	__u32 follow;	   /* children followed */
+	__u32 gpu_time;	   /* in-process plane: 0 no GPU timing, 1 every launch, N every Nth */
+	__u32 pad;
 	char cmd[GS_CMD_MAX];
 };
 
@@ -292,8 +331,10 @@ struct gs_ev_attach {
 
 struct gs_ev_drops {
 	struct gs_hdr h;
-	__u64 by_type[GS_EV_MAX]; /* ring buffer drops per event type (cumulative) */
+	__u64 by_type[GS_EV_MAX]; /* ring buffer drops per event type (cumulative), both planes */
 	__u64 lost_calls;	  /* calls whose entry state could not be kept */
+	__u64 unwrapped;	  /* in-process: driver entry points handed out unwrapped */
+	__u64 rings_lost; /* in-process: rings abandoned (corrupt, or writer died mid-record) */
 };
 
 /* Largest record of any type. */

@@ -69,7 +69,7 @@ const char *model__kernel_name(const struct model *m, __u32 pid, __u64 handle)
 	return NULL;
 }
 
-static struct kstat *kstat_get(struct hmap *h, __u32 pid, __u64 handle)
+struct kstat *model__kstat(struct hmap *h, __u32 pid, __u64 handle)
 {
 	struct kstat *k = hmap_get(h, pid, handle);
 
@@ -130,7 +130,7 @@ static void capture_add(struct capture *c, __u64 handle)
 
 static void graph_launch(struct model *m, struct proc *p, const struct gs_ev_launch *e)
 {
-	struct kstat *g = kstat_get(&m->graph_execs, e->h.pid, e->func);
+	struct kstat *g = model__kstat(&m->graph_execs, e->h.pid, e->func);
 	__u64 *graph;
 	struct capture *c;
 
@@ -144,7 +144,7 @@ static void graph_launch(struct model *m, struct proc *p, const struct gs_ev_lau
 	graph = hmap_get(&p->execs, e->func, 0);
 	c = graph ? hmap_get(&p->graphs, *graph, 0) : NULL;
 	for (size_t i = 0; c && i < c->n; i++)
-		kstat_get(&m->kernels, e->h.pid, c->k[i].handle)->graph_runs += c->k[i].count;
+		model__kstat(&m->kernels, e->h.pid, c->k[i].handle)->graph_runs += c->k[i].count;
 }
 
 static void add_launch(struct model *m, const struct gs_ev_launch *e)
@@ -159,7 +159,7 @@ static void add_launch(struct model *m, const struct gs_ev_launch *e)
 		graph_launch(m, p, e);
 		return;
 	}
-	k = kstat_get(&m->kernels, e->h.pid, e->func);
+	k = model__kstat(&m->kernels, e->h.pid, e->func);
 	if (e->c.result) {
 		k->errors++;
 		m->launch_errors++;

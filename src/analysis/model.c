@@ -54,6 +54,7 @@ void model__free(struct model *m)
 		free(((struct name_entry *)s->val)->name);
 	free_values(&m->names);
 	free_values(&m->aliases);
+	model__gpu_free(m);
 	free_values(&m->kernels);
 	free_values(&m->graph_execs);
 	free_values(&m->comms);
@@ -195,6 +196,9 @@ void model__add(struct model *m, const struct gs_hdr *ev)
 		break;
 	case GS_EV_ATTACH:
 		add_attach(m, (const void *)ev);
+		break;
+	case GS_EV_GPU:
+		model__gpu_add(m, (const void *)ev);
 		break;
 	case GS_EV_DROPS:
 		m->drops = *(const struct gs_ev_drops *)ev;

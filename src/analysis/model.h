@@ -13,6 +13,7 @@
 #define GS_ANALYSIS_MODEL_H
 
 #include <stdbool.h>
+#include "core/hist.h"
 #include "core/hmap.h"
 #include "gpuscope/api.h"
 
@@ -72,6 +73,43 @@ struct proc {
 	__u64 allocs, frees, failed_allocs, untracked_frees;
 };
 
+/* GPU execution times of a kernel (or graph), from the in-process plane's records. */
+struct gpu_stat {
+	__u64 count, total_ns, min_ns, max_ns;
+	__u64 queue_ns;	   /* launch call to GPU start, summed */
+	__u64 idle_starts; /* started on an idle stream (see analysis/gputime.c) */
+	struct hist dur, queue;
+};
+
+/* One stream's GPU activity, in submission order. */
+struct stream_stat {
+	__u32 pid;
+	__u32 tid; /* a thread's own default stream: its thread; else 0 */
+	__s32 device;
+	__u64 stream;
+	__u64 ops, busy_ns, first_start, last_end;
+	__u64 gaps, idle_ns, max_gap_ns; /* idle time between one op's end and the next's start */
+};
+
+/*
+ * A device's busy time: the union of its operations' intervals over every stream and
+ * process. Records arrive in (roughly) submission order, not in GPU order: intervals wait
+ * in `pending` until no earlier one can still come (a watermark behind the latest call
+ * seen), then are merged in start order.
+ */
+struct dev_stat {
+	__s32 device;
+	__u64 ops, busy_ns, first_start, last_end;
+	__u64 gaps, idle_ns, max_gap_ns;
+	__u64 late; /* arrived behind the watermark: counted, merged as well as possible */
+	__u64 cur_start, cur_end; /* the merged interval still open */
+	bool have_cur;
+	struct {
+		__u64 start, end;
+	} * pending;
+	size_t npending, cap;
+};
+
 #define KSTAT_SHAPES 4
 #define KSTAT_APIS   4
 
@@ -95,6 +133,7 @@ struct kstat {
 		__u16 api;
 		__u64 count;
 	} apis[KSTAT_APIS];
+	struct gpu_stat *gpu; /* NULL until a GPU record for it */
 };
 
 struct name_entry {
@@ -113,6 +152,7 @@ struct copy_stat {
 	__u64 sync_count, sync_bytes, sync_ns;
 	__u64 async_count, async_bytes;
 	__u64 errors;
+	__u64 gpu_count, gpu_bytes, gpu_ns; /* timed on the GPU (asynchronous ones) */
 };
 
 struct sync_stat {
@@ -165,6 +205,10 @@ struct model {
 	__u64 nameless; /* name records whose string could not be read */
 	__u64 api_calls[GS_API_MAX];
 	__u64 alloc_calls[GS_API_MAX], alloc_bytes[GS_API_MAX]; /* successful allocations */
+	/* GPU timing (in-process plane) */
+	struct hmap streams; /* (pid, stream) -> struct stream_stat */
+	struct hmap devices; /* (device + 1, 0) -> struct dev_stat */
+	__u64 gpu_records, gpu_latest_call;
 };
 
 struct model *model__new(void);
@@ -187,5 +231,13 @@ void model__memory_add(struct model *m, struct proc *p, const struct gs_ev_mem *
 void model__memory_free(struct proc *p);
 void model__transfers_add(struct model *m, const struct gs_hdr *ev);
 void model__note_error(struct model *m, const struct gs_hdr *h, const struct gs_call *c);
+struct kstat *model__kstat(struct hmap *h, __u32 pid, __u64 handle);
+/* A copy's direction: as the API said, or for unified-addressing copies from the pointers. */
+unsigned int model__copy_direction(const struct model *m, __u32 pid, unsigned int kind,
+				   __u64 dst_addr, __u64 src_addr);
+void model__gpu_add(struct model *m, const struct gs_ev_gpu *e);
+/* Merge a device's pending intervals that start before `upto` into its totals. */
+void model__dev_flush(struct dev_stat *d, __u64 upto);
+void model__gpu_free(struct model *m);
 
 #endif

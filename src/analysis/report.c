@@ -82,6 +82,7 @@ static void merge_kstat(struct rep_kernel *rk, const struct kstat *k)
 	rk->flags |= k->flags;
 	merge_shapes(rk, k);
 	merge_apis(rk, k);
+	report__merge_gpu(rk, k);
 }
 
 static int by_runs(const void *a, const void *b)
@@ -371,6 +372,8 @@ static void build_errors(struct report *r, const struct model *m)
 		for (int t = 0; t < GS_EV_MAX; t++)
 			r->drops_total += r->drops[t];
 		r->lost_calls = m->drops.lost_calls;
+		r->unwrapped = m->drops.unwrapped;
+		r->rings_lost = m->drops.rings_lost;
 	}
 }
 
@@ -411,6 +414,7 @@ struct report *report__build(const struct model *m)
 	build_memory(r, m);
 	build_transfers(r, m);
 	build_errors(r, m);
+	report__build_gpu(r, m);
 	return r;
 }
 
@@ -418,6 +422,7 @@ void report__free(struct report *r)
 {
 	if (!r)
 		return;
+	report__free_gpu(r);
 	for (size_t i = 0; i < r->nkernels; i++) {
 		free(r->kernels[i].mangled);
 		free(r->kernels[i].display);

@@ -22,6 +22,7 @@ struct rep_kernel {
 		__u16 api;
 		__u64 count;
 	} apis[KSTAT_APIS];
+	struct gpu_stat *gpu; /* NULL: no GPU time for it */
 };
 
 struct rep_api_count {
@@ -116,9 +117,27 @@ struct report {
 	size_t nerrors;
 	__u64 error_calls;
 	__u64 drops[GS_EV_MAX], drops_total, lost_calls;
+	__u64 unwrapped, rings_lost;
+
+	/* GPU time (the in-process plane's; see analysis/gputime.c) */
+	bool inject;	/* driver calls came from the in-process plane */
+	__u32 gpu_time; /* 0 off, 1 every launch, N every Nth launch of a kernel */
+	__u64 gpu_records;
+	size_t *gpu_order; /* indexes into kernels[] of those with GPU time, most first */
+	size_t ngpu_kernels;
+	__u64 gpu_kernel_ns;	     /* all kernels' GPU time */
+	struct gpu_stat graph_gpu;   /* all graph launches */
+	struct stream_stat *streams; /* most busy first */
+	size_t nstreams;
+	struct dev_stat *devices; /* by ordinal; merged, nothing pending */
+	size_t ndevices;
 };
 
 struct report *report__build(const struct model *m);
+/* internal: the GPU part (report_gpu.c) */
+void report__merge_gpu(struct rep_kernel *rk, const struct kstat *k);
+void report__build_gpu(struct report *r, const struct model *m);
+void report__free_gpu(struct report *r);
 void report__free(struct report *r);
 
 #endif

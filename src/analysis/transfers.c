@@ -11,14 +11,15 @@
 #include "core/names.h"
 #include "core/util.h"
 
-static unsigned int resolve_direction(const struct model *m, const struct gs_ev_copy *e)
+unsigned int model__copy_direction(const struct model *m, __u32 pid, unsigned int kind,
+				   __u64 dst_addr, __u64 src_addr)
 {
 	int dst, src;
 
-	if (e->kind != GS_COPY_DEFAULT)
-		return e->kind;
-	dst = model__classify(m, e->h.pid, e->dst);
-	src = model__classify(m, e->h.pid, e->src);
+	if (kind != GS_COPY_DEFAULT)
+		return kind;
+	dst = model__classify(m, pid, dst_addr);
+	src = model__classify(m, pid, src_addr);
 	if (dst < 0 || src < 0)
 		return GS_COPY_UNKNOWN;
 	if (src == MK_HOST)
@@ -28,7 +29,8 @@ static unsigned int resolve_direction(const struct model *m, const struct gs_ev_
 
 static void add_copy(struct model *m, const struct gs_ev_copy *e)
 {
-	struct copy_stat *s = &m->copies[resolve_direction(m, e)];
+	struct copy_stat *s =
+		&m->copies[model__copy_direction(m, e->h.pid, e->kind, e->dst, e->src)];
 
 	if (e->c.result) {
 		s->errors++;

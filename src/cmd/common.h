@@ -17,7 +17,9 @@ struct trace_opts {
 	pid_t pid;	   /* attach: the process */
 	double duration_s; /* attach: 0 until the process exits or SIGINT */
 	bool follow, quiet, wide;
-	bool isolate; /* per-process uprobes (see bpf/tracer.h) */
+	bool isolate;	/* per-process uprobes (see bpf/tracer.h) */
+	bool inject;	/* run: driver calls from the in-process plane (src/inject) */
+	__u32 gpu_time; /* with inject: 0 off, 1 every launch, N every Nth launch of a kernel */
 	size_t top;
 	__u64 ring_bytes;
 	const char *record_path;
@@ -49,7 +51,9 @@ enum {
 	OPT_TOP,
 	OPT_WIDE,
 	OPT_ISOLATE,
-	OPT_FORMAT
+	OPT_FORMAT,
+	OPT_INJECT,
+	OPT_GPU_TIME
 };
 
 /* The options run and attach share: getopt_long entries, and their lines of --help. */

@@ -15,22 +15,50 @@ static const char usage[] =
 	"every failed call. Children are followed. A live status goes to stderr once a second;\n"
 	"the report goes to stderr at the end. Exits with COMMAND's exit status.\n"
 	"\n"
-	"options:\n" TRACE_OPTIONS_HELP "\n"
+	"options:\n"
+	"      --inject           take the CUDA driver calls from an in-process library\n"
+	"                         (LD_PRELOAD) instead of uprobes on libcuda: cheaper per\n"
+	"                         call, and GPU start/end times of launches and copies\n"
+	"      --gpu-time=MODE    with --inject: all (default), off, or N (every Nth launch\n"
+	"                         of each kernel)\n" TRACE_OPTIONS_HELP "\n"
 	"examples:\n"
 	"  sudo gpuscope run -- python train.py\n"
 	"  sudo gpuscope run -o train.gsrec -- torchrun --nproc-per-node 8 train.py\n"
-	"  sudo gpuscope run --json=report.json -q -- ./vector_add\n";
+	"  sudo gpuscope run --json=report.json -q -- ./vector_add\n"
+	"  sudo gpuscope run --inject -- python train.py\n";
+
+static int parse_gpu_time(const char *arg, __u32 *out)
+{
+	__u32 n;
+
+	if (!strcmp(arg, "all")) {
+		*out = 1;
+	} else if (!strcmp(arg, "off")) {
+		*out = 0;
+	} else if (parse_u32(arg, &n) == 0 && n > 0) {
+		*out = n;
+	} else {
+		gs_err("--gpu-time wants all, off or a positive N (every Nth launch), not '%s'",
+		       arg);
+		return -1;
+	}
+	return 0;
+}
 
 int cmd_run(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		TRACE_LONGOPTS,
+		{ "inject", no_argument, NULL, OPT_INJECT },
+		{ "gpu-time", required_argument, NULL, OPT_GPU_TIME },
 		{},
 	};
 	struct trace_opts o = { .mode = GS_MODE_RUN,
 				.follow = true,
 				.top = DEFAULT_TOP,
-				.ring_bytes = DEFAULT_RING_BYTES };
+				.ring_bytes = DEFAULT_RING_BYTES,
+				.gpu_time = 1 };
+	bool gpu_time_set = false;
 	int opt, r;
 
 	optind = 1;
@@ -43,6 +71,16 @@ int cmd_run(int argc, char **argv)
 		}
 		if (opt == '?' || opt == ':')
 			return bad_option("run", opt, argv);
+		if (opt == OPT_INJECT) {
+			o.inject = true;
+			continue;
+		}
+		if (opt == OPT_GPU_TIME) {
+			if (parse_gpu_time(optarg, &o.gpu_time))
+				return GS_EXIT_USAGE;
+			gpu_time_set = true;
+			continue;
+		}
 		r = parse_trace_opt(&o, opt, optarg);
 		if (r < 0)
 			return GS_EXIT_USAGE;
@@ -50,6 +88,10 @@ int cmd_run(int argc, char **argv)
 			gs_err("run: unknown option (see gpuscope run --help)");
 			return GS_EXIT_USAGE;
 		}
+	}
+	if (gpu_time_set && !o.inject) {
+		gs_err("run: --gpu-time needs --inject (GPU times come from the in-process plane)");
+		return GS_EXIT_USAGE;
 	}
 	if (optind >= argc) {
 		gs_err("run: no command given (gpuscope run [options] -- COMMAND ...)");

@@ -25,11 +25,13 @@
 #include "core/procfs.h"
 #include "core/recording.h"
 #include "core/util.h"
+#include "inject/loader.h"
 #include "sink/sinks.h"
 
 struct trace {
 	const struct trace_opts *o;
 	struct tracer *tracer;
+	struct inject *inject; /* run --inject: the in-process plane */
 	struct model *model;
 	struct recording *rec;
 	struct status status;
@@ -84,6 +86,9 @@ static void add_file(struct trace *tr, __u32 pid, const char *path, unsigned int
 	char real[PATH_MAX];
 	int r;
 
+	/* With the in-process plane, driver calls come from it, not from probes. */
+	if (tr->inject && kind == GS_LIB_CUDA)
+		return;
 	/* Resolve inside the process's mount namespace, show the path it knows. */
 	if (pid && path[0] == '/')
 		proc_root_path(pid, path, real, sizeof(real));
@@ -178,8 +183,9 @@ static void session_record(struct trace *tr, __u32 kind, __s32 exit_status, __u3
 	s.target_pid = (__s32)tr->target;
 	s.exit_status = exit_status;
 	s.realtime_ns = gs_realtime_ns();
-	s.flags = flags;
+	s.flags = flags | (tr->inject ? GS_SESSION_INJECT : 0);
 	s.follow = o->follow;
+	s.gpu_time = tr->inject ? o->gpu_time : 0;
 	if (o->mode == GS_MODE_RUN) {
 		struct strbuf sb = {};
 
@@ -198,6 +204,8 @@ static void drops_record(struct trace *tr)
 	struct gs_ev_drops d = {};
 
 	tracer__drops(tr->tracer, &d);
+	if (tr->inject)
+		inject__drops(tr->inject, &d);
 	fill_hdr(&d.h, GS_EV_DROPS, sizeof(d), tr->target);
 	push(tr, &d.h);
 }
@@ -243,7 +251,10 @@ static void status_tick(struct trace *tr, __u64 *next)
 
 	if (tr->o->quiet || now < *next)
 		return;
-	status__line(&tr->status, stderr, tr->model, tracer__drops_total(tr->tracer), now);
+	status__line(&tr->status, stderr, tr->model,
+		     tracer__drops_total(tr->tracer) +
+			     (tr->inject ? inject__drops_total(tr->inject) : 0),
+		     now);
 	*next = now + 1000000000ULL;
 }
 
@@ -254,7 +265,7 @@ static void status_tick(struct trace *tr, __u64 *next)
  * anything: the child waits for one byte, then execs; an exec failure comes back through a
  * close-on-exec pipe.
  */
-static pid_t spawn(const char *exe, char **argv, int *go_fd, int *err_fd)
+static pid_t spawn(const char *exe, char **argv, char **envp, int *go_fd, int *err_fd)
 {
 	int go[2], errp[2];
 	pid_t pid;
@@ -273,7 +284,7 @@ static pid_t spawn(const char *exe, char **argv, int *go_fd, int *err_fd)
 		signal(SIGPIPE, SIG_DFL);
 		if (read(go[0], &c, 1) != 1)
 			_exit(127);
-		execv(exe, argv);
+		execve(exe, argv, envp);
 		e = errno;
 		if (write(errp[1], &e, sizeof(e)) < 0)
 			_exit(127);
@@ -308,14 +319,29 @@ static void probe_command_libraries(struct trace *tr, const char *exe)
 		gs_info("no CUDA library found yet for '%s'; probing whatever it loads", exe);
 }
 
+/* The kernel's events, and the in-process plane's: its rings are polled (every 10 ms, new
+ * rings looked for every 100 ms). */
+static void poll_sources(struct trace *tr, __u64 *next_scan)
+{
+	__u64 now;
+
+	tracer__poll(tr->tracer, tr->inject ? 10 : 100);
+	if (!tr->inject)
+		return;
+	now = gs_now_ns();
+	inject__poll(tr->inject, now >= *next_scan, false);
+	if (now >= *next_scan)
+		*next_scan = now + 100000000ULL;
+}
+
 static int run_loop(struct trace *tr, pid_t child, int *status, __u32 *flags)
 {
-	__u64 next_status = status_start(tr), deadline = 0;
+	__u64 next_status = status_start(tr), deadline = 0, next_scan = 0;
 
 	for (;;) {
 		pid_t w;
 
-		tracer__poll(tr->tracer, 100);
+		poll_sources(tr, &next_scan);
 		status_tick(tr, &next_status);
 		w = waitpid(child, status, WNOHANG);
 		if (w == child)
@@ -343,10 +369,13 @@ static int trace_run(struct trace *tr)
 	const struct trace_opts *o = tr->o;
 	const char *exe = tr->exe;
 	int go_fd, err_fd, status = -1, exec_err = 0, r;
+	char **envp = tr->inject ? inject__env(tr->inject, environ) : environ;
 	__u32 flags = 0;
 	pid_t child;
 
-	child = spawn(exe, o->argv, &go_fd, &err_fd);
+	child = spawn(exe, o->argv, envp, &go_fd, &err_fd);
+	if (envp != environ)
+		inject__free_env(envp);
 	if (child < 0) {
 		gs_err("cannot start '%s': %s", o->argv[0], strerror(errno));
 		return GS_EXIT_RUNTIME;
@@ -373,6 +402,8 @@ static int trace_run(struct trace *tr)
 	}
 	run_loop(tr, child, &status, &flags);
 	tracer__drain(tr->tracer);
+	if (tr->inject)
+		inject__poll(tr->inject, true, true);
 	status__clear(&tr->status, stderr);
 	drops_record(tr);
 	session_record(tr, GS_SESSION_END, status, flags);
@@ -499,6 +530,19 @@ int trace_main(const struct trace_opts *options)
 		model__free(tr.model);
 		return GS_EXIT_RUNTIME;
 	}
+	if (o->inject) {
+		struct inject_opts io = { .gpu_time = o->gpu_time,
+					  .ring_bytes = o->ring_bytes,
+					  .on_event = on_event,
+					  .ctx = &tr };
+
+		if (inject__open(&io, &tr.inject)) {
+			tracer__close(tr.tracer);
+			recording__close(tr.rec);
+			model__free(tr.model);
+			return GS_EXIT_RUNTIME;
+		}
+	}
 	if (!tracer__watches_libs(tr.tracer))
 		gs_warn("tracefs is not available: libraries loaded after the start that gpuscope "
 			"did not find beforehand will not be traced");
@@ -512,6 +556,7 @@ int trace_main(const struct trace_opts *options)
 	}
 	/* Detaching waits for the kernel (RCU grace periods): after the report, not before. */
 	tracer__close(tr.tracer);
+	inject__close(tr.inject);
 	model__free(tr.model);
 	return code;
 }

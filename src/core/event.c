@@ -19,9 +19,10 @@ _Static_assert(sizeof(struct gs_ev_api) == 72, "gs_ev_api");
 _Static_assert(sizeof(struct gs_ev_nccl) == 112, "gs_ev_nccl");
 _Static_assert(sizeof(struct gs_ev_proc) == 312, "gs_ev_proc");
 _Static_assert(sizeof(struct gs_ev_lib) == 288, "gs_ev_lib");
-_Static_assert(sizeof(struct gs_ev_session) == 568, "gs_ev_session");
+_Static_assert(sizeof(struct gs_ev_session) == 576, "gs_ev_session");
 _Static_assert(sizeof(struct gs_ev_attach) == 312, "gs_ev_attach");
-_Static_assert(sizeof(struct gs_ev_drops) == 24 + 8 * GS_EV_MAX + 8, "gs_ev_drops");
+_Static_assert(sizeof(struct gs_ev_drops) == 24 + 8 * GS_EV_MAX + 24, "gs_ev_drops");
+_Static_assert(sizeof(struct gs_ev_gpu) == 24 + 72 + 16, "gs_ev_gpu");
 _Static_assert(GS_API_MAX < 65536, "api ids fit gs_call.api");
 
 static const size_t sizes[GS_EV_MAX] = {
@@ -38,6 +39,7 @@ static const size_t sizes[GS_EV_MAX] = {
 	[GS_EV_SESSION] = sizeof(struct gs_ev_session),
 	[GS_EV_ATTACH] = sizeof(struct gs_ev_attach),
 	[GS_EV_DROPS] = sizeof(struct gs_ev_drops),
+	[GS_EV_GPU] = sizeof(struct gs_ev_gpu),
 };
 
 /* Which family of API a record type may carry. */
@@ -138,6 +140,23 @@ int gs_event_check(const void *buf, size_t len, const char **why)
 		if (((const struct gs_ev_attach *)buf)->kind >= GS_LIB_KIND_MAX)
 			FAIL("library kind out of range");
 		return 0;
+	case GS_EV_GPU: {
+		const struct gs_ev_gpu *g = buf;
+
+		if (g->api == 0 || g->api >= GS_API_MAX)
+			FAIL("API id out of range");
+		if (g->kind < GS_GPU_KERNEL || g->kind > GS_GPU_MEMSET)
+			FAIL("GPU record kind out of range");
+		if (g->copy_kind >= GS_COPY_KIND_MAX)
+			FAIL("copy direction out of range");
+		if (g->end_ns < g->start_ns)
+			FAIL("GPU record ends before it starts");
+		if (g->call_end_ns < g->h.ts)
+			FAIL("GPU record's call ends before it begins");
+		if (g->flags & ~GS_GPU_IDLE_STREAM)
+			FAIL("unknown GPU record flags");
+		return 0;
+	}
 	case GS_EV_SESSION: {
 		const struct gs_ev_session *s = buf;
 

@@ -197,7 +197,7 @@ const char *event_type_name(unsigned int type)
 		[GS_EV_KALIAS] = "kalias", [GS_EV_MEM] = "mem",	      [GS_EV_COPY] = "copy",
 		[GS_EV_SYNC] = "sync",	   [GS_EV_API] = "api",	      [GS_EV_NCCL] = "nccl",
 		[GS_EV_PROC] = "proc",	   [GS_EV_LIB] = "lib",	      [GS_EV_SESSION] = "session",
-		[GS_EV_ATTACH] = "attach", [GS_EV_DROPS] = "drops",
+		[GS_EV_ATTACH] = "attach", [GS_EV_DROPS] = "drops",   [GS_EV_GPU] = "gpu",
 	};
 
 	return type < GS_EV_MAX ? n[type] : "?";

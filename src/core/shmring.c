@@ -54,8 +54,11 @@ int shmring_create(struct shmring *r, const char *path, __u64 data_size, __u32 p
 	fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return -errno;
-	if (ftruncate(fd, (off_t)(GS_SHMRING_HDR + data_size))) {
-		err = -errno;
+	/* Reserve the memory now: on a full tmpfs, a lazily filled file would fault the
+	 * traced program with SIGBUS at some later record. */
+	err = posix_fallocate(fd, 0, (off_t)(GS_SHMRING_HDR + data_size));
+	if (err) {
+		err = -err;
 		goto fail;
 	}
 	err = map_double(r, fd, data_size);
@@ -123,9 +126,8 @@ int shmring_open_fd(struct shmring *r, int fd, char *err, size_t errlen)
 		snprintf(err, errlen, "not a gpuscope ring");
 		return -1;
 	}
-	if (hdr.version != 1 || hdr.hdr_size != GS_SHMRING_HDR ||
-	    hdr.data_size < GS_SHMRING_MIN || hdr.data_size > GS_SHMRING_MAX ||
-	    (hdr.data_size & (hdr.data_size - 1)) ||
+	if (hdr.version != 1 || hdr.hdr_size != GS_SHMRING_HDR || hdr.data_size < GS_SHMRING_MIN ||
+	    hdr.data_size > GS_SHMRING_MAX || (hdr.data_size & (hdr.data_size - 1)) ||
 	    (__u64)st.st_size < GS_SHMRING_HDR + hdr.data_size) {
 		snprintf(err, errlen, "ring of an unknown format or size");
 		return -1;
@@ -190,7 +192,8 @@ int shmring_drain(struct shmring *r, void (*fn)(void *ctx, const struct gs_hdr *
 		memcpy(&rec, slot + 2, need - GS_SLOT);
 		len = rec.h.size;
 		if (len > need - GS_SLOT || gs_event_check(&rec, len, &why)) {
-			snprintf(err, errlen, "corrupt record at %llu: %s", (unsigned long long)tail,
+			snprintf(err, errlen, "corrupt record at %llu: %s",
+				 (unsigned long long)tail,
 				 len > need - GS_SLOT ? "longer than its slot" : why);
 			return -1;
 		}

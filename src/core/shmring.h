@@ -22,13 +22,17 @@
 #include <stddef.h>
 #include "gpuscope/event.h"
 
-#define GS_SHMRING_MAGIC   "GSRING01"
-#define GS_SHMRING_HDR	   4096
-#define GS_SHMRING_MIN	   (64ULL << 10)
-#define GS_SHMRING_MAX	   (1ULL << 30)
-#define GS_SLOT		   8 /* bytes of the slot word before each record */
+#define GS_SHMRING_MAGIC "GSRING01"
+#define GS_SHMRING_HDR	 4096
+#define GS_SHMRING_MIN	 (64ULL << 10)
+#define GS_SHMRING_MAX	 (1ULL << 30)
+#define GS_SLOT		 8 /* bytes of the slot word before each record */
 
-enum { GS_SLOT_EMPTY = 0, GS_SLOT_WRITING = 1, GS_SLOT_READY = 2 };
+enum {
+	GS_SLOT_EMPTY = 0,
+	GS_SLOT_WRITING = 1,
+	GS_SLOT_READY = 2
+};
 
 struct shmring_hdr {
 	char magic[8];

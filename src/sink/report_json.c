@@ -34,6 +34,7 @@ static void session(struct json *j, const struct report *r)
 	json_bool(j, "interrupted", r->flags & GS_SESSION_INTERRUPTED);
 	json_bool(j, "target_lost", r->flags & GS_SESSION_TARGET_LOST);
 	json_bool(j, "complete_recording", r->complete_recording);
+	json_str(j, "plane", r->inject ? "inject" : "uprobe");
 	json_u64(j, "events", r->events);
 	json_obj_end(j);
 	json_arr_begin(j, "libraries");
@@ -76,6 +77,8 @@ static void processes(struct json *j, const struct report *r)
 	json_arr_end(j);
 }
 
+static void gpu_stat(struct json *j, const char *key, const struct gpu_stat *g);
+
 static void kernel(struct json *j, const struct rep_kernel *k)
 {
 	json_obj_begin(j, NULL);
@@ -116,6 +119,7 @@ static void kernel(struct json *j, const struct rep_kernel *k)
 	for (int a = 0; a < KSTAT_APIS && k->apis[a].count; a++)
 		json_u64(j, api_name(k->apis[a].api), k->apis[a].count);
 	json_obj_end(j);
+	gpu_stat(j, "gpu", k->gpu);
 	json_obj_end(j);
 }
 
@@ -293,6 +297,88 @@ static void errors(struct json *j, const struct report *r)
 	json_obj_end(j);
 	json_u64(j, "lost_calls", r->lost_calls);
 	json_u64(j, "unreadable_names", r->nameless);
+	json_u64(j, "unwrapped_entry_points", r->unwrapped);
+	json_u64(j, "rings_lost", r->rings_lost);
+	json_obj_end(j);
+}
+
+static void gpu_stat(struct json *j, const char *key, const struct gpu_stat *g)
+{
+	if (!g || !g->count) {
+		json_str(j, key, NULL);
+		return;
+	}
+	json_obj_begin(j, key);
+	json_u64(j, "timed", g->count);
+	json_u64(j, "total_ns", g->total_ns);
+	json_u64(j, "mean_ns", g->total_ns / g->count);
+	json_u64(j, "min_ns", g->min_ns);
+	json_u64(j, "max_ns", g->max_ns);
+	json_u64(j, "p50_ns", hist__quantile(&g->dur, 0.5));
+	json_u64(j, "p99_ns", hist__quantile(&g->dur, 0.99));
+	json_u64(j, "queue_mean_ns", g->queue_ns / g->count);
+	json_u64(j, "queue_p50_ns", hist__quantile(&g->queue, 0.5));
+	json_u64(j, "queue_p99_ns", hist__quantile(&g->queue, 0.99));
+	json_u64(j, "idle_stream_starts", g->idle_starts);
+	json_obj_end(j);
+}
+
+static void gpu(struct json *j, const struct report *r)
+{
+	json_obj_begin(j, "gpu");
+	json_bool(j, "inject", r->inject);
+	json_u64(j, "every", r->gpu_time); /* 0 off, 1 every launch, N every Nth */
+	json_u64(j, "records", r->gpu_records);
+	json_u64(j, "kernel_ns", r->gpu_kernel_ns);
+	gpu_stat(j, "graphs", &r->graph_gpu);
+	json_arr_begin(j, "devices");
+	for (size_t i = 0; i < r->ndevices; i++) {
+		const struct dev_stat *d = &r->devices[i];
+
+		json_obj_begin(j, NULL);
+		json_i64(j, "device", d->device);
+		json_u64(j, "ops", d->ops);
+		json_u64(j, "busy_ns", d->busy_ns);
+		json_u64(j, "span_ns", d->last_end - d->first_start);
+		json_u64(j, "idle_ns", d->idle_ns);
+		json_u64(j, "gaps", d->gaps);
+		json_u64(j, "max_gap_ns", d->max_gap_ns);
+		json_u64(j, "late", d->late);
+		json_obj_end(j);
+	}
+	json_arr_end(j);
+	json_arr_begin(j, "streams");
+	for (size_t i = 0; i < r->nstreams; i++) {
+		const struct stream_stat *s = &r->streams[i];
+
+		json_obj_begin(j, NULL);
+		json_u64(j, "pid", s->pid);
+		json_hex(j, "stream", s->stream);
+		if (s->tid)
+			json_u64(j, "thread", s->tid);
+		json_i64(j, "device", s->device);
+		json_u64(j, "ops", s->ops);
+		json_u64(j, "busy_ns", s->busy_ns);
+		json_u64(j, "span_ns", s->last_end - s->first_start);
+		json_u64(j, "idle_ns", s->idle_ns);
+		json_u64(j, "gaps", s->gaps);
+		json_u64(j, "max_gap_ns", s->max_gap_ns);
+		json_obj_end(j);
+	}
+	json_arr_end(j);
+	json_obj_begin(j, "copies");
+	for (int k = 0; k < GS_COPY_KIND_MAX; k++) {
+		const struct copy_stat *s = &r->copies[k];
+
+		if (!s->gpu_count)
+			continue;
+		json_obj_begin(j, copy_kind_name(k));
+		json_u64(j, "timed", s->gpu_count);
+		json_u64(j, "bytes", s->gpu_bytes);
+		json_u64(j, "gpu_ns", s->gpu_ns);
+		json_obj_end(j);
+	}
+	json_obj_end(j);
 	json_obj_end(j);
 }
 
@@ -311,6 +397,7 @@ void report_json__write(FILE *f, const struct report *r)
 	syncs(&j, r);
 	nccl(&j, r);
 	errors(&j, r);
+	gpu(&j, r);
 	json_obj_end(&j);
 	json_finish(&j);
 	fflush(f);

@@ -56,6 +56,10 @@ static void session(FILE *f, const struct report *r)
 			r->libs[i].late ? ", attached after the process had loaded it" : "");
 	if (!r->nlibs)
 		fprintf(f, "  probes: no CUDA or NCCL library was found\n");
+	if (r->inject)
+		fprintf(f,
+			"  driver calls: from the in-process library (--inject), not from probes "
+			"on libcuda\n");
 }
 
 static void processes(FILE *f, const struct report *r)
@@ -312,6 +316,146 @@ static void losses(FILE *f, const struct report *r)
 	if (r->nameless)
 		fprintf(f, "  %llu kernel names could not be read from the process\n",
 			(unsigned long long)r->nameless);
+	if (r->unwrapped)
+		fprintf(f,
+			"  %llu driver entry points were handed out unwrapped: calls through them "
+			"are not traced\n",
+			(unsigned long long)r->unwrapped);
+	if (r->rings_lost)
+		fprintf(f,
+			"  %llu in-process rings stopped early (a process died while writing, or "
+			"the ring was damaged)\n",
+			(unsigned long long)r->rings_lost);
+}
+
+static void gpu_mode_str(char *buf, size_t n, __u32 mode)
+{
+	if (mode == 1)
+		snprintf(buf, n, "every launch and asynchronous copy");
+	else
+		snprintf(buf, n, "every %uth launch of each kernel", mode);
+}
+
+static void gpu_kernels(FILE *f, const struct report *r, const struct text_opts *o)
+{
+	char name[1024], tot[32], mean[32], p50[32], p99[32], q50[32];
+	size_t shown = GS_MIN(r->ngpu_kernels, o->top);
+
+	fmt_dur(tot, sizeof(tot), (double)r->gpu_kernel_ns);
+	fprintf(f, "  kernels: %s on the GPU\n", tot);
+	fprintf(f, "  %9s %10s %6s %10s %10s %10s %10s  %s\n", "timed", "GPU total", "share",
+		"mean", "p50", "p99", "queue p50", "kernel");
+	for (size_t i = 0; i < shown; i++) {
+		const struct rep_kernel *k = &r->kernels[r->gpu_order[i]];
+		const struct gpu_stat *g = k->gpu;
+
+		if (o->wide)
+			gs_strlcpy(name, k->display, sizeof(name));
+		else
+			shorten_name(k->display, 60, name, sizeof(name));
+		fmt_dur(tot, sizeof(tot), (double)g->total_ns);
+		fmt_dur(mean, sizeof(mean), (double)g->total_ns / (double)g->count);
+		fmt_dur(p50, sizeof(p50), (double)hist__quantile(&g->dur, 0.5));
+		fmt_dur(p99, sizeof(p99), (double)hist__quantile(&g->dur, 0.99));
+		fmt_dur(q50, sizeof(q50), (double)hist__quantile(&g->queue, 0.5));
+		fprintf(f, "  %9llu %10s %5.1f%% %10s %10s %10s %10s  %s\n",
+			(unsigned long long)g->count, tot,
+			r->gpu_kernel_ns ? 100.0 * (double)g->total_ns / (double)r->gpu_kernel_ns
+					 : 0,
+			mean, p50, p99, q50, name);
+	}
+	if (shown < r->ngpu_kernels)
+		fprintf(f, "  ... %zu more kernels (--top N, or --json for all)\n",
+			r->ngpu_kernels - shown);
+	fprintf(f, "  (queue: from the launch call to the kernel starting on the GPU)\n");
+}
+
+static void gpu_busy(FILE *f, const struct report *r)
+{
+	char a[32], b[32], c[32], d[32];
+
+	for (size_t i = 0; i < r->ndevices; i++) {
+		const struct dev_stat *dv = &r->devices[i];
+		__u64 span = dv->last_end - dv->first_start;
+
+		fmt_dur(a, sizeof(a), (double)dv->busy_ns);
+		fmt_dur(b, sizeof(b), (double)span);
+		fmt_dur(c, sizeof(c), (double)dv->idle_ns);
+		fmt_dur(d, sizeof(d), (double)dv->max_gap_ns);
+		if (dv->device >= 0)
+			fprintf(f, "  device %d: ", dv->device);
+		else
+			fprintf(f, "  device ?: ");
+		fprintf(f, "busy %s of %s (%.1f%%), idle %s in %llu gaps (longest %s)\n", a, b,
+			span ? 100.0 * (double)dv->busy_ns / (double)span : 0, c,
+			(unsigned long long)dv->gaps, d);
+	}
+	if (!r->nstreams)
+		return;
+	fprintf(f, "  %8s %18s %7s %10s %10s %10s %8s %12s\n", "pid", "stream", "device", "ops",
+		"busy", "idle", "gaps", "longest gap");
+	for (size_t i = 0; i < r->nstreams && i < 10; i++) {
+		const struct stream_stat *s = &r->streams[i];
+		char sid[24], dev[12];
+
+		if (s->tid)
+			snprintf(sid, sizeof(sid), "tid %u default", s->tid);
+		else if (!s->stream)
+			snprintf(sid, sizeof(sid), "legacy default");
+		else
+			snprintf(sid, sizeof(sid), "0x%llx", (unsigned long long)s->stream);
+		snprintf(dev, sizeof(dev), s->device >= 0 ? "%d" : "?", s->device);
+		fmt_dur(a, sizeof(a), (double)s->busy_ns);
+		fmt_dur(c, sizeof(c), (double)s->idle_ns);
+		fmt_dur(d, sizeof(d), (double)s->max_gap_ns);
+		fprintf(f, "  %8u %18s %7s %10llu %10s %10s %8llu %12s\n", s->pid, sid, dev,
+			(unsigned long long)s->ops, a, c, (unsigned long long)s->gaps, d);
+	}
+	if (r->nstreams > 10)
+		fprintf(f, "  ... %zu more streams (--json for all)\n", r->nstreams - 10);
+}
+
+static void gpu_time(FILE *f, const struct report *r, const struct text_opts *o)
+{
+	char mode[64], a[32], b[32], c[32];
+
+	if (!r->inject)
+		return;
+	heading(f, "GPU time");
+	if (!r->gpu_time) {
+		fprintf(f, "  not measured (--gpu-time=off)\n");
+		return;
+	}
+	gpu_mode_str(mode, sizeof(mode), r->gpu_time);
+	fprintf(f, "  from CUDA events around %s; %llu timed\n", mode,
+		(unsigned long long)r->gpu_records);
+	if (!r->gpu_records)
+		return;
+	/* Busy and idle need every operation of a stream; sampled runs show kernels only. */
+	if (r->gpu_time == 1)
+		gpu_busy(f, r);
+	if (r->ngpu_kernels)
+		gpu_kernels(f, r, o);
+	if (r->graph_gpu.count) {
+		fmt_dur(a, sizeof(a), (double)r->graph_gpu.total_ns);
+		fmt_dur(b, sizeof(b), (double)r->graph_gpu.total_ns / (double)r->graph_gpu.count);
+		fprintf(f, "  graph launches: %llu timed, %s on the GPU (mean %s)\n",
+			(unsigned long long)r->graph_gpu.count, a, b);
+	}
+	for (int k = 0; k < GS_COPY_KIND_MAX; k++) {
+		const struct copy_stat *s = &r->copies[k];
+
+		if (!s->gpu_count)
+			continue;
+		fmt_bytes(a, sizeof(a), (double)s->gpu_bytes);
+		fmt_dur(b, sizeof(b), (double)s->gpu_ns);
+		if (s->gpu_ns)
+			fmt_rate(c, sizeof(c), (double)s->gpu_bytes * 1e9 / (double)s->gpu_ns);
+		else
+			snprintf(c, sizeof(c), "-");
+		fprintf(f, "  async %-7s %llu timed, %s in %s on the GPU (%s)\n", copy_kind_name(k),
+			(unsigned long long)s->gpu_count, a, b, c);
+	}
 }
 
 void report_text__write(FILE *f, const struct report *r, const struct text_opts *o)
@@ -319,6 +463,7 @@ void report_text__write(FILE *f, const struct report *r, const struct text_opts 
 	session(f, r);
 	processes(f, r);
 	kernels(f, r, o);
+	gpu_time(f, r, o);
 	memory(f, r);
 	copies(f, r);
 	syncs(f, r);

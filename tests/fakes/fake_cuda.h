@@ -200,6 +200,15 @@ CUresult cuGraphLaunch(CUgraphExec g, CUstream s);
 CUresult cuStreamBeginCapture_v2(CUstream s, int mode);
 CUresult cuStreamEndCapture(CUstream s, CUgraph *out);
 CUresult cuGraphInstantiateWithFlags(CUgraphExec *out, CUgraph g, unsigned long long flags);
+typedef struct CUgraphNode_st *CUgraphNode;
+CUresult cuGraphGetNodes(CUgraph g, CUgraphNode *nodes, size_t *n);
+typedef enum {
+	CU_STREAM_CAPTURE_STATUS_NONE = 0,
+	CU_STREAM_CAPTURE_STATUS_ACTIVE = 1,
+	CU_STREAM_CAPTURE_STATUS_INVALIDATED = 2,
+} CUstreamCaptureStatus;
+CUresult cuStreamIsCapturing(CUstream s, CUstreamCaptureStatus *status);
+CUresult cuStreamIsCapturing_ptsz(CUstream s, CUstreamCaptureStatus *status);
 CUresult cuMemAlloc_v2(CUdeviceptr *out, size_t size);
 CUresult cuMemAllocPitch_v2(CUdeviceptr *out, size_t *pitch, size_t w, size_t h, unsigned elem);
 CUresult cuMemAllocManaged(CUdeviceptr *out, size_t size, unsigned int flags);
@@ -237,6 +246,7 @@ CUresult cuMemsetD32Async(CUdeviceptr dst, unsigned int v, size_t n, CUstream s)
 CUresult cuMemsetD2D8_v2(CUdeviceptr dst, size_t pitch, unsigned char v, size_t w, size_t h);
 CUresult cuStreamCreate(CUstream *out, unsigned int flags);
 CUresult cuStreamSynchronize(CUstream s);
+CUresult cuStreamSynchronize_ptsz(CUstream s);
 CUresult cuStreamQuery(CUstream s);
 CUresult cuStreamWaitEvent(CUstream s, CUevent e, unsigned int flags);
 CUresult cuEventCreate(CUevent *out, unsigned int flags);
@@ -245,5 +255,6 @@ CUresult cuEventSynchronize(CUevent e);
 CUresult cuEventQuery(CUevent e);
 CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version, cuuint64_t flags,
 			     CUdriverProcAddressQueryResult *status);
+CUresult cuGetProcAddress(const char *symbol, void **pfn, int version, cuuint64_t flags);
 
 #endif

@@ -14,8 +14,12 @@
  *     sleeps until the stream is idle, queries say CUDA_ERROR_NOT_READY until then, and
  *     events carry the simulated time;
  *   - modules and libraries from PTX text: kernel names come from `.entry` lines;
- *   - stream capture into graphs and graph launches;
- *   - cuGetProcAddress handing out these same entry points.
+ *   - stream capture into graphs and graph launches; an event recorded into a capturing
+ *     stream becomes a node of the graph, as in the driver (so a tracer that records its
+ *     own events there changes the program's graphs, and cuGraphGetNodes shows it);
+ *   - cuGetProcAddress handing out these same entry points (with FAKECUDA_GPA_PRIVATE set,
+ *     cuCtxSynchronize comes out as a function that is not exported, as real drivers may
+ *     do for some entry points: nothing outside can know it).
  * Every exported function is its own code (built with -fno-ipa-icf), except
  * cuLaunchKernel_ptsz, which tail-calls cuLaunchKernel through the PLT on purpose: real
  * driver wrappers do this, and the tracer must count such a call once.
@@ -366,10 +370,13 @@ static struct CUstream_st *stream_of(CUstream s, bool per_thread)
 /* The latest simulated time any stream is busy until: what cuCtxSynchronize waits for. */
 static unsigned long long latest_busy;
 
+/* When the current call began: work it submits can start from then on. */
+static __thread unsigned long long call_ns;
+
 /* Occupy a stream for `dur` ns of simulated device time. */
 static void stream_enqueue(struct CUstream_st *s, unsigned long long dur)
 {
-	unsigned long long n = now_ns();
+	unsigned long long n = call_ns ? call_ns : now_ns();
 
 	s->busy_until = (s->busy_until > n ? s->busy_until : n) + dur;
 	if (s->busy_until > latest_busy)
@@ -391,6 +398,7 @@ static CUresult check_init(void)
 #define LOCKED(expr)                         \
 	({                                   \
 		CUresult r_;                 \
+		call_ns = now_ns();          \
 		pthread_mutex_lock(&lock);   \
 		r_ = check_init();           \
 		if (r_ == CUDA_SUCCESS)      \
@@ -809,6 +817,41 @@ static CUresult end_capture(CUstream hs, CUgraph *out)
 		return CUDA_ERROR_INVALID_VALUE;
 	*out = s->capture;
 	s->capture = NULL;
+	return CUDA_SUCCESS;
+}
+
+static CUresult is_capturing(CUstream hs, bool per_thread, CUstreamCaptureStatus *status)
+{
+	if (!status)
+		return CUDA_ERROR_INVALID_VALUE;
+	*status = stream_of(hs, per_thread)->capture ? CU_STREAM_CAPTURE_STATUS_ACTIVE
+						     : CU_STREAM_CAPTURE_STATUS_NONE;
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuStreamIsCapturing(CUstream s, CUstreamCaptureStatus *status)
+{
+	return LOCKED(is_capturing(s, false, status));
+}
+
+EXPORT CUresult cuStreamIsCapturing_ptsz(CUstream s, CUstreamCaptureStatus *status)
+{
+	return LOCKED(is_capturing(s, true, status));
+}
+
+EXPORT CUresult cuGraphGetNodes(CUgraph g, CUgraphNode *nodes, size_t *n)
+{
+	if (!g || !n)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (nodes) {
+		size_t i = 0;
+
+		for (struct node *nd = g->nodes; nd && i < *n; nd = nd->next)
+			nodes[i++] = (CUgraphNode)nd;
+		*n = i;
+	} else {
+		*n = (size_t)g->nnodes;
+	}
 	return CUDA_SUCCESS;
 }
 
@@ -1558,10 +1601,19 @@ EXPORT CUresult cuEventDestroy_v2(CUevent e)
 static CUresult event_record(CUevent e, CUstream hs, bool per_thread)
 {
 	struct CUstream_st *s = stream_of(hs, per_thread);
-	unsigned long long n = now_ns();
+	unsigned long long n = call_ns ? call_ns : now_ns();
 
 	if (!e)
 		return CUDA_ERROR_INVALID_HANDLE;
+	if (s->capture) {
+		struct node *node = calloc(1, sizeof(*node));
+
+		node->next = s->capture->nodes;
+		s->capture->nodes = node;
+		s->capture->nnodes++;
+		e->recorded = 0; /* it happens when the graph runs, not now */
+		return CUDA_SUCCESS;
+	}
 	e->time = s->busy_until > n ? s->busy_until : n;
 	e->recorded = 1;
 	return CUDA_SUCCESS;
@@ -1672,8 +1724,21 @@ EXPORT CUresult cuGetErrorString(CUresult e, const char **s)
 
 /* Like the driver: base names resolve to the current versioned entry point, and the
  * per-thread flag selects the _ptsz/_ptds variant where there is one. */
-EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version, cuuint64_t flags,
-				    CUdriverProcAddressQueryResult *status)
+static CUresult private_ctx_synchronize(void)
+{
+	unsigned long long t;
+
+	if (check_init())
+		return CUDA_ERROR_NOT_INITIALIZED;
+	pthread_mutex_lock(&lock);
+	t = latest_busy;
+	pthread_mutex_unlock(&lock);
+	sleep_until(t);
+	return CUDA_SUCCESS;
+}
+
+static CUresult get_proc(const char *symbol, void **pfn, int version, cuuint64_t flags,
+			 CUdriverProcAddressQueryResult *status)
 {
 	static const char *suffixes[] = { "_v2_ptds", "_v2_ptsz", "_ptds", "_ptsz", "_v2", "" };
 	Dl_info info;
@@ -1682,7 +1747,14 @@ EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version,
 
 	if (!symbol || !pfn)
 		return CUDA_ERROR_INVALID_VALUE;
-	if (!dladdr((void *)cuGetProcAddress_v2, &info) ||
+	if (getenv("FAKECUDA_GPA_PRIVATE") && !strcmp(symbol, "cuCtxSynchronize") &&
+	    version < 13000) {
+		*pfn = (void *)private_ctx_synchronize;
+		if (status)
+			*status = 0;
+		return CUDA_SUCCESS;
+	}
+	if (!dladdr((void *)&cfg, &info) ||
 	    !(self = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD)))
 		return CUDA_ERROR_NOT_FOUND;
 	*pfn = NULL;
@@ -1702,4 +1774,16 @@ EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version,
 	if (status)
 		*status = *pfn ? 0 : 1;
 	return *pfn ? CUDA_SUCCESS : CUDA_ERROR_NOT_FOUND;
+}
+
+EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version, cuuint64_t flags,
+				    CUdriverProcAddressQueryResult *status)
+{
+	return get_proc(symbol, pfn, version, flags, status);
+}
+
+/* The CUDA 11 entry point, still exported (cuda.h maps the name to _v2 since 12.0). */
+EXPORT CUresult cuGetProcAddress(const char *symbol, void **pfn, int version, cuuint64_t flags)
+{
+	return get_proc(symbol, pfn, version, flags, NULL);
 }

@@ -15,7 +15,8 @@ static void sink(void *ctx, const struct gs_hdr *ev)
 
 int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
 {
-	struct shmring_hdr h = { .version = 1, .hdr_size = GS_SHMRING_HDR,
+	struct shmring_hdr h = { .version = 1,
+				 .hdr_size = GS_SHMRING_HDR,
 				 .data_size = GS_SHMRING_MIN };
 	struct shmring r;
 	char err[128];

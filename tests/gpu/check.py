@@ -34,10 +34,13 @@ def record(case, check, ok, truth, got, note=""):
         "ok" if ok else "FAIL", case, check, truth, got, note), flush=True)
 
 
+PLANE_OPTS = []  # --plane inject: ["--inject"]
+
+
 def run_gs(gs, args, out, name, env=None, timeout=600):
     rep = os.path.join(out, "%s.json" % name)
     rec = os.path.join(out, "%s.gsrec" % name)
-    cmd = [gs, "run", "-q", "-o", rec, "--json=%s" % rep, "--"] + args
+    cmd = [gs, "run", "-q", "-o", rec, "--json=%s" % rep] + PLANE_OPTS + ["--"] + args
     t0 = time.time()
     p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout)
     wall = time.time() - t0
@@ -219,12 +222,75 @@ def torch_attach_case(gs, out, python, workload, n):
            "directions: %s" % sorted(k for k in report["copies"] if k != "memset"))
 
 
+# ---- GPU time against CUPTI ------------------------------------------------------------------
+
+def cupti_kernels(trace_path):
+    """Kernel executions from the profiler's trace: (start ns, duration ns, name), in order."""
+    out = []
+    for e in json.load(open(trace_path))["traceEvents"]:
+        if e.get("cat") == "kernel":
+            out.append((float(e["ts"]) * 1000.0, float(e["dur"]) * 1000.0, norm(e["name"])))
+    return sorted(out)
+
+
+def within(got, want):
+    return abs(got - want) <= max(0.02 * want, 2000.0)
+
+
+def gputime_case(gs, out, python, workload, n):
+    """gpuscope --inject and the PyTorch profiler in the same process, timing the same
+    kernel executions: per kernel, GPU durations must agree within 2% or 2 us."""
+    script = os.path.join(HERE, "torch_work.py")
+    trace = os.path.join(out, "cupti-gputime-%s.json" % workload)
+    report, _ = run_gs(gs, [python, script, workload, str(n), "--profile", trace], out,
+                       "gputime-" + workload)
+    cupti = cupti_kernels(trace)
+    by_name = collections.defaultdict(list)
+    for _, dur, name in cupti:
+        by_name[name].append(dur)
+    case = "gpu time " + workload
+    mine = {norm(k["display"]): k["gpu"] for k in report["kernels"]["list"] if k["gpu"]}
+    detail = []
+    for name in sorted(by_name, key=lambda k: -sum(by_name[k])):
+        durs = by_name[name]
+        want = sum(durs) / len(durs)
+        g = mine.get(name)
+        got = g["total_ns"] / g["timed"] if g else None
+        ok = g is not None and g["timed"] == len(durs) and within(got, want)
+        detail.append({"kernel": name, "cupti_n": len(durs), "cupti_mean_ns": want,
+                       "gpuscope_n": g["timed"] if g else 0, "gpuscope_mean_ns": got,
+                       "gpuscope_p50_ns": g["p50_ns"] if g else None,
+                       "cupti_p50_ns": sorted(durs)[len(durs) // 2],
+                       "idle_stream_starts": g["idle_stream_starts"] if g else None})
+        record(case, "mean " + name[:28], ok, "%.0f ns x%d" % (want, len(durs)),
+               "%s x%s" % ("%.0f ns" % got if got else None, g["timed"] if g else 0))
+    # Launch by launch: the k-th kernel execution of each in both, start and end offsets.
+    recs = sorted((r for r in gsrec.gpu_records(os.path.join(out, "gputime-%s.gsrec" % workload))
+                   if r["kind"] == 1), key=lambda r: r["start"])
+    pairs = []
+    if len(recs) == len(cupti):
+        offset = sorted(c[0] - r["start"] for c, r in zip(cupti, recs))[len(cupti) // 2]
+        for c, r in zip(cupti, recs):
+            est_start = max(r["start"], r["call"]) if r["flags"] & 1 else r["start"]
+            pairs.append({"cupti_start": c[0] - offset, "cupti_dur": c[1], "name": c[2],
+                          "ev_start": r["start"], "ev_end": r["end"], "call": r["call"],
+                          "call_end": r["call_end"], "idle": r["flags"] & 1,
+                          "est_dur": r["end"] - est_start})
+    record(case, "executions paired", len(recs) == len(cupti), len(cupti), len(recs))
+    with open(os.path.join(out, "gputime-%s-detail.json" % workload), "w") as f:
+        json.dump({"kernels": detail, "pairs": pairs, "gpu": report["gpu"]}, f)
+
+
 def main():
+    global PLANE_OPTS
     ap = argparse.ArgumentParser()
     ap.add_argument("--gpuscope", required=True)
     ap.add_argument("--out", required=True)
     ap.add_argument("--python", default=sys.executable)
+    ap.add_argument("--plane", choices=["uprobe", "inject"], default="uprobe")
     args = ap.parse_args()
+    inject = args.plane == "inject"
+    PLANE_OPTS = ["--inject"] if inject else []
     os.makedirs(args.out, exist_ok=True)
     gs = os.path.abspath(args.gpuscope)
     t0 = time.time()
@@ -242,13 +308,20 @@ def main():
         if bins:
             step("nvcc static cudart", nvcc_case, gs, args.out, bins["static"], "static")
             step("nvcc shared cudart", nvcc_case, gs, args.out, bins["shared"], "shared")
-            step("nvcc late attach", attach_case, gs, args.out, bins["shared"])
+            if not inject:  # attach is the kernel plane's alone
+                step("nvcc late attach", attach_case, gs, args.out, bins["shared"])
     step("torch elementwise", torch_case, gs, args.out, args.python, "elementwise", 500)
     step("torch matmul", torch_case, gs, args.out, args.python, "matmul", 200)
     step("torch triton", torch_case, gs, args.out, args.python, "triton", 300)
-    step("torch attach elementwise", torch_attach_case, gs, args.out, args.python,
-         "elementwise", 500)
-    step("torch attach matmul", torch_attach_case, gs, args.out, args.python, "matmul", 200)
+    if not inject:
+        step("torch attach elementwise", torch_attach_case, gs, args.out, args.python,
+             "elementwise", 500)
+        step("torch attach matmul", torch_attach_case, gs, args.out, args.python, "matmul",
+             200)
+    else:
+        step("gpu time matmul", gputime_case, gs, args.out, args.python, "matmul", 200)
+        step("gpu time elementwise", gputime_case, gs, args.out, args.python, "elementwise",
+             500)
     r = step("torch expandable", torch_case, gs, args.out, args.python, "expandable", 4,
              {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"})
     if r:
@@ -274,6 +347,12 @@ def main():
         record("torch nccl", "communicator rank/size",
                any(c["rank"] == 0 and c["nranks"] == 1 for c in comms), "0/1",
                ["%d/%d" % (c["rank"], c["nranks"]) for c in comms])
+    if inject:  # every driver entry point handed out was wrapped
+        for name in ("torch-matmul", "torch-triton", "torch-nccl"):
+            path = os.path.join(args.out, name + ".json")
+            if os.path.exists(path):
+                n = json.load(open(path))["drops"]["unwrapped_entry_points"]
+                record("inject " + name, "unwrapped entry points", n == 0, 0, n)
     failed = [r for r in results if not r["ok"]]
     with open(os.path.join(args.out, "gpu-results.json"), "w") as f:
         json.dump({"results": results, "failed": len(failed), "wall_s": time.time() - t0}, f,

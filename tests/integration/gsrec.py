@@ -36,3 +36,20 @@ def kaliases(path):
             handle, target, api, ns = struct.unpack_from("<QQHB", r["body"])
             out.append((handle, target, ns))
     return out
+
+
+EV_GPU = 14
+GPU = struct.Struct("<QQQQQQQQQHBBiII")
+
+
+def gpu_records(path):
+    """Every GPU timing record (in-process plane) as a dict."""
+    out = []
+    for r in records(path):
+        if r["type"] == EV_GPU:
+            (start, end, call_end, func, stream, nbytes, dst, src, ctx, api, kind, flags,
+             device, copy_kind, _) = GPU.unpack_from(r["body"])
+            out.append({"call": r["ts"], "call_end": call_end, "start": start, "end": end,
+                        "func": func, "stream": stream, "bytes": nbytes, "api": api,
+                        "kind": kind, "flags": flags, "device": device, "pid": r["pid"]})
+    return out

@@ -5,7 +5,7 @@
  * ground truth (truth.h).
  *
  *   wl_driver [--loops N] [--threads T] [--fork N] [--exec-child] [--mini]
- *             [--wait FILE] [--burst N] [--oom-fragment]
+ *             [--wait FILE] [--burst N] [--entry-points] [--signal N]
  *
  * --wait FILE   resolve kernel names, then create FILE.ready and wait until FILE exists
  *               before doing anything else (for late attach: the names are missed);
@@ -14,14 +14,22 @@
  * --fork N      N forked children each run the mini scenario
  * --exec-child  one child execs this program with --mini
  * --mini        init, 7 launches of vecAdd, one 1 MiB allocation left outstanding
+ * --entry-points  also: launches, copies and syncs through function pointers from
+ *               cuGetProcAddress, cuGetProcAddress_v2 and dlsym on libcuda
+ * --signal N    also: N launches while a 20 us timer's signal handler polls an event
+ *               with cuEventQuery (a CUDA call from a signal handler)
  */
+#include <dlfcn.h>
+#include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -151,6 +159,7 @@ static void scenario(int loops, int threads)
 	CUevent ev;
 	CUgraph g;
 	CUgraphExec ge;
+	size_t nnodes;
 	CUcontext ctx;
 	CUkernel missing;
 	size_t pitch;
@@ -288,6 +297,9 @@ static void scenario(int loops, int threads)
 		truth_add(1, "captured:%s", SCALE);
 	}
 	CHECK(cuStreamEndCapture(s2, &g), 0);
+	/* Exactly what the program put in: a tracer must add nothing to a capture. */
+	CHECK(cuGraphGetNodes(g, NULL, &nnodes), 0);
+	CHECK(nnodes, 3);
 	CHECK(cuGraphInstantiateWithFlags(&ge, g, 0), 0);
 	for (int i = 0; i < 4; i++) {
 		CHECK(cuGraphLaunch(ge, s), 0);
@@ -362,6 +374,97 @@ static void scenario(int loops, int threads)
 	free(buf);
 }
 
+typedef CUresult (*launch_fn)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
+			      unsigned, unsigned, CUstream, void **, void **);
+typedef CUresult (*copy_fn)(CUdeviceptr, const void *, size_t);
+typedef CUresult (*sync_fn)(void);
+
+/* The ways libraries reach the driver without linking to it. */
+static void entry_points(void)
+{
+	void *self = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+	launch_fn by_gpa, by_gpa2, by_gpa2_pt, by_dlsym;
+	copy_fn copy;
+	sync_fn sync;
+	CUdeviceptr d;
+	char buf[4096] = { 0 };
+	int status = -1;
+
+	if (!self) {
+		fprintf(stderr, "wl_driver: libcuda.so.1 is not loaded\n");
+		exit(97);
+	}
+	CHECK(cuGetProcAddress("cuLaunchKernel", (void **)&by_gpa, 12000, 0), 0);
+	CHECK(cuGetProcAddress_v2("cuLaunchKernel", (void **)&by_gpa2, 13000, 0, &status), 0);
+	CHECK(status, 0);
+	CHECK(cuGetProcAddress_v2("cuLaunchKernel", (void **)&by_gpa2_pt, 13000,
+				  CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, NULL),
+	      0);
+	CHECK(cuGetProcAddress_v2("cuMemcpyHtoD", (void **)&copy, 13000, 0, NULL), 0);
+	CHECK(cuGetProcAddress_v2("cuCtxSynchronize", (void **)&sync, 12000, 0, NULL), 0);
+	by_dlsym = (launch_fn)dlsym(self, "cuLaunchKernel");
+	if (!by_dlsym)
+		exit(97);
+	for (int i = 0; i < 3; i++) {
+		CHECK(by_gpa((CUfunction)k_scale, 4, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL), 0);
+		launch(SCALE, "cuLaunchKernel");
+		CHECK(by_gpa2((CUfunction)k_scale, 4, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL), 0);
+		launch(SCALE, "cuLaunchKernel");
+		CHECK(by_gpa2_pt((CUfunction)k_scale, 4, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL), 0);
+		launch(SCALE, "cuLaunchKernel_ptsz");
+		CHECK(by_dlsym((CUfunction)k_scale, 4, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL), 0);
+		launch(SCALE, "cuLaunchKernel");
+	}
+	CHECK(cuMemAlloc_v2(&d, sizeof(buf)), 0);
+	device_alloc(sizeof(buf), "cuMemAlloc_v2");
+	CHECK(copy(d, buf, sizeof(buf)), 0);
+	copied("HtoD", sizeof(buf));
+	CHECK(sync(), 0);
+	truth_add(1, "sync:cuCtxSynchronize");
+	CHECK(cuMemFree_v2(d), 0);
+	device_free(sizeof(buf));
+	dlclose(self);
+}
+
+static CUevent sig_event;
+static volatile sig_atomic_t sig_calls, sig_failed;
+
+static void on_alarm(int sig)
+{
+	int saved = errno;
+	CUresult r = cuEventQuery(sig_event);
+
+	(void)sig;
+	if (r != CUDA_SUCCESS && r != CUDA_ERROR_NOT_READY)
+		sig_failed = 1;
+	sig_calls++;
+	errno = saved;
+}
+
+/* Launches while a signal handler calls into the driver, interrupting whatever runs. */
+static void signal_calls(int n)
+{
+	struct sigaction sa = { .sa_handler = on_alarm };
+	struct itimerval every = { { 0, 20 }, { 0, 20 } }, off = { { 0, 0 }, { 0, 0 } };
+
+	CHECK(cuEventCreate(&sig_event, 0), 0);
+	CHECK(cuEventRecord(sig_event, NULL), 0);
+	sigemptyset(&sa.sa_mask);
+	sa.sa_flags = SA_RESTART;
+	sigaction(SIGALRM, &sa, NULL);
+	setitimer(ITIMER_REAL, &every, NULL);
+	for (int i = 0; i < n; i++) {
+		CHECK(cuLaunchKernel((CUfunction)k_add, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL), 0);
+		launch(VECADD, "cuLaunchKernel");
+	}
+	setitimer(ITIMER_REAL, &off, NULL);
+	signal(SIGALRM, SIG_IGN);
+	if (sig_failed)
+		exit(96);
+	truth_add(sig_calls, "sync:cuEventQuery");
+	fprintf(stderr, "wl_driver: %d calls from the signal handler\n", (int)sig_calls);
+}
+
 static void burst(int n)
 {
 	for (int i = 0; i < n; i++)
@@ -372,8 +475,8 @@ static void burst(int n)
 
 int main(int argc, char **argv)
 {
-	int loops = 1, threads = 0, nfork = 0, nburst = 0;
-	bool exec_child = false, is_mini = false;
+	int loops = 1, threads = 0, nfork = 0, nburst = 0, nsignal = 0;
+	bool exec_child = false, is_mini = false, gpa = false;
 	const char *wait = NULL;
 	pid_t kids[64];
 	int nkids = 0;
@@ -389,6 +492,10 @@ int main(int argc, char **argv)
 			nburst = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--wait") && i + 1 < argc)
 			wait = argv[++i];
+		else if (!strcmp(argv[i], "--signal") && i + 1 < argc)
+			nsignal = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--entry-points"))
+			gpa = true;
 		else if (!strcmp(argv[i], "--exec-child"))
 			exec_child = true;
 		else if (!strcmp(argv[i], "--mini"))
@@ -441,6 +548,10 @@ int main(int argc, char **argv)
 		burst(nburst);
 	else
 		scenario(loops, threads);
+	if (gpa)
+		entry_points();
+	if (nsignal)
+		signal_calls(nsignal);
 	if (wait) {
 		char done[4096];
 		FILE *f;

@@ -1,0 +1,208 @@
+// SPDX-License-Identifier: MIT
+/*
+ * GPU time: what the in-process plane measured with CUDA events around launches and
+ * asynchronous copies (GS_EV_GPU), per kernel, per copy direction, per stream and device.
+ *
+ * When an operation started. The start event completes when everything before it on the
+ * stream has finished. If the stream was busy, the operation starts right after: the
+ * event's time is its start. If the stream was idle, the event completes as soon as it is
+ * submitted, which is before the operation itself was submitted: the operation cannot
+ * start before its call began, so its start is taken as the later of the two (and its
+ * queue delay as zero). This keeps an idle stream's host-side launch cost out of the
+ * kernel's GPU time.
+ *
+ * Idle gaps. Event times are good to about half a microsecond (and elapsed times come as
+ * float milliseconds), so a pause shorter than GAP_MIN_NS between two operations is not
+ * told apart from none: it counts as busy, not as a gap.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/model.h"
+#include "core/util.h"
+#include "gpuscope/cuda_abi.h"
+
+#define WATERMARK_NS	 2000000000ULL /* how far behind the latest call a record may come */
+#define PENDING_FLUSH_AT 8192
+#define GAP_MIN_NS	 1000
+
+static struct gpu_stat *gpu_stat_of(struct kstat *k)
+{
+	if (!k->gpu) {
+		k->gpu = xcalloc(1, sizeof(*k->gpu));
+		k->gpu->min_ns = UINT64_MAX;
+	}
+	return k->gpu;
+}
+
+static void add_to_stat(struct gpu_stat *g, __u64 dur, __u64 queue, bool idle)
+{
+	g->count++;
+	g->total_ns += dur;
+	g->min_ns = GS_MIN(g->min_ns, dur);
+	g->max_ns = GS_MAX(g->max_ns, dur);
+	g->queue_ns += queue;
+	g->idle_starts += idle;
+	hist__add(&g->dur, dur);
+	hist__add(&g->queue, queue);
+}
+
+static void add_stream(struct model *m, const struct gs_ev_gpu *e, __u64 start, __u64 end)
+{
+	/* The legacy stream has two names; each thread has its own per-thread stream. */
+	__u64 stream = e->stream == GS_CU_STREAM_LEGACY ? 0 : e->stream;
+	__u32 tid = stream == GS_CU_STREAM_PER_THREAD ? e->h.tid : 0;
+	__u64 key = stream | (__u64)tid << 32;
+	struct stream_stat *s = hmap_get(&m->streams, e->h.pid, key);
+	__u64 from;
+
+	if (!s) {
+		s = xcalloc(1, sizeof(*s));
+		s->pid = e->h.pid;
+		s->tid = tid;
+		s->stream = stream;
+		s->device = e->device;
+		s->first_start = start;
+		hmap_put(&m->streams, e->h.pid, key, s);
+	}
+	/* A stream runs its work in order: a gap is the time from one end to the next start;
+	 * what is closer than a gap continues the busy time from the previous end. */
+	from = start;
+	if (s->ops && start >= s->last_end + GAP_MIN_NS) {
+		__u64 gap = start - s->last_end;
+
+		s->gaps++;
+		s->idle_ns += gap;
+		s->max_gap_ns = GS_MAX(s->max_gap_ns, gap);
+	} else if (s->ops) {
+		from = GS_MIN(s->last_end, end);
+	}
+	s->busy_ns += end > from ? end - from : 0;
+	s->last_end = GS_MAX(s->last_end, end);
+	s->first_start = GS_MIN(s->first_start, start);
+	s->ops++;
+}
+
+/* ---- device busy time: the union of intervals ---------------------------------------- */
+
+static void dev_merge(struct dev_stat *d, __u64 start, __u64 end)
+{
+	if (!d->have_cur) {
+		d->cur_start = start;
+		d->cur_end = end;
+		d->have_cur = true;
+		d->first_start = start;
+		return;
+	}
+	if (start < d->cur_start) {
+		/* Behind what is already final: extend what can be extended. */
+		d->late++;
+		d->cur_end = GS_MAX(d->cur_end, end);
+		return;
+	}
+	if (start < d->cur_end + GAP_MIN_NS) {
+		d->cur_end = GS_MAX(d->cur_end, end);
+		return;
+	}
+	d->busy_ns += d->cur_end - d->cur_start;
+	d->gaps++;
+	d->idle_ns += start - d->cur_end;
+	d->max_gap_ns = GS_MAX(d->max_gap_ns, start - d->cur_end);
+	d->cur_start = start;
+	d->cur_end = end;
+}
+
+static int by_start(const void *a, const void *b)
+{
+	const __u64 *x = a, *y = b;
+
+	return x[0] < y[0] ? -1 : x[0] > y[0];
+}
+
+/* Merge every pending interval that starts before `upto`, in start order. */
+void model__dev_flush(struct dev_stat *d, __u64 upto)
+{
+	size_t keep = 0;
+
+	qsort(d->pending, d->npending, sizeof(*d->pending), by_start);
+	for (size_t i = 0; i < d->npending; i++) {
+		if (d->pending[i].start < upto)
+			dev_merge(d, d->pending[i].start, d->pending[i].end);
+		else
+			d->pending[keep++] = d->pending[i];
+	}
+	d->npending = keep;
+}
+
+static void add_device(struct model *m, const struct gs_ev_gpu *e, __u64 start, __u64 end)
+{
+	struct dev_stat *d = hmap_get(&m->devices, (__u64)(__s64)e->device + 1, 0);
+
+	if (!d) {
+		d = xcalloc(1, sizeof(*d));
+		d->device = e->device;
+		hmap_put(&m->devices, (__u64)(__s64)e->device + 1, 0, d);
+	}
+	d->ops++;
+	d->last_end = GS_MAX(d->last_end, end);
+	if (d->npending == d->cap) {
+		d->cap = d->cap ? 2 * d->cap : 256;
+		d->pending = xrealloc(d->pending, d->cap * sizeof(*d->pending));
+	}
+	d->pending[d->npending].start = start;
+	d->pending[d->npending++].end = end;
+	if (d->npending >= PENDING_FLUSH_AT && m->gpu_latest_call > WATERMARK_NS)
+		model__dev_flush(d, m->gpu_latest_call - WATERMARK_NS);
+}
+
+/* ---- records --------------------------------------------------------------------------- */
+
+void model__gpu_add(struct model *m, const struct gs_ev_gpu *e)
+{
+	bool idle = e->start_ns < e->h.ts;
+	__u64 start = idle ? GS_MIN(e->h.ts, e->end_ns) : e->start_ns;
+	__u64 dur = e->end_ns - start, queue = start - GS_MIN(start, e->h.ts);
+	struct copy_stat *c;
+
+	m->gpu_records++;
+	m->gpu_latest_call = GS_MAX(m->gpu_latest_call, e->h.ts);
+	switch (e->kind) {
+	case GS_GPU_KERNEL:
+		add_to_stat(gpu_stat_of(model__kstat(&m->kernels, e->h.pid, e->func)), dur, queue,
+			    idle);
+		break;
+	case GS_GPU_GRAPH:
+		add_to_stat(gpu_stat_of(model__kstat(&m->graph_execs, e->h.pid, e->func)), dur,
+			    queue, idle);
+		break;
+	default: /* copies and sets */
+		c = &m->copies[e->kind == GS_GPU_MEMSET
+				       ? GS_COPY_MEMSET
+				       : model__copy_direction(m, e->h.pid, e->copy_kind, e->dst,
+							       e->src)];
+		c->gpu_count++;
+		c->gpu_bytes += e->bytes;
+		c->gpu_ns += dur;
+		break;
+	}
+	add_stream(m, e, start, e->end_ns);
+	add_device(m, e, start, e->end_ns);
+}
+
+void model__gpu_free(struct model *m)
+{
+	struct hmap_slot *s;
+
+	hmap_for_each (&m->kernels, s)
+		free(((struct kstat *)s->val)->gpu);
+	hmap_for_each (&m->graph_execs, s)
+		free(((struct kstat *)s->val)->gpu);
+	hmap_for_each (&m->streams, s)
+		free(s->val);
+	hmap_free(&m->streams);
+	hmap_for_each (&m->devices, s) {
+		free(((struct dev_stat *)s->val)->pending);
+		free(s->val);
+	}
+	hmap_free(&m->devices);
+}

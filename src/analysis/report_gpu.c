@@ -1,0 +1,128 @@
+// SPDX-License-Identifier: MIT
+/* The report's GPU time: kernels by GPU time, graphs, streams and devices. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/report.h"
+#include "core/util.h"
+
+#define CMP3(a, b) ((a) < (b) ? -1 : (a) > (b))
+
+static void merge_stat(struct gpu_stat *into, const struct gpu_stat *g)
+{
+	if (!into->count)
+		into->min_ns = g->min_ns;
+	into->count += g->count;
+	into->total_ns += g->total_ns;
+	into->min_ns = GS_MIN(into->min_ns, g->min_ns);
+	into->max_ns = GS_MAX(into->max_ns, g->max_ns);
+	into->queue_ns += g->queue_ns;
+	into->idle_starts += g->idle_starts;
+	hist__merge(&into->dur, &g->dur);
+	hist__merge(&into->queue, &g->queue);
+}
+
+void report__merge_gpu(struct rep_kernel *rk, const struct kstat *k)
+{
+	if (!k->gpu || !k->gpu->count)
+		return;
+	if (!rk->gpu)
+		rk->gpu = xcalloc(1, sizeof(*rk->gpu));
+	merge_stat(rk->gpu, k->gpu);
+}
+
+static const struct report *sort_r; /* qsort has no context argument */
+
+static int by_gpu_total(const void *a, const void *b)
+{
+	const struct rep_kernel *x = &sort_r->kernels[*(const size_t *)a];
+	const struct rep_kernel *y = &sort_r->kernels[*(const size_t *)b];
+
+	if (x->gpu->total_ns != y->gpu->total_ns)
+		return x->gpu->total_ns < y->gpu->total_ns ? 1 : -1;
+	return strcmp(x->display, y->display);
+}
+
+static int by_busy(const void *a, const void *b)
+{
+	const struct stream_stat *x = a, *y = b;
+
+	if (x->busy_ns != y->busy_ns)
+		return x->busy_ns < y->busy_ns ? 1 : -1;
+	if (x->pid != y->pid)
+		return CMP3(x->pid, y->pid);
+	return CMP3(x->stream, y->stream);
+}
+
+static int by_device(const void *a, const void *b)
+{
+	const struct dev_stat *x = a, *y = b;
+
+	return CMP3(x->device, y->device);
+}
+
+/* A device's totals with everything pending merged, leaving the model as it is. */
+static void device_final(const struct dev_stat *d, struct dev_stat *out)
+{
+	struct dev_stat t = *d;
+
+	t.pending = NULL;
+	t.npending = t.cap = 0;
+	if (d->npending) {
+		t.pending = xmalloc(d->npending * sizeof(*t.pending));
+		memcpy(t.pending, d->pending, d->npending * sizeof(*t.pending));
+		t.npending = t.cap = d->npending;
+	}
+	model__dev_flush(&t, UINT64_MAX);
+	if (t.have_cur)
+		t.busy_ns += t.cur_end - t.cur_start;
+	t.have_cur = false;
+	free(t.pending);
+	t.pending = NULL;
+	t.npending = t.cap = 0;
+	*out = t;
+}
+
+void report__build_gpu(struct report *r, const struct model *m)
+{
+	const struct hmap_slot *s;
+	size_t n = 0;
+
+	r->inject = m->have_start && (m->start.flags & GS_SESSION_INJECT);
+	r->gpu_time = r->inject ? m->start.gpu_time : 0;
+	r->gpu_records = m->gpu_records;
+	r->gpu_order = xcalloc(r->nkernels + 1, sizeof(*r->gpu_order));
+	for (size_t i = 0; i < r->nkernels; i++)
+		if (r->kernels[i].gpu) {
+			r->gpu_order[r->ngpu_kernels++] = i;
+			r->gpu_kernel_ns += r->kernels[i].gpu->total_ns;
+		}
+	sort_r = r;
+	qsort(r->gpu_order, r->ngpu_kernels, sizeof(*r->gpu_order), by_gpu_total);
+	hmap_for_each (&m->graph_execs, s) {
+		const struct kstat *k = s->val;
+
+		if (k->gpu && k->gpu->count)
+			merge_stat(&r->graph_gpu, k->gpu);
+	}
+	r->streams = xcalloc(m->streams.len + 1, sizeof(*r->streams));
+	hmap_for_each (&m->streams, s)
+		r->streams[n++] = *(const struct stream_stat *)s->val;
+	r->nstreams = n;
+	qsort(r->streams, n, sizeof(*r->streams), by_busy);
+	n = 0;
+	r->devices = xcalloc(m->devices.len + 1, sizeof(*r->devices));
+	hmap_for_each (&m->devices, s)
+		device_final(s->val, &r->devices[n++]);
+	r->ndevices = n;
+	qsort(r->devices, n, sizeof(*r->devices), by_device);
+}
+
+void report__free_gpu(struct report *r)
+{
+	for (size_t i = 0; i < r->nkernels; i++)
+		free(r->kernels[i].gpu);
+	free(r->gpu_order);
+	free(r->streams);
+	free(r->devices);
+}

@@ -1,0 +1,569 @@
+// SPDX-License-Identifier: MIT
+/* GPU start and end times (see gputime.h). */
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "gpuscope/cuda_abi.h"
+#include "inject/gputime.h"
+
+#define MAX_CTX	     16
+#define MAX_EVENTS   8192 /* per context: what timing may hold at once */
+#define NREF	     8
+#define CALIBRATE_NS 1000000000ULL
+#define HARVEST_NS   1000000ULL
+#define NOT_READY    600
+#define SAMPLE_SLOTS 256
+#define MAX_PENDING  (MAX_CTX * MAX_EVENTS / 2)
+#define FLUSH_NS     2000000000ULL /* at exit, how long to wait for the GPU to finish */
+
+typedef int (*ev_create_fn)(void **, unsigned int);
+typedef int (*ev_record_fn)(void *, __u64);
+typedef int (*ev_query_fn)(void *);
+typedef int (*ev_elapsed_fn)(float *, void *, void *);
+typedef int (*ctx_get_fn)(void **);
+typedef int (*ctx_set_fn)(void *);
+typedef int (*ctx_dev_fn)(int *);
+typedef int (*stream_create_fn)(__u64 *, unsigned int);
+typedef int (*capturing_fn)(__u64, int *);
+
+struct ref {
+	void *event;
+	__u64 host_ns;
+};
+
+struct ctx_slot {
+	void *ctx;
+	__u64 stream; /* ours, for reference events */
+	int device;
+	bool broken; /* timing failed to set up here: never try again */
+	void **free_events;
+	int nfree, nevents;
+	struct ref refs[NREF];
+	int nref;
+	__u64 last_cal;
+};
+
+struct pending {
+	void *start, *end;
+	struct gs_timed_call c;
+	__u64 stream;
+	__u32 tid;
+	__u8 ci;
+};
+
+static struct {
+	int every; /* 0 off, 1 all, N every Nth */
+	pthread_mutex_t lock;
+	struct ctx_slot ctx[MAX_CTX];
+	int nctx;
+	struct pending *q;
+	size_t qn, qcap;
+	bool harvester;
+	bool stopped; /* the process is exiting: no more driver calls from the harvester */
+	pthread_mutex_t harvesting; /* one pass at a time: the harvester's or the exit flush */
+	struct {
+		ev_create_fn ev_create;
+		ev_record_fn ev_record, ev_record_ptsz;
+		ev_query_fn ev_query;
+		ev_elapsed_fn ev_elapsed;
+		ctx_get_fn ctx_get;
+		ctx_set_fn ctx_set;
+		ctx_dev_fn ctx_dev;
+		stream_create_fn stream_create;
+		capturing_fn capturing, capturing_ptsz;
+	} cu;
+	bool have_cu;
+} T = { .lock = PTHREAD_MUTEX_INITIALIZER, .harvesting = PTHREAD_MUTEX_INITIALIZER };
+
+/* Every Nth launch of each kernel, per thread: launch counts by kernel handle. Allocated
+ * at first use: static TLS is scarce for a library that may also be dlopen'ed. */
+struct sample_slot {
+	__u64 func;
+	__u32 n;
+};
+static __thread struct sample_slot *tl_sample __attribute__((tls_model("initial-exec")));
+static __thread __u32 tl_tid __attribute__((tls_model("initial-exec")));
+static __thread void *tl_ctx __attribute__((tls_model("initial-exec")));
+static __thread int tl_slot __attribute__((tls_model("initial-exec")));
+
+void gs_timing_init(const char *mode)
+{
+	if (!mode || !strcmp(mode, "all"))
+		T.every = 1;
+	else if (!strcmp(mode, "off"))
+		T.every = 0;
+	else
+		T.every = (int)strtol(mode, NULL, 10) > 0 ? (int)strtol(mode, NULL, 10) : 0;
+}
+
+void gs_timing_after_fork(void)
+{
+	/* The parent's contexts, events and harvester do not exist here. */
+	pthread_mutex_init(&T.lock, NULL);
+	pthread_mutex_init(&T.harvesting, NULL);
+	memset(T.ctx, 0, sizeof(T.ctx));
+	T.nctx = 0;
+	T.qn = 0;
+	T.harvester = false;
+	T.stopped = false;
+	tl_tid = 0;
+	tl_ctx = NULL;
+}
+
+/* The driver functions timing uses, called directly (never through our wrappers). */
+static bool load_driver(void)
+{
+	if (__atomic_load_n(&T.have_cu, __ATOMIC_ACQUIRE))
+		return true;
+	T.cu.ev_create = (ev_create_fn)(void *)gs_real(GS_API_CU_EVENT_CREATE);
+	T.cu.ev_record = (ev_record_fn)(void *)gs_real(GS_API_CU_EVENT_RECORD);
+	T.cu.ev_record_ptsz = (ev_record_fn)(void *)gs_real(GS_API_CU_EVENT_RECORD_PTSZ);
+	T.cu.stream_create = (stream_create_fn)(void *)gs_real(GS_API_CU_STREAM_CREATE);
+	T.cu.ctx_set = (ctx_set_fn)(void *)gs_real(GS_API_CU_CTX_SET_CURRENT);
+	T.cu.ev_query = (ev_query_fn)gs_real_by_name("cuEventQuery");
+	T.cu.ev_elapsed = (ev_elapsed_fn)gs_real_by_name("cuEventElapsedTime_v2");
+	if (!T.cu.ev_elapsed)
+		T.cu.ev_elapsed = (ev_elapsed_fn)gs_real_by_name("cuEventElapsedTime");
+	T.cu.ctx_get = (ctx_get_fn)gs_real_by_name("cuCtxGetCurrent");
+	T.cu.ctx_dev = (ctx_dev_fn)gs_real_by_name("cuCtxGetDevice");
+	T.cu.capturing = (capturing_fn)gs_real_by_name("cuStreamIsCapturing");
+	T.cu.capturing_ptsz = (capturing_fn)gs_real_by_name("cuStreamIsCapturing_ptsz");
+	if (!T.cu.ev_create || !T.cu.ev_record || !T.cu.ev_query || !T.cu.ev_elapsed ||
+	    !T.cu.ctx_get || !T.cu.ctx_set || !T.cu.stream_create || !T.cu.capturing)
+		return false;
+	if (!T.cu.ev_record_ptsz)
+		T.cu.ev_record_ptsz = T.cu.ev_record;
+	if (!T.cu.capturing_ptsz)
+		T.cu.capturing_ptsz = T.cu.capturing;
+	__atomic_store_n(&T.have_cu, true, __ATOMIC_RELEASE);
+	return true;
+}
+
+bool gs_timing_wanted(__u64 func)
+{
+	unsigned int h = (unsigned int)((func >> 4) ^ (func >> 12) ^ (func >> 20));
+	unsigned int i = h & (SAMPLE_SLOTS - 1);
+
+	if (T.every <= 1)
+		return T.every == 1;
+	if (!tl_sample && !(tl_sample = calloc(SAMPLE_SLOTS, sizeof(*tl_sample))))
+		return false;
+	/* Open addressing; with more kernels than slots, they share the last probe's slot. */
+	for (int probe = 0; probe < 16; probe++, i = (i + 1) & (SAMPLE_SLOTS - 1)) {
+		if (tl_sample[i].func == func || tl_sample[i].n == 0) {
+			tl_sample[i].func = func;
+			break;
+		}
+	}
+	return tl_sample[i].n++ % (__u32)T.every == 0;
+}
+
+/* Under T.lock. */
+static void *event_get(struct ctx_slot *c)
+{
+	void *ev;
+
+	if (c->nfree)
+		return c->free_events[--c->nfree];
+	if (c->nevents >= MAX_EVENTS || T.cu.ev_create(&ev, 0))
+		return NULL;
+	c->nevents++;
+	return ev;
+}
+
+static void event_put(struct ctx_slot *c, void *ev)
+{
+	if (!ev)
+		return;
+	if (!c->free_events)
+		c->free_events = calloc(MAX_EVENTS, sizeof(void *));
+	if (c->free_events && c->nfree < MAX_EVENTS)
+		c->free_events[c->nfree++] = ev;
+}
+
+/* Both events of a call that goes untimed back to the pool. */
+static void give_back(struct ctx_slot *c, struct gs_timing *t)
+{
+	pthread_mutex_lock(&T.lock);
+	event_put(c, t->start);
+	event_put(c, t->end);
+	pthread_mutex_unlock(&T.lock);
+	t->start = t->end = NULL;
+}
+
+/* Record a reference event and place it on the host clock; the narrowest of tries wins.
+ * Called with the slot's context current on this thread. */
+static void calibrate(struct ctx_slot *c)
+{
+	struct ref best = { 0 };
+	__u64 width = ~0ULL;
+	void *evs[3] = { 0 };
+
+	pthread_mutex_lock(&T.lock);
+	for (int i = 0; i < 3; i++)
+		evs[i] = event_get(c);
+	pthread_mutex_unlock(&T.lock);
+	for (int i = 0; i < 3 && evs[i]; i++) {
+		__u64 t0 = gs_clock(), t1, spins = 0;
+
+		if (T.cu.ev_record(evs[i], c->stream))
+			break;
+		while (T.cu.ev_query(evs[i]) == NOT_READY && ++spins < 1000000)
+			;
+		t1 = gs_clock();
+		if (t1 - t0 < width) {
+			width = t1 - t0;
+			best.event = evs[i];
+			best.host_ns = t0 + (t1 - t0) / 2;
+		}
+	}
+	pthread_mutex_lock(&T.lock);
+	for (int i = 0; i < 3; i++)
+		if (evs[i] != best.event)
+			event_put(c, evs[i]);
+	if (best.event) {
+		if (c->nref == NREF) {
+			event_put(c, c->refs[0].event);
+			memmove(&c->refs[0], &c->refs[1], sizeof(c->refs[0]) * (NREF - 1));
+			c->nref--;
+		}
+		c->refs[c->nref++] = best;
+	}
+	c->last_cal = gs_clock();
+	pthread_mutex_unlock(&T.lock);
+}
+
+/* The slot of the current context, set up on first use (stream, device, reference). */
+static int ctx_slot(void *ctx)
+{
+	struct ctx_slot *c = NULL;
+	int i;
+
+	pthread_mutex_lock(&T.lock);
+	for (i = 0; i < T.nctx; i++)
+		if (T.ctx[i].ctx == ctx)
+			break;
+	if (i < T.nctx) {
+		pthread_mutex_unlock(&T.lock);
+		return T.ctx[i].broken ? -1 : i;
+	}
+	if (T.nctx == MAX_CTX) {
+		pthread_mutex_unlock(&T.lock);
+		return -1;
+	}
+	c = &T.ctx[T.nctx];
+	memset(c, 0, sizeof(*c));
+	c->ctx = ctx;
+	c->device = -1;
+	/* A stream of ours for reference events: non-blocking, so it never waits on or delays
+	 * the program's legacy default stream. */
+	c->broken = T.cu.stream_create(&c->stream, 1 /* CU_STREAM_NON_BLOCKING */) != 0;
+	if (T.cu.ctx_dev)
+		T.cu.ctx_dev(&c->device);
+	c->last_cal = gs_clock();
+	i = T.nctx++;
+	pthread_mutex_unlock(&T.lock);
+	if (c->broken)
+		return -1;
+	calibrate(c);
+	if (!c->nref)
+		c->broken = true;
+	return c->broken ? -1 : i;
+}
+
+/* The slot of the current context: this thread's last one, else looked up. */
+static int slot_of(void *ctx)
+{
+	if (ctx != tl_ctx) {
+		tl_slot = ctx_slot(ctx);
+		tl_ctx = ctx;
+	}
+	return tl_slot;
+}
+
+bool gs_timing_begin(struct gs_timing *t, __u64 stream, bool ptsz)
+{
+	struct ctx_slot *c;
+	int capturing = 0;
+
+	t->start = t->end = NULL;
+	if (!load_driver() || T.cu.ctx_get(&t->ctx) || !t->ctx)
+		return false;
+	/* Nothing of ours goes into a stream that is being captured into a graph. */
+	if ((ptsz ? T.cu.capturing_ptsz : T.cu.capturing)(stream, &capturing) || capturing)
+		return false;
+	t->ci = slot_of(t->ctx);
+	if (t->ci < 0)
+		return false;
+	c = &T.ctx[t->ci];
+	pthread_mutex_lock(&T.lock);
+	t->start = event_get(c);
+	t->end = t->start ? event_get(c) : NULL;
+	if (!t->end) {
+		event_put(c, t->start);
+		t->start = NULL;
+	}
+	pthread_mutex_unlock(&T.lock);
+	if (!t->start)
+		return false;
+	t->stream = stream;
+	t->ptsz = ptsz;
+	if ((ptsz ? T.cu.ev_record_ptsz : T.cu.ev_record)(t->start, stream)) {
+		give_back(c, t);
+		return false;
+	}
+	return true;
+}
+
+static void *harvest(void *arg);
+static void flush_at_exit(void);
+
+static void start_harvester(void)
+{
+	sigset_t all, old;
+	pthread_t th;
+
+	/* No signal of the program is ever delivered to our thread. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	if (pthread_create(&th, NULL, harvest, NULL) == 0) {
+		pthread_detach(th);
+		T.harvester = true;
+		atexit(flush_at_exit);
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+void gs_timing_end(struct gs_timing *t, int result, const struct gs_timed_call *call)
+{
+	struct ctx_slot *c = &T.ctx[t->ci];
+
+	if (!t->start)
+		return;
+	if (result || (t->ptsz ? T.cu.ev_record_ptsz : T.cu.ev_record)(t->end, t->stream)) {
+		give_back(c, t);
+		return;
+	}
+	if (!tl_tid)
+		tl_tid = (__u32)syscall(SYS_gettid);
+	pthread_mutex_lock(&T.lock);
+	if (T.qn == T.qcap) {
+		size_t cap = T.qcap ? 2 * T.qcap : 1024;
+		struct pending *q = cap <= MAX_PENDING ? realloc(T.q, cap * sizeof(*q)) : NULL;
+
+		if (q) {
+			T.q = q;
+			T.qcap = cap;
+		}
+	}
+	if (T.qn < T.qcap) {
+		T.q[T.qn++] =
+			(struct pending){ .start = t->start,
+					  .end = t->end,
+					  .c = *call,
+					  /* A NULL stream of a per-thread variant
+						  * is this thread's default stream. */
+					  .stream = t->ptsz && !t->stream ? GS_CU_STREAM_PER_THREAD
+									  : t->stream,
+					  .tid = tl_tid,
+					  .ci = (__u8)t->ci };
+		if (!T.harvester)
+			start_harvester();
+	} else {
+		/* Too much outstanding: this call goes untimed, the program is not held up. */
+		event_put(c, t->start);
+		event_put(c, t->end);
+	}
+	pthread_mutex_unlock(&T.lock);
+}
+
+/* The reference to measure an event from: the latest taken before its call. */
+static const struct ref *ref_for(const struct ctx_slot *c, __u64 call_ts)
+{
+	const struct ref *r = &c->refs[0];
+
+	for (int i = 1; i < c->nref; i++)
+		if (c->refs[i].host_ns <= call_ts)
+			r = &c->refs[i];
+	return r;
+}
+
+static void emit_gpu(const struct ctx_slot *c, const struct pending *p, __u64 start, __u64 end)
+{
+	struct gs_ev_gpu *e = gs_emit_reserve(sizeof(*e), GS_EV_GPU);
+
+	if (!e)
+		return;
+	gs_fill_hdr(&e->h, GS_EV_GPU, sizeof(*e), p->c.call_ts);
+	e->h.tid = p->tid;
+	e->start_ns = start;
+	e->end_ns = end;
+	e->call_end_ns = p->c.call_end;
+	e->func = p->c.func;
+	e->stream = p->stream;
+	e->bytes = p->c.bytes;
+	e->dst = p->c.dst;
+	e->src = p->c.src;
+	e->ctx = (__u64)(unsigned long)c->ctx;
+	e->api = p->c.api;
+	e->kind = p->c.kind;
+	e->flags = start < p->c.call_ts ? GS_GPU_IDLE_STREAM : 0;
+	e->device = c->device;
+	e->copy_kind = p->c.copy_kind;
+	e->pad = 0;
+	gs_emit_commit(e);
+}
+
+/* One pending pair: 1 done (emitted or given up), 0 not finished yet. */
+static int harvest_one(const struct pending *p)
+{
+	struct ctx_slot *c = &T.ctx[p->ci];
+	const struct ref *r;
+	float to_start, dur;
+	int q = T.cu.ev_query(p->end);
+	__s64 start;
+
+	if (q == NOT_READY)
+		return 0;
+	r = ref_for(c, p->c.call_ts);
+	if (q == 0 && !T.cu.ev_elapsed(&to_start, r->event, p->start) &&
+	    !T.cu.ev_elapsed(&dur, p->start, p->end) && dur >= 0) {
+		start = (__s64)r->host_ns + (__s64)((double)to_start * 1e6);
+		if (start > 0)
+			emit_gpu(c, p, (__u64)start, (__u64)start + (__u64)((double)dur * 1e6));
+	}
+	pthread_mutex_lock(&T.lock);
+	event_put(c, p->start);
+	event_put(c, p->end);
+	pthread_mutex_unlock(&T.lock);
+	return 1;
+}
+
+/* One pass over what is pending: emit what finished, keep the rest in order. Returns how
+ * many are still pending. */
+static size_t harvest_pass(void **current, bool recalibrate)
+{
+	static struct pending *batch;
+	static size_t cap;
+	size_t n, keep = 0, left;
+
+	pthread_mutex_lock(&T.harvesting);
+	if (T.stopped) {
+		pthread_mutex_unlock(&T.harvesting);
+		return 0;
+	}
+	pthread_mutex_lock(&T.lock);
+	n = T.qn;
+	if (n > cap) {
+		struct pending *b = realloc(batch, n * sizeof(*b));
+
+		if (!b) {
+			pthread_mutex_unlock(&T.lock);
+			pthread_mutex_unlock(&T.harvesting);
+			return n;
+		}
+		batch = b;
+		cap = n;
+	}
+	memcpy(batch, T.q, n * sizeof(*batch));
+	T.qn = 0;
+	pthread_mutex_unlock(&T.lock);
+	for (size_t i = 0; i < n; i++) {
+		struct ctx_slot *c = &T.ctx[batch[i].ci];
+
+		if (c->ctx != *current && !T.cu.ctx_set(c->ctx))
+			*current = c->ctx;
+		if (!harvest_one(&batch[i]))
+			batch[keep++] = batch[i];
+	}
+	for (int ci = 0; recalibrate && ci < __atomic_load_n(&T.nctx, __ATOMIC_ACQUIRE); ci++) {
+		struct ctx_slot *c = &T.ctx[ci];
+
+		if (c->broken || !c->nref || gs_clock() - c->last_cal < CALIBRATE_NS)
+			continue;
+		if (!T.cu.ctx_set(c->ctx)) {
+			*current = c->ctx;
+			calibrate(c);
+		}
+	}
+	/* What is not finished goes back ahead of what came meanwhile, in order. */
+	pthread_mutex_lock(&T.lock);
+	if (keep && T.qn + keep > T.qcap) {
+		struct pending *q = realloc(T.q, (T.qn + keep) * sizeof(*q));
+
+		if (q) {
+			T.q = q;
+			T.qcap = T.qn + keep;
+		}
+	}
+	if (keep && T.qn + keep <= T.qcap) {
+		memmove(T.q + keep, T.q, T.qn * sizeof(*T.q));
+		memcpy(T.q, batch, keep * sizeof(*T.q));
+		T.qn += keep;
+	}
+	left = T.qn;
+	pthread_mutex_unlock(&T.lock);
+	pthread_mutex_unlock(&T.harvesting);
+	return left;
+}
+
+static void *harvest(void *arg)
+{
+	void *current = NULL;
+
+	(void)arg;
+	for (;;) {
+		struct timespec nap = { 0, HARVEST_NS };
+
+		nanosleep(&nap, NULL);
+		harvest_pass(&current, true);
+	}
+	return NULL;
+}
+
+/*
+ * After the program waited for the GPU (a synchronisation call returned), what it waited
+ * for is finished: collect it now, on the program's thread, rather than up to a
+ * millisecond later, when a short-lived process may be gone (_exit runs no handlers). If the
+ * harvester is in a pass, wait for it: it may have taken these very events before they
+ * finished. Leaves the thread's context as it was.
+ */
+void gs_timing_synced(void)
+{
+	void *saved = NULL, *current;
+
+	/* Nothing queued may still mean a pass of the harvester holds it: pass after it. */
+	if (!T.every || !__atomic_load_n(&T.harvester, __ATOMIC_ACQUIRE) ||
+	    !__atomic_load_n(&T.have_cu, __ATOMIC_ACQUIRE) || T.cu.ctx_get(&saved))
+		return;
+	current = saved;
+	harvest_pass(&current, false);
+	if (current != saved)
+		T.cu.ctx_set(saved);
+}
+
+/*
+ * At exit, before the runtime tears its contexts down (this handler is registered after
+ * the runtime's, so it runs before it): wait a bounded time for the GPU work already
+ * timed, so the last kernels of a program get their times too. Then the harvester stops
+ * calling the driver.
+ */
+static void flush_at_exit(void)
+{
+	__u64 deadline = gs_clock() + FLUSH_NS;
+	void *current = NULL;
+
+	while (harvest_pass(&current, false) && gs_clock() < deadline) {
+		struct timespec nap = { 0, 100000 };
+
+		nanosleep(&nap, NULL);
+	}
+	pthread_mutex_lock(&T.harvesting);
+	T.stopped = true;
+	pthread_mutex_unlock(&T.harvesting);
+}

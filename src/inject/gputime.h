@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * GPU start and end times of launches and asynchronous copies, from a pair of CUDA events
+ * recorded around the call on the same stream. A harvester thread reads finished pairs
+ * with the real driver functions (never through our wrappers), converts them to the host
+ * clock and writes GS_EV_GPU records.
+ *
+ * Host clock: per context, a reference event is recorded on a stream of our own and
+ * polled to completion while the host clock is read around it; the narrowest of a few
+ * tries gives the reference's host time. References are renewed every second, and each
+ * event is placed relative to the latest reference before its call: elapsed times come
+ * back as float milliseconds, precise only over short spans, and the GPU and host clocks
+ * drift apart slowly.
+ *
+ * Never in the way: a stream being captured into a graph is not timed (an event recorded
+ * there would become part of the graph); a pool of events caps what timing can hold; every
+ * failure only means the call goes untimed.
+ */
+#ifndef GS_INJECT_GPUTIME_H
+#define GS_INJECT_GPUTIME_H
+
+#include <stdbool.h>
+#include "inject/inject.h"
+
+struct gs_timing {
+	void *ctx;
+	void *start; /* CUevent recorded before the call; NULL: the call is not timed */
+	void *end;   /* CUevent to record after it */
+	__u64 stream;
+	int ci;	   /* context slot */
+	bool ptsz; /* per-thread default stream semantics for a NULL stream */
+};
+
+/* The program's thread just waited for the GPU: collect finished times now. */
+void gs_timing_synced(void) GS_HIDDEN;
+/* GPUSCOPE_GPU_TIME: "off", "all", or N (every Nth launch of each kernel, per thread). */
+void gs_timing_init(const char *mode) GS_HIDDEN;
+void gs_timing_after_fork(void) GS_HIDDEN;
+/* Whether this call should be timed (mode, sampling by func). */
+bool gs_timing_wanted(__u64 func) GS_HIDDEN;
+/* Record the start event on `stream`; false if the call goes untimed. */
+bool gs_timing_begin(struct gs_timing *t, __u64 stream, bool ptsz) GS_HIDDEN;
+/* After the call: record the end event and queue the pair (or give the start back). */
+/* What the GPU record says of the call besides its times. */
+struct gs_timed_call {
+	__u64 call_ts, call_end, func, bytes, dst, src;
+	__u32 copy_kind;
+	__u16 api;
+	__u8 kind;
+};
+void gs_timing_end(struct gs_timing *t, int result, const struct gs_timed_call *c) GS_HIDDEN;
+
+#endif

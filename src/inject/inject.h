@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libgpuscope-inject.so: the in-process plane. Preloaded into the traced program by
+ * `gpuscope run --inject`, it stands between the program and the CUDA driver for every
+ * caller -- symbols bound at load time, dlsym lookups, and the entry points cuGetProcAddress
+ * hands out (cudart, cuBLAS, Triton and NCCL use that) -- and writes the same records as
+ * the kernel probes into a shared-memory ring that gpuscope drains.
+ *
+ * Files: inject.c (activation, the process's ring, record emission), wrap.c (the wrappers,
+ * generated from the API table), resolve.c (finding the real driver functions, dlsym and
+ * cuGetProcAddress), gputime.c (GPU start/end times of launches and copies).
+ */
+#ifndef GS_INJECT_H
+#define GS_INJECT_H
+
+#include <stdbool.h>
+#include "gpuscope/api.h"
+
+#define GS_HIDDEN __attribute__((visibility("hidden")))
+
+typedef int (*gs_fn)(__u64, __u64, __u64, __u64, __u64, __u64, __u64, __u64, __u64, __u64, __u64);
+
+/* inject.c */
+extern bool gs_active; /* a gpuscope session is there to read what we write */
+/* Records: reserve in this process's ring (NULL if full or inactive), then commit. */
+void *gs_emit_reserve(__u32 size, __u16 type) GS_HIDDEN;
+void gs_emit_commit(void *rec) GS_HIDDEN;
+void gs_fill_hdr(struct gs_hdr *h, __u16 type, __u32 size, __u64 ts) GS_HIDDEN;
+__u64 gs_clock(void) GS_HIDDEN;
+void gs_count_unwrapped(void) GS_HIDDEN;
+
+/* resolve.c */
+/* The real driver function behind an API of the table (resolved on first use). */
+gs_fn gs_real(unsigned int api) GS_HIDDEN;
+void gs_resolve_init(void) GS_HIDDEN;
+/* Whether two entry points are variants of one function (cuLaunchKernel, _ptsz). */
+bool gs_same_function(unsigned int a, unsigned int b) GS_HIDDEN;
+/* Whether a call into a wrapper comes from libcuda's own code. */
+bool gs_called_from_driver(void *caller) GS_HIDDEN;
+/* Any other libcuda function, by name (NULL while libcuda is not loaded). */
+void *gs_real_by_name(const char *name) GS_HIDDEN;
+/* The wrapper for a real driver function pointer, or the pointer itself if unknown. */
+void *gs_wrap_pointer(void *real) GS_HIDDEN;
+extern void *const gs_wrappers[GS_API_MAX] GS_HIDDEN;
+
+/* wrap.c */
+/* Whether this thread is inside a wrapper called from inside another (a signal handler). */
+bool gs_nested(void) GS_HIDDEN;
+int gs_call(unsigned int api, void *caller, __u64 a0, __u64 a1, __u64 a2, __u64 a3, __u64 a4,
+	    __u64 a5, __u64 a6, __u64 a7, __u64 a8, __u64 a9, __u64 a10) GS_HIDDEN;
+
+#endif

@@ -1,0 +1,409 @@
+// SPDX-License-Identifier: MIT
+/* gpuscope's side of the in-process plane (see loader.h). */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include "core/shmring.h"
+#include "core/util.h"
+#include "inject/loader.h"
+
+#ifndef GS_INJECT_SO
+#error "GS_INJECT_SO names the built library to carry (set by the Makefile)"
+#endif
+
+/* The library, carried inside gpuscope so that one binary is all there is to install. */
+__asm__(".section .rodata\n"
+	".balign 64\n"
+	".globl gs_inject_so\n"
+	".hidden gs_inject_so\n"
+	"gs_inject_so:\n"
+	".incbin \"" GS_INJECT_SO "\"\n"
+	".globl gs_inject_so_end\n"
+	".hidden gs_inject_so_end\n"
+	"gs_inject_so_end:\n"
+	".previous\n");
+extern const unsigned char gs_inject_so[], gs_inject_so_end[];
+
+#define SO_NAME	   "libgpuscope-inject.so"
+#define DIR_PREFIX "gpuscope-"
+
+struct ring {
+	struct shmring r;
+	dev_t dev;
+	ino_t ino;
+	__u32 pid;
+	bool done; /* closed: its counters are kept in `final` */
+	struct shmring_hdr final;
+};
+
+struct inject {
+	struct inject_opts o;
+	char dir[PATH_MAX];    /* rings (and the library, where it may be executed from) */
+	char so_dir[PATH_MAX]; /* the library's own directory if not `dir`, else "" */
+	char so_path[PATH_MAX];
+	struct ring *rings;
+	size_t n, cap;
+	__u64 rings_lost;
+};
+
+/* Remove a session directory and what is in it (flat: rings and the library). */
+static void remove_dir(const char *dir)
+{
+	char path[PATH_MAX + 256];
+	struct dirent *de;
+	DIR *d = opendir(dir);
+
+	if (!d)
+		return;
+	while ((de = readdir(d)))
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..")) {
+			snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+			unlink(path);
+		}
+	closedir(d);
+	rmdir(dir);
+}
+
+/* Sessions of gpuscope processes that are gone (killed before they could clean up). */
+static void remove_stale(const char *base)
+{
+	char path[PATH_MAX];
+	struct dirent *de;
+	struct stat st;
+	DIR *d = opendir(base);
+
+	if (!d)
+		return;
+	while ((de = readdir(d))) {
+		long pid;
+		char *end;
+
+		if (strncmp(de->d_name, DIR_PREFIX, strlen(DIR_PREFIX)))
+			continue;
+		pid = strtol(de->d_name + strlen(DIR_PREFIX), &end, 10);
+		if (pid <= 0 || *end != '-' || (kill((pid_t)pid, 0) == 0 || errno != ESRCH))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", base, de->d_name);
+		if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == geteuid()) {
+			gs_debug("removing %s, left by gpuscope %ld", path, pid);
+			remove_dir(path);
+		}
+	}
+	closedir(d);
+}
+
+static int make_dir(const char *base, char *out, size_t n)
+{
+	struct stat st;
+
+	if (stat(base, &st) || !S_ISDIR(st.st_mode) || access(base, W_OK | X_OK))
+		return -1;
+	remove_stale(base);
+	if (snprintf(out, n, "%s/" DIR_PREFIX "%d-XXXXXX", base, (int)getpid()) >= (int)n)
+		return -1;
+	return mkdtemp(out) ? 0 : -1;
+}
+
+static bool noexec(const char *dir)
+{
+	struct statvfs sv;
+
+	return statvfs(dir, &sv) == 0 && (sv.f_flag & ST_NOEXEC);
+}
+
+static int write_library(const char *path)
+{
+	size_t len = (size_t)(gs_inject_so_end - gs_inject_so), off = 0;
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0755);
+
+	if (fd < 0)
+		return -1;
+	while (off < len) {
+		ssize_t w = write(fd, gs_inject_so + off, len - off);
+
+		if (w <= 0) {
+			close(fd);
+			return -1;
+		}
+		off += (size_t)w;
+	}
+	return close(fd);
+}
+
+int inject__open(const struct inject_opts *o, struct inject **out)
+{
+	struct inject *in = xcalloc(1, sizeof(*in));
+	const char *tmp = getenv("TMPDIR");
+	const char *so_base;
+
+	in->o = *o;
+	/* Rings in shared memory; /tmp will do where there is none. */
+	if (make_dir("/dev/shm", in->dir, sizeof(in->dir)) &&
+	    make_dir("/tmp", in->dir, sizeof(in->dir))) {
+		gs_err("cannot create a session directory in /dev/shm or /tmp: %s",
+		       strerror(errno));
+		free(in);
+		return -1;
+	}
+	/* The library must be mapped executable: not from a noexec mount (a container's
+	 * /dev/shm often is). */
+	so_base = in->dir;
+	if (noexec(in->dir)) {
+		const char *bases[] = { tmp && *tmp ? tmp : "/tmp", "/var/tmp", "/run" };
+
+		for (size_t i = 0; i < 3 && !in->so_dir[0]; i++)
+			if (!noexec(bases[i]) &&
+			    make_dir(bases[i], in->so_dir, sizeof(in->so_dir)) == 0)
+				so_base = in->so_dir;
+		if (!in->so_dir[0]) {
+			gs_err("--inject: no directory to put the library in that allows executing "
+			       "it (/dev/shm, $TMPDIR, /tmp, /var/tmp and /run are noexec or not "
+			       "writable)");
+			remove_dir(in->dir);
+			free(in);
+			return -1;
+		}
+	}
+	if (snprintf(in->so_path, sizeof(in->so_path), "%s/%s", so_base, SO_NAME) >=
+		    (int)sizeof(in->so_path) ||
+	    write_library(in->so_path)) {
+		gs_err("cannot write %s: %s", in->so_path, strerror(errno));
+		inject__close(in);
+		return -1;
+	}
+	gs_debug("in-process plane: session %s, library %s", in->dir, in->so_path);
+	*out = in;
+	return 0;
+}
+
+void inject__close(struct inject *in)
+{
+	if (!in)
+		return;
+	for (size_t i = 0; i < in->n; i++)
+		if (!in->rings[i].done)
+			shmring_close(&in->rings[i].r);
+	free(in->rings);
+	/* For debugging the plane itself: leave the rings to look at. */
+	if (getenv("GPUSCOPE_KEEP_SESSION")) {
+		gs_info("in-process session kept: %s", in->dir);
+		free(in);
+		return;
+	}
+	remove_dir(in->dir);
+	if (in->so_dir[0])
+		remove_dir(in->so_dir);
+	free(in);
+}
+
+static char *env_pair(const char *name, const char *value)
+{
+	struct strbuf sb = {};
+
+	sb_printf(&sb, "%s=%s", name, value);
+	return sb.buf;
+}
+
+char **inject__env(const struct inject *in, char *const *env)
+{
+	static const char *const ours[] = { "LD_PRELOAD=", "GPUSCOPE_INJECT_DIR=", "GPUSCOPE_PID=",
+					    "GPUSCOPE_GPU_TIME=", "GPUSCOPE_RING_BYTES=" };
+	const char *preload = NULL;
+	char num[32], **out;
+	size_t n = 0, k = 0;
+
+	while (env[n])
+		n++;
+	out = xcalloc(n + 6, sizeof(*out));
+	for (size_t i = 0; i < n; i++) {
+		bool skip = false;
+
+		for (size_t j = 0; j < sizeof(ours) / sizeof(ours[0]); j++)
+			if (!strncmp(env[i], ours[j], strlen(ours[j])))
+				skip = true;
+		if (!strncmp(env[i], "LD_PRELOAD=", 11))
+			preload = env[i] + 11;
+		if (!skip)
+			out[k++] = xstrdup(env[i]);
+	}
+	/* Ours first, so that our definitions of the driver's functions are the ones bound. */
+	if (preload && *preload) {
+		struct strbuf sb = {};
+
+		sb_printf(&sb, "LD_PRELOAD=%s:%s", in->so_path, preload);
+		out[k++] = sb.buf;
+	} else {
+		out[k++] = env_pair("LD_PRELOAD", in->so_path);
+	}
+	out[k++] = env_pair("GPUSCOPE_INJECT_DIR", in->dir);
+	snprintf(num, sizeof(num), "%d", (int)getpid());
+	out[k++] = env_pair("GPUSCOPE_PID", num);
+	if (in->o.gpu_time == 0)
+		snprintf(num, sizeof(num), "off");
+	else if (in->o.gpu_time == 1)
+		snprintf(num, sizeof(num), "all");
+	else
+		snprintf(num, sizeof(num), "%u", in->o.gpu_time);
+	out[k++] = env_pair("GPUSCOPE_GPU_TIME", num);
+	snprintf(num, sizeof(num), "%llu", (unsigned long long)in->o.ring_bytes);
+	out[k++] = env_pair("GPUSCOPE_RING_BYTES", num);
+	out[k] = NULL;
+	return out;
+}
+
+void inject__free_env(char **env)
+{
+	for (size_t i = 0; env && env[i]; i++)
+		free(env[i]);
+	free(env);
+}
+
+/* A ring file's name: <pid>.ring. */
+static __u32 ring_pid(const char *name)
+{
+	char *end;
+	long pid = strtol(name, &end, 10);
+
+	return pid > 0 && pid <= INT_MAX && !strcmp(end, ".ring") ? (__u32)pid : 0;
+}
+
+static void scan(struct inject *in)
+{
+	char path[PATH_MAX + 256], err[128];
+	struct dirent *de;
+	struct stat st;
+	DIR *d = opendir(in->dir);
+
+	if (!d)
+		return;
+	while ((de = readdir(d))) {
+		__u32 pid = ring_pid(de->d_name);
+		struct ring *r;
+		bool known = false;
+		int fd;
+
+		if (!pid)
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", in->dir, de->d_name);
+		fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+		if (fd < 0)
+			continue;
+		/* A process that execs makes a new ring under the same name. */
+		if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+			close(fd);
+			continue;
+		}
+		for (size_t i = 0; i < in->n && !known; i++)
+			known = in->rings[i].dev == st.st_dev && in->rings[i].ino == st.st_ino;
+		if (known) {
+			close(fd);
+			continue;
+		}
+		if (in->n == in->cap) {
+			in->cap = in->cap ? 2 * in->cap : 16;
+			in->rings = xrealloc(in->rings, in->cap * sizeof(*in->rings));
+		}
+		r = &in->rings[in->n];
+		memset(r, 0, sizeof(*r));
+		r->dev = st.st_dev;
+		r->ino = st.st_ino;
+		r->pid = pid;
+		if (shmring_open_fd(&r->r, fd, err, sizeof(err))) {
+			gs_warn("in-process ring of pid %u: %s; its events are lost", pid, err);
+			r->done = true;
+			in->rings_lost++;
+		}
+		close(fd);
+		in->n++;
+		gs_debug("in-process ring of pid %u found", pid);
+	}
+	closedir(d);
+}
+
+static void finish(struct inject *in, struct ring *r, bool lost)
+{
+	memcpy(&r->final, r->r.h, sizeof(r->final));
+	shmring_close(&r->r);
+	r->done = true;
+	if (lost)
+		in->rings_lost++;
+}
+
+static bool gone(__u32 pid)
+{
+	return kill((pid_t)pid, 0) && errno == ESRCH;
+}
+
+int inject__poll(struct inject *in, bool do_scan, bool final)
+{
+	char err[160];
+	int total = 0;
+
+	if (do_scan || final)
+		scan(in);
+	for (size_t i = 0; i < in->n; i++) {
+		struct ring *r = &in->rings[i];
+		bool busy, dead;
+		int n;
+
+		if (r->done)
+			continue;
+		/* Gone before this drain: then the drain reads all it ever wrote. */
+		dead = final || gone(r->pid);
+		n = shmring_drain(&r->r, in->o.on_event, in->o.ctx, &busy, err, sizeof(err));
+		if (n < 0) {
+			gs_warn("in-process ring of pid %u: %s; reading it stops here", r->pid,
+				err);
+			finish(in, r, true);
+			continue;
+		}
+		total += n;
+		/* Everything of a process that is gone has been read: unless its last record
+		 * was being written when it died, which then never ends. */
+		if (dead) {
+			__u64 head = __atomic_load_n(&r->r.h->head, __ATOMIC_ACQUIRE);
+
+			finish(in, r, busy || head != r->r.tail);
+		}
+	}
+	return total;
+}
+
+static const struct shmring_hdr *ring_hdr(const struct ring *r)
+{
+	return r->done ? &r->final : r->r.h;
+}
+
+void inject__drops(const struct inject *in, struct gs_ev_drops *d)
+{
+	for (size_t i = 0; i < in->n; i++) {
+		const struct shmring_hdr *h = ring_hdr(&in->rings[i]);
+
+		if (!h->magic[0]) /* never opened */
+			continue;
+		for (int t = 0; t < GS_EV_MAX; t++)
+			d->by_type[t] += h->drops[t];
+		d->unwrapped += h->unwrapped;
+	}
+	d->rings_lost += in->rings_lost;
+}
+
+__u64 inject__drops_total(const struct inject *in)
+{
+	struct gs_ev_drops d = {};
+	__u64 n = 0;
+
+	inject__drops(in, &d);
+	for (int t = 0; t < GS_EV_MAX; t++)
+		n += d.by_type[t];
+	return n;
+}

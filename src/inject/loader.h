@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * gpuscope's side of the in-process plane (the library itself is the rest of src/inject/).
+ *
+ * A session directory holds the library, written out from the copy gpuscope carries, and
+ * one ring per traced process (<pid>.ring, see core/shmring.h). The traced command gets
+ * LD_PRELOAD and the variables that tell the library where the session is; gpuscope finds
+ * the rings as they appear and drains them into the same path as the kernel's events.
+ */
+#ifndef GS_INJECT_LOADER_H
+#define GS_INJECT_LOADER_H
+
+#include <stdbool.h>
+#include "gpuscope/event.h"
+
+struct inject;
+
+struct inject_opts {
+	__u32 gpu_time;	  /* 0 off, 1 every launch, N every Nth launch of a kernel */
+	__u64 ring_bytes; /* per process */
+	void (*on_event)(void *ctx, const struct gs_hdr *ev);
+	void *ctx;
+};
+
+/* Create the session directory and write the library into it. 0, or -1 with a message. */
+int inject__open(const struct inject_opts *o, struct inject **out);
+/* Remove the session (rings and library). */
+void inject__close(struct inject *in);
+/* The environment for the traced command: `env` with LD_PRELOAD and the session's
+ * variables set (NULL-terminated, allocated; free with inject__free_env). */
+char **inject__env(const struct inject *in, char *const *env);
+void inject__free_env(char **env);
+/*
+ * Deliver what the rings hold. With `scan`, look for new rings first. With `final`, the
+ * processes are gone: a ring whose last record was never finished is counted lost.
+ * Returns the number of records delivered.
+ */
+int inject__poll(struct inject *in, bool scan, bool final);
+/* Add the rings' drop counters to d (their drops, unwrapped entry points, lost rings). */
+void inject__drops(const struct inject *in, struct gs_ev_drops *d);
+__u64 inject__drops_total(const struct inject *in);
+
+#endif

@@ -1,0 +1,316 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The wrappers, one per driver function of the API table, generated below.
+ *
+ * Every wrapped function takes only integer and pointer arguments, at most eleven. A
+ * wrapper therefore takes eleven 64-bit arguments and passes the same eleven on: under the
+ * x86-64 SysV convention the caller cleans the stack, so the arguments a function does not
+ * have are ignored by it, and those the wrapper reads beyond the caller's are only the
+ * caller's own frame. This is what lets one call path (gs_call) and one decoder
+ * (gpuscope/decode.h, shared with the kernel probes) serve every function.
+ *
+ * A call made while this thread is already inside a wrapper is either the driver calling
+ * its own entry points (forwarded without a record: the outer call is the one the program
+ * made) or a signal handler that interrupted us (recorded, untimed: emitting is lock-free,
+ * timing is not). The driver's own calls come from its code, or, when it tail-calls a
+ * sibling entry point (cuLaunchKernel_ptsz jumping to cuLaunchKernel), seem to come from
+ * our caller but are a variant of the same function; anything else is a signal handler.
+ */
+#include <errno.h>
+#include <stddef.h>
+#include <string.h>
+
+#include "core/names.h"
+#include "inject/gputime.h"
+#include "inject/inject.h"
+
+/* Descriptors are read only after the driver accepted the call: then they were valid. */
+static __thread int tl_depth __attribute__((tls_model("initial-exec")));
+static __thread unsigned int tl_outer_api __attribute__((tls_model("initial-exec")));
+static __thread int tl_read_ok __attribute__((tls_model("initial-exec")));
+
+bool gs_nested(void)
+{
+	return tl_depth > 1;
+}
+
+static inline int inproc_read(void *dst, __u64 n, __u64 addr)
+{
+	if (!tl_read_ok || addr < 4096)
+		return -1;
+	memcpy(dst, (const void *)(unsigned long)addr, n);
+	return 0;
+}
+
+#define GS_INLINE		 inline __attribute__((always_inline))
+#define GS_READ(dst, size, addr) inproc_read((dst), (size), (addr))
+#include "gpuscope/decode.h"
+
+#define CUDA_ERROR_NOT_INITIALIZED 3
+
+/* Reserve a record of a call and fill its header and call part. */
+static void *call_record(__u32 size, __u16 type, unsigned int api, void *caller, int r, __u64 t0,
+			 __u64 t1)
+{
+	struct gs_hdr *h = gs_emit_reserve(size, type);
+	struct gs_call *c;
+
+	if (!h)
+		return NULL;
+	gs_fill_hdr(h, type, size, t0);
+	c = (struct gs_call *)(h + 1);
+	c->dur_ns = t1 - t0;
+	c->caller = (__u64)(unsigned long)caller;
+	c->api = (__u16)api;
+	c->pad = 0;
+	c->result = r;
+	return h;
+}
+
+static void emit_name(unsigned int api, const __u64 *a, __u64 t0)
+{
+	const struct gs_api_desc *d = &gs_api_descs[api];
+	const char *name = (const char *)(unsigned long)a[2];
+	struct gs_ev_kalias *al;
+	struct gs_ev_kname *e;
+	size_t len;
+	__u32 size;
+
+	if (d->shape == GS_SH_N_KFUNC) {
+		al = gs_emit_reserve(sizeof(*al), GS_EV_KALIAS);
+		if (!al)
+			return;
+		gs_fill_hdr(&al->h, GS_EV_KALIAS, sizeof(*al), t0);
+		al->handle = *(const __u64 *)(unsigned long)a[0];
+		al->target = a[1];
+		al->api = (__u16)api;
+		al->target_ns = GS_NS_DRIVER;
+		memset(al->pad, 0, sizeof(al->pad));
+		gs_emit_commit(al);
+		return;
+	}
+	/* cuLibraryGetKernel, cuModuleGetFunction: (handle *out, scope, const char *name) */
+	len = name ? strnlen(name, GS_NAME_MAX - 1) : 0;
+	size = (__u32)((offsetof(struct gs_ev_kname, name) + len + 1 + 7) & ~(size_t)7);
+	e = gs_emit_reserve(size, GS_EV_KNAME);
+	if (!e)
+		return;
+	gs_fill_hdr(&e->h, GS_EV_KNAME, size, t0);
+	e->handle = *(const __u64 *)(unsigned long)a[0];
+	e->scope = a[1];
+	e->name_addr = a[2];
+	e->api = (__u16)api;
+	e->len = (__u16)len;
+	e->ns = GS_NS_DRIVER;
+	e->truncated = name && name[len] != 0;
+	e->pad = 0;
+	memcpy(e->name, name ? name : "", len);
+	e->name[len] = 0;
+	gs_emit_commit(e);
+}
+
+/* Reserve, fill, decode, publish: one record of type T for the call. */
+#define EMIT(T, TYPE, DECODE)                                                \
+	do {                                                                 \
+		T *e = call_record(sizeof(T), TYPE, api, caller, r, t0, t1); \
+		if (!e)                                                      \
+			return;                                              \
+		DECODE;                                                      \
+		gs_emit_commit(e);                                           \
+	} while (0)
+
+static void emit_family(const struct gs_api_desc *d, unsigned int api, void *caller, const __u64 *a,
+			int r, __u64 t0, __u64 t1)
+{
+	switch (d->family) {
+	case GS_FAM_LAUNCH:
+		EMIT(struct gs_ev_launch, GS_EV_LAUNCH, gs_decode_launch(d, a, e));
+		break;
+	case GS_FAM_MEM:
+		EMIT(struct gs_ev_mem, GS_EV_MEM, gs_decode_mem(d, a, r == 0, e));
+		break;
+	case GS_FAM_COPY:
+		EMIT(struct gs_ev_copy, GS_EV_COPY, gs_decode_copy(d, a, e));
+		break;
+	case GS_FAM_SYNC:
+		EMIT(struct gs_ev_sync, GS_EV_SYNC, gs_decode_sync(d, a, e));
+		break;
+	case GS_FAM_KNAME:
+		if (r == 0) {
+			emit_name(api, a, t0);
+			break;
+		}
+		/* A failed lookup is an API record, as in the kernel plane. */
+		EMIT(struct gs_ev_api, GS_EV_API, gs_decode_api(d, a, 0, e));
+		break;
+	case GS_FAM_API:
+		if (r == 0 && !(d->flags & GS_AF_ALWAYS))
+			break;
+		EMIT(struct gs_ev_api, GS_EV_API, gs_decode_api(d, a, r == 0, e));
+		break;
+	}
+}
+
+static void emit(unsigned int api, void *caller, const __u64 *a, int r, __u64 t0, __u64 t1)
+{
+	const struct gs_api_desc *d = &gs_api_descs[api];
+	int saved_read_ok = tl_read_ok; /* a signal handler's call may run inside ours */
+
+	tl_read_ok = r == 0;
+	emit_family(d, api, caller, a, r, t0, t1);
+	tl_read_ok = saved_read_ok;
+}
+
+/*
+ * What GPU timing needs to know of a launch or an asynchronous copy before the call: its
+ * stream and kernel. False for calls that are not timed.
+ */
+static bool timed_call(const struct gs_api_desc *d, const __u64 *a, __u64 *stream, __u64 *func,
+		       __u8 *kind)
+{
+	*func = 0;
+	if (d->family == GS_FAM_LAUNCH) {
+		*kind = GS_GPU_KERNEL;
+		switch (d->shape) {
+		case GS_SH_L_STD:
+			*func = a[0];
+			*stream = a[8];
+			break;
+		case GS_SH_L_EX:
+			/* The driver rejects a NULL configuration; anything else it reads too. */
+			if (a[0] < 4096)
+				return false;
+			*func = a[1];
+			memcpy(stream, (const void *)(unsigned long)(a[0] + GS_LAUNCHCFG_STREAM),
+			       sizeof(*stream));
+			break;
+		default: /* GS_SH_L_GRAPH */
+			*func = a[0];
+			*stream = a[1];
+			*kind = GS_GPU_GRAPH;
+			break;
+		}
+		return true;
+	}
+	if (d->family != GS_FAM_COPY || !(d->flags & GS_AF_ASYNC))
+		return false;
+	*kind = GS_GPU_COPY;
+	switch (d->shape) {
+	case GS_SH_C_1D:
+		*stream = a[3];
+		break;
+	case GS_SH_C_PEER:
+		*stream = a[5];
+		break;
+	case GS_SH_C_2D:
+	case GS_SH_C_3D:
+		*stream = a[1];
+		break;
+	case GS_SH_C_SET1D:
+		*stream = a[3];
+		*kind = GS_GPU_MEMSET;
+		break;
+	default: /* GS_SH_C_SET2D */
+		*stream = a[5];
+		*kind = GS_GPU_MEMSET;
+		break;
+	}
+	return true;
+}
+
+/* Synchronisation that returns only once GPU work is done (not queries, not waits queued
+ * on the GPU). */
+static bool waits_for_gpu(unsigned int api, const struct gs_api_desc *d)
+{
+	return d->family == GS_FAM_SYNC && d->shape != GS_SH_S_WAIT &&
+	       api != GS_API_CU_STREAM_QUERY && api != GS_API_CU_STREAM_QUERY_PTSZ &&
+	       api != GS_API_CU_EVENT_QUERY;
+}
+
+int gs_call(unsigned int api, void *caller, __u64 a0, __u64 a1, __u64 a2, __u64 a3, __u64 a4,
+	    __u64 a5, __u64 a6, __u64 a7, __u64 a8, __u64 a9, __u64 a10)
+{
+	gs_fn real = gs_real(api);
+	const struct gs_api_desc *d = &gs_api_descs[api];
+	__u64 t0, t1, stream = 0, func = 0,
+		      a[GS_ARGS] = { a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10 };
+	struct gs_timing tm = { .start = NULL };
+	__u8 kind = 0;
+	int r, saved_errno;
+
+	if (!real)
+		return CUDA_ERROR_NOT_INITIALIZED;
+	if (!gs_active)
+		return real(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10);
+	if (tl_depth) {
+		if (gs_called_from_driver(caller) || gs_same_function(api, tl_outer_api))
+			return real(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10);
+		tl_depth++;
+		t0 = gs_clock();
+		r = real(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10);
+		t1 = gs_clock();
+		saved_errno = errno;
+		emit(api, caller, a, r, t0, t1);
+		errno = saved_errno;
+		tl_depth--;
+		return r;
+	}
+	tl_depth++;
+	tl_outer_api = api;
+	saved_errno = errno;
+	if (timed_call(d, a, &stream, &func, &kind) && gs_timing_wanted(func))
+		gs_timing_begin(&tm, stream, d->flags & GS_AF_PTSZ);
+	errno = saved_errno;
+	t0 = gs_clock();
+	r = real(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10);
+	t1 = gs_clock();
+	saved_errno = errno;
+	if (tm.start) {
+		struct gs_ev_copy c = { .bytes = 0, .kind = 0 };
+		struct gs_timed_call tc;
+
+		if (d->family == GS_FAM_COPY) {
+			tl_read_ok = r == 0;
+			gs_decode_copy(d, a, &c);
+		}
+		tc = (struct gs_timed_call){ .call_ts = t0,
+					     .call_end = t1,
+					     .func = func,
+					     .bytes = c.bytes,
+					     .dst = c.dst,
+					     .src = c.src,
+					     .copy_kind = c.kind,
+					     .api = (__u16)api,
+					     .kind = kind };
+		gs_timing_end(&tm, r, &tc);
+	}
+	emit(api, caller, a, r, t0, t1);
+	if (r == 0 && waits_for_gpu(api, d))
+		gs_timing_synced();
+	errno = saved_errno;
+	tl_depth--;
+	return r;
+}
+
+/*
+ * The wrappers: a hidden function per driver function of the table, exported under the
+ * driver's name with an assembler alias (the names are strings in the table).
+ */
+#define GS_WRAP_CUDA(id_, sym_)                                                                   \
+	GS_HIDDEN int gs_wrap_##id_(__u64 a0, __u64 a1, __u64 a2, __u64 a3, __u64 a4, __u64 a5,   \
+				    __u64 a6, __u64 a7, __u64 a8, __u64 a9, __u64 a10)            \
+	{                                                                                         \
+		return gs_call(GS_API_##id_, __builtin_return_address(0), a0, a1, a2, a3, a4, a5, \
+			       a6, a7, a8, a9, a10);                                              \
+	}                                                                                         \
+	__asm__(".globl " sym_ "\n\t.type " sym_ ", @function\n\t.set " sym_ ", gs_wrap_" #id_);
+#define GS_WRAP_CUDART(id_, sym_)
+#define GS_WRAP_NCCL(id_, sym_)
+#define GS_WRAP(id_, sym_, lib_, fam_, shape_, arg_, fl_) GS_WRAP_##lib_(id_, sym_)
+GS_API_LIST(GS_WRAP)
+
+#define GS_WRAP_ENTRY_CUDA(id_) [GS_API_##id_] = (void *)gs_wrap_##id_,
+#define GS_WRAP_ENTRY_CUDART(id_)
+#define GS_WRAP_ENTRY_NCCL(id_)
+#define GS_WRAP_ENTRY(id_, sym_, lib_, fam_, shape_, arg_, fl_) GS_WRAP_ENTRY_##lib_(id_)
+void *const gs_wrappers[GS_API_MAX] = { GS_API_LIST(GS_WRAP_ENTRY) };

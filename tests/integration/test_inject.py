@@ -1,0 +1,308 @@
+"""The in-process plane (gpuscope run --inject) against the CUDA test double: the same exact
+counts as the kernel probes on every workload, every way of reaching the driver, GPU times
+from the double's simulated event clock, children, drops, signal handlers, and the cases
+where the library must stay out of the way."""
+import glob
+import json
+import os
+import shutil
+import signal
+import stat
+import subprocess
+import tempfile
+
+import pytest
+
+import gsreport
+from conftest import OUT, needs_root, wait_for, kill_quietly
+from test_faults import start
+
+pytestmark = needs_root
+
+INJECT_SO = os.path.join(OUT, "libgpuscope-inject.so")
+
+
+def assert_matches(truth, report, ignore=()):
+    diffs = gsreport.compare(truth, report, ignore=ignore)
+    assert not diffs, "\n".join(diffs)
+
+
+def comparable(report):
+    """What both planes must agree on: every count, byte and name, not timings."""
+    k = report["kernels"]
+    kernels = sorted((x["name"], x["launches"], x["captured"], x["graph_runs"], x["failed"],
+                      json.dumps(x["shapes"]), json.dumps(x["by_api"], sort_keys=True),
+                      x["cooperative"], x["cluster"]) for x in k["list"])
+    copies = {d: {f: c[f] for f in ("count", "bytes", "sync_count", "async_count", "failed")}
+              for d, c in report["copies"].items()}
+    # (How often a program polls depends on timing: each run is checked on its own truth.)
+    syncs = {api: s["calls"] for api, s in report["sync"].items() if "Query" not in api}
+    errors = sorted((e["api"], e["result"], e["count"]) for e in report["errors"])
+    mem = dict(report["memory"])
+    mem["outstanding"] = dict(mem["outstanding"])
+    del mem["outstanding"]["largest"]  # addresses, pids and times of this run
+    nccl = {op: (s["calls"], s["bytes"], s["failed"]) for op, s in report["nccl"]["ops"].items()}
+    return {"launches": k["launches"], "graph_launches": k["graph_launches"],
+            "by_api": k["by_api"], "kernels": kernels, "copies": copies, "sync": syncs,
+            "errors": errors, "memory": json.dumps(mem, sort_keys=True), "nccl": nccl,
+            "processes": len(report["processes"])}
+
+
+WORKLOADS = [
+    ["wl_driver"],
+    ["wl_driver", "--threads", "4", "--loops", "2"],
+    ["wl_driver", "--entry-points"],
+    ["wl_runtime", "--loops", "2"],
+    ["wl_static"],
+    ["wl_nccl"],
+]
+
+
+@pytest.mark.parametrize("workload", WORKLOADS, ids=lambda w: " ".join(w))
+def test_same_counts_as_the_kernel_probes(gs, gsr, workload):
+    probes, truth, _ = gsr.trace(workload)
+    injected, truth2, _ = gs.trace(workload, opts=["--inject"])
+    assert_matches(truth, probes)
+    assert_matches(truth2, injected)
+    assert comparable(injected) == comparable(probes)
+    assert injected["session"]["plane"] == "inject"
+    assert probes["session"]["plane"] == "uprobe"
+    # libcuda itself is not probed with --inject; the runtime and NCCL still are.
+    assert not [lib for lib in injected["libraries"] if lib["kind"] == "libcuda"]
+    assert injected["drops"]["total"] == 0
+    assert injected["drops"]["unwrapped_entry_points"] == 0
+    assert injected["drops"]["rings_lost"] == 0
+
+
+def test_driver_loaded_later_by_path(gsr, tmp_path):
+    hidden = tmp_path / "hidden"
+    hidden.mkdir()
+    shutil.copy(os.path.join(gsr.fakes, "libcuda.so.1"), hidden / "libcuda.so.1")
+    report, truth, _ = gsr.trace(["wl_dlopen", str(hidden / "libcuda.so.1")], opts=["--inject"])
+    assert_matches(truth, report)
+
+
+def test_driver_found_through_runpath(gsr):
+    env = gsr.env()
+    del env["LD_LIBRARY_PATH"]
+    env["GS_TRUTH"] = str(gsr.tmp / "t.json")
+    rep = gsr.tmp / "r.json"
+    gsr.run(["run", "-q", "--inject", "--json=%s" % rep, "--",
+             gsr.wl("rpath/bin/wl_driver_rpath")], env=env, check_rc=0)
+    assert_matches(json.loads((gsr.tmp / "t.json").read_text()),
+                   json.loads(rep.read_text()))
+
+
+def test_children_forked_and_exec(gs):
+    report, truth, _ = gs.trace(["wl_driver", "--fork", "3", "--exec-child"], opts=["--inject"])
+    assert_matches(truth, report, ignore=("peak:",))
+    children = [p for p in report["processes"] if p["pid"] != report["session"]["target_pid"]]
+    assert sorted(p["launches"] for p in children) == [7, 7, 7, 7]
+    k = report["kernels"]
+    # Every launch but those captured into a graph, every graph launch, 4 async copies.
+    assert report["gpu"]["records"] == k["launches"] - 3 + k["graph_launches"] + 4
+
+
+def test_calls_from_a_signal_handler(gs):
+    """A 20 us timer whose handler calls cuEventQuery while the program launches: calls
+    that interrupt a wrapper are recorded too, nothing deadlocks, nothing is counted twice."""
+    report, truth, p = gs.trace(["wl_driver", "--signal", "3000"], opts=["--inject"])
+    assert_matches(truth, report)
+    assert truth["sync:cuEventQuery"] > 100, p.stderr
+
+
+def test_unwrappable_entry_point_is_reported(gsr):
+    """An entry point cuGetProcAddress hands out that is no exported function cannot be
+    wrapped: its calls are missed, and the report says how many such pointers there were."""
+    report, truth, p = gsr.trace(["wl_driver", "--entry-points"], opts=["--inject"],
+                                 env_extra={"FAKECUDA_GPA_PRIVATE": "1"})
+    assert report["sync"]["cuCtxSynchronize"]["calls"] == truth["sync:cuCtxSynchronize"] - 1
+    assert report["drops"]["unwrapped_entry_points"] == 1
+    text = gsr.run(["run", "-q", "--inject", "--", gsr.wl("wl_driver"), "--entry-points"],
+                   env=gsr.env(FAKECUDA_GPA_PRIVATE=1), check_rc=0).stderr
+    assert "1 driver entry points were handed out unwrapped" in text
+
+
+def test_full_ring_drops_are_counted_exactly(gs, tmp_path):
+    """gpuscope stopped while 20000 launches go into a 64 KiB ring: the program is never
+    held up, and what is not seen is counted as dropped, launch for launch."""
+    gate = tmp_path / "gate"
+    rep = tmp_path / "r.json"
+    tracer = start(gs, ["run", "-q", "--inject", "--gpu-time=off", "--buffer-size", "64K",
+                        "--json=%s" % rep, "--", gs.wl("wl_driver"), "--wait", str(gate),
+                        "--burst", "20000"])
+    try:
+        wait_for(str(gate) + ".ready")
+        tracer.send_signal(signal.SIGSTOP)
+        gate.write_text("go")
+        wait_for(str(gate) + ".done", timeout=120)
+        tracer.send_signal(signal.SIGCONT)
+        out, err = tracer.communicate(timeout=60)
+        assert tracer.returncode == 0, err
+    finally:
+        kill_quietly(tracer.proc)
+    report = json.loads(rep.read_text())
+    seen = report["kernels"]["launches"]
+    dropped = report["drops"]["by_type"].get("launch", 0)
+    assert dropped > 0
+    assert seen + dropped == 20000
+    assert report["gpu"]["records"] == 0  # --gpu-time=off
+
+
+def session_dirs():
+    return set(glob.glob("/dev/shm/gpuscope-*")) | set(glob.glob("/tmp/gpuscope-*"))
+
+
+def test_gpuscope_killed_leaves_the_command_running(gsr, tmp_path):
+    before = session_dirs()
+    gate = tmp_path / "gate"
+    tracer = start(gsr, ["run", "-q", "--inject", "--", gsr.wl("wl_driver"), "--wait",
+                         str(gate)])
+    wait_for(str(gate) + ".ready")
+    tracer.send_signal(signal.SIGKILL)
+    tracer.wait()
+    left = session_dirs() - before
+    assert len(left) == 1  # its session directory, with the command's ring in it
+    gate.write_text("go")
+    wait_for(str(gate) + ".done", timeout=60)  # it finished its work, its ring unread
+    # The next session clears what a killed gpuscope left behind.
+    gsr.run(["run", "-q", "--inject", "--", "true"], check_rc=0)
+    assert not (left & session_dirs())
+
+
+def test_without_a_session_the_library_does_nothing(gsr, tmp_path):
+    """The library preloaded by hand, or left in the environment after gpuscope is gone:
+    the program runs as if it were not there, and no ring is made."""
+    truth = tmp_path / "t.json"
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    cases = [{},
+             {"GPUSCOPE_INJECT_DIR": str(tmp_path), "GPUSCOPE_PID": str(dead.pid)},
+             {"GPUSCOPE_INJECT_DIR": str(tmp_path / "missing"), "GPUSCOPE_PID": str(os.getpid())}]
+    for extra in cases:
+        env = gsr.env(LD_PRELOAD=INJECT_SO, GS_TRUTH=truth, **extra)
+        p = subprocess.run([gsr.wl("wl_driver"), "--entry-points"], env=env,
+                           capture_output=True, text=True, timeout=60)
+        assert p.returncode == 0, p.stderr
+        assert json.loads(truth.read_text())["launches"] == 155
+        assert not list(tmp_path.glob("*.ring"))
+
+
+def test_program_without_cuda(gsr):
+    p = gsr.run(["run", "-q", "--inject", "--json", "--", "sh", "-c", "echo hello; ls / >/dev/null"],
+                check_rc=0)
+    report = json.loads(p.stdout[p.stdout.index("{"):])
+    assert "hello" in p.stdout
+    assert report["kernels"]["launches"] == 0
+    assert report["gpu"]["records"] == 0
+    assert report["drops"]["rings_lost"] == 0
+
+
+def test_setuid_program_is_left_alone(gsr, tmp_path):
+    """In a setuid program run by another user (secure execution) the library refuses to
+    act even when loaded: no ring, no records. The same program run normally is traced,
+    which shows the test could fail."""
+    fake = os.path.join(gsr.fakes, "libcuda.so.1")
+    where = tempfile.mkdtemp(dir="/tmp")  # reachable by the other user (pytest's is not)
+    os.chmod(where, 0o755)
+    prog = os.path.join(where, "wl_secure")
+    shutil.copy(gsr.wl("wl_secure"), prog)
+    normal = gsr.run(["run", "-q", "--inject", "--json", "--", str(prog), INJECT_SO, fake, "5"],
+                     check_rc=0)
+    assert json.loads(normal.stdout[normal.stdout.index("{"):])["kernels"]["launches"] == 5
+    os.chmod(prog, 0o4755)  # setuid root
+    if not os.stat(prog).st_mode & stat.S_ISUID:
+        pytest.skip("this filesystem does not keep setuid bits")
+    secure = gsr.run(["run", "-q", "--inject", "--json", "--", "setpriv", "--reuid=65534",
+                      "--regid=65534", "--clear-groups", str(prog), INJECT_SO, fake, "5"],
+                     check_rc=0)
+    assert "5 launches done" in secure.stdout
+    report = json.loads(secure.stdout[secure.stdout.index("{"):])
+    assert report["kernels"]["launches"] == 0
+    assert report["gpu"]["records"] == 0
+    shutil.rmtree(where)
+
+
+def test_bad_gpu_time_options(gsr):
+    p = gsr.run(["run", "--gpu-time=sometimes", "--inject", "--", "true"])
+    assert p.returncode == 1
+    assert p.stderr.strip().splitlines() == [
+        "gpuscope: --gpu-time wants all, off or a positive N (every Nth launch), not 'sometimes'"]
+    p = gsr.run(["run", "--gpu-time=all", "--", "true"])
+    assert p.returncode == 1
+    assert "--gpu-time needs --inject" in p.stderr
+
+
+# ---- GPU time, against the test double's simulated clock --------------------------------
+
+GPU_ENV = {"FAKECUDA_KERNEL_NS": "200000", "FAKECUDA_GBPS": "1", "FAKECUDA_DEVICES": "2"}
+
+
+def gpu_trace(gs, mode="all"):
+    report, truth, _ = gs.trace(["wl_gputime", "--devices", "2"],
+                                opts=["--inject", "--gpu-time=%s" % mode], env_extra=GPU_ENV)
+    kernels = {k["name"]: k for k in report["kernels"]["list"]}
+    return report, truth, kernels
+
+
+def near(got, want, tol_ns=2000):
+    return abs(got - want) <= tol_ns
+
+
+def test_gpu_times_of_kernels_copies_and_graphs(gs):
+    report, truth, kernels = gpu_trace(gs)
+    busy, idle = kernels["busy"]["gpu"], kernels["idle"]["gpu"]
+    # Back to back on a busy stream, and alone on an idle one: the kernel's own time.
+    assert busy["timed"] == truth["gpu:busy:timed"] == 24  # 20 + 4 on device 1, not captured
+    assert idle["timed"] == truth["gpu:idle:timed"] == 15
+    for g, want in ((busy, truth["gpu:busy:ns"]), (idle, truth["gpu:idle:ns"])):
+        assert near(g["min_ns"], want) and near(g["max_ns"], want), (g, want)
+        assert abs(g["p50_ns"] - want) <= want / 32  # within its histogram bucket
+    # Idle-stream starts are not charged the launch call's own time.
+    assert idle["idle_stream_starts"] == 15 and idle["queue_p99_ns"] == 0
+    # The 20 back-to-back launches queue behind each other: the last waits ~19 kernels.
+    assert busy["queue_p99_ns"] > 15 * truth["gpu:busy:ns"]
+    gpu = report["gpu"]
+    assert gpu["graphs"]["timed"] == truth["gpu:graph:timed"]
+    assert near(gpu["graphs"]["min_ns"], truth["gpu:graph:ns"])
+    assert gpu["copies"]["HtoD"]["timed"] == 1
+    assert gpu["copies"]["HtoD"]["bytes"] == 1 << 20
+    assert near(gpu["copies"]["HtoD"]["gpu_ns"], truth["gpu:copy:ns"])
+
+
+def test_gpu_busy_and_idle_per_device_and_stream(gs):
+    report, truth, _ = gpu_trace(gs)
+    devices = {d["device"]: d for d in report["gpu"]["devices"]}
+    assert sorted(devices) == [0, 1]
+    b, i = truth["gpu:busy:ns"], truth["gpu:idle:ns"]
+    # Device 0 ran everything one after the other: busy is the sum of the durations.
+    want0 = 20 * b + 15 * i + truth["gpu:copy:ns"] + 2 * truth["gpu:graph:ns"]
+    assert near(devices[0]["busy_ns"], want0, 40 * 2000)
+    assert near(devices[1]["busy_ns"], 4 * b, 8000) and devices[1]["gaps"] == 0
+    streams = report["gpu"]["streams"]
+    main = max(streams, key=lambda s: s["ops"])
+    assert main["ops"] == 31  # 20 busy + 10 idle + 1 copy
+    assert main["gaps"] >= 10 and main["idle_ns"] >= 10 * 1000000  # the 1 ms pauses
+    per_thread = [s for s in streams if s["stream"] == "0x2"]
+    assert len(per_thread) == 1 and per_thread[0]["ops"] == 5
+    assert per_thread[0]["thread"] == report["session"]["target_pid"]
+
+
+def test_gpu_time_every_nth_and_off(gs):
+    _, _, kernels = gpu_trace(gs, "5")
+    # Every 5th launch of each kernel per thread: launches 0, 5, 10, 15 of the 20, and so on.
+    assert kernels["busy"]["gpu"]["timed"] == 4 + 1
+    assert kernels["idle"]["gpu"]["timed"] == 2 + 1
+    report, _, kernels = gpu_trace(gs, "off")
+    assert report["gpu"]["every"] == 0 and report["gpu"]["records"] == 0
+    assert kernels["busy"]["gpu"] is None
+
+
+def test_gpu_time_text_report(gsr):
+    p = gsr.run(["run", "-q", "--inject", "--", gsr.wl("wl_gputime")],
+                env=gsr.env(**GPU_ENV), check_rc=0)
+    text = p.stderr
+    assert "driver calls: from the in-process library (--inject)" in text
+    assert "\nGPU time\n" in text
+    assert "device 0: busy" in text
+    assert "async HtoD    1 timed, 1.00 MiB" in text

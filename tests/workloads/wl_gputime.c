@@ -1,0 +1,130 @@
+// SPDX-License-Identifier: MIT
+/*
+ * GPU timing workload: operations whose GPU durations the CUDA test double fixes
+ * (FAKECUDA_KERNEL_NS plus threads/16 ns per kernel, bytes/FAKECUDA_GBPS + 2 us per copy),
+ * in the situations GPU timing must get right. Ground truth (truth.h) holds what each
+ * kernel's GPU time must be.
+ *
+ *   busy   20 launches of `busy` back to back on one stream: each starts when the one
+ *          before ends (the start event measures it exactly)
+ *   idle   10 launches of `idle`, each on an idle stream after a 1 ms pause (the start
+ *          event completes before the launch is even made)
+ *   copy   one 1 MiB asynchronous host-to-device copy
+ *   graph  3 launches of `busy` captured into a graph on another stream (the capture
+ *          must hold exactly the program's 3 nodes), then 2 graph launches
+ *   ptsz   5 launches of `idle` on this thread's default stream (cuLaunchKernel_ptsz)
+ *   dev1   with --devices 2: 4 launches of `busy` in device 1's context
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fake_cuda.h"
+#include "truth.h"
+
+static const char ptx[] = ".version 8.0\n.target sm_90\n.address_size 64\n"
+			  ".visible .entry busy(\n.param .u64 a)\n{ ret; }\n"
+			  ".visible .entry idle(\n.param .u64 a)\n{ ret; }\n";
+
+static unsigned long long kernel_ns(unsigned grid, unsigned block)
+{
+	const char *k = getenv("FAKECUDA_KERNEL_NS");
+
+	return (k ? strtoull(k, NULL, 0) : 5000) + (unsigned long long)grid * block / 16;
+}
+
+static void pause_ms(int ms)
+{
+	struct timespec ts = { 0, ms * 1000000L };
+
+	nanosleep(&ts, NULL);
+}
+
+int main(int argc, char **argv)
+{
+	unsigned long long busy_ns = kernel_ns(1, 32), idle_ns = kernel_ns(4, 256);
+	const char *g = getenv("FAKECUDA_GBPS");
+	unsigned long long copy_ns = (unsigned long long)((1 << 20) / (g ? atof(g) : 20)) + 2000;
+	int ndev = argc > 2 && !strcmp(argv[1], "--devices") ? atoi(argv[2]) : 1;
+	CUdevice dev;
+	CUcontext ctx, ctx1;
+	CUlibrary lib;
+	CUkernel busy, idle;
+	CUstream s, s2;
+	CUgraph graph;
+	CUgraphExec exec;
+	CUdeviceptr d;
+	void *host;
+	size_t nodes = 0;
+
+	CHECK(cuInit(0), 0);
+	CHECK(cuDeviceGet(&dev, 0), 0);
+	CHECK(cuDevicePrimaryCtxRetain(&ctx, dev), 0);
+	CHECK(cuCtxSetCurrent(ctx), 0);
+	CHECK(cuLibraryLoadData(&lib, ptx, NULL, NULL, 0, NULL, NULL, 0), 0);
+	CHECK(cuLibraryGetKernel(&busy, lib, "busy"), 0);
+	CHECK(cuLibraryGetKernel(&idle, lib, "idle"), 0);
+	CHECK(cuStreamCreate(&s, 0), 0);
+	CHECK(cuStreamCreate(&s2, 0), 0);
+
+	for (int i = 0; i < 20; i++)
+		CHECK(cuLaunchKernel((CUfunction)busy, 1, 1, 1, 32, 1, 1, 0, s, NULL, NULL), 0);
+	CHECK(cuStreamSynchronize(s), 0);
+	truth_add(20, "gpu:busy:timed");
+	truth_add(20, "gpu:busy:ops");
+
+	for (int i = 0; i < 10; i++) {
+		pause_ms(1);
+		CHECK(cuLaunchKernel((CUfunction)idle, 4, 1, 1, 256, 1, 1, 0, s, NULL, NULL), 0);
+		CHECK(cuStreamSynchronize(s), 0);
+	}
+	truth_add(10, "gpu:idle:timed");
+
+	CHECK(cuMemAlloc_v2(&d, 1 << 20), 0);
+	CHECK(cuMemHostAlloc(&host, 1 << 20, 0), 0);
+	CHECK(cuMemcpyHtoDAsync_v2(d, host, 1 << 20, s), 0);
+	CHECK(cuStreamSynchronize(s), 0);
+
+	CHECK(cuStreamBeginCapture_v2(s2, CU_STREAM_CAPTURE_MODE_GLOBAL), 0);
+	for (int i = 0; i < 3; i++)
+		CHECK(cuLaunchKernel((CUfunction)busy, 1, 1, 1, 32, 1, 1, 0, s2, NULL, NULL), 0);
+	CHECK(cuStreamEndCapture(s2, &graph), 0);
+	CHECK(cuGraphGetNodes(graph, NULL, &nodes), 0);
+	CHECK(nodes, 3);
+	CHECK(cuGraphInstantiateWithFlags(&exec, graph, 0), 0);
+	for (int i = 0; i < 2; i++) {
+		CHECK(cuGraphLaunch(exec, s2), 0);
+		CHECK(cuStreamSynchronize(s2), 0);
+	}
+
+	for (int i = 0; i < 5; i++) {
+		CHECK(cuLaunchKernel_ptsz((CUfunction)idle, 4, 1, 1, 256, 1, 1, 0, NULL, NULL,
+					  NULL),
+		      0);
+		CHECK(cuStreamSynchronize_ptsz(NULL), 0);
+	}
+	truth_add(5, "gpu:idle:timed");
+
+	if (ndev > 1) {
+		CHECK(cuDeviceGet(&dev, 1), 0);
+		CHECK(cuDevicePrimaryCtxRetain(&ctx1, dev), 0);
+		CHECK(cuCtxSetCurrent(ctx1), 0);
+		for (int i = 0; i < 4; i++)
+			CHECK(cuLaunchKernel((CUfunction)busy, 1, 1, 1, 32, 1, 1, 0, NULL, NULL,
+					     NULL),
+			      0);
+		CHECK(cuCtxSynchronize(), 0);
+		truth_add(4, "gpu:busy:timed");
+		CHECK(cuCtxSetCurrent(ctx), 0);
+	}
+
+	truth_add((long long)busy_ns, "gpu:busy:ns");
+	truth_add((long long)idle_ns, "gpu:idle:ns");
+	truth_add((long long)copy_ns, "gpu:copy:ns");
+	truth_add((long long)(3 * busy_ns), "gpu:graph:ns");
+	truth_add(2, "gpu:graph:timed");
+	truth_write();
+	return 0;
+}
