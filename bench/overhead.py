@@ -20,7 +20,9 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 MODES = ["untraced", "inject-off", "inject-all", "uprobe", "torch-profiler"]
 GS_OPTS = {"inject-off": ["--inject", "--gpu-time=off"], "inject-all": ["--inject"],
+           "inject-10": ["--inject", "--gpu-time=10"], "inject-nogates": ["--inject"],
            "uprobe": []}
+GS_ENV = {"inject-nogates": {"GPUSCOPE_NO_GATES": "1"}}  # (diagnosis: events without gates)
 
 
 def run(mode, workload, gs, out):
@@ -31,7 +33,8 @@ def run(mode, workload, gs, out):
     elif mode in GS_OPTS:
         report = os.path.join(out, "gs-%s-%s.json" % (mode, workload))
         cmd = [gs, "run", "-q", "--json=%s" % report] + GS_OPTS[mode] + ["--"] + cmd
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    env = dict(os.environ, **GS_ENV.get(mode, {}))
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env)
     if p.returncode:
         raise RuntimeError("%s %s failed (%d):\n%s" % (mode, workload, p.returncode,
                                                         p.stderr[-3000:]))

@@ -224,12 +224,18 @@ enum gs_gpu_kind {
 	GS_GPU_GRAPH = 2, /* a whole graph launch */
 	GS_GPU_COPY = 3,
 	GS_GPU_MEMSET = 4,
+	/* Calibration, once per context: what an event pair measures beyond the kernel
+	 * between (end_ns - start_ns; src/inject/gputime.c) */
+	GS_GPU_CALIBRATION = 5,
 };
 
 enum gs_gpu_flags {
 	/* The start event completed before the call began: the stream was idle, and the work
 	 * itself started only once the call submitted it (see analysis/gputime.c). */
 	GS_GPU_IDLE_STREAM = 1 << 0,
+	/* Held behind a gate until the start event, the work and the end event were all
+	 * queued (src/inject/gate.h): its times are exact. */
+	GS_GPU_GATED = 1 << 1,
 };
 
 /*
@@ -334,7 +340,8 @@ struct gs_ev_drops {
 	__u64 by_type[GS_EV_MAX]; /* ring buffer drops per event type (cumulative), both planes */
 	__u64 lost_calls;	  /* calls whose entry state could not be kept */
 	__u64 unwrapped;	  /* in-process: driver entry points handed out unwrapped */
-	__u64 rings_lost; /* in-process: rings abandoned (corrupt, or writer died mid-record) */
+	__u64 rings_lost;   /* in-process: rings abandoned (corrupt, or writer died mid-record) */
+	__u64 gates_forced; /* in-process: timing gates opened by the watchdog */
 };
 
 /* Largest record of any type. */

@@ -9,7 +9,13 @@
  * submitted, which is before the operation itself was submitted: the operation cannot
  * start before its call began, so its start is taken as the later of the two (and its
  * queue delay as zero). This keeps an idle stream's host-side launch cost out of the
- * kernel's GPU time.
+ * kernel's GPU time. (With gates, src/inject/gate.h, streams are never idle that way.)
+ *
+ * What an event pair adds. Events are processed by the GPU's front end, a kernel's
+ * launch and drain come between: a pair measures more than the kernel itself. The
+ * in-process plane measures that per context against a kernel that reads the GPU clock
+ * (GS_GPU_CALIBRATION); kernel times have the device's median taken off, half at each
+ * end of the interval.
  *
  * Idle gaps. Event times are good to about half a microsecond (and elapsed times come as
  * float milliseconds), so a pause shorter than GAP_MIN_NS between two operations is not
@@ -35,8 +41,9 @@ static struct gpu_stat *gpu_stat_of(struct kstat *k)
 	return k->gpu;
 }
 
-static void add_to_stat(struct gpu_stat *g, __u64 dur, __u64 queue, bool idle)
+static void add_to_stat(struct gpu_stat *g, __u64 dur, __u64 queue, bool idle, bool gated)
 {
+	g->gated += gated;
 	g->count++;
 	g->total_ns += dur;
 	g->min_ns = GS_MIN(g->min_ns, dur);
@@ -134,15 +141,42 @@ void model__dev_flush(struct dev_stat *d, __u64 upto)
 	d->npending = keep;
 }
 
-static void add_device(struct model *m, const struct gs_ev_gpu *e, __u64 start, __u64 end)
+static struct dev_stat *device_of(struct model *m, __s32 device)
 {
-	struct dev_stat *d = hmap_get(&m->devices, (__u64)(__s64)e->device + 1, 0);
+	struct dev_stat *d = hmap_get(&m->devices, (__u64)(__s64)device + 1, 0);
 
 	if (!d) {
 		d = xcalloc(1, sizeof(*d));
-		d->device = e->device;
-		hmap_put(&m->devices, (__u64)(__s64)e->device + 1, 0, d);
+		d->device = device;
+		hmap_put(&m->devices, (__u64)(__s64)device + 1, 0, d);
 	}
+	return d;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	__u64 x = *(const __u64 *)a, y = *(const __u64 *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static void add_calibration(struct model *m, const struct gs_ev_gpu *e)
+{
+	struct dev_stat *d = device_of(m, e->device);
+	__u64 v[16];
+
+	if (d->ncal == 16)
+		return;
+	d->cal[d->ncal++] = e->end_ns - e->start_ns;
+	memcpy(v, d->cal, d->ncal * sizeof(v[0]));
+	qsort(v, d->ncal, sizeof(v[0]), cmp_u64);
+	d->overhead_ns = v[d->ncal / 2];
+}
+
+static void add_device(struct model *m, const struct gs_ev_gpu *e, __u64 start, __u64 end)
+{
+	struct dev_stat *d = device_of(m, e->device);
+
 	d->ops++;
 	d->last_end = GS_MAX(d->last_end, end);
 	if (d->npending == d->cap) {
@@ -159,21 +193,33 @@ static void add_device(struct model *m, const struct gs_ev_gpu *e, __u64 start, 
 
 void model__gpu_add(struct model *m, const struct gs_ev_gpu *e)
 {
-	bool idle = e->start_ns < e->h.ts;
-	__u64 start = idle ? GS_MIN(e->h.ts, e->end_ns) : e->start_ns;
-	__u64 dur = e->end_ns - start, queue = start - GS_MIN(start, e->h.ts);
+	bool idle = e->start_ns < e->h.ts, gated = e->flags & GS_GPU_GATED;
+	__u64 start = idle ? GS_MIN(e->h.ts, e->end_ns) : e->start_ns, end = e->end_ns;
+	__u64 dur, queue, overhead;
 	struct copy_stat *c;
 
+	if (e->kind == GS_GPU_CALIBRATION) {
+		add_calibration(m, e);
+		return;
+	}
+	/* Kernels: what the event pair adds, half on each side (its split is not known). */
+	overhead = e->kind == GS_GPU_KERNEL || e->kind == GS_GPU_GRAPH
+			   ? GS_MIN(device_of(m, e->device)->overhead_ns, end - start)
+			   : 0;
+	start += overhead / 2;
+	end -= overhead - overhead / 2;
+	dur = end - start;
+	queue = start - GS_MIN(start, e->h.ts);
 	m->gpu_records++;
 	m->gpu_latest_call = GS_MAX(m->gpu_latest_call, e->h.ts);
 	switch (e->kind) {
 	case GS_GPU_KERNEL:
 		add_to_stat(gpu_stat_of(model__kstat(&m->kernels, e->h.pid, e->func)), dur, queue,
-			    idle);
+			    idle, gated);
 		break;
 	case GS_GPU_GRAPH:
 		add_to_stat(gpu_stat_of(model__kstat(&m->graph_execs, e->h.pid, e->func)), dur,
-			    queue, idle);
+			    queue, idle, gated);
 		break;
 	default: /* copies and sets */
 		c = &m->copies[e->kind == GS_GPU_MEMSET
@@ -185,8 +231,8 @@ void model__gpu_add(struct model *m, const struct gs_ev_gpu *e)
 		c->gpu_ns += dur;
 		break;
 	}
-	add_stream(m, e, start, e->end_ns);
-	add_device(m, e, start, e->end_ns);
+	add_stream(m, e, start, end);
+	add_device(m, e, start, end);
 }
 
 void model__gpu_free(struct model *m)

@@ -77,7 +77,8 @@ struct proc {
 struct gpu_stat {
 	__u64 count, total_ns, min_ns, max_ns;
 	__u64 queue_ns;	   /* launch call to GPU start, summed */
-	__u64 idle_starts; /* started on an idle stream (see analysis/gputime.c) */
+	__u64 idle_starts; /* started on an idle stream, ungated (see analysis/gputime.c) */
+	__u64 gated;	   /* held behind a gate until queued (src/inject/gate.h): exact */
 	struct hist dur, queue;
 };
 
@@ -102,6 +103,10 @@ struct dev_stat {
 	__u64 ops, busy_ns, first_start, last_end;
 	__u64 gaps, idle_ns, max_gap_ns;
 	__u64 late; /* arrived behind the watermark: counted, merged as well as possible */
+	/* Calibration (GS_GPU_CALIBRATION): what an event pair adds to a kernel's time, its
+	 * samples and their median, taken off kernel times on this device. */
+	__u64 cal[16], overhead_ns;
+	unsigned int ncal;
 	__u64 cur_start, cur_end; /* the merged interval still open */
 	bool have_cur;
 	struct {

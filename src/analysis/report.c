@@ -374,6 +374,7 @@ static void build_errors(struct report *r, const struct model *m)
 		r->lost_calls = m->drops.lost_calls;
 		r->unwrapped = m->drops.unwrapped;
 		r->rings_lost = m->drops.rings_lost;
+		r->gates_forced = m->drops.gates_forced;
 	}
 }
 

@@ -117,7 +117,7 @@ struct report {
 	size_t nerrors;
 	__u64 error_calls;
 	__u64 drops[GS_EV_MAX], drops_total, lost_calls;
-	__u64 unwrapped, rings_lost;
+	__u64 unwrapped, rings_lost, gates_forced;
 
 	/* GPU time (the in-process plane's; see analysis/gputime.c) */
 	bool inject;	/* driver calls came from the in-process plane */

@@ -18,6 +18,7 @@ static void merge_stat(struct gpu_stat *into, const struct gpu_stat *g)
 	into->max_ns = GS_MAX(into->max_ns, g->max_ns);
 	into->queue_ns += g->queue_ns;
 	into->idle_starts += g->idle_starts;
+	into->gated += g->gated;
 	hist__merge(&into->dur, &g->dur);
 	hist__merge(&into->queue, &g->queue);
 }

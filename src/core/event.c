@@ -21,7 +21,7 @@ _Static_assert(sizeof(struct gs_ev_proc) == 312, "gs_ev_proc");
 _Static_assert(sizeof(struct gs_ev_lib) == 288, "gs_ev_lib");
 _Static_assert(sizeof(struct gs_ev_session) == 576, "gs_ev_session");
 _Static_assert(sizeof(struct gs_ev_attach) == 312, "gs_ev_attach");
-_Static_assert(sizeof(struct gs_ev_drops) == 24 + 8 * GS_EV_MAX + 24, "gs_ev_drops");
+_Static_assert(sizeof(struct gs_ev_drops) == 24 + 8 * GS_EV_MAX + 32, "gs_ev_drops");
 _Static_assert(sizeof(struct gs_ev_gpu) == 24 + 72 + 16, "gs_ev_gpu");
 _Static_assert(GS_API_MAX < 65536, "api ids fit gs_call.api");
 
@@ -145,7 +145,7 @@ int gs_event_check(const void *buf, size_t len, const char **why)
 
 		if (g->api == 0 || g->api >= GS_API_MAX)
 			FAIL("API id out of range");
-		if (g->kind < GS_GPU_KERNEL || g->kind > GS_GPU_MEMSET)
+		if (g->kind < GS_GPU_KERNEL || g->kind > GS_GPU_CALIBRATION)
 			FAIL("GPU record kind out of range");
 		if (g->copy_kind >= GS_COPY_KIND_MAX)
 			FAIL("copy direction out of range");
@@ -153,7 +153,7 @@ int gs_event_check(const void *buf, size_t len, const char **why)
 			FAIL("GPU record ends before it starts");
 		if (g->call_end_ns < g->h.ts)
 			FAIL("GPU record's call ends before it begins");
-		if (g->flags & ~GS_GPU_IDLE_STREAM)
+		if (g->flags & ~(GS_GPU_IDLE_STREAM | GS_GPU_GATED))
 			FAIL("unknown GPU record flags");
 		return 0;
 	}

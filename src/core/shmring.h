@@ -45,7 +45,8 @@ struct shmring_hdr {
 	__u64 head __attribute__((aligned(64))); /* bytes reserved by producers */
 	__u64 tail __attribute__((aligned(64))); /* bytes consumed */
 	__u64 drops[GS_EV_MAX] __attribute__((aligned(64)));
-	__u64 unwrapped; /* driver entry points handed out unwrapped */
+	__u64 unwrapped;    /* driver entry points handed out unwrapped */
+	__u64 gates_forced; /* GPU timing gates the watchdog had to open (inject/gate.h) */
 };
 
 _Static_assert(sizeof(struct shmring_hdr) <= GS_SHMRING_HDR, "shmring header fits its page");

@@ -20,12 +20,14 @@
 #define GS_INJECT_GPUTIME_H
 
 #include <stdbool.h>
+#include "inject/gate.h"
 #include "inject/inject.h"
 
 struct gs_timing {
 	void *ctx;
 	void *start; /* CUevent recorded before the call; NULL: the call is not timed */
 	void *end;   /* CUevent to record after it */
+	__u64 gate;  /* the gate closed before the start event (gate.h), 0 if none */
 	__u64 stream;
 	int ci;	   /* context slot */
 	bool ptsz; /* per-thread default stream semantics for a NULL stream */
@@ -38,8 +40,9 @@ void gs_timing_init(const char *mode) GS_HIDDEN;
 void gs_timing_after_fork(void) GS_HIDDEN;
 /* Whether this call should be timed (mode, sampling by func). */
 bool gs_timing_wanted(__u64 func) GS_HIDDEN;
-/* Record the start event on `stream`; false if the call goes untimed. */
-bool gs_timing_begin(struct gs_timing *t, __u64 stream, bool ptsz) GS_HIDDEN;
+/* Record the start event on `stream` (behind a gate where that is safe); false if the
+ * call goes untimed. kind: enum gs_gpu_kind; func: the kernel or graph exec launched. */
+bool gs_timing_begin(struct gs_timing *t, __u64 stream, bool ptsz, __u8 kind, __u64 func) GS_HIDDEN;
 /* After the call: record the end event and queue the pair (or give the start back). */
 /* What the GPU record says of the call besides its times. */
 struct gs_timed_call {

@@ -150,6 +150,12 @@ void gs_fill_hdr(struct gs_hdr *h, __u16 type, __u32 size, __u64 ts)
 	h->tid = tl_tid;
 }
 
+void gs_count_gate_forced(void)
+{
+	if (__atomic_load_n(&g.ring_state, __ATOMIC_ACQUIRE) == 1)
+		__atomic_fetch_add(&g.ring.h->gates_forced, 1, __ATOMIC_RELAXED);
+}
+
 void gs_count_unwrapped(void)
 {
 	if (gs_active && (__atomic_load_n(&g.ring_state, __ATOMIC_ACQUIRE) == 1 || make_ring()))

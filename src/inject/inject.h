@@ -28,6 +28,7 @@ void gs_emit_commit(void *rec) GS_HIDDEN;
 void gs_fill_hdr(struct gs_hdr *h, __u16 type, __u32 size, __u64 ts) GS_HIDDEN;
 __u64 gs_clock(void) GS_HIDDEN;
 void gs_count_unwrapped(void) GS_HIDDEN;
+void gs_count_gate_forced(void) GS_HIDDEN;
 
 /* resolve.c */
 /* The real driver function behind an API of the table (resolved on first use). */

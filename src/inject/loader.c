@@ -393,6 +393,7 @@ void inject__drops(const struct inject *in, struct gs_ev_drops *d)
 		for (int t = 0; t < GS_EV_MAX; t++)
 			d->by_type[t] += h->drops[t];
 		d->unwrapped += h->unwrapped;
+		d->gates_forced += h->gates_forced;
 	}
 	d->rings_lost += in->rings_lost;
 }

@@ -18,6 +18,7 @@
 #include <dlfcn.h>
 #include <link.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/names.h"
@@ -268,8 +269,18 @@ static void note_unwrapped(const char *symbol, void *p)
 	if (!symbol || strlen(symbol) > 100 || p == NULL)
 		return;
 	snprintf(v2, sizeof(v2), "%s_v2", symbol);
-	if (api_lookup(symbol) > 0 || api_lookup(v2) > 0)
+	if (api_lookup(symbol) > 0 || api_lookup(v2) > 0) {
 		gs_count_unwrapped();
+		/* For diagnosing the plane itself: which ones. */
+		if (getenv("GPUSCOPE_INJECT_DEBUG")) {
+			Dl_info info = { 0 };
+
+			dladdr(p, &info);
+			fprintf(stderr, "gpuscope-inject: %s handed out unwrapped (%p = %s+%#lx)\n",
+				symbol, p, info.dli_sname ? info.dli_sname : "?",
+				(unsigned long)((char *)p - (char *)info.dli_saddr));
+		}
+	}
 }
 
 /* One of our own entry points (the driver may hand back what dlsym gave it). */

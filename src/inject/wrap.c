@@ -259,7 +259,7 @@ int gs_call(unsigned int api, void *caller, __u64 a0, __u64 a1, __u64 a2, __u64 
 	tl_outer_api = api;
 	saved_errno = errno;
 	if (timed_call(d, a, &stream, &func, &kind) && gs_timing_wanted(func))
-		gs_timing_begin(&tm, stream, d->flags & GS_AF_PTSZ);
+		gs_timing_begin(&tm, stream, d->flags & GS_AF_PTSZ, kind, func);
 	errno = saved_errno;
 	t0 = gs_clock();
 	r = real(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10);

@@ -299,6 +299,7 @@ static void errors(struct json *j, const struct report *r)
 	json_u64(j, "unreadable_names", r->nameless);
 	json_u64(j, "unwrapped_entry_points", r->unwrapped);
 	json_u64(j, "rings_lost", r->rings_lost);
+	json_u64(j, "gates_forced", r->gates_forced);
 	json_obj_end(j);
 }
 
@@ -320,6 +321,7 @@ static void gpu_stat(struct json *j, const char *key, const struct gpu_stat *g)
 	json_u64(j, "queue_p50_ns", hist__quantile(&g->queue, 0.5));
 	json_u64(j, "queue_p99_ns", hist__quantile(&g->queue, 0.99));
 	json_u64(j, "idle_stream_starts", g->idle_starts);
+	json_u64(j, "gated", g->gated);
 	json_obj_end(j);
 }
 
@@ -344,6 +346,7 @@ static void gpu(struct json *j, const struct report *r)
 		json_u64(j, "gaps", d->gaps);
 		json_u64(j, "max_gap_ns", d->max_gap_ns);
 		json_u64(j, "late", d->late);
+		json_u64(j, "event_overhead_ns", d->overhead_ns);
 		json_obj_end(j);
 	}
 	json_arr_end(j);

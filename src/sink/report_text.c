@@ -321,6 +321,12 @@ static void losses(FILE *f, const struct report *r)
 			"  %llu driver entry points were handed out unwrapped: calls through them "
 			"are not traced\n",
 			(unsigned long long)r->unwrapped);
+	if (r->gates_forced)
+		fprintf(f,
+			"  %llu GPU timing gates opened by the watchdog: a launch call blocked "
+			"behind "
+			"one; those launches' times may include waiting\n",
+			(unsigned long long)r->gates_forced);
 	if (r->rings_lost)
 		fprintf(f,
 			"  %llu in-process rings stopped early (a process died while writing, or "

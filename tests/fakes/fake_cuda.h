@@ -26,6 +26,7 @@ typedef struct CUgraphExec_st *CUgraphExec;
 typedef struct CUmemPoolHandle_st *CUmemoryPool;
 typedef struct CUarray_st *CUarray;
 typedef uint64_t cuuint64_t;
+typedef uint32_t cuuint32_t;
 
 #define CUDA_SUCCESS			      0
 #define CUDA_ERROR_INVALID_VALUE	      1
@@ -37,6 +38,7 @@ typedef uint64_t cuuint64_t;
 #define CUDA_ERROR_INVALID_HANDLE	      400
 #define CUDA_ERROR_NOT_FOUND		      500
 #define CUDA_ERROR_NOT_READY		      600
+#define CUDA_ERROR_NOT_SUPPORTED	      801
 #define CUDA_ERROR_STREAM_CAPTURE_INVALIDATED 901
 
 #define CU_STREAM_LEGACY     ((CUstream)0x1)

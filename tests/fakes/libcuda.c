@@ -14,6 +14,11 @@
  *     sleeps until the stream is idle, queries say CUDA_ERROR_NOT_READY until then, and
  *     events carry the simulated time;
  *   - modules and libraries from PTX text: kernel names come from `.entry` lines;
+ *   - stream memory operations: a wait on a value in host memory (cuStreamWaitValue32/64)
+ *     holds the stream's later work until the host writes the value, noticed at the next
+ *     driver call (FAKECUDA_NO_STREAM_MEMOPS=1: not supported); FAKECUDA_LAUNCH_WAITS=1
+ *     makes a launch wait until its stream has nothing held or running, as a launch into
+ *     a full push buffer does on a GPU;
  *   - stream capture into graphs and graph launches; an event recorded into a capturing
  *     stream becomes a node of the graph, as in the driver (so a tracer that records its
  *     own events there changes the program's graphs, and cuGraphGetNodes shows it);
@@ -345,13 +350,25 @@ struct CUgraph_st {
 struct CUgraphExec_st {
 	struct CUgraph_st *graph;
 };
+struct held_op {
+	unsigned long long dur; /* work, or */
+	struct CUevent_st *ev;	/* an event record */
+	struct held_op *next;
+};
 struct CUstream_st {
 	unsigned long long busy_until;
 	struct CUgraph_st *capture; /* non-NULL while capturing */
+	/* A wait on host memory not satisfied yet: later work is held until it is. */
+	volatile unsigned long long *gate;
+	unsigned long long gate_value;
+	int gate_wide;
+	struct held_op *held, **held_tail;
+	struct CUstream_st *next_gated;
 };
 struct CUevent_st {
 	unsigned long long time;
 	int recorded;
+	int held; /* recorded behind a closed gate: happens when it opens */
 };
 static struct CUstream_st legacy_stream;
 static __thread struct CUstream_st per_thread_stream;
@@ -370,6 +387,60 @@ static struct CUstream_st *stream_of(CUstream s, bool per_thread)
 /* The latest simulated time any stream is busy until: what cuCtxSynchronize waits for. */
 static unsigned long long latest_busy;
 
+static struct CUstream_st *gated; /* streams with a closed gate */
+
+static void stream_enqueue(struct CUstream_st *s, unsigned long long dur);
+
+static bool gate_is_open(const struct CUstream_st *s)
+{
+	unsigned long long v = *s->gate;
+
+	return s->gate_wide ? v >= s->gate_value : (unsigned)v >= (unsigned)s->gate_value;
+}
+
+static void hold(struct CUstream_st *s, unsigned long long dur, struct CUevent_st *ev)
+{
+	struct held_op *op = calloc(1, sizeof(*op));
+
+	op->dur = dur;
+	op->ev = ev;
+	if (!s->held)
+		s->held_tail = &s->held;
+	*s->held_tail = op;
+	s->held_tail = &op->next;
+}
+
+/* Streams whose gate the host has opened run what they held, from now. Under the lock. */
+static void check_gates(void)
+{
+	for (struct CUstream_st **p = &gated; *p;) {
+		struct CUstream_st *s = *p;
+
+		if (!gate_is_open(s)) {
+			p = &s->next_gated;
+			continue;
+		}
+		unsigned long long n = now_ns(); /* the GPU passes the gate: all runs from now */
+
+		*p = s->next_gated;
+		s->gate = NULL;
+		for (struct held_op *op = s->held, *next; op; op = next) {
+			next = op->next;
+			if (op->ev) {
+				op->ev->time = s->busy_until > n ? s->busy_until : n;
+				op->ev->recorded = 1;
+				op->ev->held = 0;
+			} else {
+				s->busy_until = (s->busy_until > n ? s->busy_until : n) + op->dur;
+				if (s->busy_until > latest_busy)
+					latest_busy = s->busy_until;
+			}
+			free(op);
+		}
+		s->held = NULL;
+	}
+}
+
 /* When the current call began: work it submits can start from then on. */
 static __thread unsigned long long call_ns;
 
@@ -378,6 +449,10 @@ static void stream_enqueue(struct CUstream_st *s, unsigned long long dur)
 {
 	unsigned long long n = call_ns ? call_ns : now_ns();
 
+	if (s->gate) {
+		hold(s, dur, NULL);
+		return;
+	}
 	s->busy_until = (s->busy_until > n ? s->busy_until : n) + dur;
 	if (s->busy_until > latest_busy)
 		latest_busy = s->busy_until;
@@ -400,6 +475,7 @@ static CUresult check_init(void)
 		CUresult r_;                 \
 		call_ns = now_ns();          \
 		pthread_mutex_lock(&lock);   \
+		check_gates();               \
 		r_ = check_init();           \
 		if (r_ == CUDA_SUCCESS)      \
 			r_ = (expr);         \
@@ -699,6 +775,15 @@ static CUresult launch(const void *f, unsigned gx, unsigned gy, unsigned gz, uns
 		return CUDA_ERROR_INVALID_VALUE;
 	s = stream_of(hs, per_thread);
 	dur = kernel_ns(gx, gy, gz, bx, by, bz);
+	/* A full push buffer: the launch waits for the stream to drain, gates included. */
+	while (getenv("FAKECUDA_LAUNCH_WAITS") && !s->capture &&
+	       (s->gate || s->busy_until > now_ns())) {
+		pthread_mutex_unlock(&lock);
+		sleep_until(now_ns() + 20000);
+		pthread_mutex_lock(&lock);
+		check_gates();
+		call_ns = now_ns(); /* submitted only now */
+	}
 	if (s->capture) {
 		struct node *n = calloc(1, sizeof(*n));
 
@@ -1516,10 +1601,28 @@ EXPORT CUresult cuStreamDestroy_v2(CUstream s)
 	return CUDA_SUCCESS;
 }
 
+/* Wait until a stream (or every stream) holds nothing behind a gate: as on a GPU, forever
+ * if nobody opens it. */
+static void wait_ungated(struct CUstream_st *only)
+{
+	for (;;) {
+		bool held;
+
+		pthread_mutex_lock(&lock);
+		check_gates();
+		held = only ? only->gate != NULL : gated != NULL;
+		pthread_mutex_unlock(&lock);
+		if (!held)
+			return;
+		sleep_until(now_ns() + 20000);
+	}
+}
+
 static CUresult stream_sync(CUstream hs, bool per_thread)
 {
 	unsigned long long t;
 
+	wait_ungated(stream_of(hs, per_thread));
 	pthread_mutex_lock(&lock);
 	t = stream_of(hs, per_thread)->busy_until;
 	pthread_mutex_unlock(&lock);
@@ -1539,8 +1642,9 @@ EXPORT CUresult cuStreamSynchronize_ptsz(CUstream s)
 
 static CUresult stream_query(CUstream hs, bool per_thread)
 {
-	return now_ns() >= stream_of(hs, per_thread)->busy_until ? CUDA_SUCCESS
-								 : CUDA_ERROR_NOT_READY;
+	struct CUstream_st *s = stream_of(hs, per_thread);
+
+	return !s->gate && now_ns() >= s->busy_until ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
 }
 
 EXPORT CUresult cuStreamQuery(CUstream s)
@@ -1559,6 +1663,7 @@ EXPORT CUresult cuCtxSynchronize(void)
 
 	if (check_init())
 		return CUDA_ERROR_NOT_INITIALIZED;
+	wait_ungated(NULL);
 	pthread_mutex_lock(&lock);
 	t = latest_busy;
 	pthread_mutex_unlock(&lock);
@@ -1574,6 +1679,7 @@ EXPORT CUresult cuCtxSynchronize_v2(CUcontext ctx)
 	(void)ctx;
 	if (check_init())
 		return CUDA_ERROR_NOT_INITIALIZED;
+	wait_ungated(NULL);
 	pthread_mutex_lock(&lock);
 	t = latest_busy;
 	pthread_mutex_unlock(&lock);
@@ -1605,6 +1711,12 @@ static CUresult event_record(CUevent e, CUstream hs, bool per_thread)
 
 	if (!e)
 		return CUDA_ERROR_INVALID_HANDLE;
+	if (s->gate) {
+		e->recorded = 0;
+		e->held = 1;
+		hold(s, 0, e);
+		return CUDA_SUCCESS;
+	}
 	if (s->capture) {
 		struct node *node = calloc(1, sizeof(*node));
 
@@ -1633,14 +1745,93 @@ EXPORT CUresult cuEventQuery(CUevent e)
 {
 	if (!e)
 		return CUDA_ERROR_INVALID_HANDLE;
-	return now_ns() >= e->time ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+	/* Lock-free when it must be (a call from a signal handler may interrupt a holder). */
+	if (e->held && pthread_mutex_trylock(&lock) == 0) {
+		check_gates();
+		pthread_mutex_unlock(&lock);
+	}
+	return !e->held && now_ns() >= e->time ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
 }
 
 EXPORT CUresult cuEventSynchronize(CUevent e)
 {
 	if (!e)
 		return CUDA_ERROR_INVALID_HANDLE;
+	while (e->held) {
+		pthread_mutex_lock(&lock);
+		check_gates();
+		pthread_mutex_unlock(&lock);
+		if (e->held)
+			sleep_until(now_ns() + 20000);
+	}
 	sleep_until(e->time);
+	return CUDA_SUCCESS;
+}
+
+/* ---- stream memory operations ---------------------------------------------------------- */
+
+static CUresult wait_value(CUstream hs, CUdeviceptr addr, unsigned long long v, unsigned flags,
+			   bool wide, bool per_thread)
+{
+	struct CUstream_st *s = stream_of(hs, per_thread);
+
+	if (getenv("FAKECUDA_NO_STREAM_MEMOPS"))
+		return CUDA_ERROR_NOT_SUPPORTED;
+	if (!addr || flags != 0 /* CU_STREAM_WAIT_VALUE_GEQ only */)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (s->capture)
+		return CUDA_ERROR_NOT_SUPPORTED;
+	if (s->gate) { /* a second gate: the later value holds both */
+		if (v > s->gate_value)
+			s->gate_value = v;
+		return CUDA_SUCCESS;
+	}
+	s->gate = (volatile unsigned long long *)addr;
+	s->gate_value = v;
+	s->gate_wide = wide;
+	if (gate_is_open(s)) {
+		s->gate = NULL;
+		return CUDA_SUCCESS;
+	}
+	s->next_gated = gated;
+	gated = s;
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuStreamWaitValue32_v2(CUstream s, CUdeviceptr addr, cuuint32_t v, unsigned flags)
+{
+	return LOCKED(wait_value(s, addr, v, flags, false, false));
+}
+
+EXPORT CUresult cuStreamWaitValue32_v2_ptsz(CUstream s, CUdeviceptr addr, cuuint32_t v,
+					    unsigned flags)
+{
+	return LOCKED(wait_value(s, addr, v, flags, false, true));
+}
+
+EXPORT CUresult cuStreamWaitValue64_v2(CUstream s, CUdeviceptr addr, cuuint64_t v, unsigned flags)
+{
+	return LOCKED(wait_value(s, addr, v, flags, true, false));
+}
+
+EXPORT CUresult cuStreamWaitValue64_v2_ptsz(CUstream s, CUdeviceptr addr, cuuint64_t v,
+					    unsigned flags)
+{
+	return LOCKED(wait_value(s, addr, v, flags, true, true));
+}
+
+/* Host memory is device memory's address space here: registering only checks. */
+EXPORT CUresult cuMemHostRegister_v2(void *p, size_t size, unsigned int flags)
+{
+	(void)flags;
+	return p && size ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+EXPORT CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr *out, void *p, unsigned int flags)
+{
+	if (!out || !p || flags)
+		return CUDA_ERROR_INVALID_VALUE;
+	*out = (CUdeviceptr)p;
 	return CUDA_SUCCESS;
 }
 
@@ -1730,6 +1921,7 @@ static CUresult private_ctx_synchronize(void)
 
 	if (check_init())
 		return CUDA_ERROR_NOT_INITIALIZED;
+	wait_ungated(NULL);
 	pthread_mutex_lock(&lock);
 	t = latest_busy;
 	pthread_mutex_unlock(&lock);
