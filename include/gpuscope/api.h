@@ -185,6 +185,7 @@ enum gs_api_flags {
 	X(CU_INIT,			"cuInit",			CUDA, API, A_ARGS, GS_NO_OUT, GS_AF_ALWAYS) \
 	X(CU_DEVICE_PRIMARY_CTX_RETAIN,	"cuDevicePrimaryCtxRetain",	CUDA, API, A_ARGS, 0, 0)	\
 	X(CU_CTX_CREATE,		"cuCtxCreate_v2",		CUDA, API, A_ARGS, 0, GS_AF_ALWAYS) \
+	X(CU_CTX_CREATE_V3,		"cuCtxCreate_v3",		CUDA, API, A_ARGS, 0, GS_AF_ALWAYS) \
 	X(CU_CTX_CREATE_V4,		"cuCtxCreate_v4",		CUDA, API, A_ARGS, 0, GS_AF_ALWAYS) \
 	X(CU_CTX_SET_CURRENT,		"cuCtxSetCurrent",		CUDA, API, A_ARGS, GS_NO_OUT, 0) \
 	X(CU_MODULE_LOAD,		"cuModuleLoad",			CUDA, API, A_ARGS, 0, GS_AF_ALWAYS) \
@@ -199,12 +200,15 @@ enum gs_api_flags {
 	X(CU_EVENT_RECORD,		"cuEventRecord",		CUDA, API, A_ARGS, GS_NO_OUT, 0) \
 	X(CU_EVENT_RECORD_PTSZ,		"cuEventRecord_ptsz",		CUDA, API, A_ARGS, GS_NO_OUT, GS_AF_PTSZ) \
 	X(CU_MEM_GET_INFO,		"cuMemGetInfo_v2",		CUDA, API, A_ARGS, GS_NO_OUT, 0) \
+	X(CU_STREAM_BEGIN_CAPTURE_V1,	"cuStreamBeginCapture",		CUDA, API, A_ARGS, GS_NO_OUT, GS_AF_ALWAYS) \
+	X(CU_STREAM_BEGIN_CAPTURE_V1_PTSZ, "cuStreamBeginCapture_ptsz",	CUDA, API, A_ARGS, GS_NO_OUT, GS_AF_ALWAYS | GS_AF_PTSZ) \
 	X(CU_STREAM_BEGIN_CAPTURE,	"cuStreamBeginCapture_v2",	CUDA, API, A_ARGS, GS_NO_OUT, GS_AF_ALWAYS) \
 	X(CU_STREAM_BEGIN_CAPTURE_PTSZ,	"cuStreamBeginCapture_v2_ptsz",	CUDA, API, A_ARGS, GS_NO_OUT, GS_AF_ALWAYS | GS_AF_PTSZ) \
 	X(CU_STREAM_END_CAPTURE,	"cuStreamEndCapture",		CUDA, API, A_ARGS, 1, GS_AF_ALWAYS) \
 	X(CU_STREAM_END_CAPTURE_PTSZ,	"cuStreamEndCapture_ptsz",	CUDA, API, A_ARGS, 1, GS_AF_ALWAYS | GS_AF_PTSZ) \
 	X(CU_GRAPH_INSTANTIATE,		"cuGraphInstantiateWithFlags",	CUDA, API, A_ARGS, 0, GS_AF_ALWAYS) \
 	X(CU_GRAPH_INSTANTIATE_PARAMS,	"cuGraphInstantiateWithParams",	CUDA, API, A_ARGS, 0, GS_AF_ALWAYS) \
+	X(CU_GRAPH_INSTANTIATE_PARAMS_PTSZ, "cuGraphInstantiateWithParams_ptsz", CUDA, API, A_ARGS, 0, GS_AF_ALWAYS | GS_AF_PTSZ) \
 	X(NCCL_ALL_REDUCE,		"ncclAllReduce",		NCCL, NCCL, NC_OP7, GS_NCCL_ALL_REDUCE, 0) \
 	X(NCCL_REDUCE_SCATTER,		"ncclReduceScatter",		NCCL, NCCL, NC_OP7, GS_NCCL_REDUCE_SCATTER, 0) \
 	X(NCCL_BROADCAST,		"ncclBroadcast",		NCCL, NCCL, NC_ROOT7, GS_NCCL_BROADCAST, 0) \

@@ -7,9 +7,10 @@
  * stream has finished. If the stream was busy, the operation starts right after: the
  * event's time is its start. If the stream was idle, the event completes as soon as it is
  * submitted, which is before the operation itself was submitted: the operation cannot
- * start before its call began, so its start is taken as the later of the two (and its
- * queue delay as zero). This keeps an idle stream's host-side launch cost out of the
- * kernel's GPU time. (With gates, src/inject/gate.h, streams are never idle that way.)
+ * start before it was submitted (a launch at the end of its call, which may first have
+ * loaded a module for milliseconds; a copy during its call), so its start is taken as the
+ * later of the two. That keeps the host-side cost of the call out of the GPU time. Gated
+ * operations (src/inject/gate.h: every launch but a kernel's first) need none of this.
  *
  * What an event pair adds. Events are processed by the GPU's front end, a kernel's
  * launch and drain come between: a pair measures more than the kernel itself. The
@@ -193,8 +194,13 @@ static void add_device(struct model *m, const struct gs_ev_gpu *e, __u64 start, 
 
 void model__gpu_add(struct model *m, const struct gs_ev_gpu *e)
 {
-	bool idle = e->start_ns < e->h.ts, gated = e->flags & GS_GPU_GATED;
-	__u64 start = idle ? GS_MIN(e->h.ts, e->end_ns) : e->start_ns, end = e->end_ns;
+	bool gated = e->flags & GS_GPU_GATED,
+	     launch = e->kind == GS_GPU_KERNEL || e->kind == GS_GPU_GRAPH;
+	/* Ungated, work cannot start before it was submitted: a launch's at the end of its
+	 * call (which may have loaded a module first), a copy's during it. */
+	__u64 submitted = launch ? e->call_end_ns : e->h.ts;
+	bool idle = !gated && e->start_ns < submitted;
+	__u64 start = idle ? GS_MIN(submitted, e->end_ns) : e->start_ns, end = e->end_ns;
 	__u64 dur, queue, overhead;
 	struct copy_stat *c;
 
@@ -203,9 +209,7 @@ void model__gpu_add(struct model *m, const struct gs_ev_gpu *e)
 		return;
 	}
 	/* Kernels: what the event pair adds, half on each side (its split is not known). */
-	overhead = e->kind == GS_GPU_KERNEL || e->kind == GS_GPU_GRAPH
-			   ? GS_MIN(device_of(m, e->device)->overhead_ns, end - start)
-			   : 0;
+	overhead = launch ? GS_MIN(device_of(m, e->device)->overhead_ns, end - start) : 0;
 	start += overhead / 2;
 	end -= overhead - overhead / 2;
 	dur = end - start;

@@ -199,6 +199,8 @@ static void add_api(struct model *m, const struct gs_ev_api *e)
 	switch (e->c.api) {
 	case GS_API_CU_STREAM_BEGIN_CAPTURE:
 	case GS_API_CU_STREAM_BEGIN_CAPTURE_PTSZ:
+	case GS_API_CU_STREAM_BEGIN_CAPTURE_V1:
+	case GS_API_CU_STREAM_BEGIN_CAPTURE_V1_PTSZ:
 		free_capture(
 			hmap_put(&p->capturing, e->arg0, 0, xcalloc(1, sizeof(struct capture))));
 		break;
@@ -212,6 +214,7 @@ static void add_api(struct model *m, const struct gs_ev_api *e)
 	}
 	case GS_API_CU_GRAPH_INSTANTIATE:
 	case GS_API_CU_GRAPH_INSTANTIATE_PARAMS:
+	case GS_API_CU_GRAPH_INSTANTIATE_PARAMS_PTSZ:
 		graph = xmalloc(sizeof(*graph));
 		*graph = e->arg1;
 		free(hmap_put(&p->execs, e->out, 0, graph));

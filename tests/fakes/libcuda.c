@@ -389,7 +389,7 @@ static unsigned long long latest_busy;
 
 static struct CUstream_st *gated; /* streams with a closed gate */
 
-static void stream_enqueue(struct CUstream_st *s, unsigned long long dur);
+static void stream_enqueue(struct CUstream_st *s, unsigned long long dur, bool launch);
 
 static bool gate_is_open(const struct CUstream_st *s)
 {
@@ -444,10 +444,12 @@ static void check_gates(void)
 /* When the current call began: work it submits can start from then on. */
 static __thread unsigned long long call_ns;
 
-/* Occupy a stream for `dur` ns of simulated device time. */
-static void stream_enqueue(struct CUstream_st *s, unsigned long long dur)
+/* Occupy a stream for `dur` ns of simulated device time: a launch from now (the end of
+ * its call, when a driver submits it), a copy or set from when its call began (it runs
+ * while the call stages it). */
+static void stream_enqueue(struct CUstream_st *s, unsigned long long dur, bool launch)
 {
-	unsigned long long n = call_ns ? call_ns : now_ns();
+	unsigned long long n = !launch && call_ns ? call_ns : now_ns();
 
 	if (s->gate) {
 		hold(s, dur, NULL);
@@ -793,7 +795,7 @@ static CUresult launch(const void *f, unsigned gx, unsigned gy, unsigned gz, uns
 		s->capture->nnodes++;
 		return CUDA_SUCCESS;
 	}
-	stream_enqueue(s, dur);
+	stream_enqueue(s, dur, true);
 	return CUDA_SUCCESS;
 }
 
@@ -859,7 +861,7 @@ static CUresult graph_launch(CUgraphExec g, CUstream hs, bool per_thread)
 	if (!g || !g->graph)
 		return CUDA_ERROR_INVALID_HANDLE;
 	for (struct node *n = g->graph->nodes; n; n = n->next)
-		stream_enqueue(s, n->dur);
+		stream_enqueue(s, n->dur, true);
 	return CUDA_SUCCESS;
 }
 
@@ -1370,10 +1372,10 @@ static CUresult copy(unsigned long long dst, enum side ds, unsigned long long sr
 	on_device = is_device_ptr(dst) && is_device_ptr(src);
 	t = transfer_ns(n, on_device);
 	if (async) {
-		stream_enqueue(s, t);
+		stream_enqueue(s, t, false);
 		return CUDA_SUCCESS;
 	}
-	stream_enqueue(s, t);
+	stream_enqueue(s, t, false);
 	t = s->busy_until;
 	pthread_mutex_unlock(&lock);
 	sleep_until(t);
@@ -1392,7 +1394,7 @@ static CUresult set(CUdeviceptr dst, unsigned value, size_t count, unsigned elem
 		return CUDA_ERROR_INVALID_VALUE;
 	for (size_t i = 0; i < count; i++)
 		memcpy((char *)dst + i * elem, &value, elem);
-	stream_enqueue(s, transfer_ns(bytes, true));
+	stream_enqueue(s, transfer_ns(bytes, true), false);
 	if (async)
 		return CUDA_SUCCESS;
 	t = s->busy_until;

@@ -1,0 +1,37 @@
+#!/bin/bash
+# Host cost per driver call with and without the in-process plane, on the real driver:
+# bench/primitives.cu run untraced, under `run --inject --gpu-time=off` and under
+# `run --inject` (GPU time of every launch), interleaved, REPS times each (default 5).
+# Its launches go through the static runtime, hence through cuGetProcAddress entry points.
+#   GPUSCOPE=.output/static/gpuscope OUT=/tmp/percall bash bench/percall.sh
+# Writes $OUT/percall.json: for each mode, the list of primitives' JSON objects.
+set -eu
+GS=${GPUSCOPE:-.output/static/gpuscope}
+OUT=${OUT:-/tmp/percall}
+REPS=${REPS:-5}
+mkdir -p "$OUT"
+nvcc -O2 -arch=sm_90 bench/primitives.cu -o "$OUT/primitives" -lcuda
+for ((i = 0; i < REPS; i++)); do
+	modes=(untraced inject-off inject-all)
+	k=$((i % 3))
+	for m in "${modes[@]:k}" "${modes[@]:0:k}"; do
+		case $m in
+		untraced) "$OUT/primitives" >"$OUT/$m.$i.json" ;;
+		inject-off) "$GS" run -q --inject --gpu-time=off -- "$OUT/primitives" >"$OUT/$m.$i.json" ;;
+		inject-all) "$GS" run -q --inject -- "$OUT/primitives" >"$OUT/$m.$i.json" ;;
+		esac
+	done
+done
+python3 - "$OUT" "$REPS" <<'PY'
+import json, statistics, sys
+out, reps = sys.argv[1], int(sys.argv[2])
+modes = ["untraced", "inject-off", "inject-all"]
+runs = {m: [json.load(open("%s/%s.%d.json" % (out, m, i))) for i in range(reps)] for m in modes}
+keys = [k for k in runs["untraced"][0] if k.endswith("_ns")]
+table = {m: {k: statistics.median(r[k] for r in runs[m]) for k in keys} for m in modes}
+json.dump({"reps": reps, "median_ns": table, "runs": runs}, open(out + "/percall.json", "w"), indent=1)
+print("| call | " + " | ".join(modes) + " |")
+print("|---|" + "---|" * len(modes))
+for k in keys:
+    print("| %s | %s |" % (k[:-3], " | ".join("%.1f ns" % table[m][k] for m in modes)))
+PY
