@@ -50,6 +50,12 @@ def run(mode, workload, gs, out):
     return result
 
 
+def save_partial(out, workload, per_mode):
+    """What has been measured so far, in case the job is cut short."""
+    with open(os.path.join(out, "partial-%s.json" % workload), "w") as f:
+        json.dump(per_mode, f, indent=1)
+
+
 def bench(workload, reps, gs, out, modes):
     per_mode = {m: [] for m in modes}
     ratios = {m: [] for m in modes if m != "untraced"}
@@ -68,6 +74,7 @@ def bench(workload, reps, gs, out, modes):
                                                       r["per_iter_s"] * 1e6), flush=True)
         for m in ratios:
             ratios[m].append(got[m] / got["untraced"])
+        save_partial(out, workload, per_mode)
     return {
         "workload": workload,
         "reps": reps,

@@ -132,6 +132,7 @@ void model__dev_flush(struct dev_stat *d, __u64 upto)
 {
 	size_t keep = 0;
 
+	d->flushes++;
 	qsort(d->pending, d->npending, sizeof(*d->pending), by_start);
 	for (size_t i = 0; i < d->npending; i++) {
 		if (d->pending[i].start < upto)
@@ -140,6 +141,10 @@ void model__dev_flush(struct dev_stat *d, __u64 upto)
 			d->pending[keep++] = d->pending[i];
 	}
 	d->npending = keep;
+	/* What stays is sorted again at the next flush: wait for it to double (a flush per
+	 * record would be quadratic when more than PENDING_FLUSH_AT records come within the
+	 * watermark, as at 200k launches a second). */
+	d->flush_at = GS_MAX((size_t)PENDING_FLUSH_AT, 2 * keep);
 }
 
 static struct dev_stat *device_of(struct model *m, __s32 device)
@@ -186,7 +191,8 @@ static void add_device(struct model *m, const struct gs_ev_gpu *e, __u64 start, 
 	}
 	d->pending[d->npending].start = start;
 	d->pending[d->npending++].end = end;
-	if (d->npending >= PENDING_FLUSH_AT && m->gpu_latest_call > WATERMARK_NS)
+	if (d->npending >= GS_MAX((size_t)PENDING_FLUSH_AT, d->flush_at) &&
+	    m->gpu_latest_call > WATERMARK_NS)
 		model__dev_flush(d, m->gpu_latest_call - WATERMARK_NS);
 }
 

@@ -113,6 +113,8 @@ struct dev_stat {
 		__u64 start, end;
 	} * pending;
 	size_t npending, cap;
+	size_t flush_at; /* flush when npending reaches it: twice what the last flush kept */
+	__u64 flushes;
 };
 
 #define KSTAT_SHAPES 4

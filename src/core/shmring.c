@@ -14,8 +14,11 @@
 #include "core/event.h"
 #include "core/shmring.h"
 
-static int map_double(struct shmring *r, int fd, __u64 data_size)
+/* populate: fill the page tables now (the producer), rather than fault once per page on the
+ * first lap of a hot path. */
+static int map_double(struct shmring *r, int fd, __u64 data_size, bool populate)
 {
+	int pop = populate ? MAP_POPULATE : 0;
 	size_t total = GS_SHMRING_HDR + 2 * (size_t)data_size;
 	unsigned char *base;
 
@@ -24,10 +27,10 @@ static int map_double(struct shmring *r, int fd, __u64 data_size)
 		return -errno;
 	if (mmap(base, GS_SHMRING_HDR, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0) ==
 		    MAP_FAILED ||
-	    mmap(base + GS_SHMRING_HDR, data_size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
-		 fd, GS_SHMRING_HDR) == MAP_FAILED ||
+	    mmap(base + GS_SHMRING_HDR, data_size, PROT_READ | PROT_WRITE,
+		 MAP_SHARED | MAP_FIXED | pop, fd, GS_SHMRING_HDR) == MAP_FAILED ||
 	    mmap(base + GS_SHMRING_HDR + data_size, data_size, PROT_READ | PROT_WRITE,
-		 MAP_SHARED | MAP_FIXED, fd, GS_SHMRING_HDR) == MAP_FAILED) {
+		 MAP_SHARED | MAP_FIXED | pop, fd, GS_SHMRING_HDR) == MAP_FAILED) {
 		int err = -errno;
 
 		munmap(base, total);
@@ -38,6 +41,8 @@ static int map_double(struct shmring *r, int fd, __u64 data_size)
 	r->h = (struct shmring_hdr *)base;
 	r->data = base + GS_SHMRING_HDR;
 	r->mask = data_size - 1;
+	r->tail = 0;
+	r->seen_tail = 0;
 	return 0;
 }
 
@@ -61,7 +66,7 @@ int shmring_create(struct shmring *r, const char *path, __u64 data_size, __u32 p
 		err = -err;
 		goto fail;
 	}
-	err = map_double(r, fd, data_size);
+	err = map_double(r, fd, data_size, true);
 	if (err)
 		goto fail;
 	memcpy(r->h->magic, GS_SHMRING_MAGIC, sizeof(r->h->magic));
@@ -89,20 +94,35 @@ void *shmring_reserve(struct shmring *r, __u32 size, __u16 type)
 	__u64 need = ((__u64)size + GS_SLOT + 7) & ~7ULL, head, tail;
 	__u32 *slot;
 
+	if (need > h->data_size)
+		goto drop;
 	head = __atomic_load_n(&h->head, __ATOMIC_RELAXED);
-	do {
-		tail = __atomic_load_n(&h->tail, __ATOMIC_ACQUIRE);
-		if (head + need - tail > h->data_size || need > h->data_size) {
-			if (type < GS_EV_MAX)
-				__atomic_fetch_add(&h->drops[type], 1, __ATOMIC_RELAXED);
-			return NULL;
+	tail = __atomic_load_n(&r->seen_tail, __ATOMIC_ACQUIRE);
+	for (;;) {
+		if (tail > head) { /* a stale head: positions only grow */
+			head = __atomic_load_n(&h->head, __ATOMIC_ACQUIRE);
+			continue;
 		}
-	} while (!__atomic_compare_exchange_n(&h->head, &head, head + need, true, __ATOMIC_ACQ_REL,
-					      __ATOMIC_RELAXED));
+		if (head + need - tail > h->data_size) {
+			tail = __atomic_load_n(&h->tail, __ATOMIC_ACQUIRE);
+			__atomic_store_n(&r->seen_tail, tail, __ATOMIC_RELEASE);
+			if (tail > head)
+				continue;
+			if (head + need - tail > h->data_size)
+				goto drop;
+		}
+		if (__atomic_compare_exchange_n(&h->head, &head, head + need, true,
+						__ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+			break;
+	}
 	slot = (__u32 *)(r->data + (head & r->mask));
 	slot[0] = (__u32)need;
 	__atomic_store_n(&slot[1], GS_SLOT_WRITING, __ATOMIC_RELAXED);
 	return slot + 2;
+drop:
+	if (type < GS_EV_MAX)
+		__atomic_fetch_add(&h->drops[type], 1, __ATOMIC_RELAXED);
+	return NULL;
 }
 
 void shmring_commit(struct shmring *r, void *rec)
@@ -136,7 +156,7 @@ int shmring_open_fd(struct shmring *r, int fd, char *err, size_t errlen)
 		snprintf(err, errlen, "corrupt ring position");
 		return -1;
 	}
-	e = map_double(r, fd, hdr.data_size);
+	e = map_double(r, fd, hdr.data_size, false);
 	if (e) {
 		snprintf(err, errlen, "cannot map the ring: %s", strerror(-e));
 		return -1;
@@ -202,10 +222,14 @@ int shmring_drain(struct shmring *r, void (*fn)(void *ctx, const struct gs_hdr *
 		memset(slot, 0, need);
 		tail += need;
 		r->tail = tail;
-		__atomic_store_n(&r->h->tail, tail, __ATOMIC_RELEASE);
+		/* The space goes back in batches: each store of the shared tail costs the
+		 * producers a cache miss. */
+		if (++n % 64 == 0)
+			__atomic_store_n(&r->h->tail, tail, __ATOMIC_RELEASE);
 		fn(ctx, &rec.h);
-		n++;
 	}
+	if (n % 64)
+		__atomic_store_n(&r->h->tail, tail, __ATOMIC_RELEASE);
 	return n;
 }
 

@@ -55,7 +55,10 @@ struct shmring {
 	struct shmring_hdr *h;
 	unsigned char *data; /* data_size bytes, mapped twice */
 	__u64 mask;
-	__u64 tail; /* consumer: its own position, never re-read from the shared header */
+	__u64 tail;	 /* consumer: its own position, never re-read from the shared header */
+	__u64 seen_tail; /* producers: the consumer's position when last read (a stale value
+			  * only under-estimates the free space), so that the header's tail
+			  * line, which the consumer writes, is read only when space looks short */
 	size_t map_size;
 	void *map;
 };

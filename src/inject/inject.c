@@ -42,14 +42,6 @@ static struct {
 
 static __thread __u32 tl_tid __attribute__((tls_model("initial-exec")));
 
-__u64 gs_clock(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (__u64)ts.tv_sec * 1000000000ULL + (__u64)ts.tv_nsec;
-}
-
 static bool session_alive(void)
 {
 	const char *dir = getenv("GPUSCOPE_INJECT_DIR");
@@ -84,6 +76,7 @@ __attribute__((constructor)) static void gs_inject_init(void)
 
 	if (getauxval(AT_SECURE) || !session_alive())
 		return;
+	gs_clock_init();
 	g.pid = (__u32)getpid();
 	g.ring_bytes = bytes ? strtoull(bytes, NULL, 10) : 16ULL << 20;
 	if (g.ring_bytes < GS_SHMRING_MIN || g.ring_bytes > GS_SHMRING_MAX ||

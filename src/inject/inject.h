@@ -27,6 +27,7 @@ void *gs_emit_reserve(__u32 size, __u16 type) GS_HIDDEN;
 void gs_emit_commit(void *rec) GS_HIDDEN;
 void gs_fill_hdr(struct gs_hdr *h, __u16 type, __u32 size, __u64 ts) GS_HIDDEN;
 __u64 gs_clock(void) GS_HIDDEN;
+void gs_clock_init(void) GS_HIDDEN;
 void gs_count_unwrapped(void) GS_HIDDEN;
 void gs_count_gate_forced(void) GS_HIDDEN;
 
