@@ -21,8 +21,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 MODES = ["untraced", "inject-off", "inject-all", "uprobe", "torch-profiler"]
 GS_OPTS = {"inject-off": ["--inject", "--gpu-time=off"], "inject-all": ["--inject"],
            "inject-10": ["--inject", "--gpu-time=10"], "inject-nogates": ["--inject"],
-           "uprobe": []}
-GS_ENV = {"inject-nogates": {"GPUSCOPE_NO_GATES": "1"}}  # (diagnosis: events without gates)
+           "inject-h10ms": ["--inject"], "uprobe": []}
+# (Diagnosis: events without gates; the harvester every 10 ms.)
+GS_ENV = {"inject-nogates": {"GPUSCOPE_NO_GATES": "1"},
+          "inject-h10ms": {"GPUSCOPE_HARVEST_US": "10000"}}
 
 
 def run(mode, workload, gs, out):

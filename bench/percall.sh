@@ -3,7 +3,8 @@
 # bench/primitives.cu run untraced, under `run --inject --gpu-time=off` and under
 # `run --inject` (GPU time of every launch), interleaved, REPS times each (default 5).
 # MODES adds variants of inject-off: inject-off-mono (clock_gettime, not the TSC) and
-# inject-off-ring1m (a 1 MiB ring instead of 16 MiB).
+# inject-off-ring1m (a 1 MiB ring instead of 16 MiB); and of inject-all: inject-all-nogates
+# (events without gates), inject-all-h10ms (the harvester every 10 ms, not 1 ms).
 # Its launches go through the static runtime, hence through cuGetProcAddress entry points.
 #   GPUSCOPE=.output/static/gpuscope OUT=/tmp/percall bash bench/percall.sh
 # Writes $OUT/percall.json: for each mode, the list of primitives' JSON objects.
@@ -22,6 +23,8 @@ for ((i = 0; i < REPS; i++)); do
 		inject-off) "$GS" run -q --inject --gpu-time=off -- "$OUT/primitives" >"$OUT/$m.$i.json" ;;
 		inject-all) "$GS" run -q --inject -- "$OUT/primitives" >"$OUT/$m.$i.json" ;;
 		inject-off-mono) GPUSCOPE_INJECT_CLOCK=mono "$GS" run -q --inject --gpu-time=off -- "$OUT/primitives" >"$OUT/$m.$i.json" ;;
+		inject-all-nogates) GPUSCOPE_NO_GATES=1 "$GS" run -q --inject -- "$OUT/primitives" >"$OUT/$m.$i.json" ;;
+		inject-all-h10ms) GPUSCOPE_HARVEST_US=10000 "$GS" run -q --inject -- "$OUT/primitives" >"$OUT/$m.$i.json" ;;
 		inject-off-ring1m) "$GS" run -q --inject --gpu-time=off --buffer-size=1M -- "$OUT/primitives" >"$OUT/$m.$i.json" ;;
 		esac
 	done

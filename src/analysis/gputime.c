@@ -214,9 +214,11 @@ void model__gpu_add(struct model *m, const struct gs_ev_gpu *e)
 		add_calibration(m, e);
 		return;
 	}
-	/* Kernels: what the event pair adds, half on each side (its split is not known). */
+	/* Kernels: what the event pair adds, half on each side (its split is not known); a
+	 * start taken from the call rather than from its event has no event's share. */
 	overhead = launch ? GS_MIN(device_of(m, e->device)->overhead_ns, end - start) : 0;
-	start += overhead / 2;
+	if (!idle)
+		start += overhead / 2;
 	end -= overhead - overhead / 2;
 	dur = end - start;
 	queue = start - GS_MIN(start, e->h.ts);

@@ -66,7 +66,8 @@ static struct {
 	struct pending *q;
 	size_t qn, qcap;
 	bool harvester;
-	bool stopped; /* the process is exiting: no more driver calls from the harvester */
+	__u64 harvest_ns; /* between passes */
+	bool stopped;	  /* the process is exiting: no more driver calls from the harvester */
 	pthread_mutex_t harvesting; /* one pass at a time: the harvester's or the exit flush */
 	struct {
 		ev_create_fn ev_create;
@@ -95,6 +96,10 @@ static __thread int tl_slot __attribute__((tls_model("initial-exec")));
 
 void gs_timing_init(const char *mode)
 {
+	const char *h = getenv("GPUSCOPE_HARVEST_US"); /* (for measurements) */
+
+	T.harvest_ns =
+		h && atoi(h) >= 100 && atoi(h) <= 100000 ? (__u64)atoi(h) * 1000 : HARVEST_NS;
 	if (!mode || !strcmp(mode, "all"))
 		T.every = 1;
 	else if (!strcmp(mode, "off"))
@@ -574,20 +579,24 @@ static void emit_gpu(const struct ctx_slot *c, const struct pending *p, __u64 st
 	gs_emit_commit(e);
 }
 
-/* One pending pair: 1 done (emitted or given up), 0 not finished yet. */
+/*
+ * One pending pair: 1 done (emitted or given up), 0 not finished yet. Two driver calls per
+ * pair, not three: the elapsed time between the pair is NOT_READY until the end event is
+ * done, which is the query. (The harvester's calls compete with the program's for the
+ * driver's locks.)
+ */
 static int harvest_one(const struct pending *p)
 {
 	struct ctx_slot *c = &T.ctx[p->ci];
 	const struct ref *r;
 	float to_start, dur;
-	int q = T.cu.ev_query(p->end);
+	int q = T.cu.ev_elapsed(&dur, p->start, p->end);
 	__s64 start;
 
 	if (q == NOT_READY)
 		return 0;
 	r = ref_for(c, p->c.call_ts);
-	if (q == 0 && !T.cu.ev_elapsed(&to_start, r->event, p->start) &&
-	    !T.cu.ev_elapsed(&dur, p->start, p->end) && dur >= 0) {
+	if (q == 0 && dur >= 0 && !T.cu.ev_elapsed(&to_start, r->event, p->start)) {
 		start = (__s64)r->host_ns + (__s64)((double)to_start * 1e6);
 		if (start > 0)
 			emit_gpu(c, p, (__u64)start, (__u64)start + (__u64)((double)dur * 1e6));
@@ -673,7 +682,7 @@ static void *harvest(void *arg)
 
 	(void)arg;
 	for (;;) {
-		struct timespec nap = { 0, HARVEST_NS };
+		struct timespec nap = { 0, (long)T.harvest_ns };
 
 		nanosleep(&nap, NULL);
 		/* First, and without a driver call: a launch blocked behind a gate may hold the

@@ -1743,7 +1743,7 @@ EXPORT CUresult cuEventRecord_ptsz(CUevent e, CUstream s)
 	return LOCKED(event_record(e, s, true));
 }
 
-EXPORT CUresult cuEventQuery(CUevent e)
+static CUresult event_query(CUevent e)
 {
 	if (!e)
 		return CUDA_ERROR_INVALID_HANDLE;
@@ -1753,6 +1753,11 @@ EXPORT CUresult cuEventQuery(CUevent e)
 		pthread_mutex_unlock(&lock);
 	}
 	return !e->held && now_ns() >= e->time ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+}
+
+EXPORT CUresult cuEventQuery(CUevent e)
+{
+	return event_query(e);
 }
 
 EXPORT CUresult cuEventSynchronize(CUevent e)
@@ -1843,6 +1848,9 @@ static CUresult elapsed(float *ms, CUevent a, CUevent b)
 		return CUDA_ERROR_INVALID_HANDLE;
 	if (!a->recorded || !b->recorded)
 		return CUDA_ERROR_INVALID_VALUE;
+	/* As the driver: not ready until both are done. */
+	if (event_query(a) || event_query(b))
+		return CUDA_ERROR_NOT_READY;
 	*ms = (float)((double)(b->time - a->time) / 1e6);
 	return CUDA_SUCCESS;
 }
