@@ -262,9 +262,13 @@ def test_gpu_times_of_kernels_copies_and_graphs(gs):
         # Gated: exact, but for elapsed times that come as float milliseconds.
         assert near(g["mean_ns"], want, 100 + 2000 / g["timed"])
     # Every launch but a kernel's first (which may load its module inside the call) was
-    # held behind a gate until queued with its events; the first started an idle stream.
+    # held behind a gate until queued with its events, unless more than 20 us of work was
+    # known to be queued ahead of it: the first started an idle stream. The 20 `busy` on
+    # one stream go before any of their times is known (19 gated); on device 1 the first
+    # of 4 finds its stream idle, the other 3 (200 us kernels ahead, once the harvester has
+    # their time, which it has after the 1 ms pauses) need no gate.
     assert idle["gated"] == 14 and idle["idle_stream_starts"] == 1
-    assert busy["gated"] == 23 and busy["idle_stream_starts"] == 1
+    assert 20 <= busy["gated"] <= 22 and busy["idle_stream_starts"] == 1
     # The double's GPU does not run our calibration kernel: nothing to correct.
     assert all(d["event_overhead_ns"] == 0 for d in report["gpu"]["devices"])
     # The 20 back-to-back launches queue behind each other: the last waits ~19 kernels.
@@ -274,7 +278,9 @@ def test_gpu_times_of_kernels_copies_and_graphs(gs):
     assert near(gpu["graphs"]["min_ns"], truth["gpu:graph:ns"])
     assert gpu["copies"]["HtoD"]["timed"] == 1
     assert gpu["copies"]["HtoD"]["bytes"] == 1 << 20
-    assert near(gpu["copies"]["HtoD"]["gpu_ns"], truth["gpu:copy:ns"])
+    # Copies are not gated: their start is taken from the call's, which a busy CI machine
+    # may deschedule between the wrapper's clock and the double's (seen: +37 us).
+    assert near(gpu["copies"]["HtoD"]["gpu_ns"], truth["gpu:copy:ns"], 50000)
 
 
 def test_gpu_time_without_stream_memory_operations(gs):
