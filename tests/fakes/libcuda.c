@@ -1659,7 +1659,7 @@ EXPORT CUresult cuStreamQuery_ptsz(CUstream s)
 	return LOCKED(stream_query(s, true));
 }
 
-EXPORT CUresult cuCtxSynchronize(void)
+static CUresult ctx_synchronize(void)
 {
 	unsigned long long t;
 
@@ -1671,6 +1671,11 @@ EXPORT CUresult cuCtxSynchronize(void)
 	pthread_mutex_unlock(&lock);
 	sleep_until(t);
 	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuCtxSynchronize(void)
+{
+	return ctx_synchronize();
 }
 
 /* CUDA 13: the context to wait for is an argument (NULL: the current one). */
@@ -1927,16 +1932,7 @@ EXPORT CUresult cuGetErrorString(CUresult e, const char **s)
  * per-thread flag selects the _ptsz/_ptds variant where there is one. */
 static CUresult private_ctx_synchronize(void)
 {
-	unsigned long long t;
-
-	if (check_init())
-		return CUDA_ERROR_NOT_INITIALIZED;
-	wait_ungated(NULL);
-	pthread_mutex_lock(&lock);
-	t = latest_busy;
-	pthread_mutex_unlock(&lock);
-	sleep_until(t);
-	return CUDA_SUCCESS;
+	return ctx_synchronize();
 }
 
 static CUresult get_proc(const char *symbol, void **pfn, int version, cuuint64_t flags,

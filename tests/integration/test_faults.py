@@ -50,13 +50,13 @@ def start(gs, args, env=None, new_session=False):
     return Started(gs, args, env, new_session)
 
 
-def test_full_ring_buffer_drops_are_counted_exactly(gs, tmp_path):
-    """Stop gpuscope while 20000 launches happen into a 4 KiB ring: what is not seen is
-    counted as dropped, launch for launch."""
+def burst_while_stopped(gs, tmp_path, opts, n=20000):
+    """Run wl_driver's burst of n launches while gpuscope (run with opts) is stopped, so its
+    ring fills. Returns the report and how many launches it saw and counted as dropped."""
     gate = tmp_path / "gate"
     rep = tmp_path / "r.json"
-    tracer = start(gs, ["run", "-q", "--buffer-size", "4096", "--json=%s" % rep, "--",
-                        gs.wl("wl_driver"), "--wait", str(gate), "--burst", "20000"])
+    tracer = start(gs, ["run", "-q"] + opts + ["--json=%s" % rep, "--", gs.wl("wl_driver"),
+                                               "--wait", str(gate), "--burst", str(n)])
     try:
         wait_for(str(gate) + ".ready")
         tracer.send_signal(signal.SIGSTOP)
@@ -68,8 +68,13 @@ def test_full_ring_buffer_drops_are_counted_exactly(gs, tmp_path):
     finally:
         kill_quietly(tracer.proc)
     report = json.loads(rep.read_text())
-    seen = report["kernels"]["launches"]
-    dropped = report["drops"]["by_type"].get("launch", 0)
+    return report, report["kernels"]["launches"], report["drops"]["by_type"].get("launch", 0)
+
+
+def test_full_ring_buffer_drops_are_counted_exactly(gs, tmp_path):
+    """Stop gpuscope while 20000 launches happen into a 4 KiB ring: what is not seen is
+    counted as dropped, launch for launch."""
+    report, seen, dropped = burst_while_stopped(gs, tmp_path, ["--buffer-size", "4096"])
     assert dropped > 0
     assert seen + dropped == 20000
     assert report["drops"]["total"] >= dropped

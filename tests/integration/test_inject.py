@@ -15,7 +15,7 @@ import pytest
 
 import gsreport
 from conftest import OUT, needs_root, wait_for, kill_quietly
-from test_faults import start
+from test_faults import burst_while_stopped, start
 
 pytestmark = needs_root
 
@@ -126,24 +126,8 @@ def test_unwrappable_entry_point_is_reported(gsr):
 def test_full_ring_drops_are_counted_exactly(gs, tmp_path):
     """gpuscope stopped while 20000 launches go into a 64 KiB ring: the program is never
     held up, and what is not seen is counted as dropped, launch for launch."""
-    gate = tmp_path / "gate"
-    rep = tmp_path / "r.json"
-    tracer = start(gs, ["run", "-q", "--inject", "--gpu-time=off", "--buffer-size", "64K",
-                        "--json=%s" % rep, "--", gs.wl("wl_driver"), "--wait", str(gate),
-                        "--burst", "20000"])
-    try:
-        wait_for(str(gate) + ".ready")
-        tracer.send_signal(signal.SIGSTOP)
-        gate.write_text("go")
-        wait_for(str(gate) + ".done", timeout=120)
-        tracer.send_signal(signal.SIGCONT)
-        out, err = tracer.communicate(timeout=60)
-        assert tracer.returncode == 0, err
-    finally:
-        kill_quietly(tracer.proc)
-    report = json.loads(rep.read_text())
-    seen = report["kernels"]["launches"]
-    dropped = report["drops"]["by_type"].get("launch", 0)
+    report, seen, dropped = burst_while_stopped(
+        gs, tmp_path, ["--inject", "--gpu-time=off", "--buffer-size", "64K"])
     assert dropped > 0
     assert seen + dropped == 20000
     assert report["gpu"]["records"] == 0  # --gpu-time=off
