@@ -236,6 +236,10 @@ enum gs_gpu_flags {
 	/* Held behind a gate until the start event, the work and the end event were all
 	 * queued (src/inject/gate.h): its times are exact. */
 	GS_GPU_GATED = 1 << 1,
+	/* Its gate was opened by the watcher while the call was still inside the driver (a
+	 * launch that waits for the GPU in the call): the start event completed before the
+	 * work was queued, and when the work started is not known. */
+	GS_GPU_START_UNKNOWN = 1 << 2,
 };
 
 /*

@@ -224,6 +224,17 @@ void model__gpu_add(struct model *m, const struct gs_ev_gpu *e)
 	queue = start - GS_MIN(start, e->h.ts);
 	m->gpu_records++;
 	m->gpu_latest_call = GS_MAX(m->gpu_latest_call, e->h.ts);
+	if (launch && (e->flags & GS_GPU_START_UNKNOWN)) {
+		/* On the timeline from the end of its call (as an ungated start); in no
+		 * kernel's figures: a duration from it could be wrong either way. */
+		gpu_stat_of(model__kstat(e->kind == GS_GPU_KERNEL ? &m->kernels : &m->graph_execs,
+					 e->h.pid, e->func))
+			->start_unknown++;
+		m->gpu_start_unknown++;
+		add_stream(m, e, start, end);
+		add_device(m, e, start, end);
+		return;
+	}
 	switch (e->kind) {
 	case GS_GPU_KERNEL:
 		add_to_stat(gpu_stat_of(model__kstat(&m->kernels, e->h.pid, e->func)), dur, queue,

@@ -76,9 +76,10 @@ struct proc {
 /* GPU execution times of a kernel (or graph), from the in-process plane's records. */
 struct gpu_stat {
 	__u64 count, total_ns, min_ns, max_ns;
-	__u64 queue_ns;	   /* launch call to GPU start, summed */
-	__u64 idle_starts; /* started on an idle stream, ungated (see analysis/gputime.c) */
-	__u64 gated;	   /* held behind a gate until queued (src/inject/gate.h): exact */
+	__u64 queue_ns;	     /* launch call to GPU start, summed */
+	__u64 idle_starts;   /* started on an idle stream, ungated (see analysis/gputime.c) */
+	__u64 gated;	     /* held behind a gate until queued (src/inject/gate.h): exact */
+	__u64 start_unknown; /* not in the figures above: when it started is not known */
 	struct hist dur, queue;
 };
 
@@ -216,6 +217,7 @@ struct model {
 	struct hmap streams; /* (pid, stream) -> struct stream_stat */
 	struct hmap devices; /* (device + 1, 0) -> struct dev_stat */
 	__u64 gpu_records, gpu_latest_call;
+	__u64 gpu_start_unknown; /* launches with GS_GPU_START_UNKNOWN */
 };
 
 struct model *model__new(void);

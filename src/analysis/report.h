@@ -122,7 +122,7 @@ struct report {
 	/* GPU time (the in-process plane's; see analysis/gputime.c) */
 	bool inject;	/* driver calls came from the in-process plane */
 	__u32 gpu_time; /* 0 off, 1 every launch, N every Nth launch of a kernel */
-	__u64 gpu_records;
+	__u64 gpu_records, gpu_start_unknown;
 	size_t *gpu_order; /* indexes into kernels[] of those with GPU time, most first */
 	size_t ngpu_kernels;
 	__u64 gpu_kernel_ns;	     /* all kernels' GPU time */

@@ -19,6 +19,7 @@ static void merge_stat(struct gpu_stat *into, const struct gpu_stat *g)
 	into->queue_ns += g->queue_ns;
 	into->idle_starts += g->idle_starts;
 	into->gated += g->gated;
+	into->start_unknown += g->start_unknown;
 	hist__merge(&into->dur, &g->dur);
 	hist__merge(&into->queue, &g->queue);
 }
@@ -92,6 +93,7 @@ void report__build_gpu(struct report *r, const struct model *m)
 	r->inject = m->have_start && (m->start.flags & GS_SESSION_INJECT);
 	r->gpu_time = r->inject ? m->start.gpu_time : 0;
 	r->gpu_records = m->gpu_records;
+	r->gpu_start_unknown = m->gpu_start_unknown;
 	r->gpu_order = xcalloc(r->nkernels + 1, sizeof(*r->gpu_order));
 	for (size_t i = 0; i < r->nkernels; i++)
 		if (r->kernels[i].gpu) {

@@ -1,8 +1,15 @@
 // SPDX-License-Identifier: MIT
 /* Gates that hold a stream's work back until it is all queued (see gate.h). */
+#include <linux/futex.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "inject/gate.h"
 
@@ -15,10 +22,37 @@ typedef int (*dev_ptr_fn)(__u64 *, void *, unsigned int);
 typedef int (*wait32_fn)(__u64, __u64, __u32, unsigned int);
 typedef int (*wait64_fn)(__u64, __u64, __u64, unsigned int);
 
+#define MAX_GATES     16
+#define WATCHDOG_NS   1000000ULL /* between passes over every gate */
+#define WATCH_POLL_NS 10000ULL	 /* while a watched gate is closed */
+
 static struct {
 	wait32_fn wait32, wait32_ptsz;
 	wait64_fn wait64, wait64_ptsz;
-} G;
+	/* The watcher's: every gate set up, and a word it sleeps on. */
+	struct gs_gate *gates[MAX_GATES];
+	int ngates;
+	__u32 wake;
+	bool watcher;
+	pthread_mutex_t lock;
+} G = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+static void *watch(void *arg);
+
+static void start_watcher(void)
+{
+	sigset_t all, old;
+	pthread_t th;
+
+	/* No signal of the program is ever delivered to our thread. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	if (pthread_create(&th, NULL, watch, NULL) == 0) {
+		pthread_detach(th);
+		G.watcher = true;
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
 
 static void *first(const char *a, const char *b)
 {
@@ -58,9 +92,17 @@ bool gs_gate_init(struct gs_gate *g)
 	if (dev_ptr(&g->dev, mem, 0))
 		return false; /* (registered: it stays) */
 	*(volatile __u64 *)mem = 0;
-	g->host = mem;
 	g->wide = G.wait64 != NULL;
-	return true;
+	pthread_mutex_lock(&G.lock);
+	if (!G.watcher)
+		start_watcher();
+	if (G.watcher && G.ngates < MAX_GATES) {
+		g->host = mem;
+		G.gates[G.ngates] = g;
+		__atomic_store_n(&G.ngates, G.ngates + 1, __ATOMIC_RELEASE);
+	}
+	pthread_mutex_unlock(&G.lock);
+	return g->host != NULL; /* (without a watcher, no gates: the page stays registered) */
 }
 
 void gs_gate_close(struct gs_gate *g, __u64 stream, bool ptsz, __u64 *seq)
@@ -73,7 +115,7 @@ void gs_gate_close(struct gs_gate *g, __u64 stream, bool ptsz, __u64 *seq)
 	 * start event is reached (measured on an H200: 4 of 5 launches of a 2 us kernel
 	 * looked busy, and were then timed 2 us too long). On a stream that is really busy
 	 * the gate is open long before the GPU gets to it. */
-	if (!g->host)
+	if (!g->host || g->off)
 		return;
 	s = __atomic_add_fetch(&g->issued, 1, __ATOMIC_ACQ_REL);
 	if (g->wide)
@@ -90,29 +132,55 @@ void gs_gate_close(struct gs_gate *g, __u64 stream, bool ptsz, __u64 *seq)
 	if (r == 801 /* CUDA_ERROR_NOT_SUPPORTED */ && g->wide && G.wait32)
 		g->wide = false;
 	else if (r == 801)
-		g->host = NULL;
+		g->off = true;
 }
 
-void gs_gate_open(struct gs_gate *g, __u64 seq)
+bool gs_gate_open(struct gs_gate *g, __u64 seq)
 {
 	__u64 cur;
+	bool held;
 
 	if (!seq)
-		return;
+		return false;
 	cur = __atomic_load_n(g->host, __ATOMIC_ACQUIRE);
+	held = cur < seq;
 	/* Raise only: another thread may have opened a later gate already. With 32-bit
 	 * gates the device compares the low half, which is what a 64-bit store raises too. */
 	while (cur < seq && !__atomic_compare_exchange_n(g->host, &cur, seq, true, __ATOMIC_RELEASE,
 							 __ATOMIC_ACQUIRE))
 		;
+	return held;
 }
 
-void gs_gate_watchdog(struct gs_gate *g)
+void gs_gate_watch(struct gs_gate *g, __u64 seq, __u64 hold_ns)
+{
+	if (!seq)
+		return;
+	pthread_mutex_lock(&G.lock);
+	/* The earlier watched gate is open: this one's hold starts now (else it shares the
+	 * earlier deadline, and may be opened a little early: then it is timed as ungated). */
+	if (__atomic_load_n(g->host, __ATOMIC_ACQUIRE) >= g->watch_seq)
+		__atomic_store_n(&g->watch_deadline, gs_clock() + hold_ns, __ATOMIC_RELAXED);
+	if (seq > g->watch_seq)
+		__atomic_store_n(&g->watch_seq, seq, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&G.lock);
+	__atomic_add_fetch(&G.wake, 1, __ATOMIC_RELEASE);
+	syscall(SYS_futex, &G.wake, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+
+static void force_open(struct gs_gate *g, __u64 seq)
+{
+	if (gs_gate_open(g, seq)) {
+		g->forced++;
+		gs_count_gate_forced();
+	}
+}
+
+/* Open a gate found closed at the same value as on the previous pass. */
+static void watchdog(struct gs_gate *g)
 {
 	__u64 issued, cur;
 
-	if (!g->host)
-		return;
 	issued = __atomic_load_n(&g->issued, __ATOMIC_ACQUIRE);
 	cur = __atomic_load_n(g->host, __ATOMIC_ACQUIRE);
 	if (cur >= issued) {
@@ -121,11 +189,66 @@ void gs_gate_watchdog(struct gs_gate *g)
 	}
 	/* Closed now and already on the previous pass, at the same value: open them all. */
 	if (g->stuck_seen == cur + 1) {
-		gs_gate_open(g, issued);
-		g->forced++;
-		gs_count_gate_forced();
+		force_open(g, issued);
 		g->stuck_seen = 0;
 		return;
 	}
 	g->stuck_seen = cur + 1;
+}
+
+/* A watched gate still closed: open it when its hold is over. True while it is not. */
+static bool watched(struct gs_gate *g, __u64 now)
+{
+	__u64 seq = __atomic_load_n(&g->watch_seq, __ATOMIC_ACQUIRE);
+
+	if (!seq || __atomic_load_n(g->host, __ATOMIC_ACQUIRE) >= seq)
+		return false;
+	if (now < __atomic_load_n(&g->watch_deadline, __ATOMIC_RELAXED))
+		return true;
+	force_open(g, seq);
+	return false;
+}
+
+/*
+ * The watcher: never a driver call, never a lock a driver call could be holding up. Sleeps
+ * until a watched gate is closed (then polls it every 10 us) or the next watchdog pass.
+ */
+static void *watch(void *arg)
+{
+	__u64 last_pass = 0;
+
+	(void)arg;
+	prctl(PR_SET_TIMERSLACK, 1000UL); /* the 50 us default would triple a 10 us nap */
+	for (;;) {
+		__u32 w = __atomic_load_n(&G.wake, __ATOMIC_ACQUIRE);
+		int n = __atomic_load_n(&G.ngates, __ATOMIC_ACQUIRE);
+		__u64 now = gs_clock();
+		bool polling = false;
+		struct timespec nap;
+
+		for (int i = 0; i < n; i++)
+			polling |= watched(G.gates[i], now);
+		if (now - last_pass >= WATCHDOG_NS) {
+			for (int i = 0; i < n; i++)
+				watchdog(G.gates[i]);
+			last_pass = now;
+		}
+		if (polling) {
+			nap = (struct timespec){ 0, (long)WATCH_POLL_NS };
+			nanosleep(&nap, NULL);
+			continue;
+		}
+		/* Woken early by gs_gate_watch; the word changed since it was read: no sleep. */
+		nap = (struct timespec){ 0, (long)WATCHDOG_NS };
+		syscall(SYS_futex, &G.wake, FUTEX_WAIT_PRIVATE, w, &nap, NULL, 0);
+	}
+	return NULL;
+}
+
+void gs_gate_after_fork(void)
+{
+	pthread_mutex_init(&G.lock, NULL);
+	G.ngates = 0;
+	G.watcher = false;
+	G.wake = 0;
 }

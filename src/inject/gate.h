@@ -15,8 +15,14 @@
  * end event are queued; then the host opens the gate, and the GPU runs the three back to
  * back, as on a busy stream. The gate is opened right after the end event is recorded, in
  * the same call: the program's work waits for nothing but the recording of one event.
- * The harvester opens any gate found closed on two passes in a row (a launch call that
- * blocked), so nothing can hang on one.
+ *
+ * A launch call that waits for the GPU inside the call would wait on our gate for ever:
+ * measured on an H200, a kernel's first launch that has to grow the context's local memory
+ * does (a first launch that only loads its module does not). So a watcher thread of ours,
+ * which never calls the driver (a blocked launch may hold its locks), opens gates: those
+ * of first launches once they are closed longer than a short hold, any other found closed
+ * on two passes a millisecond apart. A gate opened by anyone but its own call did not hold
+ * its work back, and the call is timed as ungated.
  *
  * One 64-bit value per context, only ever raised (an atomic maximum), so a gate opened by
  * a later sequence number never closes again; 32-bit where 64-bit stream memory operations
@@ -29,22 +35,29 @@
 #include "inject/inject.h"
 
 struct gs_gate {
-	volatile __u64 *host; /* NULL: no gates in this context */
+	volatile __u64 *host; /* NULL: no gates in this context (set once, before use) */
 	__u64 dev;	      /* its device address */
 	__u64 issued;	      /* last sequence number handed out (atomic) */
 	__u64 stuck_seen;     /* watchdog: value found blocked on the previous pass */
 	bool wide;	      /* 64-bit operations */
-	__u64 forced;	      /* gates the watchdog had to open */
+	bool off;	      /* stream memory operations turned out not supported */
+	__u64 forced;	      /* gates the watcher had to open */
+	__u64 watch_seq;      /* latest gate of a call that may block (atomic) */
+	__u64 watch_deadline; /* when the watcher opens it (gs_clock ns, atomic) */
 };
 
 /* With the context current: host memory for the gate (64 bytes at offset 0; the rest of
- * the page, device-visible at dev + offset, is free for calibration). False if gates
- * cannot be used. */
+ * the page, device-visible at dev + offset, is free for calibration), and the watcher
+ * started. False if gates cannot be used. */
 bool gs_gate_init(struct gs_gate *g);
 /* Close a gate on `stream`; *seq is 0 when no gate could be closed. */
 void gs_gate_close(struct gs_gate *g, __u64 stream, bool ptsz, __u64 *seq);
-void gs_gate_open(struct gs_gate *g, __u64 seq);
-/* Harvester: open gates left closed since the previous call. */
-void gs_gate_watchdog(struct gs_gate *g);
+/* Open it. True if it was still closed: it held its work back until now. */
+bool gs_gate_open(struct gs_gate *g, __u64 seq);
+/* The call after gate `seq` may block inside the driver: the watcher opens the gate
+ * once it has been closed hold_ns. */
+void gs_gate_watch(struct gs_gate *g, __u64 seq, __u64 hold_ns);
+/* In a forked child: no watcher, no gates of the parent's contexts. */
+void gs_gate_after_fork(void);
 
 #endif

@@ -23,6 +23,7 @@
 #define BACKLOG_SLOTS 64	    /* streams whose queued work is estimated */
 #define DUR_SLOTS     1024	    /* kernels and graphs whose last GPU time is kept */
 #define BACKLOG_MIN   20000ULL	    /* ns of work ahead that make a gate unnecessary */
+#define FIRST_HOLD_NS 300000ULL	    /* how long a first launch may keep its gate closed */
 
 typedef int (*ev_create_fn)(void **, unsigned int);
 typedef int (*ev_record_fn)(void *, __u64);
@@ -33,6 +34,9 @@ typedef int (*ctx_set_fn)(void *);
 typedef int (*ctx_dev_fn)(int *);
 typedef int (*stream_create_fn)(__u64 *, unsigned int);
 typedef int (*capturing_fn)(__u64, int *);
+typedef int (*func_is_loaded_fn)(int *, void *);
+typedef int (*func_load_fn)(void *);
+typedef int (*kernel_get_function_fn)(void **, void *);
 
 struct ref {
 	void *event;
@@ -58,7 +62,7 @@ struct pending {
 	__u64 stream;
 	__u32 tid;
 	__u8 ci;
-	bool gated;
+	bool gated, forced;
 };
 
 /*
@@ -88,6 +92,7 @@ static struct {
 	bool harvester;
 	__u64 harvest_ns; /* between passes */
 	bool stopped;	  /* the process is exiting: no more driver calls from the harvester */
+	__u64 first_hold_ns;
 	pthread_mutex_t harvesting; /* one pass at a time: the harvester's or the exit flush */
 	struct {
 		ev_create_fn ev_create;
@@ -100,6 +105,9 @@ static struct {
 		stream_create_fn stream_create;
 		capturing_fn capturing, capturing_ptsz;
 		ev_query_fn stream_query, stream_query_ptsz;
+		func_is_loaded_fn func_is_loaded; /* (CUDA 12.4 and later) */
+		func_load_fn func_load;
+		kernel_get_function_fn kernel_get_function;
 	} cu;
 	bool have_cu;
 } T = { .lock = PTHREAD_MUTEX_INITIALIZER, .harvesting = PTHREAD_MUTEX_INITIALIZER };
@@ -119,8 +127,12 @@ void gs_timing_init(const char *mode)
 {
 	const char *h = getenv("GPUSCOPE_HARVEST_US"); /* (for measurements) */
 
+	const char *f = getenv("GPUSCOPE_FIRST_GATE_US"); /* (same) */
+
 	T.harvest_ns =
 		h && atoi(h) >= 100 && atoi(h) <= 100000 ? (__u64)atoi(h) * 1000 : HARVEST_NS;
+	T.first_hold_ns =
+		f && atoi(f) >= 0 && atoi(f) <= 100000 ? (__u64)atoi(f) * 1000 : FIRST_HOLD_NS;
 	if (!mode || !strcmp(mode, "all"))
 		T.every = 1;
 	else if (!strcmp(mode, "off"))
@@ -135,6 +147,7 @@ void gs_timing_after_fork(void)
 	pthread_mutex_init(&T.lock, NULL);
 	pthread_mutex_init(&T.harvesting, NULL);
 	memset(T.ctx, 0, sizeof(T.ctx));
+	gs_gate_after_fork();
 	T.nctx = 0;
 	T.qn = 0;
 	T.harvester = false;
@@ -163,6 +176,9 @@ static bool load_driver(void)
 	T.cu.capturing_ptsz = (capturing_fn)gs_real_by_name("cuStreamIsCapturing_ptsz");
 	T.cu.stream_query = (ev_query_fn)(void *)gs_real(GS_API_CU_STREAM_QUERY);
 	T.cu.stream_query_ptsz = (ev_query_fn)(void *)gs_real(GS_API_CU_STREAM_QUERY_PTSZ);
+	T.cu.func_is_loaded = (func_is_loaded_fn)gs_real_by_name("cuFuncIsLoaded");
+	T.cu.func_load = (func_load_fn)gs_real_by_name("cuFuncLoad");
+	T.cu.kernel_get_function = (kernel_get_function_fn)gs_real_by_name("cuKernelGetFunction");
 	if (!T.cu.ev_create || !T.cu.ev_record || !T.cu.ev_query || !T.cu.ev_elapsed ||
 	    !T.cu.ctx_get || !T.cu.ctx_set || !T.cu.stream_create || !T.cu.capturing)
 		return false;
@@ -292,6 +308,29 @@ static const char cal_ptx[] =
 	"\tst.volatile.global.u64 [%p], %t0;\n\tst.volatile.global.u64 [%p+8], %t1;\n"
 	"\tret;\n}\n";
 
+/*
+ * Before a first launch is gated: load its function now, as the launch would (CUDA 12+
+ * loads lazily by default). Measured on an H200, a PyTorch kernel's first launch spends
+ * 1.1-1.8 ms in the call loading it, far beyond the hold of a first launch's gate; loaded
+ * before, the same launch returns in microseconds. The handle may be a CUkernel (which
+ * cuLaunchKernel takes too): then its function in the current context is loaded. Any
+ * failure leaves it to the launch, as without us.
+ */
+static void load_ahead(__u64 handle)
+{
+	void *f = (void *)(unsigned long)handle;
+	int state = 0;
+
+	if (!T.cu.func_is_loaded || !T.cu.func_load)
+		return;
+	if (T.cu.func_is_loaded(&state, f) &&
+	    (!T.cu.kernel_get_function || T.cu.kernel_get_function(&f, f) ||
+	     T.cu.func_is_loaded(&state, f)))
+		return;
+	if (state != 1 /* CU_FUNCTION_LOADING_STATE_LOADED */)
+		T.cu.func_load(f);
+}
+
 typedef int (*mod_load_fn)(void **, const void *);
 typedef int (*mod_func_fn)(void **, void *, const char *);
 typedef int (*launch_fn)(void *, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
@@ -331,6 +370,7 @@ static void calibrate_overhead(struct ctx_slot *c)
 	if (!load || !func || !launch || load(&mod, cal_ptx) ||
 	    func(&fn, mod, "gpuscope_calibrate"))
 		return;
+	load_ahead((__u64)(unsigned long)fn); /* not behind our gate */
 	pthread_mutex_lock(&T.lock);
 	ev[0] = event_get(c);
 	ev[1] = event_get(c);
@@ -415,15 +455,8 @@ static int ctx_slot(void *ctx)
 	calibrate(c);
 	if (!c->nref)
 		c->broken = true;
-	else if (!getenv("GPUSCOPE_NO_GATES") && gs_gate_init(&c->gate)) {
-		/* (GPUSCOPE_NO_GATES: to compare, and for diagnosis.) The watchdog must be there
-		 * before the first gate closes. */
-		pthread_mutex_lock(&T.lock);
-		if (!T.harvester)
-			start_harvester();
-		pthread_mutex_unlock(&T.lock);
-		calibrate_overhead(c);
-	}
+	else if (!getenv("GPUSCOPE_NO_GATES") && gs_gate_init(&c->gate))
+		calibrate_overhead(c); /* (GPUSCOPE_NO_GATES: to compare, and for diagnosis) */
 	return c->broken ? -1 : i;
 }
 
@@ -438,10 +471,12 @@ static int slot_of(void *ctx)
 }
 
 /*
- * Launched before (under T.lock)? A first launch may load the kernel's module, and a
- * graph's first launch may upload it; both can wait for the GPU inside the call, which a
- * closed gate would hold up until the watchdog (measured: 1.5 ms per new kernel). So
- * only launches of what was launched before are gated.
+ * Launched before (under T.lock)? A first launch may wait for the GPU inside the call:
+ * measured on an H200, one that grows the context's local memory does (4 ms behind a gate
+ * held 3 ms), one that loads its function does not (29 us, as without a gate), but may
+ * take long (load_ahead). A graph's first launch uploads it. So the gate of a first
+ * launch is watched: opened by the watcher if the call has not returned within
+ * FIRST_HOLD_NS.
  */
 static bool launched_before(__u64 func)
 {
@@ -507,7 +542,7 @@ bool gs_timing_begin(struct gs_timing *t, __u64 stream, bool ptsz, __u8 kind, __
 	__u64 ahead = 0;
 	struct ctx_slot *c;
 	int capturing = 0;
-	bool gate;
+	bool gate, first = false;
 
 	t->start = t->end = NULL;
 	t->gate = 0;
@@ -529,10 +564,12 @@ bool gs_timing_begin(struct gs_timing *t, __u64 stream, bool ptsz, __u8 kind, __
 	}
 	/* Copies are never gated: one from pageable memory waits inside the call for the
 	 * copy engine, which a gate would hold up. */
-	gate = (kind == GS_GPU_KERNEL || kind == GS_GPU_GRAPH) && launched_before(func);
-	if (kind == GS_GPU_KERNEL || kind == GS_GPU_GRAPH)
+	gate = kind == GS_GPU_KERNEL || kind == GS_GPU_GRAPH;
+	if (gate) {
+		first = !launched_before(func);
 		ahead = backlog_add(t->ctx, ptsz && !stream ? GS_CU_STREAM_PER_THREAD : stream,
 				    func, gs_clock());
+	}
 	pthread_mutex_unlock(&T.lock);
 	if (!t->start)
 		return false;
@@ -550,8 +587,12 @@ bool gs_timing_begin(struct gs_timing *t, __u64 stream, bool ptsz, __u8 kind, __
 	    (ptsz ? T.cu.stream_query_ptsz : T.cu.stream_query)((void *)(unsigned long)stream) ==
 		    NOT_READY)
 		gate = false;
+	if (first && kind == GS_GPU_KERNEL)
+		load_ahead(func);
 	if (gate)
 		gs_gate_close(&c->gate, stream, ptsz, &t->gate);
+	if (first)
+		gs_gate_watch(&c->gate, t->gate, T.first_hold_ns);
 	if ((ptsz ? T.cu.ev_record_ptsz : T.cu.ev_record)(t->start, stream)) {
 		gs_gate_open(&c->gate, t->gate);
 		give_back(c, t);
@@ -563,13 +604,15 @@ bool gs_timing_begin(struct gs_timing *t, __u64 stream, bool ptsz, __u8 kind, __
 void gs_timing_end(struct gs_timing *t, int result, const struct gs_timed_call *call)
 {
 	struct ctx_slot *c = &T.ctx[t->ci];
+	bool held;
 	int r;
 
 	if (!t->start)
 		return;
 	r = result || (t->ptsz ? T.cu.ev_record_ptsz : T.cu.ev_record)(t->end, t->stream);
-	/* All three are queued (or the call failed): let the GPU at them. */
-	gs_gate_open(&c->gate, t->gate);
+	/* All three are queued (or the call failed): let the GPU at them. Opened already (by
+	 * the watcher, or by a later gate of another thread), it held nothing back. */
+	held = gs_gate_open(&c->gate, t->gate);
 	if (r) {
 		give_back(c, t);
 		return;
@@ -597,7 +640,8 @@ void gs_timing_end(struct gs_timing *t, int result, const struct gs_timed_call *
 									  : t->stream,
 					  .tid = tl_tid,
 					  .ci = (__u8)t->ci,
-					  .gated = t->gate != 0 };
+					  .gated = held,
+					  .forced = t->gate && !held };
 		if (!T.harvester)
 			start_harvester();
 	} else {
@@ -638,7 +682,7 @@ static void emit_gpu(const struct ctx_slot *c, const struct pending *p, __u64 st
 	e->ctx = (__u64)(unsigned long)c->ctx;
 	e->api = p->c.api;
 	e->kind = p->c.kind;
-	e->flags = (p->gated ? GS_GPU_GATED : 0) |
+	e->flags = (p->gated ? GS_GPU_GATED : 0) | (p->forced ? GS_GPU_START_UNKNOWN : 0) |
 		   (!p->gated && start < p->c.call_ts ? GS_GPU_IDLE_STREAM : 0);
 	e->device = c->device;
 	e->copy_kind = p->c.copy_kind;
@@ -759,10 +803,6 @@ static void *harvest(void *arg)
 		struct timespec nap = { 0, (long)T.harvest_ns };
 
 		nanosleep(&nap, NULL);
-		/* First, and without a driver call: a launch blocked behind a gate may hold the
-		 * driver's locks. */
-		for (int ci = 0; ci < __atomic_load_n(&T.nctx, __ATOMIC_ACQUIRE); ci++)
-			gs_gate_watchdog(&T.ctx[ci].gate);
 		harvest_pass(&current, true);
 	}
 	return NULL;

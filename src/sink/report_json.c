@@ -322,6 +322,7 @@ static void gpu_stat(struct json *j, const char *key, const struct gpu_stat *g)
 	json_u64(j, "queue_p99_ns", hist__quantile(&g->queue, 0.99));
 	json_u64(j, "idle_stream_starts", g->idle_starts);
 	json_u64(j, "gated", g->gated);
+	json_u64(j, "start_unknown", g->start_unknown);
 	json_obj_end(j);
 }
 
@@ -331,6 +332,7 @@ static void gpu(struct json *j, const struct report *r)
 	json_bool(j, "inject", r->inject);
 	json_u64(j, "every", r->gpu_time); /* 0 off, 1 every launch, N every Nth */
 	json_u64(j, "records", r->gpu_records);
+	json_u64(j, "start_unknown", r->gpu_start_unknown);
 	json_u64(j, "kernel_ns", r->gpu_kernel_ns);
 	gpu_stat(j, "graphs", &r->graph_gpu);
 	json_arr_begin(j, "devices");

@@ -433,10 +433,17 @@ static void gpu_time(FILE *f, const struct report *r, const struct text_opts *o)
 		return;
 	}
 	gpu_mode_str(mode, sizeof(mode), r->gpu_time);
-	fprintf(f, "  from CUDA events around %s; %llu timed\n", mode,
+	fprintf(f, "  from CUDA events around %s; %llu operations recorded\n", mode,
 		(unsigned long long)r->gpu_records);
 	if (!r->gpu_records)
 		return;
+	if (r->gpu_start_unknown)
+		fprintf(f,
+			"  %llu of them launches with no GPU time: the call waited for the GPU "
+			"inside "
+			"the driver (e.g. to grow local memory), so when the kernel started is not "
+			"known\n",
+			(unsigned long long)r->gpu_start_unknown);
 	/* Busy and idle need every operation of a stream; sampled runs show kernels only. */
 	if (r->gpu_time == 1)
 		gpu_busy(f, r);

@@ -27,6 +27,10 @@ typedef struct CUmemPoolHandle_st *CUmemoryPool;
 typedef struct CUarray_st *CUarray;
 typedef uint64_t cuuint64_t;
 typedef uint32_t cuuint32_t;
+typedef enum {
+	CU_FUNCTION_LOADING_STATE_UNLOADED = 0,
+	CU_FUNCTION_LOADING_STATE_LOADED = 1,
+} CUfunctionLoadingState;
 
 #define CUDA_SUCCESS			      0
 #define CUDA_ERROR_INVALID_VALUE	      1

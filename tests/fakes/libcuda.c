@@ -13,7 +13,11 @@
  *     FAKECUDA_KERNEL_NS + threads/16 ns, a copy for bytes / FAKECUDA_GBPS; synchronisation
  *     sleeps until the stream is idle, queries say CUDA_ERROR_NOT_READY until then, and
  *     events carry the simulated time;
- *   - modules and libraries from PTX text: kernel names come from `.entry` lines;
+ *   - modules and libraries from PTX text: kernel names come from `.entry` lines; with
+ *     FAKECUDA_LAZY_LOAD_NS set, a kernel is loaded lazily, as CUDA 12+ does by default: its
+ *     first launch spends that long loading it inside the call (host time, the GPU is not
+ *     involved), unless cuFuncLoad loaded it before (cuFuncIsLoaded and cuFuncLoad take
+ *     function handles only, not kernel handles);
  *   - stream memory operations: a wait on a value in host memory (cuStreamWaitValue32/64)
  *     holds the stream's later work until the host writes the value, noticed at the next
  *     driver call (FAKECUDA_NO_STREAM_MEMOPS=1: not supported); FAKECUDA_LAUNCH_WAITS=1
@@ -274,6 +278,8 @@ static __thread CUcontext current;
 struct CUkern_st {
 	unsigned magic;
 	char name[256];
+	bool loaded;		/* (FAKECUDA_LAZY_LOAD_NS) */
+	struct CUfunc_st *func; /* its function: the handle cuKernelGetFunction gives */
 };
 struct CUfunc_st {
 	unsigned magic;
@@ -309,6 +315,7 @@ static CUresult parse_ptx(const char *ptx, struct CUlib_st *lib)
 		k->name[n] = 0;
 		k->magic = KERNEL_MAGIC;
 		lib->funcs[lib->nkernels] = (struct CUfunc_st){ FUNCTION_MAGIC, k };
+		k->func = &lib->funcs[lib->nkernels];
 		lib->nkernels++;
 		p += n;
 	}
@@ -696,14 +703,47 @@ static CUresult kernel_get_function(CUfunction *out, CUkernel kernel)
 	if (!out || !k || kernel != (CUkernel)k)
 		return CUDA_ERROR_INVALID_HANDLE;
 	/* The function handle is the kernel's twin in the library: a distinct value. */
-	*out = (CUfunction)((char *)k + offsetof(struct CUlib_st, funcs) -
-			    offsetof(struct CUlib_st, kernels));
+	*out = k->func;
 	return CUDA_SUCCESS;
 }
 
 EXPORT CUresult cuKernelGetFunction(CUfunction *out, CUkernel kernel)
 {
 	return LOCKED(kernel_get_function(out, kernel));
+}
+
+static CUresult func_is_loaded(CUfunctionLoadingState *state, CUfunction f)
+{
+	const struct CUfunc_st *fn = (const struct CUfunc_st *)f;
+
+	if (!state)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!f || fn->magic != FUNCTION_MAGIC)
+		return CUDA_ERROR_INVALID_HANDLE;
+	*state = fn->kernel->loaded || !getenv("FAKECUDA_LAZY_LOAD_NS")
+			 ? CU_FUNCTION_LOADING_STATE_LOADED
+			 : CU_FUNCTION_LOADING_STATE_UNLOADED;
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuFuncIsLoaded(CUfunctionLoadingState *state, CUfunction f)
+{
+	return LOCKED(func_is_loaded(state, f));
+}
+
+static CUresult func_load(CUfunction f)
+{
+	const struct CUfunc_st *fn = (const struct CUfunc_st *)f;
+
+	if (!f || fn->magic != FUNCTION_MAGIC)
+		return CUDA_ERROR_INVALID_HANDLE;
+	fn->kernel->loaded = true;
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuFuncLoad(CUfunction f)
+{
+	return LOCKED(func_load(f));
 }
 
 static CUresult module_load(CUmodule *out, const void *image)
@@ -777,6 +817,14 @@ static CUresult launch(const void *f, unsigned gx, unsigned gy, unsigned gz, uns
 		return CUDA_ERROR_INVALID_VALUE;
 	s = stream_of(hs, per_thread);
 	dur = kernel_ns(gx, gy, gz, bx, by, bz);
+	if (!kernel_of(f)->loaded && getenv("FAKECUDA_LAZY_LOAD_NS")) {
+		kernel_of(f)->loaded = true;
+		pthread_mutex_unlock(&lock);
+		sleep_until(now_ns() + strtoull(getenv("FAKECUDA_LAZY_LOAD_NS"), NULL, 10));
+		pthread_mutex_lock(&lock);
+		check_gates();
+		call_ns = now_ns(); /* submitted only now */
+	}
 	/* A full push buffer: the launch waits for the stream to drain, gates included. */
 	while (getenv("FAKECUDA_LAUNCH_WAITS") && !s->capture &&
 	       (s->gate || s->busy_until > now_ns())) {
@@ -1851,9 +1899,12 @@ static CUresult elapsed(float *ms, CUevent a, CUevent b)
 {
 	if (!ms || !a || !b)
 		return CUDA_ERROR_INVALID_HANDLE;
+	/* As the driver: not ready until both are done, and one held behind a gate is not
+	 * done yet (it is recorded: not an error). */
+	if (a->held || b->held)
+		return CUDA_ERROR_NOT_READY;
 	if (!a->recorded || !b->recorded)
 		return CUDA_ERROR_INVALID_VALUE;
-	/* As the driver: not ready until both are done. */
 	if (event_query(a) || event_query(b))
 		return CUDA_ERROR_NOT_READY;
 	*ms = (float)((double)(b->time - a->time) / 1e6);
@@ -1862,12 +1913,12 @@ static CUresult elapsed(float *ms, CUevent a, CUevent b)
 
 EXPORT CUresult cuEventElapsedTime(float *ms, CUevent a, CUevent b)
 {
-	return elapsed(ms, a, b);
+	return LOCKED(elapsed(ms, a, b));
 }
 
 EXPORT CUresult cuEventElapsedTime_v2(float *ms, CUevent a, CUevent b)
 {
-	return elapsed(ms, a, b);
+	return LOCKED(elapsed(ms, a, b));
 }
 
 static CUresult wait_event(CUstream hs, CUevent e, bool per_thread)
