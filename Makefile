@@ -15,7 +15,8 @@ VMLINUX_BTF ?= /sys/kernel/btf/vmlinux
 VERSION   := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
 
 APT_BUILD := make gcc clang llvm bpftool libbpf-dev libelf-dev zlib1g-dev libzstd-dev pkg-config
-APT_TEST  := python3 python3-pytest libcmocka-dev clang-format libclang-rt-14-dev procps
+APT_TEST  := python3 python3-pytest libcmocka-dev clang-format libclang-rt-14-dev procps \
+	     protobuf-compiler
 
 WARN      := -Wall -Wextra -Werror -Wno-missing-field-initializers
 CFLAGS    ?= -O2 -g

@@ -9,6 +9,7 @@
 #include "cmd/common.h"
 #include "core/util.h"
 #include "sink/sinks.h"
+#include "sink/timeline.h"
 
 int write_report(const struct model *m, const char *json_path, FILE *text_out, bool wide,
 		 size_t top)
@@ -49,7 +50,13 @@ int parse_trace_opt(struct trace_opts *o, int opt, const char *arg)
 
 	switch (opt) {
 	case 'o':
-		o->record_path = arg;
+		set_output(o, arg);
+		return 1;
+	case OPT_PERFETTO:
+		o->perfetto_path = arg;
+		return 1;
+	case OPT_CHROME:
+		o->chrome_path = arg;
 		return 1;
 	case 'q':
 		o->quiet = true;
@@ -97,6 +104,69 @@ int parse_trace_opt(struct trace_opts *o, int opt, const char *arg)
 		return 1;
 	}
 	return 0;
+}
+
+static bool ends_with(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), k = strlen(suffix);
+
+	return n > k && !strcmp(s + n - k, suffix);
+}
+
+void set_output(struct trace_opts *o, const char *path)
+{
+	if (ends_with(path, ".pftrace") || ends_with(path, ".perfetto-trace"))
+		o->perfetto_path = path;
+	else if (ends_with(path, ".json"))
+		o->chrome_path = path;
+	else
+		o->record_path = path;
+}
+
+int timelines__open(struct timelines *ts, const struct trace_opts *o)
+{
+	const char *paths[2] = { o->perfetto_path, o->chrome_path };
+	char err[512];
+
+	memset(ts, 0, sizeof(*ts));
+	if (paths[0] && paths[1] && !strcmp(paths[0], paths[1])) {
+		gs_err("the Perfetto and the Chrome trace cannot both go to '%s'", paths[0]);
+		return -1;
+	}
+	for (int i = 0; i < 2; i++) {
+		if (!paths[i])
+			continue;
+		ts->t[i] = i == 0 ? timeline__open_perfetto(paths[i], err, sizeof(err))
+				  : timeline__open_chrome(paths[i], err, sizeof(err));
+		if (!ts->t[i]) {
+			gs_err("%s", err);
+			timelines__close(ts);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+void timelines__add(struct timelines *ts, const struct model *m, const struct gs_hdr *ev)
+{
+	for (int i = 0; i < 2; i++)
+		if (ts->t[i])
+			timeline__add(ts->t[i], m, ev);
+}
+
+int timelines__close(struct timelines *ts)
+{
+	char err[512];
+	int code = GS_EXIT_OK;
+
+	for (int i = 0; i < 2; i++) {
+		if (ts->t[i] && timeline__close(ts->t[i], err, sizeof(err))) {
+			gs_err("%s", err);
+			code = GS_EXIT_RUNTIME;
+		}
+		ts->t[i] = NULL;
+	}
+	return code;
 }
 
 int bad_option(const char *cmd, int opt, char **argv)

@@ -24,7 +24,21 @@ struct trace_opts {
 	__u64 ring_bytes;
 	const char *record_path;
 	const char *json_path; /* NULL: text report on stderr; "-": JSON on stdout */
+	const char *perfetto_path, *chrome_path; /* timelines (sink/timeline.h); "-": stdout */
 };
+
+/* The timelines a command writes, fed the same records as its model. */
+struct timelines {
+	struct timeline *t[2];
+};
+/* Open those the options ask for: 0, or a message and -1 (none left open). */
+int timelines__open(struct timelines *ts, const struct trace_opts *o);
+void timelines__add(struct timelines *ts, const struct model *m, const struct gs_hdr *ev);
+/* Finish them: 0, or messages and GS_EXIT_RUNTIME. */
+int timelines__close(struct timelines *ts);
+/* -o FILE: a recording, or by its extension a Perfetto (.pftrace, .perfetto-trace) or
+ * Chrome (.json) trace. */
+void set_output(struct trace_opts *o, const char *path);
 
 /* The live trace: returns the process exit code. */
 int trace_main(const struct trace_opts *o);
@@ -53,13 +67,17 @@ enum {
 	OPT_ISOLATE,
 	OPT_FORMAT,
 	OPT_INJECT,
-	OPT_GPU_TIME
+	OPT_GPU_TIME,
+	OPT_PERFETTO,
+	OPT_CHROME
 };
 
 /* The options run and attach share: getopt_long entries, and their lines of --help. */
 #define TRACE_LONGOPTS                                                                             \
 	{ "output", required_argument, NULL, 'o' }, { "json", optional_argument, NULL, OPT_JSON }, \
 		{ "format", required_argument, NULL, OPT_FORMAT },                                 \
+		{ "perfetto", required_argument, NULL, OPT_PERFETTO },                             \
+		{ "chrome", required_argument, NULL, OPT_CHROME },                                 \
 		{ "no-follow", no_argument, NULL, OPT_NO_FOLLOW },                                 \
 		{ "isolate", no_argument, NULL, OPT_ISOLATE },                                     \
 		{ "buffer-size", required_argument, NULL, OPT_BUFFER },                            \
@@ -72,7 +90,11 @@ enum {
 
 #define TRACE_OPTIONS_HELP                                                                        \
 	"  -o, --output FILE      record the event stream to FILE (replay: gpuscope report "      \
-	"FILE)\n"                                                                                 \
+	"FILE);\n"                                                                                \
+	"                         FILE.pftrace: a Perfetto trace instead, FILE.json: a Chrome\n"  \
+	"                         trace (JSON)\n"                                                 \
+	"      --perfetto FILE    also write a Perfetto trace (open it in ui.perfetto.dev)\n"     \
+	"      --chrome FILE      also write a Chrome/PyTorch-profiler style JSON trace\n"        \
 	"      --json[=FILE]      write the report as JSON to FILE, or to stdout\n"               \
 	"      --no-follow        do not trace children\n"                                        \
 	"      --isolate          probe only the traced processes, not every process using the\n" \

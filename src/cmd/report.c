@@ -3,6 +3,7 @@
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cmd/cmds.h"
 #include "cmd/common.h"
@@ -18,26 +19,34 @@ static const char usage[] =
 	"\n"
 	"options:\n"
 	"      --json[=FILE]  the report as JSON, to FILE or stdout\n"
-	"      --format FMT   text (default) or json\n"
+	"      --format FMT   text (default), json, or chrome (a Chrome JSON trace on stdout,\n"
+	"                     instead of the report)\n"
+	"      --perfetto OUT write the recording as a Perfetto trace (ui.perfetto.dev)\n"
+	"      --chrome OUT   write it as a Chrome/PyTorch-profiler style JSON trace\n"
 	"      --top N        kernels in the text report (default 20)\n"
 	"      --wide         full kernel names\n"
 	"  -h, --help         this help\n"
 	"\n"
 	"examples:\n"
 	"  gpuscope report train.gsrec\n"
-	"  gpuscope report --json train.gsrec | jq '.kernels.list[0]'\n";
+	"  gpuscope report --json train.gsrec | jq '.kernels.list[0]'\n"
+	"  gpuscope report train.gsrec --perfetto train.pftrace\n";
 
 int cmd_report(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{ "json", optional_argument, NULL, OPT_JSON },
 		{ "format", required_argument, NULL, OPT_FORMAT },
+		{ "perfetto", required_argument, NULL, OPT_PERFETTO },
+		{ "chrome", required_argument, NULL, OPT_CHROME },
 		{ "top", required_argument, NULL, OPT_TOP },
 		{ "wide", no_argument, NULL, OPT_WIDE },
 		{ "help", no_argument, NULL, 'h' },
 		{},
 	};
 	struct trace_opts o = { .top = DEFAULT_TOP };
+	struct timelines tls;
+	bool chrome_stdout = false;
 	const struct gs_hdr *ev;
 	struct recording *rec;
 	struct model *m;
@@ -46,13 +55,22 @@ int cmd_report(int argc, char **argv)
 
 	optind = 1;
 	opterr = 0;
-	while ((opt = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, ":ho:", longopts, NULL)) != -1) {
 		if (opt == 'h') {
 			fputs(usage, stdout);
 			return GS_EXIT_OK;
 		}
 		if (opt == '?' || opt == ':')
 			return bad_option("report", opt, argv);
+		if (opt == OPT_FORMAT && !strcmp(optarg, "chrome")) {
+			chrome_stdout = true;
+			continue;
+		}
+		if (opt == 'o') {
+			gs_err("report: -o is for run and attach; here --perfetto OUT or --chrome "
+			       "OUT");
+			return GS_EXIT_USAGE;
+		}
 		r = parse_trace_opt(&o, opt, optarg);
 		if (r <= 0) {
 			if (r == 0)
@@ -65,14 +83,33 @@ int cmd_report(int argc, char **argv)
 		       optind >= argc ? "which recording?" : "one recording at a time");
 		return GS_EXIT_USAGE;
 	}
+	if (chrome_stdout) {
+		if (o.chrome_path || o.json_path) {
+			gs_err("report: --format chrome writes the trace on stdout: not with "
+			       "--chrome "
+			       "or --json");
+			return GS_EXIT_USAGE;
+		}
+		o.chrome_path = "-";
+	}
+	if (o.perfetto_path && !strcmp(o.perfetto_path, "-") && isatty(STDOUT_FILENO)) {
+		gs_err("report: a Perfetto trace is binary: give a file, or redirect stdout");
+		return GS_EXIT_USAGE;
+	}
 	rec = recording__open(argv[optind], err, sizeof(err));
 	if (!rec) {
 		gs_err("%s", err);
 		return GS_EXIT_RUNTIME;
 	}
+	if (timelines__open(&tls, &o)) {
+		recording__close(rec);
+		return GS_EXIT_RUNTIME;
+	}
 	m = model__new();
-	while ((r = recording__next(rec, &ev, err, sizeof(err))) > 0)
+	while ((r = recording__next(rec, &ev, err, sizeof(err))) > 0) {
 		model__add(m, ev);
+		timelines__add(&tls, m, ev);
+	}
 	if (r < 0) {
 		gs_warn("%s: %s; the report covers the %llu records before it", argv[optind], err,
 			(unsigned long long)m->events);
@@ -84,7 +121,12 @@ int cmd_report(int argc, char **argv)
 		code = GS_EXIT_RUNTIME;
 	}
 	recording__close(rec);
-	r = write_report(m, o.json_path, stdout, o.wide, o.top);
+	r = timelines__close(&tls);
+	code = code ? code : r;
+	/* A trace on stdout is all that goes there. */
+	r = chrome_stdout || (o.perfetto_path && !strcmp(o.perfetto_path, "-"))
+		    ? 0
+		    : write_report(m, o.json_path, stdout, o.wide, o.top);
 	model__free(m);
 	return r ? r : code;
 }

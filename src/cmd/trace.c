@@ -34,6 +34,7 @@ struct trace {
 	struct inject *inject; /* run --inject: the in-process plane */
 	struct model *model;
 	struct recording *rec;
+	struct timelines timelines;
 	struct status status;
 	char exe[PATH_MAX]; /* run: the command, resolved */
 	__u32 target;
@@ -66,6 +67,7 @@ static void push(struct trace *tr, const struct gs_hdr *ev)
 	if (tr->rec && !tr->record_failed && recording__write(tr->rec, ev))
 		tr->record_failed = true;
 	model__add(tr->model, ev);
+	timelines__add(&tr->timelines, tr->model, ev);
 }
 
 static void fill_hdr(struct gs_hdr *h, __u16 type, __u32 size, __u32 pid)
@@ -522,11 +524,16 @@ int trace_main(const struct trace_opts *options)
 		if (!tr.rec)
 			return GS_EXIT_RUNTIME;
 	}
+	if (timelines__open(&tr.timelines, o)) {
+		recording__close(tr.rec);
+		return GS_EXIT_RUNTIME;
+	}
 	tr.model = model__new();
 	to.on_event = on_event;
 	to.ctx = &tr;
 	if (tracer__open(&to, &tr.tracer)) {
 		recording__close(tr.rec);
+		timelines__close(&tr.timelines);
 		model__free(tr.model);
 		return GS_EXIT_RUNTIME;
 	}
@@ -539,6 +546,7 @@ int trace_main(const struct trace_opts *options)
 		if (inject__open(&io, &tr.inject)) {
 			tracer__close(tr.tracer);
 			recording__close(tr.rec);
+			timelines__close(&tr.timelines);
 			model__free(tr.model);
 			return GS_EXIT_RUNTIME;
 		}
@@ -549,6 +557,8 @@ int trace_main(const struct trace_opts *options)
 	code = o->mode == GS_MODE_RUN ? trace_run(&tr) : trace_attach(&tr);
 	if (recording__close(tr.rec) || tr.record_failed)
 		code = code ? code : GS_EXIT_RUNTIME;
+	r = timelines__close(&tr.timelines);
+	code = code ? code : r;
 	if (tr.model->have_end) {
 		r = write_report(tr.model, o->json_path, stderr, o->wide, o->top);
 		if (r && !code)

@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: MIT
 /* Records straight into the model, as the ring buffer hands them over: the input is a
- * sequence of records, each checked first, then fed; the report is built at the end. */
+ * sequence of records, each checked first, then fed to the model and to both timeline
+ * writers; the report is built at the end. */
 #include <string.h>
 
 #include "analysis/report.h"
 #include "core/event.h"
+#include "sink/timeline.h"
 
 int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
 {
@@ -13,6 +15,9 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
 		unsigned char b[GS_EVENT_MAX_SIZE];
 	} buf;
 	struct model *m = model__new();
+	char err[256];
+	struct timeline *tl[2] = { timeline__open_perfetto("/dev/null", err, sizeof(err)),
+				   timeline__open_chrome("/dev/null", err, sizeof(err)) };
 	const char *why;
 
 	while (size >= sizeof(struct gs_hdr)) {
@@ -24,11 +29,18 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
 		if (n < sizeof(h) || n > sizeof(buf) || n > size)
 			break;
 		memcpy(&buf, data, n);
-		if (gs_event_check(&buf, n, &why) == 0)
+		if (gs_event_check(&buf, n, &why) == 0) {
 			model__add(m, &buf.h);
+			for (int i = 0; i < 2; i++)
+				if (tl[i])
+					timeline__add(tl[i], m, &buf.h);
+		}
 		data += n;
 		size -= n;
 	}
+	for (int i = 0; i < 2; i++)
+		if (tl[i])
+			timeline__close(tl[i], err, sizeof(err));
 	report__free(report__build(m));
 	model__free(m);
 	return 0;

@@ -1,0 +1,545 @@
+// SPDX-License-Identifier: MIT
+/* The event stream as timeline tracks (see timeline.h). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/demangle.h"
+#include "gpuscope/cuda_abi.h"
+#include "core/names.h"
+#include "core/util.h"
+#include "sink/timeline.h"
+
+#define SHORT_NAME 48
+
+/* uuid spaces: the kind in the top byte, then what identifies the track. */
+#define UUID(kind, a, b) (((__u64)(kind) << 56) ^ ((__u64)(a) << 24) ^ (__u64)(b) ^ 0x5bd1e995ULL)
+
+enum {
+	U_PROC = 1,
+	U_THREAD = 2,
+	U_GPU = 3,
+	U_STREAM = 4,
+	U_NCCL = 5,
+	U_LAUNCHES = 6,
+	U_COUNTER = 7,
+};
+
+enum counter_kind {
+	C_MEMORY = 0,		   /* + enum mem_kind */
+	C_COPY_BW = 0 + MEM_KINDS, /* + copy kind */
+};
+
+struct kname {
+	char *full;		 /* demangled */
+	char short_[SHORT_NAME]; /* shown on slices */
+};
+
+struct proc_state {
+	__u64 in_use[MEM_KINDS]; /* last value written to each memory counter */
+	bool named;
+};
+
+struct timeline {
+	const struct tl_writer_ops *ops;
+	void *w;
+	struct hmap tracks; /* uuid -> (void *)1: declared */
+	struct hmap ends;   /* stream track uuid -> boxed last end (slices must not overlap) */
+	struct hmap knames; /* (pid, handle) -> struct kname */
+	struct hmap procs;  /* pid -> struct proc_state */
+	__u32 gpu_time;	    /* the session's: 1 every launch has a GPU record coming */
+	bool have_session;
+};
+
+struct timeline *timeline__new(const struct tl_writer_ops *ops, void *w, const char *path)
+{
+	struct timeline *tl = xcalloc(1, sizeof(*tl));
+
+	(void)path;
+	tl->ops = ops;
+	tl->w = w;
+	return tl;
+}
+
+static __u64 flow_id(const struct gs_hdr *h)
+{
+	/* A launch call and its GPU record share pid, tid and the call's start time. */
+	__u64 x = h->ts ^ ((__u64)h->pid << 40) ^ ((__u64)h->tid << 20);
+
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdULL;
+	x ^= x >> 33;
+	return x ? x : 1;
+}
+
+/* ---- tracks ----------------------------------------------------------------------------- */
+
+static bool declared(struct timeline *tl, __u64 uuid)
+{
+	if (hmap_get(&tl->tracks, uuid, 0))
+		return true;
+	hmap_put(&tl->tracks, uuid, 0, (void *)1);
+	return false;
+}
+
+static struct proc_state *proc_state(struct timeline *tl, __u32 pid)
+{
+	struct proc_state *p = hmap_get(&tl->procs, pid, 0);
+
+	if (!p) {
+		p = xcalloc(1, sizeof(*p));
+		hmap_put(&tl->procs, pid, 0, p);
+	}
+	return p;
+}
+
+static __u64 process_track(struct timeline *tl, const struct model *m, __u32 pid)
+{
+	__u64 uuid = UUID(U_PROC, 0, pid);
+	const struct proc *p = hmap_get(&m->procs, pid, 0);
+	struct proc_state *ps = proc_state(tl, pid);
+	char name[300];
+
+	/* Named once the model knows the command (a record before it may not). */
+	if (declared(tl, uuid) && (ps->named || !p || !p->comm[0]))
+		return uuid;
+	if (p && p->comm[0]) {
+		snprintf(name, sizeof(name), "%s", p->comm);
+		ps->named = true;
+	} else {
+		snprintf(name, sizeof(name), "pid %u", pid);
+	}
+	tl->ops->track(tl->w, &(struct tl_track){
+				      .uuid = uuid, .kind = TL_PROCESS, .pid = pid, .name = name });
+	return uuid;
+}
+
+static __u64 thread_track(struct timeline *tl, const struct model *m, __u32 pid, __u32 tid)
+{
+	__u64 parent = process_track(tl, m, pid), uuid = UUID(U_THREAD, pid, tid);
+	char name[32];
+
+	if (!declared(tl, uuid)) {
+		snprintf(name, sizeof(name), "thread %u", tid);
+		tl->ops->track(tl->w, &(struct tl_track){ .uuid = uuid,
+							  .parent = parent,
+							  .kind = TL_THREAD,
+							  .pid = pid,
+							  .tid = tid ? tid : pid,
+							  .name = name });
+	}
+	return uuid;
+}
+
+static __u64 child_track(struct timeline *tl, const struct model *m, __u32 pid, int space,
+			 __u64 key, const char *name)
+{
+	__u64 parent = process_track(tl, m, pid), uuid = UUID(space, pid, key);
+
+	if (!declared(tl, uuid))
+		tl->ops->track(tl->w, &(struct tl_track){ .uuid = uuid,
+							  .parent = parent,
+							  .kind = TL_CHILD,
+							  .pid = pid,
+							  .tid = (__u32)key,
+							  .name = name });
+	return uuid;
+}
+
+static __u64 stream_track(struct timeline *tl, __s32 device, __u32 pid, __u64 stream)
+{
+	__u64 gpu = UUID(U_GPU, 0, (__u32)device), uuid;
+	char name[96];
+
+	if (!declared(tl, gpu)) {
+		snprintf(name, sizeof(name), "GPU %d", device);
+		tl->ops->track(tl->w, &(struct tl_track){ .uuid = gpu,
+							  .kind = TL_GPU,
+							  .device = device,
+							  .name = name });
+	}
+	uuid = UUID(U_STREAM, pid, stream) ^ ((__u64)(__u32)device << 48);
+	if (!declared(tl, uuid)) {
+		if (stream == 0 || stream == GS_CU_STREAM_LEGACY)
+			snprintf(name, sizeof(name), "default stream (pid %u)", pid);
+		else if (stream == GS_CU_STREAM_PER_THREAD)
+			snprintf(name, sizeof(name), "per-thread stream (pid %u)", pid);
+		else
+			snprintf(name, sizeof(name), "stream 0x%llx (pid %u)",
+				 (unsigned long long)stream, pid);
+		tl->ops->track(tl->w, &(struct tl_track){ .uuid = uuid,
+							  .parent = gpu,
+							  .kind = TL_GPU_STREAM,
+							  .pid = pid,
+							  .device = device,
+							  .name = name });
+	}
+	return uuid;
+}
+
+static __u64 counter_track(struct timeline *tl, const struct model *m, __u32 pid,
+			   enum counter_kind kind, const char *name, bool bytes)
+{
+	__u64 parent = process_track(tl, m, pid), uuid = UUID(U_COUNTER, pid, kind);
+
+	if (!declared(tl, uuid))
+		tl->ops->track(tl->w, &(struct tl_track){ .uuid = uuid,
+							  .parent = parent,
+							  .kind = TL_COUNTER,
+							  .pid = pid,
+							  .name = name,
+							  .bytes = bytes });
+	return uuid;
+}
+
+/* ---- names and arguments ------------------------------------------------------------------ */
+
+static const struct kname *kernel_name(struct timeline *tl, const struct model *m, __u32 pid,
+				       __u64 handle)
+{
+	struct kname *k = hmap_get(&tl->knames, pid, handle);
+	const char *mangled;
+
+	if (k)
+		return k;
+	mangled = model__kernel_name(m, pid, handle);
+	if (!mangled)
+		return NULL; /* not cached: the name may come later */
+	k = xcalloc(1, sizeof(*k));
+	k->full = demangle(mangled);
+	shorten_name(k->full, SHORT_NAME - 1, k->short_, sizeof(k->short_));
+	hmap_put(&tl->knames, pid, handle, k);
+	return k;
+}
+
+static void arg_str(struct tl_event *e, const char *key, const char *v)
+{
+	if (e->nargs < TL_MAX_ARGS && v)
+		e->args[e->nargs++] = (struct tl_arg){ .key = key, .type = TL_STR, .s = v };
+}
+
+static void arg_u64(struct tl_event *e, const char *key, __u64 v)
+{
+	if (e->nargs < TL_MAX_ARGS)
+		e->args[e->nargs++] = (struct tl_arg){ .key = key, .type = TL_U64, .u = v };
+}
+
+static void arg_hex(struct tl_event *e, const char *key, __u64 v)
+{
+	if (e->nargs < TL_MAX_ARGS)
+		e->args[e->nargs++] = (struct tl_arg){ .key = key, .type = TL_HEX, .u = v };
+}
+
+static void arg_result(struct tl_event *e, const struct gs_call *c)
+{
+	if (!c->result)
+		return;
+	arg_str(e, "error", result_name(c->api, c->result));
+	if (e->nargs < TL_MAX_ARGS)
+		e->args[e->nargs++] =
+			(struct tl_arg){ .key = "result", .type = TL_I64, .i = c->result };
+}
+
+/* The call's own slice on its thread. */
+static void call_slice(struct timeline *tl, const struct model *m, const struct gs_hdr *h,
+		       const struct gs_call *c, struct tl_event *e)
+{
+	const struct gs_api_desc *d = api_desc(c->api);
+
+	e->track = thread_track(tl, m, h->pid, h->tid);
+	e->ts = h->ts;
+	e->dur = c->dur_ns;
+	e->name = api_name(c->api);
+	if (!e->cat)
+		e->cat = d && d->lib == GS_LIB_CUDART ? "cuda_runtime" : "cuda_driver";
+	arg_result(e, c);
+	tl->ops->slice(tl->w, e);
+}
+
+/* ---- records ------------------------------------------------------------------------------ */
+
+static void launch(struct timeline *tl, const struct model *m, const struct gs_ev_launch *l)
+{
+	struct tl_event e = { .cat = NULL };
+	const struct kname *k =
+		l->flags & GS_LAUNCH_GRAPH ? NULL : kernel_name(tl, m, l->h.pid, l->func);
+	const struct proc *p = hmap_get(&m->procs, l->h.pid, 0);
+	/* Recorded into a graph, not run (the graph's launch runs it). */
+	bool captured = p && hmap_get(&p->capturing, l->stream, 0);
+	char shape[96], label[80];
+
+	snprintf(shape, sizeof(shape), "grid (%u, %u, %u) block (%u, %u, %u)", l->grid[0],
+		 l->grid[1], l->grid[2], l->block[0], l->block[1], l->block[2]);
+	arg_str(&e, "kernel", l->flags & GS_LAUNCH_GRAPH ? "graph" : k ? k->full : "(unknown)");
+	if (!(l->flags & GS_LAUNCH_GRAPH)) {
+		arg_str(&e, "shape", shape);
+		arg_u64(&e, "shared memory", l->shmem);
+	}
+	arg_hex(&e, "stream", l->stream);
+	arg_hex(&e, "handle", l->func);
+	if (captured)
+		arg_str(&e, "captured", "into a CUDA graph: runs when the graph is launched");
+	/* Every launch that runs gets a GPU record when every launch is timed: a flow to it. */
+	if (tl->gpu_time == 1 && !l->c.result && !captured)
+		e.flow_out = flow_id(&l->h);
+	call_slice(tl, m, &l->h, &l->c, &e);
+	if (tl->gpu_time == 1 || l->c.result || captured)
+		return;
+	/* No GPU time: the launch as an instant on its stream's launch track. */
+	snprintf(label, sizeof(label), "launches on stream 0x%llx", (unsigned long long)l->stream);
+	e = (struct tl_event){ .track = child_track(tl, m, l->h.pid, U_LAUNCHES, l->stream, label),
+			       .ts = l->h.ts + l->c.dur_ns,
+			       .name = l->flags & GS_LAUNCH_GRAPH ? "graph"
+				       : k			  ? k->short_
+								  : "?",
+			       .cat = "kernel" };
+	arg_str(&e, "kernel", l->flags & GS_LAUNCH_GRAPH ? "graph" : k ? k->full : "(unknown)");
+	arg_str(&e, "shape", shape);
+	tl->ops->instant(tl->w, &e);
+}
+
+static void memory_counters(struct timeline *tl, const struct model *m, __u32 pid, __u64 ts)
+{
+	static const char *const names[MEM_KINDS] = {
+		[MK_DEVICE] = "device memory in use",
+		[MK_MANAGED] = "managed memory in use",
+		[MK_HOST] = "pinned host memory in use",
+	};
+	const struct proc *p = hmap_get(&m->procs, pid, 0);
+	struct proc_state *ps = proc_state(tl, pid);
+
+	if (!p)
+		return;
+	for (int k = 0; k < MEM_KINDS; k++) {
+		if (p->in_use[k] == ps->in_use[k])
+			continue;
+		tl->ops->counter(tl->w,
+				 counter_track(tl, m, pid, (enum counter_kind)(C_MEMORY + k),
+					       names[k], true),
+				 ts, (double)p->in_use[k]);
+		ps->in_use[k] = p->in_use[k];
+	}
+}
+
+static void copy_bandwidth(struct timeline *tl, const struct model *m, __u32 pid,
+			   unsigned int direction, __u64 start, __u64 end, __u64 bytes)
+{
+	char name[64];
+	__u64 track;
+
+	if (end <= start || !bytes)
+		return;
+	snprintf(name, sizeof(name), "copy %s GB/s", copy_kind_name(direction));
+	track = counter_track(tl, m, pid, (enum counter_kind)(C_COPY_BW + direction), name, false);
+	tl->ops->counter(tl->w, track, start, (double)bytes / (double)(end - start));
+	tl->ops->counter(tl->w, track, end, 0);
+}
+
+static void copy(struct timeline *tl, const struct model *m, const struct gs_ev_copy *c)
+{
+	struct tl_event e = { .cat = c->kind == GS_COPY_MEMSET ? "gpu_memset" : "gpu_memcpy" };
+	unsigned int dir = model__copy_direction(m, c->h.pid, c->kind, c->dst, c->src);
+
+	arg_u64(&e, "bytes", c->bytes);
+	arg_str(&e, "kind", copy_kind_name(dir));
+	arg_hex(&e, "dst", c->dst);
+	if (c->kind != GS_COPY_MEMSET)
+		arg_hex(&e, "src", c->src);
+	if (c->flags & GS_COPY_ASYNC)
+		arg_hex(&e, "stream", c->stream);
+	if (tl->gpu_time == 1 && (c->flags & GS_COPY_ASYNC) && !c->c.result)
+		e.flow_out = flow_id(&c->h);
+	e.cat = "cuda_driver";
+	call_slice(tl, m, &c->h, &c->c, &e);
+	/* A synchronous copy's bandwidth from its call; an asynchronous one's from its GPU
+	 * record, if it has one. */
+	if (!(c->flags & GS_COPY_ASYNC) && !c->c.result && c->kind != GS_COPY_MEMSET)
+		copy_bandwidth(tl, m, c->h.pid, dir, c->h.ts, c->h.ts + c->c.dur_ns, c->bytes);
+}
+
+static void nccl(struct timeline *tl, const struct model *m, const struct gs_ev_nccl *n)
+{
+	struct tl_event e = { .cat = "collective_comm" };
+	int size = nccl_type_size(n->datatype);
+
+	e.track = child_track(tl, m, n->h.pid, U_NCCL, 0, "NCCL");
+	e.ts = n->h.ts;
+	e.dur = n->c.dur_ns;
+	e.name = nccl_op_name(n->op);
+	if (n->op <= GS_NCCL_RECV) {
+		arg_u64(&e, "count", n->count);
+		if (size)
+			arg_u64(&e, "bytes", n->count * (__u64)size);
+		arg_hex(&e, "stream", n->stream);
+	}
+	if (n->peer >= 0)
+		arg_u64(&e, n->op >= GS_NCCL_SEND ? "peer" : "root", (__u64)n->peer);
+	if (n->nranks >= 0) {
+		arg_u64(&e, "ranks", (__u64)n->nranks);
+		arg_u64(&e, "rank", (__u64)n->rank);
+	}
+	arg_hex(&e, "comm", n->comm);
+	arg_u64(&e, "thread", n->h.tid);
+	arg_result(&e, &n->c);
+	tl->ops->slice(tl->w, &e);
+}
+
+static void gpu(struct timeline *tl, const struct model *m, const struct gs_ev_gpu *g)
+{
+	bool launch = g->kind == GS_GPU_KERNEL || g->kind == GS_GPU_GRAPH;
+	bool unknown = g->flags & GS_GPU_START_UNKNOWN;
+	/* As the report's analysis takes it: ungated work on an idle stream cannot start
+	 * before its call submitted it. */
+	__u64 submitted = launch ? g->call_end_ns : g->h.ts;
+	__u64 start = !(g->flags & GS_GPU_GATED) && g->start_ns < submitted
+			      ? GS_MIN(submitted, g->end_ns)
+			      : g->start_ns;
+	__u64 end = g->end_ns, *last;
+	struct tl_event e = { .flow_in = flow_id(&g->h) };
+	const struct kname *k;
+	char name[64];
+
+	if (g->kind == GS_GPU_CALIBRATION)
+		return;
+	e.track = stream_track(tl, g->device, g->h.pid, g->stream);
+	/* One stream runs one thing at a time; the event pair's own time may make
+	 * neighbours touch: keep them apart. */
+	last = hmap_get(&tl->ends, e.track, 0);
+	if (!last) {
+		last = xcalloc(1, sizeof(*last));
+		hmap_put(&tl->ends, e.track, 0, last);
+	}
+	start = GS_MAX(start, *last);
+	end = GS_MAX(end, start + 1);
+	*last = end;
+	e.ts = start;
+	e.dur = end - start;
+	switch (g->kind) {
+	case GS_GPU_KERNEL:
+		k = kernel_name(tl, m, g->h.pid, g->func);
+		e.name = k ? k->short_ : "(unknown kernel)";
+		e.cat = "kernel";
+		arg_str(&e, "kernel", k ? k->full : "(unknown)");
+		break;
+	case GS_GPU_GRAPH:
+		e.name = "graph";
+		e.cat = "kernel";
+		arg_hex(&e, "graph exec", g->func);
+		break;
+	default:
+		snprintf(name, sizeof(name), "%s %s",
+			 g->kind == GS_GPU_MEMSET ? "memset" : "memcpy",
+			 g->kind == GS_GPU_MEMSET
+				 ? ""
+				 : copy_kind_name(model__copy_direction(m, g->h.pid, g->copy_kind,
+									g->dst, g->src)));
+		e.name = name;
+		e.cat = g->kind == GS_GPU_MEMSET ? "gpu_memset" : "gpu_memcpy";
+		arg_u64(&e, "bytes", g->bytes);
+		break;
+	}
+	arg_u64(&e, "queued ns", start > g->h.ts ? start - g->h.ts : 0);
+	arg_u64(&e, "device", (__u64)(__u32)g->device);
+	arg_hex(&e, "stream", g->stream);
+	arg_u64(&e, "launching thread", g->h.tid);
+	arg_str(&e, "timing",
+		unknown			  ? "start unknown (the call waited inside the driver)"
+		: g->flags & GS_GPU_GATED ? "exact (gated)"
+		: start != g->start_ns	  ? "start from the call (idle stream)"
+					  : "events");
+	tl->ops->slice(tl->w, &e);
+	if (g->kind == GS_GPU_COPY)
+		copy_bandwidth(tl, m, g->h.pid,
+			       model__copy_direction(m, g->h.pid, g->copy_kind, g->dst, g->src),
+			       start, end, g->bytes);
+}
+
+static void proc(struct timeline *tl, const struct model *m, const struct gs_ev_proc *p)
+{
+	struct tl_event e = { .cat = "process" };
+	__u64 track = process_track(tl, m, p->h.pid);
+
+	if (p->kind != GS_PROC_EXIT && p->kind != GS_PROC_EXEC)
+		return;
+	e.track = track;
+	e.ts = p->h.ts;
+	e.name = p->kind == GS_PROC_EXIT ? "exit" : "exec";
+	if (p->kind == GS_PROC_EXIT)
+		arg_u64(&e, "status", (__u64)(__u32)p->exit_code);
+	else
+		arg_str(&e, "file", p->path);
+	tl->ops->instant(tl->w, &e);
+}
+
+void timeline__add(struct timeline *tl, const struct model *m, const struct gs_hdr *ev)
+{
+	const struct gs_ev_session *s = (const void *)ev;
+	const struct gs_ev_mem *mem = (const void *)ev;
+	const struct gs_ev_sync *sy = (const void *)ev;
+	const struct gs_ev_api *api = (const void *)ev;
+	struct tl_event e = { .cat = NULL };
+
+	switch (ev->type) {
+	case GS_EV_SESSION:
+		if (s->kind == GS_SESSION_START) {
+			tl->gpu_time = s->gpu_time;
+			tl->have_session = true;
+		}
+		break;
+	case GS_EV_PROC:
+		proc(tl, m, (const void *)ev);
+		break;
+	case GS_EV_LAUNCH:
+		launch(tl, m, (const void *)ev);
+		break;
+	case GS_EV_MEM:
+		arg_u64(&e, "bytes", mem->size);
+		arg_hex(&e, "address", mem->addr);
+		call_slice(tl, m, ev, &mem->c, &e);
+		memory_counters(tl, m, ev->pid, ev->ts + mem->c.dur_ns);
+		break;
+	case GS_EV_COPY:
+		copy(tl, m, (const void *)ev);
+		break;
+	case GS_EV_SYNC:
+		e.cat = "cuda_sync";
+		arg_hex(&e, "handle", sy->handle);
+		call_slice(tl, m, ev, &sy->c, &e);
+		break;
+	case GS_EV_API:
+		call_slice(tl, m, ev, &api->c, &e);
+		break;
+	case GS_EV_NCCL:
+		nccl(tl, m, (const void *)ev);
+		break;
+	case GS_EV_GPU:
+		gpu(tl, m, (const void *)ev);
+		break;
+	default:
+		break;
+	}
+}
+
+int timeline__close(struct timeline *tl, char *err, size_t errlen)
+{
+	struct hmap_slot *s;
+	int r = tl->ops->close(tl->w);
+
+	if (r)
+		snprintf(err, errlen, "writing the trace failed: %s", strerror(-r));
+	hmap_for_each (&tl->knames, s) {
+		free(((struct kname *)s->val)->full);
+		free(s->val);
+	}
+	hmap_for_each (&tl->ends, s)
+		free(s->val);
+	hmap_for_each (&tl->procs, s)
+		free(s->val);
+	hmap_free(&tl->knames);
+	hmap_free(&tl->ends);
+	hmap_free(&tl->procs);
+	hmap_free(&tl->tracks);
+	free(tl);
+	return r ? -1 : 0;
+}
