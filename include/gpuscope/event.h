@@ -39,6 +39,11 @@ enum gs_event_type {
 	GS_EV_ATTACH = 12,  /* gpuscope: probes attached to a file */
 	GS_EV_DROPS = 13,   /* gpuscope: cumulative drop counters */
 	GS_EV_GPU = 14,	    /* in-process plane: when a launch or copy ran on the GPU */
+	GS_EV_OFFCPU = 15,  /* OS: a thread of a traced process off the CPU */
+	GS_EV_FAULTS = 16,  /* OS: page faults of a thread, batched */
+	GS_EV_BLOCK = 17,   /* OS: a block I/O request a traced thread issued */
+	GS_EV_NET = 18,	    /* OS: bytes a traced thread sent or received on a socket */
+	GS_EV_SYSCALL = 19, /* OS: a selected system call */
 	GS_EV_MAX,
 };
 
@@ -268,7 +273,9 @@ enum gs_proc_kind {
 	GS_PROC_FORK = 1,
 	GS_PROC_EXEC = 2,
 	GS_PROC_EXIT = 3,
-	GS_PROC_FOUND = 4, /* gpuscope: a process already running when tracing began */
+	GS_PROC_FOUND = 4,	 /* gpuscope: a process already running when tracing began */
+	GS_PROC_THREAD_EXIT = 5, /* a thread (h.tid) ended, not the last of its process */
+	GS_PROC_OOM_KILL = 6,	 /* the kernel's OOM killer chose this process */
 };
 
 struct gs_ev_proc {
@@ -312,6 +319,7 @@ enum gs_session_flags {
 	GS_SESSION_TARGET_LOST = 1 << 1, /* the traced process vanished */
 	GS_SESSION_DURATION = 1 << 2,	 /* stopped by -d */
 	GS_SESSION_INJECT = 1 << 3,	 /* the driver calls came from the in-process plane */
+	GS_SESSION_OS = 1 << 4,		 /* the OS plane was on */
 };
 
 struct gs_ev_session {
@@ -324,7 +332,7 @@ struct gs_ev_session {
 	__u32 flags;	   /* enum gs_session_flags */
 	__u32 follow;	   /* children followed */
 	__u32 gpu_time;	   /* in-process plane: 0 no GPU timing, 1 every launch, N every Nth */
-	__u32 pad;
+	__u32 os_min_us;   /* OS plane: shorter off-CPU intervals and system calls not reported */
 	char cmd[GS_CMD_MAX];
 };
 
@@ -346,6 +354,77 @@ struct gs_ev_drops {
 	__u64 unwrapped;	  /* in-process: driver entry points handed out unwrapped */
 	__u64 rings_lost;   /* in-process: rings abandoned (corrupt, or writer died mid-record) */
 	__u64 gates_forced; /* in-process: timing gates opened by the watchdog */
+};
+
+/* ---- the OS plane (src/bpf/os.bpf.c) ---------------------------------------------------- */
+
+enum gs_offcpu_reason {
+	GS_OFFCPU_PREEMPTED = 1, /* still runnable: the CPU went to another task */
+	GS_OFFCPU_SLEEP = 2,	 /* blocked, interruptible: waiting for an event, a lock, a timer */
+	GS_OFFCPU_DISK = 3,	 /* blocked, uninterruptible: disk I/O, a page-in, some locks */
+	GS_OFFCPU_OTHER = 4,	 /* stopped, traced, or another state */
+};
+
+struct gs_ev_offcpu {
+	struct gs_hdr h;    /* ts: switched out */
+	__u64 dur_ns;	    /* until it ran again */
+	__u64 runq_ns;	    /* of which runnable and waiting for a CPU */
+	__s32 syscall;	    /* the system call it was in (x86-64 number), -1 none */
+	__u32 reason;	    /* enum gs_offcpu_reason */
+	__u32 major_faults; /* page-ins (major faults) the thread took meanwhile */
+	__u32 cpu;	    /* where it ran before */
+};
+
+struct gs_ev_faults {
+	struct gs_hdr h;  /* ts: the batch's first fault */
+	__u64 last_ts;	  /* its last */
+	__u64 addr;	  /* the first fault's address */
+	__u64 ip;	  /* and instruction */
+	__u32 count;	  /* faults in the batch (one thread, at most a millisecond) */
+	__u32 major;	  /* of which major (the page was read in), from the thread's counter */
+	__u32 error_code; /* the first's (x86: 1 protection, 2 write, 4 user, 16 fetch) */
+	__u32 pad;
+};
+
+enum gs_block_op {
+	GS_BLOCK_READ = 0,
+	GS_BLOCK_WRITE = 1,
+	GS_BLOCK_FLUSH = 2,
+	GS_BLOCK_DISCARD = 3,
+	GS_BLOCK_OTHER = 4,
+};
+
+struct gs_ev_block {
+	struct gs_hdr h; /* ts: issued to the device; pid/tid: the thread that issued it */
+	__u64 dur_ns;	 /* issue to completion */
+	__u64 sector;
+	__u32 bytes;
+	__u32 dev; /* the kernel's dev_t: major << 20 | minor */
+	__u32 op;  /* enum gs_block_op */
+	__s32 error;
+};
+
+enum gs_net_dir {
+	GS_NET_SEND = 0,
+	GS_NET_RECV = 1,
+};
+
+struct gs_ev_net {
+	struct gs_hdr h;
+	__u64 bytes;
+	__u16 family;	/* AF_INET, AF_INET6, AF_UNIX ... */
+	__u16 protocol; /* IPPROTO_TCP, IPPROTO_UDP ... */
+	__u32 dir;	/* enum gs_net_dir */
+};
+
+struct gs_ev_syscall {
+	struct gs_hdr h; /* ts: entry */
+	__u64 dur_ns;
+	__s64 ret;
+	__u64 arg0; /* fd, address, futex word */
+	__u64 arg1; /* ioctl: request; futex: op; read/write: count; mmap: length */
+	__u32 nr;   /* x86-64 system call number */
+	__u32 pad;
 };
 
 /* Largest record of any type. */

@@ -47,6 +47,8 @@ void model__free(struct model *m)
 		free_captures(&p->capturing);
 		free_captures(&p->graphs);
 		free_values(&p->execs);
+		model__os_free(p->os);
+		free(p->os);
 		free(p);
 	}
 	hmap_free(&m->procs);
@@ -59,6 +61,7 @@ void model__free(struct model *m)
 	free_values(&m->graph_execs);
 	free_values(&m->comms);
 	free_values(&m->errors);
+	model__os_free(&m->os);
 	free(m->libs);
 	free(m);
 }
@@ -190,6 +193,15 @@ void model__add(struct model *m, const struct gs_hdr *ev)
 		break;
 	case GS_EV_PROC:
 		add_proc_event(m, (const void *)ev);
+		if (((const struct gs_ev_proc *)ev)->kind >= GS_PROC_THREAD_EXIT)
+			model__os_add(m, ev);
+		break;
+	case GS_EV_OFFCPU:
+	case GS_EV_FAULTS:
+	case GS_EV_BLOCK:
+	case GS_EV_NET:
+	case GS_EV_SYSCALL:
+		model__os_add(m, ev);
 		break;
 	case GS_EV_SESSION:
 		add_session(m, (const void *)ev);

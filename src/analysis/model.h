@@ -71,6 +71,35 @@ struct proc {
 	__u64 in_use[MEM_KINDS], peak[MEM_KINDS];
 	__u64 reserved; /* VMM address space reserved */
 	__u64 allocs, frees, failed_allocs, untracked_frees;
+	struct os_stat *os; /* NULL until an OS plane record */
+};
+
+/* The OS plane's records, aggregated (analysis/os.c), for a process and for the run. */
+enum {
+	NET_TCP,
+	NET_UDP,
+	NET_OTHER,
+	NET_PROTOS
+};
+
+struct sys_stat {
+	__u64 count, total_ns, max_ns;
+};
+
+struct io_stat {
+	__u64 count, bytes, total_ns, max_ns, errors;
+};
+
+struct os_stat {
+	__u64 offcpu_count[GS_OFFCPU_OTHER + 1], offcpu_ns[GS_OFFCPU_OTHER + 1]; /* by reason */
+	__u64 runq_ns; /* of the off-CPU time, runnable and waiting for a CPU */
+	__u64 faults, major_faults;
+	struct io_stat io[GS_BLOCK_OTHER + 1];			  /* by operation */
+	__u64 net_calls[2][NET_PROTOS], net_bytes[2][NET_PROTOS]; /* [enum gs_net_dir] */
+	__u64 thread_exits;
+	bool oom_killed;
+	struct hmap syscalls; /* nr -> struct sys_stat */
+	struct hmap devices;  /* dev -> struct io_stat */
 };
 
 /* GPU execution times of a kernel (or graph), from the in-process plane's records. */
@@ -218,6 +247,9 @@ struct model {
 	struct hmap devices; /* (device + 1, 0) -> struct dev_stat */
 	__u64 gpu_records, gpu_latest_call;
 	__u64 gpu_start_unknown; /* launches with GS_GPU_START_UNKNOWN */
+	/* OS plane */
+	struct os_stat os;
+	__u64 os_events;
 };
 
 struct model *model__new(void);
@@ -248,5 +280,9 @@ void model__gpu_add(struct model *m, const struct gs_ev_gpu *e);
 /* Merge a device's pending intervals that start before `upto` into its totals. */
 void model__dev_flush(struct dev_stat *d, __u64 upto);
 void model__gpu_free(struct model *m);
+void model__os_add(struct model *m, const struct gs_hdr *ev);
+void model__os_free(struct os_stat *o);
+/* NET_TCP, NET_UDP or NET_OTHER of a record's protocol. */
+int model__net_proto(unsigned int family, unsigned int protocol);
 
 #endif

@@ -273,6 +273,7 @@ static void build_memory(struct report *r, const struct model *m)
 		rp->pid = p->pid;
 		rp->ppid = p->ppid;
 		memcpy(rp->comm, p->comm, sizeof(rp->comm));
+		rp->os = p->os;
 		memcpy(rp->exe, p->exe, sizeof(rp->exe));
 		rp->complete = p->complete;
 		rp->exited = p->exited;
@@ -416,6 +417,10 @@ struct report *report__build(const struct model *m)
 	build_transfers(r, m);
 	build_errors(r, m);
 	report__build_gpu(r, m);
+	r->os_plane = m->have_start && (m->start.flags & GS_SESSION_OS);
+	r->os = &m->os;
+	r->os_min_us = m->have_start ? m->start.os_min_us : 0;
+	r->os_events = m->os_events;
 	return r;
 }
 

@@ -52,6 +52,7 @@ struct rep_proc {
 	__u64 launches;
 	__u64 peak[MEM_KINDS], outstanding[MEM_KINDS];
 	__u64 allocs, frees, failed_allocs, untracked_frees, reserved;
+	const struct os_stat *os; /* the model's; NULL without OS records */
 };
 
 struct rep_sync {
@@ -131,6 +132,12 @@ struct report {
 	size_t nstreams;
 	struct dev_stat *devices; /* by ordinal; merged, nothing pending */
 	size_t ndevices;
+
+	/* the OS plane (the model's aggregates; valid while the model is) */
+	bool os_plane;
+	__u32 os_min_us;
+	const struct os_stat *os;
+	__u64 os_events;
 };
 
 struct report *report__build(const struct model *m);

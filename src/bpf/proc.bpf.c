@@ -60,8 +60,11 @@ int BPF_PROG(proc_exit, struct task_struct *p)
 	if (!gs_tracked(tgid))
 		return 0;
 	/* Only the last thread of the group ends the process. */
-	if (BPF_CORE_READ(p, signal, live.counter) != 0)
+	if (BPF_CORE_READ(p, signal, live.counter) != 0) {
+		emit_proc(p, GS_PROC_THREAD_EXIT, BPF_CORE_READ(p, real_parent, tgid),
+			  (__s32)BPF_CORE_READ(p, exit_code), NULL);
 		return 0;
+	}
 	emit_proc(p, GS_PROC_EXIT, BPF_CORE_READ(p, real_parent, tgid),
 		  (__s32)BPF_CORE_READ(p, exit_code), NULL);
 	bpf_map_delete_elem(&tracked, &tgid);

@@ -17,6 +17,7 @@
 
 #include "bpf/cuda.skel.h"
 #include "bpf/nccl.skel.h"
+#include "bpf/os.skel.h"
 #include "bpf/proc.skel.h"
 #include "bpf/tracer.h"
 #include "core/elfsym.h"
@@ -64,6 +65,7 @@ struct tracer {
 	struct cuda_bpf *cuda;
 	struct nccl_bpf *nccl;
 	struct proc_bpf *proc;
+	struct os_bpf *os; /* NULL: no OS plane */
 	struct bpf_program *prog[PG_COUNT];
 	struct ring_buffer *rb;
 	struct tfile *files;
@@ -237,6 +239,23 @@ static int load_objects(struct tracer *t)
 		gs_err("cannot load the process tracepoints into the kernel: %s", strerror(-err));
 		return err;
 	}
+	if (t->opts.no_os)
+		return 0;
+	t->os = os_bpf__open();
+	if (!t->os) {
+		err = -errno;
+		gs_err("cannot open the OS tracepoints: %s", strerror(errno));
+		return err ? err : -EINVAL;
+	}
+	t->os->rodata->min_ns = t->opts.os_min_ns;
+	err = bpf_map__reuse_fd(t->os->maps.events, events_fd);
+	err = err ?: bpf_map__reuse_fd(t->os->maps.tracked, tracked_fd);
+	err = err ?: os_bpf__load(t->os);
+	if (err) {
+		gs_err("cannot load the OS tracepoints into the kernel: %s (--no-os goes without)",
+		       strerror(-err));
+		return err;
+	}
 	return 0;
 }
 
@@ -253,6 +272,12 @@ int tracer__open(const struct tracer_opts *o, struct tracer **out)
 	err = proc_bpf__attach(t->proc);
 	if (err) {
 		gs_err("cannot attach the process tracepoints: %s", strerror(-err));
+		goto fail;
+	}
+	err = t->os ? os_bpf__attach(t->os) : 0;
+	if (err) {
+		gs_err("cannot attach the OS tracepoints: %s (--no-os goes without)",
+		       strerror(-err));
 		goto fail;
 	}
 	t->rb = ring_buffer__new(bpf_map__fd(t->cuda->maps.events), on_ring, t, NULL);
@@ -345,6 +370,7 @@ void tracer__close(struct tracer *t)
 	hmap_free(&t->links);
 	hmap_free(&t->pids);
 	ring_buffer__free(t->rb);
+	os_bpf__destroy(t->os);
 	proc_bpf__destroy(t->proc);
 	nccl_bpf__destroy(t->nccl);
 	cuda_bpf__destroy(t->cuda);
@@ -569,7 +595,8 @@ void tracer__drops(const struct tracer *t, struct gs_ev_drops *d)
 {
 	for (int i = 0; i < GS_EV_MAX; i++)
 		d->by_type[i] = t->cuda->bss->drop_count[i] + t->nccl->bss->drop_count[i] +
-				t->proc->bss->drop_count[i];
+				t->proc->bss->drop_count[i] +
+				(t->os ? t->os->bss->drop_count[i] : 0);
 	d->lost_calls = t->cuda->bss->lost_calls + t->nccl->bss->lost_calls;
 }
 

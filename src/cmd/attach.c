@@ -33,7 +33,8 @@ int cmd_attach(int argc, char **argv)
 	struct trace_opts o = { .mode = GS_MODE_ATTACH,
 				.follow = true,
 				.top = DEFAULT_TOP,
-				.ring_bytes = DEFAULT_RING_BYTES };
+				.ring_bytes = DEFAULT_RING_BYTES,
+				.os_min_ns = DEFAULT_OS_MIN_NS };
 	__u32 pid = 0;
 	int opt, r;
 

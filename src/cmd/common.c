@@ -80,6 +80,17 @@ int parse_trace_opt(struct trace_opts *o, int opt, const char *arg)
 	case OPT_NO_FOLLOW:
 		o->follow = false;
 		return 1;
+	case OPT_NO_OS:
+		o->no_os = true;
+		return 1;
+	case OPT_OS_MIN:
+		if (parse_u32(arg, &n) || n > 10000000) {
+			gs_err("--os-min-us wants microseconds between 0 and 10000000, not '%s'",
+			       arg);
+			return -1;
+		}
+		o->os_min_ns = (__u64)n * 1000;
+		return 1;
 	case OPT_WIDE:
 		o->wide = true;
 		return 1;

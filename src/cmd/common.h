@@ -17,9 +17,11 @@ struct trace_opts {
 	pid_t pid;	   /* attach: the process */
 	double duration_s; /* attach: 0 until the process exits or SIGINT */
 	bool follow, quiet, wide;
-	bool isolate;	/* per-process uprobes (see bpf/tracer.h) */
-	bool inject;	/* run: driver calls from the in-process plane (src/inject) */
-	__u32 gpu_time; /* with inject: 0 off, 1 every launch, N every Nth launch of a kernel */
+	bool isolate;	 /* per-process uprobes (see bpf/tracer.h) */
+	bool no_os;	 /* without the OS plane */
+	__u64 os_min_ns; /* OS plane: shorter off-CPU intervals and system calls not reported */
+	bool inject;	 /* run: driver calls from the in-process plane (src/inject) */
+	__u32 gpu_time;	 /* with inject: 0 off, 1 every launch, N every Nth launch of a kernel */
 	size_t top;
 	__u64 ring_bytes;
 	const char *record_path;
@@ -69,8 +71,12 @@ enum {
 	OPT_INJECT,
 	OPT_GPU_TIME,
 	OPT_PERFETTO,
-	OPT_CHROME
+	OPT_CHROME,
+	OPT_NO_OS,
+	OPT_OS_MIN
 };
+
+#define DEFAULT_OS_MIN_NS 10000ULL
 
 /* The options run and attach share: getopt_long entries, and their lines of --help. */
 #define TRACE_LONGOPTS                                                                             \
@@ -78,6 +84,8 @@ enum {
 		{ "format", required_argument, NULL, OPT_FORMAT },                                 \
 		{ "perfetto", required_argument, NULL, OPT_PERFETTO },                             \
 		{ "chrome", required_argument, NULL, OPT_CHROME },                                 \
+		{ "no-os", no_argument, NULL, OPT_NO_OS },                                         \
+		{ "os-min-us", required_argument, NULL, OPT_OS_MIN },                              \
 		{ "no-follow", no_argument, NULL, OPT_NO_FOLLOW },                                 \
 		{ "isolate", no_argument, NULL, OPT_ISOLATE },                                     \
 		{ "buffer-size", required_argument, NULL, OPT_BUFFER },                            \
@@ -97,6 +105,10 @@ enum {
 	"      --chrome FILE      also write a Chrome/PyTorch-profiler style JSON trace\n"        \
 	"      --json[=FILE]      write the report as JSON to FILE, or to stdout\n"               \
 	"      --no-follow        do not trace children\n"                                        \
+	"      --no-os            without the OS plane (off-CPU time, page faults, block I/O,\n"  \
+	"                         socket bytes, system calls of the traced processes)\n"          \
+	"      --os-min-us N      off-CPU intervals and system calls shorter than N us are not\n" \
+	"                         reported one by one (default 10)\n"                             \
 	"      --isolate          probe only the traced processes, not every process using the\n" \
 	"                         CUDA libraries (shared nodes; a forked child's first calls,\n"  \
 	"                         before its probes are attached, are missed)\n"                  \

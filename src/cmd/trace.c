@@ -185,9 +185,10 @@ static void session_record(struct trace *tr, __u32 kind, __s32 exit_status, __u3
 	s.target_pid = (__s32)tr->target;
 	s.exit_status = exit_status;
 	s.realtime_ns = gs_realtime_ns();
-	s.flags = flags | (tr->inject ? GS_SESSION_INJECT : 0);
+	s.flags = flags | (tr->inject ? GS_SESSION_INJECT : 0) | (tr->o->no_os ? 0 : GS_SESSION_OS);
 	s.follow = o->follow;
 	s.gpu_time = tr->inject ? o->gpu_time : 0;
+	s.os_min_us = o->no_os ? 0 : (__u32)(o->os_min_ns / 1000);
 	if (o->mode == GS_MODE_RUN) {
 		struct strbuf sb = {};
 
@@ -489,7 +490,9 @@ int trace_main(const struct trace_opts *options)
 	 * have no race to lose. */
 	struct tracer_opts to = { .ring_bytes = o->ring_bytes,
 				  .follow = o->follow,
-				  .isolate = o->isolate || !o->follow };
+				  .isolate = o->isolate || !o->follow,
+				  .no_os = o->no_os,
+				  .os_min_ns = o->os_min_ns };
 	struct trace tr = { .o = o };
 	int code, r;
 

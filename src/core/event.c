@@ -23,6 +23,11 @@ _Static_assert(sizeof(struct gs_ev_session) == 576, "gs_ev_session");
 _Static_assert(sizeof(struct gs_ev_attach) == 312, "gs_ev_attach");
 _Static_assert(sizeof(struct gs_ev_drops) == 24 + 8 * GS_EV_MAX + 32, "gs_ev_drops");
 _Static_assert(sizeof(struct gs_ev_gpu) == 24 + 72 + 16, "gs_ev_gpu");
+_Static_assert(sizeof(struct gs_ev_offcpu) == 56, "gs_ev_offcpu");
+_Static_assert(sizeof(struct gs_ev_faults) == 64, "gs_ev_faults");
+_Static_assert(sizeof(struct gs_ev_block) == 56, "gs_ev_block");
+_Static_assert(sizeof(struct gs_ev_net) == 40, "gs_ev_net");
+_Static_assert(sizeof(struct gs_ev_syscall) == 64, "gs_ev_syscall");
 _Static_assert(GS_API_MAX < 65536, "api ids fit gs_call.api");
 
 static const size_t sizes[GS_EV_MAX] = {
@@ -40,6 +45,11 @@ static const size_t sizes[GS_EV_MAX] = {
 	[GS_EV_ATTACH] = sizeof(struct gs_ev_attach),
 	[GS_EV_DROPS] = sizeof(struct gs_ev_drops),
 	[GS_EV_GPU] = sizeof(struct gs_ev_gpu),
+	[GS_EV_OFFCPU] = sizeof(struct gs_ev_offcpu),
+	[GS_EV_FAULTS] = sizeof(struct gs_ev_faults),
+	[GS_EV_BLOCK] = sizeof(struct gs_ev_block),
+	[GS_EV_NET] = sizeof(struct gs_ev_net),
+	[GS_EV_SYSCALL] = sizeof(struct gs_ev_syscall),
 };
 
 /* Which family of API a record type may carry. */
@@ -128,7 +138,7 @@ int gs_event_check(const void *buf, size_t len, const char **why)
 	case GS_EV_PROC: {
 		const struct gs_ev_proc *p = buf;
 
-		if (p->kind < GS_PROC_FORK || p->kind > GS_PROC_FOUND)
+		if (p->kind < GS_PROC_FORK || p->kind > GS_PROC_OOM_KILL)
 			FAIL("process record kind out of range");
 		return 0;
 	}
@@ -157,6 +167,30 @@ int gs_event_check(const void *buf, size_t len, const char **why)
 			FAIL("unknown GPU record flags");
 		return 0;
 	}
+	case GS_EV_OFFCPU: {
+		const struct gs_ev_offcpu *o = buf;
+
+		if (o->reason < GS_OFFCPU_PREEMPTED || o->reason > GS_OFFCPU_OTHER)
+			FAIL("off-CPU reason out of range");
+		if (o->runq_ns > o->dur_ns)
+			FAIL("off-CPU record waits longer than it lasts");
+		return 0;
+	}
+	case GS_EV_FAULTS: {
+		const struct gs_ev_faults *f = buf;
+
+		if (!f->count || f->major > f->count || f->last_ts < f->h.ts)
+			FAIL("page fault record inconsistent");
+		return 0;
+	}
+	case GS_EV_BLOCK:
+		if (((const struct gs_ev_block *)buf)->op > GS_BLOCK_OTHER)
+			FAIL("block I/O operation out of range");
+		return 0;
+	case GS_EV_NET:
+		if (((const struct gs_ev_net *)buf)->dir > GS_NET_RECV)
+			FAIL("network direction out of range");
+		return 0;
 	case GS_EV_SESSION: {
 		const struct gs_ev_session *s = buf;
 

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "core/names.h"
@@ -193,12 +194,74 @@ const char *lib_kind_name(unsigned int kind)
 const char *event_type_name(unsigned int type)
 {
 	static const char *const n[GS_EV_MAX] = {
-		[GS_EV_NONE] = "none",	   [GS_EV_LAUNCH] = "launch", [GS_EV_KNAME] = "kname",
-		[GS_EV_KALIAS] = "kalias", [GS_EV_MEM] = "mem",	      [GS_EV_COPY] = "copy",
-		[GS_EV_SYNC] = "sync",	   [GS_EV_API] = "api",	      [GS_EV_NCCL] = "nccl",
-		[GS_EV_PROC] = "proc",	   [GS_EV_LIB] = "lib",	      [GS_EV_SESSION] = "session",
-		[GS_EV_ATTACH] = "attach", [GS_EV_DROPS] = "drops",   [GS_EV_GPU] = "gpu",
+		[GS_EV_NONE] = "none",	   [GS_EV_LAUNCH] = "launch",	[GS_EV_KNAME] = "kname",
+		[GS_EV_KALIAS] = "kalias", [GS_EV_MEM] = "mem",		[GS_EV_COPY] = "copy",
+		[GS_EV_SYNC] = "sync",	   [GS_EV_API] = "api",		[GS_EV_NCCL] = "nccl",
+		[GS_EV_PROC] = "proc",	   [GS_EV_LIB] = "lib",		[GS_EV_SESSION] = "session",
+		[GS_EV_ATTACH] = "attach", [GS_EV_DROPS] = "drops",	[GS_EV_GPU] = "gpu",
+		[GS_EV_OFFCPU] = "offcpu", [GS_EV_FAULTS] = "faults",	[GS_EV_BLOCK] = "block",
+		[GS_EV_NET] = "net",	   [GS_EV_SYSCALL] = "syscall",
 	};
 
 	return type < GS_EV_MAX ? n[type] : "?";
+}
+
+const char *syscall_name(unsigned int nr)
+{
+	/* The system calls the OS plane reports (x86-64 numbers), and what blocks. */
+	static const struct {
+		unsigned int nr;
+		const char *name;
+	} t[] = {
+		{ 0, "read" },		 { 1, "write" },
+		{ 7, "poll" },		 { 9, "mmap" },
+		{ 11, "munmap" },	 { 16, "ioctl" },
+		{ 17, "pread64" },	 { 18, "pwrite64" },
+		{ 19, "readv" },	 { 20, "writev" },
+		{ 35, "nanosleep" },	 { 74, "fsync" },
+		{ 202, "futex" },	 { 230, "clock_nanosleep" },
+		{ 232, "epoll_wait" },	 { 271, "ppoll" },
+		{ 281, "epoll_pwait" },	 { 44, "sendto" },
+		{ 45, "recvfrom" },	 { 46, "sendmsg" },
+		{ 47, "recvmsg" },	 { 23, "select" },
+		{ 61, "wait4" },	 { 257, "openat" },
+		{ 3, "close" },		 { 43, "accept" },
+		{ 42, "connect" },	 { 288, "accept4" },
+		{ 24, "sched_yield" },	 { 10, "mprotect" },
+		{ 12, "brk" },		 { 28, "madvise" },
+		{ 319, "memfd_create" },
+	};
+	static __thread char buf[24];
+
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++)
+		if (t[i].nr == nr)
+			return t[i].name;
+	snprintf(buf, sizeof(buf), "syscall %u", nr);
+	return buf;
+}
+
+const char *offcpu_reason_name(unsigned int r)
+{
+	static const char *const n[] = { [GS_OFFCPU_PREEMPTED] = "preempted",
+					 [GS_OFFCPU_SLEEP] = "sleep",
+					 [GS_OFFCPU_DISK] = "disk",
+					 [GS_OFFCPU_OTHER] = "other" };
+
+	return r < sizeof(n) / sizeof(n[0]) && n[r] ? n[r] : "?";
+}
+
+const char *block_op_name(unsigned int op)
+{
+	static const char *const n[] = { [GS_BLOCK_READ] = "read",
+					 [GS_BLOCK_WRITE] = "write",
+					 [GS_BLOCK_FLUSH] = "flush",
+					 [GS_BLOCK_DISCARD] = "discard",
+					 [GS_BLOCK_OTHER] = "other" };
+
+	return op < sizeof(n) / sizeof(n[0]) ? n[op] : "?";
+}
+
+const char *net_proto_name(int proto)
+{
+	return proto == 0 ? "TCP" : proto == 1 ? "UDP" : "other";
 }

@@ -20,5 +20,9 @@ const char *nccl_op_name(unsigned int op);     /* "all_reduce" ... */
 int nccl_type_size(int datatype);	       /* bytes, 0 if unknown */
 const char *lib_kind_name(unsigned int kind);  /* "libcuda" ... */
 const char *event_type_name(unsigned int type);
+const char *syscall_name(unsigned int nr);	/* x86-64: "read" ...; "syscall N" unknown */
+const char *offcpu_reason_name(unsigned int r); /* "preempted", "sleep", "disk", "other" */
+const char *block_op_name(unsigned int op);	/* "read", "write", "flush", "discard" */
+const char *net_proto_name(int proto);		/* NET_TCP ...: "TCP", "UDP", "other" */
 
 #endif

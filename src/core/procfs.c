@@ -179,3 +179,24 @@ void proc_root_path(pid_t pid, const char *path, char *buf, size_t n)
 {
 	snprintf(buf, n, "/proc/%d/root%s", (int)pid, path);
 }
+
+char *block_dev_name(__u32 dev, char *buf, size_t n)
+{
+	unsigned int major = dev >> 20, minor = dev & 0xfffff;
+	char path[64], line[256];
+	FILE *f;
+
+	snprintf(buf, n, "%u:%u", major, minor);
+	snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/uevent", major, minor);
+	f = fopen(path, "re");
+	if (!f)
+		return buf;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, "DEVNAME=", 8)) {
+			line[strcspn(line, "\n")] = 0;
+			snprintf(buf, n, "%s", line + 8);
+			break;
+		}
+	fclose(f);
+	return buf;
+}

@@ -31,5 +31,8 @@ int proc_tgid(pid_t tid);
 int proc_read_str(pid_t pid, __u64 addr, char *buf, size_t n);
 /* "/proc/PID/root" + path, so the path resolves in the process's mount namespace. */
 void proc_root_path(pid_t pid, const char *path, char *buf, size_t n);
+/* The name of a block device (dev_t as the kernel packs it: major << 20 | minor), from
+ * sysfs ("vda"), else "MAJOR:MINOR". Returns buf. */
+char *block_dev_name(__u32 dev, char *buf, size_t n);
 
 #endif

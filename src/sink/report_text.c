@@ -481,6 +481,7 @@ void report_text__write(FILE *f, const struct report *r, const struct text_opts 
 	copies(f, r);
 	syncs(f, r);
 	nccl(f, r);
+	report_os_text(f, r);
 	errors(f, r);
 	losses(f, r);
 	fflush(f);

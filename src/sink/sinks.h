@@ -14,6 +14,9 @@ struct text_opts {
 
 void report_text__write(FILE *f, const struct report *r, const struct text_opts *o);
 void report_json__write(FILE *f, const struct report *r);
+struct json;
+void report_os_text(FILE *f, const struct report *r);
+void report_os_json(struct json *j, const struct report *r);
 
 /* One line a second: rates since the previous call. */
 struct status {

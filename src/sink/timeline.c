@@ -8,6 +8,7 @@
 #include "core/demangle.h"
 #include "gpuscope/cuda_abi.h"
 #include "core/names.h"
+#include "core/procfs.h"
 #include "core/util.h"
 #include "sink/timeline.h"
 
@@ -24,11 +25,28 @@ enum {
 	U_NCCL = 5,
 	U_LAUNCHES = 6,
 	U_COUNTER = 7,
+	U_OS = 8,
+	U_BLOCK = 9,
 };
+
+#define IO_LANES     16
+#define IO_LANE_KEEP 32
 
 enum counter_kind {
 	C_MEMORY = 0,		   /* + enum mem_kind */
 	C_COPY_BW = 0 + MEM_KINDS, /* + copy kind */
+	C_FAULTS = C_COPY_BW + GS_COPY_KIND_MAX,
+	C_MAJOR_FAULTS,
+	C_NET, /* + dir * NET_PROTOS + proto */
+};
+
+/* Block requests overlap: each goes on the first lane where it overlaps none of the
+ * lane's recent requests (records come in completion order, not issue order). */
+struct io_lanes {
+	struct {
+		__u64 start, end;
+	} lane[IO_LANES][IO_LANE_KEEP];
+	unsigned int next[IO_LANES];
 };
 
 struct kname {
@@ -38,6 +56,7 @@ struct kname {
 
 struct proc_state {
 	__u64 in_use[MEM_KINDS]; /* last value written to each memory counter */
+	__u64 faults, major_faults, net[2][NET_PROTOS]; /* cumulative counters */
 	bool named;
 };
 
@@ -48,6 +67,7 @@ struct timeline {
 	struct hmap ends;   /* stream track uuid -> boxed last end (slices must not overlap) */
 	struct hmap knames; /* (pid, handle) -> struct kname */
 	struct hmap procs;  /* pid -> struct proc_state */
+	struct hmap io;	    /* (pid, dev) -> struct io_lanes */
 	__u32 gpu_time;	    /* the session's: 1 every launch has a GPU record coming */
 	bool have_session;
 };
@@ -460,16 +480,153 @@ static void proc(struct timeline *tl, const struct model *m, const struct gs_ev_
 	struct tl_event e = { .cat = "process" };
 	__u64 track = process_track(tl, m, p->h.pid);
 
-	if (p->kind != GS_PROC_EXIT && p->kind != GS_PROC_EXEC)
-		return;
 	e.track = track;
 	e.ts = p->h.ts;
-	e.name = p->kind == GS_PROC_EXIT ? "exit" : "exec";
-	if (p->kind == GS_PROC_EXIT)
+	switch (p->kind) {
+	case GS_PROC_EXIT:
+		e.name = "exit";
 		arg_u64(&e, "status", (__u64)(__u32)p->exit_code);
-	else
+		break;
+	case GS_PROC_EXEC:
+		e.name = "exec";
 		arg_str(&e, "file", p->path);
+		break;
+	case GS_PROC_THREAD_EXIT:
+		e.name = "thread exit";
+		arg_u64(&e, "thread", p->h.tid);
+		break;
+	case GS_PROC_OOM_KILL:
+		e.name = "killed by the OOM killer";
+		break;
+	default:
+		return;
+	}
 	tl->ops->instant(tl->w, &e);
+}
+
+/* ---- the OS plane ------------------------------------------------------------------------ */
+
+static __u64 os_track(struct timeline *tl, const struct model *m, __u32 pid, __u32 tid)
+{
+	char name[48];
+
+	snprintf(name, sizeof(name), "thread %u (OS)", tid);
+	return child_track(tl, m, pid, U_OS, tid, name);
+}
+
+static void offcpu(struct timeline *tl, const struct model *m, const struct gs_ev_offcpu *o)
+{
+	struct tl_event e = { .track = os_track(tl, m, o->h.pid, o->h.tid),
+			      .ts = o->h.ts,
+			      .dur = o->dur_ns,
+			      .cat = "off_cpu" };
+	char name[48];
+
+	snprintf(name, sizeof(name), "off CPU: %s", offcpu_reason_name(o->reason));
+	e.name = name;
+	if (o->syscall >= 0)
+		arg_str(&e, "in system call", syscall_name((unsigned int)o->syscall));
+	arg_u64(&e, "runnable, waiting ns", o->runq_ns);
+	if (o->major_faults)
+		arg_u64(&e, "major page faults", o->major_faults);
+	arg_u64(&e, "cpu before", o->cpu);
+	tl->ops->slice(tl->w, &e);
+}
+
+static void syscall_slice(struct timeline *tl, const struct model *m,
+			  const struct gs_ev_syscall *sc)
+{
+	struct tl_event e = { .track = os_track(tl, m, sc->h.pid, sc->h.tid),
+			      .ts = sc->h.ts,
+			      .dur = sc->dur_ns,
+			      .name = syscall_name(sc->nr),
+			      .cat = "syscall" };
+
+	if (e.nargs < TL_MAX_ARGS)
+		e.args[e.nargs++] =
+			(struct tl_arg){ .key = "return", .type = TL_I64, .i = sc->ret };
+	arg_hex(&e, "arg0", sc->arg0);
+	arg_u64(&e, "arg1", sc->arg1);
+	tl->ops->slice(tl->w, &e);
+}
+
+static void cumulative(struct timeline *tl, const struct model *m, __u32 pid, int kind,
+		       const char *name, __u64 *total, __u64 add, __u64 ts, bool bytes)
+{
+	*total += add;
+	tl->ops->counter(tl->w, counter_track(tl, m, pid, (enum counter_kind)kind, name, bytes), ts,
+			 (double)*total);
+}
+
+static void block_io(struct timeline *tl, const struct model *m, const struct gs_ev_block *b)
+{
+	struct io_lanes *l = hmap_get(&tl->io, b->h.pid, b->dev);
+	__u64 start = b->h.ts, end = b->h.ts + b->dur_ns;
+	char dev[48], name[80];
+	unsigned int lane = 0;
+	struct tl_event e = { .ts = start, .dur = b->dur_ns, .cat = "block_io" };
+
+	if (!l) {
+		l = xcalloc(1, sizeof(*l));
+		hmap_put(&tl->io, b->h.pid, b->dev, l);
+	}
+	for (; lane < IO_LANES - 1; lane++) {
+		bool clear = true;
+
+		for (int k = 0; k < IO_LANE_KEEP && clear; k++)
+			clear = l->lane[lane][k].end <= start || l->lane[lane][k].start >= end;
+		if (clear)
+			break;
+	}
+	l->lane[lane][l->next[lane]].start = start;
+	l->lane[lane][l->next[lane]].end = end;
+	l->next[lane] = (l->next[lane] + 1) % IO_LANE_KEEP;
+	block_dev_name(b->dev, dev, sizeof(dev));
+	snprintf(name, sizeof(name), "block I/O %s #%u", dev, lane + 1);
+	e.track = child_track(tl, m, b->h.pid, U_BLOCK, (__u64)b->dev << 8 | lane, name);
+	e.name = block_op_name(b->op);
+	arg_u64(&e, "bytes", b->bytes);
+	arg_u64(&e, "sector", b->sector);
+	arg_str(&e, "device", dev);
+	arg_u64(&e, "issuing thread", b->h.tid);
+	if (b->error)
+		arg_u64(&e, "error", (__u64)(__u32)b->error);
+	tl->ops->slice(tl->w, &e);
+}
+
+static void os_event(struct timeline *tl, const struct model *m, const struct gs_hdr *ev)
+{
+	const struct gs_ev_faults *f = (const void *)ev;
+	const struct gs_ev_net *n = (const void *)ev;
+	struct proc_state *ps = proc_state(tl, ev->pid);
+	char name[48];
+	int proto;
+
+	switch (ev->type) {
+	case GS_EV_OFFCPU:
+		offcpu(tl, m, (const void *)ev);
+		break;
+	case GS_EV_SYSCALL:
+		syscall_slice(tl, m, (const void *)ev);
+		break;
+	case GS_EV_BLOCK:
+		block_io(tl, m, (const void *)ev);
+		break;
+	case GS_EV_FAULTS:
+		cumulative(tl, m, ev->pid, C_FAULTS, "page faults", &ps->faults, f->count,
+			   f->last_ts, false);
+		if (f->major)
+			cumulative(tl, m, ev->pid, C_MAJOR_FAULTS, "major page faults",
+				   &ps->major_faults, f->major, f->last_ts, false);
+		break;
+	case GS_EV_NET:
+		proto = model__net_proto(n->family, n->protocol);
+		snprintf(name, sizeof(name), "%s %s bytes", net_proto_name(proto),
+			 n->dir == GS_NET_SEND ? "sent" : "received");
+		cumulative(tl, m, ev->pid, C_NET + (int)n->dir * NET_PROTOS + proto, name,
+			   &ps->net[n->dir][proto], n->bytes, ev->ts, true);
+		break;
+	}
 }
 
 void timeline__add(struct timeline *tl, const struct model *m, const struct gs_hdr *ev)
@@ -516,6 +673,13 @@ void timeline__add(struct timeline *tl, const struct model *m, const struct gs_h
 	case GS_EV_GPU:
 		gpu(tl, m, (const void *)ev);
 		break;
+	case GS_EV_OFFCPU:
+	case GS_EV_SYSCALL:
+	case GS_EV_BLOCK:
+	case GS_EV_FAULTS:
+	case GS_EV_NET:
+		os_event(tl, m, ev);
+		break;
 	default:
 		break;
 	}
@@ -536,6 +700,9 @@ int timeline__close(struct timeline *tl, char *err, size_t errlen)
 		free(s->val);
 	hmap_for_each (&tl->procs, s)
 		free(s->val);
+	hmap_for_each (&tl->io, s)
+		free(s->val);
+	hmap_free(&tl->io);
 	hmap_free(&tl->knames);
 	hmap_free(&tl->ends);
 	hmap_free(&tl->procs);

@@ -9,9 +9,12 @@
  * Tracks:
  *   process                    (one per traced process; exits as instants)
  *     thread                   CUDA driver/runtime calls as slices
+ *     thread (OS)              its system calls and off-CPU intervals (they nest)
+ *     block I/O DEV #n         requests the process issued, in lanes (they overlap)
  *     NCCL                     NCCL calls as slices
  *     launches on stream S     launch instants, where a launch has no GPU time
- *     counters                 device, pinned host and managed memory in use; copy GB/s
+ *     counters                 device, pinned host and managed memory in use; copy GB/s;
+ *                              page faults, socket bytes (cumulative)
  *   GPU d
  *     stream S (pid P)         kernels and copies with their GPU times, a flow from each
  *                              launch call to its kernel

@@ -234,7 +234,8 @@ def test_truncated_and_corrupt_recordings(gs, tmp_path):
     cut.write_bytes(data[:len(data) // 2])
     p = gs.run(["report", str(cut)])
     assert p.returncode == 2
-    assert "truncated record at byte" in p.stderr or "ends without its end record" in p.stderr
+    # (cut inside a record, or inside its header)
+    assert "truncated record" in p.stderr or "ends without its end record" in p.stderr
     assert "gpuscope report" in p.stdout  # what was there is reported
     bad = bytearray(data)
     bad[16 + 4:16 + 8] = b"\xff\xff\xff\x7f"  # the first record's size field

@@ -1,0 +1,377 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * The OS under the traced processes, on the event clock: when their threads were off the
+ * CPU and why, page faults, block I/O they issued, socket bytes, and selected system calls.
+ * Everything is filtered in the kernel to the traced process tree, and what is frequent is
+ * shaped here rather than streamed raw:
+ *   - off-CPU intervals and system calls shorter than min_ns are not reported;
+ *   - page faults are batched per thread: one record per thread per millisecond at most,
+ *     flushed when the thread leaves the CPU (major faults from the thread's own counter).
+ * Only tracepoints (tp_btf): kprobes and fentry are not available on our kernels.
+ */
+#include "common.bpf.h"
+
+#define TASK_INTERRUPTIBLE   0x1
+#define TASK_UNINTERRUPTIBLE 0x2
+#define FAULT_BATCH_NS	     1000000ULL
+#define REQ_OP_MASK	     0xff
+
+/* Shorter off-CPU intervals and system calls are not reported (set by the loader). */
+const volatile __u64 min_ns = 10000;
+
+struct switched_out {
+	__u64 ts;
+	__u64 woken; /* when it became runnable again (0: not yet) */
+	__u64 maj_flt;
+	__s32 syscall;
+	__u32 reason;
+	__u32 cpu;
+};
+
+struct in_syscall {
+	__u64 ts;
+	__u64 arg0, arg1;
+	__s32 nr;
+	bool report; /* one of the selected calls */
+};
+
+struct fault_batch {
+	__u64 first, last, addr, ip, maj_flt;
+	__u32 count, error_code;
+};
+
+struct issued {
+	__u64 ts, pid_tgid, sector;
+	__u32 bytes, dev, op;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH); /* (threads that exit leave entries) */
+	__uint(max_entries, 16384);
+	__type(key, __u32); /* tid */
+	__type(value, struct switched_out);
+} offcpu SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, struct in_syscall);
+} syscalls SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, struct fault_batch);
+} faults SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 8192);
+	__type(key, __u64); /* struct request * */
+	__type(value, struct issued);
+} requests SEC(".maps");
+
+static __always_inline __u64 pid_tgid_of(struct task_struct *t)
+{
+	return (__u64)BPF_CORE_READ(t, tgid) << 32 | (__u32)BPF_CORE_READ(t, pid);
+}
+
+/* The system calls reported one by one (x86-64 numbers). */
+static __always_inline bool selected(long nr)
+{
+	switch (nr) {
+	case 0:	  /* read */
+	case 1:	  /* write */
+	case 7:	  /* poll */
+	case 9:	  /* mmap */
+	case 11:  /* munmap */
+	case 16:  /* ioctl */
+	case 17:  /* pread64 */
+	case 18:  /* pwrite64 */
+	case 19:  /* readv */
+	case 20:  /* writev */
+	case 35:  /* nanosleep */
+	case 74:  /* fsync */
+	case 202: /* futex */
+	case 230: /* clock_nanosleep */
+	case 232: /* epoll_wait */
+	case 271: /* ppoll */
+	case 281: /* epoll_pwait */
+		return true;
+	default:
+		return false;
+	}
+}
+
+static __always_inline void flush_faults(__u32 tid, __u64 pid_tgid, struct fault_batch *b,
+					 __u64 maj_now)
+{
+	struct gs_ev_faults *e =
+		gs_reserve(sizeof(*e), GS_EV_FAULTS, GS_SRC_TRACEPOINT, b->first, pid_tgid);
+
+	if (e) {
+		e->last_ts = b->last;
+		e->addr = b->addr;
+		e->ip = b->ip;
+		e->count = b->count;
+		e->major = maj_now > b->maj_flt ? (__u32)(maj_now - b->maj_flt) : 0;
+		if (e->major > e->count)
+			e->major = e->count;
+		e->error_code = b->error_code;
+		e->pad = 0;
+		bpf_ringbuf_submit(e, 0);
+	}
+	bpf_map_delete_elem(&faults, &tid);
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(os_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
+	     unsigned int prev_state)
+{
+	__u64 now = bpf_ktime_get_ns();
+	__u32 ptid = BPF_CORE_READ(prev, pid), ntid = BPF_CORE_READ(next, pid);
+	struct fault_batch *b = bpf_map_lookup_elem(&faults, &ptid);
+	struct switched_out *o;
+
+	/* (Before the traced check: a thread's last switch comes after its process left
+	 * the traced set.) */
+	if (b)
+		flush_faults(ptid, pid_tgid_of(prev), b, BPF_CORE_READ(prev, maj_flt));
+	if (ptid && gs_tracked(BPF_CORE_READ(prev, tgid))) {
+		struct in_syscall *sc = bpf_map_lookup_elem(&syscalls, &ptid);
+		struct switched_out so = {
+			.ts = now,
+			.maj_flt = BPF_CORE_READ(prev, maj_flt),
+			.syscall = sc ? sc->nr : -1,
+			.cpu = bpf_get_smp_processor_id(),
+		};
+
+		if (preempt || prev_state == 0) {
+			so.reason = GS_OFFCPU_PREEMPTED;
+			so.woken = now;
+		} else if (prev_state & TASK_UNINTERRUPTIBLE) {
+			so.reason = GS_OFFCPU_DISK;
+		} else if (prev_state & TASK_INTERRUPTIBLE) {
+			so.reason = GS_OFFCPU_SLEEP;
+		} else {
+			so.reason = GS_OFFCPU_OTHER;
+		}
+		bpf_map_update_elem(&offcpu, &ptid, &so, BPF_ANY);
+	}
+	o = bpf_map_lookup_elem(&offcpu, &ntid);
+	if (!o)
+		return 0;
+	if (now - o->ts >= min_ns) {
+		struct gs_ev_offcpu *e = gs_reserve(sizeof(*e), GS_EV_OFFCPU, GS_SRC_TRACEPOINT,
+						    o->ts, pid_tgid_of(next));
+		__u64 maj = BPF_CORE_READ(next, maj_flt);
+
+		if (e) {
+			e->dur_ns = now - o->ts;
+			e->runq_ns = o->woken && o->woken <= now ? now - o->woken : 0;
+			e->syscall = o->syscall;
+			e->reason = o->reason;
+			e->major_faults = maj > o->maj_flt ? (__u32)(maj - o->maj_flt) : 0;
+			e->cpu = o->cpu;
+			bpf_ringbuf_submit(e, 0);
+		}
+	}
+	bpf_map_delete_elem(&offcpu, &ntid);
+	return 0;
+}
+
+SEC("tp_btf/sched_wakeup")
+int BPF_PROG(os_wakeup, struct task_struct *p)
+{
+	__u32 tid = BPF_CORE_READ(p, pid);
+	struct switched_out *o = bpf_map_lookup_elem(&offcpu, &tid);
+
+	if (o && !o->woken)
+		o->woken = bpf_ktime_get_ns();
+	return 0;
+}
+
+SEC("tp_btf/sys_enter")
+int BPF_PROG(os_sys_enter, struct pt_regs *regs, long id)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 tid = (__u32)pid_tgid;
+	struct in_syscall sc = { .nr = (__s32)id };
+
+	if (!gs_tracked(pid_tgid >> 32))
+		return 0;
+	sc.report = selected(id);
+	if (sc.report) {
+		sc.ts = bpf_ktime_get_ns();
+		sc.arg0 = BPF_CORE_READ(regs, di);
+		/* ioctl's request, futex's op, mmap's length; else the byte count */
+		sc.arg1 = id == 16 || id == 202 || id == 9 ? BPF_CORE_READ(regs, si)
+							   : BPF_CORE_READ(regs, dx);
+	}
+	bpf_map_update_elem(&syscalls, &tid, &sc, BPF_ANY);
+	return 0;
+}
+
+SEC("tp_btf/sys_exit")
+int BPF_PROG(os_sys_exit, struct pt_regs *regs, long ret)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid(), now;
+	__u32 tid = (__u32)pid_tgid;
+	struct in_syscall *sc = bpf_map_lookup_elem(&syscalls, &tid);
+	struct gs_ev_syscall *e;
+
+	if (!sc)
+		return 0;
+	now = bpf_ktime_get_ns();
+	if (sc->report && now - sc->ts >= min_ns) {
+		e = gs_reserve(sizeof(*e), GS_EV_SYSCALL, GS_SRC_TRACEPOINT, sc->ts, pid_tgid);
+		if (e) {
+			e->dur_ns = now - sc->ts;
+			e->ret = ret;
+			e->arg0 = sc->arg0;
+			e->arg1 = sc->arg1;
+			e->nr = (__u32)sc->nr;
+			e->pad = 0;
+			bpf_ringbuf_submit(e, 0);
+		}
+	}
+	bpf_map_delete_elem(&syscalls, &tid);
+	return 0;
+}
+
+SEC("tp_btf/page_fault_user")
+int BPF_PROG(os_fault, unsigned long address, struct pt_regs *regs, unsigned long error_code)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid(), now;
+	__u32 tid = (__u32)pid_tgid;
+	struct fault_batch *b, fresh = {};
+	struct task_struct *t;
+
+	if (!gs_tracked(pid_tgid >> 32))
+		return 0;
+	now = bpf_ktime_get_ns();
+	t = bpf_get_current_task_btf();
+	b = bpf_map_lookup_elem(&faults, &tid);
+	if (b && now - b->first >= FAULT_BATCH_NS) {
+		flush_faults(tid, pid_tgid, b, BPF_CORE_READ(t, maj_flt));
+		b = NULL;
+	}
+	if (b) {
+		b->count++;
+		b->last = now;
+		return 0;
+	}
+	fresh.first = fresh.last = now;
+	fresh.addr = address;
+	fresh.ip = BPF_CORE_READ(regs, ip);
+	fresh.maj_flt = BPF_CORE_READ(t, maj_flt);
+	fresh.count = 1;
+	fresh.error_code = (__u32)error_code;
+	bpf_map_update_elem(&faults, &tid, &fresh, BPF_ANY);
+	return 0;
+}
+
+SEC("tp_btf/block_rq_issue")
+int BPF_PROG(os_rq_issue, struct request *rq)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid(), key = (__u64)rq;
+	struct gendisk *disk = BPF_CORE_READ(rq, q, disk);
+	struct issued io = {};
+	__u32 op;
+
+	if (!gs_tracked(pid_tgid >> 32))
+		return 0;
+	io.ts = bpf_ktime_get_ns();
+	io.pid_tgid = pid_tgid;
+	io.sector = BPF_CORE_READ(rq, __sector);
+	io.bytes = BPF_CORE_READ(rq, __data_len);
+	if (disk)
+		io.dev = (__u32)BPF_CORE_READ(disk, major) << 20 |
+			 (__u32)BPF_CORE_READ(disk, first_minor);
+	op = BPF_CORE_READ(rq, cmd_flags) & REQ_OP_MASK;
+	io.op = op == 0	  ? GS_BLOCK_READ
+		: op == 1 ? GS_BLOCK_WRITE
+		: op == 2 ? GS_BLOCK_FLUSH
+		: op == 3 ? GS_BLOCK_DISCARD
+			  : GS_BLOCK_OTHER;
+	bpf_map_update_elem(&requests, &key, &io, BPF_ANY);
+	return 0;
+}
+
+SEC("tp_btf/block_rq_complete")
+int BPF_PROG(os_rq_complete, struct request *rq, blk_status_t error, unsigned int nr_bytes)
+{
+	__u64 key = (__u64)rq;
+	struct issued *io = bpf_map_lookup_elem(&requests, &key);
+	struct gs_ev_block *e;
+
+	if (!io)
+		return 0;
+	e = gs_reserve(sizeof(*e), GS_EV_BLOCK, GS_SRC_TRACEPOINT, io->ts, io->pid_tgid);
+	if (e) {
+		e->dur_ns = bpf_ktime_get_ns() - io->ts;
+		e->sector = io->sector;
+		e->bytes = io->bytes;
+		e->dev = io->dev;
+		e->op = io->op;
+		e->error = (__s32)error;
+		bpf_ringbuf_submit(e, 0);
+	}
+	bpf_map_delete_elem(&requests, &key);
+	return 0;
+}
+
+static __always_inline void net(struct sock *sk, int ret, __u32 dir)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	struct gs_ev_net *e;
+
+	if (ret <= 0 || !gs_tracked(pid_tgid >> 32))
+		return;
+	e = gs_reserve(sizeof(*e), GS_EV_NET, GS_SRC_TRACEPOINT, bpf_ktime_get_ns(), pid_tgid);
+	if (!e)
+		return;
+	e->bytes = (__u64)ret;
+	e->family = BPF_CORE_READ(sk, __sk_common.skc_family);
+	e->protocol = BPF_CORE_READ(sk, sk_protocol);
+	e->dir = dir;
+	bpf_ringbuf_submit(e, 0);
+}
+
+SEC("tp_btf/sock_send_length")
+int BPF_PROG(os_send, struct sock *sk, int ret, int flags)
+{
+	net(sk, ret, GS_NET_SEND);
+	return 0;
+}
+
+SEC("tp_btf/sock_recv_length")
+int BPF_PROG(os_recv, struct sock *sk, int ret, int flags)
+{
+	net(sk, ret, GS_NET_RECV);
+	return 0;
+}
+
+SEC("tp_btf/mark_victim")
+int BPF_PROG(os_oom, struct task_struct *task, uid_t uid)
+{
+	__u32 tgid = BPF_CORE_READ(task, tgid);
+	struct gs_ev_proc *e;
+
+	if (!gs_tracked(tgid))
+		return 0;
+	e = gs_reserve(sizeof(*e), GS_EV_PROC, GS_SRC_TRACEPOINT, bpf_ktime_get_ns(),
+		       pid_tgid_of(task));
+	if (!e)
+		return 0;
+	e->kind = GS_PROC_OOM_KILL;
+	e->ppid = BPF_CORE_READ(task, real_parent, tgid);
+	e->exit_code = 0;
+	e->pad = 0;
+	BPF_CORE_READ_STR_INTO(&e->comm, task, comm);
+	e->path[0] = 0;
+	bpf_ringbuf_submit(e, 0);
+	return 0;
+}
