@@ -9,7 +9,7 @@ FAKES := $(FAKES_DIR)/libcuda.so.1 $(FAKES_DIR)/libcudart.so.13 $(FAKES_DIR)/lib
 	 $(FAKES_DIR)/libcudart_static.a
 WORKLOADS := $(WL_DIR)/wl_driver $(WL_DIR)/wl_runtime $(WL_DIR)/wl_static $(WL_DIR)/wl_nccl \
 	     $(WL_DIR)/rpath/bin/wl_driver_rpath $(WL_DIR)/wl_dlopen $(WL_DIR)/wl_gputime \
-	     $(WL_DIR)/wl_secure $(WL_DIR)/wl_os
+	     $(WL_DIR)/wl_secure $(WL_DIR)/wl_os $(WL_DIR)/wl_stall
 
 fakes: $(FAKES) $(WORKLOADS)
 
@@ -49,6 +49,11 @@ $(WL_DIR)/wl_gputime: tests/workloads/wl_gputime.c $(WL_DEPS) $(FAKES_DIR)/libcu
 	@mkdir -p $(@D)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(WL_CFLAGS) $< -o $@ -L$(FAKES_DIR) -l:libcuda.so.1
+
+$(WL_DIR)/wl_stall: tests/workloads/wl_stall.c $(WL_DEPS) $(FAKES_DIR)/libcuda.so.1
+	@mkdir -p $(@D)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(WL_CFLAGS) $< -o $@ -L$(FAKES_DIR) -l:libcuda.so.1 -lpthread
 
 # No CUDA: the OS plane's workload.
 $(WL_DIR)/wl_os: tests/workloads/wl_os.c $(WL_DEPS)

@@ -80,6 +80,7 @@ static void add_stream(struct model *m, const struct gs_ev_gpu *e, __u64 start, 
 		__u64 gap = start - s->last_end;
 
 		s->gaps++;
+		model__explain_gap(m, e, s->last_end, start);
 		s->idle_ns += gap;
 		s->max_gap_ns = GS_MAX(s->max_gap_ns, gap);
 	} else if (s->ops) {

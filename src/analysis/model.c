@@ -62,6 +62,7 @@ void model__free(struct model *m)
 	free_values(&m->comms);
 	free_values(&m->errors);
 	model__os_free(&m->os);
+	model__findings_free(m);
 	free(m->libs);
 	free(m);
 }
@@ -199,6 +200,9 @@ void model__add(struct model *m, const struct gs_hdr *ev)
 	case GS_EV_OFFCPU:
 	case GS_EV_FAULTS:
 	case GS_EV_BLOCK:
+		model__history_add(m, ev);
+		model__os_add(m, ev);
+		break;
 	case GS_EV_NET:
 	case GS_EV_SYSCALL:
 		model__os_add(m, ev);

@@ -102,6 +102,64 @@ struct os_stat {
 	struct hmap devices;  /* dev -> struct io_stat */
 };
 
+/*
+ * Cross-layer findings (analysis/findings.c): a GPU stream that sat idle waiting for its
+ * next launch, and what the launching thread was doing meanwhile, from its recent OS
+ * activity.
+ */
+#define THREAD_HIST 64
+
+struct thread_os {
+	__u32 pid;
+	struct {
+		__u64 start, end;
+		__s32 syscall;
+		__u32 reason;
+	} off[THREAD_HIST];
+	struct {
+		__u64 start, end;
+		__u32 dev, bytes;
+	} io[THREAD_HIST];
+	struct {
+		__u64 start, end;
+		__u32 count, major;
+	} faults[THREAD_HIST];
+	unsigned int noff, nio, nfaults; /* written so far (rings of THREAD_HIST) */
+};
+
+enum finding_cause {
+	CAUSE_BLOCKED = 1, /* off CPU, asleep or blocked, for most of the gap */
+	CAUSE_DISK = 2,	   /* ... blocked on disk or a page-in */
+	CAUSE_PREEMPTED = 3,
+	CAUSE_FAULTS = 4, /* on CPU, taking page faults */
+	CAUSE_ON_CPU = 5, /* on CPU: the program's own work */
+};
+
+struct finding {
+	__u64 gap_start, gap_ns; /* the stream's idle time */
+	__u64 wait_ns;		 /* of which the launch had not been called yet */
+	__u64 off_ns;		 /* of that, the launching thread off the CPU */
+	__u64 longest_off_ns;	 /* its longest single interval off the CPU */
+	__u64 stream;
+	__u32 pid, tid;
+	__s32 device;
+	__u32 cause;   /* enum finding_cause */
+	__s32 syscall; /* the one the thread was in longest, -1 none */
+	__u32 io_dev;  /* block I/O the thread issued meanwhile */
+	__u32 io_count;
+	__u64 io_bytes;
+	__u64 faults, major_faults;
+	/* Asleep (waiting on another thread, say): the same process's thread that was
+	 * blocked longest in the meantime, and in what. other_tid 0: none. */
+	__u32 other_tid, other_cause;
+	__s32 other_syscall;
+	__u32 other_io_count;
+	__u64 other_off_ns, other_io_bytes;
+	__u32 other_io_dev, pad;
+};
+
+#define MAX_FINDINGS 16
+
 /* GPU execution times of a kernel (or graph), from the in-process plane's records. */
 struct gpu_stat {
 	__u64 count, total_ns, min_ns, max_ns;
@@ -250,6 +308,12 @@ struct model {
 	/* OS plane */
 	struct os_stat os;
 	__u64 os_events;
+	struct hmap threads_os; /* tid -> struct thread_os */
+	/* findings: the longest ones, longest first; all of them counted */
+	struct finding findings[MAX_FINDINGS];
+	size_t nfindings;
+	__u64 findings_total, last_finding_gap_start;
+	struct finding last_finding; /* the most recent (for timelines) */
 };
 
 struct model *model__new(void);
@@ -282,6 +346,10 @@ void model__dev_flush(struct dev_stat *d, __u64 upto);
 void model__gpu_free(struct model *m);
 void model__os_add(struct model *m, const struct gs_hdr *ev);
 void model__os_free(struct os_stat *o);
+/* A stream idle from gap_start until e's work started: explain it if it is long enough. */
+void model__explain_gap(struct model *m, const struct gs_ev_gpu *e, __u64 gap_start, __u64 start);
+void model__history_add(struct model *m, const struct gs_hdr *ev);
+void model__findings_free(struct model *m);
 /* NET_TCP, NET_UDP or NET_OTHER of a record's protocol. */
 int model__net_proto(unsigned int family, unsigned int protocol);
 

@@ -420,6 +420,10 @@ struct report *report__build(const struct model *m)
 	r->os_plane = m->have_start && (m->start.flags & GS_SESSION_OS);
 	r->os = &m->os;
 	r->os_min_us = m->have_start ? m->start.os_min_us : 0;
+	r->findings = m->findings;
+	r->nfindings = m->nfindings;
+	r->findings_total = m->findings_total;
+	r->t0 = m->have_start ? m->start.h.ts : m->first_ts;
 	r->os_events = m->os_events;
 	return r;
 }

@@ -136,6 +136,9 @@ struct report {
 	/* the OS plane (the model's aggregates; valid while the model is) */
 	bool os_plane;
 	__u32 os_min_us;
+	const struct finding *findings; /* the model's, longest first */
+	size_t nfindings;
+	__u64 findings_total, t0; /* t0: the session's start, for times in findings */
 	const struct os_stat *os;
 	__u64 os_events;
 };

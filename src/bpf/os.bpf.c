@@ -273,15 +273,35 @@ int BPF_PROG(os_fault, unsigned long address, struct pt_regs *regs, unsigned lon
 	return 0;
 }
 
+/*
+ * Who a request is for: the task that queues it. Under load a request waits in the
+ * scheduler's queue and a kernel worker issues it later, so the owner is taken when it is
+ * inserted (always in the submitting task), the time when it is issued to the device.
+ */
+SEC("tp_btf/block_rq_insert")
+int BPF_PROG(os_rq_insert, struct request *rq)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid(), key = (__u64)rq;
+	struct issued io = { .pid_tgid = pid_tgid };
+
+	if (!gs_tracked(pid_tgid >> 32))
+		return 0;
+	bpf_map_update_elem(&requests, &key, &io, BPF_ANY);
+	return 0;
+}
+
 SEC("tp_btf/block_rq_issue")
 int BPF_PROG(os_rq_issue, struct request *rq)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid(), key = (__u64)rq;
 	struct gendisk *disk = BPF_CORE_READ(rq, q, disk);
+	struct issued *queued = bpf_map_lookup_elem(&requests, &key);
 	struct issued io = {};
 	__u32 op;
 
-	if (!gs_tracked(pid_tgid >> 32))
+	if (queued)
+		pid_tgid = queued->pid_tgid; /* inserted by a traced task, issued by a worker */
+	else if (!gs_tracked(pid_tgid >> 32))
 		return 0;
 	io.ts = bpf_ktime_get_ns();
 	io.pid_tgid = pid_tgid;
@@ -307,7 +327,7 @@ int BPF_PROG(os_rq_complete, struct request *rq, blk_status_t error, unsigned in
 	struct issued *io = bpf_map_lookup_elem(&requests, &key);
 	struct gs_ev_block *e;
 
-	if (!io)
+	if (!io || !io->ts) /* (inserted, then completed without being issued: merged) */
 		return 0;
 	e = gs_reserve(sizeof(*e), GS_EV_BLOCK, GS_SRC_TRACEPOINT, io->ts, io->pid_tgid);
 	if (e) {

@@ -229,7 +229,9 @@ const char *syscall_name(unsigned int nr)
 		{ 42, "connect" },	 { 288, "accept4" },
 		{ 24, "sched_yield" },	 { 10, "mprotect" },
 		{ 12, "brk" },		 { 28, "madvise" },
-		{ 319, "memfd_create" },
+		{ 319, "memfd_create" }, { 295, "preadv" },
+		{ 296, "pwritev" },	 { 327, "preadv2" },
+		{ 328, "pwritev2" },	 { 426, "io_uring_enter" },
 	};
 	static __thread char buf[24];
 

@@ -215,6 +215,9 @@ static bool watched(struct gs_gate *g, __u64 now)
  */
 static void *watch(void *arg)
 {
+	const char *env = getenv("GPUSCOPE_WATCHDOG_US"); /* (for tests and measurements) */
+	__u64 pass_ns = env && atoi(env) >= 100 && atoi(env) <= 1000000 ? (__u64)atoi(env) * 1000
+									: WATCHDOG_NS;
 	__u64 last_pass = 0;
 
 	(void)arg;
@@ -228,7 +231,7 @@ static void *watch(void *arg)
 
 		for (int i = 0; i < n; i++)
 			polling |= watched(G.gates[i], now);
-		if (now - last_pass >= WATCHDOG_NS) {
+		if (now - last_pass >= pass_ns) {
 			for (int i = 0; i < n; i++)
 				watchdog(G.gates[i]);
 			last_pass = now;
@@ -239,7 +242,8 @@ static void *watch(void *arg)
 			continue;
 		}
 		/* Woken early by gs_gate_watch; the word changed since it was read: no sleep. */
-		nap = (struct timespec){ 0, (long)WATCHDOG_NS };
+		nap = (struct timespec){ (long)(pass_ns / 1000000000ULL),
+					 (long)(pass_ns % 1000000000ULL) };
 		syscall(SYS_futex, &G.wake, FUTEX_WAIT_PRIVATE, w, &nap, NULL, 0);
 	}
 	return NULL;

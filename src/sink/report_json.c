@@ -404,6 +404,7 @@ void report_json__write(FILE *f, const struct report *r)
 	errors(&j, r);
 	gpu(&j, r);
 	report_os_json(&j, r);
+	report_findings_json(&j, r);
 	json_obj_end(&j);
 	json_finish(&j);
 	fflush(f);

@@ -2,6 +2,7 @@
 /* The OS section of the report, text and JSON (the OS plane's aggregates, model.h). */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "core/json.h"
 #include "core/names.h"
@@ -200,6 +201,158 @@ void report_os_json(struct json *j, const struct report *r)
 		json_obj_begin(j, NULL);
 		json_u64(j, "pid", r->procs[i].pid);
 		os_json(j, "os", r->procs[i].os ? r->procs[i].os : &none);
+		json_obj_end(j);
+	}
+	json_arr_end(j);
+	json_obj_end(j);
+}
+
+static const char *cause_name(unsigned int c)
+{
+	static const char *const n[] = { [CAUSE_BLOCKED] = "blocked",
+					 [CAUSE_DISK] = "disk",
+					 [CAUSE_PREEMPTED] = "preempted",
+					 [CAUSE_FAULTS] = "page_faults",
+					 [CAUSE_ON_CPU] = "on_cpu" };
+
+	return c < ARRAY_SIZE(n) && n[c] ? n[c] : "?";
+}
+
+char *finding_describe(const struct finding *f, __u64 t0, char *buf, size_t n)
+{
+	char gap[32], late[32], off[32], bytes[32], dev[48], stream[48], what[256];
+
+	fmt_dur(gap, sizeof(gap), (double)f->gap_ns);
+	fmt_dur(late, sizeof(late), (double)f->wait_ns);
+	fmt_dur(off, sizeof(off), (double)f->off_ns);
+	fmt_bytes(bytes, sizeof(bytes), (double)f->io_bytes);
+	block_dev_name(f->io_dev, dev, sizeof(dev));
+	if (f->stream == 0 || f->stream == 1)
+		snprintf(stream, sizeof(stream), "default stream");
+	else if (f->stream == 2)
+		snprintf(stream, sizeof(stream), "per-thread stream");
+	else
+		snprintf(stream, sizeof(stream), "stream 0x%llx", (unsigned long long)f->stream);
+	switch (f->cause) {
+	case CAUSE_DISK:
+		if (f->io_count)
+			snprintf(what, sizeof(what),
+				 "blocked in %s%s on %s for %s (%u requests, %s)",
+				 f->syscall >= 0 ? syscall_name((unsigned int)f->syscall)
+						 : "a page-in",
+				 f->syscall >= 0 ? "()" : "", dev, off, f->io_count, bytes);
+		else
+			snprintf(what, sizeof(what), "blocked on disk%s%s%s for %s",
+				 f->syscall >= 0 ? " in " : "",
+				 f->syscall >= 0 ? syscall_name((unsigned int)f->syscall) : "",
+				 f->syscall >= 0 ? "()" : "", off);
+		break;
+	case CAUSE_BLOCKED:
+		snprintf(what, sizeof(what), "asleep%s%s%s for %s", f->syscall >= 0 ? " in " : "",
+			 f->syscall >= 0 ? syscall_name((unsigned int)f->syscall) : "",
+			 f->syscall >= 0 ? "()" : "", off);
+		break;
+	case CAUSE_PREEMPTED:
+		snprintf(what, sizeof(what),
+			 "runnable but preempted for %s (its CPU went to other "
+			 "tasks)",
+			 off);
+		break;
+	case CAUSE_FAULTS:
+		snprintf(what, sizeof(what), "on the CPU, taking %llu page faults (%llu major)",
+			 (unsigned long long)f->faults, (unsigned long long)f->major_faults);
+		break;
+	default:
+		snprintf(what, sizeof(what), "on the CPU in its own code (off it only %s)", off);
+		break;
+	}
+	snprintf(buf, n,
+		 "%s idle %s at %.3f s (pid %u, GPU %d): the launch came %s late; "
+		 "launching thread %u was %s",
+		 stream, gap, (double)(f->gap_start > t0 ? f->gap_start - t0 : 0) / 1e9, f->pid,
+		 f->device, late, f->tid, what);
+	if (f->other_tid) {
+		size_t len = strlen(buf);
+
+		fmt_dur(off, sizeof(off), (double)f->other_off_ns);
+		fmt_bytes(bytes, sizeof(bytes), (double)f->other_io_bytes);
+		block_dev_name(f->other_io_dev, dev, sizeof(dev));
+		if (f->other_cause == CAUSE_DISK && f->other_io_count)
+			snprintf(what, sizeof(what),
+				 "blocked in %s() on %s for %s (%u requests, %s)",
+				 f->other_syscall >= 0
+					 ? syscall_name((unsigned int)f->other_syscall)
+					 : "a page-in",
+				 dev, off, f->other_io_count, bytes);
+		else
+			snprintf(what, sizeof(what), "%s in %s() for %s",
+				 f->other_cause == CAUSE_DISK ? "blocked on disk" : "asleep",
+				 f->other_syscall >= 0
+					 ? syscall_name((unsigned int)f->other_syscall)
+					 : "?",
+				 off);
+		snprintf(buf + len, n - len, "; meanwhile its thread %u was %s", f->other_tid,
+			 what);
+	}
+	return buf;
+}
+
+void report_findings_text(FILE *f, const struct report *r)
+{
+	char line[512];
+
+	if (!r->nfindings)
+		return;
+	fprintf(f, "\nFindings (GPU streams idle, waiting for a launch: %llu; the longest)\n",
+		(unsigned long long)r->findings_total);
+	for (size_t i = 0; i < r->nfindings; i++)
+		fprintf(f, "  %s\n", finding_describe(&r->findings[i], r->t0, line, sizeof(line)));
+}
+
+void report_findings_json(struct json *j, const struct report *r)
+{
+	char line[512], dev[48];
+
+	json_obj_begin(j, "findings");
+	json_u64(j, "idle_stream_gaps", r->findings_total);
+	json_arr_begin(j, "longest");
+	for (size_t i = 0; i < r->nfindings; i++) {
+		const struct finding *x = &r->findings[i];
+
+		json_obj_begin(j, NULL);
+		json_str(j, "text", finding_describe(x, r->t0, line, sizeof(line)));
+		json_str(j, "cause", cause_name(x->cause));
+		json_hex(j, "stream", x->stream);
+		json_u64(j, "pid", x->pid);
+		json_u64(j, "tid", x->tid);
+		json_i64(j, "device", x->device);
+		json_u64(j, "at_ns", x->gap_start > r->t0 ? x->gap_start - r->t0 : 0);
+		json_u64(j, "idle_ns", x->gap_ns);
+		json_u64(j, "launch_late_ns", x->wait_ns);
+		json_u64(j, "thread_off_cpu_ns", x->off_ns);
+		json_str(j, "syscall",
+			 x->syscall >= 0 ? syscall_name((unsigned int)x->syscall) : NULL);
+		json_str(j, "io_device",
+			 x->io_count ? block_dev_name(x->io_dev, dev, sizeof(dev)) : NULL);
+		json_u64(j, "io_requests", x->io_count);
+		json_u64(j, "io_bytes", x->io_bytes);
+		json_u64(j, "page_faults", x->faults);
+		json_u64(j, "major_page_faults", x->major_faults);
+		if (x->other_tid) {
+			json_obj_begin(j, "other_thread");
+			json_u64(j, "tid", x->other_tid);
+			json_str(j, "cause", cause_name(x->other_cause));
+			json_str(j, "syscall",
+				 x->other_syscall >= 0
+					 ? syscall_name((unsigned int)x->other_syscall)
+					 : NULL);
+			json_u64(j, "off_cpu_ns", x->other_off_ns);
+			json_u64(j, "io_requests", x->other_io_count);
+			json_u64(j, "io_bytes", x->other_io_bytes);
+			json_obj_end(j);
+		} else {
+			json_str(j, "other_thread", NULL);
+		}
 		json_obj_end(j);
 	}
 	json_arr_end(j);

@@ -482,6 +482,7 @@ void report_text__write(FILE *f, const struct report *r, const struct text_opts 
 	syncs(f, r);
 	nccl(f, r);
 	report_os_text(f, r);
+	report_findings_text(f, r);
 	errors(f, r);
 	losses(f, r);
 	fflush(f);

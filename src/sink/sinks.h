@@ -17,6 +17,10 @@ void report_json__write(FILE *f, const struct report *r);
 struct json;
 void report_os_text(FILE *f, const struct report *r);
 void report_os_json(struct json *j, const struct report *r);
+/* One line saying what a finding found; t0: the session's start (times are from it). */
+char *finding_describe(const struct finding *f, __u64 t0, char *buf, size_t n);
+void report_findings_text(FILE *f, const struct report *r);
+void report_findings_json(struct json *j, const struct report *r);
 
 /* One line a second: rates since the previous call. */
 struct status {

@@ -10,6 +10,7 @@
 #include "core/names.h"
 #include "core/procfs.h"
 #include "core/util.h"
+#include "sink/sinks.h"
 #include "sink/timeline.h"
 
 #define SHORT_NAME 48
@@ -69,6 +70,7 @@ struct timeline {
 	struct hmap procs;  /* pid -> struct proc_state */
 	struct hmap io;	    /* (pid, dev) -> struct io_lanes */
 	__u32 gpu_time;	    /* the session's: 1 every launch has a GPU record coming */
+	__u64 findings;	    /* the model's findings already shown */
 	bool have_session;
 };
 
@@ -504,6 +506,23 @@ static void proc(struct timeline *tl, const struct model *m, const struct gs_ev_
 	tl->ops->instant(tl->w, &e);
 }
 
+/* A stream idle waiting for this record's launch: what the launching thread was doing. */
+static void finding(struct timeline *tl, const struct model *m, const struct gs_ev_gpu *g)
+{
+	const struct finding *f = &m->last_finding;
+	char text[512];
+	struct tl_event e = { .track = stream_track(tl, g->device, g->h.pid, g->stream),
+			      .ts = f->gap_start,
+			      .name = "idle: waiting for a launch",
+			      .cat = "finding" };
+
+	tl->findings = m->findings_total;
+	arg_str(&e, "finding",
+		finding_describe(f, m->have_start ? m->start.h.ts : m->first_ts, text,
+				 sizeof(text)));
+	tl->ops->instant(tl->w, &e);
+}
+
 /* ---- the OS plane ------------------------------------------------------------------------ */
 
 static __u64 os_track(struct timeline *tl, const struct model *m, __u32 pid, __u32 tid)
@@ -672,6 +691,8 @@ void timeline__add(struct timeline *tl, const struct model *m, const struct gs_h
 		break;
 	case GS_EV_GPU:
 		gpu(tl, m, (const void *)ev);
+		if (m->findings_total != tl->findings)
+			finding(tl, m, (const void *)ev);
 		break;
 	case GS_EV_OFFCPU:
 	case GS_EV_SYSCALL:

@@ -8,7 +8,8 @@ import pytest
 
 from pftrace import Trace
 
-GPU_ENV = {"FAKECUDA_KERNEL_NS": "200000", "FAKECUDA_GBPS": "1", "FAKECUDA_DEVICES": "2"}
+GPU_ENV = {"FAKECUDA_KERNEL_NS": "200000", "FAKECUDA_GBPS": "1", "FAKECUDA_DEVICES": "2",
+           "GPUSCOPE_FIRST_GATE_US": "20000", "GPUSCOPE_WATCHDOG_US": "10000"}  # (test_inject)
 
 
 def traced(gs, tmp_path, workload, opts=(), env=None):

@@ -1,0 +1,63 @@
+"""Cross-layer findings: a GPU stream idle waiting for its next launch, and what the launching
+thread was doing meanwhile (tests/workloads/wl_stall.c plants two such stalls: a disk read
+and a sleep)."""
+import os
+
+from pftrace import Trace
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+DISK_DIR = os.path.join(ROOT, ".output")  # on a block device (/tmp may be a tmpfs)
+
+
+def test_planted_stalls_are_found(gs, tmp_path):
+    pf = tmp_path / "t.pftrace"
+    report, truth, _ = gs.trace(["wl_stall", DISK_DIR], opts=["--inject", "--perfetto", str(pf)])
+    f = report["findings"]
+    assert f["idle_stream_gaps"] == 3
+    disk, nap, loader = sorted(f["longest"], key=lambda x: x["at_ns"])
+    # The read: blocked in pread64 on the disk that holds the file, for its bytes.
+    assert disk["cause"] == "disk" and disk["syscall"] == "pread64"
+    dev = report["os"]["total"]["block_io"]["devices"][0]["device"]
+    assert disk["io_device"] == dev
+    assert truth["stall:read_bytes"] <= disk["io_bytes"] <= truth["stall:read_bytes"] + (1 << 20)
+    assert disk["thread_off_cpu_ns"] * 2 >= disk["launch_late_ns"]
+    assert disk["idle_ns"] >= disk["launch_late_ns"] >= disk["thread_off_cpu_ns"]
+    assert "launching thread %d was blocked in pread64() on %s for " % (disk["tid"], dev) \
+        in disk["text"]
+    # The nap: asleep in clock_nanosleep for (at least) its 30 ms.
+    assert nap["cause"] == "blocked" and nap["syscall"] == "clock_nanosleep"
+    assert nap["idle_ns"] >= nap["thread_off_cpu_ns"] >= truth["stall:sleep_ns"]
+    assert "was asleep in clock_nanosleep() for 3" in nap["text"]
+    assert nap["tid"] == report["session"]["target_pid"] and nap["device"] == 0
+    assert nap["other_thread"] is None  # (gpuscope's own threads nap 1 ms at a time)
+    # The loader: the launching thread waits for it (futex, in pthread_join); it reads.
+    assert loader["cause"] == "blocked" and loader["syscall"] == "futex"
+    o = loader["other_thread"]
+    assert o["tid"] != loader["tid"] and o["cause"] == "disk" and o["syscall"] == "pread64"
+    assert truth["stall:read_bytes"] <= o["io_bytes"] <= truth["stall:read_bytes"] + (1 << 20)
+    assert "; meanwhile its thread %d was blocked in pread64() on %s for " % (o["tid"], dev) \
+        in loader["text"]
+    # On the timeline: an instant on the stream's track where each gap begins.
+    t = Trace(str(pf))
+    marks = [i for i in t.instants if i["cat"] == "finding"]
+    assert len(marks) == 3
+    assert {m["args"]["finding"] for m in marks} == {disk["text"], nap["text"], loader["text"]}
+    assert all(t.tracks[m["track"]]["name"].startswith("stream 0x") for m in marks)
+
+
+def test_findings_in_the_text_report(gsr):
+    p = gsr.run(["run", "-q", "--inject", "--", gsr.wl("wl_stall"), DISK_DIR], check_rc=0)
+    lines = p.stderr.splitlines()
+    i = lines.index("Findings (GPU streams idle, waiting for a launch: 3; the longest)")
+    found = "\n".join(lines[i + 1:i + 4])
+    assert "was blocked in pread64() on " in found
+    assert "was asleep in clock_nanosleep() for " in found
+    assert "was asleep in futex() for " in found and "; meanwhile its thread " in found
+
+
+def test_no_findings_without_the_os_plane_or_gpu_times(gsr):
+    # Without the OS plane nothing says what the thread did; without GPU times (kernel
+    # probes) no gap is known.
+    for opts in (["--inject", "--no-os"], []):
+        report, _, _ = gsr.trace(["wl_stall", DISK_DIR], opts=opts)
+        assert report["findings"] == {"idle_stream_gaps": 0, "longest": []}
