@@ -30,7 +30,7 @@ enum {
 	U_BLOCK = 9,
 };
 
-#define IO_LANES     16
+#define IO_LANES     32
 #define IO_LANE_KEEP 32
 
 enum counter_kind {
@@ -589,7 +589,7 @@ static void block_io(struct timeline *tl, const struct model *m, const struct gs
 		l = xcalloc(1, sizeof(*l));
 		hmap_put(&tl->io, b->h.pid, b->dev, l);
 	}
-	for (; lane < IO_LANES - 1; lane++) {
+	for (; lane < IO_LANES; lane++) {
 		bool clear = true;
 
 		for (int k = 0; k < IO_LANE_KEEP && clear; k++)
@@ -597,9 +597,15 @@ static void block_io(struct timeline *tl, const struct model *m, const struct gs
 		if (clear)
 			break;
 	}
-	l->lane[lane][l->next[lane]].start = start;
-	l->lane[lane][l->next[lane]].end = end;
-	l->next[lane] = (l->next[lane] + 1) % IO_LANE_KEEP;
+	/* More in flight at once than lanes: an instant (slices on a track must nest). */
+	if (lane == IO_LANES) {
+		lane = IO_LANES - 1;
+		e.dur = 0;
+	} else {
+		l->lane[lane][l->next[lane]].start = start;
+		l->lane[lane][l->next[lane]].end = end;
+		l->next[lane] = (l->next[lane] + 1) % IO_LANE_KEEP;
+	}
 	block_dev_name(b->dev, dev, sizeof(dev));
 	snprintf(name, sizeof(name), "block I/O %s #%u", dev, lane + 1);
 	e.track = child_track(tl, m, b->h.pid, U_BLOCK, (__u64)b->dev << 8 | lane, name);
@@ -610,6 +616,11 @@ static void block_io(struct timeline *tl, const struct model *m, const struct gs
 	arg_u64(&e, "issuing thread", b->h.tid);
 	if (b->error)
 		arg_u64(&e, "error", (__u64)(__u32)b->error);
+	if (!e.dur) {
+		arg_u64(&e, "duration ns", b->dur_ns);
+		tl->ops->instant(tl->w, &e);
+		return;
+	}
 	tl->ops->slice(tl->w, &e);
 }
 
