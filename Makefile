@@ -14,15 +14,16 @@ ARCH      := x86
 VMLINUX_BTF ?= /sys/kernel/btf/vmlinux
 VERSION   := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
 
-APT_BUILD := make gcc clang llvm bpftool libbpf-dev libelf-dev zlib1g-dev libzstd-dev pkg-config
+APT_BUILD := make gcc clang llvm bpftool libbpf-dev libelf-dev libdw-dev zlib1g-dev libzstd-dev \
+	     liblzma-dev libbz2-dev pkg-config
 APT_TEST  := python3 python3-pytest libcmocka-dev clang-format libclang-rt-14-dev procps \
 	     protobuf-compiler
 
 WARN      := -Wall -Wextra -Werror -Wno-missing-field-initializers
 CFLAGS    ?= -O2 -g
 CPPFLAGS  := -D_GNU_SOURCE -Iinclude -Isrc -I$(OUTPUT)
-LDLIBS    := -lbpf -lelf -lz -lzstd -lstdc++
-STATIC_LDLIBS := $(LDLIBS) -lpthread
+LDLIBS    := -lbpf -ldw -lelf -lz -lzstd -lstdc++
+STATIC_LDLIBS := $(LDLIBS) -llzma -lbz2 -ldl -lpthread
 
 BPF_SRCS  := $(wildcard src/bpf/*.bpf.c)
 BPF_OBJS  := $(patsubst src/bpf/%.bpf.c,$(OUTPUT)/bpf/%.bpf.o,$(BPF_SRCS))

@@ -18,10 +18,12 @@
 
 #define GS_SCHEMA_VERSION 1
 
-#define GS_COMM_LEN 16
-#define GS_PATH_MAX 256
-#define GS_NAME_MAX 1024
-#define GS_CMD_MAX  512
+#define GS_COMM_LEN  16
+#define GS_PATH_MAX  256
+#define GS_NAME_MAX  1024
+#define GS_CMD_MAX   512
+#define GS_STACK_MAX 64
+#define GS_SYM_MAX   512
 
 enum gs_event_type {
 	GS_EV_NONE = 0,
@@ -44,6 +46,8 @@ enum gs_event_type {
 	GS_EV_BLOCK = 17,   /* OS: a block I/O request a traced thread issued */
 	GS_EV_NET = 18,	    /* OS: bytes a traced thread sent or received on a socket */
 	GS_EV_SYSCALL = 19, /* OS: a selected system call */
+	GS_EV_STACK = 20,   /* the user call stack of a call (launch, allocation, failure) */
+	GS_EV_SYMBOL = 21,  /* gpuscope: the name of a code address in a process */
 	GS_EV_MAX,
 };
 
@@ -425,6 +429,33 @@ struct gs_ev_syscall {
 	__u64 arg1; /* ioctl: request; futex: op; read/write: count; mmap: length */
 	__u32 nr;   /* x86-64 system call number */
 	__u32 pad;
+};
+
+/* ---- call stacks ----------------------------------------------------------------------- */
+
+/*
+ * A call's user stack, taken when it returned: ip[0] is where it returns to (in its
+ * caller), then the callers' return addresses (frame pointers: a library built without
+ * them ends the chain early). Written just before the call's own record, with the same
+ * h.ts, pid and tid. Records are cut after the last frame (h.size).
+ */
+struct gs_ev_stack {
+	struct gs_hdr h;
+	__u64 arg; /* launches: the kernel handle */
+	__u16 api; /* the call's */
+	__u16 nframes;
+	__u32 pad;
+	__u64 ip[GS_STACK_MAX];
+};
+
+/* The name of an address gpuscope resolved in a process (so that a recording replays
+ * with names after the process is gone). Records are cut after the name (h.size). */
+struct gs_ev_symbol {
+	struct gs_hdr h;
+	__u64 addr;
+	__u16 len; /* bytes of name, without the NUL */
+	__u16 pad[3];
+	char name[GS_SYM_MAX]; /* "function" (mangled as in the file), else "module+0xoff" */
 };
 
 /* Largest record of any type. */

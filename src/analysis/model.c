@@ -63,6 +63,7 @@ void model__free(struct model *m)
 	free_values(&m->errors);
 	model__os_free(&m->os);
 	model__findings_free(m);
+	model__stacks_free(m);
 	free(m->libs);
 	free(m);
 }
@@ -206,6 +207,10 @@ void model__add(struct model *m, const struct gs_hdr *ev)
 	case GS_EV_NET:
 	case GS_EV_SYSCALL:
 		model__os_add(m, ev);
+		break;
+	case GS_EV_STACK:
+	case GS_EV_SYMBOL:
+		model__stack_add(m, ev);
 		break;
 	case GS_EV_SESSION:
 		add_session(m, (const void *)ev);

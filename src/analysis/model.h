@@ -160,6 +160,16 @@ struct finding {
 
 #define MAX_FINDINGS 16
 
+/* Call stacks (GS_EV_STACK), counted per distinct stack of a call in a process. */
+struct stack_entry {
+	__u32 pid;
+	__u16 api;
+	__u16 nframes;
+	__u64 arg; /* launches: the kernel handle */
+	__u64 count;
+	__u64 ip[GS_STACK_MAX];
+};
+
 /* GPU execution times of a kernel (or graph), from the in-process plane's records. */
 struct gpu_stat {
 	__u64 count, total_ns, min_ns, max_ns;
@@ -314,6 +324,10 @@ struct model {
 	size_t nfindings;
 	__u64 findings_total, last_finding_gap_start;
 	struct finding last_finding; /* the most recent (for timelines) */
+	/* stacks */
+	struct hmap symbols; /* (pid, addr) -> char * (GS_EV_SYMBOL) */
+	struct hmap stacks;  /* (hash, pid) -> struct stack_entry */
+	__u64 stack_records;
 };
 
 struct model *model__new(void);
@@ -350,6 +364,10 @@ void model__os_free(struct os_stat *o);
 void model__explain_gap(struct model *m, const struct gs_ev_gpu *e, __u64 gap_start, __u64 start);
 void model__history_add(struct model *m, const struct gs_hdr *ev);
 void model__findings_free(struct model *m);
+void model__stack_add(struct model *m, const struct gs_hdr *ev);
+void model__stacks_free(struct model *m);
+/* The name of a code address: its symbol record's, else NULL. */
+const char *model__symbol(const struct model *m, __u32 pid, __u64 addr);
 /* NET_TCP, NET_UDP or NET_OTHER of a record's protocol. */
 int model__net_proto(unsigned int family, unsigned int protocol);
 

@@ -154,6 +154,55 @@ static __always_inline void *gs_reserve_call(__u32 size, __u16 type, const struc
 	return h;
 }
 
+/* Stacks: 0 none; else every Nth launch (per CPU), every allocation, every failure. */
+const volatile __u32 stack_every = 0;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} stack_count SEC(".maps");
+
+/* The returning call's user stack, as a record just before the call's own (same ts).
+ * sampled: only every stack_every-th such call. */
+static __always_inline void gs_emit_stack(struct pt_regs *ctx, const struct call_state *st,
+					  __u64 arg, bool sampled)
+{
+	struct gs_ev_stack *e;
+	__u32 zero = 0;
+	__u64 *count;
+	long n;
+
+	if (!stack_every)
+		return;
+	if (sampled) {
+		count = bpf_map_lookup_elem(&stack_count, &zero);
+		if (!count || (*count)++ % stack_every)
+			return;
+	}
+	e = gs_reserve(sizeof(*e), GS_EV_STACK, GS_SRC_UPROBE, st->ts, bpf_get_current_pid_tgid());
+	if (!e)
+		return;
+	n = bpf_get_stack(ctx, e->ip, sizeof(e->ip), BPF_F_USER_STACK);
+	if (n <= 0) {
+		bpf_ringbuf_discard(e, 0);
+		return;
+	}
+	e->arg = arg;
+	e->api = (__u16)st->api;
+	e->nframes = (__u16)(n / 8);
+	e->pad = 0;
+	e->h.size = offsetof(struct gs_ev_stack, ip) + (__u32)(n / 8) * 8;
+	bpf_ringbuf_submit(e, 0);
+}
+
+/* A failure worth a stack: not a status (CUDA_ERROR_NOT_READY from a poll). */
+static __always_inline bool gs_failed(long rc)
+{
+	return (__s32)rc != 0 && (__s32)rc != 600;
+}
+
 /* The entry program every traced function of the object shares. */
 SEC("uprobe")
 int BPF_KPROBE(call_enter)

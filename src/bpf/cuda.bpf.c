@@ -18,6 +18,7 @@ int BPF_KRETPROBE(ret_launch, long rc)
 	d = gs_returning(ctx, &st, &now);
 	if (!d)
 		return 0;
+	gs_emit_stack(ctx, &st, st.args[d->shape == GS_SH_L_EX ? 1 : 0], !gs_failed(rc));
 	e = gs_reserve_call(sizeof(*e), GS_EV_LAUNCH, &st, now, (__s32)rc);
 	if (!e)
 		return 0;
@@ -89,6 +90,7 @@ int BPF_KRETPROBE(ret_kname, long rc)
 		return 0;
 	}
 	if ((__s32)rc != 0) {
+		gs_emit_stack(ctx, &st, 0, false);
 		gs_emit_failure(&st, now, (__s32)rc);
 		return 0;
 	}
@@ -117,6 +119,10 @@ int BPF_KRETPROBE(ret_mem, long rc)
 	d = gs_returning(ctx, &st, &now);
 	if (!d)
 		return 0;
+	/* Every allocation (where leaks come from), every failure; frees: no. */
+	if (gs_failed(rc) || d->shape == GS_SH_M_ALLOC || d->shape == GS_SH_M_PITCH ||
+	    d->shape == GS_SH_M_ASYNC || d->shape == GS_SH_M_POOL || d->shape == GS_SH_M_CREATE)
+		gs_emit_stack(ctx, &st, 0, false);
 	e = gs_reserve_call(sizeof(*e), GS_EV_MEM, &st, now, (__s32)rc);
 	if (!e)
 		return 0;
@@ -136,6 +142,8 @@ int BPF_KRETPROBE(ret_copy, long rc)
 	d = gs_returning(ctx, &st, &now);
 	if (!d)
 		return 0;
+	if (gs_failed(rc))
+		gs_emit_stack(ctx, &st, 0, false);
 	e = gs_reserve_call(sizeof(*e), GS_EV_COPY, &st, now, (__s32)rc);
 	if (!e)
 		return 0;
@@ -155,6 +163,8 @@ int BPF_KRETPROBE(ret_sync, long rc)
 	d = gs_returning(ctx, &st, &now);
 	if (!d)
 		return 0;
+	if (gs_failed(rc))
+		gs_emit_stack(ctx, &st, 0, false);
 	e = gs_reserve_call(sizeof(*e), GS_EV_SYNC, &st, now, (__s32)rc);
 	if (!e)
 		return 0;
@@ -174,6 +184,8 @@ int BPF_KRETPROBE(ret_api, long rc)
 	d = gs_returning(ctx, &st, &now);
 	if (!d || ((__s32)rc == 0 && !(d->flags & GS_AF_ALWAYS)))
 		return 0;
+	if (gs_failed(rc))
+		gs_emit_stack(ctx, &st, 0, false);
 	e = gs_reserve_call(sizeof(*e), GS_EV_API, &st, now, (__s32)rc);
 	if (!e)
 		return 0;

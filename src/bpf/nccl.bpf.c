@@ -47,6 +47,8 @@ int BPF_KRETPROBE(ret_nccl, long rc)
 		}
 		return 0;
 	}
+	if (gs_failed(rc))
+		gs_emit_stack(ctx, &st, 0, false);
 	e = nccl_reserve(&st, d, now, rc);
 	if (!e)
 		return 0;

@@ -210,6 +210,8 @@ static int load_objects(struct tracer *t)
 		bpf_program__set_expected_attach_type(t->prog[g],
 						      (enum bpf_attach_type)GS_TRACE_UPROBE_MULTI);
 	gs_debug("uprobes: %s", t->multi ? "multi-uprobe links" : "one perf event per function");
+	t->cuda->rodata->stack_every = t->opts.stack_every;
+	t->nccl->rodata->stack_every = t->opts.stack_every;
 	err = bpf_map__set_max_entries(t->cuda->maps.events, (__u32)t->opts.ring_bytes);
 	if (!err)
 		err = cuda_bpf__load(t->cuda);

@@ -23,9 +23,10 @@ struct tracer;
 struct tracer_opts {
 	__u64 ring_bytes;
 	bool follow;
-	bool isolate;	 /* per-process uprobes instead of per-file */
-	bool no_os;	 /* without the OS plane (os.bpf.c) */
-	__u64 os_min_ns; /* shorter off-CPU intervals and system calls are not reported */
+	bool isolate;	   /* per-process uprobes instead of per-file */
+	bool no_os;	   /* without the OS plane (os.bpf.c) */
+	__u32 stack_every; /* call stacks: 0 none; every Nth launch, every allocation and failure */
+	__u64 os_min_ns;   /* shorter off-CPU intervals and system calls are not reported */
 	/* Each record from the kernel, in ring-buffer order (ev->size bytes). */
 	void (*on_event)(void *ctx, const struct gs_hdr *ev);
 	void *ctx;

@@ -34,7 +34,8 @@ int cmd_attach(int argc, char **argv)
 				.follow = true,
 				.top = DEFAULT_TOP,
 				.ring_bytes = DEFAULT_RING_BYTES,
-				.os_min_ns = DEFAULT_OS_MIN_NS };
+				.os_min_ns = DEFAULT_OS_MIN_NS,
+				.stack_every = DEFAULT_STACK_EVERY };
 	__u32 pid = 0;
 	int opt, r;
 

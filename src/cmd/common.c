@@ -83,6 +83,20 @@ int parse_trace_opt(struct trace_opts *o, int opt, const char *arg)
 	case OPT_NO_OS:
 		o->no_os = true;
 		return 1;
+	case OPT_STACKS:
+		if (!strcmp(arg, "off")) {
+			o->stack_every = 0;
+		} else if (parse_u32(arg, &n) || n == 0) {
+			gs_err("--stacks wants a positive N (every Nth launch) or off, not '%s'",
+			       arg);
+			return -1;
+		} else {
+			o->stack_every = n;
+		}
+		return 1;
+	case OPT_FOLDED:
+		o->folded_path = arg;
+		return 1;
 	case OPT_OS_MIN:
 		if (parse_u32(arg, &n) || n > 10000000) {
 			gs_err("--os-min-us wants microseconds between 0 and 10000000, not '%s'",
@@ -115,6 +129,24 @@ int parse_trace_opt(struct trace_opts *o, int opt, const char *arg)
 		return 1;
 	}
 	return 0;
+}
+
+int write_folded(const struct model *m, const char *path)
+{
+	FILE *f = strcmp(path, "-") ? fopen(path, "we") : stdout;
+	int bad;
+
+	if (!f) {
+		gs_err("cannot write the folded stacks to '%s': %s", path, strerror(errno));
+		return GS_EXIT_RUNTIME;
+	}
+	bad = folded__write(f, m);
+	bad |= f == stdout ? fflush(f) : fclose(f);
+	if (bad) {
+		gs_err("writing the folded stacks to '%s' failed", path);
+		return GS_EXIT_RUNTIME;
+	}
+	return GS_EXIT_OK;
 }
 
 static bool ends_with(const char *s, const char *suffix)

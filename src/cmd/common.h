@@ -17,16 +17,18 @@ struct trace_opts {
 	pid_t pid;	   /* attach: the process */
 	double duration_s; /* attach: 0 until the process exits or SIGINT */
 	bool follow, quiet, wide;
-	bool isolate;	 /* per-process uprobes (see bpf/tracer.h) */
-	bool no_os;	 /* without the OS plane */
-	__u64 os_min_ns; /* OS plane: shorter off-CPU intervals and system calls not reported */
-	bool inject;	 /* run: driver calls from the in-process plane (src/inject) */
-	__u32 gpu_time;	 /* with inject: 0 off, 1 every launch, N every Nth launch of a kernel */
+	bool isolate;	   /* per-process uprobes (see bpf/tracer.h) */
+	bool no_os;	   /* without the OS plane */
+	__u32 stack_every; /* call stacks (bpf/tracer.h); 0 none */
+	__u64 os_min_ns;   /* OS plane: shorter off-CPU intervals and system calls not reported */
+	bool inject;	   /* run: driver calls from the in-process plane (src/inject) */
+	__u32 gpu_time;	   /* with inject: 0 off, 1 every launch, N every Nth launch of a kernel */
 	size_t top;
 	__u64 ring_bytes;
 	const char *record_path;
 	const char *json_path; /* NULL: text report on stderr; "-": JSON on stdout */
 	const char *perfetto_path, *chrome_path; /* timelines (sink/timeline.h); "-": stdout */
+	const char *folded_path;		 /* folded stacks at the end; "-": stdout */
 };
 
 /* The timelines a command writes, fed the same records as its model. */
@@ -38,6 +40,8 @@ int timelines__open(struct timelines *ts, const struct trace_opts *o);
 void timelines__add(struct timelines *ts, const struct model *m, const struct gs_hdr *ev);
 /* Finish them: 0, or messages and GS_EXIT_RUNTIME. */
 int timelines__close(struct timelines *ts);
+/* --folded FILE: the stacks of a model, folded ("-": stdout). 0 or GS_EXIT_RUNTIME. */
+int write_folded(const struct model *m, const char *path);
 /* -o FILE: a recording, or by its extension a Perfetto (.pftrace, .perfetto-trace) or
  * Chrome (.json) trace. */
 void set_output(struct trace_opts *o, const char *path);
@@ -73,8 +77,12 @@ enum {
 	OPT_PERFETTO,
 	OPT_CHROME,
 	OPT_NO_OS,
-	OPT_OS_MIN
+	OPT_OS_MIN,
+	OPT_STACKS,
+	OPT_FOLDED
 };
+
+#define DEFAULT_STACK_EVERY 64
 
 #define DEFAULT_OS_MIN_NS 10000ULL
 
@@ -86,6 +94,8 @@ enum {
 		{ "chrome", required_argument, NULL, OPT_CHROME },                                 \
 		{ "no-os", no_argument, NULL, OPT_NO_OS },                                         \
 		{ "os-min-us", required_argument, NULL, OPT_OS_MIN },                              \
+		{ "stacks", required_argument, NULL, OPT_STACKS },                                 \
+		{ "folded", required_argument, NULL, OPT_FOLDED },                                 \
 		{ "no-follow", no_argument, NULL, OPT_NO_FOLLOW },                                 \
 		{ "isolate", no_argument, NULL, OPT_ISOLATE },                                     \
 		{ "buffer-size", required_argument, NULL, OPT_BUFFER },                            \
@@ -109,6 +119,9 @@ enum {
 	"                         socket bytes, system calls of the traced processes)\n"          \
 	"      --os-min-us N      off-CPU intervals and system calls shorter than N us are not\n" \
 	"                         reported one by one (default 10)\n"                             \
+	"      --stacks N|off     user call stacks of every Nth launch (default 64), of every\n"  \
+	"                         allocation and failed call; off: none\n"                        \
+	"      --folded FILE      the stacks as folded stacks (flamegraph.pl, speedscope)\n"      \
 	"      --isolate          probe only the traced processes, not every process using the\n" \
 	"                         CUDA libraries (shared nodes; a forked child's first calls,\n"  \
 	"                         before its probes are attached, are missed)\n"                  \

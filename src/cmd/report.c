@@ -23,6 +23,8 @@ static const char usage[] =
 	"                     instead of the report)\n"
 	"      --perfetto OUT write the recording as a Perfetto trace (ui.perfetto.dev)\n"
 	"      --chrome OUT   write it as a Chrome/PyTorch-profiler style JSON trace\n"
+	"      --folded OUT   its call stacks as folded stacks (flamegraph.pl, speedscope);\n"
+	"                     --format folded: on stdout, instead of the report\n"
 	"      --top N        kernels in the text report (default 20)\n"
 	"      --wide         full kernel names\n"
 	"  -h, --help         this help\n"
@@ -39,6 +41,7 @@ int cmd_report(int argc, char **argv)
 		{ "format", required_argument, NULL, OPT_FORMAT },
 		{ "perfetto", required_argument, NULL, OPT_PERFETTO },
 		{ "chrome", required_argument, NULL, OPT_CHROME },
+		{ "folded", required_argument, NULL, OPT_FOLDED },
 		{ "top", required_argument, NULL, OPT_TOP },
 		{ "wide", no_argument, NULL, OPT_WIDE },
 		{ "help", no_argument, NULL, 'h' },
@@ -46,7 +49,7 @@ int cmd_report(int argc, char **argv)
 	};
 	struct trace_opts o = { .top = DEFAULT_TOP };
 	struct timelines tls;
-	bool chrome_stdout = false;
+	bool chrome_stdout = false, folded_stdout = false;
 	const struct gs_hdr *ev;
 	struct recording *rec;
 	struct model *m;
@@ -64,6 +67,10 @@ int cmd_report(int argc, char **argv)
 			return bad_option("report", opt, argv);
 		if (opt == OPT_FORMAT && !strcmp(optarg, "chrome")) {
 			chrome_stdout = true;
+			continue;
+		}
+		if (opt == OPT_FORMAT && !strcmp(optarg, "folded")) {
+			folded_stdout = true;
 			continue;
 		}
 		if (opt == 'o') {
@@ -123,8 +130,14 @@ int cmd_report(int argc, char **argv)
 	recording__close(rec);
 	r = timelines__close(&tls);
 	code = code ? code : r;
-	/* A trace on stdout is all that goes there. */
-	r = chrome_stdout || (o.perfetto_path && !strcmp(o.perfetto_path, "-"))
+	if (folded_stdout)
+		o.folded_path = "-";
+	if (o.folded_path) {
+		r = write_folded(m, o.folded_path);
+		code = code ? code : r;
+	}
+	/* A trace or stacks on stdout is all that goes there. */
+	r = chrome_stdout || folded_stdout || (o.perfetto_path && !strcmp(o.perfetto_path, "-"))
 		    ? 0
 		    : write_report(m, o.json_path, stdout, o.wide, o.top);
 	model__free(m);

@@ -58,6 +58,7 @@ int cmd_run(int argc, char **argv)
 				.top = DEFAULT_TOP,
 				.ring_bytes = DEFAULT_RING_BYTES,
 				.os_min_ns = DEFAULT_OS_MIN_NS,
+				.stack_every = DEFAULT_STACK_EVERY,
 				.gpu_time = 1 };
 	bool gpu_time_set = false;
 	int opt, r;

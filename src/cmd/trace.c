@@ -24,6 +24,7 @@
 #include "core/names.h"
 #include "core/procfs.h"
 #include "core/recording.h"
+#include "core/symbolize.h"
 #include "core/util.h"
 #include "inject/loader.h"
 #include "sink/sinks.h"
@@ -35,6 +36,8 @@ struct trace {
 	struct model *model;
 	struct recording *rec;
 	struct timelines timelines;
+	struct symbolizer *sym; /* names for stack addresses, while the processes live */
+	struct hmap named;	/* (pid, addr) already given a symbol record */
 	struct status status;
 	char exe[PATH_MAX]; /* run: the command, resolved */
 	__u32 target;
@@ -163,6 +166,32 @@ static const struct gs_hdr *complete_name(const struct gs_ev_kname *k, struct gs
 	return &buf->h;
 }
 
+/*
+ * A stack's addresses are named now, while its process lives: a symbol record for each
+ * address seen for the first time goes into the stream before the stack, so that the
+ * recording replays with the names.
+ */
+static void name_frames(struct trace *tr, const struct gs_ev_stack *s)
+{
+	struct gs_ev_symbol y;
+
+	if (!tr->sym)
+		tr->sym = symbolizer__new();
+	for (unsigned int i = 0; i < s->nframes; i++) {
+		if (hmap_get(&tr->named, s->h.pid, s->ip[i]))
+			continue;
+		hmap_put(&tr->named, s->h.pid, s->ip[i], (void *)1);
+		if (symbolizer__name(tr->sym, s->h.pid, s->ip[i], y.name, sizeof(y.name)))
+			continue;
+		fill_hdr(&y.h, GS_EV_SYMBOL, 0, s->h.pid);
+		y.addr = s->ip[i];
+		y.len = (__u16)strlen(y.name);
+		memset(y.pad, 0, sizeof(y.pad));
+		y.h.size = (__u32)(offsetof(struct gs_ev_symbol, name) + y.len + 1);
+		push(tr, &y.h);
+	}
+}
+
 static void on_event(void *ctx, const struct gs_hdr *ev)
 {
 	struct trace *tr = ctx;
@@ -170,6 +199,13 @@ static void on_event(void *ctx, const struct gs_hdr *ev)
 
 	if (ev->type == GS_EV_KNAME)
 		ev = complete_name((const struct gs_ev_kname *)ev, &name);
+	if (ev->type == GS_EV_STACK)
+		name_frames(tr, (const struct gs_ev_stack *)ev);
+	/* A new image: its modules are others. (Addresses named before the exec keep their
+	 * names: CUDA calls, and so stacks, come after a program's exec.) */
+	if (ev->type == GS_EV_PROC && ((const struct gs_ev_proc *)ev)->kind == GS_PROC_EXEC &&
+	    tr->sym)
+		symbolizer__forget(tr->sym, ev->pid);
 	push(tr, ev);
 	act_on(tr, ev);
 }
@@ -492,6 +528,7 @@ int trace_main(const struct trace_opts *options)
 				  .follow = o->follow,
 				  .isolate = o->isolate || !o->follow,
 				  .no_os = o->no_os,
+				  .stack_every = o->stack_every,
 				  .os_min_ns = o->os_min_ns };
 	struct trace tr = { .o = o };
 	int code, r;
@@ -562,6 +599,10 @@ int trace_main(const struct trace_opts *options)
 		code = code ? code : GS_EXIT_RUNTIME;
 	r = timelines__close(&tr.timelines);
 	code = code ? code : r;
+	if (o->folded_path && tr.model->have_end) {
+		r = write_folded(tr.model, o->folded_path);
+		code = code ? code : r;
+	}
 	if (tr.model->have_end) {
 		r = write_report(tr.model, o->json_path, stderr, o->wide, o->top);
 		if (r && !code)
@@ -570,6 +611,8 @@ int trace_main(const struct trace_opts *options)
 	/* Detaching waits for the kernel (RCU grace periods): after the report, not before. */
 	tracer__close(tr.tracer);
 	inject__close(tr.inject);
+	symbolizer__free(tr.sym);
+	hmap_free(&tr.named);
 	model__free(tr.model);
 	return code;
 }

@@ -28,6 +28,8 @@ _Static_assert(sizeof(struct gs_ev_faults) == 64, "gs_ev_faults");
 _Static_assert(sizeof(struct gs_ev_block) == 56, "gs_ev_block");
 _Static_assert(sizeof(struct gs_ev_net) == 40, "gs_ev_net");
 _Static_assert(sizeof(struct gs_ev_syscall) == 64, "gs_ev_syscall");
+_Static_assert(sizeof(struct gs_ev_stack) == 40 + 8 * GS_STACK_MAX, "gs_ev_stack");
+_Static_assert(offsetof(struct gs_ev_symbol, name) == 40, "gs_ev_symbol");
 _Static_assert(GS_API_MAX < 65536, "api ids fit gs_call.api");
 
 static const size_t sizes[GS_EV_MAX] = {
@@ -50,6 +52,8 @@ static const size_t sizes[GS_EV_MAX] = {
 	[GS_EV_BLOCK] = sizeof(struct gs_ev_block),
 	[GS_EV_NET] = sizeof(struct gs_ev_net),
 	[GS_EV_SYSCALL] = sizeof(struct gs_ev_syscall),
+	[GS_EV_STACK] = sizeof(struct gs_ev_stack),
+	[GS_EV_SYMBOL] = sizeof(struct gs_ev_symbol),
 };
 
 /* Which family of API a record type may carry. */
@@ -116,6 +120,27 @@ int gs_event_check(const void *buf, size_t len, const char **why)
 			FAIL("kernel name not terminated within its record");
 		if (k->ns > GS_NS_HOSTFN)
 			FAIL("kernel name space out of range");
+		return 0;
+	}
+	if (h->type == GS_EV_STACK) {
+		const struct gs_ev_stack *s = buf;
+
+		if (len < offsetof(struct gs_ev_stack, ip) || len > want ||
+		    (len - offsetof(struct gs_ev_stack, ip)) % 8)
+			FAIL("stack record of impossible size");
+		if (s->nframes != (len - offsetof(struct gs_ev_stack, ip)) / 8)
+			FAIL("stack record's frame count disagrees with its size");
+		if (s->api == 0 || s->api >= GS_API_MAX)
+			FAIL("API id out of range");
+		return 0;
+	}
+	if (h->type == GS_EV_SYMBOL) {
+		const struct gs_ev_symbol *y = buf;
+
+		if (len < offsetof(struct gs_ev_symbol, name) + 1 || len > want)
+			FAIL("symbol record of impossible size");
+		if (y->len >= len - offsetof(struct gs_ev_symbol, name) || y->name[y->len] != 0)
+			FAIL("symbol name not terminated within its record");
 		return 0;
 	}
 	if (len != want)

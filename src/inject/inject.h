@@ -39,6 +39,8 @@ void gs_resolve_init(void) GS_HIDDEN;
 bool gs_same_function(unsigned int a, unsigned int b) GS_HIDDEN;
 /* Whether a call into a wrapper comes from libcuda's own code. */
 bool gs_called_from_driver(void *caller) GS_HIDDEN;
+/* The return address is in our own library (a wrapper's call of the real function). */
+bool gs_called_from_self(void *caller) GS_HIDDEN;
 /* Any other libcuda function, by name (NULL while libcuda is not loaded). */
 void *gs_real_by_name(const char *name) GS_HIDDEN;
 /* The wrapper for a real driver function pointer, or the pointer itself if unknown. */

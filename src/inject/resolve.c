@@ -58,13 +58,21 @@ static void *real_dlsym(void *handle, const char *name)
 	return f ? f(handle, name) : NULL;
 }
 
-/* Where libcuda's code is: calls from there are the driver calling itself. */
-static unsigned long cuda_lo, cuda_hi;
+/* Where libcuda's code is: calls from there are the driver calling itself. And where
+ * ours is: a wrapper entered with a return address in it is the driver tail-calling
+ * another entry point from the real function one of our wrappers called. */
+static unsigned long cuda_lo, cuda_hi, self_lo, self_hi;
 
-static int find_segments(struct dl_phdr_info *info, size_t size, void *base)
+struct text_range {
+	unsigned long base, *lo, *hi;
+};
+
+static int find_segments(struct dl_phdr_info *info, size_t size, void *arg)
 {
+	struct text_range *r = arg;
+
 	(void)size;
-	if (info->dlpi_addr != (ElfW(Addr))(unsigned long)base)
+	if (info->dlpi_addr != (ElfW(Addr))r->base)
 		return 0;
 	for (int i = 0; i < info->dlpi_phnum; i++) {
 		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
@@ -72,12 +80,32 @@ static int find_segments(struct dl_phdr_info *info, size_t size, void *base)
 
 		if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X))
 			continue;
-		if (!cuda_lo || lo < cuda_lo)
-			cuda_lo = lo;
-		if (hi > cuda_hi)
-			cuda_hi = hi;
+		if (!*r->lo || lo < *r->lo)
+			*r->lo = lo;
+		if (hi > *r->hi)
+			*r->hi = hi;
 	}
 	return 1;
+}
+
+bool gs_called_from_self(void *caller)
+{
+	unsigned long pc = (unsigned long)caller;
+
+	if (!__atomic_load_n(&self_hi, __ATOMIC_ACQUIRE)) {
+		Dl_info info;
+		unsigned long lo = 0, hi = 0;
+		struct text_range r = { 0, &lo, &hi };
+
+		if (!dladdr((void *)gs_called_from_self, &info))
+			return false;
+		r.base = (unsigned long)info.dli_fbase;
+		/* (An executable's base is its load bias, which dlpi_addr gives too.) */
+		dl_iterate_phdr(find_segments, &r);
+		self_lo = lo;
+		__atomic_store_n(&self_hi, hi, __ATOMIC_RELEASE);
+	}
+	return pc >= self_lo && pc < self_hi;
 }
 
 /* libcuda, wherever and however it was loaded (by its soname), once it is. */
@@ -90,8 +118,11 @@ static void *libcuda(void)
 		h = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
 		if (!h)
 			return NULL;
-		if (dlinfo(h, RTLD_DI_LINKMAP, &lm) == 0)
-			dl_iterate_phdr(find_segments, (void *)lm->l_addr);
+		if (dlinfo(h, RTLD_DI_LINKMAP, &lm) == 0) {
+			struct text_range r = { (unsigned long)lm->l_addr, &cuda_lo, &cuda_hi };
+
+			dl_iterate_phdr(find_segments, &r);
+		}
 		__atomic_store_n(&cuda_handle, h, __ATOMIC_RELEASE);
 	}
 	return h;

@@ -243,7 +243,12 @@ int gs_call(unsigned int api, void *caller, __u64 a0, __u64 a1, __u64 a2, __u64 
 	if (!gs_active)
 		return real(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10);
 	if (tl_depth) {
-		if (gs_called_from_driver(caller) || gs_same_function(api, tl_outer_api))
+		/* The driver calling itself, or tail-calling a variant of the same function
+		 * from the real function our wrapper called (so returning into our code). The
+		 * same function from anywhere else is a new call: a signal handler that
+		 * interrupted the outer one. */
+		if (gs_called_from_driver(caller) ||
+		    (gs_same_function(api, tl_outer_api) && gs_called_from_self(caller)))
 			return real(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10);
 		tl_depth++;
 		t0 = gs_clock();

@@ -21,6 +21,8 @@ void report_os_json(struct json *j, const struct report *r);
 char *finding_describe(const struct finding *f, __u64 t0, char *buf, size_t n);
 void report_findings_text(FILE *f, const struct report *r);
 void report_findings_json(struct json *j, const struct report *r);
+/* The model's call stacks as folded stacks: 0, or -1 if writing failed. */
+int folded__write(FILE *f, const struct model *m);
 
 /* One line a second: rates since the previous call. */
 struct status {

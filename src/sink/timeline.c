@@ -55,6 +55,11 @@ struct kname {
 	char short_[SHORT_NAME]; /* shown on slices */
 };
 
+struct pending_stack {
+	__u64 ts;
+	char text[2048]; /* innermost first, one frame a line */
+};
+
 struct proc_state {
 	__u64 in_use[MEM_KINDS]; /* last value written to each memory counter */
 	__u64 faults, major_faults, net[2][NET_PROTOS]; /* cumulative counters */
@@ -69,6 +74,7 @@ struct timeline {
 	struct hmap knames; /* (pid, handle) -> struct kname */
 	struct hmap procs;  /* pid -> struct proc_state */
 	struct hmap io;	    /* (pid, dev) -> struct io_lanes */
+	struct hmap stacks; /* tid -> struct pending_stack: for the call record that follows */
 	__u32 gpu_time;	    /* the session's: 1 every launch has a GPU record coming */
 	__u64 findings;	    /* the model's findings already shown */
 	bool have_session;
@@ -263,11 +269,43 @@ static void arg_result(struct tl_event *e, const struct gs_call *c)
 			(struct tl_arg){ .key = "result", .type = TL_I64, .i = c->result };
 }
 
+/* A call's stack comes just before the call: keep it for the call's slice. */
+static void stack(struct timeline *tl, const struct model *m, const struct gs_ev_stack *s)
+{
+	struct pending_stack *p = hmap_get(&tl->stacks, s->h.tid, 0);
+	size_t len = 0;
+
+	if (!p) {
+		p = xcalloc(1, sizeof(*p));
+		hmap_put(&tl->stacks, s->h.tid, 0, p);
+	}
+	p->ts = s->h.ts;
+	p->text[0] = 0;
+	for (unsigned int i = 0; i < s->nframes && len + 1 < sizeof(p->text); i++) {
+		const char *name = model__symbol(m, s->h.pid, s->ip[i]);
+		char *d = name ? demangle(name) : NULL;
+		int n = d ? snprintf(p->text + len, sizeof(p->text) - len, "%s%s", i ? "\n" : "", d)
+			  : snprintf(p->text + len, sizeof(p->text) - len, "%s0x%llx",
+				     i ? "\n" : "", (unsigned long long)s->ip[i]);
+
+		free(d);
+		if (n < 0)
+			break;
+		len = GS_MIN(len + (size_t)n, sizeof(p->text) - 1);
+	}
+}
+
 /* The call's own slice on its thread. */
 static void call_slice(struct timeline *tl, const struct model *m, const struct gs_hdr *h,
 		       const struct gs_call *c, struct tl_event *e)
 {
 	const struct gs_api_desc *d = api_desc(c->api);
+	struct pending_stack *p = hmap_get(&tl->stacks, h->tid, 0);
+
+	if (p && p->ts == h->ts && p->text[0]) {
+		arg_str(e, "stack", p->text); /* (the text lives until the next stack) */
+		p->ts = 0;
+	}
 
 	e->track = thread_track(tl, m, h->pid, h->tid);
 	e->ts = h->ts;
@@ -712,6 +750,9 @@ void timeline__add(struct timeline *tl, const struct model *m, const struct gs_h
 	case GS_EV_NET:
 		os_event(tl, m, ev);
 		break;
+	case GS_EV_STACK:
+		stack(tl, m, (const void *)ev);
+		break;
 	default:
 		break;
 	}
@@ -735,6 +776,9 @@ int timeline__close(struct timeline *tl, char *err, size_t errlen)
 	hmap_for_each (&tl->io, s)
 		free(s->val);
 	hmap_free(&tl->io);
+	hmap_for_each (&tl->stacks, s)
+		free(s->val);
+	hmap_free(&tl->stacks);
 	hmap_free(&tl->knames);
 	hmap_free(&tl->ends);
 	hmap_free(&tl->procs);

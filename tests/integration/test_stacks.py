@@ -1,0 +1,64 @@
+"""Call stacks of launches, allocations and failed calls: captured by the return probes,
+named while the process lives (symbol records in the stream), folded for flame graphs,
+attached to the calls' slices in traces."""
+import json
+
+from pftrace import Trace
+
+
+def folded(text):
+    out = {}
+    for line in text.splitlines():
+        stack, count = line.rsplit(" ", 1)
+        out[stack] = int(count)
+    return out
+
+
+def test_known_call_chain(gs, tmp_path):
+    out, pf = tmp_path / "s.folded", tmp_path / "s.pftrace"
+    gs.run(["run", "-q", "--stacks", "1", "--folded", str(out), "--perfetto", str(pf), "--",
+            gs.wl("wl_stack")], check_rc=0)
+    lines = folded(out.read_text())
+    chain = ";main;outer;middle;inner;"
+    launch = [s for s in lines if s.endswith(chain + "cuLaunchKernel;leafKernel")]
+    failed = [s for s in lines if s.endswith(chain + "cuMemAlloc_v2")]
+    assert len(launch) == 1 and lines[launch[0]] == 1, lines
+    assert len(failed) == 1 and lines[failed[0]] == 1, lines
+    assert all(s.startswith("wl_stack;") for s in lines)
+    # On the trace: the calls' slices carry their stacks, innermost first.
+    t = Trace(str(pf))
+    stacks = {s["name"]: s["args"]["stack"] for s in t.slices if "stack" in s["args"]}
+    assert stacks["cuLaunchKernel"].startswith("inner\nmiddle\nouter\nmain")
+    assert stacks["cuMemAlloc_v2"].startswith("inner\nmiddle\nouter\nmain")
+
+
+def test_sampling_and_replay(gsr, tmp_path):
+    """Every 10th launch (per CPU), every allocation and every failed call; the recording
+    replays to the same folded stacks."""
+    rec, out = tmp_path / "d.gsrec", tmp_path / "d.folded"
+    report, truth, _ = gsr.trace(["wl_driver"], opts=["--stacks", "10", "-o", str(rec),
+                                                      "--folded", str(out)])
+    lines = folded(out.read_text())
+    launches = sum(c for s, c in lines.items() if ";cuLaunch" in s or ";cuGraphLaunch" in s)
+    k = report["kernels"]
+    total = k["launches"] + k["graph_launches"]
+    ncpu = len(open("/proc/cpuinfo").read().split("processor")) - 1
+    assert total // 10 - ncpu <= launches <= total // 10 + ncpu
+    allocs = sum(c for s, c in lines.items() if s.endswith(";cuMemAlloc_v2"))
+    failed = sum(e["count"] for e in report["errors"] if e["api"] == "cuMemAlloc_v2")
+    assert allocs == truth["alloc:cuMemAlloc_v2"] + failed
+    replay = gsr.run(["report", str(rec), "--format", "folded"], check_rc=0).stdout
+    assert replay == out.read_text()
+
+
+def test_no_stacks(gsr, tmp_path):
+    out = tmp_path / "n.folded"
+    gsr.run(["run", "-q", "--stacks", "off", "--folded", str(out), "--", gsr.wl("wl_stack")],
+            check_rc=0)
+    assert out.read_text() == ""
+    for bad in ("0", "x"):
+        p = gsr.run(["run", "--stacks", bad, "--", "true"])
+        assert p.returncode == 1 and p.stderr.strip().splitlines() == [
+            "gpuscope: --stacks wants a positive N (every Nth launch) or off, not '%s'" % bad]
+    p = gsr.run(["run", "--folded", str(tmp_path / "no" / "dir"), "--", "true"])
+    assert p.returncode == 2 and "cannot write the folded stacks to" in p.stderr
