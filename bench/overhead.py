@@ -6,6 +6,8 @@ Modes: untraced; inject-off (`run --inject --gpu-time=off`: the in-process plane
 only); inject-all (`--inject`, GPU time of every launch); uprobe (`run`: kernel probes on
 libcuda); torch-profiler (CPU and CUDA activities). The OS plane is on in all gpuscope
 modes (it is the default); inject-all-noos and uprobe-noos are the same without it.
+uprobe takes the default stacks (every 64th launch); uprobe-nostacks none, uprobe-stacks1
+every launch's.
 
     python overhead.py --gpuscope PATH --out DIR [--reps-tiny 5] [--reps-resnet 3]
                        [--modes untraced,inject-off,...] [--workloads tinyops,resnet50]
@@ -22,6 +24,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 MODES = ["untraced", "inject-off", "inject-all", "uprobe", "torch-profiler"]
 GS_OPTS = {"inject-off": ["--inject", "--gpu-time=off"], "inject-all": ["--inject"],
            "inject-all-noos": ["--inject", "--no-os"], "uprobe-noos": ["--no-os"],
+           "uprobe-nostacks": ["--stacks", "off"], "uprobe-stacks1": ["--stacks", "1"],
            "inject-10": ["--inject", "--gpu-time=10"], "inject-nogates": ["--inject"],
            "inject-h10ms": ["--inject"], "uprobe": []}
 # (Diagnosis: events without gates; the harvester every 10 ms.)
