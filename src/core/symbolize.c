@@ -83,6 +83,8 @@ int symbolizer__name(struct symbolizer *s, __u32 pid, __u64 addr, char *buf, siz
 	Dwarf_Addr at = addr ? addr - 1 : 0, start = 0, end = 0;
 	Dwfl_Module *mod;
 	const char *name, *file;
+	GElf_Off off;
+	GElf_Sym sym;
 
 	if (!p) {
 		p = xcalloc(1, sizeof(*p));
@@ -100,8 +102,13 @@ int symbolizer__name(struct symbolizer *s, __u32 pid, __u64 addr, char *buf, siz
 	if (!mod || !dwfl_module_info(mod, NULL, &start, &end, NULL, NULL, NULL, NULL) ||
 	    at < start || at >= end)
 		return -1; /* (a frame pointer chain that ran into code built without them) */
-	name = dwfl_module_addrname(mod, at);
+	name = dwfl_module_addrinfo(mod, at, &off, &sym, NULL, NULL, NULL);
 	if (name && *name) {
+		/* A data symbol: a frame-pointer chain that went astray (a return address is
+		 * always in code). */
+		if (GELF_ST_TYPE(sym.st_info) != STT_FUNC &&
+		    GELF_ST_TYPE(sym.st_info) != STT_GNU_IFUNC)
+			return -1;
 		snprintf(buf, n, "%s", name);
 		return 0;
 	}

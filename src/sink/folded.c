@@ -3,7 +3,7 @@
  * Folded stacks (Brendan Gregg's format, read by flamegraph.pl, speedscope, inferno): one
  * line per distinct stack, frames from the process down to the CUDA call, then for a
  * launch its kernel, a space and the count. Names are demangled; ';' and line breaks in
- * them become ':' and ' '.
+ * them become ':' and ' '; frames without a name are [unknown], one for a run of them.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,7 +52,6 @@ int folded__write(FILE *f, const struct model *m)
 	struct line *lines = xcalloc(m->stacks.len + 1, sizeof(*lines));
 	struct hmap_slot *s;
 	size_t n = 0;
-	char hex[32];
 
 	hmap_for_each (&m->stacks, s) {
 		const struct stack_entry *e = s->val;
@@ -71,12 +70,12 @@ int folded__write(FILE *f, const struct model *m)
 		for (int i = top; i >= 0; i--) {
 			const char *name = model__symbol(m, e->pid, e->ip[i]);
 
-			if (name) {
+			if (name)
 				append_name(&buf, &len, &cap, name);
-			} else {
-				snprintf(hex, sizeof(hex), "0x%llx", (unsigned long long)e->ip[i]);
-				append(&buf, &len, &cap, hex, true);
-			}
+			/* Unnamed: one [unknown] for a run of them (code without frame
+			 * pointers sends the chain through garbage before it finds its way). */
+			else if (i == top || model__symbol(m, e->pid, e->ip[i + 1]))
+				append(&buf, &len, &cap, "[unknown]", true);
 		}
 		append(&buf, &len, &cap, api_name(e->api), true);
 		k = e->arg ? model__kernel_name(m, e->pid, e->arg) : NULL;
