@@ -25,7 +25,9 @@ static const char usage[] =
 	"  sudo gpuscope run -- python train.py\n"
 	"  sudo gpuscope run -o train.gsrec -- torchrun --nproc-per-node 8 train.py\n"
 	"  sudo gpuscope run --json=report.json -q -- ./vector_add\n"
-	"  sudo gpuscope run --inject -- python train.py\n";
+	"  sudo gpuscope run --inject -- python train.py\n"
+	"  sudo gpuscope run --inject -o train.pftrace -- python train.py   # ui.perfetto.dev\n"
+	"  sudo gpuscope run --folded train.folded -q -- python train.py\n";
 
 static int parse_gpu_time(const char *arg, __u32 *out)
 {
