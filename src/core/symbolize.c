@@ -4,7 +4,9 @@
  * modules from /proc/PID/maps, their symbol tables (.symtab, else .dynsym), and separate
  * debuginfo where installed (build-id or .gnu_debuglink under /usr/lib/debug). Modules
  * loaded after the first lookup are found by reporting the maps again when an address
- * falls outside every known module.
+ * falls outside every known module. Code a JIT made (CPython's perf trampolines with
+ * `python -X perf`, V8, LuaJIT ...) is named from /tmp/perf-PID.map where the JIT writes
+ * one.
  */
 #include <elfutils/libdwfl.h>
 #include <stdio.h>
@@ -15,10 +17,18 @@
 #include "core/symbolize.h"
 #include "core/util.h"
 
+struct jit_sym {
+	__u64 start, size;
+	char *name;
+};
+
 struct proc_dwfl {
 	Dwfl *dwfl;
-	__u64 reports; /* how often the maps were read */
-	bool dead;     /* its maps could not be read: gone */
+	__u64 reports;	     /* how often the maps were read */
+	bool dead;	     /* its maps could not be read: gone */
+	struct jit_sym *jit; /* /tmp/perf-PID.map, sorted by start */
+	size_t njit;
+	long jit_read_at; /* its size when last read */
 };
 
 struct symbolizer {
@@ -37,11 +47,81 @@ struct symbolizer *symbolizer__new(void)
 	return xcalloc(1, sizeof(struct symbolizer));
 }
 
+static void jit_free(struct proc_dwfl *p)
+{
+	for (size_t i = 0; i < p->njit; i++)
+		free(p->jit[i].name);
+	free(p->jit);
+	p->jit = NULL;
+	p->njit = 0;
+}
+
 static void proc_free(struct proc_dwfl *p)
 {
 	if (p->dwfl)
 		dwfl_end(p->dwfl);
+	jit_free(p);
 	free(p);
+}
+
+static int by_start(const void *a, const void *b)
+{
+	const struct jit_sym *x = a, *y = b;
+
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* (Re)read the perf map if it grew since the last time. */
+static void jit_read(struct proc_dwfl *p, __u32 pid)
+{
+	char path[64], line[1024], name[900];
+	unsigned long long start, size;
+	size_t cap = 0;
+	long at;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/tmp/perf-%u.map", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return;
+	fseek(f, 0, SEEK_END);
+	at = ftell(f);
+	if (at == p->jit_read_at) {
+		fclose(f);
+		return;
+	}
+	rewind(f);
+	jit_free(p);
+	p->jit_read_at = at;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "%llx %llx %899[^\n]", &start, &size, name) == 3) {
+			if (p->njit == cap) {
+				cap = cap ? 2 * cap : 256;
+				p->jit = xrealloc(p->jit, cap * sizeof(*p->jit));
+			}
+			p->jit[p->njit++] = (struct jit_sym){ start, size, xstrdup(name) };
+		}
+	fclose(f);
+	qsort(p->jit, p->njit, sizeof(*p->jit), by_start);
+}
+
+static const char *jit_name(struct proc_dwfl *p, __u32 pid, __u64 at)
+{
+	size_t lo = 0, hi;
+
+	jit_read(p, pid);
+	hi = p->njit;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (p->jit[mid].start <= at)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo && at < p->jit[lo - 1].start + p->jit[lo - 1].size)
+		return p->jit[lo - 1].name;
+	return NULL;
 }
 
 void symbolizer__forget(struct symbolizer *s, __u32 pid)
@@ -99,9 +179,16 @@ int symbolizer__name(struct symbolizer *s, __u32 pid, __u64 addr, char *buf, siz
 	/* Loaded since the maps were read (a few times at most: dlopen'ed libraries). */
 	if (!mod && p->reports < 64 && report(p, pid))
 		mod = dwfl_addrmodule(p->dwfl, at);
-	if (!mod || !dwfl_module_info(mod, NULL, &start, &end, NULL, NULL, NULL, NULL) ||
-	    at < start || at >= end)
-		return -1; /* (a frame pointer chain that ran into code built without them) */
+	if (!mod) {
+		name = jit_name(p, pid, at);
+		if (!name)
+			return -1; /* (a frame pointer chain that ran into code without them) */
+		snprintf(buf, n, "%s", name);
+		return 0;
+	}
+	if (!dwfl_module_info(mod, NULL, &start, &end, NULL, NULL, NULL, NULL) || at < start ||
+	    at >= end)
+		return -1;
 	name = dwfl_module_addrinfo(mod, at, &off, &sym, NULL, NULL, NULL);
 	if (name && *name) {
 		/* A data symbol: a frame-pointer chain that went astray (a return address is

@@ -32,6 +32,17 @@ def test_known_call_chain(gs, tmp_path):
     assert stacks["cuMemAlloc_v2"].startswith("inner\nmiddle\nouter\nmain")
 
 
+def test_jit_frames_from_the_perf_map(gsr, tmp_path):
+    """Code a JIT made (CPython's -X perf trampolines) is named from /tmp/perf-PID.map."""
+    out = tmp_path / "j.folded"
+    gsr.run(["run", "-q", "--stacks", "1", "--folded", str(out), "--", gsr.wl("wl_stack"),
+             "--jit"], check_rc=0)
+    lines = folded(out.read_text())
+    chain = ";main;outer;middle;py::jit_trampoline:demo.py;inner;"
+    assert [c for s, c in lines.items() if s.endswith(chain + "cuLaunchKernel;leafKernel")] \
+        == [1], lines
+
+
 def test_sampling_and_replay(gsr, tmp_path):
     """Every 10th launch (per CPU), every allocation and every failed call; the recording
     replays to the same folded stacks."""
