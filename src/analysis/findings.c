@@ -17,7 +17,8 @@
 #include "analysis/model.h"
 #include "core/util.h"
 
-#define FINDING_MIN_NS 1000000ULL /* a gap worth a finding */
+#define FINDING_MIN_NS 1000000ULL  /* a gap worth a finding */
+#define LAUNCH_GAP_NS  10000000ULL /* without GPU times: launches this far apart */
 
 static struct thread_os *history(struct model *m, __u32 tid)
 {
@@ -170,6 +171,62 @@ static int longer_first(const void *a, const void *b)
 	return x->gap_ns < y->gap_ns ? 1 : x->gap_ns > y->gap_ns ? -1 : 0;
 }
 
+static void keep(struct model *m, const struct finding *f)
+{
+	m->findings_total++;
+	m->last_finding = *f;
+	if (m->nfindings < MAX_FINDINGS)
+		m->findings[m->nfindings++] = *f;
+	else if (f->gap_ns > m->findings[MAX_FINDINGS - 1].gap_ns)
+		m->findings[MAX_FINDINGS - 1] = *f;
+	else
+		return;
+	qsort(m->findings, m->nfindings, sizeof(*f), longer_first);
+}
+
+static bool os_plane(const struct model *m)
+{
+	return m->have_start && (m->start.flags & GS_SESSION_OS);
+}
+
+/*
+ * Kernel probes see when launches were called, not when kernels ran: a launch that comes
+ * LAUNCH_GAP_NS or more after the previous one into its stream is where the GPU may have
+ * run dry (unless enough was queued), and what the launching thread did meanwhile is
+ * explained as for an idle stream.
+ */
+void model__launch_gap(struct model *m, const struct gs_ev_launch *l)
+{
+	__u64 *last = hmap_get(&m->launch_ends, l->h.pid, l->stream), from;
+	const struct thread_os *t = hmap_get(&m->threads_os, l->h.tid, 0);
+	struct finding f = { 0 };
+
+	if (!last) {
+		last = xcalloc(1, sizeof(*last));
+		hmap_put(&m->launch_ends, l->h.pid, l->stream, last);
+	}
+	from = *last;
+	*last = GS_MAX(*last, l->h.ts + l->c.dur_ns);
+	/* (With GPU times, idle streams are found from them instead.) */
+	if (!from || l->h.ts < from + LAUNCH_GAP_NS || !os_plane(m) ||
+	    ((m->start.flags & GS_SESSION_INJECT) && m->start.gpu_time))
+		return;
+	f.launch_gap = true;
+	f.gap_start = from;
+	f.gap_ns = f.wait_ns = l->h.ts - from;
+	f.stream = l->stream;
+	f.pid = l->h.pid;
+	f.tid = l->h.tid;
+	f.device = -1;
+	f.cause = CAUSE_ON_CPU;
+	f.syscall = -1;
+	if (t)
+		explain(t, from, l->h.ts, &f);
+	if (f.cause == CAUSE_BLOCKED)
+		other_threads(m, l->h.tid, from, l->h.ts, &f);
+	keep(m, &f);
+}
+
 void model__explain_gap(struct model *m, const struct gs_ev_gpu *e, __u64 gap_start, __u64 start)
 {
 	__u64 late_from = gap_start, until = GS_MIN(e->h.ts, start);
@@ -179,8 +236,7 @@ void model__explain_gap(struct model *m, const struct gs_ev_gpu *e, __u64 gap_st
 	/* Only gaps the launch call itself explains: it came after the stream went idle. */
 	/* (Without the OS plane nothing says what the thread did.) */
 	if (start - gap_start < FINDING_MIN_NS || until <= late_from ||
-	    until - late_from < FINDING_MIN_NS || !m->have_start ||
-	    !(m->start.flags & GS_SESSION_OS))
+	    until - late_from < FINDING_MIN_NS || !os_plane(m))
 		return;
 	f.gap_start = gap_start;
 	f.gap_ns = start - gap_start;
@@ -195,16 +251,7 @@ void model__explain_gap(struct model *m, const struct gs_ev_gpu *e, __u64 gap_st
 		explain(t, late_from, until, &f);
 	if (f.cause == CAUSE_BLOCKED)
 		other_threads(m, e->h.tid, late_from, until, &f);
-	m->findings_total++;
-	m->last_finding = f;
-	if (m->nfindings < MAX_FINDINGS) {
-		m->findings[m->nfindings++] = f;
-	} else if (f.gap_ns > m->findings[MAX_FINDINGS - 1].gap_ns) {
-		m->findings[MAX_FINDINGS - 1] = f;
-	} else {
-		return;
-	}
-	qsort(m->findings, m->nfindings, sizeof(f), longer_first);
+	keep(m, &f);
 }
 
 void model__findings_free(struct model *m)
@@ -214,4 +261,7 @@ void model__findings_free(struct model *m)
 	hmap_for_each (&m->threads_os, s)
 		free(s->val);
 	hmap_free(&m->threads_os);
+	hmap_for_each (&m->launch_ends, s)
+		free(s->val);
+	hmap_free(&m->launch_ends);
 }

@@ -172,6 +172,9 @@ void model__add(struct model *m, const struct gs_hdr *ev)
 		m->last_ts = ev->ts;
 	switch (ev->type) {
 	case GS_EV_LAUNCH:
+		model__launch_gap(m, (const void *)ev);
+		model__kernels_add(m, ev);
+		break;
 	case GS_EV_KNAME:
 	case GS_EV_KALIAS:
 		model__kernels_add(m, ev);

@@ -155,7 +155,8 @@ struct finding {
 	__s32 other_syscall;
 	__u32 other_io_count;
 	__u64 other_off_ns, other_io_bytes;
-	__u32 other_io_dev, pad;
+	__u32 other_io_dev;
+	bool launch_gap; /* no GPU times: a gap between launches, not a GPU idle time */
 };
 
 #define MAX_FINDINGS 16
@@ -323,6 +324,7 @@ struct model {
 	struct finding findings[MAX_FINDINGS];
 	size_t nfindings;
 	__u64 findings_total, last_finding_gap_start;
+	struct hmap launch_ends;     /* (pid, stream) -> boxed end of the last launch call */
 	struct finding last_finding; /* the most recent (for timelines) */
 	/* stacks */
 	struct hmap symbols; /* (pid, addr) -> char * (GS_EV_SYMBOL) */
@@ -363,6 +365,8 @@ void model__os_free(struct os_stat *o);
 /* A stream idle from gap_start until e's work started: explain it if it is long enough. */
 void model__explain_gap(struct model *m, const struct gs_ev_gpu *e, __u64 gap_start, __u64 start);
 void model__history_add(struct model *m, const struct gs_hdr *ev);
+/* Without GPU times: a long gap between launches into a stream, explained the same way. */
+void model__launch_gap(struct model *m, const struct gs_ev_launch *l);
 void model__findings_free(struct model *m);
 void model__stack_add(struct model *m, const struct gs_hdr *ev);
 void model__stacks_free(struct model *m);

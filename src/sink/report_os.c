@@ -266,11 +266,18 @@ char *finding_describe(const struct finding *f, __u64 t0, char *buf, size_t n)
 		snprintf(what, sizeof(what), "on the CPU in its own code (off it only %s)", off);
 		break;
 	}
-	snprintf(buf, n,
-		 "%s idle %s at %.3f s (pid %u, GPU %d): the launch came %s late; "
-		 "launching thread %u was %s",
-		 stream, gap, (double)(f->gap_start > t0 ? f->gap_start - t0 : 0) / 1e9, f->pid,
-		 f->device, late, f->tid, what);
+	if (f->launch_gap)
+		snprintf(buf, n,
+			 "%s got no launch for %s at %.3f s (pid %u; without GPU times the GPU "
+			 "may still have had work queued): launching thread %u was %s",
+			 stream, gap, (double)(f->gap_start > t0 ? f->gap_start - t0 : 0) / 1e9,
+			 f->pid, f->tid, what);
+	else
+		snprintf(buf, n,
+			 "%s idle %s at %.3f s (pid %u, GPU %d): the launch came %s late; "
+			 "launching thread %u was %s",
+			 stream, gap, (double)(f->gap_start > t0 ? f->gap_start - t0 : 0) / 1e9,
+			 f->pid, f->device, late, f->tid, what);
 	if (f->other_tid) {
 		size_t len = strlen(buf);
 
@@ -303,7 +310,10 @@ void report_findings_text(FILE *f, const struct report *r)
 
 	if (!r->nfindings)
 		return;
-	fprintf(f, "\nFindings (GPU streams idle, waiting for a launch: %llu; the longest)\n",
+	fprintf(f, "\nFindings (%s: %llu; the longest)\n",
+		r->findings[0].launch_gap ? "launches 10 ms or more after the previous one into "
+					    "their stream"
+					  : "GPU streams idle, waiting for a launch",
 		(unsigned long long)r->findings_total);
 	for (size_t i = 0; i < r->nfindings; i++)
 		fprintf(f, "  %s\n", finding_describe(&r->findings[i], r->t0, line, sizeof(line)));
@@ -314,13 +324,14 @@ void report_findings_json(struct json *j, const struct report *r)
 	char line[512], dev[48];
 
 	json_obj_begin(j, "findings");
-	json_u64(j, "idle_stream_gaps", r->findings_total);
+	json_u64(j, "gaps", r->findings_total);
 	json_arr_begin(j, "longest");
 	for (size_t i = 0; i < r->nfindings; i++) {
 		const struct finding *x = &r->findings[i];
 
 		json_obj_begin(j, NULL);
 		json_str(j, "text", finding_describe(x, r->t0, line, sizeof(line)));
+		json_str(j, "kind", x->launch_gap ? "launch_gap" : "idle_stream");
 		json_str(j, "cause", cause_name(x->cause));
 		json_hex(j, "stream", x->stream);
 		json_u64(j, "pid", x->pid);

@@ -561,6 +561,24 @@ static void finding(struct timeline *tl, const struct model *m, const struct gs_
 	tl->ops->instant(tl->w, &e);
 }
 
+/* Without GPU times: a launch long after the previous one into its stream, on the
+ * launching thread's track. */
+static void launch_gap(struct timeline *tl, const struct model *m, const struct gs_hdr *h)
+{
+	const struct finding *f = &m->last_finding;
+	char text[512];
+	struct tl_event e = { .track = thread_track(tl, m, h->pid, h->tid),
+			      .ts = f->gap_start,
+			      .name = "no launch: stream waiting",
+			      .cat = "finding" };
+
+	tl->findings = m->findings_total;
+	arg_str(&e, "finding",
+		finding_describe(f, m->have_start ? m->start.h.ts : m->first_ts, text,
+				 sizeof(text)));
+	tl->ops->instant(tl->w, &e);
+}
+
 /* ---- the OS plane ------------------------------------------------------------------------ */
 
 static __u64 os_track(struct timeline *tl, const struct model *m, __u32 pid, __u32 tid)
@@ -717,6 +735,8 @@ void timeline__add(struct timeline *tl, const struct model *m, const struct gs_h
 		break;
 	case GS_EV_LAUNCH:
 		launch(tl, m, (const void *)ev);
+		if (m->findings_total != tl->findings)
+			launch_gap(tl, m, ev);
 		break;
 	case GS_EV_MEM:
 		arg_u64(&e, "bytes", mem->size);

@@ -13,7 +13,7 @@ def test_planted_stalls_are_found(gs, tmp_path):
     pf = tmp_path / "t.pftrace"
     report, truth, _ = gs.trace(["wl_stall", DISK_DIR], opts=["--inject", "--perfetto", str(pf)])
     f = report["findings"]
-    assert f["idle_stream_gaps"] == 3
+    assert f["gaps"] == 3 and {x["kind"] for x in f["longest"]} == {"idle_stream"}
     disk, nap, loader = sorted(f["longest"], key=lambda x: x["at_ns"])
     # The read: blocked in pread64 on the disk that holds the file, for its bytes.
     assert disk["cause"] == "disk" and disk["syscall"] == "pread64"
@@ -55,9 +55,22 @@ def test_findings_in_the_text_report(gsr):
     assert "was asleep in futex() for " in found and "; meanwhile its thread " in found
 
 
-def test_no_findings_without_the_os_plane_or_gpu_times(gsr):
-    # Without the OS plane nothing says what the thread did; without GPU times (kernel
-    # probes) no gap is known.
-    for opts in (["--inject", "--no-os"], []):
+def test_launch_gaps_without_gpu_times(gs):
+    """Kernel probes see launch calls only: the planted stalls are gaps of 10 ms or more
+    between launches into the stream, explained the same way."""
+    report, truth, _ = gs.trace(["wl_stall", DISK_DIR])
+    f = report["findings"]
+    assert f["gaps"] == 3 and {x["kind"] for x in f["longest"]} == {"launch_gap"}
+    disk, nap, loader = sorted(f["longest"], key=lambda x: x["at_ns"])
+    assert disk["cause"] == "disk" and disk["syscall"] == "pread64"
+    assert nap["cause"] == "blocked" and nap["syscall"] == "clock_nanosleep"
+    assert loader["other_thread"]["syscall"] == "pread64"
+    assert " got no launch for " in disk["text"] and "may still have had work queued" \
+        in disk["text"]
+
+
+def test_no_findings_without_the_os_plane(gsr):
+    # Without the OS plane nothing says what the thread did.
+    for opts in (["--inject", "--no-os"], ["--no-os"]):
         report, _, _ = gsr.trace(["wl_stall", DISK_DIR], opts=opts)
-        assert report["findings"] == {"idle_stream_gaps": 0, "longest": []}
+        assert report["findings"] == {"gaps": 0, "longest": []}
