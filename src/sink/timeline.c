@@ -680,6 +680,26 @@ static void block_io(struct timeline *tl, const struct model *m, const struct gs
 	tl->ops->slice(tl->w, &e);
 }
 
+/* A thread's faults of up to a millisecond, with the first one's address. */
+static void fault_batch(struct timeline *tl, const struct model *m, const struct gs_ev_faults *f)
+{
+	struct tl_event e = { .track = os_track(tl, m, f->h.pid, f->h.tid),
+			      .ts = f->h.ts,
+			      .name = f->major ? "page faults (major)" : "page faults",
+			      .cat = "page_fault" };
+
+	arg_u64(&e, "count", f->count);
+	arg_u64(&e, "major", f->major);
+	arg_hex(&e, "first address", f->addr);
+	arg_hex(&e, "first instruction", f->ip);
+	arg_str(&e, "first access",
+		f->error_code & 16  ? "instruction fetch"
+		: f->error_code & 2 ? "write"
+				    : "read");
+	arg_u64(&e, "over ns", f->last_ts - f->h.ts);
+	tl->ops->instant(tl->w, &e);
+}
+
 static void os_event(struct timeline *tl, const struct model *m, const struct gs_hdr *ev)
 {
 	const struct gs_ev_faults *f = (const void *)ev;
@@ -699,6 +719,7 @@ static void os_event(struct timeline *tl, const struct model *m, const struct gs
 		block_io(tl, m, (const void *)ev);
 		break;
 	case GS_EV_FAULTS:
+		fault_batch(tl, m, f);
 		cumulative(tl, m, ev->pid, C_FAULTS, "page faults", &ps->faults, f->count,
 			   f->last_ts, false);
 		if (f->major)

@@ -92,6 +92,12 @@ def test_os_plane_in_the_trace(gsr, tmp_path):
     for spans in lanes.values():
         spans.sort()
         assert all(a[1] <= b[0] for a, b in zip(spans, spans[1:]))
+    # Each batch of faults an instant on its thread's track, with the first address.
+    batches = [i for i in t.instants if i["cat"] == "page_fault"]
+    assert sum(i["args"]["count"] for i in batches) == report["os"]["total"]["page_faults"]
+    assert all(i["args"]["first address"] > 0 and t.tracks[i["track"]]["name"].endswith("(OS)")
+               for i in batches)
+    assert any(i["args"]["first access"] == "write" for i in batches)  # the touched pages
     # Cumulative counters end at the report's totals.
     last = {t.tracks[u]["name"]: sorted(v)[-1][1] for u, v in t.counters.items()}
     assert last["TCP sent bytes"] == last["TCP received bytes"] == truth["tcp:bytes"]
