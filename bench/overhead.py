@@ -25,6 +25,7 @@ MODES = ["untraced", "inject-off", "inject-all", "uprobe", "torch-profiler"]
 GS_OPTS = {"inject-off": ["--inject", "--gpu-time=off"], "inject-all": ["--inject"],
            "inject-all-noos": ["--inject", "--no-os"], "uprobe-noos": ["--no-os"],
            "uprobe-nostacks": ["--stacks", "off"], "uprobe-stacks1": ["--stacks", "1"],
+           "inject-all-nostacks": ["--inject", "--stacks", "off"],
            "inject-10": ["--inject", "--gpu-time=10"], "inject-nogates": ["--inject"],
            "inject-h10ms": ["--inject"], "uprobe": []}
 # (Diagnosis: events without gates; the harvester every 10 ms.)

@@ -84,6 +84,7 @@ __attribute__((constructor)) static void gs_inject_init(void)
 		g.ring_bytes = 16ULL << 20;
 	gs_resolve_init();
 	gs_timing_init(getenv("GPUSCOPE_GPU_TIME"));
+	gs_stacks_init(getenv("GPUSCOPE_STACKS"));
 	pthread_atfork(NULL, NULL, after_fork_child);
 	gs_active = true;
 }

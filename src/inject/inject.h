@@ -41,6 +41,11 @@ bool gs_same_function(unsigned int a, unsigned int b) GS_HIDDEN;
 bool gs_called_from_driver(void *caller) GS_HIDDEN;
 /* The return address is in our own library (a wrapper's call of the real function). */
 bool gs_called_from_self(void *caller) GS_HIDDEN;
+/* Call stacks (GS_EV_STACK), by the unwinder: "0" none, else every Nth launch. */
+void gs_stacks_init(const char *every) GS_HIDDEN;
+/* After a call returned: its stack if it is one to take (failed, an allocation, a sampled
+ * launch). ts: the call's entry time, as its record's. */
+void gs_stack_maybe(unsigned int api, __u64 ts, int result, __u64 arg) GS_HIDDEN;
 /* Any other libcuda function, by name (NULL while libcuda is not loaded). */
 void *gs_real_by_name(const char *name) GS_HIDDEN;
 /* The wrapper for a real driver function pointer, or the pointer itself if unknown. */

@@ -215,15 +215,16 @@ static char *env_pair(const char *name, const char *value)
 
 char **inject__env(const struct inject *in, char *const *env)
 {
-	static const char *const ours[] = { "LD_PRELOAD=", "GPUSCOPE_INJECT_DIR=", "GPUSCOPE_PID=",
-					    "GPUSCOPE_GPU_TIME=", "GPUSCOPE_RING_BYTES=" };
+	static const char *const ours[] = { "LD_PRELOAD=",	    "GPUSCOPE_INJECT_DIR=",
+					    "GPUSCOPE_PID=",	    "GPUSCOPE_GPU_TIME=",
+					    "GPUSCOPE_RING_BYTES=", "GPUSCOPE_STACKS=" };
 	const char *preload = NULL;
 	char num[32], **out;
 	size_t n = 0, k = 0;
 
 	while (env[n])
 		n++;
-	out = xcalloc(n + 6, sizeof(*out));
+	out = xcalloc(n + 7, sizeof(*out));
 	for (size_t i = 0; i < n; i++) {
 		bool skip = false;
 
@@ -256,6 +257,8 @@ char **inject__env(const struct inject *in, char *const *env)
 	out[k++] = env_pair("GPUSCOPE_GPU_TIME", num);
 	snprintf(num, sizeof(num), "%llu", (unsigned long long)in->o.ring_bytes);
 	out[k++] = env_pair("GPUSCOPE_RING_BYTES", num);
+	snprintf(num, sizeof(num), "%u", in->o.stack_every);
+	out[k++] = env_pair("GPUSCOPE_STACKS", num);
 	out[k] = NULL;
 	return out;
 }

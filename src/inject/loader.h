@@ -16,8 +16,9 @@
 struct inject;
 
 struct inject_opts {
-	__u32 gpu_time;	  /* 0 off, 1 every launch, N every Nth launch of a kernel */
-	__u64 ring_bytes; /* per process */
+	__u32 gpu_time;	   /* 0 off, 1 every launch, N every Nth launch of a kernel */
+	__u64 ring_bytes;  /* per process */
+	__u32 stack_every; /* call stacks: 0 none, else every Nth launch, allocations, failures */
 	void (*on_event)(void *ctx, const struct gs_hdr *ev);
 	void *ctx;
 };

@@ -270,6 +270,7 @@ int gs_call(unsigned int api, void *caller, __u64 a0, __u64 a1, __u64 a2, __u64 
 	r = real(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10);
 	t1 = gs_clock();
 	saved_errno = errno;
+	gs_stack_maybe(api, t0, r, func);
 	if (tm.start) {
 		struct gs_ev_copy c = { .bytes = 0, .kind = 0 };
 		struct gs_timed_call tc;

@@ -11,10 +11,17 @@ DISK_DIR = os.path.join(ROOT, ".output")  # on a block device (/tmp may be a tmp
 
 def test_planted_stalls_are_found(gs, tmp_path):
     pf = tmp_path / "t.pftrace"
-    report, truth, _ = gs.trace(["wl_stall", DISK_DIR], opts=["--inject", "--perfetto", str(pf)])
+    # (No stacks: naming their frames takes gpuscope CPU time that, on a 2-core CI machine,
+    # can deschedule the program for a millisecond, which is a stall of its own.)
+    report, truth, _ = gs.trace(["wl_stall", DISK_DIR],
+                                opts=["--inject", "--stacks", "off", "--perfetto", str(pf)])
     f = report["findings"]
-    assert f["gaps"] == 3 and {x["kind"] for x in f["longest"]} == {"idle_stream"}
-    disk, nap, loader = sorted(f["longest"], key=lambda x: x["at_ns"])
+    # The three planted stalls are the three longest gaps (a loaded machine may add short
+    # ones of its own).
+    assert f["gaps"] >= 3 and {x["kind"] for x in f["longest"]} == {"idle_stream"}
+    planted = sorted(f["longest"], key=lambda x: -x["idle_ns"])[:3]
+    assert all(x["idle_ns"] >= 20e6 for x in planted)
+    disk, nap, loader = sorted(planted, key=lambda x: x["at_ns"])
     # The read: blocked in pread64 on the disk that holds the file, for its bytes.
     assert disk["cause"] == "disk" and disk["syscall"] == "pread64"
     dev = report["os"]["total"]["block_io"]["devices"][0]["device"]
@@ -40,15 +47,17 @@ def test_planted_stalls_are_found(gs, tmp_path):
     # On the timeline: an instant on the stream's track where each gap begins.
     t = Trace(str(pf))
     marks = [i for i in t.instants if i["cat"] == "finding"]
-    assert len(marks) == 3
-    assert {m["args"]["finding"] for m in marks} == {disk["text"], nap["text"], loader["text"]}
+    assert len(marks) == f["gaps"]
+    assert {disk["text"], nap["text"], loader["text"]} <= {m["args"]["finding"] for m in marks}
     assert all(t.tracks[m["track"]]["name"].startswith("stream 0x") for m in marks)
 
 
 def test_findings_in_the_text_report(gsr):
-    p = gsr.run(["run", "-q", "--inject", "--", gsr.wl("wl_stall"), DISK_DIR], check_rc=0)
+    p = gsr.run(["run", "-q", "--inject", "--stacks", "off", "--", gsr.wl("wl_stall"), DISK_DIR],
+                check_rc=0)
     lines = p.stderr.splitlines()
-    i = lines.index("Findings (GPU streams idle, waiting for a launch: 3; the longest)")
+    i = [k for k, line in enumerate(lines)
+         if line.startswith("Findings (GPU streams idle, waiting for a launch: ")][0]
     found = "\n".join(lines[i + 1:i + 4])
     assert "was blocked in pread64() on " in found
     assert "was asleep in clock_nanosleep() for " in found
@@ -58,10 +67,11 @@ def test_findings_in_the_text_report(gsr):
 def test_launch_gaps_without_gpu_times(gs):
     """Kernel probes see launch calls only: the planted stalls are gaps of 10 ms or more
     between launches into the stream, explained the same way."""
-    report, truth, _ = gs.trace(["wl_stall", DISK_DIR])
+    report, truth, _ = gs.trace(["wl_stall", DISK_DIR], opts=["--stacks", "off"])
     f = report["findings"]
-    assert f["gaps"] == 3 and {x["kind"] for x in f["longest"]} == {"launch_gap"}
-    disk, nap, loader = sorted(f["longest"], key=lambda x: x["at_ns"])
+    assert f["gaps"] >= 3 and {x["kind"] for x in f["longest"]} == {"launch_gap"}
+    planted = sorted(f["longest"], key=lambda x: -x["idle_ns"])[:3]
+    disk, nap, loader = sorted(planted, key=lambda x: x["at_ns"])
     assert disk["cause"] == "disk" and disk["syscall"] == "pread64"
     assert nap["cause"] == "blocked" and nap["syscall"] == "clock_nanosleep"
     assert loader["other_thread"]["syscall"] == "pread64"

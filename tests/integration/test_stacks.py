@@ -32,6 +32,19 @@ def test_known_call_chain(gs, tmp_path):
     assert stacks["cuMemAlloc_v2"].startswith("inner\nmiddle\nouter\nmain")
 
 
+def test_in_process_plane_unwinds(gs, tmp_path):
+    """--inject: the library takes the stacks with the unwinder (call frame information, not
+    frame pointers), down to the program's entry."""
+    out = tmp_path / "i.folded"
+    gs.run(["run", "-q", "--inject", "--stacks", "1", "--folded", str(out), "--",
+            gs.wl("wl_stack")], check_rc=0)
+    lines = folded(out.read_text())
+    chain = ";main;outer;middle;inner;"
+    assert [c for s, c in lines.items() if s.endswith(chain + "cuLaunchKernel;leafKernel")
+            and s.startswith("wl_stack;_start;")] == [1], lines
+    assert [c for s, c in lines.items() if s.endswith(chain + "cuMemAlloc_v2")] == [1], lines
+
+
 def test_jit_frames_from_the_perf_map(gsr, tmp_path):
     """Code a JIT made (CPython's -X perf trampolines) is named from /tmp/perf-PID.map."""
     out = tmp_path / "j.folded"
