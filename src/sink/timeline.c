@@ -544,33 +544,16 @@ static void proc(struct timeline *tl, const struct model *m, const struct gs_ev_
 	tl->ops->instant(tl->w, &e);
 }
 
-/* A stream idle waiting for this record's launch: what the launching thread was doing. */
-static void finding(struct timeline *tl, const struct model *m, const struct gs_ev_gpu *g)
+/*
+ * The model's newest finding, as an instant where its gap began: on the stream's track when
+ * GPU times show the stream idle, else (a gap between launch calls) on the launching
+ * thread's.
+ */
+static void finding(struct timeline *tl, const struct model *m, __u64 track, const char *name)
 {
 	const struct finding *f = &m->last_finding;
 	char text[512];
-	struct tl_event e = { .track = stream_track(tl, g->device, g->h.pid, g->stream),
-			      .ts = f->gap_start,
-			      .name = "idle: waiting for a launch",
-			      .cat = "finding" };
-
-	tl->findings = m->findings_total;
-	arg_str(&e, "finding",
-		finding_describe(f, m->have_start ? m->start.h.ts : m->first_ts, text,
-				 sizeof(text)));
-	tl->ops->instant(tl->w, &e);
-}
-
-/* Without GPU times: a launch long after the previous one into its stream, on the
- * launching thread's track. */
-static void launch_gap(struct timeline *tl, const struct model *m, const struct gs_hdr *h)
-{
-	const struct finding *f = &m->last_finding;
-	char text[512];
-	struct tl_event e = { .track = thread_track(tl, m, h->pid, h->tid),
-			      .ts = f->gap_start,
-			      .name = "no launch: stream waiting",
-			      .cat = "finding" };
+	struct tl_event e = { .track = track, .ts = f->gap_start, .name = name, .cat = "finding" };
 
 	tl->findings = m->findings_total;
 	arg_str(&e, "finding",
@@ -757,7 +740,8 @@ void timeline__add(struct timeline *tl, const struct model *m, const struct gs_h
 	case GS_EV_LAUNCH:
 		launch(tl, m, (const void *)ev);
 		if (m->findings_total != tl->findings)
-			launch_gap(tl, m, ev);
+			finding(tl, m, thread_track(tl, m, ev->pid, ev->tid),
+				"no launch: stream waiting");
 		break;
 	case GS_EV_MEM:
 		arg_u64(&e, "bytes", mem->size);
@@ -782,7 +766,10 @@ void timeline__add(struct timeline *tl, const struct model *m, const struct gs_h
 	case GS_EV_GPU:
 		gpu(tl, m, (const void *)ev);
 		if (m->findings_total != tl->findings)
-			finding(tl, m, (const void *)ev);
+			finding(tl, m,
+				stream_track(tl, ((const struct gs_ev_gpu *)ev)->device, ev->pid,
+					     ((const struct gs_ev_gpu *)ev)->stream),
+				"idle: waiting for a launch");
 		break;
 	case GS_EV_OFFCPU:
 	case GS_EV_SYSCALL:
