@@ -63,6 +63,7 @@ enum gs_api_shape {
 	GS_SH_S_WAIT, /* (stream, event, flags) */
 	/* other driver calls: ARG is the index of an out-parameter, GS_NO_OUT if none */
 	GS_SH_A_ARGS,
+	GS_SH_A_CTX, /* (CUcontext *out, ..., CUdevice at index ARG, ...) */
 	/* NCCL */
 	GS_SH_NC_OP7,	  /* (send, recv, count, dtype, redop, comm, stream) */
 	GS_SH_NC_ROOT7,	  /* (send, recv, count, dtype, root, comm, stream) */
@@ -183,11 +184,14 @@ enum gs_api_flags {
 	X(CU_STREAM_QUERY_PTSZ,		"cuStreamQuery_ptsz",		CUDA, SYNC, S_ONE, 0, GS_AF_PTSZ) \
 	X(CU_EVENT_QUERY,		"cuEventQuery",			CUDA, SYNC, S_ONE, 0, 0)	\
 	X(CU_INIT,			"cuInit",			CUDA, API, A_ARGS, GS_NO_OUT, GS_AF_ALWAYS) \
-	X(CU_DEVICE_PRIMARY_CTX_RETAIN,	"cuDevicePrimaryCtxRetain",	CUDA, API, A_ARGS, 0, 0)	\
-	X(CU_CTX_CREATE,		"cuCtxCreate_v2",		CUDA, API, A_ARGS, 0, GS_AF_ALWAYS) \
-	X(CU_CTX_CREATE_V3,		"cuCtxCreate_v3",		CUDA, API, A_ARGS, 0, GS_AF_ALWAYS) \
-	X(CU_CTX_CREATE_V4,		"cuCtxCreate_v4",		CUDA, API, A_ARGS, 0, GS_AF_ALWAYS) \
-	X(CU_CTX_SET_CURRENT,		"cuCtxSetCurrent",		CUDA, API, A_ARGS, GS_NO_OUT, 0) \
+	X(CU_DEVICE_PRIMARY_CTX_RETAIN,	"cuDevicePrimaryCtxRetain",	CUDA, API, A_CTX, 1, GS_AF_ALWAYS) \
+	X(CU_CTX_CREATE,		"cuCtxCreate_v2",		CUDA, API, A_CTX, 2, GS_AF_ALWAYS) \
+	X(CU_CTX_CREATE_V3,		"cuCtxCreate_v3",		CUDA, API, A_CTX, 4, GS_AF_ALWAYS) \
+	X(CU_CTX_CREATE_V4,		"cuCtxCreate_v4",		CUDA, API, A_CTX, 3, GS_AF_ALWAYS) \
+	X(CU_CTX_SET_CURRENT,		"cuCtxSetCurrent",		CUDA, API, A_ARGS, GS_NO_OUT, GS_AF_ALWAYS) \
+	X(CU_CTX_PUSH_CURRENT,		"cuCtxPushCurrent_v2",		CUDA, API, A_ARGS, GS_NO_OUT, GS_AF_ALWAYS) \
+	X(CU_CTX_POP_CURRENT,		"cuCtxPopCurrent_v2",		CUDA, API, A_ARGS, 0, GS_AF_ALWAYS) \
+	X(CU_CTX_DESTROY,		"cuCtxDestroy_v2",		CUDA, API, A_ARGS, GS_NO_OUT, GS_AF_ALWAYS) \
 	X(CU_MODULE_LOAD,		"cuModuleLoad",			CUDA, API, A_ARGS, 0, GS_AF_ALWAYS) \
 	X(CU_MODULE_LOAD_DATA,		"cuModuleLoadData",		CUDA, API, A_ARGS, 0, GS_AF_ALWAYS) \
 	X(CU_MODULE_LOAD_DATA_EX,	"cuModuleLoadDataEx",		CUDA, API, A_ARGS, 0, GS_AF_ALWAYS) \

@@ -279,6 +279,13 @@ static GS_INLINE void gs_decode_api(const struct gs_api_desc *d, const __u64 *a,
 	e->arg0 = a[0];
 	e->arg1 = a[1];
 	e->out = 0;
+	if (d->shape == GS_SH_A_CTX) {
+		/* The context made, and the device it is on. */
+		e->arg1 = d->arg == 1 ? a[1] : d->arg == 2 ? a[2] : d->arg == 3 ? a[3] : a[4];
+		if (ok)
+			e->out = gs_load_u64(a[0]);
+		return;
+	}
 	if (ok && d->arg != GS_NO_OUT)
 		e->out = gs_load_u64(d->arg == 0 ? a[0] : a[1]);
 }

@@ -53,11 +53,25 @@ void model__history_add(struct model *m, const struct gs_hdr *ev)
 		 * an unlink or fsync may send without waiting). */
 		if (b->op != GS_BLOCK_READ && b->op != GS_BLOCK_WRITE)
 			break;
+		/* One large read is many requests in flight together (hundreds where a device
+		 * takes small ones): kept as one span, so that the history holds all of it. */
+		if (t->nio) {
+			i = (t->nio - 1) % THREAD_HIST;
+			if (t->io[i].dev == b->dev && b->h.ts <= t->io[i].end &&
+			    b->h.ts + b->dur_ns >= t->io[i].start) {
+				t->io[i].start = GS_MIN(t->io[i].start, b->h.ts);
+				t->io[i].end = GS_MAX(t->io[i].end, b->h.ts + b->dur_ns);
+				t->io[i].bytes += b->bytes;
+				t->io[i].count++;
+				break;
+			}
+		}
 		i = t->nio++ % THREAD_HIST;
 		t->io[i].start = b->h.ts;
 		t->io[i].end = b->h.ts + b->dur_ns;
 		t->io[i].dev = b->dev;
 		t->io[i].bytes = b->bytes;
+		t->io[i].count = 1;
 		break;
 	case GS_EV_FAULTS:
 		i = t->nfaults++ % THREAD_HIST;
@@ -101,7 +115,7 @@ static void explain(const struct thread_os *t, __u64 from, __u64 to, struct find
 	for (unsigned int i = 0; i < n; i++)
 		if (overlap(t->io[i].start, t->io[i].end, from, to)) {
 			f->io_dev = t->io[i].dev;
-			f->io_count++;
+			f->io_count += t->io[i].count;
 			f->io_bytes += t->io[i].bytes;
 		}
 	n = GS_MIN(t->nfaults, THREAD_HIST);

@@ -215,6 +215,9 @@ void model__gpu_add(struct model *m, const struct gs_ev_gpu *e)
 		add_calibration(m, e);
 		return;
 	}
+	/* (Which device a context is on, for the calls of a process attached to late.) */
+	if (e->ctx && e->device >= 0 && !hmap_get(&model__proc(m, e->h.pid)->ctx_dev, e->ctx, 0))
+		model__context_seen(m, e->h.pid, e->ctx, e->device);
 	/* Kernels: what the event pair adds, half on each side (its split is not known); a
 	 * start taken from the call rather than from its event has no event's share. */
 	overhead = launch ? GS_MIN(device_of(m, e->device)->overhead_ns, end - start) : 0;

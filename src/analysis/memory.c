@@ -39,20 +39,148 @@ static struct range *range_at(const struct proc *p, __u64 addr)
 	return node ? *node : NULL;
 }
 
-static void use(struct model *m, struct proc *p, int kind, __u64 bytes)
+int model__mem_slot(int device)
 {
+	return device >= 0 && device < MEM_DEVS ? device : MEM_DEVS;
+}
+
+/* ---- contexts: which device a call was made for --------------------------------------- */
+
+#define CTX_DEPTH 16
+
+struct ctx_stack {
+	__u64 ctx[CTX_DEPTH]; /* ctx[depth - 1] is current; deeper pushes are not followed */
+	unsigned int depth;
+};
+
+void model__context_seen(struct model *m, __u32 pid, __u64 ctx, __s32 device)
+{
+	struct proc *p = model__proc(m, pid);
+	__s32 *d;
+
+	if (!ctx || device < 0)
+		return;
+	d = hmap_get(&p->ctx_dev, ctx, 0);
+	if (!d) {
+		d = xmalloc(sizeof(*d));
+		hmap_put(&p->ctx_dev, ctx, 0, d);
+	}
+	*d = device;
+}
+
+static struct ctx_stack *ctx_stack(struct model *m, __u32 tid)
+{
+	struct ctx_stack *t = hmap_get(&m->thread_ctx, tid, 0);
+
+	if (!t) {
+		t = xcalloc(1, sizeof(*t));
+		hmap_put(&m->thread_ctx, tid, 0, t);
+	}
+	return t;
+}
+
+void model__context_add(struct model *m, const struct gs_ev_api *e)
+{
+	struct ctx_stack *t;
+
+	if (e->c.result)
+		return;
+	switch (e->c.api) {
+	case GS_API_CU_DEVICE_PRIMARY_CTX_RETAIN:
+		model__context_seen(m, e->h.pid, e->out, (__s32)e->arg1);
+		break;
+	case GS_API_CU_CTX_CREATE:
+	case GS_API_CU_CTX_CREATE_V3:
+	case GS_API_CU_CTX_CREATE_V4:
+		/* A created context is also pushed onto the thread's stack. */
+		model__context_seen(m, e->h.pid, e->out, (__s32)e->arg1);
+		/* fall through */
+	case GS_API_CU_CTX_PUSH_CURRENT:
+		t = ctx_stack(m, e->h.tid);
+		if (t->depth < CTX_DEPTH)
+			t->ctx[t->depth++] =
+				e->c.api == GS_API_CU_CTX_PUSH_CURRENT ? e->arg0 : e->out;
+		else
+			t->ctx[CTX_DEPTH - 1] = e->arg0;
+		break;
+	case GS_API_CU_CTX_SET_CURRENT:
+		/* Replaces the top of the stack; NULL pops it (as the driver does). */
+		t = ctx_stack(m, e->h.tid);
+		if (!e->arg0)
+			t->depth -= t->depth > 0;
+		else if (t->depth)
+			t->ctx[t->depth - 1] = e->arg0;
+		else
+			t->ctx[t->depth++] = e->arg0;
+		break;
+	case GS_API_CU_CTX_POP_CURRENT:
+		t = ctx_stack(m, e->h.tid);
+		t->depth -= t->depth > 0;
+		break;
+	case GS_API_CU_CTX_DESTROY:
+		/* Current to this thread: popped. (Elsewhere it is left: the driver says that
+		 * is an error for the other threads' later calls.) */
+		t = hmap_get(&m->thread_ctx, e->h.tid, 0);
+		if (t && t->depth && t->ctx[t->depth - 1] == e->arg0)
+			t->depth--;
+		free(hmap_del(&model__proc(m, e->h.pid)->ctx_dev, e->arg0, 0));
+		break;
+	}
+}
+
+/* The device a call was for: as it said; else its thread's current context's; else the
+ * process's only one. -1 if not known. */
+static int device_of_call(struct model *m, struct proc *p, const struct gs_hdr *h, __s32 said)
+{
+	const struct ctx_stack *t;
+	struct hmap_slot *s;
+	const __s32 *d;
+	int only = -1;
+
+	if (said >= 0)
+		return said;
+	t = hmap_get(&m->thread_ctx, h->tid, 0);
+	if (t && t->depth) {
+		d = hmap_get(&p->ctx_dev, t->ctx[t->depth - 1], 0);
+		if (d)
+			return *d;
+	}
+	hmap_for_each (&p->ctx_dev, s) {
+		d = s->val;
+		if (only >= 0 && only != *d)
+			return -1;
+		only = *d;
+	}
+	return only;
+}
+
+/* ---- bytes in use ---------------------------------------------------------------------- */
+
+static void use(struct model *m, struct proc *p, int kind, int device, __u64 bytes)
+{
+	int i = model__mem_slot(device);
+
 	p->in_use[kind] += bytes;
 	if (p->in_use[kind] > p->peak[kind])
 		p->peak[kind] = p->in_use[kind];
 	m->in_use[kind] += bytes;
 	if (m->in_use[kind] > m->peak[kind])
 		m->peak[kind] = m->in_use[kind];
+	if (kind != MK_DEVICE)
+		return;
+	p->dev_in_use[i] += bytes;
+	if (p->dev_in_use[i] > p->dev_peak[i])
+		p->dev_peak[i] = p->dev_in_use[i];
 }
 
-static void unuse(struct model *m, struct proc *p, int kind, __u64 bytes)
+static void unuse(struct model *m, struct proc *p, int kind, int device, __u64 bytes)
 {
+	int i = model__mem_slot(device);
+
 	p->in_use[kind] -= GS_MIN(bytes, p->in_use[kind]);
 	m->in_use[kind] -= GS_MIN(bytes, m->in_use[kind]);
+	if (kind == MK_DEVICE)
+		p->dev_in_use[i] -= GS_MIN(bytes, p->dev_in_use[i]);
 }
 
 static void range_remove(struct model *m, struct proc *p, struct range *r)
@@ -61,7 +189,7 @@ static void range_remove(struct model *m, struct proc *p, struct range *r)
 		return;
 	p->nranges--;
 	if (r->kind < MEM_KINDS)
-		unuse(m, p, r->kind, r->size);
+		unuse(m, p, r->kind, r->device, r->size);
 	free(r);
 }
 
@@ -70,6 +198,7 @@ static void range_insert(struct model *m, struct proc *p, const struct gs_ev_mem
 {
 	struct range *r = xcalloc(1, sizeof(*r));
 	void **old;
+	int dev;
 
 	r->addr = e->addr;
 	r->size = GS_MIN(e->size, ~0ULL - e->addr); /* a range must not wrap around */
@@ -77,6 +206,8 @@ static void range_insert(struct model *m, struct proc *p, const struct gs_ev_mem
 	r->tid = e->h.tid;
 	r->api = e->c.api;
 	r->kind = (__u8)kind;
+	dev = kind == MK_DEVICE ? device_of_call(m, p, &e->h, e->device) : -1;
+	r->device = (__s8)(dev <= 127 ? dev : -1);
 	r->handle = handle;
 	/* An overlap means a free we never saw: the old range is gone. */
 	while ((old = tfind(r, &p->ranges, range_cmp))) {
@@ -93,7 +224,7 @@ static void range_insert(struct model *m, struct proc *p, const struct gs_ev_mem
 	}
 	p->nranges++;
 	if (kind < MEM_KINDS)
-		use(m, p, kind, r->size);
+		use(m, p, kind, r->device, r->size);
 }
 
 static struct vmm_handle *vmm_get(struct proc *p, __u64 handle)
@@ -105,7 +236,7 @@ static void vmm_maybe_free(struct model *m, struct proc *p, struct vmm_handle *v
 {
 	if (!v->released || v->mapped)
 		return;
-	unuse(m, p, MK_DEVICE, v->size);
+	unuse(m, p, MK_DEVICE, v->device, v->size);
 	p->frees++;
 	hmap_del(&p->vmm, v->handle, 0);
 	free(v);
@@ -202,14 +333,14 @@ void model__memory_add(struct model *m, struct proc *p, const struct gs_ev_mem *
 		v->size = e->size;
 		v->ts = e->h.ts;
 		v->tid = e->h.tid;
-		v->device = e->device;
+		v->device = device_of_call(m, p, &e->h, e->device);
 		v->api = e->c.api;
+		use(m, p, MK_DEVICE, v->device, e->size);
 		v = hmap_put(&p->vmm, e->addr, 0, v);
 		if (v) { /* a handle value reused without a release we saw */
-			unuse(m, p, MK_DEVICE, v->size);
+			unuse(m, p, MK_DEVICE, v->device, v->size);
 			free(v);
 		}
-		use(m, p, MK_DEVICE, e->size);
 		count_alloc(m, p, e);
 		break;
 	case GS_MEM_VMM_RELEASE:
@@ -295,4 +426,7 @@ void model__memory_free(struct proc *p)
 	hmap_for_each (&p->resv, s)
 		free(s->val);
 	hmap_free(&p->resv);
+	hmap_for_each (&p->ctx_dev, s)
+		free(s->val);
+	hmap_free(&p->ctx_dev);
 }

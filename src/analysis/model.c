@@ -61,6 +61,7 @@ void model__free(struct model *m)
 	free_values(&m->graph_execs);
 	free_values(&m->comms);
 	free_values(&m->errors);
+	free_values(&m->thread_ctx);
 	model__os_free(&m->os);
 	model__findings_free(m);
 	model__stacks_free(m);
@@ -183,6 +184,7 @@ void model__add(struct model *m, const struct gs_hdr *ev)
 		m->api_calls[c->api]++;
 		model__note_error(m, ev, c);
 		model__kernels_add(m, ev);
+		model__context_add(m, (const void *)ev);
 		break;
 	case GS_EV_MEM:
 		m->api_calls[c->api]++;

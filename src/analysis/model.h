@@ -25,13 +25,18 @@ enum mem_kind {
 	MK_MAPPING = 3, /* range kind only: a VMM mapping (its bytes count at cuMemCreate) */
 };
 
+/* Devices whose memory is told apart per process; an unknown one (and any beyond) is the
+ * last slot. */
+#define MEM_DEVS 16
+
 struct range {
 	__u64 addr, size;
 	__u64 ts;
 	__u64 handle; /* MK_MAPPING: the physical handle */
 	__u32 tid;
 	__u16 api;
-	__u8 kind; /* enum mem_kind */
+	__u8 kind;   /* enum mem_kind */
+	__s8 device; /* MK_DEVICE: the device, -1 if not known */
 };
 
 struct vmm_handle {
@@ -69,7 +74,10 @@ struct proc {
 	struct hmap graphs;    /* graph -> struct capture */
 	struct hmap execs;     /* graph exec -> graph (value: boxed __u64) */
 	__u64 in_use[MEM_KINDS], peak[MEM_KINDS];
-	__u64 reserved; /* VMM address space reserved */
+	/* Device memory (MK_DEVICE) per device: the slot of model__mem_slot(). */
+	__u64 dev_in_use[MEM_DEVS + 1], dev_peak[MEM_DEVS + 1];
+	struct hmap ctx_dev; /* CUcontext -> boxed __s32 device (creation, or GPU records) */
+	__u64 reserved;	     /* VMM address space reserved */
 	__u64 allocs, frees, failed_allocs, untracked_frees;
 	struct os_stat *os; /* NULL until an OS plane record */
 };
@@ -117,8 +125,8 @@ struct thread_os {
 		__u32 reason;
 	} off[THREAD_HIST];
 	struct {
-		__u64 start, end;
-		__u32 dev, bytes;
+		__u64 start, end, bytes;
+		__u32 dev, count; /* requests of one device that overlap in time, merged */
 	} io[THREAD_HIST];
 	struct {
 		__u64 start, end;
@@ -320,6 +328,7 @@ struct model {
 	struct os_stat os;
 	__u64 os_events;
 	struct hmap threads_os; /* tid -> struct thread_os */
+	struct hmap thread_ctx; /* tid -> struct ctx_stack: the thread's current context */
 	/* findings: the longest ones, longest first; all of them counted */
 	struct finding findings[MAX_FINDINGS];
 	size_t nfindings;
@@ -349,6 +358,11 @@ void model__walk_ranges(const struct proc *p, void (*fn)(const struct range *r, 
 struct proc *model__proc(struct model *m, __u32 pid);
 void model__kernels_add(struct model *m, const struct gs_hdr *ev);
 void model__memory_add(struct model *m, struct proc *p, const struct gs_ev_mem *e);
+/* Contexts made and made current (API records), and what GPU records say of them: which
+ * device a call without one was made for. */
+void model__context_add(struct model *m, const struct gs_ev_api *e);
+void model__context_seen(struct model *m, __u32 pid, __u64 ctx, __s32 device);
+int model__mem_slot(int device);
 void model__memory_free(struct proc *p);
 void model__transfers_add(struct model *m, const struct gs_hdr *ev);
 void model__note_error(struct model *m, const struct gs_hdr *h, const struct gs_call *c);

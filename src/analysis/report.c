@@ -280,6 +280,8 @@ static void build_memory(struct report *r, const struct model *m)
 		rp->exit_code = p->exit_code;
 		rp->launches = p->launches;
 		memcpy(rp->peak, p->peak, sizeof(rp->peak));
+		memcpy(rp->dev_peak, p->dev_peak, sizeof(rp->dev_peak));
+		memcpy(rp->dev_in_use, p->dev_in_use, sizeof(rp->dev_in_use));
 		for (int k = 0; k < MEM_KINDS; k++)
 			rp->outstanding[k] = r->outstanding_bytes[k] - before[k];
 		rp->allocs = p->allocs;

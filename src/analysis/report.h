@@ -51,6 +51,7 @@ struct rep_proc {
 	__s32 exit_code;
 	__u64 launches;
 	__u64 peak[MEM_KINDS], outstanding[MEM_KINDS];
+	__u64 dev_peak[MEM_DEVS + 1], dev_in_use[MEM_DEVS + 1]; /* device memory per device */
 	__u64 allocs, frees, failed_allocs, untracked_frees, reserved;
 	const struct os_stat *os; /* the model's; NULL without OS records */
 };

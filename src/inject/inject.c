@@ -74,7 +74,7 @@ __attribute__((constructor)) static void gs_inject_init(void)
 {
 	const char *bytes = getenv("GPUSCOPE_RING_BYTES");
 
-	if (getauxval(AT_SECURE) || !session_alive())
+	if (getauxval(AT_SECURE) || gs_resolve_other_copy() || !session_alive())
 		return;
 	gs_clock_init();
 	g.pid = (__u32)getpid();

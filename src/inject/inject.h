@@ -35,6 +35,13 @@ void gs_count_gate_forced(void) GS_HIDDEN;
 /* The real driver function behind an API of the table (resolved on first use). */
 gs_fn gs_real(unsigned int api) GS_HIDDEN;
 void gs_resolve_init(void) GS_HIDDEN;
+/*
+ * Whether another copy of this library was loaded before this one (preloaded, and also
+ * dlopen'ed by path; or a gpuscope run inside another). Then this copy stays inactive and
+ * passes every call on to the other's entry points: recorded once, into one ring (two
+ * copies would each make the process's ring, the second replacing the first).
+ */
+bool gs_resolve_other_copy(void) GS_HIDDEN;
 /* Whether two entry points are variants of one function (cuLaunchKernel, _ptsz). */
 bool gs_same_function(unsigned int a, unsigned int b) GS_HIDDEN;
 /* Whether a call into a wrapper comes from libcuda's own code. */

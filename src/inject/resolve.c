@@ -182,12 +182,35 @@ bool gs_called_from_driver(void *caller)
 	       (pc >= cuda_lo && pc < cuda_hi);
 }
 
+/* Another copy of this library, loaded before us, records: our calls go through its entry
+ * points (see gs_resolve_other_copy). */
+static bool forward;
+
+/* One per copy of the library, exported as gpuscope_inject_instance: looked up by name it
+ * is the first copy's. (Our own by its hidden name: the exported one binds to the first.) */
+GS_HIDDEN const char gs_instance = 1;
+__asm__(".globl gpuscope_inject_instance\n\t.type gpuscope_inject_instance, @object\n\t"
+	".size gpuscope_inject_instance, 1\n\t.set gpuscope_inject_instance, gs_instance");
+
+bool gs_resolve_other_copy(void)
+{
+	const void *first = real_dlsym(RTLD_DEFAULT, "gpuscope_inject_instance");
+
+	forward = first && first != (const void *)&gs_instance;
+	return forward;
+}
+
 gs_fn gs_real(unsigned int api)
 {
 	void *p = __atomic_load_n(&real_fn[api], __ATOMIC_ACQUIRE), *h;
 
 	if (p)
 		return (gs_fn)p;
+	/* The other copy's wrapper (never one of our own: that would call itself). */
+	if (forward && (p = real_dlsym(RTLD_DEFAULT, api_name(api))) && !gs_called_from_self(p)) {
+		__atomic_store_n(&real_fn[api], p, __ATOMIC_RELEASE);
+		return (gs_fn)p;
+	}
 	h = libcuda();
 	p = real_dlsym(h ? h : RTLD_NEXT, api_name(api));
 	if (p)

@@ -67,6 +67,21 @@ static void processes(struct json *j, const struct report *r)
 		json_u64(j, "launches", p->launches);
 		by_kind(j, "peak_bytes", p->peak);
 		by_kind(j, "outstanding_bytes", p->outstanding);
+		/* Device memory per device (null: a device not known, or beyond the 16th). */
+		json_arr_begin(j, "devices");
+		for (int d = 0; d <= MEM_DEVS; d++) {
+			if (!p->dev_peak[d])
+				continue;
+			json_obj_begin(j, NULL);
+			if (d < MEM_DEVS)
+				json_u64(j, "device", (__u64)d);
+			else
+				json_str(j, "device", NULL);
+			json_u64(j, "peak_bytes", p->dev_peak[d]);
+			json_u64(j, "outstanding_bytes", p->dev_in_use[d]);
+			json_obj_end(j);
+		}
+		json_arr_end(j);
 		json_u64(j, "allocations", p->allocs);
 		json_u64(j, "frees", p->frees);
 		json_u64(j, "failed_allocations", p->failed_allocs);

@@ -144,6 +144,36 @@ static void kernels(FILE *f, const struct report *r, const struct text_opts *o)
 	fprintf(f, "\n");
 }
 
+/* Device memory per process and GPU, where a process used more than one (or one that is
+ * not known). */
+static void per_device(FILE *f, const struct report *r)
+{
+	char a[32], b[32];
+
+	for (size_t i = 0; i < r->nprocs; i++) {
+		const struct rep_proc *p = &r->procs[i];
+		int n = 0;
+
+		for (int d = 0; d <= MEM_DEVS; d++)
+			n += p->dev_peak[d] != 0;
+		if (n < 2 && !p->dev_peak[MEM_DEVS])
+			continue;
+		fprintf(f, "  pid %u device memory, peak (outstanding):", p->pid);
+		n = 0;
+		for (int d = 0; d <= MEM_DEVS; d++) {
+			if (!p->dev_peak[d])
+				continue;
+			fmt_bytes(a, sizeof(a), (double)p->dev_peak[d]);
+			fmt_bytes(b, sizeof(b), (double)p->dev_in_use[d]);
+			if (d < MEM_DEVS)
+				fprintf(f, "%s GPU %d %s (%s)", n++ ? "," : "", d, a, b);
+			else
+				fprintf(f, "%s GPU not known %s (%s)", n++ ? "," : "", a, b);
+		}
+		fprintf(f, "\n");
+	}
+}
+
 static void memory(FILE *f, const struct report *r)
 {
 	char a[32], b[32], c[32];
@@ -161,6 +191,7 @@ static void memory(FILE *f, const struct report *r)
 		fprintf(f, "; VMM address space reserved %s",
 			fmt_bytes(a, sizeof(a), (double)r->reserved));
 	fprintf(f, "\n");
+	per_device(f, r);
 	if (r->untracked_frees)
 		fprintf(f, "  %llu frees of memory allocated before tracing began (or never)\n",
 			(unsigned long long)r->untracked_frees);

@@ -38,7 +38,8 @@ enum counter_kind {
 	C_COPY_BW = 0 + MEM_KINDS, /* + copy kind */
 	C_FAULTS = C_COPY_BW + GS_COPY_KIND_MAX,
 	C_MAJOR_FAULTS,
-	C_NET, /* + dir * NET_PROTOS + proto */
+	C_NET,				       /* + dir * NET_PROTOS + proto */
+	C_DEV_MEMORY = C_NET + 2 * NET_PROTOS, /* + model__mem_slot() */
 };
 
 /* Block requests overlap: each goes on the first lane where it overlaps none of the
@@ -62,6 +63,7 @@ struct pending_stack {
 
 struct proc_state {
 	__u64 in_use[MEM_KINDS]; /* last value written to each memory counter */
+	__u64 dev_in_use[MEM_DEVS + 1];
 	__u64 faults, major_faults, net[2][NET_PROTOS]; /* cumulative counters */
 	bool named;
 };
@@ -362,17 +364,31 @@ static void launch(struct timeline *tl, const struct model *m, const struct gs_e
 static void memory_counters(struct timeline *tl, const struct model *m, __u32 pid, __u64 ts)
 {
 	static const char *const names[MEM_KINDS] = {
-		[MK_DEVICE] = "device memory in use",
 		[MK_MANAGED] = "managed memory in use",
 		[MK_HOST] = "pinned host memory in use",
 	};
 	const struct proc *p = hmap_get(&m->procs, pid, 0);
 	struct proc_state *ps = proc_state(tl, pid);
+	char name[48];
 
 	if (!p)
 		return;
+	/* Device memory per device (a process's total across its GPUs says little). */
+	for (int d = 0; d <= MEM_DEVS; d++) {
+		if (p->dev_in_use[d] == ps->dev_in_use[d])
+			continue;
+		if (d < MEM_DEVS)
+			snprintf(name, sizeof(name), "device memory in use (GPU %d)", d);
+		else
+			snprintf(name, sizeof(name), "device memory in use (GPU ?)");
+		tl->ops->counter(tl->w,
+				 counter_track(tl, m, pid, (enum counter_kind)(C_DEV_MEMORY + d),
+					       name, true),
+				 ts, (double)p->dev_in_use[d]);
+		ps->dev_in_use[d] = p->dev_in_use[d];
+	}
 	for (int k = 0; k < MEM_KINDS; k++) {
-		if (p->in_use[k] == ps->in_use[k])
+		if (k == MK_DEVICE || p->in_use[k] == ps->in_use[k])
 			continue;
 		tl->ops->counter(tl->w,
 				 counter_track(tl, m, pid, (enum counter_kind)(C_MEMORY + k),

@@ -183,6 +183,9 @@ CUresult cuDeviceGetName(char *name, int len, CUdevice dev);
 CUresult cuDevicePrimaryCtxRetain(CUcontext *ctx, CUdevice dev);
 CUresult cuCtxCreate_v2(CUcontext *ctx, unsigned int flags, CUdevice dev);
 CUresult cuCtxSetCurrent(CUcontext ctx);
+CUresult cuCtxPushCurrent_v2(CUcontext ctx);
+CUresult cuCtxPopCurrent_v2(CUcontext *ctx);
+CUresult cuCtxGetDevice(CUdevice *dev);
 CUresult cuCtxSynchronize(void);
 CUresult cuLibraryLoadData(CUlibrary *lib, const void *code, void *jitOptions,
 			   void **jitOptionsValues, unsigned int numJitOptions,

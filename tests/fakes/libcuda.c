@@ -618,6 +618,33 @@ EXPORT CUresult cuCtxSetCurrent(CUcontext ctx)
 	return CUDA_SUCCESS;
 }
 
+/* The thread's context stack: `current` is its top; these are the ones under it. */
+static __thread CUcontext pushed[16];
+static __thread int npushed;
+
+EXPORT CUresult cuCtxPushCurrent_v2(CUcontext ctx)
+{
+	if (!ctx)
+		return CUDA_ERROR_INVALID_CONTEXT;
+	if (current) {
+		if (npushed == 16)
+			return CUDA_ERROR_INVALID_VALUE;
+		pushed[npushed++] = current;
+	}
+	current = ctx;
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuCtxPopCurrent_v2(CUcontext *ctx)
+{
+	if (!current)
+		return CUDA_ERROR_INVALID_CONTEXT;
+	if (ctx)
+		*ctx = current;
+	current = npushed ? pushed[--npushed] : NULL;
+	return CUDA_SUCCESS;
+}
+
 EXPORT CUresult cuCtxGetCurrent(CUcontext *ctx)
 {
 	if (!ctx)

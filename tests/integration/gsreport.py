@@ -35,6 +35,12 @@ def flatten(report):
     for kind in KINDS:
         flat["outstanding:" + kind] = mem["outstanding"]["bytes"][kind]
     flat["peak:device"] = mem["peak_bytes"]["device"]
+    for p in report["processes"]:  # (summed over processes: one in the workloads that say)
+        for d in p["devices"]:
+            dev = "?" if d["device"] is None else d["device"]
+            for key, v in (("mem:dev%s:peak" % dev, d["peak_bytes"]),
+                           ("mem:dev%s:end" % dev, d["outstanding_bytes"])):
+                flat[key] = flat.get(key, 0) + v
     for e in report["errors"]:
         key = "error:%s:%d" % (e["api"], e["result"])
         flat[key] = flat.get(key, 0) + e["count"]

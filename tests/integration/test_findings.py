@@ -3,6 +3,8 @@ thread was doing meanwhile (tests/workloads/wl_stall.c plants two such stalls: a
 and a sleep)."""
 import os
 
+import pytest
+
 from pftrace import Trace
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -50,6 +52,42 @@ def test_planted_stalls_are_found(gs, tmp_path):
     assert len(marks) == f["gaps"]
     assert {disk["text"], nap["text"], loader["text"]} <= {m["args"]["finding"] for m in marks}
     assert all(t.tracks[m["track"]]["name"].startswith("stream 0x") for m in marks)
+
+
+def queue_limit_file(path):
+    """The block queue's request size limit for the device holding path (its disk's, for a
+    partition), or None."""
+    st = os.stat(path)
+    base = "/sys/dev/block/%d:%d" % (os.major(st.st_dev), os.minor(st.st_dev))
+    for q in (base + "/queue/max_sectors_kb", base + "/../queue/max_sectors_kb"):
+        if os.path.exists(q):
+            return q
+    return None
+
+
+def test_a_read_split_into_hundreds_of_requests(gsr):
+    """A device that takes small requests splits the 32 MiB read into hundreds: the finding
+    still counts all of its bytes (a history of single requests would keep the last few)."""
+    q = queue_limit_file(DISK_DIR)
+    if not q or not os.access(q, os.W_OK):
+        pytest.skip("no writable block queue limit for %s" % DISK_DIR)
+    old = open(q).read().strip()
+    try:
+        with open(q, "w") as fh:
+            fh.write("64")
+        report, truth, _ = gsr.trace(["wl_stall", DISK_DIR],
+                                     opts=["--inject", "--stacks", "off"])
+    finally:
+        with open(q, "w") as fh:
+            fh.write(old)
+    planted = sorted(report["findings"]["longest"], key=lambda x: -x["idle_ns"])[:3]
+    disk, _, loader = sorted(planted, key=lambda x: x["at_ns"])
+    want = truth["stall:read_bytes"]
+    for bytes_, count in ((disk["io_bytes"], disk["io_requests"]),
+                          (loader["other_thread"]["io_bytes"],
+                           loader["other_thread"]["io_requests"])):
+        assert want <= bytes_ <= want + (1 << 20)
+        assert count >= want // (64 << 10)
 
 
 def test_findings_in_the_text_report(gsr):

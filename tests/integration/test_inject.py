@@ -266,9 +266,12 @@ def test_gpu_times_of_kernels_copies_and_graphs(gs):
     assert near(gpu["graphs"]["min_ns"], truth["gpu:graph:ns"])
     assert gpu["copies"]["HtoD"]["timed"] == 1
     assert gpu["copies"]["HtoD"]["bytes"] == 1 << 20
-    # Copies are not gated: their start is taken from the call's, which a busy CI machine
-    # may deschedule between the wrapper's clock and the double's (seen: +37 us, +167 us).
-    assert near(gpu["copies"]["HtoD"]["gpu_ns"], truth["gpu:copy:ns"], 250000)
+    # Copies are not gated: on an idle stream their start is taken from the call's, before
+    # the double (or a driver) queued the copy, never after: never short, but long by as
+    # much as a busy machine deschedules us inside the call (seen: +37 us, +167 us, and
+    # +1.2 ms with both cores taken by other work).
+    copy_ns = gpu["copies"]["HtoD"]["gpu_ns"]
+    assert truth["gpu:copy:ns"] - 2000 <= copy_ns <= truth["gpu:copy:ns"] + 5000000
 
 
 def test_gpu_time_without_stream_memory_operations(gs):
@@ -305,15 +308,38 @@ def test_gate_never_hangs_a_blocked_launch(gs):
                                        GPUSCOPE_WATCHDOG_US=1000)
     assert kernels["busy"]["launches"] == 27 and kernels["idle"]["launches"] == 15
     # Here every gated launch blocks: every gate was forced open (two of them our own
-    # calibration's), and no launch has a GPU time: when each started is not known.
+    # calibration's), and no launch has a GPU time: when each started is not known. A
+    # launch may also go ungated, where known work was queued ahead of it when it was
+    # called (how many depends on how the machine schedules us): timed, never "gated".
     # (Graph launches do not wait here; a busy machine descheduling us for longer than a
     # first launch's 300 us hold may still have one opened.)
     unknown = report["gpu"]["start_unknown"]
-    assert kernels["busy"]["gpu"] is None and kernels["idle"]["gpu"] is None
-    assert 24 + 15 <= unknown <= 24 + 15 + 2
+    ungated = 0
+    for k in ("busy", "idle"):
+        g = kernels[k]["gpu"]
+        if g:
+            assert g["gated"] == 0 and g["idle_stream_starts"] <= g["timed"]
+            ungated += g["timed"]
+    assert 24 + 15 <= unknown + ungated <= 24 + 15 + 2
     assert unknown <= report["drops"]["gates_forced"] <= unknown + 2
     graphs = report["gpu"]["graphs"]
-    assert (graphs["timed"] if graphs else 0) + unknown - 39 == 2
+    assert (graphs["timed"] if graphs else 0) + unknown + ungated - 39 == 2
+
+
+def test_device_memory_per_device(gsr):
+    """cuMemAlloc says no device: the memory is its thread's current context's, followed
+    through cuDevicePrimaryCtxRetain, cuCtxSetCurrent and cuCtxPushCurrent/PopCurrent, by
+    the kernel probes and by the library alike."""
+    for opts in ([], ["--inject"]):
+        report, truth, _ = gsr.trace(["wl_gputime", "--devices", "2"], opts=opts,
+                                     env_extra=GPU_ENV)
+        keys = [k for k in truth if k.startswith("mem:")]
+        assert len(keys) == 4
+        assert gsreport.compare(truth, report, keys=keys) == [], opts
+    p = gsr.run(["run", "-q", "--", gsr.wl("wl_gputime"), "--devices", "2"],
+                env=gsr.env(**GPU_ENV), check_rc=0)
+    assert "device memory, peak (outstanding): GPU 0 1.50 MiB (1.00 MiB), " \
+        "GPU 1 2.00 MiB (0 B)" in p.stderr
 
 
 def test_gpu_busy_and_idle_per_device_and_stream(gs):

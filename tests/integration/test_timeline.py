@@ -70,14 +70,20 @@ def test_perfetto_cuda_calls_gpu_work_flows_and_counters(gs, tmp_path):
         src = out[s["flow_in"][0]]
         assert src["ts"] <= s["ts"] and s["args"]["launching thread"] in (
             tr["tid"] for tr in threads)
-    # Device memory in use as a counter of the process, in bytes, ending where the report
-    # ends; its peak is the report's.
-    mem = [u for u, tr in t.tracks.items() if tr["name"] == "device memory in use"]
-    assert len(mem) == 1 and t.tracks[mem[0]]["unit"] == "UNIT_SIZE_BYTES"
-    values = [v for _, v in sorted(t.counters[mem[0]])]
+    # Device memory in use as a counter of the process per GPU, in bytes, ending where the
+    # report ends; its peak is the report's, and the workload's (device 1's memory was
+    # allocated with its context set current, device 0's with its context pushed over it).
     p = report["processes"][0]
-    assert values[-1] == p["outstanding_bytes"]["device"]
-    assert max(values) == p["peak_bytes"]["device"]
+    per_dev = {d["device"]: d for d in p["devices"]}
+    assert sorted(per_dev) == [0, 1]
+    for dev in (0, 1):
+        mem = [u for u, tr in t.tracks.items() if tr["name"] == "device memory in use (GPU %d)" % dev]
+        assert len(mem) == 1 and t.tracks[mem[0]]["unit"] == "UNIT_SIZE_BYTES"
+        assert t.tracks[mem[0]]["parent"] == procs[0]["uuid"]
+        values = [v for _, v in sorted(t.counters[mem[0]])]
+        assert values[-1] == per_dev[dev]["outstanding_bytes"] == truth["mem:dev%d:end" % dev]
+        assert max(values) == per_dev[dev]["peak_bytes"] == truth["mem:dev%d:peak" % dev]
+    assert p["peak_bytes"]["device"] == truth["mem:dev0:peak"] + truth["mem:dev1:peak"]
     # Copy bandwidth from the timed copy: bytes over its GPU time, then 0.
     bw = [u for u, tr in t.tracks.items() if tr["name"] == "copy HtoD GB/s"]
     copy = [s for s in work if s["cat"] == "gpu_memcpy"][0]
@@ -159,8 +165,9 @@ def test_chrome_trace(gs, tmp_path):
     f = [e for e in ev if e["ph"] == "f"]
     assert len(f) == len(gpu) and all(e["id"] in s and e["bp"] == "e" for e in f)
     assert {e["cat"] for e in f} == {"ac2g"}
-    counters = [e for e in ev if e["ph"] == "C" and e["name"] == "device memory in use"]
-    assert counters[-1]["args"]["value"] == report["processes"][0]["outstanding_bytes"]["device"]
+    counters = [e for e in ev if e["ph"] == "C" and e["name"] == "device memory in use (GPU 0)"]
+    assert counters[-1]["args"]["value"] == truth["mem:dev0:end"]
+    assert max(e["args"]["value"] for e in counters) == truth["mem:dev0:peak"]
 
 
 def test_trace_output_errors(gsr, tmp_path):

@@ -55,7 +55,8 @@ int main(int argc, char **argv)
 	CUstream s, s2;
 	CUgraph graph;
 	CUgraphExec exec;
-	CUdeviceptr d;
+	CUdeviceptr d, d0, d1;
+	CUcontext popped;
 	void *host;
 	size_t nodes = 0;
 
@@ -117,8 +118,23 @@ int main(int argc, char **argv)
 			      0);
 		CHECK(cuCtxSynchronize(), 0);
 		truth_add(4, "gpu:busy:timed");
+		/* Memory on both devices, each allocation made in the context current to its
+		 * thread: device 1's by cuCtxSetCurrent, device 0's by a push over it. */
+		CHECK(cuMemAlloc_v2(&d1, 2 << 20), 0);
+		CHECK(cuCtxPushCurrent_v2(ctx), 0);
+		CHECK(cuMemAlloc_v2(&d0, 512 << 10), 0);
+		CHECK(cuCtxPopCurrent_v2(&popped), 0);
+		CHECK(popped == ctx, 1);
+		CHECK(cuMemFree_v2(d1), 0);
 		CHECK(cuCtxSetCurrent(ctx), 0);
+		CHECK(cuMemFree_v2(d0), 0); /* (device 0's, whatever is current) */
+		truth_add((1 << 20) + (512 << 10), "mem:dev0:peak");
+		truth_add(2 << 20, "mem:dev1:peak");
+		truth_add(0, "mem:dev1:end");
+	} else {
+		truth_add(1 << 20, "mem:dev0:peak");
 	}
+	truth_add(1 << 20, "mem:dev0:end");
 
 	truth_add((long long)busy_ns, "gpu:busy:ns");
 	truth_add((long long)idle_ns, "gpu:idle:ns");
