@@ -9,7 +9,8 @@ FAKES := $(FAKES_DIR)/libcuda.so.1 $(FAKES_DIR)/libcudart.so.13 $(FAKES_DIR)/lib
 	 $(FAKES_DIR)/libcudart_static.a
 WORKLOADS := $(WL_DIR)/wl_driver $(WL_DIR)/wl_runtime $(WL_DIR)/wl_static $(WL_DIR)/wl_nccl \
 	     $(WL_DIR)/rpath/bin/wl_driver_rpath $(WL_DIR)/wl_dlopen $(WL_DIR)/wl_gputime \
-	     $(WL_DIR)/wl_secure $(WL_DIR)/wl_os $(WL_DIR)/wl_stall $(WL_DIR)/wl_stack
+	     $(WL_DIR)/wl_secure $(WL_DIR)/wl_os $(WL_DIR)/wl_stall $(WL_DIR)/wl_stack \
+	     $(WL_DIR)/wl_queue
 
 fakes: $(FAKES) $(WORKLOADS)
 
@@ -46,6 +47,11 @@ $(WL_DIR)/wl_driver: tests/workloads/wl_driver.c $(WL_DEPS) $(FAKES_DIR)/libcuda
 
 # GPU timing: operations of known simulated duration.
 $(WL_DIR)/wl_gputime: tests/workloads/wl_gputime.c $(WL_DEPS) $(FAKES_DIR)/libcuda.so.1
+	@mkdir -p $(@D)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(WL_CFLAGS) $< -o $@ -L$(FAKES_DIR) -l:libcuda.so.1
+
+$(WL_DIR)/wl_queue: tests/workloads/wl_queue.c $(WL_DEPS) $(FAKES_DIR)/libcuda.so.1
 	@mkdir -p $(@D)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(WL_CFLAGS) $< -o $@ -L$(FAKES_DIR) -l:libcuda.so.1

@@ -59,6 +59,10 @@ enum gs_source {
 	GS_SRC_GPUSCOPE = 5,   /* gpuscope itself */
 };
 
+/* The in-process plane names its own threads with this prefix (at most 15 bytes in all):
+ * the OS plane leaves them out. */
+#define GS_THREAD_PREFIX "gpuscope-"
+
 struct gs_hdr {
 	__u16 type;  /* enum gs_event_type */
 	__u8 source; /* enum gs_source */

@@ -10,15 +10,26 @@
  * The GPU record of the late launch arrives after the OS records of the wait (they were
  * written when the thread got the CPU back, before it called the launch), so the history
  * needed is already there.
+ *
+ * A kernel can also wait on the GPU with its stream free: launched in time, its stream's
+ * earlier work done, and yet started later. Then it waited for an event of another stream
+ * (cuStreamWaitEvent), or for the device, busy with other streams' or processes' work. The
+ * finding names the stream of the trace that ran longest during the wait (from the
+ * device's latest operations, those recorded before this one: work recorded later is not
+ * seen) and says whether the stream had been told to wait for an event.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "analysis/model.h"
+#include "core/demangle.h"
 #include "core/util.h"
 
 #define FINDING_MIN_NS 1000000ULL  /* a gap worth a finding */
 #define LAUNCH_GAP_NS  10000000ULL /* without GPU times: launches this far apart */
+#define SETTLE_NS      2000000ULL  /* see defer() */
+#define MERGE_NS       1000000ULL  /* history: closer than this, one span */
 
 static struct thread_os *history(struct model *m, __u32 tid)
 {
@@ -37,14 +48,31 @@ void model__history_add(struct model *m, const struct gs_hdr *ev)
 	const struct gs_ev_block *b = (const void *)ev;
 	const struct gs_ev_faults *f = (const void *)ev;
 	struct thread_os *t = history(m, ev->tid);
+	__u64 written = ev->type == GS_EV_OFFCPU  ? o->h.ts + o->dur_ns
+			: ev->type == GS_EV_BLOCK ? b->h.ts + b->dur_ns
+						  : f->last_ts;
 	unsigned int i;
 
 	t->pid = ev->pid;
 	switch (ev->type) {
 	case GS_EV_OFFCPU:
+		/* One read is often many intervals off the CPU waiting for the disk (one per
+		 * request): those of the same call, close together, are one span (with the time
+		 * really off the CPU in it). (Naps are not merged: many short ones are a polling
+		 * thread, not one long wait.) */
+		if (t->noff && o->reason == GS_OFFCPU_DISK) {
+			i = (t->noff - 1) % THREAD_HIST;
+			if (t->off[i].reason == o->reason && t->off[i].syscall == o->syscall &&
+			    o->h.ts >= t->off[i].end && o->h.ts <= t->off[i].end + MERGE_NS) {
+				t->off[i].end = o->h.ts + o->dur_ns;
+				t->off[i].off_ns += o->dur_ns;
+				break;
+			}
+		}
 		i = t->noff++ % THREAD_HIST;
 		t->off[i].start = o->h.ts;
 		t->off[i].end = o->h.ts + o->dur_ns;
+		t->off[i].off_ns = o->dur_ns;
 		t->off[i].syscall = o->syscall;
 		t->off[i].reason = o->reason;
 		break;
@@ -53,12 +81,13 @@ void model__history_add(struct model *m, const struct gs_hdr *ev)
 		 * an unlink or fsync may send without waiting). */
 		if (b->op != GS_BLOCK_READ && b->op != GS_BLOCK_WRITE)
 			break;
-		/* One large read is many requests in flight together (hundreds where a device
-		 * takes small ones): kept as one span, so that the history holds all of it. */
+		/* One large read is many requests, in flight together or one after another
+		 * (hundreds where a device takes small ones): kept as one span, so that the
+		 * history holds all of it. */
 		if (t->nio) {
 			i = (t->nio - 1) % THREAD_HIST;
-			if (t->io[i].dev == b->dev && b->h.ts <= t->io[i].end &&
-			    b->h.ts + b->dur_ns >= t->io[i].start) {
+			if (t->io[i].dev == b->dev && b->h.ts <= t->io[i].end + MERGE_NS &&
+			    b->h.ts + b->dur_ns + MERGE_NS >= t->io[i].start) {
 				t->io[i].start = GS_MIN(t->io[i].start, b->h.ts);
 				t->io[i].end = GS_MAX(t->io[i].end, b->h.ts + b->dur_ns);
 				t->io[i].bytes += b->bytes;
@@ -81,6 +110,11 @@ void model__history_add(struct model *m, const struct gs_hdr *ev)
 		t->faults[i].major = f->major;
 		break;
 	}
+	if (written > m->os_clock) {
+		m->os_clock = written;
+		if (m->npending_findings)
+			model__findings_settle(m, false);
+	}
 }
 
 static __u64 overlap(__u64 a0, __u64 a1, __u64 b0, __u64 b1)
@@ -100,6 +134,11 @@ static void explain(const struct thread_os *t, __u64 from, __u64 to, struct find
 	n = GS_MIN(t->noff, THREAD_HIST);
 	for (unsigned int i = 0; i < n; i++) {
 		__u64 o = overlap(t->off[i].start, t->off[i].end, from, to);
+
+		/* Of a merged span, the share that was off the CPU. */
+		if (o && t->off[i].end > t->off[i].start)
+			o = (__u64)((double)o * (double)t->off[i].off_ns /
+				    (double)(t->off[i].end - t->off[i].start));
 
 		if (!o)
 			continue;
@@ -187,8 +226,7 @@ static int longer_first(const void *a, const void *b)
 
 static void keep(struct model *m, const struct finding *f)
 {
-	m->findings_total++;
-	m->last_finding = *f;
+	m->recent_findings[m->findings_total++ % RECENT_FINDINGS] = *f;
 	if (m->nfindings < MAX_FINDINGS)
 		m->findings[m->nfindings++] = *f;
 	else if (f->gap_ns > m->findings[MAX_FINDINGS - 1].gap_ns)
@@ -196,6 +234,57 @@ static void keep(struct model *m, const struct finding *f)
 	else
 		return;
 	qsort(m->findings, m->nfindings, sizeof(*f), longer_first);
+}
+
+/* What the thread (and, asleep, the others) did in [from, until): then the finding. */
+static void resolve(struct model *m, struct finding *f, __u64 from, __u64 until)
+{
+	const struct thread_os *t = hmap_get(&m->threads_os, f->tid, 0);
+
+	if (t)
+		explain(t, from, until, f);
+	if (f->cause == CAUSE_BLOCKED)
+		other_threads(m, f->tid, from, until, f);
+	keep(m, f);
+}
+
+/*
+ * The OS records of a window may still be on their way: they come from the kernel's ring
+ * buffer, the record that shows the gap from another source (the in-process plane's ring,
+ * drained in the same pass, or later in it). A finding is explained once an OS record
+ * written SETTLE_NS past the window's end has been seen (records come out of the kernel's
+ * ring in the order they were written), or when the session ends.
+ */
+static void defer(struct model *m, const struct finding *f, __u64 from, __u64 until)
+{
+	struct pending_finding *p;
+
+	if (m->npending_findings == PENDING_FINDINGS) {
+		p = &m->pending_findings[0];
+		resolve(m, &p->f, p->from, p->until);
+		memmove(p, p + 1, (PENDING_FINDINGS - 1) * sizeof(*p));
+		m->npending_findings--;
+	}
+	p = &m->pending_findings[m->npending_findings++];
+	p->f = *f;
+	p->from = from;
+	p->until = until;
+	model__findings_settle(m, false);
+}
+
+void model__findings_settle(struct model *m, bool all)
+{
+	unsigned int kept = 0;
+
+	for (unsigned int i = 0; i < m->npending_findings; i++) {
+		struct pending_finding *p = &m->pending_findings[i];
+
+		if (all || p->until + SETTLE_NS <= m->os_clock)
+			resolve(m, &p->f, p->from, p->until);
+		else
+			m->pending_findings[kept++] = *p;
+	}
+	m->npending_findings = kept;
 }
 
 static bool os_plane(const struct model *m)
@@ -212,7 +301,6 @@ static bool os_plane(const struct model *m)
 void model__launch_gap(struct model *m, const struct gs_ev_launch *l)
 {
 	__u64 *last = hmap_get(&m->launch_ends, l->h.pid, l->stream), from;
-	const struct thread_os *t = hmap_get(&m->threads_os, l->h.tid, 0);
 	struct finding f = { 0 };
 
 	if (!last) {
@@ -234,17 +322,12 @@ void model__launch_gap(struct model *m, const struct gs_ev_launch *l)
 	f.device = -1;
 	f.cause = CAUSE_ON_CPU;
 	f.syscall = -1;
-	if (t)
-		explain(t, from, l->h.ts, &f);
-	if (f.cause == CAUSE_BLOCKED)
-		other_threads(m, l->h.tid, from, l->h.ts, &f);
-	keep(m, &f);
+	defer(m, &f, from, l->h.ts);
 }
 
 void model__explain_gap(struct model *m, const struct gs_ev_gpu *e, __u64 gap_start, __u64 start)
 {
 	__u64 late_from = gap_start, until = GS_MIN(e->h.ts, start);
-	const struct thread_os *t = hmap_get(&m->threads_os, e->h.tid, 0);
 	struct finding f = { 0 };
 
 	/* Only gaps the launch call itself explains: it came after the stream went idle. */
@@ -261,10 +344,78 @@ void model__explain_gap(struct model *m, const struct gs_ev_gpu *e, __u64 gap_st
 	f.device = e->device;
 	f.cause = CAUSE_ON_CPU;
 	f.syscall = -1;
-	if (t)
-		explain(t, late_from, until, &f);
-	if (f.cause == CAUSE_BLOCKED)
-		other_threads(m, e->h.tid, late_from, until, &f);
+	defer(m, &f, late_from, until);
+}
+
+/* ---- kernels that waited in queue ------------------------------------------------------ */
+
+void model__stream_waited(struct model *m, const struct gs_ev_sync *e)
+{
+	__u64 key = model__stream_key(e->handle, e->h.tid, e->c.api);
+	__u64 *ts;
+
+	if (e->c.result)
+		return;
+	ts = hmap_get(&m->stream_waits, e->h.pid, key);
+	if (!ts) {
+		ts = xcalloc(1, sizeof(*ts));
+		hmap_put(&m->stream_waits, e->h.pid, key, ts);
+	}
+	*ts = e->h.ts;
+}
+
+static void short_kernel(const struct model *m, __u32 pid, __u64 func, char *out, size_t n)
+{
+	const char *mangled = model__kernel_name(m, pid, func);
+	char *full = mangled ? demangle(mangled) : NULL;
+
+	if (full)
+		shorten_name(full, n - 1, out, n);
+	else
+		snprintf(out, n, "%s", mangled ? mangled : "(unknown)");
+	free(full);
+}
+
+void model__queue_wait(struct model *m, const struct gs_ev_gpu *e, const struct dev_stat *d,
+		       __u64 key, __u64 prev_call, __u64 ready, __u64 start)
+{
+	const __u64 *waited = hmap_get(&m->stream_waits, e->h.pid, key);
+	struct finding f = { 0 };
+	unsigned int n = GS_MIN(d->nrecent, DEV_RECENT);
+
+	f.gap_start = ready;
+	f.gap_ns = start - ready;
+	f.stream = e->stream;
+	f.pid = e->h.pid;
+	f.tid = e->h.tid;
+	f.device = e->device;
+	f.cause = CAUSE_QUEUED;
+	f.syscall = -1;
+	f.after_event_wait = waited && *waited >= prev_call && *waited <= e->h.ts;
+	/* The other stream that ran longest in [ready, start), over its recent operations. */
+	for (unsigned int i = 0; i < n; i++) {
+		const struct dev_op *a = &d->recent[i];
+		__u64 total = 0;
+		bool seen = false;
+
+		if (a->pid == e->h.pid && a->stream == key)
+			continue;
+		for (unsigned int k = 0; k < i && !seen; k++)
+			seen = d->recent[k].pid == a->pid && d->recent[k].stream == a->stream;
+		if (seen)
+			continue;
+		for (unsigned int k = i; k < n; k++)
+			if (d->recent[k].pid == a->pid && d->recent[k].stream == a->stream)
+				total +=
+					overlap(d->recent[k].start, d->recent[k].end, ready, start);
+		if (total > f.busy_ns) {
+			f.busy_ns = total;
+			f.busy_pid = a->pid;
+			f.busy_stream = a->stream;
+			short_kernel(m, a->pid, a->func, f.busy_kernel, sizeof(f.busy_kernel));
+		}
+	}
+	short_kernel(m, e->h.pid, e->func, f.kernel, sizeof(f.kernel));
 	keep(m, &f);
 }
 
@@ -278,4 +429,7 @@ void model__findings_free(struct model *m)
 	hmap_for_each (&m->launch_ends, s)
 		free(s->val);
 	hmap_free(&m->launch_ends);
+	hmap_for_each (&m->stream_waits, s)
+		free(s->val);
+	hmap_free(&m->stream_waits);
 }

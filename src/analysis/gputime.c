@@ -26,12 +26,14 @@
 #include <string.h>
 
 #include "analysis/model.h"
+#include "core/names.h"
 #include "core/util.h"
 #include "gpuscope/cuda_abi.h"
 
 #define WATERMARK_NS	 2000000000ULL /* how far behind the latest call a record may come */
 #define PENDING_FLUSH_AT 8192
 #define GAP_MIN_NS	 1000
+#define QUEUE_WAIT_NS	 1000000ULL /* a kernel's wait on the GPU worth a finding */
 
 static struct gpu_stat *gpu_stat_of(struct kstat *k)
 {
@@ -55,12 +57,29 @@ static void add_to_stat(struct gpu_stat *g, __u64 dur, __u64 queue, bool idle, b
 	hist__add(&g->queue, queue);
 }
 
-static void add_stream(struct model *m, const struct gs_ev_gpu *e, __u64 start, __u64 end)
+static struct dev_stat *device_of(struct model *m, __s32 device);
+
+__u64 model__stream_key(__u64 stream, __u32 tid, __u16 api)
 {
-	/* The legacy stream has two names; each thread has its own per-thread stream. */
+	const struct gs_api_desc *d = api_desc(api);
+
+	/* The legacy stream has two names; each thread has its own per-thread stream (what
+	 * NULL means to the _ptsz variants). */
+	if (stream == GS_CU_STREAM_LEGACY)
+		stream = 0;
+	if (!stream && d && (d->flags & GS_AF_PTSZ))
+		stream = GS_CU_STREAM_PER_THREAD;
+	return stream | (__u64)(stream == GS_CU_STREAM_PER_THREAD ? tid : 0) << 32;
+}
+
+/* ready: when the operation could have started (submitted, its stream's work before it
+ * done); 0 for one that is not to be judged. */
+static void add_stream(struct model *m, const struct gs_ev_gpu *e, __u64 submitted, __u64 start,
+		       __u64 end)
+{
+	__u64 key = model__stream_key(e->stream, e->h.tid, 0), ready;
 	__u64 stream = e->stream == GS_CU_STREAM_LEGACY ? 0 : e->stream;
 	__u32 tid = stream == GS_CU_STREAM_PER_THREAD ? e->h.tid : 0;
-	__u64 key = stream | (__u64)tid << 32;
 	struct stream_stat *s = hmap_get(&m->streams, e->h.pid, key);
 	__u64 from;
 
@@ -73,6 +92,13 @@ static void add_stream(struct model *m, const struct gs_ev_gpu *e, __u64 start, 
 		s->first_start = start;
 		hmap_put(&m->streams, e->h.pid, key, s);
 	}
+	/* A kernel that started well after it could have: it waited for something else. */
+	ready = s->ops ? GS_MAX(submitted, s->last_end) : submitted;
+	if (submitted && (e->kind == GS_GPU_KERNEL || e->kind == GS_GPU_GRAPH) &&
+	    start >= ready + QUEUE_WAIT_NS)
+		model__queue_wait(m, e, device_of(m, e->device), key, s->ops ? s->last_call : 0,
+				  ready, start);
+	s->last_call = e->h.ts;
 	/* A stream runs its work in order: a gap is the time from one end to the next start;
 	 * what is closer than a gap continues the busy time from the previous end. */
 	from = start;
@@ -186,6 +212,13 @@ static void add_device(struct model *m, const struct gs_ev_gpu *e, __u64 start, 
 
 	d->ops++;
 	d->last_end = GS_MAX(d->last_end, end);
+	d->recent[d->nrecent++ % DEV_RECENT] =
+		(struct dev_op){ .start = start,
+				 .end = end,
+				 .stream = model__stream_key(e->stream, e->h.tid, 0),
+				 .func = e->func,
+				 .pid = e->h.pid,
+				 .tid = e->h.tid };
 	if (d->npending == d->cap) {
 		d->cap = d->cap ? 2 * d->cap : 256;
 		d->pending = xrealloc(d->pending, d->cap * sizeof(*d->pending));
@@ -235,7 +268,7 @@ void model__gpu_add(struct model *m, const struct gs_ev_gpu *e)
 					 e->h.pid, e->func))
 			->start_unknown++;
 		m->gpu_start_unknown++;
-		add_stream(m, e, start, end);
+		add_stream(m, e, 0, start, end);
 		add_device(m, e, start, end);
 		return;
 	}
@@ -258,7 +291,7 @@ void model__gpu_add(struct model *m, const struct gs_ev_gpu *e)
 		c->gpu_ns += dur;
 		break;
 	}
-	add_stream(m, e, start, end);
+	add_stream(m, e, submitted, start, end);
 	add_device(m, e, start, end);
 }
 

@@ -150,6 +150,7 @@ static void add_session(struct model *m, const struct gs_ev_session *e)
 	} else {
 		m->end = *e;
 		m->have_end = true;
+		model__findings_settle(m, true);
 	}
 }
 

@@ -115,12 +115,12 @@ struct os_stat {
  * next launch, and what the launching thread was doing meanwhile, from its recent OS
  * activity.
  */
-#define THREAD_HIST 64
+#define THREAD_HIST 128
 
 struct thread_os {
 	__u32 pid;
 	struct {
-		__u64 start, end;
+		__u64 start, end, off_ns; /* off_ns: of the span, the time off the CPU */
 		__s32 syscall;
 		__u32 reason;
 	} off[THREAD_HIST];
@@ -141,6 +141,7 @@ enum finding_cause {
 	CAUSE_PREEMPTED = 3,
 	CAUSE_FAULTS = 4, /* on CPU, taking page faults */
 	CAUSE_ON_CPU = 5, /* on CPU: the program's own work */
+	CAUSE_QUEUED = 6, /* a kernel that waited on the GPU with its stream free */
 };
 
 struct finding {
@@ -165,9 +166,19 @@ struct finding {
 	__u64 other_off_ns, other_io_bytes;
 	__u32 other_io_dev;
 	bool launch_gap; /* no GPU times: a gap between launches, not a GPU idle time */
+	/* CAUSE_QUEUED: a kernel that started gap_ns after its stream was free (its launch
+	 * returned, the stream's work before it done): what ran on the device meanwhile (the
+	 * other stream of the trace that overlapped the wait most), and whether the stream
+	 * had been told to wait for an event since its previous work. */
+	bool after_event_wait;
+	__u32 busy_pid;
+	__u64 busy_stream, busy_ns;	  /* busy_ns 0: nothing the trace saw */
+	char kernel[64], busy_kernel[64]; /* shortened, demangled */
 };
 
-#define MAX_FINDINGS 16
+#define MAX_FINDINGS	 16
+#define RECENT_FINDINGS	 64
+#define PENDING_FINDINGS 64
 
 /* Call stacks (GS_EV_STACK), counted per distinct stack of a call in a process. */
 struct stack_entry {
@@ -197,7 +208,10 @@ struct stream_stat {
 	__u64 stream;
 	__u64 ops, busy_ns, first_start, last_end;
 	__u64 gaps, idle_ns, max_gap_ns; /* idle time between one op's end and the next's start */
+	__u64 last_call;		 /* its latest operation's call */
 };
+
+#define DEV_RECENT 64
 
 /*
  * A device's busy time: the union of its operations' intervals over every stream and
@@ -222,6 +236,12 @@ struct dev_stat {
 	size_t npending, cap;
 	size_t flush_at; /* flush when npending reaches it: twice what the last flush kept */
 	__u64 flushes;
+	/* Its latest operations, whatever their stream: what ran while a kernel waited. */
+	struct dev_op {
+		__u64 start, end, stream, func;
+		__u32 pid, tid;
+	} recent[DEV_RECENT];
+	unsigned int nrecent; /* written so far (a ring) */
 };
 
 #define KSTAT_SHAPES 4
@@ -332,9 +352,18 @@ struct model {
 	/* findings: the longest ones, longest first; all of them counted */
 	struct finding findings[MAX_FINDINGS];
 	size_t nfindings;
-	__u64 findings_total, last_finding_gap_start;
-	struct hmap launch_ends;     /* (pid, stream) -> boxed end of the last launch call */
-	struct finding last_finding; /* the most recent (for timelines) */
+	__u64 findings_total;
+	struct hmap launch_ends;  /* (pid, stream) -> boxed end of the last launch call */
+	struct hmap stream_waits; /* (pid, stream) -> boxed time of its last cuStreamWaitEvent */
+	/* The latest kept (for timelines): finding n at [n % RECENT_FINDINGS]. */
+	struct finding recent_findings[RECENT_FINDINGS];
+	/* Gaps whose OS records may still be on their way (analysis/findings.c, defer()). */
+	struct pending_finding {
+		struct finding f;
+		__u64 from, until;
+	} pending_findings[PENDING_FINDINGS];
+	unsigned int npending_findings;
+	__u64 os_clock; /* the latest time an OS record was written at */
 	/* stacks */
 	struct hmap symbols; /* (pid, addr) -> char * (GS_EV_SYMBOL) */
 	struct hmap stacks;  /* (hash, pid) -> struct stack_entry */
@@ -378,6 +407,18 @@ void model__os_add(struct model *m, const struct gs_hdr *ev);
 void model__os_free(struct os_stat *o);
 /* A stream idle from gap_start until e's work started: explain it if it is long enough. */
 void model__explain_gap(struct model *m, const struct gs_ev_gpu *e, __u64 gap_start, __u64 start);
+/* A kernel that waited [ready, start) on the GPU with its stream free (analysis/findings.c);
+ * key: its stream's (model__stream_key), prev_call: the call of the stream's previous work. */
+void model__queue_wait(struct model *m, const struct gs_ev_gpu *e, const struct dev_stat *d,
+		       __u64 key, __u64 prev_call, __u64 ready, __u64 start);
+/* Explain the findings waiting for their OS records: those whose records must all be in by
+ * now, or (the session over) all. */
+void model__findings_settle(struct model *m, bool all);
+/* cuStreamWaitEvent: the stream waits for an event from here on. */
+void model__stream_waited(struct model *m, const struct gs_ev_sync *e);
+/* A stream as streams are told apart (the legacy default stream under one name; each
+ * thread's per-thread default stream its own). */
+__u64 model__stream_key(__u64 stream, __u32 tid, __u16 api);
 void model__history_add(struct model *m, const struct gs_hdr *ev);
 /* Without GPU times: a long gap between launches into a stream, explained the same way. */
 void model__launch_gap(struct model *m, const struct gs_ev_launch *l);

@@ -59,6 +59,8 @@ static void add_sync(struct model *m, const struct gs_ev_sync *e)
 		s->max_ns = e->c.dur_ns;
 	if (result_is_status(e->c.api, e->c.result))
 		s->not_ready++;
+	if (e->c.api == GS_API_CU_STREAM_WAIT_EVENT || e->c.api == GS_API_CU_STREAM_WAIT_EVENT_PTSZ)
+		model__stream_waited(m, e);
 }
 
 static struct comm_entry *comm_get(struct model *m, __u32 pid, __u64 comm)

@@ -66,9 +66,15 @@ struct {
 	__type(value, struct fault_batch);
 } faults SEC(".maps");
 
+/*
+ * In-flight requests. Not an LRU map: under a burst (a read of a thousand small requests)
+ * an LRU map evicts entries well before it is full, and those requests were lost. Stale
+ * entries (a request merged into another, never issued) cannot pile up: blk-mq's requests
+ * are preallocated per tag, so their addresses come back, and the entry is replaced.
+ */
 struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 8192);
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
 	__type(key, __u64); /* struct request * */
 	__type(value, struct issued);
 } requests SEC(".maps");
@@ -126,6 +132,18 @@ static __always_inline void flush_faults(__u32 tid, __u64 pid_tgid, struct fault
 	bpf_map_delete_elem(&faults, &tid);
 }
 
+/* One of the in-process plane's own threads (named GS_THREAD_PREFIX...): what they do is
+ * not the program's, and a finding must not blame them. */
+static __always_inline bool own_thread(const char *comm)
+{
+	const char prefix[] = GS_THREAD_PREFIX;
+
+	for (int i = 0; i < (int)sizeof(prefix) - 1; i++)
+		if (comm[i] != prefix[i])
+			return false;
+	return true;
+}
+
 SEC("tp_btf/sched_switch")
 int BPF_PROG(os_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
 	     unsigned int prev_state)
@@ -140,7 +158,13 @@ int BPF_PROG(os_switch, bool preempt, struct task_struct *prev, struct task_stru
 	if (b)
 		flush_faults(ptid, pid_tgid_of(prev), b, BPF_CORE_READ(prev, maj_flt));
 	if (ptid && gs_tracked(BPF_CORE_READ(prev, tgid))) {
-		struct in_syscall *sc = bpf_map_lookup_elem(&syscalls, &ptid);
+		char comm[16];
+		struct in_syscall *sc;
+
+		bpf_core_read(comm, sizeof(comm), &prev->comm);
+		if (own_thread(comm))
+			goto next;
+		sc = bpf_map_lookup_elem(&syscalls, &ptid);
 		struct switched_out so = {
 			.ts = now,
 			.maj_flt = BPF_CORE_READ(prev, maj_flt),
@@ -160,6 +184,7 @@ int BPF_PROG(os_switch, bool preempt, struct task_struct *prev, struct task_stru
 		}
 		bpf_map_update_elem(&offcpu, &ptid, &so, BPF_ANY);
 	}
+next:
 	o = bpf_map_lookup_elem(&offcpu, &ntid);
 	if (!o)
 		return 0;
@@ -204,6 +229,11 @@ int BPF_PROG(os_sys_enter, struct pt_regs *regs, long id)
 		return 0;
 	sc.report = selected(id);
 	if (sc.report) {
+		char comm[16];
+
+		bpf_get_current_comm(comm, sizeof(comm));
+		if (own_thread(comm))
+			return 0;
 		sc.ts = bpf_ktime_get_ns();
 		sc.arg0 = BPF_CORE_READ(regs, di);
 		/* ioctl's request, futex's op, mmap's length; else the byte count */

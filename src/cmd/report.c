@@ -121,7 +121,10 @@ int cmd_report(int argc, char **argv)
 		gs_warn("%s: %s; the report covers the %llu records before it", argv[optind], err,
 			(unsigned long long)m->events);
 		code = GS_EXIT_RUNTIME;
-	} else if (!m->have_end) {
+	}
+	if (!m->have_end)
+		model__findings_settle(m, true); /* (the end record would have) */
+	if (r >= 0 && !m->have_end) {
 		gs_warn("%s: the recording ends without its end record (gpuscope was stopped "
 			"abruptly, or the file was cut); the report covers what was recorded",
 			argv[optind]);

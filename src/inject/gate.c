@@ -221,6 +221,7 @@ static void *watch(void *arg)
 	__u64 last_pass = 0;
 
 	(void)arg;
+	prctl(PR_SET_NAME, GS_THREAD_PREFIX "watch"); /* (the OS plane leaves ours out) */
 	prctl(PR_SET_TIMERSLACK, 1000UL); /* the 50 us default would triple a 10 us nap */
 	for (;;) {
 		__u32 w = __atomic_load_n(&G.wake, __ATOMIC_ACQUIRE);

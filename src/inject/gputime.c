@@ -3,6 +3,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/prctl.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -604,6 +605,7 @@ bool gs_timing_begin(struct gs_timing *t, __u64 stream, bool ptsz, __u8 kind, __
 void gs_timing_end(struct gs_timing *t, int result, const struct gs_timed_call *call)
 {
 	struct ctx_slot *c = &T.ctx[t->ci];
+	__u64 opened;
 	bool held;
 	int r;
 
@@ -613,6 +615,9 @@ void gs_timing_end(struct gs_timing *t, int result, const struct gs_timed_call *
 	/* All three are queued (or the call failed): let the GPU at them. Opened already (by
 	 * the watcher, or by a later gate of another thread), it held nothing back. */
 	held = gs_gate_open(&c->gate, t->gate);
+	/* Held: the work could not start before now (for a kernel's wait in queue, the time
+	 * it could have started; the call's record keeps its own end). */
+	opened = held ? gs_clock() : 0;
 	if (r) {
 		give_back(c, t);
 		return;
@@ -642,6 +647,8 @@ void gs_timing_end(struct gs_timing *t, int result, const struct gs_timed_call *
 					  .ci = (__u8)t->ci,
 					  .gated = held,
 					  .forced = t->gate && !held };
+		if (opened > T.q[T.qn - 1].c.call_end)
+			T.q[T.qn - 1].c.call_end = opened;
 		if (!T.harvester)
 			start_harvester();
 	} else {
@@ -799,6 +806,7 @@ static void *harvest(void *arg)
 	void *current = NULL;
 
 	(void)arg;
+	prctl(PR_SET_NAME, GS_THREAD_PREFIX "harvest"); /* (the OS plane leaves ours out) */
 	for (;;) {
 		struct timespec nap = { 0, (long)T.harvest_ns };
 

@@ -8,6 +8,7 @@
 #include "core/names.h"
 #include "core/procfs.h"
 #include "core/util.h"
+#include "gpuscope/cuda_abi.h"
 #include "sink/sinks.h"
 
 struct keyed {
@@ -209,19 +210,64 @@ void report_os_json(struct json *j, const struct report *r)
 
 static const char *cause_name(unsigned int c)
 {
-	static const char *const n[] = { [CAUSE_BLOCKED] = "blocked",
-					 [CAUSE_DISK] = "disk",
-					 [CAUSE_PREEMPTED] = "preempted",
-					 [CAUSE_FAULTS] = "page_faults",
-					 [CAUSE_ON_CPU] = "on_cpu" };
+	static const char *const n[] = {
+		[CAUSE_BLOCKED] = "blocked",	 [CAUSE_DISK] = "disk",
+		[CAUSE_PREEMPTED] = "preempted", [CAUSE_FAULTS] = "page_faults",
+		[CAUSE_ON_CPU] = "on_cpu",	 [CAUSE_QUEUED] = "queued"
+	};
 
 	return c < ARRAY_SIZE(n) && n[c] ? n[c] : "?";
+}
+
+static char *stream_text(char *buf, size_t n, __u64 key)
+{
+	__u64 stream = key & 0xffffffffULL;
+
+	if (key == 0 || key == GS_CU_STREAM_LEGACY)
+		snprintf(buf, n, "default stream");
+	else if (stream == GS_CU_STREAM_PER_THREAD && !(key >> 32))
+		snprintf(buf, n, "per-thread stream");
+	else if (stream == GS_CU_STREAM_PER_THREAD)
+		snprintf(buf, n, "per-thread stream of thread %u", (unsigned int)(key >> 32));
+	else
+		snprintf(buf, n, "stream 0x%llx", (unsigned long long)key);
+	return buf;
+}
+
+/* A kernel that waited on the GPU with its stream free. */
+static char *queued_describe(const struct finding *f, __u64 t0, char *buf, size_t n)
+{
+	char gap[32], busy[32], stream[48], other[64], why[256];
+
+	fmt_dur(gap, sizeof(gap), (double)f->gap_ns);
+	fmt_dur(busy, sizeof(busy), (double)f->busy_ns);
+	stream_text(stream, sizeof(stream), f->stream);
+	stream_text(other, sizeof(other), f->busy_stream);
+	if (f->busy_ns)
+		snprintf(why, sizeof(why), "GPU %d was running %s's %s (pid %u) for %s of it",
+			 f->device, other, f->busy_kernel, f->busy_pid, busy);
+	else
+		snprintf(why, sizeof(why),
+			 "nothing else this trace saw ran on GPU %d then (another process's "
+			 "work?)",
+			 f->device);
+	snprintf(buf, n,
+		 "kernel %s on %s waited %s on GPU %d at %.3f s (pid %u) with its launch "
+		 "returned and its stream free: %s%s",
+		 f->kernel, stream, gap, f->device,
+		 (double)(f->gap_start > t0 ? f->gap_start - t0 : 0) / 1e9, f->pid,
+		 f->after_event_wait ? "the stream was waiting for an event (cuStreamWaitEvent); "
+				     : "",
+		 why);
+	return buf;
 }
 
 char *finding_describe(const struct finding *f, __u64 t0, char *buf, size_t n)
 {
 	char gap[32], late[32], off[32], bytes[32], dev[48], stream[48], what[256];
 
+	if (f->cause == CAUSE_QUEUED)
+		return queued_describe(f, t0, buf, n);
 	fmt_dur(gap, sizeof(gap), (double)f->gap_ns);
 	fmt_dur(late, sizeof(late), (double)f->wait_ns);
 	fmt_dur(off, sizeof(off), (double)f->off_ns);
@@ -311,9 +357,9 @@ void report_findings_text(FILE *f, const struct report *r)
 	if (!r->nfindings)
 		return;
 	fprintf(f, "\nFindings (%s: %llu; the longest)\n",
-		r->findings[0].launch_gap ? "launches 10 ms or more after the previous one into "
-					    "their stream"
-					  : "GPU streams idle, waiting for a launch",
+		r->findings[0].launch_gap
+			? "launches 10 ms or more after the previous one into their stream"
+			: "GPU streams idle waiting for a launch, kernels waiting on the GPU",
 		(unsigned long long)r->findings_total);
 	for (size_t i = 0; i < r->nfindings; i++)
 		fprintf(f, "  %s\n", finding_describe(&r->findings[i], r->t0, line, sizeof(line)));
@@ -321,7 +367,7 @@ void report_findings_text(FILE *f, const struct report *r)
 
 void report_findings_json(struct json *j, const struct report *r)
 {
-	char line[512], dev[48];
+	char line[512], dev[48], sbuf[64];
 
 	json_obj_begin(j, "findings");
 	json_u64(j, "gaps", r->findings_total);
@@ -331,7 +377,10 @@ void report_findings_json(struct json *j, const struct report *r)
 
 		json_obj_begin(j, NULL);
 		json_str(j, "text", finding_describe(x, r->t0, line, sizeof(line)));
-		json_str(j, "kind", x->launch_gap ? "launch_gap" : "idle_stream");
+		json_str(j, "kind",
+			 x->launch_gap		    ? "launch_gap"
+			 : x->cause == CAUSE_QUEUED ? "queue_wait"
+						    : "idle_stream");
 		json_str(j, "cause", cause_name(x->cause));
 		json_hex(j, "stream", x->stream);
 		json_u64(j, "pid", x->pid);
@@ -349,6 +398,23 @@ void report_findings_json(struct json *j, const struct report *r)
 		json_u64(j, "io_bytes", x->io_bytes);
 		json_u64(j, "page_faults", x->faults);
 		json_u64(j, "major_page_faults", x->major_faults);
+		if (x->cause == CAUSE_QUEUED) {
+			json_u64(j, "queued_ns", x->gap_ns);
+			json_str(j, "kernel", x->kernel);
+			json_bool(j, "after_event_wait", x->after_event_wait);
+			if (x->busy_ns) {
+				json_obj_begin(j, "busy_with");
+				json_u64(j, "pid", x->busy_pid);
+				json_hex(j, "stream", x->busy_stream);
+				json_str(j, "stream_text",
+					 stream_text(sbuf, sizeof(sbuf), x->busy_stream));
+				json_str(j, "kernel", x->busy_kernel);
+				json_u64(j, "overlap_ns", x->busy_ns);
+				json_obj_end(j);
+			} else {
+				json_str(j, "busy_with", NULL);
+			}
+		}
 		if (x->other_tid) {
 			json_obj_begin(j, "other_thread");
 			json_u64(j, "tid", x->other_tid);

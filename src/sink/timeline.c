@@ -565,17 +565,31 @@ static void proc(struct timeline *tl, const struct model *m, const struct gs_ev_
  * GPU times show the stream idle, else (a gap between launch calls) on the launching
  * thread's.
  */
-static void finding(struct timeline *tl, const struct model *m, __u64 track, const char *name)
+static void findings(struct timeline *tl, const struct model *m)
 {
-	const struct finding *f = &m->last_finding;
 	char text[512];
-	struct tl_event e = { .track = track, .ts = f->gap_start, .name = name, .cat = "finding" };
 
-	tl->findings = m->findings_total;
-	arg_str(&e, "finding",
-		finding_describe(f, m->have_start ? m->start.h.ts : m->first_ts, text,
-				 sizeof(text)));
-	tl->ops->instant(tl->w, &e);
+	/* (More than the ring holds at once cannot happen: at most PENDING_FINDINGS are
+	 * settled by one record.) */
+	if (m->findings_total - tl->findings > RECENT_FINDINGS)
+		tl->findings = m->findings_total - RECENT_FINDINGS;
+	for (; tl->findings < m->findings_total; tl->findings++) {
+		const struct finding *f = &m->recent_findings[tl->findings % RECENT_FINDINGS];
+		struct tl_event e = { .ts = f->gap_start, .cat = "finding" };
+
+		if (f->launch_gap) {
+			e.track = thread_track(tl, m, f->pid, f->tid);
+			e.name = "no launch: stream waiting";
+		} else {
+			e.track = stream_track(tl, f->device, f->pid, f->stream);
+			e.name = f->cause == CAUSE_QUEUED ? "kernel waiting on the GPU"
+							  : "idle: waiting for a launch";
+		}
+		arg_str(&e, "finding",
+			finding_describe(f, m->have_start ? m->start.h.ts : m->first_ts, text,
+					 sizeof(text)));
+		tl->ops->instant(tl->w, &e);
+	}
 }
 
 /* ---- the OS plane ------------------------------------------------------------------------ */
@@ -755,9 +769,6 @@ void timeline__add(struct timeline *tl, const struct model *m, const struct gs_h
 		break;
 	case GS_EV_LAUNCH:
 		launch(tl, m, (const void *)ev);
-		if (m->findings_total != tl->findings)
-			finding(tl, m, thread_track(tl, m, ev->pid, ev->tid),
-				"no launch: stream waiting");
 		break;
 	case GS_EV_MEM:
 		arg_u64(&e, "bytes", mem->size);
@@ -781,11 +792,6 @@ void timeline__add(struct timeline *tl, const struct model *m, const struct gs_h
 		break;
 	case GS_EV_GPU:
 		gpu(tl, m, (const void *)ev);
-		if (m->findings_total != tl->findings)
-			finding(tl, m,
-				stream_track(tl, ((const struct gs_ev_gpu *)ev)->device, ev->pid,
-					     ((const struct gs_ev_gpu *)ev)->stream),
-				"idle: waiting for a launch");
 		break;
 	case GS_EV_OFFCPU:
 	case GS_EV_SYSCALL:
@@ -800,6 +806,8 @@ void timeline__add(struct timeline *tl, const struct model *m, const struct gs_h
 	default:
 		break;
 	}
+	if (m->findings_total != tl->findings)
+		findings(tl, m);
 }
 
 int timeline__close(struct timeline *tl, char *err, size_t errlen)

@@ -11,6 +11,19 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 DISK_DIR = os.path.join(ROOT, ".output")  # on a block device (/tmp may be a tmpfs)
 
 
+def planted(f):
+    """The findings of wl_stall's three stalls: the read, the nap, the wait for the loader."""
+    def longest(pred):
+        found = sorted((x for x in f["longest"] if pred(x)), key=lambda x: -x["idle_ns"])
+        assert found, f["longest"]
+        return found[0]
+    disk = longest(lambda x: x["cause"] == "disk")
+    nap = longest(lambda x: x["syscall"] == "clock_nanosleep")
+    loader = longest(lambda x: x["other_thread"] is not None)
+    assert disk["at_ns"] < nap["at_ns"] < loader["at_ns"]
+    return disk, nap, loader
+
+
 def test_planted_stalls_are_found(gs, tmp_path):
     pf = tmp_path / "t.pftrace"
     # (No stacks: naming their frames takes gpuscope CPU time that, on a 2-core CI machine,
@@ -18,12 +31,10 @@ def test_planted_stalls_are_found(gs, tmp_path):
     report, truth, _ = gs.trace(["wl_stall", DISK_DIR],
                                 opts=["--inject", "--stacks", "off", "--perfetto", str(pf)])
     f = report["findings"]
-    # The three planted stalls are the three longest gaps (a loaded machine may add short
-    # ones of its own).
+    # The three planted stalls, in order, each the longest of its kind (a loaded machine
+    # may add short gaps of its own; a fast disk reads the file in a few milliseconds).
     assert f["gaps"] >= 3 and {x["kind"] for x in f["longest"]} == {"idle_stream"}
-    planted = sorted(f["longest"], key=lambda x: -x["idle_ns"])[:3]
-    assert all(x["idle_ns"] >= 20e6 for x in planted)
-    disk, nap, loader = sorted(planted, key=lambda x: x["at_ns"])
+    disk, nap, loader = planted(f)
     # The read: blocked in pread64 on the disk that holds the file, for its bytes.
     assert disk["cause"] == "disk" and disk["syscall"] == "pread64"
     dev = report["os"]["total"]["block_io"]["devices"][0]["device"]
@@ -36,7 +47,7 @@ def test_planted_stalls_are_found(gs, tmp_path):
     # The nap: asleep in clock_nanosleep for (at least) its 30 ms.
     assert nap["cause"] == "blocked" and nap["syscall"] == "clock_nanosleep"
     assert nap["idle_ns"] >= nap["thread_off_cpu_ns"] >= truth["stall:sleep_ns"]
-    assert "was asleep in clock_nanosleep() for 3" in nap["text"]
+    assert "was asleep in clock_nanosleep() for " in nap["text"]
     assert nap["tid"] == report["session"]["target_pid"] and nap["device"] == 0
     assert nap["other_thread"] is None  # (gpuscope's own threads nap 1 ms at a time)
     # The loader: the launching thread waits for it (futex, in pthread_join); it reads.
@@ -66,7 +77,7 @@ def queue_limit_file(path):
 
 
 def test_a_read_split_into_hundreds_of_requests(gsr):
-    """A device that takes small requests splits the 32 MiB read into hundreds: the finding
+    """A device that takes small requests splits the 64 MiB read into hundreds: the finding
     still counts all of its bytes (a history of single requests would keep the last few)."""
     q = queue_limit_file(DISK_DIR)
     if not q or not os.access(q, os.W_OK):
@@ -80,14 +91,49 @@ def test_a_read_split_into_hundreds_of_requests(gsr):
     finally:
         with open(q, "w") as fh:
             fh.write(old)
-    planted = sorted(report["findings"]["longest"], key=lambda x: -x["idle_ns"])[:3]
-    disk, _, loader = sorted(planted, key=lambda x: x["at_ns"])
+    disk, _, loader = planted(report["findings"])
     want = truth["stall:read_bytes"]
     for bytes_, count in ((disk["io_bytes"], disk["io_requests"]),
                           (loader["other_thread"]["io_bytes"],
                            loader["other_thread"]["io_requests"])):
-        assert want <= bytes_ <= want + (1 << 20)
+        assert want <= bytes_ <= want + (1 << 20), report["os"]["total"]["block_io"]["read"]
         assert count >= want // (64 << 10)
+
+
+def test_kernel_waiting_on_the_gpu(gs, tmp_path):
+    """A kernel launched in time into a free stream that still starts 30 ms late: its stream
+    was told to wait for an event recorded after another stream's long kernel."""
+    pf = tmp_path / "t.pftrace"
+    report, truth, _ = gs.trace(["wl_queue"], opts=["--inject", "--stacks", "off",
+                                                    "--perfetto", str(pf)])
+    queued = [x for x in report["findings"]["longest"] if x["kind"] == "queue_wait"]
+    waited = [x for x in queued if x["after_event_wait"]]
+    assert len(waited) == 1
+    q = waited[0]
+    # The kernel after it did not wait. (The warm-up launches before it may show a short
+    # wait: the double notices that our gate opened only at its next call.)
+    assert not [x for x in queued if x["at_ns"] > q["at_ns"]]
+    assert q["cause"] == "queued" and q["kernel"] == "short_kernel" and q["after_event_wait"]
+    # The wait is the long kernel's run (less what of it came before the launch returned).
+    long_ns = truth["queue:long_ns"]
+    assert long_ns - 2000000 <= q["queued_ns"] <= long_ns + 100000
+    b = q["busy_with"]
+    assert b["kernel"] == "long_kernel" and b["pid"] == q["pid"] and b["stream"] != q["stream"]
+    assert q["queued_ns"] - 10000 <= b["overlap_ns"] <= q["queued_ns"]
+    assert "was waiting for an event (cuStreamWaitEvent); GPU 0 was running stream %s's " \
+        "long_kernel (pid %d) for " % (b["stream"], q["pid"]) in q["text"]
+    assert q["text"].startswith("kernel short_kernel on stream %s waited " % q["stream"])
+    # On the timeline: an instant on the stream's track, where the wait began.
+    t = Trace(str(pf))
+    marks = [i for i in t.instants if i["cat"] == "finding" and
+             i["args"]["finding"] == q["text"]]
+    assert len(marks) == 1 and t.tracks[marks[0]["track"]]["name"].startswith("stream 0x")
+
+
+def test_no_queue_waits_without_gpu_times(gsr):
+    """Kernel probes see launch calls only: when a kernel started is not known."""
+    report, _, _ = gsr.trace(["wl_queue"], opts=["--stacks", "off"])
+    assert not [x for x in report["findings"]["longest"] if x["kind"] == "queue_wait"]
 
 
 def test_findings_in_the_text_report(gsr):
@@ -95,7 +141,8 @@ def test_findings_in_the_text_report(gsr):
                 check_rc=0)
     lines = p.stderr.splitlines()
     i = [k for k, line in enumerate(lines)
-         if line.startswith("Findings (GPU streams idle, waiting for a launch: ")][0]
+         if line.startswith("Findings (GPU streams idle waiting for a launch, kernels waiting "
+                            "on the GPU: ")][0]
     found = "\n".join(lines[i + 1:i + 4])
     assert "was blocked in pread64() on " in found
     assert "was asleep in clock_nanosleep() for " in found
@@ -108,8 +155,7 @@ def test_launch_gaps_without_gpu_times(gs):
     report, truth, _ = gs.trace(["wl_stall", DISK_DIR], opts=["--stacks", "off"])
     f = report["findings"]
     assert f["gaps"] >= 3 and {x["kind"] for x in f["longest"]} == {"launch_gap"}
-    planted = sorted(f["longest"], key=lambda x: -x["idle_ns"])[:3]
-    disk, nap, loader = sorted(planted, key=lambda x: x["at_ns"])
+    disk, nap, loader = planted(f)
     assert disk["cause"] == "disk" and disk["syscall"] == "pread64"
     assert nap["cause"] == "blocked" and nap["syscall"] == "clock_nanosleep"
     assert loader["other_thread"]["syscall"] == "pread64"

@@ -20,7 +20,7 @@
 #include "fake_cuda.h"
 #include "truth.h"
 
-#define READ_BYTES (32 << 20)
+#define READ_BYTES (64 << 20)
 #define SLEEP_NS   30000000L
 
 static const char ptx[] = ".version 8.0\n.target sm_90\n.address_size 64\n"
