@@ -15,22 +15,25 @@ VMLINUX_BTF ?= /sys/kernel/btf/vmlinux
 VERSION   := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
 
 APT_BUILD := make gcc clang llvm bpftool libbpf-dev libelf-dev libdw-dev zlib1g-dev libzstd-dev \
-	     liblzma-dev libbz2-dev pkg-config
+	     liblzma-dev libbz2-dev pkg-config libmicrohttpd-dev
 APT_TEST  := python3 python3-pytest libcmocka-dev clang-format libclang-rt-14-dev procps \
-	     protobuf-compiler
+	     protobuf-compiler prometheus
 
 WARN      := -Wall -Wextra -Werror -Wno-missing-field-initializers
 CFLAGS    ?= -O2 -g
 CPPFLAGS  := -D_GNU_SOURCE -Iinclude -Isrc -I$(OUTPUT)
-LDLIBS    := -lbpf -ldw -lelf -lz -lzstd -lstdc++
-STATIC_LDLIBS := $(LDLIBS) -llzma -lbz2 -ldl -lpthread
+LDLIBS    := -lbpf -ldw -lelf -lz -lzstd -lstdc++ -lmicrohttpd -ldl -lpthread
+# (libmicrohttpd.a refers to GnuTLS for HTTPS, which the exporter does not serve: the static
+# build links stand-ins that fail, instead of GnuTLS and its own dependencies.)
+STATIC_LDLIBS := $(LDLIBS) -llzma -lbz2
 
 BPF_SRCS  := $(wildcard src/bpf/*.bpf.c)
 BPF_OBJS  := $(patsubst src/bpf/%.bpf.c,$(OUTPUT)/bpf/%.bpf.o,$(BPF_SRCS))
 SKELS     := $(patsubst src/bpf/%.bpf.c,$(OUTPUT)/bpf/%.skel.h,$(BPF_SRCS))
 
 # Everything but main.c, so unit tests and fuzz targets link the same objects.
-LIB_SRCS  := $(wildcard src/core/*.c src/analysis/*.c src/sink/*.c src/cmd/*.c) src/bpf/tracer.c \
+LIB_SRCS  := $(wildcard src/core/*.c src/analysis/*.c src/sink/*.c src/cmd/*.c src/nvml/*.c) \
+	     src/bpf/tracer.c \
 	     src/inject/loader.c
 MAIN_SRC  := src/main.c
 
@@ -119,7 +122,7 @@ $(OUTPUT)/asan/gpuscope: $(call OBJS,asan)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(ASAN_FLAGS) $^ $(LDLIBS) -o $@
 
-$(OUTPUT)/static/gpuscope: $(call OBJS,static)
+$(OUTPUT)/static/gpuscope: $(call OBJS,static) $(OUTPUT)/static/src/static/gnutls_stubs.o
 	$(call msg,LINK,$@)
 	$(Q)$(CC) -static $(CFLAGS) $^ $(STATIC_LDLIBS) -o $@
 

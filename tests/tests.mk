@@ -6,7 +6,7 @@ WL_DIR    := $(OUTPUT)/workloads
 FAKE_CFLAGS := -O2 -g -Wall -Wextra -Werror -fPIC -fno-ipa-icf -fvisibility=hidden -Itests/fakes
 
 FAKES := $(FAKES_DIR)/libcuda.so.1 $(FAKES_DIR)/libcudart.so.13 $(FAKES_DIR)/libnccl.so.2 \
-	 $(FAKES_DIR)/libcudart_static.a
+	 $(FAKES_DIR)/libcudart_static.a $(FAKES_DIR)/libnvidia-ml.so.1
 WORKLOADS := $(WL_DIR)/wl_driver $(WL_DIR)/wl_runtime $(WL_DIR)/wl_static $(WL_DIR)/wl_nccl \
 	     $(WL_DIR)/rpath/bin/wl_driver_rpath $(WL_DIR)/wl_dlopen $(WL_DIR)/wl_gputime \
 	     $(WL_DIR)/wl_secure $(WL_DIR)/wl_os $(WL_DIR)/wl_stall $(WL_DIR)/wl_stack \
@@ -30,6 +30,11 @@ $(FAKES_DIR)/libcudart_static.a: tests/fakes/libcudart.c tests/fakes/fake_cudart
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(FAKE_CFLAGS) -DFAKE_CUDART_STATIC -c $< -o $(FAKES_DIR)/cudart_static.o
 	$(Q)ar rcs $@ $(FAKES_DIR)/cudart_static.o
+
+$(FAKES_DIR)/libnvidia-ml.so.1: tests/fakes/libnvidia-ml.c
+	@mkdir -p $(@D)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(FAKE_CFLAGS) -shared -Wl,-soname,libnvidia-ml.so.1 $< -o $@ -lpthread
 
 $(FAKES_DIR)/libnccl.so.2: tests/fakes/libnccl.c tests/fakes/fake_nccl.h tests/fakes/fake_cuda.h
 	@mkdir -p $(@D)

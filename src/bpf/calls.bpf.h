@@ -9,9 +9,10 @@
  * (thread, stack pointer - 8) -- `ret` has popped the return address -- and decode it.
  *
  * Keying by the stack pointer makes nested calls distinct and makes a tail call from one
- * traced entry point into another (a jmp: same stack pointer, nanoseconds later) count
- * once: the second entry sees a fresh record at its key and leaves it alone, and of the
- * two chained return probes only the first finds the state.
+ * traced entry point into another (a jmp: same stack pointer, nanoseconds later unless the
+ * thread was descheduled in between) count once: the second
+ * entry sees a fresh record at its key and leaves it alone, and of the two chained return
+ * probes only the first finds the state.
  */
 #ifndef GPUSCOPE_CALLS_BPF_H
 #define GPUSCOPE_CALLS_BPF_H
@@ -33,7 +34,7 @@
 
 #define GS_NARGS	   11
 #define GS_NREGARGS	   6
-#define GS_ALIAS_WINDOW_NS 200000ULL
+#define GS_ALIAS_WINDOW_NS 20000000ULL
 
 struct call_key {
 	__u32 tid;
@@ -79,6 +80,13 @@ static __always_inline int gs_call_enter(struct pt_regs *ctx)
 	key.tid = (__u32)id;
 	key.sp = sp;
 	st.ts = bpf_ktime_get_ns();
+	if (bpf_probe_read_user(stack, sizeof(stack), (void *)sp))
+		__builtin_memset(stack, 0, sizeof(stack));
+	/* A tail call: a record at this stack pointer, made moments ago. (Moments: the
+	 * thread may be descheduled between the two entries, so 20 ms. The return address
+	 * cannot tell: the first entry's return probe has already replaced it with its
+	 * trampoline. A record is only ever left behind by a return never seen, which a
+	 * longjmp out of a driver call would do.) */
 	old = bpf_map_lookup_elem(&inflight, &key);
 	if (old && st.ts - old->ts < GS_ALIAS_WINDOW_NS)
 		return 0;
@@ -89,14 +97,12 @@ static __always_inline int gs_call_enter(struct pt_regs *ctx)
 	st.args[3] = PT_REGS_PARM4(ctx);
 	st.args[4] = PT_REGS_PARM5(ctx);
 	st.args[5] = GS_PARM6(ctx);
-	if (bpf_probe_read_user(stack, sizeof(stack), (void *)sp) == 0) {
-		st.caller = stack[0];
-		st.args[6] = stack[1];
-		st.args[7] = stack[2];
-		st.args[8] = stack[3];
-		st.args[9] = stack[4];
-		st.args[10] = stack[5];
-	}
+	st.caller = stack[0];
+	st.args[6] = stack[1];
+	st.args[7] = stack[2];
+	st.args[8] = stack[3];
+	st.args[9] = stack[4];
+	st.args[10] = stack[5];
 	if (bpf_map_update_elem(&inflight, &key, &st, BPF_ANY))
 		__sync_fetch_and_add(&lost_calls, 1);
 	return 0;

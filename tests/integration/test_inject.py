@@ -349,8 +349,9 @@ def test_gpu_busy_and_idle_per_device_and_stream(gs):
     b, i = truth["gpu:busy:ns"], truth["gpu:idle:ns"]
     # Device 0 ran everything one after the other: busy is the sum of the durations.
     want0 = 20 * b + 15 * i + truth["gpu:copy:ns"] + 2 * truth["gpu:graph:ns"]
-    # (plus the copy's, whose start comes from its call: see above)
-    assert near(devices[0]["busy_ns"], want0, 40 * 2000 + 250000)
+    # (plus the copy's, whose start comes from its call, long by as much as a busy machine
+    # deschedules us inside it: see above)
+    assert want0 - 40 * 2000 <= devices[0]["busy_ns"] <= want0 + 40 * 2000 + 5000000
     assert near(devices[1]["busy_ns"], 4 * b, 8000) and devices[1]["gaps"] == 0
     streams = report["gpu"]["streams"]
     main = max(streams, key=lambda s: s["ops"])

@@ -197,8 +197,9 @@ def test_trace_output_errors(gsr, tmp_path):
 
 @pytest.mark.parametrize("fmt", ["perfetto", "chrome"])
 def test_trace_of_a_program_without_cuda(gsr, tmp_path, fmt):
+    """(A 20 ms sleep: at least its system call and its time off the CPU.)"""
     out = tmp_path / ("t." + ("pftrace" if fmt == "perfetto" else "json"))
-    gsr.run(["run", "-q", "--" + fmt, str(out), "--", "true"], check_rc=0)
+    gsr.run(["run", "-q", "--" + fmt, str(out), "--", "sleep", "0.02"], check_rc=0)
     # The OS plane's slices only (system calls, off-CPU time): no CUDA.
     if fmt == "perfetto":
         cats = {s["cat"] for s in Trace(str(out)).slices}

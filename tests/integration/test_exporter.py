@@ -1,0 +1,363 @@
+"""gpuscope exporter against the NVML test double (tests/fakes/libnvidia-ml.c), whose values
+come from a script file the test rewrites while the agent runs; scraped directly, checked with
+promtool, and scraped by a real Prometheus server queried through its HTTP API."""
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+
+import pytest
+
+from conftest import OUT
+
+NVML = os.path.join(OUT, "fakes", "libnvidia-ml.so.1")
+
+SCRIPT = """gpus 2
+driver 580.99
+gpu0.util 42
+gpu0.mem_util 17
+gpu0.mem_total 85899345920
+gpu0.mem_used 10737418240
+gpu0.mem_reserved 536870912
+gpu0.power_mw 312500
+gpu0.energy_mj 123456789
+gpu0.temp 61
+gpu0.sm_clock 1980
+gpu0.mem_clock 2619
+gpu0.reasons 4
+gpu0.pstate 0
+gpu0.sm_active 55
+gpu0.tensor_active 30
+gpu0.dram_active 20
+gpu0.pcie_tx_mibs 100
+gpu0.ecc_corrected 3
+gpu0.remap_corrected 2
+gpu0.proc 4242 1073741824 40 10
+gpu0.proc 4343 2147483648 0 0
+gpu1.util 7
+gpu1.mem_used 1048576
+gpu1.gpm 0
+gpu1.unsupported GetTotalEnergyConsumption
+"""
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def parse(text):
+    """{(name, frozenset(labels)): value} of an exposition."""
+    out = {}
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        m = re.match(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})? (\S+)$', line)
+        assert m, line
+        labels = frozenset(re.findall(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"',
+                                      m.group(3) or ""))
+        out[(m.group(1), labels)] = float(m.group(4))
+    return out
+
+
+def value(metrics, name, **want):
+    found = [v for (n, ls), v in metrics.items()
+             if n == name and all((k, str(x)) in ls for k, x in want.items())]
+    assert len(found) <= 1, (name, want, found)
+    return found[0] if found else None
+
+
+class Agent:
+    def __init__(self, binary, tmp, script=SCRIPT, args=(), env=None):
+        self.script = tmp / "nvml.script"
+        self.script.write_text(script)
+        self.stats = tmp / "nvml.stats"
+        self.port = free_port()
+        e = dict(os.environ, GPUSCOPE_NVML=NVML, FAKENVML_SCRIPT=str(self.script),
+                 FAKENVML_STATS=str(self.stats), ASAN_OPTIONS="detect_leaks=1")
+        e.update(env or {})
+        self.p = subprocess.Popen([binary, "exporter", "--listen", "127.0.0.1:%d" % self.port,
+                                   "--interval", "0.1"] + list(args),
+                                  env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                  text=True)
+        deadline = time.time() + 20
+        while True:
+            try:
+                self.get("/healthz")
+                break
+            except OSError:
+                assert self.p.poll() is None, self.p.communicate()
+                assert time.time() < deadline, "exporter did not start"
+                time.sleep(0.05)
+
+    def get(self, path, method="GET"):
+        req = urllib.request.Request("http://127.0.0.1:%d%s" % (self.port, path), method=method)
+        with urllib.request.urlopen(req, timeout=10) as r:
+            return r.status, r.headers, r.read().decode()
+
+    def metrics(self):
+        return parse(self.get("/metrics")[2])
+
+    def rewrite(self, text):
+        self.script.write_text(text)
+        # (the double re-reads on a new modification time; make sure it is one)
+        st = os.stat(self.script)
+        os.utime(self.script, ns=(st.st_atime_ns, st.st_mtime_ns + 1000000))
+
+    def wait_for(self, pred, timeout=10):
+        deadline = time.time() + timeout
+        while True:
+            m = self.metrics()
+            if pred(m):
+                return m
+            assert time.time() < deadline, "condition not met; metrics:\n%s" % m
+            time.sleep(0.05)
+
+    def stop(self):
+        self.p.send_signal(signal.SIGTERM)
+        out, err = self.p.communicate(timeout=20)
+        return self.p.returncode, err
+
+
+@pytest.fixture
+def agent(gs, tmp_path):
+    agents = []
+
+    def start(**kw):
+        a = Agent(gs.binary, tmp_path, **kw)
+        agents.append(a)
+        return a
+    yield start
+    for a in agents:
+        if a.p.poll() is None:
+            rc, err = a.stop()
+            assert rc == 0, err
+            assert "ERROR: AddressSanitizer" not in err and "runtime error" not in err, err
+
+
+def test_device_metrics_from_nvml(agent):
+    a = agent()
+    status, headers, text = a.get("/metrics")
+    assert status == 200
+    assert headers["Content-Type"] == "text/plain; version=0.0.4; charset=utf-8"
+    m = parse(text)
+    g0 = dict(gpu=0, uuid="GPU-fake0000-0000-0000-0000-000000000000",
+              pci_bus_id="00000000:18:00.0", device="nvidia0",
+              model_name="gpuscope NVML test double", hostname=socket.gethostname())
+    assert value(m, "DCGM_FI_DEV_GPU_UTIL", **g0) == 42
+    assert value(m, "DCGM_FI_DEV_MEM_COPY_UTIL", gpu=0) == 17
+    assert value(m, "DCGM_FI_DEV_FB_USED", gpu=0) == 10240
+    assert value(m, "DCGM_FI_DEV_FB_RESERVED", gpu=0) == 512
+    assert value(m, "DCGM_FI_DEV_FB_FREE", gpu=0) == 81920 - 10240 - 512
+    assert value(m, "DCGM_FI_DEV_POWER_USAGE", gpu=0) == 312.5
+    assert value(m, "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", gpu=0) == 123456789
+    assert value(m, "DCGM_FI_DEV_GPU_TEMP", gpu=0) == 61
+    assert value(m, "DCGM_FI_DEV_SM_CLOCK", gpu=0) == 1980
+    assert value(m, "DCGM_FI_DEV_MEM_CLOCK", gpu=0) == 2619
+    assert value(m, "DCGM_FI_DEV_CLOCKS_EVENT_REASONS", gpu=0) == 4
+    assert value(m, "DCGM_FI_DEV_ECC_SBE_VOL_TOTAL", gpu=0) == 3
+    assert value(m, "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS", gpu=0) == 2
+    # GPM (Hopper+): ratios over the interval between two samples; PCIe in bytes/s.
+    assert value(m, "DCGM_FI_PROF_SM_ACTIVE", gpu=0) == 0.55
+    assert value(m, "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", gpu=0) == 0.3
+    assert value(m, "DCGM_FI_PROF_DRAM_ACTIVE", gpu=0) == 0.2
+    assert value(m, "DCGM_FI_PROF_PCIE_TX_BYTES", gpu=0) == 100 * 1048576
+    # Per process (the slow tier).
+    assert value(m, "gpuscope_gpu_process_memory_bytes", gpu=0, pid=4242) == 1 << 30
+    assert value(m, "gpuscope_gpu_process_memory_bytes", gpu=0, pid=4343) == 2 << 30
+    assert value(m, "gpuscope_gpu_process_sm_utilization_ratio", gpu=0, pid=4242) == 0.4
+    assert value(m, "gpuscope_gpu_process_sm_utilization_ratio", gpu=0, pid=4343) == 0
+    # GPU 1: what it does not support is left out, not shown as 0.
+    assert value(m, "DCGM_FI_DEV_GPU_UTIL", gpu=1) == 7
+    assert value(m, "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", gpu=1) is None
+    assert value(m, "DCGM_FI_PROF_SM_ACTIVE", gpu=1) is None
+    assert value(m, "gpuscope_nvml_up") == 1
+    assert value(m, "gpuscope_gpu_lost", gpu=0) == 0
+    assert value(m, "process_resident_memory_bytes") > 0
+
+
+def test_promtool_finds_nothing_to_fix(agent):
+    a = agent()
+    text = a.get("/metrics")[2]
+    p = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True,
+                       text=True)
+    assert p.returncode == 0 and not p.stdout and not p.stderr, p.stdout + p.stderr
+
+
+def test_dcgm_labels(agent):
+    """--dcgm-labels: the DCGM exporter's exact label names, for dashboards keyed on them."""
+    a = agent(args=["--dcgm-labels"])
+    m = a.metrics()
+    assert value(m, "DCGM_FI_DEV_GPU_UTIL", gpu=0, UUID="GPU-fake0000-0000-0000-0000-000000000000",
+                 modelName="gpuscope NVML test double", Hostname=socket.gethostname()) == 42
+    assert "# TYPE DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION counter" in a.get("/metrics")[2]
+
+
+def test_tiers(agent):
+    """Process lists, ECC and remapped rows every 5th sample; utilisation every sample; a
+    field a GPU does not support is asked once."""
+    a = agent(args=["--slow-every", "5"])
+    a.wait_for(lambda m: value(m, "gpuscope_exporter_samples_total") >= 30)
+    rc, err = a.stop()
+    assert rc == 0, err
+    calls = dict(line.split() for line in a.stats.read_text().splitlines())
+    util = int(calls["GetUtilizationRates"]) / 2  # two GPUs
+    procs = int(calls["GetComputeRunningProcesses_v3"]) / 2
+    assert util >= 30 and abs(procs - util / 5) <= 1.5, calls
+    assert int(calls["GetTotalEnergyConsumption"]) == util + 1  # GPU 1's one try
+    assert int(calls.get("GetPcieThroughput", 0)) == 2 * procs  # GPU 1, no GPM: tx and rx
+
+
+def test_http_faults(agent):
+    a = agent()
+    assert a.get("/metrics", method="HEAD")[0] == 200
+    for path, code in (("/nope", 404), ("/metrics?x=1", 200)):
+        try:
+            assert a.get(path)[0] == code
+        except urllib.error.HTTPError as e:
+            assert e.code == code
+    try:
+        a.get("/metrics", method="POST")
+        assert False, "POST answered"
+    except urllib.error.HTTPError as e:
+        assert e.code == 405
+    # A client that goes away mid-request, and one that says nothing: others are served.
+    s = socket.create_connection(("127.0.0.1", a.port))
+    s.sendall(b"GET /metr")
+    s.close()
+    idle = [socket.create_connection(("127.0.0.1", a.port)) for _ in range(8)]
+    for _ in range(5):
+        assert value(a.metrics(), "gpuscope_nvml_up") == 1
+    for s in idle:
+        s.close()
+    # A client that reads nothing of a large page and hangs up.
+    s = socket.create_connection(("127.0.0.1", a.port))
+    s.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+    s.close()
+    assert a.get("/metrics")[0] == 200
+
+
+def test_nvml_errors_at_run_time(agent):
+    """A field that starts failing is left out while it fails and counted; a GPU that falls
+    off the bus is marked lost (and stays so); XIDs are counted, 79 marks the GPU lost."""
+    a = agent()
+    a.rewrite(SCRIPT + "gpu0.fail GetPowerUsage\n")
+    m = a.wait_for(lambda m: value(m, "DCGM_FI_DEV_POWER_USAGE", gpu=0) is None)
+    assert value(m, "DCGM_FI_DEV_GPU_UTIL", gpu=0) == 42
+    m = a.wait_for(lambda m: value(m, "gpuscope_nvml_errors_total", field="power") >= 1)
+    a.rewrite(SCRIPT)
+    a.wait_for(lambda m: value(m, "DCGM_FI_DEV_POWER_USAGE", gpu=0) == 312.5)
+    a.rewrite(SCRIPT + "gpu0.xid 1 13\n")
+    m = a.wait_for(lambda m: value(m, "gpuscope_xid_errors_total", gpu=0) == 1)
+    assert value(m, "DCGM_FI_DEV_XID_ERRORS", gpu=0) == 13 and \
+        value(m, "gpuscope_gpu_lost", gpu=0) == 0
+    a.rewrite(SCRIPT + "gpu0.xid 2 79\n")
+    m = a.wait_for(lambda m: value(m, "gpuscope_gpu_lost", gpu=0) == 1)
+    assert value(m, "DCGM_FI_DEV_XID_ERRORS", gpu=0) == 79
+    assert value(m, "gpuscope_xid_errors_total", gpu=0) == 2
+    a.wait_for(lambda m: value(m, "DCGM_FI_DEV_GPU_UTIL", gpu=0) is None)
+    a.rewrite(SCRIPT + "gpu1.lost 1\n")
+    m = a.wait_for(lambda m: value(m, "gpuscope_gpu_lost", gpu=1) == 1)
+    assert value(m, "DCGM_FI_DEV_GPU_UTIL", gpu=1) is None
+    assert value(m, "gpuscope_nvml_up") == 1
+
+
+@pytest.mark.parametrize("env,why", [
+    ({"GPUSCOPE_NVML": "/nonexistent/libnvidia-ml.so.1"}, "NVML not found"),
+    ({"FAKENVML_INIT_FAIL": "1"}, "NVML failed to initialise: Driver Not Loaded"),
+])
+def test_without_nvml_it_still_serves(agent, env, why):
+    a = agent(env=env)
+    m = a.metrics()
+    assert value(m, "gpuscope_nvml_up") == 0 and value(m, "process_cpu_seconds_total") >= 0
+    assert not [k for k in m if k[0].startswith("DCGM_")]
+    rc, err = a.stop()
+    assert rc == 0 and why in err and "serving without device metrics" in err, err
+
+
+def test_bad_listen_and_port_in_use(gs, tmp_path):
+    env = gs.env(GPUSCOPE_NVML=NVML)
+    for spec, msg in (("9491", "exporter: --listen wants ADDR:PORT"),
+                      ("localhost:9491", "exporter: --listen: 'localhost' is not an IPv4 or "
+                                         "IPv6 address"),
+                      ("127.0.0.1:99999", "exporter: --listen wants ADDR:PORT")):
+        p = gs.run(["exporter", "--listen", spec], env=env)
+        assert p.returncode == 1 and p.stderr.startswith("gpuscope: " + msg), p.stderr
+        assert len(p.stderr.strip().splitlines()) == 1
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    s.listen(1)
+    port = s.getsockname()[1]
+    p = gs.run(["exporter", "--listen", "127.0.0.1:%d" % port], env=env)
+    s.close()
+    assert p.returncode == 2
+    assert p.stderr.strip() == ("gpuscope: exporter: cannot listen on 127.0.0.1:%d: Address "
+                                "already in use (another exporter? --listen another port)"
+                                % port)
+    p = gs.run(["exporter", "--interval", "0"], env=env)
+    assert p.returncode == 1 and "--interval wants seconds" in p.stderr
+
+
+def prom_query(port, q):
+    url = "http://127.0.0.1:%d/api/v1/query?%s" % (port, urllib.parse.urlencode({"query": q}))
+    with urllib.request.urlopen(url, timeout=10) as r:
+        body = json.loads(r.read())
+    assert body["status"] == "success", body
+    return body["data"]["result"]
+
+
+@pytest.mark.skipif(not shutil.which("prometheus"), reason="prometheus is not installed")
+def test_prometheus_server_scrapes_the_exporter(agent, tmp_path):
+    """A real Prometheus server scrapes the agent every second; PromQL through its HTTP API
+    gives the scripted values, and follows them when they change."""
+    a = agent()
+    port = free_port()
+    cfg = tmp_path / "prometheus.yml"
+    cfg.write_text("global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
+                   "scrape_configs:\n  - job_name: gpuscope\n    static_configs:\n"
+                   "      - targets: ['127.0.0.1:%d']\n" % a.port)
+    prom = subprocess.Popen(["prometheus", "--config.file=%s" % cfg,
+                             "--storage.tsdb.path=%s" % (tmp_path / "tsdb"),
+                             "--web.listen-address=127.0.0.1:%d" % port],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.time() + 60
+
+        def until(q, pred):
+            while True:
+                try:
+                    r = prom_query(port, q)
+                    if r and pred(r):
+                        return r
+                except (OSError, urllib.error.URLError):
+                    pass
+                assert prom.poll() is None, prom.communicate()[1][-2000:]
+                assert time.time() < deadline, "Prometheus never answered %s" % q
+                time.sleep(0.25)
+
+        r = until('DCGM_FI_DEV_GPU_UTIL{gpu="0"}', lambda r: True)
+        assert float(r[0]["value"][1]) == 42 and r[0]["metric"]["job"] == "gpuscope"
+        assert r[0]["metric"]["uuid"] == "GPU-fake0000-0000-0000-0000-000000000000"
+        r = until('sum(gpuscope_gpu_process_memory_bytes)', lambda r: True)
+        assert float(r[0]["value"][1]) == 3 << 30
+        r = until('up{job="gpuscope"}', lambda r: True)
+        assert float(r[0]["value"][1]) == 1
+        a.rewrite(SCRIPT.replace("gpu0.util 42", "gpu0.util 77"))
+        until('DCGM_FI_DEV_GPU_UTIL{gpu="0"}', lambda r: float(r[0]["value"][1]) == 77)
+        # Energy as a counter Prometheus can take a rate of.
+        a.rewrite(SCRIPT.replace("gpu0.energy_mj 123456789", "gpu0.energy_mj 123556789"))
+        until('increase(DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{gpu="0"}[30s])',
+              lambda r: float(r[0]["value"][1]) > 0)
+    finally:
+        prom.send_signal(signal.SIGTERM)
+        prom.wait(timeout=30)
