@@ -52,3 +52,5 @@ kill -TERM $AGENT
 wait $AGENT
 echo "exporter exit: $?" >> "$OUT/exporter.log"
 getconf CLK_TCK > "$OUT/clk_tck.txt"
+# (the device tool brings back a limited number of files)
+tar -C "$OUT" -czf "$OUT/metrics.tar.gz" $(cd "$OUT" && ls metrics-[0-9]*.txt) && rm -f "$OUT"/metrics-[0-9]*.txt

@@ -253,6 +253,18 @@ struct nvml *nvml_open(char *err, size_t errlen)
 	unsigned int count = 0;
 	nvret r;
 
+	if (path && !*path)
+		path = NULL;
+#ifdef GS_STATIC_BUILD
+	/* A static binary that loads libnvidia-ml brings the system's C library into a process
+	 * that has its own: seen to crash (SIGFPE in the loader) on a host with a newer glibc. */
+	if (!path) {
+		snprintf(err, errlen,
+			 "this static build of gpuscope cannot load NVML (its C library is not the "
+			 "system's); the dynamically linked build can");
+		return NULL;
+	}
+#endif
 	n = xcalloc(1, sizeof(*n));
 	pthread_mutex_init(&n->lock, NULL);
 	n->lib = dlopen(path ? path : "libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
@@ -509,6 +521,14 @@ static void sample_slow(struct nvml *n, struct dev_state *d)
 	unsigned int a, b, c, e;
 
 	sample_procs(n, d);
+	/* Energy: a counter, and measured on an H200 at 4.4 ms a call (the fast fields take
+	 * 10-130 us): here, with the others that cost. */
+	if (wanted(d, NF_ENERGY) && n->f.energy) {
+		if (CALL(n, d, NF_ENERGY, n->f.energy(d->h, &v)) == NV_SUCCESS)
+			d->g.energy_mj = v;
+	} else if (!n->f.energy) {
+		note(n, d, NF_ENERGY, NV_FUNCTION_MISSING);
+	}
 	if (wanted(d, NF_ECC) && n->f.ecc) {
 		if (CALL(n, d, NF_ECC, n->f.ecc(d->h, 0, 0, &v)) == NV_SUCCESS) {
 			d->g.ecc_corrected = v;
@@ -577,8 +597,6 @@ static void sample_fast(struct nvml *n, struct dev_state *d)
 	}
 	if (FIELD(NF_POWER, power, d->h, &v))
 		d->g.power_mw = v;
-	if (FIELD(NF_ENERGY, energy, d->h, &ull))
-		d->g.energy_mj = ull;
 	if (FIELD(NF_TEMP, temperature, d->h, 0, &v))
 		d->g.temp_c = v;
 	if (FIELD(NF_CLOCK_SM, clock, d->h, 1, &v))
@@ -611,7 +629,7 @@ void nvml_sample(struct nvml *n, unsigned int slow_every)
 		}
 		/* What this sample gets is what it has; the slow tier's stays until its next. */
 		keep_slow = d->g.have & ((1u << NF_PROCS) | (1u << NF_PROC_UTIL) | (1u << NF_ECC) |
-					 (1u << NF_REMAP) | (1u << NF_PCIE));
+					 (1u << NF_REMAP) | (1u << NF_PCIE) | (1u << NF_ENERGY));
 		d->g.have = slow ? 0 : keep_slow;
 		sample_fast(n, d);
 		if (slow)

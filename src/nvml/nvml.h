@@ -5,11 +5,12 @@
  * and the expensive ones (process lists, ECC, row remapping, PCIe counters that block for a
  * 20 ms window) do not hold the driver's lock often:
  *
- *   fast (every call of nvml_sample): utilisation, memory, power, energy, temperature,
- *     clocks and clock-event reasons, GPM metrics on Hopper and newer (SM, tensor and DRAM
+ *   fast (every call of nvml_sample): utilisation, memory, power, temperature, clocks and
+ *     clock-event reasons, P-state, GPM metrics on Hopper and newer (SM, tensor and DRAM
  *     activity, PCIe and NVLink bytes/s, over the interval since the previous sample);
- *   slow (every `slow_every` samples): per-process memory and utilisation, ECC error totals,
- *     remapped rows, PCIe throughput where GPM is not there;
+ *   slow (every `slow_every` samples): energy (4.4 ms a call on an H200), per-process
+ *     memory and utilisation, ECC error totals, remapped rows, PCIe throughput where GPM is
+ *     not there;
  *   events: XIDs from a thread waiting on an NVML event set.
  *
  * A field a GPU does not support is marked so once and never asked again; one that fails

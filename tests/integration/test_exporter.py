@@ -214,7 +214,7 @@ def test_tiers(agent):
     util = int(calls["GetUtilizationRates"]) / 2  # two GPUs
     procs = int(calls["GetComputeRunningProcesses_v3"]) / 2
     assert util >= 30 and abs(procs - util / 5) <= 1.5, calls
-    assert int(calls["GetTotalEnergyConsumption"]) == util + 1  # GPU 1's one try
+    assert int(calls["GetTotalEnergyConsumption"]) == procs + 1  # (slow) and GPU 1's one try
     assert int(calls.get("GetPcieThroughput", 0)) == 2 * procs  # GPU 1, no GPM: tx and rx
 
 
