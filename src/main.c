@@ -15,6 +15,7 @@ static const struct command {
 	{ "run", cmd_run, "start a command and trace its CUDA and NCCL calls" },
 	{ "attach", cmd_attach, "trace a running process" },
 	{ "report", cmd_report, "the report of a recording" },
+	{ "top", cmd_top, "a live view of this node's GPUs and CUDA processes" },
 	{ "exporter", cmd_exporter, "serve Prometheus metrics of this node's GPUs" },
 };
 

@@ -34,23 +34,76 @@ static void free_captures(struct hmap *h)
 	hmap_free(h);
 }
 
+/* Remove the entries whose first key `pid` matches (shifted right by `shift`), freeing
+ * each with `fn`. (Collected first: deleting shifts the table under an iteration.) */
+static void drop_pid(struct hmap *h, __u32 pid, unsigned int shift, void (*fn)(void *))
+{
+	struct hmap_slot *s;
+	__u64 *keys = NULL;
+	size_t n = 0, cap = 0;
+
+	hmap_for_each (h, s) {
+		if ((s->k1 >> shift) != pid)
+			continue;
+		if (n + 2 > cap) {
+			cap = cap ? 2 * cap : 64;
+			keys = xrealloc(keys, cap * sizeof(*keys));
+		}
+		keys[n++] = s->k1;
+		keys[n++] = s->k2;
+	}
+	for (size_t i = 0; i < n; i += 2)
+		fn(hmap_del(h, keys[i], keys[i + 1]));
+	free(keys);
+}
+
+static void free_kstat(void *v)
+{
+	struct kstat *k = v;
+
+	free(k->gpu);
+	free(k);
+}
+
+static void free_name(void *v)
+{
+	free(((struct name_entry *)v)->name);
+	free(v);
+}
+
+static void free_proc(struct proc *p)
+{
+	model__memory_free(p);
+	free_captures(&p->capturing);
+	free_captures(&p->graphs);
+	free_values(&p->execs);
+	model__os_free(p->os);
+	free(p->os);
+	free(p);
+}
+
+void model__forget_proc(struct model *m, __u32 pid)
+{
+	struct proc *p = hmap_del(&m->procs, pid, 0);
+
+	if (p)
+		free_proc(p);
+	drop_pid(&m->kernels, pid, 0, free_kstat);
+	drop_pid(&m->graph_execs, pid, 0, free_kstat);
+	drop_pid(&m->names, pid, 1, free_name);
+	drop_pid(&m->aliases, pid, 0, free);
+	drop_pid(&m->launch_ends, pid, 0, free);
+	drop_pid(&m->stream_waits, pid, 0, free);
+}
+
 void model__free(struct model *m)
 {
 	struct hmap_slot *s;
 
 	if (!m)
 		return;
-	hmap_for_each (&m->procs, s) {
-		struct proc *p = s->val;
-
-		model__memory_free(p);
-		free_captures(&p->capturing);
-		free_captures(&p->graphs);
-		free_values(&p->execs);
-		model__os_free(p->os);
-		free(p->os);
-		free(p);
-	}
+	hmap_for_each (&m->procs, s)
+		free_proc(s->val);
 	hmap_free(&m->procs);
 	hmap_for_each (&m->names, s)
 		free(((struct name_entry *)s->val)->name);

@@ -79,7 +79,8 @@ struct proc {
 	struct hmap ctx_dev; /* CUcontext -> boxed __s32 device (creation, or GPU records) */
 	__u64 reserved;	     /* VMM address space reserved */
 	__u64 allocs, frees, failed_allocs, untracked_frees;
-	struct os_stat *os; /* NULL until an OS plane record */
+	__u64 copy_bytes, sync_ns; /* successful copies; time in synchronisation calls */
+	struct os_stat *os;	   /* NULL until an OS plane record */
 };
 
 /* The OS plane's records, aggregated (analysis/os.c), for a process and for the run. */
@@ -293,8 +294,13 @@ struct sync_stat {
 	__u64 calls, total_ns, max_ns, not_ready;
 };
 
+/* Upper bounds of the NCCL call-duration buckets (ns): 10 us to 10 s, decades. */
+#define NCCL_BUCKETS 7
+extern const __u64 nccl_bucket_ns[NCCL_BUCKETS];
+
 struct nccl_stat {
 	__u64 calls, bytes, total_ns, max_ns, errors;
+	__u64 buckets[NCCL_BUCKETS + 1]; /* calls per duration bucket; the last: above 10 s */
 	__u64 unknown_size; /* collectives on communicators whose size was never seen */
 };
 
@@ -372,6 +378,8 @@ struct model {
 
 struct model *model__new(void);
 void model__free(struct model *m);
+/* Drop what is kept of a process (gone a while: a long-running agent must not grow). */
+void model__forget_proc(struct model *m, __u32 pid);
 /* Feed one validated record. */
 void model__add(struct model *m, const struct gs_hdr *ev);
 

@@ -39,6 +39,7 @@ static void add_copy(struct model *m, const struct gs_ev_copy *e)
 	s->count++;
 	s->bytes += e->bytes;
 	m->copy_bytes += e->bytes;
+	model__proc(m, e->h.pid)->copy_bytes += e->bytes;
 	if (e->flags & GS_COPY_ASYNC) {
 		s->async_count++;
 		s->async_bytes += e->bytes;
@@ -49,12 +50,17 @@ static void add_copy(struct model *m, const struct gs_ev_copy *e)
 	}
 }
 
+const __u64 nccl_bucket_ns[NCCL_BUCKETS] = { 10000ULL,	    100000ULL,	  1000000ULL,
+					     10000000ULL,   100000000ULL, 1000000000ULL,
+					     10000000000ULL };
+
 static void add_sync(struct model *m, const struct gs_ev_sync *e)
 {
 	struct sync_stat *s = &m->syncs[e->c.api];
 
 	s->calls++;
 	s->total_ns += e->c.dur_ns;
+	model__proc(m, e->h.pid)->sync_ns += e->c.dur_ns;
 	if (e->c.dur_ns > s->max_ns)
 		s->max_ns = e->c.dur_ns;
 	if (result_is_status(e->c.api, e->c.result))
@@ -88,6 +94,13 @@ static void add_nccl(struct model *m, const struct gs_ev_nccl *e)
 	s = &m->nccl[e->op];
 	s->calls++;
 	s->total_ns += e->c.dur_ns;
+	{
+		int b = 0;
+
+		while (b < NCCL_BUCKETS && e->c.dur_ns > nccl_bucket_ns[b])
+			b++;
+		s->buckets[b]++;
+	}
 	if (e->c.dur_ns > s->max_ns)
 		s->max_ns = e->c.dur_ns;
 	if (e->c.result) {

@@ -34,9 +34,12 @@ __u64 drop_count[GS_EV_MAX] = {};
 /* Calls whose entry state could not be stored, so their return produced nothing. */
 __u64 lost_calls = 0;
 
+/* Every process is traced (the exporter: which ones run CUDA is up to the files probed). */
+const volatile bool track_all = false;
+
 static __always_inline bool gs_tracked(__u32 tgid)
 {
-	return bpf_map_lookup_elem(&tracked, &tgid) != NULL;
+	return track_all || bpf_map_lookup_elem(&tracked, &tgid) != NULL;
 }
 
 static __always_inline void gs_count_drop(__u32 type)

@@ -35,7 +35,8 @@ int BPF_PROG(proc_fork, struct task_struct *parent, struct task_struct *child)
 	__u32 ctgid = BPF_CORE_READ(child, tgid);
 	__u32 one = 1;
 
-	if (ctgid == ptgid || !follow_children || !gs_tracked(ptgid))
+	/* (Tracing every process, there is nothing to add, and forks are not news.) */
+	if (ctgid == ptgid || !follow_children || track_all || !gs_tracked(ptgid))
 		return 0;
 	bpf_map_update_elem(&tracked, &ctgid, &one, BPF_ANY);
 	emit_proc(child, GS_PROC_FORK, ptgid, 0, NULL);
@@ -45,7 +46,8 @@ int BPF_PROG(proc_fork, struct task_struct *parent, struct task_struct *child)
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(proc_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
 {
-	if (!gs_tracked(BPF_CORE_READ(p, tgid)))
+	/* (Tracing every process, execs are not news: the exporter names processes itself.) */
+	if (track_all || !gs_tracked(BPF_CORE_READ(p, tgid)))
 		return 0;
 	emit_proc(p, GS_PROC_EXEC, BPF_CORE_READ(p, real_parent, tgid), 0,
 		  BPF_CORE_READ(bprm, filename));
@@ -61,6 +63,8 @@ int BPF_PROG(proc_exit, struct task_struct *p)
 		return 0;
 	/* Only the last thread of the group ends the process. */
 	if (BPF_CORE_READ(p, signal, live.counter) != 0) {
+		if (track_all)
+			return 0;
 		emit_proc(p, GS_PROC_THREAD_EXIT, BPF_CORE_READ(p, real_parent, tgid),
 			  (__s32)BPF_CORE_READ(p, exit_code), NULL);
 		return 0;

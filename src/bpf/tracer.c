@@ -212,6 +212,8 @@ static int load_objects(struct tracer *t)
 	gs_debug("uprobes: %s", t->multi ? "multi-uprobe links" : "one perf event per function");
 	t->cuda->rodata->stack_every = t->opts.stack_every;
 	t->nccl->rodata->stack_every = t->opts.stack_every;
+	t->cuda->rodata->track_all = t->opts.all;
+	t->nccl->rodata->track_all = t->opts.all;
 	err = bpf_map__set_max_entries(t->cuda->maps.events, (__u32)t->opts.ring_bytes);
 	if (!err)
 		err = cuda_bpf__load(t->cuda);
@@ -229,6 +231,7 @@ static int load_objects(struct tracer *t)
 		return err;
 	}
 	t->proc->rodata->follow_children = t->opts.follow;
+	t->proc->rodata->track_all = t->opts.all;
 	t->watch_libs = have_tracefs();
 	if (!t->watch_libs) {
 		bpf_program__set_autoload(t->proc->progs.lib_open_enter, false);
@@ -250,6 +253,7 @@ static int load_objects(struct tracer *t)
 		return err ? err : -EINVAL;
 	}
 	t->os->rodata->min_ns = t->opts.os_min_ns;
+	t->os->rodata->track_all = t->opts.all;
 	err = bpf_map__reuse_fd(t->os->maps.events, events_fd);
 	err = err ?: bpf_map__reuse_fd(t->os->maps.tracked, tracked_fd);
 	err = err ?: os_bpf__load(t->os);

@@ -25,6 +25,7 @@ struct tracer_opts {
 	bool follow;
 	bool isolate;	   /* per-process uprobes instead of per-file */
 	bool no_os;	   /* without the OS plane (os.bpf.c) */
+	bool all;	   /* every process (the exporter); needs no_os */
 	__u32 stack_every; /* call stacks: 0 none; every Nth launch, every allocation and failure */
 	__u64 os_min_ns;   /* shorter off-CPU intervals and system calls are not reported */
 	/* Each record from the kernel, in ring-buffer order (ev->size bytes). */

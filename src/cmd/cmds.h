@@ -6,5 +6,6 @@ int cmd_run(int argc, char **argv);
 int cmd_attach(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_exporter(int argc, char **argv);
+int cmd_top(int argc, char **argv);
 
 #endif

@@ -25,6 +25,7 @@
 
 #include "cmd/cmds.h"
 #include "cmd/common.h"
+#include "cmd/exporter.h"
 #include "core/util.h"
 #include "nvml/nvml.h"
 #include "sink/prometheus.h"
@@ -41,7 +42,13 @@ struct exporter {
 	 * else Prometheus's conventions (what promtool's lint wants): uuid, model_name,
 	 * hostname, and its counters without a _total suffix untyped. */
 	bool dcgm_labels;
+	bool no_ebpf;
+	unsigned int top_kernels;
+	double retain_s;
+	char *libs[16];
+	int nlibs;
 	/* state */
+	struct xtrace *xt;
 	struct nvml *nvml;
 	char nvml_error[256];
 	char hostname[256];
@@ -412,6 +419,8 @@ static void render(struct exporter *ex, struct strbuf *sb, double sample_s)
 	sb_reset(sb);
 	if (ex->nvml)
 		device_metrics(ex, sb);
+	if (ex->xt)
+		xtrace_render(ex->xt, sb);
 	self_metrics(ex, sb, sample_s);
 }
 
@@ -580,7 +589,13 @@ static void usage(FILE *f)
 		"                          Hostname) and counter types, for dashboards keyed on\n"
 		"                          them (default: uuid, model_name, hostname, as\n"
 		"                          Prometheus's conventions have them)\n"
-		"      --no-nvml           no device metrics (the agent's own only)\n"
+		"      --no-nvml           no device metrics\n"
+		"      --no-ebpf           no per-process metrics from eBPF probes (they need "
+		"root)\n"
+		"      --lib PATH          also probe this CUDA/NCCL library from the start (the\n"
+		"                          system's libcuda is; others when first opened)\n"
+		"      --top-kernels N     kernels named per process, the rest as \"other\" (10)\n"
+		"      --retain SECONDS    how long an exited process's series stay (default 60)\n"
 		"  -h, --help              this help\n\n"
 		"examples:\n"
 		"  gpuscope exporter\n"
@@ -596,10 +611,16 @@ int cmd_exporter(int argc, char **argv)
 		{ "slow-every", required_argument, NULL, 'S' },
 		{ "no-nvml", no_argument, NULL, 'N' },
 		{ "dcgm-labels", no_argument, NULL, 'D' },
+		{ "no-ebpf", no_argument, NULL, 'E' },
+		{ "lib", required_argument, NULL, 'L' },
+		{ "top-kernels", required_argument, NULL, 'K' },
+		{ "retain", required_argument, NULL, 'R' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct exporter ex = { .interval_s = 1, .slow_every = 10 };
+	struct exporter ex = {
+		.interval_s = 1, .slow_every = 10, .top_kernels = 10, .retain_s = 60
+	};
 	const char *listen_spec = DEFAULT_LISTEN;
 	struct sockaddr_storage ss;
 	struct MHD_Daemon *d;
@@ -635,6 +656,30 @@ int cmd_exporter(int argc, char **argv)
 		case 'D':
 			ex.dcgm_labels = true;
 			break;
+		case 'E':
+			ex.no_ebpf = true;
+			break;
+		case 'L':
+			if (ex.nlibs == 16) {
+				gs_err("exporter: --lib at most 16 times");
+				return GS_EXIT_USAGE;
+			}
+			ex.libs[ex.nlibs++] = optarg;
+			break;
+		case 'K':
+			if (parse_u32(optarg, &ex.top_kernels) || !ex.top_kernels ||
+			    ex.top_kernels > 1000) {
+				gs_err("exporter: --top-kernels wants 1 to 1000, not '%s'", optarg);
+				return GS_EXIT_USAGE;
+			}
+			break;
+		case 'R':
+			if (parse_seconds(optarg, &ex.retain_s) || ex.retain_s > 86400) {
+				gs_err("exporter: --retain wants seconds up to 86400, not '%s'",
+				       optarg);
+				return GS_EXIT_USAGE;
+			}
+			break;
 		case 'h':
 			usage(stdout);
 			return GS_EXIT_OK;
@@ -656,6 +701,12 @@ int cmd_exporter(int argc, char **argv)
 		ex.nvml = nvml_open(ex.nvml_error, sizeof(ex.nvml_error));
 		if (!ex.nvml)
 			gs_warn("exporter: %s; serving without device metrics", ex.nvml_error);
+	}
+	if (!ex.no_ebpf) {
+		ex.xt = xtrace_open(ex.libs, ex.nlibs, ex.top_kernels, ex.retain_s);
+		if (!ex.xt)
+			gs_warn("exporter: serving without per-process metrics (--no-ebpf to not "
+				"try)");
 	}
 	pthread_mutex_init(&ex.lock, NULL);
 	/* The first page before the first scrape can come. */
@@ -688,12 +739,17 @@ int cmd_exporter(int argc, char **argv)
 		nvml_close(ex.nvml);
 		return GS_EXIT_RUNTIME;
 	}
-	gs_info("exporter: serving http://%s/metrics (%s)", listen_spec,
-		ex.nvml ? "NVML loaded" : "no NVML");
-	while (!ex.stop)
-		pause();
+	gs_info("exporter: serving http://%s/metrics (%s, %s)", listen_spec,
+		ex.nvml ? "NVML loaded" : "no NVML", ex.xt ? "eBPF probes" : "no eBPF probes");
+	while (!ex.stop) {
+		if (ex.xt)
+			xtrace_poll(ex.xt, 200);
+		else
+			pause();
+	}
 	pthread_join(th, NULL);
 	MHD_stop_daemon(d);
+	xtrace_close(ex.xt);
 	nvml_close(ex.nvml);
 	sb_free(&ex.page);
 	pthread_mutex_destroy(&ex.lock);

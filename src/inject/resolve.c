@@ -17,9 +17,11 @@
  */
 #include <dlfcn.h>
 #include <link.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/names.h"
 #include "inject/inject.h"
@@ -173,9 +175,73 @@ bool gs_same_function(unsigned int a, unsigned int b)
 	return a < GS_API_MAX && b < GS_API_MAX && base_of[a] == base_of[b];
 }
 
+/*
+ * The kernel's uretprobe trampoline: another tracer (gpuscope's own exporter on the node,
+ * say) with a return probe on a driver function replaces its return address with the
+ * trampoline's. A wrapper entered with that return address was jumped to from inside the
+ * real function (a tail call): a call of the driver's, not the program's. Found in
+ * /proc/self/maps ("[uprobes]", made at the first return probe hit) once there.
+ */
+static unsigned long tramp_lo, tramp_hi;
+
+/* A line of /proc/self/maps: is it the trampoline's? (Then its range is kept.) */
+static bool trampoline_line(const char *line, size_t len)
+{
+	unsigned long lo, hi;
+
+	if (len < 9 || !memmem(line, len, "[uprobes]", 9) || sscanf(line, "%lx-%lx", &lo, &hi) != 2)
+		return false;
+	tramp_lo = lo;
+	__atomic_store_n(&tramp_hi, hi, __ATOMIC_RELEASE);
+	return true;
+}
+
+static bool from_trampoline(unsigned long pc)
+{
+	char buf[4096];
+	size_t len = 0;
+	ssize_t n;
+	int fd;
+
+	if (__atomic_load_n(&tramp_hi, __ATOMIC_ACQUIRE))
+		return pc >= tramp_lo && pc < tramp_hi;
+	/* Only a return address outside every file mapping is worth a look. (No stdio: this
+	 * may run in a signal handler.) */
+	{
+		Dl_info info;
+
+		if (dladdr((void *)pc, &info) && info.dli_fname)
+			return false;
+	}
+	fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	while ((n = read(fd, buf + len, sizeof(buf) - len)) > 0) {
+		char *p = buf, *nl;
+
+		len += (size_t)n;
+		while ((nl = memchr(p, '\n', len - (size_t)(p - buf)))) {
+			if (trampoline_line(p, (size_t)(nl - p))) {
+				close(fd);
+				return pc >= tramp_lo && pc < tramp_hi;
+			}
+			p = nl + 1;
+		}
+		len -= (size_t)(p - buf); /* the partial line, to the front */
+		memmove(buf, p, len);
+		if (len == sizeof(buf))
+			len = 0; /* (a line longer than the buffer: not ours) */
+	}
+	close(fd);
+	return false;
+}
+
 bool gs_called_from_driver(void *caller)
 {
 	unsigned long pc = (unsigned long)caller;
+
+	if (from_trampoline(pc))
+		return true;
 
 	/* Unknown (libcuda not found yet): assume the driver, and record nothing twice. */
 	return !__atomic_load_n(&cuda_handle, __ATOMIC_ACQUIRE) || !cuda_hi ||

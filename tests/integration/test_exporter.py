@@ -15,9 +15,16 @@ import urllib.request
 
 import pytest
 
-from conftest import OUT
+from conftest import OUT, ROOT, needs_root
 
 NVML = os.path.join(OUT, "fakes", "libnvidia-ml.so.1")
+FAKE_LIBS = ["--lib", os.path.join(OUT, "fakes", "libcuda.so.1"),
+             "--lib", os.path.join(OUT, "fakes", "libnccl.so.2")]
+# wl_driver's kernels as the exporter names them (demangled).
+DRIVER_KERNELS = {"_Z6vecAddPKfS0_Pfi": "vecAdd(float const*, float const*, float*, int)",
+                  "_Z5scalePfif": "scale(float*, int, float)",
+                  "triton_poi_fused_add_0": "triton_poi_fused_add_0",
+                  "_Z9reduceSumPKfPfi": "reduceSum(float const*, float*, int)"}
 
 SCRIPT = """gpus 2
 driver 580.99
@@ -78,7 +85,7 @@ def value(metrics, name, **want):
 
 
 class Agent:
-    def __init__(self, binary, tmp, script=SCRIPT, args=(), env=None):
+    def __init__(self, binary, tmp, script=SCRIPT, args=(), env=None, ebpf=False):
         self.script = tmp / "nvml.script"
         self.script.write_text(script)
         self.stats = tmp / "nvml.stats"
@@ -87,7 +94,8 @@ class Agent:
                  FAKENVML_STATS=str(self.stats), ASAN_OPTIONS="detect_leaks=1")
         e.update(env or {})
         self.p = subprocess.Popen([binary, "exporter", "--listen", "127.0.0.1:%d" % self.port,
-                                   "--interval", "0.1"] + list(args),
+                                   "--interval", "0.1"] +
+                                  (list(args) if ebpf else ["--no-ebpf"] + list(args)),
                                   env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                   text=True)
         deadline = time.time() + 20
@@ -147,6 +155,8 @@ def agent(gs, tmp_path):
 
 def test_device_metrics_from_nvml(agent):
     a = agent()
+    # (GPM figures need two samples: the first page has none.)
+    a.wait_for(lambda m: value(m, "DCGM_FI_PROF_SM_ACTIVE", gpu=0) is not None)
     status, headers, text = a.get("/metrics")
     assert status == 200
     assert headers["Content-Type"] == "text/plain; version=0.0.4; charset=utf-8"
@@ -317,10 +327,11 @@ def prom_query(port, q):
 
 
 @pytest.mark.skipif(not shutil.which("prometheus"), reason="prometheus is not installed")
-def test_prometheus_server_scrapes_the_exporter(agent, tmp_path):
-    """A real Prometheus server scrapes the agent every second; PromQL through its HTTP API
-    gives the scripted values, and follows them when they change."""
-    a = agent()
+def test_prometheus_server_scrapes_the_exporter(agent, gs, tmp_path):
+    """A real Prometheus server scrapes the agent every second while a test-double workload
+    runs; PromQL through its HTTP API gives the scripted device values (and follows them
+    when they change) and the workload's own figures."""
+    a = agent(ebpf=os.geteuid() == 0, args=FAKE_LIBS + ["--retain", "120"])
     port = free_port()
     cfg = tmp_path / "prometheus.yml"
     cfg.write_text("global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
@@ -352,6 +363,20 @@ def test_prometheus_server_scrapes_the_exporter(agent, tmp_path):
         assert float(r[0]["value"][1]) == 3 << 30
         r = until('up{job="gpuscope"}', lambda r: True)
         assert float(r[0]["value"][1]) == 1
+        if os.geteuid() == 0:
+            truth = run_workload(gs, tmp_path, "wl_driver")
+            r = until('sum(gpuscope_kernel_launches_total{comm="wl_driver"})',
+                      lambda r: float(r[0]["value"][1]) == truth["launches"])
+            r = until('max(gpuscope_process_device_memory_peak_bytes{comm="wl_driver"})',
+                      lambda r: float(r[0]["value"][1]) == truth["peak:device"])
+            run_workload(gs, tmp_path, "wl_nccl")
+            # The Grafana dashboard: every panel's query gives data.
+            dash = json.loads(open(os.path.join(ROOT, "deploy", "grafana",
+                                                "gpuscope-dashboard.json")).read())
+            for panel in dash["panels"]:
+                q = panel["targets"][0]["expr"].replace("$instance", ".*").replace(
+                    "$gpu", ".*").replace("$__rate_interval", "15s")
+                until(q, lambda r: len(r) > 0)
         a.rewrite(SCRIPT.replace("gpu0.util 42", "gpu0.util 77"))
         until('DCGM_FI_DEV_GPU_UTIL{gpu="0"}', lambda r: float(r[0]["value"][1]) == 77)
         # Energy as a counter Prometheus can take a rate of.
@@ -361,3 +386,132 @@ def test_prometheus_server_scrapes_the_exporter(agent, tmp_path):
     finally:
         prom.send_signal(signal.SIGTERM)
         prom.wait(timeout=30)
+
+
+def run_workload(gs, tmp_path, name, *args):
+    truth = tmp_path / ("%s.truth.json" % name)
+    p = subprocess.run([gs.wl(name)] + list(args), env=gs.env(GS_TRUTH=truth),
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    return json.loads(truth.read_text())
+
+
+def pids_of(m, name="gpuscope_kernel_launches_total"):
+    return {dict(ls)["pid"] for (n, ls) in m if n == name}
+
+
+@needs_root
+def test_per_process_metrics_from_the_probes(agent, gs, tmp_path):
+    """Every CUDA process on the node, as the kernel probes see it: launches by kernel,
+    device memory by GPU, copies, synchronisation, NCCL, errors; gone a while after it
+    exits."""
+    a = agent(ebpf=True, args=FAKE_LIBS + ["--retain", "3"])
+    before = a.metrics()
+    truth = run_workload(gs, tmp_path, "wl_driver")
+    m = a.wait_for(lambda m: pids_of(m) - pids_of(before))
+    pid = (pids_of(m) - pids_of(before)).pop()
+    m = a.wait_for(lambda m: value(m, "gpuscope_process_device_memory_peak_bytes", pid=pid,
+                                   gpu=0) == truth["peak:device"])
+    launches = {dict(ls)["kernel"]: v for (n, ls), v in m.items()
+                if n == "gpuscope_kernel_launches_total" and ("pid", pid) in ls}
+    assert launches == {DRIVER_KERNELS[k[7:]]: v for k, v in truth.items()
+                        if k.startswith("launch:")}
+    assert sum(launches.values()) == truth["launches"]
+    assert value(m, "gpuscope_process_device_memory_bytes", pid=pid, gpu=0) == \
+        truth["outstanding:device"]
+    assert all(dict(ls)["comm"] == "wl_driver" for (n, ls) in m if ("pid", pid) in ls)
+    for d in ("HtoD", "DtoH", "DtoD", "peer", "memset"):
+        assert value(m, "gpuscope_copy_bytes_total", direction=d) - \
+            (value(before, "gpuscope_copy_bytes_total", direction=d) or 0) == \
+            truth["copy:%s:bytes" % d], d
+    assert value(m, "gpuscope_cuda_errors_total", api="cuMemAlloc_v2",
+                 error="CUDA_ERROR_OUT_OF_MEMORY") >= truth["error:cuMemAlloc_v2:2"]
+    assert value(m, "gpuscope_sync_wait_seconds_total", api="cuStreamSynchronize") > 0
+    assert value(m, "gpuscope_dropped_events_total") == 0
+    # NCCL: calls and their duration histogram.
+    nt = run_workload(gs, tmp_path, "wl_nccl")
+    m = a.wait_for(lambda m: (value(m, "gpuscope_nccl_calls_total", op="all_reduce") or 0) >=
+                   nt["nccl:all_reduce:count"])
+    for op in ("all_reduce", "all_gather", "reduce_scatter", "reduce", "send", "recv"):
+        n = value(m, "gpuscope_nccl_calls_total", op=op)
+        assert n == nt["nccl:%s:count" % op], op
+        assert value(m, "gpuscope_nccl_call_duration_seconds_count", op=op) == n
+        assert value(m, "gpuscope_nccl_call_duration_seconds_bucket", op=op, le="+Inf") == n
+    # Gone: after --retain, its series are not shown any more.
+    a.wait_for(lambda m: pid not in pids_of(m) and
+               pid not in pids_of(m, "gpuscope_process_device_memory_bytes"))
+    text = a.get("/metrics")[2]
+    p = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True,
+                       text=True)
+    assert p.returncode == 0 and not p.stdout + p.stderr, p.stdout + p.stderr
+
+
+@needs_root
+def test_top_kernels_and_other(agent, gs, tmp_path):
+    a = agent(ebpf=True, args=FAKE_LIBS + ["--top-kernels", "2", "--retain", "30"])
+    truth = run_workload(gs, tmp_path, "wl_driver")
+    m = a.wait_for(lambda m: any(n == "gpuscope_kernel_launches_total" and
+                                 ("kernel", "other") in ls for (n, ls) in m))
+    mine = {dict(ls)["kernel"]: v for (n, ls), v in m.items()
+            if n == "gpuscope_kernel_launches_total"}
+    assert mine == {DRIVER_KERNELS["_Z6vecAddPKfS0_Pfi"]: 112,
+                    DRIVER_KERNELS["_Z5scalePfif"]: 23, "other": 8}
+    assert sum(mine.values()) == truth["launches"]
+
+
+@needs_root
+def test_inject_beside_the_exporter(agent, gs):
+    """The exporter's return probes on libcuda replace return addresses with the kernel's
+    trampoline: `gpuscope run --inject` on the same node still counts a driver tail call
+    (cuLaunchKernel_ptsz into cuLaunchKernel) once."""
+    agent(ebpf=True, args=FAKE_LIBS + ["--no-nvml"])
+    report, truth, _ = gs.trace(["wl_driver"], opts=["--inject"])
+    assert report["kernels"]["launches"] == truth["launches"] == 143
+    assert report["kernels"]["by_api"]["cuLaunchKernel"] == truth["launch_api:cuLaunchKernel"]
+
+
+def test_top_once_json_gpus(gs, tmp_path):
+    """gpuscope top --once --json: the GPUs as NVML (the double) has them."""
+    script = tmp_path / "nvml.script"
+    script.write_text(SCRIPT)
+    p = gs.run(["top", "--once", "--json", "--interval", "0.3", "--no-ebpf"],
+               env=gs.env(GPUSCOPE_NVML=NVML, FAKENVML_SCRIPT=script), check_rc=0)
+    v = json.loads(p.stdout)
+    assert 0.3 <= v["interval_s"] < 5 and v["processes"] == []
+    g0, g1 = v["gpus"]
+    assert (g0["index"], g0["utilization_percent"], g0["memory_used_bytes"],
+            g0["power_watts"], g0["temperature_c"]) == (0, 42, 10 << 30, 312.5, 61)
+    assert g0["sm_active"] == 0.55 and "sm_active" not in g1 and not g0["lost"]
+
+
+@needs_root
+def test_top_once_json_processes(gs, tmp_path):
+    """A workload that runs during the interval: its launches (and their rate), device
+    memory, copies and top kernels."""
+    top = subprocess.Popen([gs.binary, "top", "--once", "--json", "--interval", "3",
+                            "--no-nvml"] + FAKE_LIBS, env=gs.env(), stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True)
+    time.sleep(1.5)  # (probes attached: the agent's start takes well under that)
+    truth = run_workload(gs, tmp_path, "wl_driver")
+    out, err = top.communicate(timeout=60)
+    assert top.returncode == 0, err
+    v = json.loads(out)
+    procs = [p for p in v["processes"] if p["comm"] == "wl_driver"]
+    assert len(procs) == 1, v
+    p = procs[0]
+    assert p["launches"] == truth["launches"] and not p["running"]
+    assert abs(p["launches_per_s"] * v["interval_s"] - truth["launches"]) < 0.01
+    assert p["device_memory_peak_bytes"] >= truth["peak:device"]
+    assert p["copy_bytes_per_s"] > 0
+    k = p["top_kernels"]
+    assert [x["kernel"] for x in k[:2]] == [DRIVER_KERNELS["_Z6vecAddPKfS0_Pfi"],
+                                            DRIVER_KERNELS["_Z5scalePfif"]]
+    assert k[0]["launches"] == 112
+
+
+def test_top_bad_options(gs):
+    p = gs.run(["top", "--json"])
+    assert p.returncode == 1 and p.stderr.strip() == \
+        "gpuscope: top: --json goes with --once (a live view is text)"
+    p = gs.run(["top", "--interval", "x"])
+    assert p.returncode == 1 and "--interval wants seconds" in p.stderr

@@ -1,0 +1,517 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The exporter's eBPF plane: kernel uprobes on the CUDA and NCCL libraries for every
+ * process on the node (tracer option `all`), fed into one model, rendered as gpuscope_*
+ * metrics per process. Libraries are probed at start (those loaded by running processes,
+ * and the system's libcuda from ld.so.cache, so that a program started later is seen from
+ * its first call) and whenever a process opens one. A process that exits is shown for
+ * `retain` seconds more, then forgotten, so that a long-running agent does not grow.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "analysis/model.h"
+#include "bpf/tracer.h"
+#include "cmd/exporter.h"
+#include "core/demangle.h"
+#include "core/libfind.h"
+#include "core/names.h"
+#include "core/procfs.h"
+#include "core/util.h"
+#include "sink/prometheus.h"
+
+#define MAX_EXITED 4096
+
+struct xtrace {
+	struct tracer *tracer;
+	struct model *model;
+	pthread_mutex_t lock; /* the model, against rendering */
+	unsigned int top;
+	double retain_s;
+	struct {
+		__u32 pid;
+		double at;
+	} exited[MAX_EXITED];
+	double probed_boot_s; /* CLOCK_BOOTTIME when the libraries known at start were probed */
+	unsigned int nexited;
+	__u64 files;
+};
+
+static double mono_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static double boot_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_BOOTTIME, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Whether the process started after `t` (seconds since boot), from /proc/PID/stat. */
+static bool started_after(__u32 pid, double t)
+{
+	char path[64], buf[1024], *p, *save = NULL, *tok;
+	unsigned long long start = 0;
+	ssize_t n;
+	int fd, field = 3;
+
+	snprintf(path, sizeof(path), "/proc/%u/stat", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = 0;
+	p = strrchr(buf, ')'); /* (the command may hold spaces and parentheses) */
+	if (!p)
+		return false;
+	/* After ") " comes field 3 (the state); the start time is field 22, in clock ticks
+	 * since boot. */
+	for (tok = strtok_r(p + 1, " ", &save); tok; tok = strtok_r(NULL, " ", &save), field++)
+		if (field == 22) {
+			start = strtoull(tok, NULL, 10);
+			break;
+		}
+	return start && (double)start / (double)sysconf(_SC_CLK_TCK) > t;
+}
+
+static void add_file(struct xtrace *x, __u32 pid, const char *path, unsigned int kind)
+{
+	struct gs_ev_attach rec;
+	char real[PATH_MAX];
+	int r;
+
+	if (kind == GS_LIB_NONE || kind == GS_LIB_EXE)
+		return;
+	if (pid && path[0] == '/')
+		proc_root_path(pid, path, real, sizeof(real));
+	else
+		gs_strlcpy(real, path, sizeof(real));
+	r = tracer__add_file(x->tracer, real, path, kind, false, pid != 0, &rec);
+	if (r < 0)
+		gs_debug("exporter: cannot probe %s: %s", path, strerror(-r));
+	if (r > 0)
+		x->files++;
+}
+
+static void on_event(void *ctx, const struct gs_hdr *ev)
+{
+	struct xtrace *x = ctx;
+	const struct gs_ev_lib *l = (const void *)ev;
+	const struct gs_ev_proc *p = (const void *)ev;
+	struct proc *p2;
+	char path[PATH_MAX];
+	bool fresh;
+
+	if (ev->type == GS_EV_LIB) {
+		if (l->path[0] == '/') {
+			add_file(x, l->h.pid, l->path, l->kind);
+		} else {
+			snprintf(path, sizeof(path), "/proc/%u/cwd/%s", l->h.pid, l->path);
+			add_file(x, 0, path, l->kind);
+		}
+		return;
+	}
+	if (ev->type == GS_EV_PROC && p->kind == GS_PROC_EXIT) {
+		/* Only processes the model knows (every process's exit comes here). */
+		pthread_mutex_lock(&x->lock);
+		if (hmap_get(&x->model->procs, ev->pid, 0)) {
+			model__add(x->model, ev);
+			if (x->nexited < MAX_EXITED)
+				x->exited[x->nexited++] =
+					(typeof(x->exited[0])){ ev->pid, mono_s() };
+			else
+				model__forget_proc(x->model, ev->pid);
+		}
+		pthread_mutex_unlock(&x->lock);
+		return;
+	}
+	if (ev->type == GS_EV_PROC)
+		return;
+	pthread_mutex_lock(&x->lock);
+	fresh = !hmap_get(&x->model->procs, ev->pid, 0);
+	model__add(x->model, ev);
+	if (fresh && (p2 = hmap_get(&x->model->procs, ev->pid, 0))) {
+		/* Its name now, while it runs (exec records are not sent for every process). */
+		if (!p2->comm[0] && proc_comm((pid_t)ev->pid, p2->comm, sizeof(p2->comm)))
+			gs_strlcpy(p2->comm, "?", sizeof(p2->comm));
+		/* Seen from its first driver call (cuInit), or started after the probes were:
+		 * every allocation of it is known (so a pointer outside them is host memory,
+		 * which gives copies their direction). (A short process may be gone before its
+		 * records are read: hence cuInit first.) */
+		p2->complete = (ev->type == GS_EV_API &&
+				((const struct gs_ev_api *)ev)->c.api == GS_API_CU_INIT) ||
+			       started_after(ev->pid, x->probed_boot_s);
+	}
+	pthread_mutex_unlock(&x->lock);
+}
+
+/* Libraries already loaded by running processes. */
+static void scan_processes(struct xtrace *x)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *de;
+
+	if (!d)
+		return;
+	while ((de = readdir(d))) {
+		struct map_entry *maps = NULL;
+		size_t n = 0;
+		long pid = strtol(de->d_name, NULL, 10);
+
+		if (pid <= 0 || proc_exec_files((pid_t)pid, &maps, &n))
+			continue;
+		for (size_t i = 0; i < n; i++)
+			add_file(x, (__u32)pid, maps[i].path, lib_kind_of(maps[i].path));
+		free(maps);
+	}
+	closedir(d);
+}
+
+static void from_ldcache(const char *path, void *ctx)
+{
+	add_file(ctx, 0, path, lib_kind_of(path));
+}
+
+/* The system's libcuda and NCCL, before any program loads them. */
+static void scan_ldcache(struct xtrace *x)
+{
+	int fd = open("/etc/ld.so.cache", O_RDONLY | O_CLOEXEC);
+	struct stat st;
+	void *buf;
+
+	if (fd < 0)
+		return;
+	if (fstat(fd, &st) || st.st_size <= 0) {
+		close(fd);
+		return;
+	}
+	buf = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	close(fd);
+	if (buf == MAP_FAILED)
+		return;
+	ldcache_lookup(buf, (size_t)st.st_size, "libcuda.so.1", from_ldcache, x);
+	ldcache_lookup(buf, (size_t)st.st_size, "libnccl.so.2", from_ldcache, x);
+	munmap(buf, (size_t)st.st_size);
+}
+
+struct xtrace *xtrace_open(char *const *libs, int nlibs, unsigned int top, double retain_s)
+{
+	struct xtrace *x = xcalloc(1, sizeof(*x));
+	struct tracer_opts to = { .ring_bytes = 16ULL << 20,
+				  .follow = true,
+				  .no_os = true,
+				  .all = true,
+				  .on_event = on_event,
+				  .ctx = x };
+
+	x->model = model__new();
+	x->top = top;
+	x->retain_s = retain_s;
+	pthread_mutex_init(&x->lock, NULL);
+	if (tracer__open(&to, &x->tracer)) {
+		model__free(x->model);
+		free(x);
+		return NULL;
+	}
+	for (int i = 0; i < nlibs; i++)
+		add_file(x, 0, libs[i], lib_kind_of(libs[i]) ?: GS_LIB_CUDA);
+	scan_ldcache(x);
+	scan_processes(x);
+	x->probed_boot_s = boot_s();
+	gs_debug("eBPF probes on %llu libraries", (unsigned long long)x->files);
+	return x;
+}
+
+void xtrace_poll(struct xtrace *x, int timeout_ms)
+{
+	double now;
+	unsigned int kept = 0;
+
+	tracer__poll(x->tracer, timeout_ms);
+	now = mono_s();
+	pthread_mutex_lock(&x->lock);
+	for (unsigned int i = 0; i < x->nexited; i++) {
+		if (now - x->exited[i].at >= x->retain_s)
+			model__forget_proc(x->model, x->exited[i].pid);
+		else
+			x->exited[kept++] = x->exited[i];
+	}
+	x->nexited = kept;
+	pthread_mutex_unlock(&x->lock);
+}
+
+void xtrace_close(struct xtrace *x)
+{
+	if (!x)
+		return;
+	tracer__close(x->tracer);
+	model__free(x->model);
+	pthread_mutex_destroy(&x->lock);
+	free(x);
+}
+
+/* ---- rendering ---------------------------------------------------------------------------- */
+
+struct plabels {
+	char pid[16], comm[32];
+	struct prom_labels ls;
+};
+
+static void proc_labels(struct proc *p, struct plabels *pl)
+{
+	if (!p->comm[0] && proc_comm((pid_t)p->pid, p->comm, sizeof(p->comm)))
+		gs_strlcpy(p->comm, "?", sizeof(p->comm));
+	snprintf(pl->pid, sizeof(pl->pid), "%u", p->pid);
+	gs_strlcpy(pl->comm, p->comm, sizeof(pl->comm));
+	pl->ls.n = 0;
+	prom_labels_add(&pl->ls, "pid", pl->pid);
+	prom_labels_add(&pl->ls, "comm", pl->comm);
+}
+
+static int more_launches(const void *a, const void *b)
+{
+	const struct xkernel *x = a, *y = b;
+
+	return x->launches < y->launches ? 1 : x->launches > y->launches ? -1 : 0;
+}
+
+/* A process's kernels by shown name (handles of one kernel, and overloads whose shortened
+ * names agree, are one), most launched first. Under the lock. */
+static size_t kernels_of(struct xtrace *x, __u32 pid, struct xkernel **out)
+{
+	struct hmap_slot *s;
+	struct xkernel *ks = NULL;
+	size_t n = 0, cap = 0;
+
+	hmap_for_each (&x->model->kernels, s) {
+		const struct kstat *k = s->val;
+		const char *mangled;
+		char *full, shortn[96];
+		size_t i;
+
+		if (k->pid != pid || !k->launches)
+			continue;
+		mangled = model__kernel_name(x->model, pid, k->handle);
+		full = mangled ? demangle(mangled) : NULL;
+		if (full)
+			shorten_name(full, 80, shortn, sizeof(shortn));
+		else
+			snprintf(shortn, sizeof(shortn), "unknown 0x%llx",
+				 (unsigned long long)k->handle);
+		free(full);
+		for (i = 0; i < n && strcmp(ks[i].name, shortn); i++)
+			;
+		if (i == n) {
+			if (n == cap) {
+				cap = cap ? 2 * cap : 32;
+				ks = xrealloc(ks, cap * sizeof(*ks));
+			}
+			memset(&ks[n], 0, sizeof(ks[n]));
+			gs_strlcpy(ks[n++].name, shortn, sizeof(ks[0].name));
+		}
+		ks[i].launches += k->launches;
+		ks[i].call_ns += k->call_ns;
+	}
+	if (n)
+		qsort(ks, n, sizeof(*ks), more_launches);
+	*out = ks;
+	return n;
+}
+
+size_t xtrace_kernels(struct xtrace *x, __u32 pid, struct xkernel **out)
+{
+	size_t n;
+
+	pthread_mutex_lock(&x->lock);
+	n = kernels_of(x, pid, out);
+	pthread_mutex_unlock(&x->lock);
+	return n;
+}
+
+size_t xtrace_procs(struct xtrace *x, struct xproc *out, size_t max)
+{
+	struct hmap_slot *s;
+	size_t n = 0;
+
+	pthread_mutex_lock(&x->lock);
+	hmap_for_each (&x->model->procs, s) {
+		const struct proc *p = s->val;
+		struct xproc *o;
+
+		if (n == max)
+			break;
+		if (!p->launches && !p->allocs && !p->copy_bytes && !p->sync_ns)
+			continue;
+		o = &out[n++];
+		memset(o, 0, sizeof(*o));
+		o->pid = p->pid;
+		memcpy(o->comm, p->comm, sizeof(o->comm));
+		o->exited = p->exited;
+		o->launches = p->launches;
+		o->copy_bytes = p->copy_bytes;
+		o->sync_ns = p->sync_ns;
+		o->mem = p->in_use[MK_DEVICE];
+		o->peak = p->peak[MK_DEVICE];
+	}
+	pthread_mutex_unlock(&x->lock);
+	return n;
+}
+
+/* A process's kernels: the `top` most launched by name, the rest as "other". */
+static void kernels(struct xtrace *x, struct strbuf *sb, const struct proc *p,
+		    const struct plabels *pl, bool seconds)
+{
+	const char *name = seconds ? "gpuscope_kernel_launch_call_seconds_total"
+				   : "gpuscope_kernel_launches_total";
+	struct xkernel *ks;
+	size_t n = kernels_of(x, p->pid, &ks);
+	double other = 0;
+	bool any_other = false;
+
+	for (size_t i = 0; i < n; i++) {
+		double v = seconds ? ks[i].call_ns / 1e9 : (double)ks[i].launches;
+
+		if (i >= x->top) {
+			other += v;
+			any_other = true;
+			continue;
+		}
+		prom_sample(sb, name, &pl->ls, "kernel", ks[i].name, v);
+	}
+	if (any_other)
+		prom_sample(sb, name, &pl->ls, "kernel", "other", other);
+	free(ks);
+}
+
+void xtrace_render(struct xtrace *x, struct strbuf *sb)
+{
+	struct model *m = x->model;
+	struct hmap_slot *s;
+	struct gs_ev_drops d = {};
+	__u64 live = 0, drops = 0;
+
+	pthread_mutex_lock(&x->lock);
+	hmap_for_each (&m->procs, s) {
+		const struct proc *p = s->val;
+
+		live += !p->exited && (p->launches || p->allocs);
+	}
+	prom_family(sb, "gpuscope_cuda_processes", "gauge",
+		    "Processes on the node that launched kernels or allocated GPU memory and "
+		    "are running.");
+	prom_sample(sb, "gpuscope_cuda_processes", NULL, NULL, NULL, (double)live);
+	for (int pass = 0; pass < 2; pass++) {
+		prom_family(sb,
+			    pass ? "gpuscope_kernel_launch_call_seconds_total"
+				 : "gpuscope_kernel_launches_total",
+			    "counter",
+			    pass ? "Time in kernel launch calls (CPU side), by process and kernel "
+				   "(the most launched by name, the rest as other)."
+				 : "Kernel launches, by process and kernel (the most launched by "
+				   "name, the rest as other).");
+		hmap_for_each (&m->procs, s) {
+			struct plabels pl;
+
+			if (!((struct proc *)s->val)->launches)
+				continue;
+			proc_labels(s->val, &pl);
+			kernels(x, sb, s->val, &pl, pass);
+		}
+	}
+	for (int pass = 0; pass < 2; pass++) {
+		const char *name = pass ? "gpuscope_process_device_memory_peak_bytes"
+					: "gpuscope_process_device_memory_bytes";
+
+		prom_family(sb, name, "gauge",
+			    pass ? "Peak device memory a process had allocated, by GPU."
+				 : "Device memory a process has allocated (driver allocations), by "
+				   "GPU.");
+		hmap_for_each (&m->procs, s) {
+			struct proc *p = s->val;
+			struct plabels pl;
+
+			if (!p->allocs)
+				continue;
+			proc_labels(p, &pl);
+			for (int dv = 0; dv <= MEM_DEVS; dv++) {
+				char gpu[8];
+
+				if (!p->dev_peak[dv])
+					continue;
+				snprintf(gpu, sizeof(gpu), dv < MEM_DEVS ? "%d" : "?", dv);
+				prom_sample(sb, name, &pl.ls, "gpu", gpu,
+					    (double)(pass ? p->dev_peak[dv] : p->dev_in_use[dv]));
+			}
+		}
+	}
+	prom_family(sb, "gpuscope_copy_bytes_total", "counter",
+		    "Bytes copied by CUDA memcpy calls on the node, by direction.");
+	for (int k = 1; k < GS_COPY_KIND_MAX; k++)
+		if (m->copies[k].count)
+			prom_sample(sb, "gpuscope_copy_bytes_total", NULL, "direction",
+				    copy_kind_name((unsigned int)k), (double)m->copies[k].bytes);
+	prom_family(sb, "gpuscope_sync_wait_seconds_total", "counter",
+		    "Time spent in CUDA synchronisation calls, by call.");
+	for (int a = 1; a < GS_API_MAX; a++)
+		if (m->syncs[a].calls)
+			prom_sample(sb, "gpuscope_sync_wait_seconds_total", NULL, "api",
+				    api_name((unsigned int)a), m->syncs[a].total_ns / 1e9);
+	prom_family(sb, "gpuscope_nccl_calls_total", "counter", "NCCL calls, by operation.");
+	for (int op = 0; op < NCCL_OPS; op++)
+		if (m->nccl[op].calls)
+			prom_sample(sb, "gpuscope_nccl_calls_total", NULL, "op",
+				    nccl_op_name((unsigned int)op), (double)m->nccl[op].calls);
+	prom_family(sb, "gpuscope_nccl_call_duration_seconds", "histogram",
+		    "Duration of NCCL calls (the host call: enqueue, or all of it for "
+		    "blocking ones), by operation.");
+	for (int op = 0; op < NCCL_OPS; op++) {
+		double le[NCCL_BUCKETS];
+		struct prom_labels ls = { .n = 0 };
+
+		if (!m->nccl[op].calls)
+			continue;
+		for (int b = 0; b < NCCL_BUCKETS; b++)
+			le[b] = nccl_bucket_ns[b] / 1e9;
+		prom_labels_add(&ls, "op", nccl_op_name((unsigned int)op));
+		prom_histogram(sb, "gpuscope_nccl_call_duration_seconds", &ls, le,
+			       m->nccl[op].buckets, NCCL_BUCKETS, m->nccl[op].total_ns / 1e9);
+	}
+	prom_family(sb, "gpuscope_cuda_errors_total", "counter",
+		    "CUDA and NCCL calls that failed, by call and error.");
+	hmap_for_each (&m->errors, s) {
+		const struct err_stat *e = s->val;
+		struct prom_labels ls = { .n = 0 };
+
+		prom_labels_add(&ls, "api", api_name(e->api));
+		prom_labels_add(&ls, "error", result_name(e->api, e->result));
+		prom_sample(sb, "gpuscope_cuda_errors_total", &ls, NULL, NULL, (double)e->count);
+	}
+	pthread_mutex_unlock(&x->lock);
+	tracer__drops(x->tracer, &d);
+	for (int t = 0; t < GS_EV_MAX; t++)
+		drops += d.by_type[t];
+	prom_family(sb, "gpuscope_dropped_events_total", "counter",
+		    "Events lost because the kernel's ring buffer was full.");
+	prom_sample(sb, "gpuscope_dropped_events_total", NULL, NULL, NULL, (double)drops);
+	prom_family(sb, "gpuscope_probed_libraries", "gauge",
+		    "CUDA and NCCL library files the agent has probes on.");
+	prom_sample(sb, "gpuscope_probed_libraries", NULL, NULL, NULL, (double)x->files);
+}
