@@ -39,6 +39,9 @@ class Runner:
         env["LD_LIBRARY_PATH"] = self.fakes
         # ASan's leak check at exit would report libbpf's and libelf's caches as leaks.
         env.setdefault("ASAN_OPTIONS", "detect_leaks=1:abort_on_error=0")
+        # No NVML unless a test asks for the double (GPUSCOPE_NVML): run and attach would
+        # otherwise find it on LD_LIBRARY_PATH and add device counters to every trace.
+        env.setdefault("GPUSCOPE_NVML", "/nonexistent/libnvidia-ml.so.1")
         env.update({k: str(v) for k, v in extra.items()})
         return env
 

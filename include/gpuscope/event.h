@@ -48,6 +48,7 @@ enum gs_event_type {
 	GS_EV_SYSCALL = 19, /* OS: a selected system call */
 	GS_EV_STACK = 20,   /* the user call stack of a call (launch, allocation, failure) */
 	GS_EV_SYMBOL = 21,  /* gpuscope: the name of a code address in a process */
+	GS_EV_NVML = 22,    /* NVML sampler: one GPU's device metrics */
 	GS_EV_MAX,
 };
 
@@ -460,6 +461,29 @@ struct gs_ev_symbol {
 	__u16 len; /* bytes of name, without the NUL */
 	__u16 pad[3];
 	char name[GS_SYM_MAX]; /* "function" (mangled as in the file), else "module+0xoff" */
+};
+
+/* Which fields of a gs_ev_nvml sample are there (a GPU may not have them). */
+enum gs_nvml_have {
+	GS_NVML_UTIL = 1 << 0,
+	GS_NVML_MEMORY = 1 << 1,
+	GS_NVML_POWER = 1 << 2,
+	GS_NVML_TEMP = 1 << 3,
+	GS_NVML_CLOCK = 1 << 4,
+	GS_NVML_GPM = 1 << 5,
+	GS_NVML_LOST = 1 << 6, /* the GPU fell off the bus */
+};
+
+struct gs_ev_nvml {
+	struct gs_hdr h;	   /* ts: when sampled; pid/tid 0 */
+	__s32 gpu;		   /* NVML index */
+	__u32 have;		   /* enum gs_nvml_have */
+	__u32 util_gpu;		   /* percent */
+	__u32 util_mem;		   /* percent */
+	__u64 mem_used, mem_total; /* bytes */
+	__u32 power_mw, temp_c;
+	__u32 clock_sm_mhz, clock_mem_mhz;
+	double sm_active, tensor_active, dram_active; /* GPM ratios, 0..1 */
 };
 
 /* Largest record of any type. */

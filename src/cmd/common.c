@@ -83,6 +83,9 @@ int parse_trace_opt(struct trace_opts *o, int opt, const char *arg)
 	case OPT_NO_OS:
 		o->no_os = true;
 		return 1;
+	case OPT_NO_NVML:
+		o->no_nvml = true;
+		return 1;
 	case OPT_STACKS:
 		if (!strcmp(arg, "off")) {
 			o->stack_every = 0;

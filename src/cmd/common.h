@@ -19,6 +19,7 @@ struct trace_opts {
 	bool follow, quiet, wide;
 	bool isolate;	   /* per-process uprobes (see bpf/tracer.h) */
 	bool no_os;	   /* without the OS plane */
+	bool no_nvml;	   /* without NVML's device metrics in the stream */
 	__u32 stack_every; /* call stacks (bpf/tracer.h); 0 none */
 	__u64 os_min_ns;   /* OS plane: shorter off-CPU intervals and system calls not reported */
 	bool inject;	   /* run: driver calls from the in-process plane (src/inject) */
@@ -77,6 +78,7 @@ enum {
 	OPT_PERFETTO,
 	OPT_CHROME,
 	OPT_NO_OS,
+	OPT_NO_NVML,
 	OPT_OS_MIN,
 	OPT_STACKS,
 	OPT_FOLDED
@@ -93,6 +95,7 @@ enum {
 		{ "perfetto", required_argument, NULL, OPT_PERFETTO },                             \
 		{ "chrome", required_argument, NULL, OPT_CHROME },                                 \
 		{ "no-os", no_argument, NULL, OPT_NO_OS },                                         \
+		{ "no-nvml", no_argument, NULL, OPT_NO_NVML },                                     \
 		{ "os-min-us", required_argument, NULL, OPT_OS_MIN },                              \
 		{ "stacks", required_argument, NULL, OPT_STACKS },                                 \
 		{ "folded", required_argument, NULL, OPT_FOLDED },                                 \
@@ -117,6 +120,7 @@ enum {
 	"      --no-follow        do not trace children\n"                                        \
 	"      --no-os            without the OS plane (off-CPU time, page faults, block I/O,\n"  \
 	"                         socket bytes, system calls of the traced processes)\n"          \
+	"      --no-nvml          without the GPUs' device metrics (NVML, once a second)\n"       \
 	"      --os-min-us N      off-CPU intervals and system calls shorter than N us are not\n" \
 	"                         reported one by one (default 10)\n"                             \
 	"      --stacks N|off     user call stacks of every Nth launch (default 64), of every\n"  \

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: MIT
+#include <math.h>
 #include <string.h>
 
 #include "core/event.h"
@@ -54,6 +55,7 @@ static const size_t sizes[GS_EV_MAX] = {
 	[GS_EV_SYSCALL] = sizeof(struct gs_ev_syscall),
 	[GS_EV_STACK] = sizeof(struct gs_ev_stack),
 	[GS_EV_SYMBOL] = sizeof(struct gs_ev_symbol),
+	[GS_EV_NVML] = sizeof(struct gs_ev_nvml),
 };
 
 /* Which family of API a record type may carry. */
@@ -146,6 +148,15 @@ int gs_event_check(const void *buf, size_t len, const char **why)
 	if (len != want)
 		FAIL("record size wrong for its type");
 	switch (h->type) {
+	case GS_EV_NVML: {
+		const struct gs_ev_nvml *n = buf;
+
+		/* (Written into traces as numbers: NaN and infinities have no spelling there.) */
+		if (!isfinite(n->sm_active) || !isfinite(n->tensor_active) ||
+		    !isfinite(n->dram_active))
+			FAIL("NVML activity ratio not a finite number");
+		return 0;
+	}
 	case GS_EV_LAUNCH:
 	case GS_EV_MEM:
 	case GS_EV_SYNC:

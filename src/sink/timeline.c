@@ -28,6 +28,7 @@ enum {
 	U_COUNTER = 7,
 	U_OS = 8,
 	U_BLOCK = 9,
+	U_GPU_COUNTER = 10,
 };
 
 #define IO_LANES     32
@@ -177,10 +178,10 @@ static __u64 child_track(struct timeline *tl, const struct model *m, __u32 pid, 
 	return uuid;
 }
 
-static __u64 stream_track(struct timeline *tl, __s32 device, __u32 pid, __u64 stream)
+static __u64 gpu_track(struct timeline *tl, __s32 device)
 {
-	__u64 gpu = UUID(U_GPU, 0, (__u32)device), uuid;
-	char name[96];
+	__u64 gpu = UUID(U_GPU, 0, (__u32)device);
+	char name[32];
 
 	if (!declared(tl, gpu)) {
 		snprintf(name, sizeof(name), "GPU %d", device);
@@ -189,6 +190,14 @@ static __u64 stream_track(struct timeline *tl, __s32 device, __u32 pid, __u64 st
 							  .device = device,
 							  .name = name });
 	}
+	return gpu;
+}
+
+static __u64 stream_track(struct timeline *tl, __s32 device, __u32 pid, __u64 stream)
+{
+	__u64 gpu = gpu_track(tl, device), uuid;
+	char name[96];
+
 	uuid = UUID(U_STREAM, pid, stream) ^ ((__u64)(__u32)device << 48);
 	if (!declared(tl, uuid)) {
 		if (stream == 0 || stream == GS_CU_STREAM_LEGACY)
@@ -592,6 +601,48 @@ static void findings(struct timeline *tl, const struct model *m)
 	}
 }
 
+/* ---- NVML: device metrics as counters of the GPU ------------------------------------------ */
+
+static void gpu_counter(struct timeline *tl, const struct gs_ev_nvml *n, unsigned int which,
+			const char *what, bool bytes, double v)
+{
+	__u64 uuid = UUID(U_GPU_COUNTER, (__u32)n->gpu, which);
+	char name[64];
+
+	if (!declared(tl, uuid)) {
+		snprintf(name, sizeof(name), "GPU %d %s", n->gpu, what);
+		tl->ops->track(tl->w, &(struct tl_track){ .uuid = uuid,
+							  .parent = gpu_track(tl, n->gpu),
+							  .kind = TL_COUNTER,
+							  .pid = (__u32)n->gpu,
+							  .device = n->gpu,
+							  .name = name,
+							  .bytes = bytes });
+	}
+	tl->ops->counter(tl->w, uuid, n->h.ts, v);
+}
+
+static void nvml_sample(struct timeline *tl, const struct gs_ev_nvml *n)
+{
+	if (n->gpu < 0 || (n->have & GS_NVML_LOST))
+		return;
+	if (n->have & GS_NVML_UTIL)
+		gpu_counter(tl, n, 0, "utilization %", false, n->util_gpu);
+	if (n->have & GS_NVML_MEMORY)
+		gpu_counter(tl, n, 1, "memory used", true, (double)n->mem_used);
+	if (n->have & GS_NVML_POWER)
+		gpu_counter(tl, n, 2, "power W", false, n->power_mw / 1000.0);
+	if (n->have & GS_NVML_TEMP)
+		gpu_counter(tl, n, 3, "temperature C", false, n->temp_c);
+	if (n->have & GS_NVML_CLOCK)
+		gpu_counter(tl, n, 4, "SM clock MHz", false, n->clock_sm_mhz);
+	if (n->have & GS_NVML_GPM) {
+		gpu_counter(tl, n, 5, "SM active", false, n->sm_active);
+		gpu_counter(tl, n, 6, "tensor active", false, n->tensor_active);
+		gpu_counter(tl, n, 7, "DRAM active", false, n->dram_active);
+	}
+}
+
 /* ---- the OS plane ------------------------------------------------------------------------ */
 
 static __u64 os_track(struct timeline *tl, const struct model *m, __u32 pid, __u32 tid)
@@ -802,6 +853,9 @@ void timeline__add(struct timeline *tl, const struct model *m, const struct gs_h
 		break;
 	case GS_EV_STACK:
 		stack(tl, m, (const void *)ev);
+		break;
+	case GS_EV_NVML:
+		nvml_sample(tl, (const void *)ev);
 		break;
 	default:
 		break;

@@ -242,8 +242,15 @@ def test_gpu_times_of_kernels_copies_and_graphs(gs):
     report, truth, kernels = gpu_trace(gs)
     busy, idle = kernels["busy"]["gpu"], kernels["idle"]["gpu"]
     # Back to back on a busy stream, and alone on an idle one: the kernel's own time.
-    assert busy["timed"] == truth["gpu:busy:timed"] == 24  # 20 + 4 on device 1, not captured
-    assert idle["timed"] == truth["gpu:idle:timed"] == 15
+    # (A launch descheduled inside its call for longer than the watchdog's two passes, on
+    # a loaded machine, has its gate opened by the watchdog: its start is then not known,
+    # and it is not timed. Seen once in a full CI-like run.)
+    forced = report["drops"]["gates_forced"]
+    assert truth["gpu:busy:timed"] == 24 and truth["gpu:idle:timed"] == 15
+    assert 24 - forced <= busy["timed"] <= 24  # 20 + 4 on device 1, not captured
+    assert 15 - forced <= idle["timed"] <= 15
+    assert busy["timed"] + busy["start_unknown"] == 24
+    assert idle["timed"] + idle["start_unknown"] == 15
     for g, want in ((busy, truth["gpu:busy:ns"]), (idle, truth["gpu:idle:ns"])):
         assert near(g["min_ns"], want) and near(g["max_ns"], want), (g, want)
         assert abs(g["p50_ns"] - want) <= want / 32  # within its histogram bucket
@@ -255,8 +262,8 @@ def test_gpu_times_of_kernels_copies_and_graphs(gs):
     # gated); on device 1 the first of 4 finds its stream idle, the other 3 (200 us kernels
     # ahead, once the harvester has their time, which it has after the 1 ms pauses) need no
     # gate.
-    assert idle["gated"] == 15 and idle["idle_stream_starts"] == 0
-    assert 21 <= busy["gated"] <= 23 and busy["idle_stream_starts"] == 0
+    assert idle["gated"] == idle["timed"] and idle["idle_stream_starts"] == 0
+    assert 21 - forced <= busy["gated"] <= 23 and busy["idle_stream_starts"] == 0
     # The double's GPU does not run our calibration kernel: nothing to correct.
     assert all(d["event_overhead_ns"] == 0 for d in report["gpu"]["devices"])
     # The 20 back-to-back launches queue behind each other: the last waits ~19 kernels.

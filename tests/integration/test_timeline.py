@@ -207,3 +207,31 @@ def test_trace_of_a_program_without_cuda(gsr, tmp_path, fmt):
         cats = {e["cat"] for e in json.loads(out.read_text())["traceEvents"] if e["ph"] == "X"}
     assert cats and cats <= {"syscall", "off_cpu", "block_io"}
     assert os.path.getsize(out) > 0
+
+
+def test_nvml_counters_on_the_gpu_tracks(gs, tmp_path):
+    """NVML samples (the double's scripted values) become counters of each GPU, once a
+    second, in both formats; --no-nvml leaves them out."""
+    script = tmp_path / "nvml.script"
+    script.write_text("gpus 2\ngpu0.util 42\ngpu0.mem_used 1073741824\ngpu0.power_mw 312500\n"
+                      "gpu0.temp 61\ngpu0.sm_clock 1980\ngpu0.sm_active 55\ngpu1.util 7\n"
+                      "gpu1.gpm 0\n")
+    env = dict(GPUSCOPE_NVML=os.path.join(gs.fakes, "libnvidia-ml.so.1"),
+               FAKENVML_SCRIPT=str(script))
+    report, truth, t, ch = traced(gs, tmp_path, ["wl_driver"], ["--stacks", "off"],
+                                  env)
+    by_name = {t.tracks[u]["name"]: [v for _, v in sorted(c)] for u, c in t.counters.items()}
+    util = by_name["GPU 0 utilization %"]
+    assert len(util) >= 1 and set(util) == {42}
+    assert set(by_name["GPU 0 memory used"]) == {1 << 30}
+    assert set(by_name["GPU 0 power W"]) == {312.5}
+    assert set(by_name["GPU 1 utilization %"]) == {7}
+    assert "GPU 1 SM active" not in by_name  # (no GPM on GPU 1)
+    gpu0 = [u for u, tr in t.tracks.items() if tr["name"] == "GPU 0"]
+    mem = [u for u, tr in t.tracks.items() if tr["name"] == "GPU 0 memory used"][0]
+    assert t.tracks[mem]["parent"] == gpu0[0] and t.tracks[mem]["unit"] == "UNIT_SIZE_BYTES"
+    cs = [e for e in ch["traceEvents"] if e["ph"] == "C" and e["name"] == "GPU 0 utilization %"]
+    assert cs and all(e["pid"] == 0 and e["args"]["value"] == 42 for e in cs)
+    _, _, t2, _ = traced(gs, tmp_path, ["wl_driver"], ["--stacks", "off", "--no-nvml"],
+                         env)
+    assert not [tr for tr in t2.tracks.values() if tr["name"].startswith("GPU 0 util")]
