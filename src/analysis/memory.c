@@ -68,13 +68,13 @@ void model__context_seen(struct model *m, __u32 pid, __u64 ctx, __s32 device)
 	*d = device;
 }
 
-static struct ctx_stack *ctx_stack(struct model *m, __u32 tid)
+static struct ctx_stack *ctx_stack(struct model *m, __u32 pid, __u32 tid)
 {
-	struct ctx_stack *t = hmap_get(&m->thread_ctx, tid, 0);
+	struct ctx_stack *t = hmap_get(&m->thread_ctx, tid, pid);
 
 	if (!t) {
 		t = xcalloc(1, sizeof(*t));
-		hmap_put(&m->thread_ctx, tid, 0, t);
+		hmap_put(&m->thread_ctx, tid, pid, t);
 	}
 	return t;
 }
@@ -96,7 +96,7 @@ void model__context_add(struct model *m, const struct gs_ev_api *e)
 		model__context_seen(m, e->h.pid, e->out, (__s32)e->arg1);
 		/* fall through */
 	case GS_API_CU_CTX_PUSH_CURRENT:
-		t = ctx_stack(m, e->h.tid);
+		t = ctx_stack(m, e->h.pid, e->h.tid);
 		if (t->depth < CTX_DEPTH)
 			t->ctx[t->depth++] =
 				e->c.api == GS_API_CU_CTX_PUSH_CURRENT ? e->arg0 : e->out;
@@ -105,7 +105,7 @@ void model__context_add(struct model *m, const struct gs_ev_api *e)
 		break;
 	case GS_API_CU_CTX_SET_CURRENT:
 		/* Replaces the top of the stack; NULL pops it (as the driver does). */
-		t = ctx_stack(m, e->h.tid);
+		t = ctx_stack(m, e->h.pid, e->h.tid);
 		if (!e->arg0)
 			t->depth -= t->depth > 0;
 		else if (t->depth)
@@ -114,13 +114,13 @@ void model__context_add(struct model *m, const struct gs_ev_api *e)
 			t->ctx[t->depth++] = e->arg0;
 		break;
 	case GS_API_CU_CTX_POP_CURRENT:
-		t = ctx_stack(m, e->h.tid);
+		t = ctx_stack(m, e->h.pid, e->h.tid);
 		t->depth -= t->depth > 0;
 		break;
 	case GS_API_CU_CTX_DESTROY:
 		/* Current to this thread: popped. (Elsewhere it is left: the driver says that
 		 * is an error for the other threads' later calls.) */
-		t = hmap_get(&m->thread_ctx, e->h.tid, 0);
+		t = hmap_get(&m->thread_ctx, e->h.tid, e->h.pid);
 		if (t && t->depth && t->ctx[t->depth - 1] == e->arg0)
 			t->depth--;
 		free(hmap_del(&model__proc(m, e->h.pid)->ctx_dev, e->arg0, 0));
@@ -139,7 +139,7 @@ static int device_of_call(struct model *m, struct proc *p, const struct gs_hdr *
 
 	if (said >= 0)
 		return said;
-	t = hmap_get(&m->thread_ctx, h->tid, 0);
+	t = hmap_get(&m->thread_ctx, h->tid, h->pid);
 	if (t && t->depth) {
 		d = hmap_get(&p->ctx_dev, t->ctx[t->depth - 1], 0);
 		if (d)

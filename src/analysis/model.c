@@ -34,7 +34,8 @@ static void free_captures(struct hmap *h)
 	hmap_free(h);
 }
 
-/* Remove the entries whose first key `pid` matches (shifted right by `shift`), freeing
+/* Remove the entries whose first key matches `pid` (shifted right by `shift`; shift 64: the
+ * second key), freeing
  * each with `fn`. (Collected first: deleting shifts the table under an iteration.) */
 static void drop_pid(struct hmap *h, __u32 pid, unsigned int shift, void (*fn)(void *))
 {
@@ -43,7 +44,8 @@ static void drop_pid(struct hmap *h, __u32 pid, unsigned int shift, void (*fn)(v
 	size_t n = 0, cap = 0;
 
 	hmap_for_each (h, s) {
-		if ((s->k1 >> shift) != pid)
+		/* (shift 64: the pid is the second key) */
+		if ((shift == 64 ? s->k2 : s->k1 >> shift) != pid)
 			continue;
 		if (n + 2 > cap) {
 			cap = cap ? 2 * cap : 64;
@@ -94,6 +96,7 @@ void model__forget_proc(struct model *m, __u32 pid)
 	drop_pid(&m->aliases, pid, 0, free);
 	drop_pid(&m->launch_ends, pid, 0, free);
 	drop_pid(&m->stream_waits, pid, 0, free);
+	drop_pid(&m->thread_ctx, pid, 64, free);
 }
 
 void model__free(struct model *m)

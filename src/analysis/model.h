@@ -354,7 +354,7 @@ struct model {
 	struct os_stat os;
 	__u64 os_events;
 	struct hmap threads_os; /* tid -> struct thread_os */
-	struct hmap thread_ctx; /* tid -> struct ctx_stack: the thread's current context */
+	struct hmap thread_ctx; /* (tid, pid) -> struct ctx_stack: the thread's current context */
 	/* findings: the longest ones, longest first; all of them counted */
 	struct finding findings[MAX_FINDINGS];
 	size_t nfindings;
