@@ -232,6 +232,65 @@ static double f_remap_fail(const struct nvml_gpu *g)
 	return g->remap_failure;
 }
 
+/* The device families, in the order they are served: the DCGM exporter's names. */
+static const struct device_field {
+	const char *name, *type, *help;
+	enum nvml_field field;
+	field_fn fn;
+} device_fields[] = {
+	{ "DCGM_FI_DEV_GPU_UTIL", "gauge", "GPU utilization (in %): time a kernel was running.",
+	  NF_UTIL, f_util },
+	{ "DCGM_FI_DEV_MEM_COPY_UTIL", "gauge", "Memory utilization (in %).", NF_UTIL, f_mem_util },
+	{ "DCGM_FI_DEV_FB_FREE", "gauge", "Frame buffer memory free (in MiB).", NF_MEMORY,
+	  f_fb_free },
+	{ "DCGM_FI_DEV_FB_USED", "gauge", "Frame buffer memory used (in MiB).", NF_MEMORY,
+	  f_fb_used },
+	{ "DCGM_FI_DEV_FB_RESERVED", "gauge", "Frame buffer memory reserved (in MiB).", NF_MEMORY,
+	  f_fb_reserved },
+	{ "gpuscope_gpu_memory_total_bytes", "gauge", "Frame buffer memory installed (bytes).",
+	  NF_MEMORY, f_fb_total },
+	{ "DCGM_FI_DEV_POWER_USAGE", "gauge", "Power draw (in W).", NF_POWER, f_power },
+	{ "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "counter",
+	  "Total energy consumption since the driver loaded (in mJ).", NF_ENERGY, f_energy },
+	{ "DCGM_FI_DEV_GPU_TEMP", "gauge", "GPU temperature (in C).", NF_TEMP, f_temp },
+	{ "DCGM_FI_DEV_SM_CLOCK", "gauge", "SM clock frequency (in MHz).", NF_CLOCK_SM,
+	  f_sm_clock },
+	{ "DCGM_FI_DEV_MEM_CLOCK", "gauge", "Memory clock frequency (in MHz).", NF_CLOCK_MEM,
+	  f_mem_clock },
+	{ "DCGM_FI_DEV_CLOCKS_EVENT_REASONS", "gauge",
+	  "Why the clocks are held down (NVML clock event reason bits).", NF_CLOCK_REASONS,
+	  f_reasons },
+	{ "DCGM_FI_DEV_PSTATE", "gauge", "Performance state (0-15).", NF_PSTATE, f_pstate },
+	{ "DCGM_FI_PROF_GR_ENGINE_ACTIVE", "gauge",
+	  "Ratio of time the graphics engine is active (GPM).", NF_GPM, f_gr },
+	{ "DCGM_FI_PROF_SM_ACTIVE", "gauge",
+	  "Ratio of cycles an SM has at least one warp assigned (GPM).", NF_GPM, f_sm_active },
+	{ "DCGM_FI_PROF_SM_OCCUPANCY", "gauge", "Ratio of warps resident to the maximum (GPM).",
+	  NF_GPM, f_sm_occupancy },
+	{ "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "gauge",
+	  "Ratio of cycles the tensor pipes are active (GPM).", NF_GPM, f_tensor },
+	{ "DCGM_FI_PROF_DRAM_ACTIVE", "gauge",
+	  "Ratio of cycles the memory interface is active (GPM).", NF_GPM, f_dram },
+	{ "DCGM_FI_PROF_PCIE_TX_BYTES", "gauge",
+	  "PCIe bytes transmitted per second (GPM, or the PCIe counters).", NF_GPM, f_pcie_tx },
+	{ "DCGM_FI_PROF_PCIE_RX_BYTES", "gauge",
+	  "PCIe bytes received per second (GPM, or the PCIe counters).", NF_GPM, f_pcie_rx },
+	{ "DCGM_FI_PROF_NVLINK_TX_BYTES", "gauge", "NVLink bytes transmitted per second (GPM).",
+	  NF_GPM, f_nvlink_tx },
+	{ "DCGM_FI_PROF_NVLINK_RX_BYTES", "gauge", "NVLink bytes received per second (GPM).",
+	  NF_GPM, f_nvlink_rx },
+	{ "DCGM_FI_DEV_ECC_SBE_VOL_TOTAL", "counter",
+	  "Single-bit (corrected) ECC errors since the driver loaded.", NF_ECC, f_ecc_c },
+	{ "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "counter",
+	  "Double-bit (uncorrected) ECC errors since the driver loaded.", NF_ECC, f_ecc_u },
+	{ "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS", "counter",
+	  "Rows remapped for correctable errors.", NF_REMAP, f_remap_c },
+	{ "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", "counter",
+	  "Rows remapped for uncorrectable errors.", NF_REMAP, f_remap_u },
+	{ "DCGM_FI_DEV_ROW_REMAP_FAILURE", "gauge", "Whether row remapping has failed.", NF_REMAP,
+	  f_remap_fail },
+};
+
 static void device_metrics(struct exporter *ex, struct strbuf *sb)
 {
 	static struct nvml_gpu g[NVML_MAX_DEVICES];
@@ -243,67 +302,9 @@ static void device_metrics(struct exporter *ex, struct strbuf *sb)
 	dcgm_mode = ex->dcgm_labels;
 	for (unsigned int i = 0; i < n; i++)
 		identity(ex, &g[i], &gl[i]);
-	device_family(sb, gl, g, n, "DCGM_FI_DEV_GPU_UTIL", "gauge",
-		      "GPU utilization (in %): time a kernel was running.", NF_UTIL, f_util);
-	device_family(sb, gl, g, n, "DCGM_FI_DEV_MEM_COPY_UTIL", "gauge",
-		      "Memory utilization (in %).", NF_UTIL, f_mem_util);
-	device_family(sb, gl, g, n, "DCGM_FI_DEV_FB_FREE", "gauge",
-		      "Frame buffer memory free (in MiB).", NF_MEMORY, f_fb_free);
-	device_family(sb, gl, g, n, "DCGM_FI_DEV_FB_USED", "gauge",
-		      "Frame buffer memory used (in MiB).", NF_MEMORY, f_fb_used);
-	device_family(sb, gl, g, n, "DCGM_FI_DEV_FB_RESERVED", "gauge",
-		      "Frame buffer memory reserved (in MiB).", NF_MEMORY, f_fb_reserved);
-	device_family(sb, gl, g, n, "gpuscope_gpu_memory_total_bytes", "gauge",
-		      "Frame buffer memory installed (bytes).", NF_MEMORY, f_fb_total);
-	device_family(sb, gl, g, n, "DCGM_FI_DEV_POWER_USAGE", "gauge", "Power draw (in W).",
-		      NF_POWER, f_power);
-	device_family(sb, gl, g, n, "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "counter",
-		      "Total energy consumption since the driver loaded (in mJ).", NF_ENERGY,
-		      f_energy);
-	device_family(sb, gl, g, n, "DCGM_FI_DEV_GPU_TEMP", "gauge", "GPU temperature (in C).",
-		      NF_TEMP, f_temp);
-	device_family(sb, gl, g, n, "DCGM_FI_DEV_SM_CLOCK", "gauge", "SM clock frequency (in MHz).",
-		      NF_CLOCK_SM, f_sm_clock);
-	device_family(sb, gl, g, n, "DCGM_FI_DEV_MEM_CLOCK", "gauge",
-		      "Memory clock frequency (in MHz).", NF_CLOCK_MEM, f_mem_clock);
-	device_family(sb, gl, g, n, "DCGM_FI_DEV_CLOCKS_EVENT_REASONS", "gauge",
-		      "Why the clocks are held down (NVML clock event reason bits).",
-		      NF_CLOCK_REASONS, f_reasons);
-	device_family(sb, gl, g, n, "DCGM_FI_DEV_PSTATE", "gauge", "Performance state (0-15).",
-		      NF_PSTATE, f_pstate);
-	device_family(sb, gl, g, n, "DCGM_FI_PROF_GR_ENGINE_ACTIVE", "gauge",
-		      "Ratio of time the graphics engine is active (GPM).", NF_GPM, f_gr);
-	device_family(sb, gl, g, n, "DCGM_FI_PROF_SM_ACTIVE", "gauge",
-		      "Ratio of cycles an SM has at least one warp assigned (GPM).", NF_GPM,
-		      f_sm_active);
-	device_family(sb, gl, g, n, "DCGM_FI_PROF_SM_OCCUPANCY", "gauge",
-		      "Ratio of warps resident to the maximum (GPM).", NF_GPM, f_sm_occupancy);
-	device_family(sb, gl, g, n, "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "gauge",
-		      "Ratio of cycles the tensor pipes are active (GPM).", NF_GPM, f_tensor);
-	device_family(sb, gl, g, n, "DCGM_FI_PROF_DRAM_ACTIVE", "gauge",
-		      "Ratio of cycles the memory interface is active (GPM).", NF_GPM, f_dram);
-	device_family(sb, gl, g, n, "DCGM_FI_PROF_PCIE_TX_BYTES", "gauge",
-		      "PCIe bytes transmitted per second (GPM, or the PCIe counters).", NF_GPM,
-		      f_pcie_tx);
-	device_family(sb, gl, g, n, "DCGM_FI_PROF_PCIE_RX_BYTES", "gauge",
-		      "PCIe bytes received per second (GPM, or the PCIe counters).", NF_GPM,
-		      f_pcie_rx);
-	device_family(sb, gl, g, n, "DCGM_FI_PROF_NVLINK_TX_BYTES", "gauge",
-		      "NVLink bytes transmitted per second (GPM).", NF_GPM, f_nvlink_tx);
-	device_family(sb, gl, g, n, "DCGM_FI_PROF_NVLINK_RX_BYTES", "gauge",
-		      "NVLink bytes received per second (GPM).", NF_GPM, f_nvlink_rx);
-	device_family(sb, gl, g, n, "DCGM_FI_DEV_ECC_SBE_VOL_TOTAL", "counter",
-		      "Single-bit (corrected) ECC errors since the driver loaded.", NF_ECC,
-		      f_ecc_c);
-	device_family(sb, gl, g, n, "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "counter",
-		      "Double-bit (uncorrected) ECC errors since the driver loaded.", NF_ECC,
-		      f_ecc_u);
-	device_family(sb, gl, g, n, "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS", "counter",
-		      "Rows remapped for correctable errors.", NF_REMAP, f_remap_c);
-	device_family(sb, gl, g, n, "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", "counter",
-		      "Rows remapped for uncorrectable errors.", NF_REMAP, f_remap_u);
-	device_family(sb, gl, g, n, "DCGM_FI_DEV_ROW_REMAP_FAILURE", "gauge",
-		      "Whether row remapping has failed.", NF_REMAP, f_remap_fail);
+	for (size_t i = 0; i < ARRAY_SIZE(device_fields); i++)
+		device_family(sb, gl, g, n, device_fields[i].name, device_fields[i].type,
+			      device_fields[i].help, device_fields[i].field, device_fields[i].fn);
 	/* XIDs: the last one as the DCGM exporter has it, and a count of them. */
 	prom_family(sb, "DCGM_FI_DEV_XID_ERRORS", "gauge", "Value of the last XID error seen.");
 	for (unsigned int i = 0; i < n; i++)
