@@ -97,6 +97,7 @@ void model__forget_proc(struct model *m, __u32 pid)
 	drop_pid(&m->launch_ends, pid, 0, free);
 	drop_pid(&m->stream_waits, pid, 0, free);
 	drop_pid(&m->thread_ctx, pid, 64, free);
+	drop_pid(&m->streams, pid, 0, free);
 }
 
 void model__free(struct model *m)

@@ -47,6 +47,7 @@ struct exporter {
 	double retain_s;
 	char *libs[16];
 	int nlibs;
+	const char *inject_dir;
 	/* state */
 	struct xtrace *xt;
 	struct nvml *nvml;
@@ -597,6 +598,11 @@ static void usage(FILE *f)
 		"                          system's libcuda is; others when first opened)\n"
 		"      --top-kernels N     kernels named per process, the rest as \"other\" (10)\n"
 		"      --retain SECONDS    how long an exited process's series stay (default 60)\n"
+		"      --inject-dir DIR    read the in-process plane of programs that preload\n"
+		"                          DIR/libgpuscope-inject.so with "
+		"GPUSCOPE_INJECT_DIR=DIR:\n"
+		"                          GPU time per kernel (written there, with DIR made\n"
+		"                          sticky and writable by all, as /tmp)\n"
 		"  -h, --help              this help\n\n"
 		"examples:\n"
 		"  gpuscope exporter\n"
@@ -616,6 +622,7 @@ int cmd_exporter(int argc, char **argv)
 		{ "lib", required_argument, NULL, 'L' },
 		{ "top-kernels", required_argument, NULL, 'K' },
 		{ "retain", required_argument, NULL, 'R' },
+		{ "inject-dir", required_argument, NULL, 'J' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -681,6 +688,9 @@ int cmd_exporter(int argc, char **argv)
 				return GS_EXIT_USAGE;
 			}
 			break;
+		case 'J':
+			ex.inject_dir = optarg;
+			break;
 		case 'h':
 			usage(stdout);
 			return GS_EXIT_OK;
@@ -703,11 +713,33 @@ int cmd_exporter(int argc, char **argv)
 		if (!ex.nvml)
 			gs_warn("exporter: %s; serving without device metrics", ex.nvml_error);
 	}
-	if (!ex.no_ebpf) {
-		ex.xt = xtrace_open(ex.libs, ex.nlibs, ex.top_kernels, ex.retain_s);
+	if (!ex.no_ebpf || ex.inject_dir) {
+		struct xtrace_opts xo = { .libs = ex.libs,
+					  .nlibs = ex.nlibs,
+					  .top = ex.top_kernels,
+					  .retain_s = ex.retain_s,
+					  .ebpf = !ex.no_ebpf,
+					  .inject_dir = ex.inject_dir };
+
+		ex.xt = xtrace_open(&xo);
+		if (!ex.xt && xo.ebpf && xo.inject_dir) {
+			gs_warn("exporter: without kernel probes; per-process metrics of programs "
+				"that preload the in-process library only");
+			xo.ebpf = false;
+			ex.xt = xtrace_open(&xo);
+		}
+		if (!ex.xt && ex.inject_dir) {
+			close(fd);
+			nvml_close(ex.nvml);
+			return GS_EXIT_RUNTIME;
+		}
 		if (!ex.xt)
 			gs_warn("exporter: serving without per-process metrics (--no-ebpf to not "
 				"try)");
+		else if (ex.inject_dir)
+			gs_info("exporter: programs started with LD_PRELOAD=%s "
+				"GPUSCOPE_INJECT_DIR=%s are read in-process",
+				xtrace_library(ex.xt), ex.inject_dir);
 	}
 	pthread_mutex_init(&ex.lock, NULL);
 	/* The first page before the first scrape can come. */
@@ -741,7 +773,8 @@ int cmd_exporter(int argc, char **argv)
 		return GS_EXIT_RUNTIME;
 	}
 	gs_info("exporter: serving http://%s/metrics (%s, %s)", listen_spec,
-		ex.nvml ? "NVML loaded" : "no NVML", ex.xt ? "eBPF probes" : "no eBPF probes");
+		ex.nvml ? "NVML loaded" : "no NVML",
+		ex.xt && xtrace_probes(ex.xt) ? "eBPF probes" : "no eBPF probes");
 	while (!ex.stop) {
 		if (ex.xt)
 			xtrace_poll(ex.xt, 200);

@@ -10,9 +10,21 @@
 
 struct xtrace;
 
-/* Probe the CUDA/NCCL libraries of every process (libs: more files to probe from the
- * start). NULL if the eBPF planes cannot be loaded (a message was printed). */
-struct xtrace *xtrace_open(char *const *libs, int nlibs, unsigned int top_kernels, double retain_s);
+struct xtrace_opts {
+	char *const *libs; /* more files to probe from the start */
+	int nlibs;
+	unsigned int top;	/* kernels named per process */
+	double retain_s;	/* how long an exited process stays */
+	bool ebpf;		/* kernel probes on the CUDA/NCCL libraries of every process */
+	const char *inject_dir; /* the in-process plane's directory (inject__open_agent) */
+};
+
+/* The per-process planes. NULL if they cannot be had (a message was printed). */
+struct xtrace *xtrace_open(const struct xtrace_opts *o);
+/* Whether the kernel probes are on. */
+bool xtrace_probes(const struct xtrace *x);
+/* The in-process library programs preload, NULL without --inject-dir. */
+const char *xtrace_library(const struct xtrace *x);
 /* Deliver the kernel's records (up to timeout_ms), and forget processes gone long enough. */
 void xtrace_poll(struct xtrace *x, int timeout_ms);
 /* The gpuscope_* metrics of the planes (thread-safe against xtrace_poll). */
@@ -32,6 +44,7 @@ struct xproc {
 struct xkernel {
 	char name[96];
 	__u64 launches, call_ns;
+	__u64 gpu_count, gpu_ns; /* launches timed on the GPU, and their time */
 };
 
 size_t xtrace_procs(struct xtrace *x, struct xproc *out, size_t max);

@@ -6,11 +6,20 @@
  * and the system's libcuda from ld.so.cache, so that a program started later is seen from
  * its first call) and whenever a process opens one. A process that exits is shown for
  * `retain` seconds more, then forgotten, so that a long-running agent does not grow.
+ *
+ * With --inject-dir, programs that preload the in-process library from that directory
+ * write their records into rings the agent reads (src/inject/loader.h): GPU time per
+ * kernel, at a lower cost per call. For such a process the kernel probes' records of the
+ * calls the ring has (those made since it appeared, which is before its first call reached
+ * the driver) are left out, and the ring's records of calls before it are too: each call
+ * is counted once. A process seen first by the kernel probes is looked for among the rings
+ * at once, before its record is counted.
  */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,12 +36,23 @@
 #include "core/names.h"
 #include "core/procfs.h"
 #include "core/util.h"
+#include "inject/loader.h"
 #include "sink/prometheus.h"
 
 #define MAX_EXITED 4096
 
+struct injected {
+	__u64 since; /* its earliest open ring's creation */
+	unsigned int rings;
+};
+
 struct xtrace {
-	struct tracer *tracer;
+	struct tracer *tracer;		 /* NULL: no kernel probes (--no-ebpf with --inject-dir) */
+	struct inject *inject;		 /* NULL: no in-process plane */
+	struct hmap injected;		 /* pid -> struct injected (the polling thread's) */
+	__u64 ninjected;		 /* processes with a ring (under the lock) */
+	struct gs_ev_drops inject_drops; /* the rings', as of the last poll (under the lock) */
+	double next_scan;
 	struct model *model;
 	pthread_mutex_t lock; /* the model, against rendering */
 	unsigned int top;
@@ -111,14 +131,24 @@ static void add_file(struct xtrace *x, __u32 pid, const char *path, unsigned int
 		x->files++;
 }
 
+static void add_record(struct xtrace *x, const struct gs_hdr *ev);
+
+/* Whether pid is on the list of exited processes (its ring's end and the kernel's exit
+ * record may both say so). */
+static bool listed_exited(const struct xtrace *x, __u32 pid)
+{
+	for (unsigned int i = 0; i < x->nexited; i++)
+		if (x->exited[i].pid == pid)
+			return true;
+	return false;
+}
+
 static void on_event(void *ctx, const struct gs_hdr *ev)
 {
 	struct xtrace *x = ctx;
 	const struct gs_ev_lib *l = (const void *)ev;
 	const struct gs_ev_proc *p = (const void *)ev;
-	struct proc *p2;
 	char path[PATH_MAX];
-	bool fresh;
 
 	if (ev->type == GS_EV_LIB) {
 		if (l->path[0] == '/') {
@@ -132,7 +162,7 @@ static void on_event(void *ctx, const struct gs_hdr *ev)
 	if (ev->type == GS_EV_PROC && p->kind == GS_PROC_EXIT) {
 		/* Only processes the model knows (every process's exit comes here). */
 		pthread_mutex_lock(&x->lock);
-		if (hmap_get(&x->model->procs, ev->pid, 0)) {
+		if (hmap_get(&x->model->procs, ev->pid, 0) && !listed_exited(x, ev->pid)) {
 			model__add(x->model, ev);
 			if (x->nexited < MAX_EXITED)
 				x->exited[x->nexited++] =
@@ -145,6 +175,65 @@ static void on_event(void *ctx, const struct gs_hdr *ev)
 	}
 	if (ev->type == GS_EV_PROC)
 		return;
+	if (x->inject && ev->type <= GS_EV_NCCL) {
+		const struct injected *in;
+
+		/* A process not seen before: if it has a ring, it is there now. */
+		if (!hmap_get(&x->model->procs, ev->pid, 0))
+			inject__poll(x->inject, true, false);
+		in = hmap_get(&x->injected, ev->pid, 0);
+		if (in && ev->ts >= in->since)
+			return; /* the ring has this call */
+	}
+	add_record(x, ev);
+}
+
+/* A ring's record (under the pid the agent knows the process by). */
+static void on_inject_event(void *ctx, const struct gs_hdr *ev)
+{
+	add_record(ctx, ev);
+}
+
+static void on_ring(void *ctx, __u32 pid, __u64 created_ns, bool open)
+{
+	struct xtrace *x = ctx;
+	struct injected *in = hmap_get(&x->injected, pid, 0);
+
+	if (open) {
+		if (!in) {
+			in = xcalloc(1, sizeof(*in));
+			in->since = created_ns;
+			hmap_put(&x->injected, pid, 0, in);
+			pthread_mutex_lock(&x->lock);
+			x->ninjected++;
+			pthread_mutex_unlock(&x->lock);
+		}
+		in->since = GS_MIN(in->since, created_ns);
+		in->rings++;
+		return;
+	}
+	if (in && !--in->rings) {
+		/* (It exited, or exec'ed a program without the library: the kernel's probes
+		 * count its calls again.) */
+		free(hmap_del(&x->injected, pid, 0));
+		pthread_mutex_lock(&x->lock);
+		x->ninjected--;
+		pthread_mutex_unlock(&x->lock);
+	}
+	if (!x->tracer && kill((pid_t)pid, 0) && errno == ESRCH) {
+		/* No kernel probes to say it exited. */
+		struct gs_ev_proc e = { .h = { .type = GS_EV_PROC, .size = sizeof(e), .pid = pid },
+					.kind = GS_PROC_EXIT };
+
+		on_event(x, &e.h);
+	}
+}
+
+static void add_record(struct xtrace *x, const struct gs_hdr *ev)
+{
+	struct proc *p2;
+	bool fresh;
+
 	pthread_mutex_lock(&x->lock);
 	fresh = !hmap_get(&x->model->procs, ev->pid, 0);
 	model__add(x->model, ev);
@@ -212,7 +301,7 @@ static void scan_ldcache(struct xtrace *x)
 	munmap(buf, (size_t)st.st_size);
 }
 
-struct xtrace *xtrace_open(char *const *libs, int nlibs, unsigned int top, double retain_s)
+struct xtrace *xtrace_open(const struct xtrace_opts *o)
 {
 	struct xtrace *x = xcalloc(1, sizeof(*x));
 	struct tracer_opts to = { .ring_bytes = 16ULL << 20,
@@ -221,23 +310,44 @@ struct xtrace *xtrace_open(char *const *libs, int nlibs, unsigned int top, doubl
 				  .all = true,
 				  .on_event = on_event,
 				  .ctx = x };
+	struct inject_opts io = { .on_event = on_inject_event,
+				  .on_ring = on_ring,
+				  .ctx = x,
+				  .skip_before_ring = o->ebpf };
 
 	x->model = model__new();
-	x->top = top;
-	x->retain_s = retain_s;
+	x->top = o->top;
+	x->retain_s = o->retain_s;
 	pthread_mutex_init(&x->lock, NULL);
-	if (tracer__open(&to, &x->tracer)) {
+	if ((o->ebpf && tracer__open(&to, &x->tracer)) ||
+	    (o->inject_dir && inject__open_agent(o->inject_dir, &io, &x->inject))) {
+		tracer__close(x->tracer);
 		model__free(x->model);
 		free(x);
 		return NULL;
 	}
-	for (int i = 0; i < nlibs; i++)
-		add_file(x, 0, libs[i], lib_kind_of(libs[i]) ?: GS_LIB_CUDA);
-	scan_ldcache(x);
-	scan_processes(x);
+	if (x->tracer) {
+		for (int i = 0; i < o->nlibs; i++)
+			add_file(x, 0, o->libs[i], lib_kind_of(o->libs[i]) ?: GS_LIB_CUDA);
+		scan_ldcache(x);
+		scan_processes(x);
+		gs_debug("eBPF probes on %llu libraries", (unsigned long long)x->files);
+	}
 	x->probed_boot_s = boot_s();
-	gs_debug("eBPF probes on %llu libraries", (unsigned long long)x->files);
+	/* Rings of programs that ran before: read on from where they are. */
+	if (x->inject)
+		inject__poll(x->inject, true, false);
 	return x;
+}
+
+bool xtrace_probes(const struct xtrace *x)
+{
+	return x->tracer != NULL;
+}
+
+const char *xtrace_library(const struct xtrace *x)
+{
+	return x->inject ? inject__library(x->inject) : NULL;
 }
 
 void xtrace_poll(struct xtrace *x, int timeout_ms)
@@ -245,8 +355,24 @@ void xtrace_poll(struct xtrace *x, int timeout_ms)
 	double now;
 	unsigned int kept = 0;
 
-	tracer__poll(x->tracer, timeout_ms);
+	if (x->tracer)
+		tracer__poll(x->tracer, x->inject ? GS_MIN(timeout_ms, 100) : timeout_ms);
+	else
+		usleep(100000);
 	now = mono_s();
+	if (x->inject) {
+		struct gs_ev_drops d = {};
+
+		/* (Without the probes to say a process is there, every poll looks: a short
+		 * program's ring is best read while it runs.) */
+		inject__poll(x->inject, !x->tracer || now >= x->next_scan, false);
+		if (now >= x->next_scan)
+			x->next_scan = now + 1;
+		inject__drops(x->inject, &d);
+		pthread_mutex_lock(&x->lock);
+		x->inject_drops = d;
+		pthread_mutex_unlock(&x->lock);
+	}
 	pthread_mutex_lock(&x->lock);
 	for (unsigned int i = 0; i < x->nexited; i++) {
 		if (now - x->exited[i].at >= x->retain_s)
@@ -260,9 +386,17 @@ void xtrace_poll(struct xtrace *x, int timeout_ms)
 
 void xtrace_close(struct xtrace *x)
 {
+	struct hmap_slot *s;
+
 	if (!x)
 		return;
+	if (x->inject)
+		inject__poll(x->inject, false, false);
+	inject__close(x->inject);
 	tracer__close(x->tracer);
+	hmap_for_each (&x->injected, s)
+		free(s->val);
+	hmap_free(&x->injected);
 	model__free(x->model);
 	pthread_mutex_destroy(&x->lock);
 	free(x);
@@ -329,6 +463,10 @@ static size_t kernels_of(struct xtrace *x, __u32 pid, struct xkernel **out)
 		}
 		ks[i].launches += k->launches;
 		ks[i].call_ns += k->call_ns;
+		if (k->gpu) {
+			ks[i].gpu_count += k->gpu->count;
+			ks[i].gpu_ns += k->gpu->total_ns;
+		}
 	}
 	if (n)
 		qsort(ks, n, sizeof(*ks), more_launches);
@@ -375,19 +513,67 @@ size_t xtrace_procs(struct xtrace *x, struct xproc *out, size_t max)
 	return n;
 }
 
-/* A process's kernels: the `top` most launched by name, the rest as "other". */
-static void kernels(struct xtrace *x, struct strbuf *sb, const struct proc *p,
-		    const struct plabels *pl, bool seconds)
+enum kfamily {
+	KF_LAUNCHES,
+	KF_CALL_SECONDS,
+	KF_GPU_SECONDS,
+	KF_GPU_TIMED,
+	KF_MAX
+};
+
+static const struct {
+	const char *name, *help;
+} kfamilies[KF_MAX] = {
+	[KF_LAUNCHES] = { "gpuscope_kernel_launches_total",
+			  "Kernel launches, by process and kernel (the most launched by name, "
+			  "the rest as other)." },
+	[KF_CALL_SECONDS] = { "gpuscope_kernel_launch_call_seconds_total",
+			      "Time in kernel launch calls (CPU side), by process and kernel (the "
+			      "most launched by name, the rest as other)." },
+	[KF_GPU_SECONDS] = { "gpuscope_kernel_gpu_seconds_total",
+			     "Time kernels ran on the GPU, of the launches timed (programs that "
+			     "preload the in-process library; GPUSCOPE_GPU_TIME=N times every "
+			     "Nth), by process and kernel." },
+	[KF_GPU_TIMED] = { "gpuscope_kernel_gpu_timed_launches_total",
+			   "Launches whose GPU time was measured, by process and kernel (with "
+			   "gpuscope_kernel_gpu_seconds_total: the mean; against "
+			   "gpuscope_kernel_launches_total: the share timed)." },
+};
+
+static double kvalue(const struct xkernel *k, enum kfamily f)
 {
-	const char *name = seconds ? "gpuscope_kernel_launch_call_seconds_total"
-				   : "gpuscope_kernel_launches_total";
+	switch (f) {
+	case KF_LAUNCHES:
+		return (double)k->launches;
+	case KF_CALL_SECONDS:
+		return k->call_ns / 1e9;
+	case KF_GPU_SECONDS:
+		return k->gpu_ns / 1e9;
+	default:
+		return (double)k->gpu_count;
+	}
+}
+
+/* A process's kernels: the `top` most launched by name, the rest as "other". GPU times
+ * only where some were timed. */
+static void kernels(struct xtrace *x, struct strbuf *sb, const struct proc *p,
+		    const struct plabels *pl, enum kfamily f)
+{
+	const char *name = kfamilies[f].name;
+	bool gpu = f == KF_GPU_SECONDS || f == KF_GPU_TIMED;
 	struct xkernel *ks;
 	size_t n = kernels_of(x, p->pid, &ks);
 	double other = 0;
-	bool any_other = false;
+	bool any_other = false, any_gpu = false;
 
+	for (size_t i = 0; i < n; i++)
+		any_gpu |= ks[i].gpu_count > 0;
+	if (gpu && !any_gpu) {
+		free(ks);
+		return;
+	}
 	for (size_t i = 0; i < n; i++) {
-		double v = seconds ? ks[i].call_ns / 1e9 : (double)ks[i].launches;
+		double v = kvalue(&ks[i], f);
 
 		if (i >= x->top) {
 			other += v;
@@ -418,22 +604,15 @@ void xtrace_render(struct xtrace *x, struct strbuf *sb)
 		    "Processes on the node that launched kernels or allocated GPU memory and "
 		    "are running.");
 	prom_sample(sb, "gpuscope_cuda_processes", NULL, NULL, NULL, (double)live);
-	for (int pass = 0; pass < 2; pass++) {
-		prom_family(sb,
-			    pass ? "gpuscope_kernel_launch_call_seconds_total"
-				 : "gpuscope_kernel_launches_total",
-			    "counter",
-			    pass ? "Time in kernel launch calls (CPU side), by process and kernel "
-				   "(the most launched by name, the rest as other)."
-				 : "Kernel launches, by process and kernel (the most launched by "
-				   "name, the rest as other).");
+	for (int f = 0; f < KF_MAX; f++) {
+		prom_family(sb, kfamilies[f].name, "counter", kfamilies[f].help);
 		hmap_for_each (&m->procs, s) {
 			struct plabels pl;
 
 			if (!((struct proc *)s->val)->launches)
 				continue;
 			proc_labels(s->val, &pl);
-			kernels(x, sb, s->val, &pl, pass);
+			kernels(x, sb, s->val, &pl, (enum kfamily)f);
 		}
 	}
 	for (int pass = 0; pass < 2; pass++) {
@@ -504,12 +683,22 @@ void xtrace_render(struct xtrace *x, struct strbuf *sb)
 		prom_labels_add(&ls, "error", result_name(e->api, e->result));
 		prom_sample(sb, "gpuscope_cuda_errors_total", &ls, NULL, NULL, (double)e->count);
 	}
+	prom_family(sb, "gpuscope_inject_processes", "gauge",
+		    "Processes whose records the agent reads from the in-process library "
+		    "(--inject-dir).");
+	prom_sample(sb, "gpuscope_inject_processes", NULL, NULL, NULL, (double)x->ninjected);
 	pthread_mutex_unlock(&x->lock);
-	tracer__drops(x->tracer, &d);
+	if (x->tracer)
+		tracer__drops(x->tracer, &d);
+	pthread_mutex_lock(&x->lock);
+	for (int t = 0; t < GS_EV_MAX; t++)
+		d.by_type[t] += x->inject_drops.by_type[t];
+	pthread_mutex_unlock(&x->lock);
 	for (int t = 0; t < GS_EV_MAX; t++)
 		drops += d.by_type[t];
 	prom_family(sb, "gpuscope_dropped_events_total", "counter",
-		    "Events lost because the kernel's ring buffer was full.");
+		    "Events lost because a ring buffer was full (the kernel's, or a process's "
+		    "in-process ring).");
 	prom_sample(sb, "gpuscope_dropped_events_total", NULL, NULL, NULL, (double)drops);
 	prom_family(sb, "gpuscope_probed_libraries", "gauge",
 		    "CUDA and NCCL library files the agent has probes on.");

@@ -322,7 +322,11 @@ int cmd_top(int argc, char **argv)
 			snprintf(note, sizeof(note), "  [%s]", err);
 	}
 	if (!no_ebpf) {
-		x = xtrace_open(libs, nlibs, 1000, 5);
+		struct xtrace_opts xo = {
+			.libs = libs, .nlibs = nlibs, .top = 1000, .retain_s = 5, .ebpf = true
+		};
+
+		x = xtrace_open(&xo);
 		if (!x)
 			gs_warn("top: without CUDA processes (--no-ebpf to not try)");
 	}

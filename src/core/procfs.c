@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: MIT
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -39,6 +40,53 @@ int maps_parse_line(const char *line, struct map_entry *e)
 		e->path[n] = 0;
 	}
 	return 0;
+}
+
+bool proc_maps_file(pid_t pid, unsigned int major, unsigned int minor, __u64 ino)
+{
+	char path[64], *line = NULL;
+	size_t cap = 0;
+	bool found = false;
+	FILE *f;
+
+	if (pid <= 0)
+		return false;
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return false;
+	while (!found && getline(&line, &cap, f) > 0) {
+		unsigned long long i;
+		unsigned int ma, mi;
+
+		/* start-end perms offset major:minor inode [path] */
+		found = sscanf(line, "%*x-%*x %*s %*x %x:%x %llu", &ma, &mi, &i) == 3 && i == ino &&
+			ma == major && mi == minor;
+	}
+	free(line);
+	fclose(f);
+	return found;
+}
+
+pid_t proc_find_mapper(pid_t hint, unsigned int major, unsigned int minor, __u64 ino)
+{
+	struct dirent *de;
+	pid_t found = 0;
+	DIR *d;
+
+	if (proc_maps_file(hint, major, minor, ino))
+		return hint;
+	d = opendir("/proc");
+	if (!d)
+		return 0;
+	while (!found && (de = readdir(d))) {
+		long pid = strtol(de->d_name, NULL, 10);
+
+		if (pid > 0 && pid != hint && proc_maps_file((pid_t)pid, major, minor, ino))
+			found = (pid_t)pid;
+	}
+	closedir(d);
+	return found;
 }
 
 int proc_exec_files(pid_t pid, struct map_entry **out, size_t *n)

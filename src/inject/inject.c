@@ -2,14 +2,22 @@
 /*
  * Activation and the process's ring.
  *
- * The library acts only if a gpuscope session is really there: the session directory named
- * by GPUSCOPE_INJECT_DIR exists and belongs to this user, and the gpuscope process named by
- * GPUSCOPE_PID is alive. It never acts in a setuid or otherwise secure-execution program.
- * Inactive, every wrapper only forwards to the driver.
+ * The library acts only if a gpuscope session is really there. Two kinds:
+ *   - `gpuscope run --inject`: the session directory named by GPUSCOPE_INJECT_DIR exists and
+ *     belongs to this user, and the gpuscope process named by GPUSCOPE_PID is alive;
+ *   - the node agent (`gpuscope exporter --inject-dir DIR`, no GPUSCOPE_PID): DIR belongs to
+ *     root or to this user (sticky if others may write it) and the agent holds the lock on
+ *     DIR/agent.lock. A lock rather than a pid: the agent's pid means nothing in a
+ *     container's pid namespace, and a lock dies with its holder.
+ * It never acts in a setuid or otherwise secure-execution program. Inactive, every wrapper
+ * only forwards to the driver.
  *
- * The ring is created at the first record, so a process that never uses CUDA (a shell the
- * program starts, say) costs nothing; a forked child creates its own. gpuscope finds rings
- * by their names, <pid>.ring, in the session directory.
+ * The ring is created at the first wrapped call, before the driver is called, so a process
+ * that never uses CUDA (a shell the program starts, say) costs nothing, and the ring is
+ * there before the driver sees the call (the agent, which also probes libcuda from the
+ * kernel, knows from it which calls the ring has). A forked child creates its own. Rings
+ * are found by their names in the directory: <pid>.ring, or with the agent, where
+ * processes of several pid namespaces meet, <pid>-<random>.ring.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -20,6 +28,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <sys/file.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -35,12 +45,33 @@ static struct {
 	char dir[PATH_MAX];
 	__u64 ring_bytes;
 	__u32 pid;
+	bool agent; /* the node agent's directory, not a gpuscope run's session */
 	struct shmring ring;
 	int ring_state; /* 0 none yet, 1 ready, -1 failed; atomic */
 	pthread_mutex_t lock;
 } g = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 static __thread __u32 tl_tid __attribute__((tls_model("initial-exec")));
+
+/* The agent holds an exclusive lock on DIR/agent.lock for as long as it runs. */
+static bool agent_alive(const char *dir, const struct stat *st)
+{
+	char path[PATH_MAX];
+	bool alive;
+	int fd;
+
+	if (st->st_uid != 0 && st->st_uid != geteuid())
+		return false;
+	if ((st->st_mode & S_IWOTH) && !(st->st_mode & S_ISVTX))
+		return false;
+	snprintf(path, sizeof(path), "%s/agent.lock", dir);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return false;
+	alive = flock(fd, LOCK_SH | LOCK_NB) && errno == EWOULDBLOCK;
+	close(fd); /* (drops the lock if we got it: then nobody is there) */
+	return alive;
+}
 
 static bool session_alive(void)
 {
@@ -49,9 +80,18 @@ static bool session_alive(void)
 	struct stat st;
 	long gs_pid;
 
-	if (!dir || !pid || strlen(dir) >= sizeof(g.dir) - 32)
+	if (!dir || strlen(dir) >= sizeof(g.dir) - 64)
 		return false;
-	if (stat(dir, &st) || !S_ISDIR(st.st_mode) || st.st_uid != geteuid())
+	if (stat(dir, &st) || !S_ISDIR(st.st_mode))
+		return false;
+	if (!pid || !*pid) {
+		if (!agent_alive(dir, &st))
+			return false;
+		strcpy(g.dir, dir);
+		g.agent = true;
+		return true;
+	}
+	if (st.st_uid != geteuid())
 		return false;
 	gs_pid = strtol(pid, NULL, 10);
 	if (gs_pid <= 0 || (kill((pid_t)gs_pid, 0) && errno != EPERM))
@@ -106,7 +146,16 @@ static bool make_ring(void)
 	if (state == 0) {
 		int err = -ENOSPC;
 
-		snprintf(path, sizeof(path), "%s/%u.ring", g.dir, g.pid);
+		if (g.agent) {
+			__u64 nonce = 0;
+
+			if (getrandom(&nonce, sizeof(nonce), GRND_NONBLOCK) != sizeof(nonce))
+				nonce = gs_clock() ^ ((__u64)g.pid << 40);
+			snprintf(path, sizeof(path), "%s/%u-%016llx.ring", g.dir, g.pid,
+				 (unsigned long long)nonce);
+		} else {
+			snprintf(path, sizeof(path), "%s/%u.ring", g.dir, g.pid);
+		}
 		/* Where shared memory is short (a container's /dev/shm), a smaller ring. */
 		for (__u64 n = g.ring_bytes; n >= GS_SHMRING_MIN && err == -ENOSPC; n /= 2)
 			err = shmring_create(&g.ring, path, n, g.pid, gs_clock());
@@ -124,6 +173,12 @@ void *gs_emit_reserve(__u32 size, __u16 type)
 	if (state < 0 || (state == 0 && !make_ring()))
 		return NULL;
 	return shmring_reserve(&g.ring, size, type);
+}
+
+void gs_ring_prepare(void)
+{
+	if (__atomic_load_n(&g.ring_state, __ATOMIC_ACQUIRE) == 0)
+		make_ring();
 }
 
 void gs_emit_commit(void *rec)

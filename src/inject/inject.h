@@ -25,6 +25,8 @@ extern bool gs_active; /* a gpuscope session is there to read what we write */
 /* Records: reserve in this process's ring (NULL if full or inactive), then commit. */
 void *gs_emit_reserve(__u32 size, __u16 type) GS_HIDDEN;
 void gs_emit_commit(void *rec) GS_HIDDEN;
+/* Make the ring now if there is none yet (before the first call reaches the driver). */
+void gs_ring_prepare(void) GS_HIDDEN;
 void gs_fill_hdr(struct gs_hdr *h, __u16 type, __u32 size, __u64 ts) GS_HIDDEN;
 __u64 gs_clock(void) GS_HIDDEN;
 void gs_clock_init(void) GS_HIDDEN;

@@ -8,10 +8,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include "core/procfs.h"
 #include "core/shmring.h"
 #include "core/util.h"
 #include "inject/loader.h"
@@ -40,13 +43,21 @@ struct ring {
 	struct shmring r;
 	dev_t dev;
 	ino_t ino;
-	__u32 pid;
-	bool done; /* closed: its counters are kept in `final` */
+	__u32 pid; /* the producer's, as gpuscope sees it (the agent: found from the mapping) */
+	__u64 created;
+	bool done;   /* closed: its counters are kept in `final` */
+	bool orphan; /* the agent's, its process gone before it was found */
 	struct shmring_hdr final;
+	char name[64]; /* in the directory */
 };
 
 struct inject {
 	struct inject_opts o;
+	bool agent;
+	int lock_fd;
+	struct shmring_hdr retired; /* the agent: counters of rings read out and removed */
+	struct ring *cur;	    /* the ring being drained (the agent's record callback) */
+	unsigned int scans;
 	char dir[PATH_MAX];    /* rings (and the library, where it may be executed from) */
 	char so_dir[PATH_MAX]; /* the library's own directory if not `dir`, else "" */
 	char so_path[PATH_MAX];
@@ -136,7 +147,98 @@ static int write_library(const char *path)
 		}
 		off += (size_t)w;
 	}
+	/* (0755 whatever the umask: other users' programs load it from the agent's
+	 * directory) */
+	if (fchmod(fd, 0755)) {
+		close(fd);
+		return -1;
+	}
 	return close(fd);
+}
+
+/* Written beside, then renamed over: a program that has the old one mapped keeps it. */
+static int replace_library(const char *path)
+{
+	char tmp[PATH_MAX + 16];
+
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	unlink(tmp);
+	if (write_library(tmp) || rename(tmp, path)) {
+		unlink(tmp);
+		return -1;
+	}
+	return 0;
+}
+
+int inject__open_agent(const char *dir, const struct inject_opts *o, struct inject **out)
+{
+	struct inject *in;
+	char path[PATH_MAX + 32];
+	struct stat st;
+
+	if (strlen(dir) >= PATH_MAX - 64 || dir[0] != '/') {
+		gs_err("--inject-dir wants an absolute path, not '%s'", dir);
+		return -1;
+	}
+	if (mkdir(dir, 01777) == 0)
+		chmod(dir, 01777); /* (the umask took bits off) */
+	else if (errno != EEXIST) {
+		gs_err("cannot create %s: %s", dir, strerror(errno));
+		return -1;
+	}
+	if (lstat(dir, &st) || !S_ISDIR(st.st_mode) || st.st_uid != geteuid()) {
+		gs_err("%s is not a directory of this user%s", dir,
+		       S_ISLNK(st.st_mode) ? " (a symbolic link)" : "");
+		return -1;
+	}
+	if ((st.st_mode & S_IWOTH) && !(st.st_mode & S_ISVTX)) {
+		gs_err("%s may be written by anyone but is not sticky (chmod +t it)", dir);
+		return -1;
+	}
+	in = xcalloc(1, sizeof(*in));
+	in->o = *o;
+	in->agent = true;
+	gs_strlcpy(in->dir, dir, sizeof(in->dir));
+	snprintf(path, sizeof(path), "%s/agent.lock", dir);
+	in->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+	if (in->lock_fd < 0 || fchmod(in->lock_fd, 0644)) {
+		gs_err("cannot open %s: %s", path, strerror(errno));
+		goto fail;
+	}
+	if (flock(in->lock_fd, LOCK_EX | LOCK_NB)) {
+		gs_err("%s is in use by another gpuscope exporter", dir);
+		goto fail;
+	}
+	snprintf(in->so_path, sizeof(in->so_path), "%s/%s", dir, SO_NAME);
+	if (noexec(dir))
+		gs_warn("%s is on a noexec mount: programs cannot preload %s from it", dir,
+			in->so_path);
+	if (replace_library(in->so_path)) {
+		gs_err("cannot write %s: %s", in->so_path, strerror(errno));
+		goto fail;
+	}
+	gs_debug("in-process plane for the node: %s", dir);
+	*out = in;
+	return 0;
+fail:
+	if (in->lock_fd >= 0)
+		close(in->lock_fd);
+	free(in);
+	return -1;
+}
+
+const char *inject__library(const struct inject *in)
+{
+	return in->so_path;
+}
+
+size_t inject__rings(const struct inject *in)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < in->n; i++)
+		n += !in->rings[i].done;
+	return n;
 }
 
 int inject__open(const struct inject_opts *o, struct inject **out)
@@ -146,6 +248,7 @@ int inject__open(const struct inject_opts *o, struct inject **out)
 	const char *so_base;
 
 	in->o = *o;
+	in->lock_fd = -1;
 	/* Rings in shared memory; /tmp will do where there is none. */
 	if (make_dir("/dev/shm", in->dir, sizeof(in->dir)) &&
 	    make_dir("/tmp", in->dir, sizeof(in->dir))) {
@@ -193,6 +296,12 @@ void inject__close(struct inject *in)
 		if (!in->rings[i].done)
 			shmring_close(&in->rings[i].r);
 	free(in->rings);
+	if (in->agent) {
+		/* Programs keep the library and their rings; a restarted agent reads on. */
+		close(in->lock_fd);
+		free(in);
+		return;
+	}
 	/* For debugging the plane itself: leave the rings to look at. */
 	if (getenv("GPUSCOPE_KEEP_SESSION")) {
 		gs_info("in-process session kept: %s", in->dir);
@@ -270,13 +379,17 @@ void inject__free_env(char **env)
 	free(env);
 }
 
-/* A ring file's name: <pid>.ring. */
+/* A ring file's name: <pid>.ring, or the agent's <pid>-<16 hex digits>.ring. */
 static __u32 ring_pid(const char *name)
 {
 	char *end;
 	long pid = strtol(name, &end, 10);
 
-	return pid > 0 && pid <= INT_MAX && !strcmp(end, ".ring") ? (__u32)pid : 0;
+	if (pid <= 0 || pid > INT_MAX)
+		return 0;
+	if (*end == '-' && strspn(end + 1, "0123456789abcdef") == 16)
+		end += 17;
+	return !strcmp(end, ".ring") ? (__u32)pid : 0;
 }
 
 static void scan(struct inject *in)
@@ -291,7 +404,7 @@ static void scan(struct inject *in)
 	while ((de = readdir(d))) {
 		__u32 pid = ring_pid(de->d_name);
 		struct ring *r;
-		bool known = false;
+		bool known = false, orphan = false;
 		int fd;
 
 		if (!pid)
@@ -315,15 +428,43 @@ static void scan(struct inject *in)
 			in->cap = in->cap ? 2 * in->cap : 16;
 			in->rings = xrealloc(in->rings, in->cap * sizeof(*in->rings));
 		}
+		if (in->agent) {
+			/* Whose it is, on this side of its pid namespace: the process that maps
+			 * it. Nobody: its process is gone (before the agent found it; the
+			 * kernel's probes saw its calls, or it exec'ed). */
+			pid_t host = proc_find_mapper((pid_t)pid, major(st.st_dev),
+						      minor(st.st_dev), st.st_ino);
+
+			if (!host && in->o.skip_before_ring) {
+				gs_debug("in-process ring %s: no process has it, removed",
+					 de->d_name);
+				unlinkat(dirfd(d), de->d_name, 0);
+				close(fd);
+				continue;
+			}
+			/* (Without the probes, the ring is all there is: read under the pid it
+			 * names, which outside a pid namespace is the process's.) */
+			orphan = !host;
+			if (host)
+				pid = (__u32)host;
+		}
 		r = &in->rings[in->n];
 		memset(r, 0, sizeof(*r));
 		r->dev = st.st_dev;
 		r->ino = st.st_ino;
 		r->pid = pid;
+		r->orphan = orphan;
+		gs_strlcpy(r->name, de->d_name, sizeof(r->name));
 		if (shmring_open_fd(&r->r, fd, err, sizeof(err))) {
 			gs_warn("in-process ring of pid %u: %s; its events are lost", pid, err);
 			r->done = true;
 			in->rings_lost++;
+			if (in->agent)
+				unlinkat(dirfd(d), de->d_name, 0);
+		} else {
+			r->created = r->r.h->created_ns;
+			if (in->o.on_ring)
+				in->o.on_ring(in->o.ctx, pid, r->created, true);
 		}
 		close(fd);
 		in->n++;
@@ -339,6 +480,14 @@ static void finish(struct inject *in, struct ring *r, bool lost)
 	r->done = true;
 	if (lost)
 		in->rings_lost++;
+	if (in->o.on_ring)
+		in->o.on_ring(in->o.ctx, r->pid, r->created, false);
+	if (in->agent) {
+		char path[PATH_MAX + 80];
+
+		snprintf(path, sizeof(path), "%s/%s", in->dir, r->name);
+		unlink(path);
+	}
 }
 
 static bool gone(__u32 pid)
@@ -346,13 +495,53 @@ static bool gone(__u32 pid)
 	return kill((pid_t)pid, 0) && errno == ESRCH;
 }
 
+/* A ring's records, as the agent delivers them: under the pid the agent knows the process
+ * by, and without the calls made before the ring was there (see skip_before_ring). */
+static void agent_record(void *ctx, const struct gs_hdr *ev)
+{
+	struct inject *in = ctx;
+	union {
+		struct gs_hdr h;
+		unsigned char b[GS_EVENT_MAX_SIZE];
+	} rec;
+
+	if (in->o.skip_before_ring && ev->ts < in->cur->created &&
+	    (ev->type <= GS_EV_NCCL || ev->type == GS_EV_STACK))
+		return;
+	memcpy(&rec, ev, ev->size);
+	rec.h.pid = in->cur->pid;
+	in->o.on_event(in->o.ctx, &rec.h);
+}
+
+/* The agent's rings, once read out to the end, leave the array (it runs for days). */
+static void retire(struct inject *in)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < in->n; i++) {
+		struct ring *r = &in->rings[i];
+
+		if (!r->done) {
+			in->rings[k++] = *r;
+			continue;
+		}
+		for (int t = 0; t < GS_EV_MAX; t++)
+			in->retired.drops[t] += r->final.drops[t];
+		in->retired.unwrapped += r->final.unwrapped;
+		in->retired.gates_forced += r->final.gates_forced;
+	}
+	in->n = k;
+}
+
 int inject__poll(struct inject *in, bool do_scan, bool final)
 {
 	char err[160];
 	int total = 0;
 
-	if (do_scan || final)
+	if (do_scan || final) {
 		scan(in);
+		in->scans++;
+	}
 	for (size_t i = 0; i < in->n; i++) {
 		struct ring *r = &in->rings[i];
 		bool busy, dead;
@@ -360,9 +549,22 @@ int inject__poll(struct inject *in, bool do_scan, bool final)
 
 		if (r->done)
 			continue;
-		/* Gone before this drain: then the drain reads all it ever wrote. */
-		dead = final || gone(r->pid);
-		n = shmring_drain(&r->r, in->o.on_event, in->o.ctx, &busy, err, sizeof(err));
+		/* Gone before this drain: then the drain reads all it ever wrote. (The agent's:
+		 * its process is gone, or, looked at every tenth scan, as reading a big
+		 * program's maps is not free, no longer maps it: it exec'ed.) */
+		if (in->agent)
+			dead = final || r->orphan || gone(r->pid) ||
+			       (do_scan && in->scans % 10 == 0 &&
+				!proc_maps_file((pid_t)r->pid, major(r->dev), minor(r->dev),
+						r->ino));
+		else
+			dead = final || gone(r->pid);
+		in->cur = r;
+		if (in->agent)
+			n = shmring_drain(&r->r, agent_record, in, &busy, err, sizeof(err));
+		else
+			n = shmring_drain(&r->r, in->o.on_event, in->o.ctx, &busy, err,
+					  sizeof(err));
 		if (n < 0) {
 			gs_warn("in-process ring of pid %u: %s; reading it stops here", r->pid,
 				err);
@@ -378,6 +580,8 @@ int inject__poll(struct inject *in, bool do_scan, bool final)
 			finish(in, r, busy || head != r->r.tail);
 		}
 	}
+	if (in->agent)
+		retire(in);
 	return total;
 }
 
@@ -398,6 +602,10 @@ void inject__drops(const struct inject *in, struct gs_ev_drops *d)
 		d->unwrapped += h->unwrapped;
 		d->gates_forced += h->gates_forced;
 	}
+	for (int t = 0; t < GS_EV_MAX; t++)
+		d->by_type[t] += in->retired.drops[t];
+	d->unwrapped += in->retired.unwrapped;
+	d->gates_forced += in->retired.gates_forced;
 	d->rings_lost += in->rings_lost;
 }
 

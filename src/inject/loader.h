@@ -21,11 +21,31 @@ struct inject_opts {
 	__u32 stack_every; /* call stacks: 0 none, else every Nth launch, allocations, failures */
 	void (*on_event)(void *ctx, const struct gs_hdr *ev);
 	void *ctx;
+	/* The node agent's side (inject__open_agent). A ring is read once the process that
+	 * maps it is found (its pid on this side of any pid namespace: its records get that
+	 * pid); on_ring says when (created: when the ring appeared, on the process's clock)
+	 * and when its reading ends. */
+	void (*on_ring)(void *ctx, __u32 pid, __u64 created_ns, bool open);
+	/* Records of calls made before the ring existed are left out (the kernel's probes,
+	 * which the agent also has, saw those). */
+	bool skip_before_ring;
 };
 
 /* Create the session directory and write the library into it. 0, or -1 with a message. */
 int inject__open(const struct inject_opts *o, struct inject **out);
-/* Remove the session (rings and library). */
+/*
+ * The node agent's directory (gpuscope exporter --inject-dir): created if missing (mode
+ * 1777, as /tmp: processes of any user put their rings there), the library written into
+ * it for programs to preload, and DIR/agent.lock held while the agent runs (the library
+ * acts only then). Rings of processes that are gone are read out and removed. 0, or -1
+ * with a message.
+ */
+int inject__open_agent(const char *dir, const struct inject_opts *o, struct inject **out);
+/* The library's path (in the session or agent directory). */
+const char *inject__library(const struct inject *in);
+/* Rings being read now. */
+size_t inject__rings(const struct inject *in);
+/* Remove the session (rings and library); the agent's: its lock, and rings it has read. */
 void inject__close(struct inject *in);
 /* The environment for the traced command: `env` with LD_PRELOAD and the session's
  * variables set (NULL-terminated, allocated; free with inject__free_env). */

@@ -242,6 +242,7 @@ int gs_call(unsigned int api, void *caller, __u64 a0, __u64 a1, __u64 a2, __u64 
 		return CUDA_ERROR_NOT_INITIALIZED;
 	if (!gs_active)
 		return real(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10);
+	gs_ring_prepare();
 	if (tl_depth) {
 		/* The driver calling itself, or tail-calling a variant of the same function
 		 * from the real function our wrapper called (so returning into our code). The

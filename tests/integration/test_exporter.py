@@ -331,7 +331,10 @@ def test_prometheus_server_scrapes_the_exporter(agent, gs, tmp_path):
     """A real Prometheus server scrapes the agent every second while a test-double workload
     runs; PromQL through its HTTP API gives the scripted device values (and follows them
     when they change) and the workload's own figures."""
-    a = agent(ebpf=os.geteuid() == 0, args=FAKE_LIBS + ["--retain", "120"])
+    root = os.geteuid() == 0
+    inject = tmp_path / "inject"
+    a = agent(ebpf=root, args=FAKE_LIBS + ["--retain", "120"] +
+              (["--inject-dir", str(inject)] if root else []))
     port = free_port()
     cfg = tmp_path / "prometheus.yml"
     cfg.write_text("global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
@@ -370,6 +373,11 @@ def test_prometheus_server_scrapes_the_exporter(agent, gs, tmp_path):
             r = until('max(gpuscope_process_device_memory_peak_bytes{comm="wl_driver"})',
                       lambda r: float(r[0]["value"][1]) == truth["peak:device"])
             run_workload(gs, tmp_path, "wl_nccl")
+            # GPU time per kernel, from a program that preloads the in-process library.
+            p = subprocess.run([gs.wl("wl_gputime")], capture_output=True, text=True,
+                               env=preload_env(gs, inject, tmp_path / "t.json", **GPU_ENV),
+                               timeout=60)
+            assert p.returncode == 0, p.stderr
             # The Grafana dashboard: every panel's query gives data.
             dash = json.loads(open(os.path.join(ROOT, "deploy", "grafana",
                                                 "gpuscope-dashboard.json")).read())
@@ -515,3 +523,132 @@ def test_top_bad_options(gs):
         "gpuscope: top: --json goes with --once (a live view is text)"
     p = gs.run(["top", "--interval", "x"])
     assert p.returncode == 1 and "--interval wants seconds" in p.stderr
+
+
+# The in-process plane through the agent (--inject-dir): programs preload the library from
+# the agent's directory and get GPU time per kernel (the double's simulated event clock).
+GPU_ENV = {"FAKECUDA_KERNEL_NS": "200000", "FAKECUDA_GBPS": "1", "FAKECUDA_DEVICES": "2",
+           "GPUSCOPE_FIRST_GATE_US": "20000", "GPUSCOPE_WATCHDOG_US": "10000"}
+
+
+def preload_env(gs, d, truth, **extra):
+    return gs.env(GS_TRUTH=truth, LD_PRELOAD=d / "libgpuscope-inject.so",
+                  GPUSCOPE_INJECT_DIR=d, **extra)
+
+
+def by_kernel(m, name, pid):
+    return {dict(ls)["kernel"]: v for (n, ls), v in m.items()
+            if n == name and ("pid", pid) in ls}
+
+
+def check_gputime_through_agent(a, gs, tmp_path, d, argv_prefix=()):
+    truth_path = tmp_path / "gputime.truth.json"
+    before = a.metrics()
+    p = subprocess.run(list(argv_prefix) + [gs.wl("wl_gputime"), "--devices", "2"],
+                       env=preload_env(gs, d, truth_path, **GPU_ENV), capture_output=True,
+                       text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    truth = json.loads(truth_path.read_text())
+    # Its ring read to the end (the process is gone) and removed.
+    m = a.wait_for(lambda m: pids_of(m) - pids_of(before) and
+                   value(m, "gpuscope_inject_processes") == 0)
+    pid = (pids_of(m) - pids_of(before)).pop()
+    # Every launch once: the kernel probes' records of the calls the ring has are left out.
+    # (wl_gputime: busy 20 + 3 captured into a graph + 4 on device 1; idle 10 + 5 _ptsz)
+    assert by_kernel(m, "gpuscope_kernel_launches_total", pid) == {"busy": 27, "idle": 15}
+    timed = by_kernel(m, "gpuscope_kernel_gpu_timed_launches_total", pid)
+    secs = by_kernel(m, "gpuscope_kernel_gpu_seconds_total", pid)
+    # (A gate the watchdog had to open, on a loaded machine, leaves its launch untimed.)
+    assert 20 <= timed["busy"] <= 24 and 11 <= timed["idle"] <= 15, timed
+    for k, want in (("busy", truth["gpu:busy:ns"]), ("idle", truth["gpu:idle:ns"])):
+        assert abs(secs[k] / timed[k] * 1e9 - want) <= 2000, (k, secs[k], timed[k], want)
+    assert value(m, "gpuscope_process_device_memory_peak_bytes", pid=pid, gpu=1) == \
+        truth["mem:dev1:peak"]
+    return pid
+
+
+@needs_root
+def test_in_process_plane_through_the_agent(agent, gs, tmp_path):
+    d = tmp_path / "inject"
+    a = agent(ebpf=True, args=FAKE_LIBS + ["--inject-dir", str(d), "--retain", "30"])
+    assert stat_mode(os.stat(d)) == 0o1777 and (d / "agent.lock").exists()
+    assert os.stat(d / "libgpuscope-inject.so").st_mode & 0o777 == 0o755
+    check_gputime_through_agent(a, gs, tmp_path, d)
+    # wl_driver through the ring: the same counts as the kernel probes give it.
+    before = a.metrics()
+    truth_path = tmp_path / "driver.truth.json"
+    p = subprocess.run([gs.wl("wl_driver")], env=preload_env(gs, d, truth_path),
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    truth = json.loads(truth_path.read_text())
+    m = a.wait_for(lambda m: pids_of(m) - pids_of(before) and
+                   value(m, "gpuscope_inject_processes") == 0)
+    pid = (pids_of(m) - pids_of(before)).pop()
+    assert by_kernel(m, "gpuscope_kernel_launches_total", pid) == \
+        {DRIVER_KERNELS[k[7:]]: v for k, v in truth.items() if k.startswith("launch:")}
+    assert value(m, "gpuscope_process_device_memory_peak_bytes", pid=pid, gpu=0) == \
+        truth["peak:device"]
+    # Rings of processes that are gone are read out and removed.
+    assert not list(d.glob("*.ring")), list(d.iterdir())
+    assert value(a.metrics(), "gpuscope_dropped_events_total") == 0
+
+
+@needs_root
+def test_in_process_plane_from_another_pid_namespace(agent, gs, tmp_path):
+    """A program in its own pid namespace (a container) writes its ring under its own pid;
+    the agent finds the process by who maps the ring, and labels it with the node's pid."""
+    if not shutil.which("unshare"):
+        pytest.skip("no unshare")
+    d = tmp_path / "inject"
+    a = agent(ebpf=True, args=FAKE_LIBS + ["--inject-dir", str(d), "--retain", "30"])
+    pid = check_gputime_through_agent(a, gs, tmp_path, d,
+                                      argv_prefix=["unshare", "--pid", "--fork"])
+    assert pid not in ("1", "2")
+
+
+@needs_root
+def test_in_process_plane_without_kernel_probes(agent, gs, tmp_path):
+    """--no-ebpf --inject-dir: the rings alone (what an agent without root could read)."""
+    d = tmp_path / "inject"
+    a = agent(ebpf=False, args=["--inject-dir", str(d), "--retain", "30"])
+    check_gputime_through_agent(a, gs, tmp_path, d)
+
+
+def test_library_stays_inactive_without_the_agent(agent, gs, tmp_path):
+    """The agent gone (its lock free), a program that preloads the library runs untouched and
+    writes no ring."""
+    d = tmp_path / "inject"
+    a = agent(args=["--inject-dir", str(d), "--no-nvml"])
+    rc, err = a.stop()
+    assert rc == 0, err
+    truth_path = tmp_path / "truth.json"
+    p = subprocess.run([gs.wl("wl_driver")], env=preload_env(gs, d, truth_path),
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert not list(d.glob("*.ring*")), list(d.iterdir())
+
+
+def test_inject_dir_bad_input(agent, gs, tmp_path):
+    env = gs.env(GPUSCOPE_NVML=NVML)
+    base = ["exporter", "--no-ebpf", "--no-nvml", "--listen", "127.0.0.1:%d" % free_port()]
+    p = gs.run(base + ["--inject-dir", "relative/dir"], env=env)
+    assert p.returncode != 0 and "absolute path" in p.stderr
+    link = tmp_path / "link"
+    link.symlink_to(tmp_path)
+    p = gs.run(base + ["--inject-dir", str(link)], env=env)
+    assert p.returncode != 0 and "symbolic link" in p.stderr
+    open_dir = tmp_path / "open"
+    open_dir.mkdir()
+    os.chmod(open_dir, 0o777)
+    p = gs.run(base + ["--inject-dir", str(open_dir)], env=env)
+    assert p.returncode != 0 and "not sticky" in p.stderr
+    d = tmp_path / "inject"
+    agent(args=["--inject-dir", str(d), "--no-nvml"])
+    p = gs.run(base + ["--inject-dir", str(d)], env=env)
+    assert p.returncode != 0 and "in use by another gpuscope exporter" in p.stderr
+    for q in (p,):
+        assert len(q.stderr.strip().splitlines()) == 1, q.stderr
+
+
+def stat_mode(st):
+    return st.st_mode & 0o7777

@@ -97,7 +97,12 @@ def test_perfetto_strings_are_interned_once(gsr, tmp_path):
     assert max(t.intern_counts.values()) == 1
     raw = (tmp_path / "t.pftrace").read_bytes()
     assert report["kernels"]["list"][0]["launches"] >= 100
-    assert raw.count(b"vecAdd(float const*, float const*, float*, int)") == 2  # name, arg
+    # As whole strings (length-prefixed): the name, and the argument. (A finding's text may
+    # also name it, on a loaded machine, inside a longer string.)
+    name = b"vecAdd(float const*, float const*, float*, int)"
+    assert raw.count(bytes([len(name)]) + name) == 2
+    assert t.intern_counts[("name", name.decode())] == 1
+    assert t.intern_counts[("value", name.decode())] == 1
 
 
 def test_perfetto_launch_instants_without_gpu_times(gs, tmp_path):
