@@ -17,12 +17,12 @@ VERSION   := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
 APT_BUILD := make gcc clang llvm bpftool libbpf-dev libelf-dev libdw-dev zlib1g-dev libzstd-dev \
 	     liblzma-dev libbz2-dev pkg-config libmicrohttpd-dev
 APT_TEST  := python3 python3-pytest libcmocka-dev clang-format libclang-rt-14-dev procps \
-	     protobuf-compiler prometheus
+	     protobuf-compiler prometheus librsvg2-bin python3-pil
 
 WARN      := -Wall -Wextra -Werror -Wno-missing-field-initializers
 CFLAGS    ?= -O2 -g
 CPPFLAGS  := -D_GNU_SOURCE -Iinclude -Isrc -I$(OUTPUT)
-LDLIBS    := -lbpf -ldw -lelf -lz -lzstd -lstdc++ -lmicrohttpd -ldl -lpthread
+LDLIBS    := -lbpf -ldw -lelf -lz -lzstd -lstdc++ -lmicrohttpd -ldl -lpthread -lm
 # (libmicrohttpd.a refers to GnuTLS for HTTPS, which the exporter does not serve: the static
 # build links stand-ins that fail, instead of GnuTLS and its own dependencies.)
 STATIC_LDLIBS := $(LDLIBS) -llzma -lbz2

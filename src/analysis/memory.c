@@ -183,15 +183,22 @@ static void unuse(struct model *m, struct proc *p, int kind, int device, __u64 b
 		p->dev_in_use[i] -= GS_MIN(bytes, p->dev_in_use[i]);
 }
 
-static void range_remove(struct model *m, struct proc *p, struct range *r)
+static void range_remove(struct model *m, struct proc *p, struct range *r, __u64 ts)
 {
 	if (!tdelete(r, &p->ranges, range_cmp))
 		return;
 	p->nranges--;
 	if (r->kind < MEM_KINDS)
 		unuse(m, p, r->kind, r->device, r->size);
+	if (r->pooled)
+		p->pool_in_use -= GS_MIN(r->size, p->pool_in_use);
+	if (r->kind == MK_MAPPING)
+		p->vmm_mapped -= GS_MIN(r->size, p->vmm_mapped);
+	model__site_free(m, r, ts);
 	free(r);
 }
+
+static struct vmm_handle *vmm_get(struct proc *p, __u64 handle);
 
 static void range_insert(struct model *m, struct proc *p, const struct gs_ev_mem *e, int kind,
 			 __u64 handle)
@@ -207,13 +214,20 @@ static void range_insert(struct model *m, struct proc *p, const struct gs_ev_mem
 	r->api = e->c.api;
 	r->kind = (__u8)kind;
 	dev = kind == MK_DEVICE ? device_of_call(m, p, &e->h, e->device) : -1;
+	if (kind == MK_MAPPING) { /* (on its physical memory's device) */
+		const struct vmm_handle *v = vmm_get(p, handle);
+
+		dev = v ? v->device : -1;
+	}
 	r->device = (__s8)(dev <= 127 ? dev : -1);
 	r->handle = handle;
+	r->pooled = e->op == GS_MEM_ALLOC_ASYNC;
+	r->hist = NO_HIST;
 	/* An overlap means a free we never saw: the old range is gone. */
 	while ((old = tfind(r, &p->ranges, range_cmp))) {
 		__u64 before = p->nranges;
 
-		range_remove(m, p, *old);
+		range_remove(m, p, *old, e->h.ts);
 		if (p->nranges == before)
 			break;
 	}
@@ -225,6 +239,13 @@ static void range_insert(struct model *m, struct proc *p, const struct gs_ev_mem
 	p->nranges++;
 	if (kind < MEM_KINDS)
 		use(m, p, kind, r->device, r->size);
+	if (r->pooled) {
+		p->pool_in_use += r->size;
+		p->pool_peak = GS_MAX(p->pool_peak, p->pool_in_use);
+	}
+	if (kind == MK_MAPPING)
+		p->vmm_mapped += r->size;
+	model__site_alloc(m, p, r, e);
 }
 
 static struct vmm_handle *vmm_get(struct proc *p, __u64 handle)
@@ -232,11 +253,14 @@ static struct vmm_handle *vmm_get(struct proc *p, __u64 handle)
 	return hmap_get(&p->vmm, handle, 0);
 }
 
-static void vmm_maybe_free(struct model *m, struct proc *p, struct vmm_handle *v)
+static void vmm_maybe_free(struct model *m, struct proc *p, struct vmm_handle *v, __u64 ts)
 {
 	if (!v->released || v->mapped)
 		return;
 	unuse(m, p, MK_DEVICE, v->device, v->size);
+	p->vmm_physical -= GS_MIN(v->size, p->vmm_physical);
+	if (v->site)
+		model__site_sub(v->site, v->size, ts);
 	p->frees++;
 	hmap_del(&p->vmm, v->handle, 0);
 	free(v);
@@ -253,7 +277,7 @@ static void free_linear(struct model *m, struct proc *p, const struct gs_ev_mem 
 		p->untracked_frees++;
 		return;
 	}
-	range_remove(m, p, r);
+	range_remove(m, p, r, e->h.ts);
 	p->frees++;
 }
 
@@ -272,11 +296,11 @@ static void unmap(struct model *m, struct proc *p, const struct gs_ev_mem *e)
 			break;
 		next = r->addr + span(r);
 		v = vmm_get(p, r->handle);
-		range_remove(m, p, r);
+		range_remove(m, p, r, e->h.ts);
 		any = true;
 		if (v && v->mapped) {
 			v->mapped--;
-			vmm_maybe_free(m, p, v);
+			vmm_maybe_free(m, p, v, e->h.ts);
 		}
 		at = next;
 	}
@@ -304,6 +328,7 @@ void model__memory_add(struct model *m, struct proc *p, const struct gs_ev_mem *
 		case GS_MEM_ALLOC_ASYNC:
 		case GS_MEM_VMM_CREATE:
 			p->failed_allocs++;
+			model__site_failed(m, p, e, device_of_call(m, p, &e->h, e->device));
 			break;
 		}
 		return;
@@ -335,10 +360,16 @@ void model__memory_add(struct model *m, struct proc *p, const struct gs_ev_mem *
 		v->tid = e->h.tid;
 		v->device = device_of_call(m, p, &e->h, e->device);
 		v->api = e->c.api;
+		v->site = model__site_of(m, p, e, MK_DEVICE);
+		model__site_add(v->site, e->size, e->h.ts);
 		use(m, p, MK_DEVICE, v->device, e->size);
+		p->vmm_physical += e->size;
 		v = hmap_put(&p->vmm, e->addr, 0, v);
 		if (v) { /* a handle value reused without a release we saw */
 			unuse(m, p, MK_DEVICE, v->device, v->size);
+			p->vmm_physical -= GS_MIN(v->size, p->vmm_physical);
+			if (v->site)
+				model__site_sub(v->site, v->size, e->h.ts);
 			free(v);
 		}
 		count_alloc(m, p, e);
@@ -350,7 +381,7 @@ void model__memory_add(struct model *m, struct proc *p, const struct gs_ev_mem *
 			break;
 		}
 		v->released = true;
-		vmm_maybe_free(m, p, v);
+		vmm_maybe_free(m, p, v, e->h.ts);
 		break;
 	case GS_MEM_VMM_MAP:
 		range_insert(m, p, e, MK_MAPPING, e->aux);

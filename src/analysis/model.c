@@ -75,6 +75,9 @@ static void free_name(void *v)
 
 static void free_proc(struct proc *p)
 {
+	free(p->sites);
+	for (int i = 0; i <= MEM_DEVS; i++)
+		free(p->frag[i]);
 	model__memory_free(p);
 	free_captures(&p->capturing);
 	free_captures(&p->graphs);
@@ -86,7 +89,10 @@ static void free_proc(struct proc *p)
 
 void model__forget_proc(struct model *m, __u32 pid)
 {
-	struct proc *p = hmap_del(&m->procs, pid, 0);
+	struct proc *p;
+
+	model__sites_forget(m, pid);
+	p = hmap_del(&m->procs, pid, 0);
 
 	if (p)
 		free_proc(p);
@@ -122,6 +128,7 @@ void model__free(struct model *m)
 	model__os_free(&m->os);
 	model__findings_free(m);
 	model__stacks_free(m);
+	model__sites_free(m);
 	free(m->libs);
 	free(m);
 }
@@ -182,6 +189,7 @@ static void add_proc_event(struct model *m, const struct gs_ev_proc *e)
 		p->exited = true;
 		p->exit_code = e->exit_code;
 		p->end_ts = e->h.ts;
+		model__mem_tick(m, p, e->h.ts, true); /* (its last word) */
 		break;
 	case GS_PROC_FOUND:
 		p->ppid = e->ppid;
@@ -288,7 +296,17 @@ void model__add(struct model *m, const struct gs_hdr *ev)
 		m->drops = *(const struct gs_ev_drops *)ev;
 		m->have_drops = true;
 		break;
+	case GS_EV_NVML:
+		model__nvml_seen(m, ev);
+		break;
 	default: /* GS_EV_LIB: control only */
 		break;
+	}
+	/* The memory analyses sample a process's sites as its records come. */
+	if (ev->type <= GS_EV_NCCL || ev->type == GS_EV_GPU) {
+		struct proc *p = hmap_get(&m->procs, ev->pid, 0);
+
+		if (p && p->nsites && ev->ts >= p->sample_next)
+			model__mem_tick(m, p, ev->ts, false);
 	}
 }

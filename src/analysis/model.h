@@ -29,15 +29,29 @@ enum mem_kind {
  * last slot. */
 #define MEM_DEVS 16
 
+struct mem_site;
+
+enum oom_cause {
+	OOM_EXHAUSTION = 1,    /* less free than was asked */
+	OOM_FRAGMENTATION = 2, /* enough free, in pieces too small */
+	OOM_UNCLEAR = 3,       /* NVML saw enough free, the process's own view no piece */
+	OOM_CAUSES
+};
+
 struct range {
 	__u64 addr, size;
 	__u64 ts;
 	__u64 handle; /* MK_MAPPING: the physical handle */
 	__u32 tid;
 	__u16 api;
-	__u8 kind;   /* enum mem_kind */
-	__s8 device; /* MK_DEVICE: the device, -1 if not known */
+	__u8 kind;	       /* enum mem_kind */
+	__s8 device;	       /* MK_DEVICE: the device, -1 if not known */
+	bool pooled;	       /* stream-ordered, from a pool */
+	struct mem_site *site; /* who allocated it (analysis/memsites.c) */
+	__u32 hist;	       /* its entry in the memory history, or NO_HIST */
 };
+
+#define NO_HIST 0xffffffffu
 
 struct vmm_handle {
 	__u64 handle, size, ts;
@@ -46,6 +60,7 @@ struct vmm_handle {
 	__u32 mapped; /* live mappings of this handle */
 	__u16 api;
 	bool released;
+	struct mem_site *site;
 };
 
 /* Kernels launched into a stream while it was captured: what its graph runs. */
@@ -81,6 +96,16 @@ struct proc {
 	__u64 allocs, frees, failed_allocs, untracked_frees;
 	__u64 copy_bytes, sync_ns; /* successful copies; time in synchronisation calls */
 	struct os_stat *os;	   /* NULL until an OS plane record */
+	/* Device memory by allocator: stream-ordered (pools), VMM physical, VMM mapped. */
+	__u64 pool_in_use, pool_peak, vmm_physical, vmm_mapped;
+	/* Allocation sites (analysis/memsites.c): this process's, and their sampling. */
+	struct mem_site **sites;
+	size_t nsites, sites_cap;
+	__u64 sample_next, sample_every;
+	unsigned int nticks;
+	struct mem_frag *frag[MEM_DEVS + 1]; /* fragmentation over time, per device slot */
+	__u64 ooms[OOM_CAUSES];		     /* out-of-memory failures by enum oom_cause */
+	__u64 leak_sites;		     /* sites suspected now */
 };
 
 /* The OS plane's records, aggregated (analysis/os.c), for a process and for the run. */
@@ -180,6 +205,88 @@ struct finding {
 #define MAX_FINDINGS	 16
 #define RECENT_FINDINGS	 64
 #define PENDING_FINDINGS 64
+
+/*
+ * Allocation sites and memory analyses (analysis/memsites.c). A site is where allocations
+ * come from: the call's stack when one was taken (every allocation's, unless stacks are
+ * off), else the API alone. Each site's outstanding bytes are sampled over time (at most
+ * SITE_SAMPLES samples: when full, every other one goes and sampling slows by half); a
+ * site whose bytes keep growing over the later half of what was seen of it, by a
+ * Mann-Kendall trend test, is a suspected leak.
+ */
+#define SITE_SAMPLES 128
+#define MAX_OOMS     32
+#define OOM_TOP	     3
+
+struct mem_site {
+	__u32 pid, id;			 /* id: 1, 2, ... in the order sites were first seen */
+	__u16 api;			 /* of its first allocation */
+	__u8 kind;			 /* enum mem_kind of its first allocation */
+	const struct stack_entry *stack; /* NULL: no stack taken */
+	__u64 live_bytes, live_count, peak_bytes;
+	__u64 allocs, alloc_bytes, frees, failed;
+	__u64 first_ts, last_ts;
+	unsigned int nsamples;
+	struct {
+		__u64 ts, bytes;
+	} samples[SITE_SAMPLES];
+	/* The trend test as of its latest evaluation (every 8th tick, and model__leaks_check),
+	 * and when it first said so. */
+	bool suspected;
+	__u64 suspected_since; /* 0 never */
+};
+
+struct leak_test {
+	bool suspected;
+	unsigned int n;	   /* samples tested */
+	double confidence; /* that the bytes grow: 1 - p of Mann-Kendall's S (one-sided) */
+	double slope_bps;  /* Sen's slope over the window, bytes/s */
+	__u64 from, to;	   /* the window */
+	__s64 growth;	   /* bytes: its last sample less its first */
+};
+
+/* Fragmentation of a process's live device ranges on one device, over time: holes are
+ * the free ranges between its live allocations, within their span. */
+struct frag_sample {
+	__u64 ts, live, holes, largest_hole, ranges;
+};
+
+struct mem_frag {
+	unsigned int n;
+	struct frag_sample s[SITE_SAMPLES];
+};
+
+struct oom_finding {
+	__u64 ts, requested;
+	__u32 pid, tid;
+	__u16 api;
+	__s32 device;
+	__u32 cause;		  /* enum oom_cause */
+	__u32 site;		  /* the failing call's site id (0: none) */
+	__u64 live_dev, live_all; /* this process's device bytes: on that device, on all */
+	bool have_nvml;		  /* NVML's reading of the device (its latest before) */
+	__u64 nvml_used, nvml_total;
+	__u64 others_bytes; /* other traced processes' bytes on the device */
+	__u32 others;
+	__u64 holes, largest_hole, span; /* the process's address space there */
+	struct {
+		__u32 site;
+		__u64 bytes;
+	} top[OOM_TOP]; /* the sites holding most of it */
+	unsigned int ntop;
+};
+
+/* One allocation, for the memory map (kept when model->keep_history is set). */
+struct mem_hist {
+	__u64 addr, size, t0, t1; /* t1: freed, 0 never */
+	__u32 pid, site;
+	__u16 api;
+	__s8 device;
+	__u8 kind;
+	bool failed; /* a failed allocation: addr 0, t0 its time */
+};
+
+#define MEM_HIST_MAX (4u << 20)
 
 /* Call stacks (GS_EV_STACK), counted per distinct stack of a call in a process. */
 struct stack_entry {
@@ -374,6 +481,25 @@ struct model {
 	struct hmap symbols; /* (pid, addr) -> char * (GS_EV_SYMBOL) */
 	struct hmap stacks;  /* (hash, pid) -> struct stack_entry */
 	__u64 stack_records;
+	/* memory analyses (analysis/memsites.c) */
+	struct hmap last_stack; /* (tid, pid) -> struct last_stack: a thread's latest stack */
+	struct hmap sites;	/* (pid, key) -> struct mem_site */
+	__u32 next_site;
+	struct oom_finding ooms[MAX_OOMS]; /* the first ones */
+	size_t nooms;
+	__u64 ooms_total;
+	struct oom_finding last_oom;			/* the latest (for timelines) */
+	__u64 leak_sites;				/* suspected at the latest check */
+	__u64 leaks_total;				/* sites ever found suspected */
+	struct mem_site *recent_leaks[RECENT_FINDINGS]; /* leak n at [n % RECENT_FINDINGS] */
+	struct {
+		bool have;
+		__u64 ts, used, total;
+	} nvml_mem[MEM_DEVS]; /* NVML's latest memory reading per GPU index */
+	bool keep_history;    /* set before the first record: keep `hist` */
+	struct mem_hist *hist;
+	size_t nhist, hist_cap;
+	bool hist_truncated;
 };
 
 struct model *model__new(void);
@@ -435,6 +561,37 @@ void model__stack_add(struct model *m, const struct gs_hdr *ev);
 void model__stacks_free(struct model *m);
 /* The name of a code address: its symbol record's, else NULL. */
 const char *model__symbol(const struct model *m, __u32 pid, __u64 addr);
+/* analysis/memsites.c */
+/* A stack record: the latest of its thread (an allocation's comes just before it). */
+void model__site_stack(struct model *m, const struct gs_hdr *h, const struct stack_entry *e);
+/* The site of an allocation being made (created on first use). */
+struct mem_site *model__site_of(struct model *m, struct proc *p, const struct gs_ev_mem *e,
+				int kind);
+void model__site_alloc(struct model *m, struct proc *p, struct range *r, const struct gs_ev_mem *e);
+void model__site_free(struct model *m, struct range *r, __u64 ts);
+/* Bytes a site holds that are not a range (VMM physical memory). */
+void model__site_add(struct mem_site *s, __u64 bytes, __u64 ts);
+void model__site_sub(struct mem_site *s, __u64 bytes, __u64 ts);
+/* A failed allocation: its OOM finding if it ran out of memory. */
+void model__site_failed(struct model *m, struct proc *p, const struct gs_ev_mem *e, int device);
+/* Sample the process's sites and fragmentation if it is time (any record of it). */
+void model__mem_tick(struct model *m, struct proc *p, __u64 ts, bool force);
+/* Run the trend test on every site (as of `now`, or its process's end); returns how many
+ * are suspected. */
+__u64 model__leaks_check(struct model *m, __u64 now);
+/* The trend test of one site, as of `now` (nothing changes). */
+void model__site_trend(const struct mem_site *s, __u64 now, struct leak_test *t);
+void model__nvml_seen(struct model *m, const struct gs_hdr *ev);
+/* A site's frames as text: "f < g < h" (at most `frames`), or its API without a stack. */
+void model__site_label(const struct model *m, const struct mem_site *s, unsigned int frames,
+		       char *buf, size_t n);
+/* The fragmentation of a process's device slot now. */
+void model__frag_now(const struct proc *p, int slot, __u64 ts, struct frag_sample *out);
+/* Fragmentation 0..1 of a sample: 1 - largest hole / all holes (0 without holes). */
+double model__frag_score(const struct frag_sample *s);
+void model__sites_free(struct model *m);
+void model__sites_forget(struct model *m, __u32 pid);
+
 /* NET_TCP, NET_UDP or NET_OTHER of a record's protocol. */
 int model__net_proto(unsigned int family, unsigned int protocol);
 

@@ -289,6 +289,10 @@ static void build_memory(struct report *r, const struct model *m)
 		rp->failed_allocs = p->failed_allocs;
 		rp->untracked_frees = p->untracked_frees;
 		rp->reserved = p->reserved;
+		rp->pool_in_use = p->pool_in_use;
+		rp->pool_peak = p->pool_peak;
+		rp->vmm_physical = p->vmm_physical;
+		rp->vmm_mapped = p->vmm_mapped;
 		r->allocs += p->allocs;
 		r->frees += p->frees;
 		r->failed_allocs += p->failed_allocs;
@@ -419,6 +423,7 @@ struct report *report__build(const struct model *m)
 	build_transfers(r, m);
 	build_errors(r, m);
 	report__build_gpu(r, m);
+	report__build_memory(r, m);
 	r->os_plane = m->have_start && (m->start.flags & GS_SESSION_OS);
 	r->os = &m->os;
 	r->os_min_us = m->have_start ? m->start.os_min_us : 0;
@@ -435,6 +440,7 @@ void report__free(struct report *r)
 	if (!r)
 		return;
 	report__free_gpu(r);
+	report__free_memory(r);
 	for (size_t i = 0; i < r->nkernels; i++) {
 		free(r->kernels[i].mangled);
 		free(r->kernels[i].display);

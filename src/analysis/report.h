@@ -53,7 +53,41 @@ struct rep_proc {
 	__u64 peak[MEM_KINDS], outstanding[MEM_KINDS];
 	__u64 dev_peak[MEM_DEVS + 1], dev_in_use[MEM_DEVS + 1]; /* device memory per device */
 	__u64 allocs, frees, failed_allocs, untracked_frees, reserved;
+	__u64 pool_in_use, pool_peak, vmm_physical, vmm_mapped; /* device memory by allocator */
 	const struct os_stat *os; /* the model's; NULL without OS records */
+};
+
+/* Memory analyses (report_memory.c). */
+#define REP_SITES    32
+#define REP_EXAMPLES 3
+#define SITE_LABEL   240
+
+struct rep_site {
+	__u32 pid, id;
+	__u16 api;
+	__u8 kind;
+	bool exited; /* its process: outstanding bytes are what it never freed */
+	char label[SITE_LABEL];
+	__u64 live_bytes, live_count, peak_bytes, allocs, alloc_bytes, frees, failed;
+	struct leak_test leak;
+	__u64 suspected_since; /* relative to the start; 0 never */
+	struct {
+		__u64 addr, size, ts; /* ts relative to the start */
+	} examples[REP_EXAMPLES];     /* its oldest live allocations */
+	unsigned int nexamples;
+};
+
+struct rep_oom {
+	struct oom_finding o; /* ts relative to the start */
+	char site[SITE_LABEL];
+	char top[OOM_TOP][SITE_LABEL];
+};
+
+struct rep_frag {
+	__u32 pid;
+	int device; /* -1: not known */
+	unsigned int samples;
+	struct frag_sample worst, last; /* ts relative to the start */
 };
 
 struct rep_sync {
@@ -105,6 +139,16 @@ struct report {
 	__u64 outstanding_count[MEM_KINDS], outstanding_bytes[MEM_KINDS];
 	struct rep_alloc largest[REP_LARGEST];
 	size_t nlargest;
+	/* memory analyses */
+	struct rep_site *sites; /* suspected leaks first (fastest growing), then by bytes */
+	size_t nsites;
+	__u64 sites_total, leaks;
+	struct rep_oom *ooms;
+	size_t nooms;
+	__u64 ooms_total;
+	struct rep_frag *frags;
+	size_t nfrags;
+	bool stacks; /* sites are stacks (else the API alone) */
 
 	/* copies, sync, NCCL */
 	struct copy_stat copies[GS_COPY_KIND_MAX];
@@ -149,6 +193,13 @@ struct report *report__build(const struct model *m);
 void report__merge_gpu(struct rep_kernel *rk, const struct kstat *k);
 void report__build_gpu(struct report *r, const struct model *m);
 void report__free_gpu(struct report *r);
+void report__build_memory(struct report *r, const struct model *m);
+void report__free_memory(struct report *r);
+const char *oom_cause_name(unsigned int cause);
+/* An OOM finding with its sites named (times as they are). */
+void report__oom_of(const struct model *m, const struct oom_finding *o, struct rep_oom *out);
+/* One line saying what an OOM finding found. */
+const char *report__oom_text(const struct rep_oom *o, char *buf, size_t n);
 void report__free(struct report *r);
 
 #endif

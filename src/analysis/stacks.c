@@ -46,6 +46,7 @@ void model__stack_add(struct model *m, const struct gs_hdr *ev)
 		hmap_put(&m->stacks, h, ev->pid, e);
 	}
 	e->count++;
+	model__site_stack(m, ev, e);
 }
 
 const char *model__symbol(const struct model *m, __u32 pid, __u64 addr)

@@ -100,6 +100,9 @@ int parse_trace_opt(struct trace_opts *o, int opt, const char *arg)
 	case OPT_FOLDED:
 		o->folded_path = arg;
 		return 1;
+	case OPT_MEMORY_MAP:
+		o->memmap_path = arg;
+		return 1;
 	case OPT_OS_MIN:
 		if (parse_u32(arg, &n) || n > 10000000) {
 			gs_err("--os-min-us wants microseconds between 0 and 10000000, not '%s'",
@@ -147,6 +150,24 @@ int write_folded(const struct model *m, const char *path)
 	bad |= f == stdout ? fflush(f) : fclose(f);
 	if (bad) {
 		gs_err("writing the folded stacks to '%s' failed", path);
+		return GS_EXIT_RUNTIME;
+	}
+	return GS_EXIT_OK;
+}
+
+int write_memory_map(const struct model *m, const char *path)
+{
+	FILE *f = fopen(path, "we");
+	int bad;
+
+	if (!f) {
+		gs_err("cannot write the memory map to '%s': %s", path, strerror(errno));
+		return GS_EXIT_RUNTIME;
+	}
+	bad = memmap__write(f, m);
+	bad |= fclose(f);
+	if (bad) {
+		gs_err("writing the memory map to '%s' failed", path);
 		return GS_EXIT_RUNTIME;
 	}
 	return GS_EXIT_OK;

@@ -30,6 +30,7 @@ struct trace_opts {
 	const char *json_path; /* NULL: text report on stderr; "-": JSON on stdout */
 	const char *perfetto_path, *chrome_path; /* timelines (sink/timeline.h); "-": stdout */
 	const char *folded_path;		 /* folded stacks at the end; "-": stdout */
+	const char *memmap_path;		 /* the memory map (SVG) at the end */
 };
 
 /* The timelines a command writes, fed the same records as its model. */
@@ -43,6 +44,9 @@ void timelines__add(struct timelines *ts, const struct model *m, const struct gs
 int timelines__close(struct timelines *ts);
 /* --folded FILE: the stacks of a model, folded ("-": stdout). 0 or GS_EXIT_RUNTIME. */
 int write_folded(const struct model *m, const char *path);
+/* --memory-map FILE: the memory map of a model kept with keep_history. 0 or
+ * GS_EXIT_RUNTIME. */
+int write_memory_map(const struct model *m, const char *path);
 /* -o FILE: a recording, or by its extension a Perfetto (.pftrace, .perfetto-trace) or
  * Chrome (.json) trace. */
 void set_output(struct trace_opts *o, const char *path);
@@ -81,7 +85,8 @@ enum {
 	OPT_NO_NVML,
 	OPT_OS_MIN,
 	OPT_STACKS,
-	OPT_FOLDED
+	OPT_FOLDED,
+	OPT_MEMORY_MAP
 };
 
 #define DEFAULT_STACK_EVERY 64
@@ -99,6 +104,7 @@ enum {
 		{ "os-min-us", required_argument, NULL, OPT_OS_MIN },                              \
 		{ "stacks", required_argument, NULL, OPT_STACKS },                                 \
 		{ "folded", required_argument, NULL, OPT_FOLDED },                                 \
+		{ "memory-map", required_argument, NULL, OPT_MEMORY_MAP },                         \
 		{ "no-follow", no_argument, NULL, OPT_NO_FOLLOW },                                 \
 		{ "isolate", no_argument, NULL, OPT_ISOLATE },                                     \
 		{ "buffer-size", required_argument, NULL, OPT_BUFFER },                            \
@@ -126,6 +132,7 @@ enum {
 	"      --stacks N|off     user call stacks of every Nth launch (default 64), of every\n"  \
 	"                         allocation and failed call; off: none\n"                        \
 	"      --folded FILE      the stacks as folded stacks (flamegraph.pl, speedscope)\n"      \
+	"      --memory-map FILE  an SVG picture of the device allocations over time\n"           \
 	"      --isolate          probe only the traced processes, not every process using the\n" \
 	"                         CUDA libraries (shared nodes; a forked child's first calls,\n"  \
 	"                         before its probes are attached, are missed)\n"                  \

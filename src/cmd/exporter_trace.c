@@ -641,6 +641,65 @@ void xtrace_render(struct xtrace *x, struct strbuf *sb)
 			}
 		}
 	}
+	/* Memory analyses (analysis/memsites.c): evaluated as a process's records come. */
+	prom_family(sb, "gpuscope_memory_leak_suspected_sites", "gauge",
+		    "Allocation sites of a process whose outstanding bytes keep growing "
+		    "(Mann-Kendall trend test, 99.9%).");
+	prom_family(sb, "gpuscope_memory_leak_suspected_bytes", "gauge",
+		    "Bytes outstanding at the allocation sites suspected of leaking.");
+	hmap_for_each (&m->procs, s) {
+		struct proc *p = s->val;
+		struct plabels pl;
+		__u64 bytes = 0;
+
+		if (!p->nsites)
+			continue;
+		for (size_t i = 0; i < p->nsites; i++)
+			bytes += p->sites[i]->suspected ? p->sites[i]->live_bytes : 0;
+		proc_labels(p, &pl);
+		prom_sample(sb, "gpuscope_memory_leak_suspected_sites", &pl.ls, NULL, NULL,
+			    (double)p->leak_sites);
+		prom_sample(sb, "gpuscope_memory_leak_suspected_bytes", &pl.ls, NULL, NULL,
+			    (double)bytes);
+	}
+	prom_family(sb, "gpuscope_oom_total", "counter",
+		    "Allocations that failed for lack of device memory, by what explains it "
+		    "(exhaustion, fragmentation, unclear).");
+	hmap_for_each (&m->procs, s) {
+		struct proc *p = s->val;
+		struct plabels pl;
+
+		if (!p->ooms[OOM_EXHAUSTION] && !p->ooms[OOM_FRAGMENTATION] &&
+		    !p->ooms[OOM_UNCLEAR])
+			continue;
+		proc_labels(p, &pl);
+		for (int c = OOM_EXHAUSTION; c < OOM_CAUSES; c++)
+			prom_sample(sb, "gpuscope_oom_total", &pl.ls, "cause",
+				    c == OOM_EXHAUSTION	     ? "exhaustion"
+				    : c == OOM_FRAGMENTATION ? "fragmentation"
+							     : "unclear",
+				    (double)p->ooms[c]);
+	}
+	prom_family(sb, "gpuscope_memory_fragmentation_ratio", "gauge",
+		    "Fragmentation of a process's device allocations: 1 - the largest free range "
+		    "between them / all free ranges between them, by GPU.");
+	hmap_for_each (&m->procs, s) {
+		struct proc *p = s->val;
+		struct plabels pl;
+
+		proc_labels(p, &pl);
+		for (int d = 0; d <= MEM_DEVS; d++) {
+			struct frag_sample now;
+			char gpu[8];
+
+			if (!p->frag[d])
+				continue;
+			model__frag_now(p, d, 0, &now);
+			snprintf(gpu, sizeof(gpu), d < MEM_DEVS ? "%d" : "?", d);
+			prom_sample(sb, "gpuscope_memory_fragmentation_ratio", &pl.ls, "gpu", gpu,
+				    model__frag_score(&now));
+		}
+	}
 	prom_family(sb, "gpuscope_copy_bytes_total", "counter",
 		    "Bytes copied by CUDA memcpy calls on the node, by direction.");
 	for (int k = 1; k < GS_COPY_KIND_MAX; k++)

@@ -25,6 +25,8 @@ static const char usage[] =
 	"      --chrome OUT   write it as a Chrome/PyTorch-profiler style JSON trace\n"
 	"      --folded OUT   its call stacks as folded stacks (flamegraph.pl, speedscope);\n"
 	"                     --format folded: on stdout, instead of the report\n"
+	"      --memory-map OUT  an SVG picture of the device allocations over time, by\n"
+	"                     address (failures in red), with fragmentation under it\n"
 	"      --top N        kernels in the text report (default 20)\n"
 	"      --wide         full kernel names\n"
 	"  -h, --help         this help\n"
@@ -32,7 +34,8 @@ static const char usage[] =
 	"examples:\n"
 	"  gpuscope report train.gsrec\n"
 	"  gpuscope report --json train.gsrec | jq '.kernels.list[0]'\n"
-	"  gpuscope report train.gsrec --perfetto train.pftrace\n";
+	"  gpuscope report train.gsrec --perfetto train.pftrace\n"
+	"  gpuscope report train.gsrec --memory-map train-memory.svg\n";
 
 int cmd_report(int argc, char **argv)
 {
@@ -42,6 +45,7 @@ int cmd_report(int argc, char **argv)
 		{ "perfetto", required_argument, NULL, OPT_PERFETTO },
 		{ "chrome", required_argument, NULL, OPT_CHROME },
 		{ "folded", required_argument, NULL, OPT_FOLDED },
+		{ "memory-map", required_argument, NULL, OPT_MEMORY_MAP },
 		{ "top", required_argument, NULL, OPT_TOP },
 		{ "wide", no_argument, NULL, OPT_WIDE },
 		{ "help", no_argument, NULL, 'h' },
@@ -113,6 +117,7 @@ int cmd_report(int argc, char **argv)
 		return GS_EXIT_RUNTIME;
 	}
 	m = model__new();
+	m->keep_history = o.memmap_path != NULL;
 	while ((r = recording__next(rec, &ev, err, sizeof(err))) > 0) {
 		model__add(m, ev);
 		timelines__add(&tls, m, ev);
@@ -137,6 +142,10 @@ int cmd_report(int argc, char **argv)
 		o.folded_path = "-";
 	if (o.folded_path) {
 		r = write_folded(m, o.folded_path);
+		code = code ? code : r;
+	}
+	if (o.memmap_path) {
+		r = write_memory_map(m, o.memmap_path);
 		code = code ? code : r;
 	}
 	/* A trace or stacks on stdout is all that goes there. */

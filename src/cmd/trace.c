@@ -614,6 +614,7 @@ int trace_main(const struct trace_opts *options)
 		return GS_EXIT_RUNTIME;
 	}
 	tr.model = model__new();
+	tr.model->keep_history = o->memmap_path != NULL;
 	to.on_event = on_event;
 	to.ctx = &tr;
 	if (tracer__open(&to, &tr.tracer)) {
@@ -652,6 +653,11 @@ int trace_main(const struct trace_opts *options)
 		code = code ? code : GS_EXIT_RUNTIME;
 	r = timelines__close(&tr.timelines);
 	code = code ? code : r;
+	if (o->memmap_path && tr.model->have_end) {
+		int r2 = write_memory_map(tr.model, o->memmap_path);
+
+		code = code ? code : r2;
+	}
 	if (o->folded_path && tr.model->have_end) {
 		r = write_folded(tr.model, o->folded_path);
 		code = code ? code : r;

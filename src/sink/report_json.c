@@ -3,6 +3,7 @@
 #include <stdio.h>
 
 #include "core/json.h"
+#include "core/util.h"
 #include "core/names.h"
 #include "sink/sinks.h"
 
@@ -87,6 +88,13 @@ static void processes(struct json *j, const struct report *r)
 		json_u64(j, "failed_allocations", p->failed_allocs);
 		json_u64(j, "untracked_frees", p->untracked_frees);
 		json_u64(j, "reserved_bytes", p->reserved);
+		json_obj_begin(j, "device_memory_by_allocator");
+		json_u64(j, "pool_bytes", p->pool_in_use);
+		json_u64(j, "pool_peak_bytes", p->pool_peak);
+		json_u64(j, "vmm_physical_bytes", p->vmm_physical);
+		json_u64(j, "vmm_mapped_bytes", p->vmm_mapped);
+		json_u64(j, "vmm_reserved_bytes", p->reserved);
+		json_obj_end(j);
 		json_obj_end(j);
 	}
 	json_arr_end(j);
@@ -159,6 +167,138 @@ static void kernels(struct json *j, const struct report *r)
 	json_obj_end(j);
 }
 
+static void secs(struct json *j, const char *key, __u64 ns)
+{
+	json_f64(j, key, (double)ns / 1e9);
+}
+
+static void site(struct json *j, const struct rep_site *s)
+{
+	json_obj_begin(j, NULL);
+	json_u64(j, "pid", s->pid);
+	json_u64(j, "site", s->id);
+	json_str(j, "where", s->label);
+	json_str(j, "api", api_name(s->api));
+	json_str(j, "kind", kind_names[s->kind]);
+	json_u64(j, "outstanding_bytes", s->live_bytes);
+	json_u64(j, "outstanding_count", s->live_count);
+	json_u64(j, "peak_bytes", s->peak_bytes);
+	json_u64(j, "allocations", s->allocs);
+	json_u64(j, "allocated_bytes", s->alloc_bytes);
+	json_u64(j, "frees", s->frees);
+	json_u64(j, "failed", s->failed);
+	json_bool(j, "process_exited", s->exited);
+	json_obj_begin(j, "leak");
+	json_bool(j, "suspected", s->leak.suspected);
+	json_f64(j, "confidence", s->leak.confidence);
+	json_f64(j, "growth_bytes_per_s", s->leak.slope_bps);
+	json_i64(j, "window_growth_bytes", s->leak.growth);
+	json_u64(j, "window_samples", s->leak.n);
+	secs(j, "window_from_s", s->leak.from);
+	secs(j, "window_to_s", s->leak.to);
+	if (s->suspected_since)
+		secs(j, "first_suspected_s", s->suspected_since);
+	else
+		json_str(j, "first_suspected_s", NULL);
+	json_obj_end(j);
+	json_arr_begin(j, "oldest_live");
+	for (unsigned int i = 0; i < s->nexamples; i++) {
+		json_obj_begin(j, NULL);
+		json_hex(j, "address", s->examples[i].addr);
+		json_u64(j, "size", s->examples[i].size);
+		secs(j, "time_s", s->examples[i].ts);
+		json_obj_end(j);
+	}
+	json_arr_end(j);
+	json_obj_end(j);
+}
+
+static void oom(struct json *j, const struct rep_oom *ro)
+{
+	const struct oom_finding *o = &ro->o;
+	char text[1024];
+
+	json_obj_begin(j, NULL);
+	secs(j, "time_s", o->ts);
+	json_u64(j, "pid", o->pid);
+	json_u64(j, "tid", o->tid);
+	json_str(j, "api", api_name(o->api));
+	json_i64(j, "device", o->device);
+	json_u64(j, "requested_bytes", o->requested);
+	json_str(j, "cause",
+		 o->cause == OOM_FRAGMENTATION ? "fragmentation"
+		 : o->cause == OOM_UNCLEAR     ? "unclear"
+					       : "exhaustion");
+	json_u64(j, "process_device_bytes", o->live_dev);
+	json_u64(j, "process_all_devices_bytes", o->live_all);
+	if (o->have_nvml) {
+		json_u64(j, "nvml_used_bytes", o->nvml_used);
+		json_u64(j, "nvml_total_bytes", o->nvml_total);
+		json_u64(j, "nvml_free_bytes", o->nvml_total - GS_MIN(o->nvml_used, o->nvml_total));
+	} else {
+		json_str(j, "nvml_used_bytes", NULL);
+		json_str(j, "nvml_total_bytes", NULL);
+		json_str(j, "nvml_free_bytes", NULL);
+	}
+	json_u64(j, "other_processes", o->others);
+	json_u64(j, "other_processes_bytes", o->others_bytes);
+	json_u64(j, "free_between_allocations_bytes", o->holes);
+	json_u64(j, "largest_free_range_bytes", o->largest_hole);
+	json_u64(j, "address_span_bytes", o->span);
+	json_u64(j, "site", o->site);
+	json_str(j, "where", ro->site);
+	json_arr_begin(j, "top_sites");
+	for (unsigned int k = 0; k < o->ntop; k++) {
+		json_obj_begin(j, NULL);
+		json_u64(j, "site", o->top[k].site);
+		json_str(j, "where", ro->top[k]);
+		json_u64(j, "bytes", o->top[k].bytes);
+		json_obj_end(j);
+	}
+	json_arr_end(j);
+	json_str(j, "text", report__oom_text(ro, text, sizeof(text)));
+	json_obj_end(j);
+}
+
+static void frag_sample_json(struct json *j, const char *key, const struct frag_sample *f)
+{
+	json_obj_begin(j, key);
+	secs(j, "time_s", f->ts);
+	json_f64(j, "score", model__frag_score(f));
+	json_u64(j, "live_bytes", f->live);
+	json_u64(j, "free_between_bytes", f->holes);
+	json_u64(j, "largest_free_range_bytes", f->largest_hole);
+	json_u64(j, "allocations", f->ranges);
+	json_obj_end(j);
+}
+
+static void memory_analyses(struct json *j, const struct report *r)
+{
+	json_u64(j, "sites_total", r->sites_total);
+	json_bool(j, "sites_are_stacks", r->stacks);
+	json_u64(j, "suspected_leaks", r->leaks);
+	json_arr_begin(j, "sites");
+	for (size_t i = 0; i < r->nsites; i++)
+		site(j, &r->sites[i]);
+	json_arr_end(j);
+	json_u64(j, "out_of_memory", r->ooms_total);
+	json_arr_begin(j, "ooms");
+	for (size_t i = 0; i < r->nooms; i++)
+		oom(j, &r->ooms[i]);
+	json_arr_end(j);
+	json_arr_begin(j, "fragmentation");
+	for (size_t i = 0; i < r->nfrags; i++) {
+		json_obj_begin(j, NULL);
+		json_u64(j, "pid", r->frags[i].pid);
+		json_i64(j, "device", r->frags[i].device);
+		json_u64(j, "samples", r->frags[i].samples);
+		frag_sample_json(j, "worst", &r->frags[i].worst);
+		frag_sample_json(j, "last", &r->frags[i].last);
+		json_obj_end(j);
+	}
+	json_arr_end(j);
+}
+
 static void memory(struct json *j, const struct report *r)
 {
 	json_obj_begin(j, "memory");
@@ -207,6 +347,7 @@ static void memory(struct json *j, const struct report *r)
 	}
 	json_arr_end(j);
 	json_obj_end(j);
+	memory_analyses(j, r);
 	json_obj_end(j);
 }
 

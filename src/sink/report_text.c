@@ -217,6 +217,79 @@ static void memory(FILE *f, const struct report *r)
 		fprintf(f, "  ... %zu more groups\n", r->noutstanding - shown);
 }
 
+static double secs(__u64 ns)
+{
+	return (double)ns / 1e9;
+}
+
+/* Leaks, what was never freed (by site), out-of-memory findings, fragmentation. */
+static void memory_analyses(FILE *f, const struct report *r)
+{
+	char a[32], b[32], c[768];
+	size_t shown = 0;
+
+	if (!r->sites_total && !r->ooms_total)
+		return;
+	heading(f, "Memory analyses");
+	if (!r->stacks)
+		fprintf(f, "  (no call stacks were taken: sites are the allocating functions)\n");
+	fprintf(f,
+		"  %llu suspected leak%s (a site's outstanding bytes rising through the later "
+		"half of the run: Mann-Kendall, 99.9%%)\n",
+		(unsigned long long)r->leaks, r->leaks == 1 ? "" : "s");
+	for (size_t i = 0; i < r->nsites && r->sites[i].leak.suspected; i++) {
+		const struct rep_site *s = &r->sites[i];
+
+		fprintf(f, "  LEAK pid %u site #%u %s\n", s->pid, s->id, s->label);
+		fprintf(f,
+			"       +%s/s (Sen's slope) from %.3f s to %.3f s, p %.1e over %u samples; "
+			"%s outstanding in %llu of %llu allocations\n",
+			fmt_bytes(a, sizeof(a), s->leak.slope_bps), secs(s->leak.from),
+			secs(s->leak.to), GS_MAX(1 - s->leak.confidence, 1e-12), s->leak.n,
+			fmt_bytes(b, sizeof(b), (double)s->live_bytes),
+			(unsigned long long)s->live_count, (unsigned long long)s->allocs);
+		for (unsigned int k = 0; k < s->nexamples; k++)
+			fprintf(f, "       e.g. 0x%llx %s allocated at %.3f s, not freed\n",
+				(unsigned long long)s->examples[k].addr,
+				fmt_bytes(a, sizeof(a), (double)s->examples[k].size),
+				secs(s->examples[k].ts));
+	}
+	for (size_t i = 0; i < r->nsites; i++)
+		shown += !r->sites[i].leak.suspected && r->sites[i].live_bytes;
+	if (shown) {
+		fprintf(f, "  outstanding by site (at exit, for processes that exited), largest "
+			   "first:\n");
+		for (size_t i = 0; i < r->nsites; i++) {
+			const struct rep_site *s = &r->sites[i];
+
+			if (s->leak.suspected || !s->live_bytes)
+				continue;
+			fprintf(f, "  %12s in %6llu  pid %u site #%u %s\n",
+				fmt_bytes(a, sizeof(a), (double)s->live_bytes),
+				(unsigned long long)s->live_count, s->pid, s->id, s->label);
+		}
+	}
+	if (r->ooms_total)
+		fprintf(f, "  %llu allocation%s failed for lack of memory\n",
+			(unsigned long long)r->ooms_total, r->ooms_total == 1 ? "" : "s");
+	for (size_t i = 0; i < r->nooms; i++)
+		fprintf(f, "  OOM %.3f s pid %u tid %u at %s: %s\n", secs(r->ooms[i].o.ts),
+			r->ooms[i].o.pid, r->ooms[i].o.tid,
+			r->ooms[i].site[0] ? r->ooms[i].site : "?",
+			report__oom_text(&r->ooms[i], c, sizeof(c)));
+	for (size_t i = 0; i < r->nfrags; i++) {
+		const struct rep_frag *g = &r->frags[i];
+
+		fprintf(f,
+			"  fragmentation pid %u GPU %d: worst %.2f at %.3f s (%s free between "
+			"allocations, largest %s), at the end %.2f\n",
+			g->pid, g->device, model__frag_score(&g->worst), secs(g->worst.ts),
+			fmt_bytes(a, sizeof(a), (double)g->worst.holes),
+			fmt_bytes(b, sizeof(b), (double)g->worst.largest_hole),
+			model__frag_score(&g->last));
+	}
+}
+
 static void copies(FILE *f, const struct report *r)
 {
 	char a[32], b[32], c[32], d[32];
@@ -509,6 +582,7 @@ void report_text__write(FILE *f, const struct report *r, const struct text_opts 
 	kernels(f, r, o);
 	gpu_time(f, r, o);
 	memory(f, r);
+	memory_analyses(f, r);
 	copies(f, r);
 	syncs(f, r);
 	nccl(f, r);

@@ -23,6 +23,8 @@ void report_findings_text(FILE *f, const struct report *r);
 void report_findings_json(struct json *j, const struct report *r);
 /* The model's call stacks as folded stacks: 0, or -1 if writing failed. */
 int folded__write(FILE *f, const struct model *m);
+/* The memory map of a model kept with keep_history (sink/memmap.c), as SVG: 0 or -1. */
+int memmap__write(FILE *f, const struct model *m);
 
 /* One line a second: rates since the previous call. */
 struct status {

@@ -3,8 +3,9 @@
  * otherwise (logs). */
 #include <stdio.h>
 
-#include "sink/sinks.h"
+#include "analysis/report.h"
 #include "core/util.h"
+#include "sink/sinks.h"
 
 void status__line(struct status *s, FILE *f, const struct model *m, __u64 drops, __u64 now)
 {
@@ -22,9 +23,17 @@ void status__line(struct status *s, FILE *f, const struct model *m, __u64 drops,
 	fmt_bytes(bytes, sizeof(bytes), (double)m->copy_bytes);
 	fprintf(f,
 		"%sgpuscope: %s launches/s | %llu launches | device mem %s (peak %s) | "
-		"copied %s | %llu procs | drops %llu%s",
+		"copied %s | %llu procs | drops %llu",
 		s->tty ? "\r\033[K" : "", rate, (unsigned long long)m->launches, mem, peak, bytes,
-		(unsigned long long)m->procs.len, (unsigned long long)drops, s->tty ? "" : "\n");
+		(unsigned long long)m->procs.len, (unsigned long long)drops);
+	/* The memory analyses' findings, once there are any. */
+	if (m->leak_sites)
+		fprintf(f, " | LEAK suspected at %llu site%s", (unsigned long long)m->leak_sites,
+			m->leak_sites == 1 ? "" : "s");
+	if (m->ooms_total)
+		fprintf(f, " | OOM %llu (last: %s)", (unsigned long long)m->ooms_total,
+			oom_cause_name(m->last_oom.cause));
+	fputs(s->tty ? "" : "\n", f);
 	fflush(f);
 	s->printed = true;
 	s->ts = now;

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/report.h"
 #include "core/demangle.h"
 #include "gpuscope/cuda_abi.h"
 #include "core/names.h"
@@ -41,6 +42,7 @@ enum counter_kind {
 	C_MAJOR_FAULTS,
 	C_NET,				       /* + dir * NET_PROTOS + proto */
 	C_DEV_MEMORY = C_NET + 2 * NET_PROTOS, /* + model__mem_slot() */
+	C_FRAG = C_DEV_MEMORY + MEM_DEVS + 1,  /* + model__mem_slot() */
 };
 
 /* Block requests overlap: each goes on the first lane where it overlaps none of the
@@ -67,6 +69,7 @@ struct proc_state {
 	__u64 dev_in_use[MEM_DEVS + 1];
 	__u64 faults, major_faults, net[2][NET_PROTOS]; /* cumulative counters */
 	bool named;
+	unsigned int ticks; /* the memory analyses' samples already shown */
 };
 
 struct timeline {
@@ -80,6 +83,7 @@ struct timeline {
 	struct hmap stacks; /* tid -> struct pending_stack: for the call record that follows */
 	__u32 gpu_time;	    /* the session's: 1 every launch has a GPU record coming */
 	__u64 findings;	    /* the model's findings already shown */
+	__u64 ooms, leaks;  /* the model's OOM findings and suspected leaks already shown */
 	bool have_session;
 };
 
@@ -601,6 +605,71 @@ static void findings(struct timeline *tl, const struct model *m)
 	}
 }
 
+/* ---- memory analyses: OOM findings, suspected leaks, fragmentation ---------------------- */
+
+static void memory_findings(struct timeline *tl, const struct model *m, __u32 pid)
+{
+	const struct proc *p = hmap_get(&m->procs, pid, 0);
+	struct proc_state *ps;
+	char text[1024], name[64];
+
+	if (m->ooms_total != tl->ooms) {
+		struct rep_oom ro;
+		struct tl_event e = { .ts = m->last_oom.ts,
+				      .cat = "finding",
+				      .name = "out of memory" };
+
+		report__oom_of(m, &m->last_oom, &ro);
+		e.track = thread_track(tl, m, ro.o.pid, ro.o.tid);
+		arg_str(&e, "finding", report__oom_text(&ro, text, sizeof(text)));
+		arg_str(&e, "cause", oom_cause_name(ro.o.cause));
+		arg_u64(&e, "requested", ro.o.requested);
+		arg_str(&e, "site", ro.site);
+		tl->ops->instant(tl->w, &e);
+		tl->ooms = m->ooms_total;
+	}
+	if (m->leaks_total - tl->leaks > RECENT_FINDINGS)
+		tl->leaks = m->leaks_total - RECENT_FINDINGS;
+	for (; tl->leaks < m->leaks_total; tl->leaks++) {
+		const struct mem_site *s = m->recent_leaks[tl->leaks % RECENT_FINDINGS];
+		struct tl_event e = { .ts = s->suspected_since,
+				      .cat = "finding",
+				      .name = "suspected leak" };
+		char label[SITE_LABEL], rate[32];
+		struct leak_test t;
+
+		model__site_trend(s, s->suspected_since, &t);
+		model__site_label(m, s, 4, label, sizeof(label));
+		snprintf(text, sizeof(text),
+			 "allocations at %s keep growing: +%s/s, confidence %.4f%% over %u samples",
+			 label, fmt_bytes(rate, sizeof(rate), t.slope_bps), 100 * t.confidence,
+			 t.n);
+		e.track = thread_track(tl, m, s->pid, s->pid);
+		arg_str(&e, "finding", text);
+		arg_str(&e, "site", label);
+		arg_u64(&e, "outstanding", s->live_bytes);
+		tl->ops->instant(tl->w, &e);
+	}
+	/* Fragmentation, at each of the process's samples. */
+	if (!p || !p->nticks || (ps = proc_state(tl, pid))->ticks == p->nticks)
+		return;
+	ps->ticks = p->nticks;
+	for (int d = 0; d <= MEM_DEVS; d++) {
+		const struct mem_frag *f = p->frag[d];
+
+		if (!f || !f->n)
+			continue;
+		if (d < MEM_DEVS)
+			snprintf(name, sizeof(name), "fragmentation (GPU %d)", d);
+		else
+			snprintf(name, sizeof(name), "fragmentation (GPU ?)");
+		tl->ops->counter(
+			tl->w,
+			counter_track(tl, m, pid, (enum counter_kind)(C_FRAG + d), name, false),
+			f->s[f->n - 1].ts, model__frag_score(&f->s[f->n - 1]));
+	}
+}
+
 /* ---- NVML: device metrics as counters of the GPU ------------------------------------------ */
 
 static void gpu_counter(struct timeline *tl, const struct gs_ev_nvml *n, unsigned int which,
@@ -862,6 +931,7 @@ void timeline__add(struct timeline *tl, const struct model *m, const struct gs_h
 	}
 	if (m->findings_total != tl->findings)
 		findings(tl, m);
+	memory_findings(tl, m, ev->pid);
 }
 
 int timeline__close(struct timeline *tl, char *err, size_t errlen)

@@ -226,6 +226,8 @@ CUresult cuMemHostAlloc(void **out, size_t size, unsigned int flags);
 CUresult cuMemAllocHost_v2(void **out, size_t size);
 CUresult cuMemFreeHost(void *p);
 CUresult cuDeviceGetDefaultMemPool(CUmemoryPool *pool, CUdevice dev);
+CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *props);
+CUresult cuMemPoolDestroy(CUmemoryPool pool);
 CUresult cuMemAllocAsync(CUdeviceptr *out, size_t size, CUstream s);
 CUresult cuMemAllocFromPoolAsync(CUdeviceptr *out, size_t size, CUmemoryPool pool, CUstream s);
 CUresult cuMemFreeAsync(CUdeviceptr p, CUstream s);

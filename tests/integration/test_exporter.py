@@ -652,3 +652,35 @@ def test_inject_dir_bad_input(agent, gs, tmp_path):
 
 def stat_mode(st):
     return st.st_mode & 0o7777
+
+
+@needs_root
+def test_memory_findings_in_the_exporter(agent, gs, tmp_path):
+    """Out-of-memory failures by cause, fragmentation and suspected leaks, per process (the
+    agent takes no stacks: its sites are the allocating functions)."""
+    a = agent(ebpf=True, args=FAKE_LIBS + ["--retain", "30", "--no-nvml"])
+
+    def run(*phases):
+        before = pids_of(a.metrics(), "gpuscope_process_device_memory_peak_bytes")
+        p = subprocess.run([gs.wl("wl_memory")] + list(phases), capture_output=True, text=True,
+                           env=gs.env(GS_TRUTH=tmp_path / "t.json",
+                                      FAKECUDA_MEM=str(64 << 20)), timeout=60)
+        assert p.returncode == 0, p.stderr
+        m = a.wait_for(lambda m: pids_of(m, "gpuscope_process_device_memory_peak_bytes") -
+                       before)
+        return (pids_of(m, "gpuscope_process_device_memory_peak_bytes") - before).pop()
+
+    pid = run("fragment", "linger")
+    m = a.wait_for(lambda m: value(m, "gpuscope_oom_total", pid=pid, cause="fragmentation")
+                   == 1)
+    assert value(m, "gpuscope_oom_total", pid=pid, cause="exhaustion") == 1
+    assert value(m, "gpuscope_oom_total", pid=pid, cause="unclear") == 0
+    assert value(m, "gpuscope_memory_fragmentation_ratio", pid=pid, gpu=0) > 0.9
+    assert value(m, "gpuscope_memory_leak_suspected_sites", pid=pid) == 0
+    pid = run("leak")
+    m = a.wait_for(lambda m: value(m, "gpuscope_memory_leak_suspected_sites", pid=pid) == 1)
+    assert value(m, "gpuscope_memory_leak_suspected_bytes", pid=pid) > 0
+    text = a.get("/metrics")[2]
+    p = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True,
+                       text=True)
+    assert p.returncode == 0 and not p.stdout + p.stderr, p.stdout + p.stderr

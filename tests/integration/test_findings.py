@@ -96,11 +96,14 @@ def test_a_read_split_into_hundreds_of_requests(gsr):
             fh.write(old)
     disk, _, loader = planted(report["findings"])
     want = truth["stall:read_bytes"]
-    for bytes_, count in ((disk["io_bytes"], disk["io_requests"]),
-                          (loader["other_thread"]["io_bytes"],
-                           loader["other_thread"]["io_requests"])):
-        assert want <= bytes_ <= want + (1 << 20), report["os"]["total"]["block_io"]["read"]
-        assert count >= want // (64 << 10)
+    # (The loader's first requests may be done before the wait begins, on a loaded machine:
+    # see test_planted_stalls_are_found.)
+    for bytes_, count, early in ((disk["io_bytes"], disk["io_requests"], 0),
+                                 (loader["other_thread"]["io_bytes"],
+                                  loader["other_thread"]["io_requests"], 4 << 20)):
+        assert want - early <= bytes_ <= want + (1 << 20), \
+            report["os"]["total"]["block_io"]["read"]
+        assert count >= (want - early) // (64 << 10)
 
 
 def test_kernel_waiting_on_the_gpu(gs, tmp_path):

@@ -7,6 +7,9 @@
 #include "unit.h"
 #include "analysis/model.h"
 #include "analysis/report.h"
+#include "core/util.h"
+
+#include <stdlib.h>
 
 #define MIB (1ULL << 20)
 
@@ -391,7 +394,142 @@ static void gpu_records_flush_amortised(void **state)
 	model__free(m);
 }
 
+/* A site with samples 10 ms apart: bytes(i) for i in [0, n). */
+static void site_of(struct mem_site *s, unsigned int n, __u64 (*bytes)(unsigned int))
+{
+	memset(s, 0, sizeof(*s));
+	s->kind = MK_DEVICE;
+	s->first_ts = 1000000000ULL;
+	for (unsigned int i = 0; i < n; i++) {
+		s->samples[i].ts = s->first_ts + (__u64)i * 10000000ULL;
+		s->samples[i].bytes = bytes(i);
+	}
+	s->nsamples = n;
+	s->live_bytes = bytes(n - 1);
+}
+
+static __u64 growing(unsigned int i)
+{
+	return (__u64)(i + 1) * 65536;
+}
+
+static __u64 noisy_growth(unsigned int i)
+{
+	return (__u64)(i + 1) * 65536 + (i % 3) * 100000;
+}
+
+static __u64 steady(unsigned int i)
+{
+	return i % 2 ? 512 << 10 : 256 << 10;
+}
+
+static __u64 warm_then_flat(unsigned int i)
+{
+	return (__u64)GS_MIN(i, 10u) * MIB;
+}
+
+static __u64 one_step(unsigned int i)
+{
+	return i < 45 ? MIB : 3 * MIB;
+}
+
+static __u64 three_steps(unsigned int i)
+{
+	return MIB * (1 + (i >= 35) + (i >= 45) + (i >= 55));
+}
+
+static void leak_trend(void **state)
+{
+	struct mem_site *s = calloc(1, sizeof(*s));
+	struct leak_test t;
+	__u64 end;
+
+	(void)state;
+	/* Rising all along: suspected, at its rate (64 KiB per 10 ms). */
+	site_of(s, 60, growing);
+	end = s->samples[59].ts;
+	model__site_trend(s, end, &t);
+	assert_true(t.suspected);
+	assert_true(t.confidence > 0.9999);
+	assert_true(t.slope_bps > 6.5e6 && t.slope_bps < 6.6e6);
+	assert_int_equal(t.growth, 29 * 65536);
+	assert_int_equal(t.n, 30); /* the later half */
+	site_of(s, 60, noisy_growth);
+	model__site_trend(s, end, &t);
+	assert_true(t.suspected);
+	/* Going up and down, a cache that grew early then stayed, a single step: no. */
+	site_of(s, 60, steady);
+	model__site_trend(s, end, &t);
+	assert_false(t.suspected);
+	assert_true(t.confidence < 0.9);
+	site_of(s, 60, warm_then_flat);
+	model__site_trend(s, end, &t);
+	assert_false(t.suspected);
+	site_of(s, 60, one_step);
+	model__site_trend(s, end, &t);
+	assert_false(t.suspected);
+	assert_true(t.confidence > 0.999); /* (a trend to Mann-Kendall, not a leak) */
+	/* Steps in each third of the window: a leak in bursts. */
+	site_of(s, 60, three_steps);
+	model__site_trend(s, end, &t);
+	assert_true(t.suspected);
+	/* Too few samples to say; page-locked host memory is not the GPU's. */
+	site_of(s, 12, growing);
+	model__site_trend(s, s->samples[11].ts, &t);
+	assert_false(t.suspected);
+	site_of(s, 60, growing);
+	s->kind = MK_HOST;
+	model__site_trend(s, end, &t);
+	assert_false(t.suspected);
+	/* Idle since: as of much later, the window holds the flat present. */
+	site_of(s, 60, growing);
+	model__site_trend(s, end + 10ULL * 1000000000ULL, &t);
+	assert_false(t.suspected);
+	free(s);
+}
+
+static void oom_causes(void **state)
+{
+	struct model *m = model__new();
+	__u64 base = 0x100000000ULL;
+	struct proc *p;
+
+	(void)state;
+	/* Six blocks of 1 MiB; the second and fourth freed: 2 MiB free between the live ones,
+	 * in two pieces. */
+	for (int i = 0; i < 6; i++)
+		mem(m, 7, GS_API_CU_MEM_ALLOC, GS_MEM_ALLOC, base + i * MIB, MIB, 0, 0);
+	mem(m, 7, GS_API_CU_MEM_FREE, GS_MEM_FREE, base + MIB, 0, 0, 0);
+	mem(m, 7, GS_API_CU_MEM_FREE, GS_MEM_FREE, base + 3 * MIB, 0, 0, 0);
+	mem(m, 7, GS_API_CU_MEM_ALLOC, GS_MEM_ALLOC, 0, 2 * MIB, 0, 2);
+	assert_int_equal(m->ooms_total, 1);
+	assert_int_equal(m->ooms[0].cause, OOM_FRAGMENTATION);
+	assert_int_equal(m->ooms[0].holes, 2 * MIB);
+	assert_int_equal(m->ooms[0].largest_hole, MIB);
+	assert_int_equal(m->ooms[0].live_all, 4 * MIB);
+	assert_int_equal(m->ooms[0].span, 6 * MIB);
+	assert_int_equal(m->ooms[0].requested, 2 * MIB);
+	/* More than is free between them at all: exhaustion. */
+	mem(m, 7, GS_API_CU_MEM_ALLOC, GS_MEM_ALLOC, 0, 3 * MIB, 0, 2);
+	assert_int_equal(m->ooms[1].cause, OOM_EXHAUSTION);
+	/* 3 MiB free in one piece, 3 MiB asked: not fragmentation either. */
+	mem(m, 7, GS_API_CU_MEM_FREE, GS_MEM_FREE, base + 2 * MIB, 0, 0, 0);
+	mem(m, 7, GS_API_CU_MEM_ALLOC, GS_MEM_ALLOC, 0, 3 * MIB, 0, 2);
+	assert_int_equal(m->ooms[2].cause, OOM_EXHAUSTION);
+	assert_int_equal(m->ooms[2].largest_hole, 3 * MIB);
+	p = hmap_get(&m->procs, 7, 0);
+	assert_int_equal(p->ooms[OOM_EXHAUSTION], 2);
+	assert_int_equal(p->ooms[OOM_FRAGMENTATION], 1);
+	/* Any other failure is not an OOM. */
+	mem(m, 7, GS_API_CU_MEM_ALLOC, GS_MEM_ALLOC, 0, 2 * MIB, 0, 1);
+	assert_int_equal(m->ooms_total, 3);
+	assert_int_equal(p->failed_allocs, 4);
+	model__free(m);
+}
+
 static const struct CMUnitTest tests[] = {
+	cmocka_unit_test(leak_trend),
+	cmocka_unit_test(oom_causes),
 	cmocka_unit_test(gpu_records_flush_amortised),
 	cmocka_unit_test(linear_alloc_free),
 	cmocka_unit_test(vmm_lifetime),
