@@ -32,7 +32,8 @@ BPF_OBJS  := $(patsubst src/bpf/%.bpf.c,$(OUTPUT)/bpf/%.bpf.o,$(BPF_SRCS))
 SKELS     := $(patsubst src/bpf/%.bpf.c,$(OUTPUT)/bpf/%.skel.h,$(BPF_SRCS))
 
 # Everything but main.c, so unit tests and fuzz targets link the same objects.
-LIB_SRCS  := $(wildcard src/core/*.c src/analysis/*.c src/sink/*.c src/cmd/*.c src/nvml/*.c) \
+LIB_SRCS  := $(wildcard src/core/*.c src/analysis/*.c src/sink/*.c src/cmd/*.c src/nvml/*.c \
+			   src/ptx/*.c) \
 	     src/bpf/tracer.c \
 	     src/inject/loader.c
 MAIN_SRC  := src/main.c

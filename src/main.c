@@ -17,6 +17,8 @@ static const struct command {
 	{ "report", cmd_report, "the report of a recording" },
 	{ "top", cmd_top, "a live view of this node's GPUs and CUDA processes" },
 	{ "exporter", cmd_exporter, "serve Prometheus metrics of this node's GPUs" },
+	{ "fatbin", cmd_fatbin,
+	  "the device code in a fatbin or a program (as cuobjdump lists it)" },
 };
 
 static void usage(FILE *f)

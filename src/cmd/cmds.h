@@ -7,5 +7,6 @@ int cmd_attach(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_exporter(int argc, char **argv);
 int cmd_top(int argc, char **argv);
+int cmd_fatbin(int argc, char **argv);
 
 #endif

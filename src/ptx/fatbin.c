@@ -1,0 +1,291 @@
+// SPDX-License-Identifier: MIT
+/* Fatbin containers and entries (see fatbin.h). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zstd.h>
+
+#include "core/util.h"
+#include "ptx/fatbin.h"
+
+#define CONTAINER_HDR 16
+#define ENTRY_HDR     64
+#define MAX_ENTRIES   65536
+
+#define FLAG_LZ	  0x2000ULL
+#define FLAG_ZSTD 0x8000ULL
+
+static __u16 rd16(const unsigned char *p)
+{
+	return (__u16)(p[0] | p[1] << 8);
+}
+
+static __u32 rd32(const unsigned char *p)
+{
+	return (__u32)p[0] | (__u32)p[1] << 8 | (__u32)p[2] << 16 | (__u32)p[3] << 24;
+}
+
+static __u64 rd64(const unsigned char *p)
+{
+	return (__u64)rd32(p) | (__u64)rd32(p + 4) << 32;
+}
+
+const char *fatbin_kind_name(unsigned int kind)
+{
+	return kind == FATBIN_PTX ? "ptx" : kind == FATBIN_ELF ? "elf" : "other";
+}
+
+const char *fatbin_compression_name(unsigned int c)
+{
+	return c == FATBIN_ZSTD ? "zstd" : c == FATBIN_LZ ? "lz" : "none";
+}
+
+/* One container's entries, appended to out. */
+static int parse_container(const unsigned char *b, size_t at, size_t end, unsigned int index,
+			   struct fatbin *out, size_t *cap, char *err, size_t errlen)
+{
+	size_t off = at;
+
+	while (off < end) {
+		struct fatbin_entry e = { .container = index, .offset = off };
+		__u32 hdr, csize;
+		__u64 size, dsize;
+
+		if (end - off < ENTRY_HDR) {
+			snprintf(err, errlen, "entry at %zu: header cut short (%zu bytes left)",
+				 off, end - off);
+			return -1;
+		}
+		hdr = rd32(b + off + 4);
+		size = rd64(b + off + 8);
+		if (hdr < ENTRY_HDR || hdr > end - off || size > end - off - hdr) {
+			snprintf(err, errlen,
+				 "entry at %zu: header of %u and payload of %llu bytes do not fit "
+				 "the container",
+				 off, hdr, (unsigned long long)size);
+			return -1;
+		}
+		if (out->n == MAX_ENTRIES) {
+			snprintf(err, errlen, "more than %d entries", MAX_ENTRIES);
+			return -1;
+		}
+		e.kind = rd16(b + off);
+		csize = rd32(b + off + 16);
+		e.minor = rd16(b + off + 24);
+		e.major = rd16(b + off + 26);
+		e.arch = rd32(b + off + 28);
+		e.flags = rd64(b + off + 40);
+		dsize = rd64(b + off + 56);
+		e.data = b + off + hdr;
+		e.stored = (size_t)size;
+		e.size = (size_t)size;
+		if (e.flags & (FLAG_ZSTD | FLAG_LZ)) {
+			e.compression = e.flags & FLAG_ZSTD ? FATBIN_ZSTD : FATBIN_LZ;
+			/* The payload is the compressed bytes, padded to 8. */
+			if (csize && csize <= size)
+				e.stored = csize;
+			if (dsize > FATBIN_MAX_PAYLOAD) {
+				snprintf(err, errlen,
+					 "entry at %zu: decompresses to %llu bytes (more than %u)",
+					 off, (unsigned long long)dsize, FATBIN_MAX_PAYLOAD);
+				return -1;
+			}
+			e.size = (size_t)dsize;
+		}
+		if (out->n == *cap) {
+			*cap = *cap ? 2 * *cap : 8;
+			out->e = xrealloc(out->e, *cap * sizeof(*out->e));
+		}
+		out->e[out->n++] = e;
+		off += hdr + (size_t)size;
+	}
+	return 0;
+}
+
+int fatbin_parse(const void *buf, size_t len, struct fatbin *out, char *err, size_t errlen)
+{
+	const unsigned char *b = buf;
+	size_t off = 0, cap = 0;
+	unsigned int containers = 0;
+
+	memset(out, 0, sizeof(*out));
+	while (len - off >= CONTAINER_HDR && rd32(b + off) == FATBIN_CONTAINER_MAGIC) {
+		__u16 hdr = rd16(b + off + 6);
+		__u64 size = rd64(b + off + 8);
+
+		if (hdr < CONTAINER_HDR || hdr > len - off || size > len - off - hdr) {
+			snprintf(err, errlen,
+				 "container at %zu: header of %u and %llu bytes of entries do not "
+				 "fit "
+				 "in %zu bytes",
+				 off, hdr, (unsigned long long)size, len - off);
+			fatbin_free(out);
+			return -1;
+		}
+		if (parse_container(b, off + hdr, off + hdr + (size_t)size, containers, out, &cap,
+				    err, errlen)) {
+			fatbin_free(out);
+			return -1;
+		}
+		containers++;
+		off += hdr + (size_t)size;
+	}
+	if (!containers) {
+		snprintf(err, errlen, "not a fatbin (no container magic 0x%08x at the start)",
+			 FATBIN_CONTAINER_MAGIC);
+		return -1;
+	}
+	out->bytes = off;
+	return 0;
+}
+
+void fatbin_free(struct fatbin *fb)
+{
+	free(fb->e);
+	memset(fb, 0, sizeof(*fb));
+}
+
+long fatbin_lz_decode(const unsigned char *in, size_t n, unsigned char *out, size_t cap)
+{
+	const unsigned char *ip = in, *end = in + n;
+	size_t op = 0;
+
+	while (ip < end) {
+		unsigned int token = *ip++;
+		size_t lit = token >> 4, mlen, offset;
+
+		if (lit == 15) {
+			unsigned int x;
+
+			do {
+				if (ip == end)
+					return -1;
+				x = *ip++;
+				lit += x;
+			} while (x == 255);
+		}
+		if (lit > (size_t)(end - ip) || lit > cap - op)
+			return -1;
+		memcpy(out + op, ip, lit);
+		ip += lit;
+		op += lit;
+		if (ip == end)
+			break; /* the last sequence: literals only */
+		if (end - ip < 2)
+			return -1;
+		offset = rd16(ip);
+		ip += 2;
+		if (!offset || offset > op)
+			return -1;
+		mlen = (token & 15) + 4;
+		if ((token & 15) == 15) {
+			unsigned int x;
+
+			do {
+				if (ip == end)
+					return -1;
+				x = *ip++;
+				mlen += x;
+			} while (x == 255);
+		}
+		if (mlen > cap - op)
+			return -1;
+		for (size_t i = 0; i < mlen; i++, op++) /* (may overlap: byte by byte) */
+			out[op] = out[op - offset];
+	}
+	return (long)op;
+}
+
+int fatbin_payload(const struct fatbin_entry *e, unsigned char **out, size_t *n, char *err,
+		   size_t errlen)
+{
+	unsigned char *buf;
+	long got;
+
+	*out = NULL;
+	*n = 0;
+	if (e->size > FATBIN_MAX_PAYLOAD) {
+		snprintf(err, errlen, "entry at %zu: %zu bytes is too large", e->offset, e->size);
+		return -1;
+	}
+	buf = xmalloc(e->size + 1);
+	switch (e->compression) {
+	case FATBIN_ZSTD: {
+		unsigned long long want = ZSTD_getFrameContentSize(e->data, e->stored);
+		size_t r;
+
+		if (want != ZSTD_CONTENTSIZE_UNKNOWN && want != e->size) {
+			snprintf(err, errlen,
+				 "entry at %zu: zstd frame says %llu bytes, the header %zu",
+				 e->offset, want, e->size);
+			free(buf);
+			return -1;
+		}
+		r = ZSTD_decompress(buf, e->size, e->data, e->stored);
+		if (ZSTD_isError(r) || r != e->size) {
+			snprintf(err, errlen, "entry at %zu: zstd: %s", e->offset,
+				 ZSTD_isError(r) ? ZSTD_getErrorName(r) : "short output");
+			free(buf);
+			return -1;
+		}
+		break;
+	}
+	case FATBIN_LZ:
+		got = fatbin_lz_decode(e->data, e->stored, buf, e->size);
+		if (got < 0 || (size_t)got != e->size) {
+			snprintf(err, errlen, "entry at %zu: corrupt LZ-compressed payload",
+				 e->offset);
+			free(buf);
+			return -1;
+		}
+		break;
+	default:
+		memcpy(buf, e->data, e->size);
+		break;
+	}
+	buf[e->size] = 0;
+	*out = buf;
+	*n = e->size;
+	/* PTX is text: without the NULs that pad it to 8 bytes. */
+	if (e->kind == FATBIN_PTX)
+		*n = strnlen((const char *)buf, e->size);
+	return 0;
+}
+
+const struct fatbin_entry *fatbin_pick_ptx(const struct fatbin *fb, unsigned int sm)
+{
+	const struct fatbin_entry *best = NULL;
+
+	for (size_t i = 0; i < fb->n; i++) {
+		const struct fatbin_entry *e = &fb->e[i];
+
+		if (e->kind != FATBIN_PTX || e->arch > sm)
+			continue;
+		if (!best || e->arch > best->arch ||
+		    (e->arch == best->arch && (e->major > best->major || (e->major == best->major &&
+									  e->minor > best->minor))))
+			best = e;
+	}
+	return best;
+}
+
+bool fatbin_has_elf(const struct fatbin *fb, unsigned int sm)
+{
+	for (size_t i = 0; i < fb->n; i++)
+		if (fb->e[i].kind == FATBIN_ELF && fb->e[i].arch == sm)
+			return true;
+	return false;
+}
+
+const void *fatbin_wrapper_data(const void *wrapper, unsigned int *version)
+{
+	const unsigned char *w = wrapper;
+	const void *data;
+
+	if (!w || rd32(w) != FATBIN_WRAPPER_MAGIC)
+		return NULL;
+	if (version)
+		*version = rd32(w + 4);
+	memcpy(&data, w + 8, sizeof(data));
+	return data;
+}
