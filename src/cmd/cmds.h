@@ -8,5 +8,6 @@ int cmd_report(int argc, char **argv);
 int cmd_exporter(int argc, char **argv);
 int cmd_top(int argc, char **argv);
 int cmd_fatbin(int argc, char **argv);
+int cmd_bpf2ptx(int argc, char **argv);
 
 #endif

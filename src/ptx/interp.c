@@ -1,0 +1,335 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The reference eBPF interpreter (see translate.h): the semantics the translated PTX must
+ * have, on the CPU. Memory is the context and the stack only, every access checked.
+ */
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "ptx/translate.h"
+
+#define CLASS(c) ((c)&0x07)
+#define OP(c)	 ((c)&0xf0)
+#define SRC(c)	 ((c)&0x08)
+#define SIZE(c)	 ((c)&0x18)
+#define MODE(c)	 ((c)&0xe0)
+
+struct vm {
+	unsigned char stack[BPF_STACK_BYTES] __attribute__((aligned(8)));
+	unsigned char *ctx;
+	size_t ctx_size;
+};
+
+static unsigned int width(unsigned int code)
+{
+	switch (SIZE(code)) {
+	case BPF_B:
+		return 1;
+	case BPF_H:
+		return 2;
+	case BPF_W:
+		return 4;
+	default:
+		return 8;
+	}
+}
+
+/* Where [addr, addr + w) is in the stack or the context, else NULL. */
+static unsigned char *at(struct vm *vm, __u64 addr, unsigned int w)
+{
+	__u64 s = (__u64)(uintptr_t)vm->stack, c = (__u64)(uintptr_t)vm->ctx;
+
+	if (addr >= s && addr - s <= BPF_STACK_BYTES - w)
+		return (unsigned char *)(uintptr_t)addr;
+	if (vm->ctx && vm->ctx_size >= w && addr >= c && addr - c <= vm->ctx_size - w)
+		return (unsigned char *)(uintptr_t)addr;
+	return NULL;
+}
+
+static __u64 load(const unsigned char *p, unsigned int w)
+{
+	__u64 v = 0;
+
+	memcpy(&v, p, w); /* (little-endian) */
+	return v;
+}
+
+static void store(unsigned char *p, unsigned int w, __u64 v)
+{
+	memcpy(p, &v, w);
+}
+
+static __u64 swap(__u64 v, int bits)
+{
+	__u64 r = 0;
+
+	for (int i = 0; i < bits / 8; i++)
+		r |= ((v >> (8 * i)) & 0xff) << (bits - 8 - 8 * i);
+	return r;
+}
+
+static __u64 alu(unsigned int op, __u64 a, __u64 b, bool wide, bool *bad)
+{
+	if (!wide) {
+		__u32 x = (__u32)a, y = (__u32)b;
+
+		switch (op) {
+		case BPF_ADD:
+			return (__u32)(x + y);
+		case BPF_SUB:
+			return (__u32)(x - y);
+		case BPF_MUL:
+			return (__u32)(x * y);
+		case BPF_DIV:
+			return y ? x / y : 0;
+		case BPF_MOD:
+			return y ? x % y : x;
+		case BPF_OR:
+			return x | y;
+		case BPF_AND:
+			return x & y;
+		case BPF_XOR:
+			return x ^ y;
+		case BPF_LSH:
+			return (__u32)(x << (y & 31));
+		case BPF_RSH:
+			return x >> (y & 31);
+		case BPF_ARSH:
+			return (__u32)((__s32)x >> (y & 31));
+		case BPF_NEG:
+			return (__u32) - (__s32)x;
+		case BPF_MOV:
+			return y;
+		}
+		*bad = true;
+		return 0;
+	}
+	switch (op) {
+	case BPF_ADD:
+		return a + b;
+	case BPF_SUB:
+		return a - b;
+	case BPF_MUL:
+		return a * b;
+	case BPF_DIV:
+		return b ? a / b : 0;
+	case BPF_MOD:
+		return b ? a % b : a;
+	case BPF_OR:
+		return a | b;
+	case BPF_AND:
+		return a & b;
+	case BPF_XOR:
+		return a ^ b;
+	case BPF_LSH:
+		return a << (b & 63);
+	case BPF_RSH:
+		return a >> (b & 63);
+	case BPF_ARSH:
+		return (__u64)((__s64)a >> (b & 63));
+	case BPF_NEG:
+		return (__u64) - (__s64)a;
+	case BPF_MOV:
+		return b;
+	}
+	*bad = true;
+	return 0;
+}
+
+static bool taken(unsigned int op, __u64 a, __u64 b, bool wide)
+{
+	if (!wide) {
+		a = (__u32)a;
+		b = (__u32)b;
+	}
+	switch (op) {
+	case BPF_JEQ:
+		return a == b;
+	case BPF_JNE:
+		return a != b;
+	case BPF_JGT:
+		return a > b;
+	case BPF_JGE:
+		return a >= b;
+	case BPF_JLT:
+		return a < b;
+	case BPF_JLE:
+		return a <= b;
+	case BPF_JSET:
+		return (a & b) != 0;
+	}
+	if (wide) {
+		__s64 x = (__s64)a, y = (__s64)b;
+
+		return op == BPF_JSGT	? x > y
+		       : op == BPF_JSGE ? x >= y
+		       : op == BPF_JSLT ? x < y
+					: x <= y;
+	}
+	{
+		__s32 x = (__s32)a, y = (__s32)b;
+
+		return op == BPF_JSGT	? x > y
+		       : op == BPF_JSGE ? x >= y
+		       : op == BPF_JSLT ? x < y
+					: x <= y;
+	}
+}
+
+int bpf_interp(const struct bpf_insn *insns, size_t n, void *ctx, size_t ctx_size,
+	       unsigned long long max_steps, unsigned long long *ret, char *err, size_t errlen)
+{
+	struct vm vm = { .ctx = ctx, .ctx_size = ctx_size };
+	__u64 r[11] = { 0 };
+	size_t pc = 0;
+
+	r[1] = (__u64)(uintptr_t)ctx;
+	r[10] = (__u64)(uintptr_t)vm.stack + BPF_STACK_BYTES;
+	for (unsigned long long steps = 0;; steps++) {
+		const struct bpf_insn *in;
+		unsigned int c, op;
+		bool bad = false;
+		__u64 b;
+		unsigned char *p;
+
+		if (pc >= n) {
+			snprintf(err, errlen, "fell off the end at %zu", pc);
+			return -1;
+		}
+		if (steps == max_steps) {
+			snprintf(err, errlen, "more than %llu instructions run", max_steps);
+			return -1;
+		}
+		in = &insns[pc];
+		c = CLASS(in->code);
+		op = OP(in->code);
+		if (in->dst_reg > 10 || in->src_reg > 10) {
+			snprintf(err, errlen, "instruction %zu: register beyond r10", pc);
+			return -1;
+		}
+		b = SRC(in->code) == BPF_X ? r[in->src_reg] : (__u64)(__s64)in->imm;
+		switch (c) {
+		case BPF_ALU64:
+		case BPF_ALU:
+			if (in->dst_reg == 10 || in->off)
+				goto refuse;
+			if (op == BPF_END) {
+				if (c == BPF_ALU64 ||
+				    (in->imm != 16 && in->imm != 32 && in->imm != 64))
+					goto refuse;
+				r[in->dst_reg] =
+					SRC(in->code) == BPF_TO_LE
+						? (in->imm == 64 ? r[in->dst_reg]
+								 : r[in->dst_reg] &
+									   ((1ULL << in->imm) - 1))
+						: swap(r[in->dst_reg], in->imm);
+				break;
+			}
+			r[in->dst_reg] = alu(op, r[in->dst_reg], b, c == BPF_ALU64, &bad);
+			if (bad)
+				goto refuse;
+			break;
+		case BPF_JMP:
+		case BPF_JMP32:
+			if (op == BPF_EXIT && c == BPF_JMP) {
+				*ret = r[0];
+				return 0;
+			}
+			if (op == BPF_CALL || op == BPF_EXIT || op >= 0xe0 ||
+			    (c == BPF_JMP32 && op == BPF_JA))
+				goto refuse;
+			if (op == BPF_JA || taken(op, r[in->dst_reg], b, c == BPF_JMP)) {
+				long long to = (long long)pc + 1 + in->off;
+
+				if (to < 0 || to >= (long long)n)
+					goto refuse;
+				pc = (size_t)to;
+				continue;
+			}
+			break;
+		case BPF_LDX:
+			if (MODE(in->code) != BPF_MEM || in->dst_reg == 10)
+				goto refuse;
+			p = at(&vm, r[in->src_reg] + (__u64)(__s64)in->off, width(in->code));
+			if (!p)
+				goto memory;
+			r[in->dst_reg] = load(p, width(in->code));
+			break;
+		case BPF_ST:
+		case BPF_STX:
+			p = at(&vm, r[in->dst_reg] + (__u64)(__s64)in->off, width(in->code));
+			if (MODE(in->code) == BPF_ATOMIC && c == BPF_STX) {
+				unsigned int w = width(in->code);
+				__u64 old, v = r[in->src_reg], m = w == 8 ? ~0ULL : 0xffffffffULL;
+
+				if ((w != 4 && w != 8) || !p)
+					goto memory;
+				old = load(p, w);
+				switch (in->imm) {
+				case BPF_CMPXCHG:
+					if (old == (r[0] & m))
+						store(p, w, v);
+					r[0] = old;
+					pc++;
+					continue;
+				case BPF_XCHG:
+					store(p, w, v);
+					r[in->src_reg] = old;
+					pc++;
+					continue;
+				}
+				switch (in->imm & ~BPF_FETCH) {
+				case BPF_ADD:
+					store(p, w, (old + v) & m);
+					break;
+				case BPF_OR:
+					store(p, w, old | (v & m));
+					break;
+				case BPF_AND:
+					store(p, w, old & v);
+					break;
+				case BPF_XOR:
+					store(p, w, old ^ (v & m));
+					break;
+				default:
+					goto refuse;
+				}
+				if (in->imm & BPF_FETCH) {
+					if (in->src_reg == 10)
+						goto refuse;
+					r[in->src_reg] = old;
+				}
+				break;
+			}
+			if (MODE(in->code) != BPF_MEM)
+				goto refuse;
+			if (!p)
+				goto memory;
+			store(p, width(in->code),
+			      c == BPF_ST ? (__u64)(__s64)in->imm : r[in->src_reg]);
+			break;
+		case BPF_LD:
+			if (in->code != (BPF_LD | BPF_IMM | BPF_DW) || in->src_reg || pc + 1 >= n ||
+			    in->dst_reg == 10)
+				goto refuse;
+			r[in->dst_reg] = (__u64)(__u32)in->imm | (__u64)(__u32)insns[pc + 1].imm
+									 << 32;
+			pc += 2;
+			continue;
+		default:
+			goto refuse;
+		}
+		pc++;
+	}
+refuse:
+	snprintf(err, errlen, "instruction %zu (opcode 0x%02x): not supported", pc, insns[pc].code);
+	return -1;
+memory:
+	snprintf(err, errlen,
+		 "instruction %zu (opcode 0x%02x): memory access outside the stack and "
+		 "the context",
+		 pc, insns[pc].code);
+	return -1;
+}

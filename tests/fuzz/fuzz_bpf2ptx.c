@@ -1,0 +1,29 @@
+// SPDX-License-Identifier: MIT
+/* eBPF programs from users' objects: the translator and the reference interpreter must
+ * refuse what they do not take, never crash, and never touch memory outside the stack and
+ * the context. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/util.h"
+#include "ptx/translate.h"
+
+int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
+{
+	size_t n = size / sizeof(struct bpf_insn);
+	struct bpf_insn *insns;
+	struct strbuf sb = { 0 };
+	unsigned char ctx[64] = { 0 };
+	unsigned long long r0;
+	char err[256];
+
+	if (!n || n > 4096)
+		return 0;
+	insns = malloc(n * sizeof(*insns));
+	memcpy(insns, data, n * sizeof(*insns));
+	bpf_to_ptx(insns, n, "f", &sb, err, sizeof(err));
+	sb_free(&sb);
+	bpf_interp(insns, n, ctx, sizeof(ctx), 10000, &r0, err, sizeof(err));
+	free(insns);
+	return 0;
+}

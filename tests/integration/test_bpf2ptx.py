@@ -1,0 +1,158 @@
+"""The eBPF -> PTX translator (src/ptx/translate.c) and its reference interpreter
+(src/ptx/interp.c), through `gpuscope bpf2ptx`, on programs clang compiles here
+(tests/bpf/): the interpreter's results against values computed independently in Python,
+per instruction class, and the translated PTX assembled by ptxas. (That the PTX computes
+what the interpreter does is checked on a GPU: no GPU here.) No root needed."""
+import os
+import random
+import shutil
+import struct
+import subprocess
+
+import pytest
+
+from conftest import ROOT
+
+CLANG = shutil.which("clang")
+PTXAS = shutil.which("ptxas") or "/usr/local/cuda/bin/ptxas"
+M64 = (1 << 64) - 1
+M32 = (1 << 32) - 1
+pytestmark = pytest.mark.skipif(not CLANG, reason="clang is not installed")
+
+
+def compile_bpf(src, out):
+    subprocess.run([CLANG, "-target", "bpf", "-O2", "-mcpu=v3", "-g", "-c", str(src), "-o",
+                    str(out)], check=True, capture_output=True)
+    return out
+
+
+@pytest.fixture(scope="module")
+def objs(tmp_path_factory):
+    d = tmp_path_factory.mktemp("bpf")
+    return {name: compile_bpf(os.path.join(ROOT, "tests", "bpf", "translate_%s.bpf.c" % name),
+                              d / ("%s.o" % name))
+            for name in ("cases", "refused")}
+
+
+def run(gs, obj, prog, a, b, out=None):
+    ctx = struct.pack("<QQ", a & M64, b & M64) + struct.pack("<8Q", *(out or [0] * 8))
+    p = gs.run(["bpf2ptx", str(obj), "-p", prog, "--run", ctx.hex()])
+    assert p.returncode == 0, p.stderr
+    name, r0, c = p.stdout.split()
+    assert name == prog
+    c = bytes.fromhex(c.split("=")[1])
+    return int(r0.split("=")[1]), list(struct.unpack("<QQ8Q", c)[2:])
+
+
+def s64(x):
+    x &= M64
+    return x - (1 << 64) if x >> 63 else x
+
+
+def s32(x):
+    x &= M32
+    return x - (1 << 32) if x >> 31 else x
+
+
+VALUES = [0, 1, 7, 100, 2**31, 2**32 + 5, 2**63, M64, M64 - 99, 0x0102030405060708]
+
+
+def pairs():
+    rng = random.Random(7)
+    out = [(a, b) for a in VALUES for b in VALUES]
+    out += [(rng.getrandbits(64), rng.getrandbits(64)) for _ in range(20)]
+    out += [(rng.getrandbits(64), rng.randrange(64)) for _ in range(20)]
+    return out
+
+
+def test_alu64(gsr, objs):
+    for a, b in pairs():
+        r0, out = run(gsr, objs["cases"], "alu64", a, b)
+        sh = b & 63
+        want = [(a + b) & M64, (a - b) & M64, (a * b) & M64, a // b if b else 0,
+                a % b if b else a, ((a | b) ^ (a & ~b)) & M64,
+                ((a << sh) + (a >> sh)) & M64, (s64(a) >> sh) & M64]
+        assert out == want, (a, b)
+        assert r0 == (-a) & M64
+
+
+def test_alu32(gsr, objs):
+    for a, b in pairs():
+        r0, out = run(gsr, objs["cases"], "alu32", a, b)
+        x, y, sh = a & M32, b & M32, b & 31
+        want = [(x + y) & M32, (x - y) & M32, (x * y) & M32, x // y if y else 0,
+                x % y if y else x, ((x | y) ^ (x & ~y)) & M32,
+                ((x << sh) + (x >> sh)) & M32, (s32(x) >> sh) & M32]
+        assert out == [w & M64 for w in want], (a, b)
+        assert r0 == (-x) & M32
+
+
+def test_byte_swaps(gsr, objs):
+    for a in VALUES:
+        _, out = run(gsr, objs["cases"], "bswap", a, 0)
+        assert out[0] == int.from_bytes((a & 0xffff).to_bytes(2, "little"), "big")
+        assert out[1] == int.from_bytes((a & M32).to_bytes(4, "little"), "big")
+        assert out[2] == int.from_bytes(a.to_bytes(8, "little"), "big")
+
+
+def test_branches(gsr, objs):
+    for a, b in pairs():
+        r0, _ = run(gsr, objs["cases"], "branches", a, b)
+        want = ((s64(a) < s64(b)) | (a < b) << 1 | (s32(a) >= s32(b)) << 2 |
+                ((a & M32) > (b & M32)) << 3 | (a == b) << 4 | bool(a & b) << 5 |
+                (s64(a) <= -5) << 6)
+        assert r0 == want, (a, b)
+
+
+def test_loop_and_stack(gsr, objs):
+    for a, b in pairs()[:40]:
+        r0, out = run(gsr, objs["cases"], "loop_stack", a, b)
+        n = a & 15
+        assert r0 == n
+        assert out[0] == sum((i * b + 0x1234567890abcdef) & M64 for i in range(n)) & M64
+
+
+def test_atomics(gsr, objs):
+    init = [1, 2, 3, 0, 5, 0, 7, M32]
+    for a, b in ((5, 9), (5, 5), (2**40, 3)):
+        r0, out = run(gsr, objs["cases"], "atomics", a, b, init)
+        swapped = init[4] == a
+        assert r0 == init[0]
+        assert out[0] == init[0] + a and out[1] == init[1] | b and out[2] == init[2] ^ a
+        assert out[3] == init[4] and out[4] == (b if swapped else init[4])
+        assert out[5] == init[6] and out[6] == b
+        assert out[7] == (init[7] + a) & M32  # a 32-bit add: the upper half untouched
+
+
+@pytest.mark.skipif(not os.path.exists(PTXAS), reason="ptxas is not installed")
+@pytest.mark.parametrize("sm", [75, 90])
+def test_ptx_assembles(gs, objs, tmp_path, sm):
+    p = gs.run(["bpf2ptx", str(objs["cases"]), "--sm", str(sm)])
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.count(".visible .func (.param .b64 ret) ") == 6
+    for fn in ("alu64", "alu32", "bswap", "branches", "loop_stack", "atomics"):
+        assert " %s(.param .b64 ctx)" % fn in p.stdout
+    ptx = tmp_path / "p.ptx"
+    ptx.write_text(p.stdout)
+    r = subprocess.run([PTXAS, "-arch=sm_%d" % sm, str(ptx), "-o", str(tmp_path / "p.cubin")],
+                       capture_output=True, text=True)
+    assert r.returncode == 0 and not r.stderr, r.stderr
+
+
+def test_what_is_refused_and_why(gs, objs):
+    p = gs.run(["bpf2ptx", str(objs["refused"]), "-p", "helper"])
+    assert p.returncode == 2
+    assert "helper: instruction 0 (opcode 0x85): helper 5 has no GPU version" in p.stderr
+    p = gs.run(["bpf2ptx", str(objs["refused"]), "-p", "map"])
+    assert p.returncode == 2 and "instruction 0 refers to counts" in p.stderr
+    for args, want in ((["bpf2ptx"], "which object?"),
+                       (["bpf2ptx", "/bin/true"], "not an eBPF object"),
+                       (["bpf2ptx", str(objs["cases"]), "-p", "nope"], "no program of that name"),
+                       (["bpf2ptx", str(objs["cases"]), "--run", "abc"], "hex digits"),
+                       (["bpf2ptx", str(objs["cases"]), "--sm", "7"], "compute capability")):
+        p = gs.run(args)
+        assert p.returncode != 0 and want in p.stderr, (args, p.stderr)
+        assert len(p.stderr.strip().splitlines()) == 1, p.stderr
+    # A context too small for what the program reads: refused by the interpreter, not read.
+    p = gs.run(["bpf2ptx", str(objs["cases"]), "-p", "alu64", "--run", "00" * 8])
+    assert p.returncode == 2 and "outside the stack and the context" in p.stderr
