@@ -19,6 +19,7 @@
 #include "cmd/cmds.h"
 #include "cmd/common.h"
 #include "core/util.h"
+#include "ptx/rewrite.h"
 #include "ptx/translate.h"
 
 static const char usage[] =
@@ -31,8 +32,14 @@ static const char usage[] =
 	"options:\n"
 	"  -p, --program NAME  only this program (default: all)\n"
 	"      --sm N          the module's target (default 90)\n"
+	"      --into FILE     instrument the PTX module FILE instead: each program whose section\n"
+	"                      names a probe point (gpu/entry/KERNEL, gpu/exit/KERNEL, or\n"
+	"                      bpftime's kprobe/KERNEL and kretprobe/KERNEL; KERNEL * for\n"
+	"                      all) is called there; the module is written to stdout\n"
 	"      --run HEX       run the program on the reference interpreter instead, with its\n"
-	"                      context the bytes HEX, and print r0 and the context after\n"
+	"                      context the bytes HEX, and print r0 and the context after (the\n"
+	"                      GPU helpers answer as thread (5,1,0) of block (2,0,0), grid\n"
+	"                      4x1x1, blocks 32x2x1, SM 7, warp 3, lane 5, timer 1 s)\n"
 	"  -h, --help          this help\n";
 
 /* Relocations in the program's section: map and global references the translator cannot
@@ -96,6 +103,24 @@ static long first_relocation(const char *path, const char *section, char *sym, s
 	return found;
 }
 
+static int read_whole(FILE *f, char **out, size_t *n)
+{
+	struct strbuf sb = { 0 };
+	char buf[65536];
+	size_t r;
+
+	while ((r = fread(buf, 1, sizeof(buf), f)) > 0)
+		sb_putn(&sb, buf, r);
+	if (ferror(f)) {
+		sb_free(&sb);
+		return -1;
+	}
+	sb_putc(&sb, 0);
+	*out = sb.buf;
+	*n = sb.len - 1;
+	return 0;
+}
+
 static int parse_hex(const char *s, unsigned char **out, size_t *n)
 {
 	size_t len = strlen(s);
@@ -122,10 +147,25 @@ int cmd_bpf2ptx(int argc, char **argv)
 		{ "program", required_argument, NULL, 'p' },
 		{ "sm", required_argument, NULL, 's' },
 		{ "run", required_argument, NULL, 'r' },
+		{ "into", required_argument, NULL, 'i' },
 		{ "help", no_argument, NULL, 'h' },
 		{},
 	};
-	const char *only = NULL, *run_hex = NULL;
+	const char *only = NULL, *run_hex = NULL, *into = NULL;
+	struct ptx_probe probes[64];
+	char probe_names[64][160];
+	size_t nprobes = 0;
+	/* The thread --run plays: thread (5,1,0) of block (2,0,0) in a 4x1x1 grid of 32x2x1
+	 * blocks, on SM 7, warp 3 lane 5, all lanes active, at 1 s. */
+	struct bpf_gpu_env env = { .tid = { 5, 1, 0 },
+				   .ntid = { 32, 2, 1 },
+				   .ctaid = { 2, 0, 0 },
+				   .nctaid = { 4, 1, 1 },
+				   .smid = 7,
+				   .warpid = 3,
+				   .laneid = 5,
+				   .activemask = 0xffffffffu,
+				   .globaltimer = 1000000000ULL };
 	unsigned char *ctx = NULL;
 	size_t ctx_n = 0;
 	__u32 sm = 90;
@@ -153,6 +193,9 @@ int cmd_bpf2ptx(int argc, char **argv)
 		case 'r':
 			run_hex = optarg;
 			break;
+		case 'i':
+			into = optarg;
+			break;
 		case 'h':
 			fputs(usage, stdout);
 			return GS_EXIT_OK;
@@ -163,6 +206,10 @@ int cmd_bpf2ptx(int argc, char **argv)
 	if (optind + 1 != argc) {
 		gs_err("bpf2ptx: %s (gpuscope bpf2ptx FILE.bpf.o)",
 		       optind >= argc ? "which object?" : "one object at a time");
+		return GS_EXIT_USAGE;
+	}
+	if (run_hex && into) {
+		gs_err("bpf2ptx: --run or --into, not both");
 		return GS_EXIT_USAGE;
 	}
 	if (run_hex && parse_hex(run_hex, &ctx, &ctx_n)) {
@@ -177,7 +224,7 @@ int cmd_bpf2ptx(int argc, char **argv)
 		free(ctx);
 		return GS_EXIT_RUNTIME;
 	}
-	if (!run_hex)
+	if (!run_hex && !into)
 		sb_printf(&out, ".version 8.0\n.target sm_%u\n.address_size 64\n\n", sm);
 	bpf_object__for_each_program(prog, obj)
 	{
@@ -202,7 +249,8 @@ int cmd_bpf2ptx(int argc, char **argv)
 		if (run_hex) {
 			unsigned long long r0;
 
-			if (bpf_interp(insns, n, ctx, ctx_n, 1000000, &r0, err, sizeof(err))) {
+			if (bpf_interp(insns, n, ctx, ctx_n, &env, 1000000, &r0, err,
+				       sizeof(err))) {
 				gs_err("bpf2ptx: %s: %s", name, err);
 				code = GS_EXIT_RUNTIME;
 				break;
@@ -213,12 +261,59 @@ int cmd_bpf2ptx(int argc, char **argv)
 			printf("\n");
 			continue;
 		}
+		if (into) {
+			enum ptx_point point;
+			const char *kernel;
+
+			if (ptx_probe_section(bpf_program__section_name(prog), &point, &kernel))
+				continue; /* (not a probe: a helper program, say) */
+			if (nprobes == 64) {
+				gs_err("bpf2ptx: more than 64 probes");
+				code = GS_EXIT_RUNTIME;
+				break;
+			}
+			snprintf(probe_names[nprobes], sizeof(probe_names[0]), "gs_probe_%s", name);
+			probes[nprobes] = (struct ptx_probe){ .kernel = kernel,
+							      .point = point,
+							      .func = probe_names[nprobes] };
+			name = probe_names[nprobes++];
+		}
 		if (bpf_to_ptx(insns, n, name, &out, err, sizeof(err))) {
 			gs_err("bpf2ptx: %s: %s", name, err);
 			code = GS_EXIT_RUNTIME;
 			break;
 		}
 		sb_puts(&out, "\n");
+	}
+	if (!code && into) {
+		struct strbuf mod = { 0 };
+		struct ptx_rewrite_stats st;
+		char *text = NULL;
+		size_t len = 0;
+		FILE *f = fopen(into, "re");
+
+		if (!f || read_whole(f, &text, &len)) {
+			gs_err("bpf2ptx: cannot read %s: %s", into, strerror(errno));
+			code = GS_EXIT_RUNTIME;
+		} else if (!nprobes) {
+			gs_err("bpf2ptx: %s has no program in a probe section (gpu/entry/KERNEL, "
+			       "gpu/exit/KERNEL)",
+			       argv[optind]);
+			code = GS_EXIT_RUNTIME;
+		} else if (ptx_rewrite(text, len, out.buf, probes, nprobes, &mod, &st, err,
+				       sizeof(err))) {
+			gs_err("bpf2ptx: %s: %s", into, err);
+			code = GS_EXIT_RUNTIME;
+		} else {
+			gs_info("bpf2ptx: %u of %u kernels instrumented: %u entry and %u exit "
+				"calls",
+				st.instrumented, st.kernels, st.entry_calls, st.exit_calls);
+			sb_free(&out);
+			out = mod;
+		}
+		if (f)
+			fclose(f);
+		free(text);
 	}
 	if (!code && !done) {
 		gs_err("bpf2ptx: %s has %s", argv[optind],

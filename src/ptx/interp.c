@@ -178,9 +178,59 @@ static bool taken(unsigned int op, __u64 a, __u64 b, bool wide)
 	}
 }
 
-int bpf_interp(const struct bpf_insn *insns, size_t n, void *ctx, size_t ctx_size,
-	       unsigned long long max_steps, unsigned long long *ret, char *err, size_t errlen)
+/* A GPU helper, as the PTX does it for the thread env describes. 0, 1 refused, 2 memory,
+ * 3 the thread ended. */
+static int helper(struct vm *vm, const struct bpf_gpu_env *env, int id, __u64 *r)
 {
+	const unsigned int *v = id == GS_BPF_BLOCK_IDX	  ? env->ctaid
+				: id == GS_BPF_BLOCK_DIM  ? env->ntid
+				: id == GS_BPF_THREAD_IDX ? env->tid
+							  : env->nctaid;
+
+	switch (id) {
+	case GS_BPF_GLOBALTIMER:
+		r[0] = env->globaltimer;
+		return 0;
+	case GS_BPF_BLOCK_IDX:
+	case GS_BPF_BLOCK_DIM:
+	case GS_BPF_THREAD_IDX:
+	case GS_BPF_GRID_DIM:
+		for (int k = 0; k < 3; k++) {
+			unsigned char *p = at(vm, r[k + 1], 8);
+
+			if (!p)
+				return 2;
+			store(p, 8, v[k]);
+		}
+		r[0] = 0;
+		return 0;
+	case GS_BPF_MEMBAR:
+	case GS_BPF_PREFETCH_L2:
+		r[0] = 0;
+		return 0;
+	case GS_BPF_EXIT:
+		return 3;
+	case GS_BPF_SM_ID:
+		r[0] = env->smid;
+		return 0;
+	case GS_BPF_WARP_ID:
+		r[0] = env->warpid;
+		return 0;
+	case GS_BPF_LANE_ID:
+		r[0] = env->laneid;
+		return 0;
+	case GS_BPF_ACTIVE_MASK:
+		r[0] = env->activemask;
+		return 0;
+	}
+	return 1;
+}
+
+int bpf_interp(const struct bpf_insn *insns, size_t n, void *ctx, size_t ctx_size,
+	       const struct bpf_gpu_env *env, unsigned long long max_steps, unsigned long long *ret,
+	       char *err, size_t errlen)
+{
+	static const struct bpf_gpu_env none;
 	struct vm vm = { .ctx = ctx, .ctx_size = ctx_size };
 	__u64 r[11] = { 0 };
 	size_t pc = 0;
@@ -236,6 +286,19 @@ int bpf_interp(const struct bpf_insn *insns, size_t n, void *ctx, size_t ctx_siz
 			if (op == BPF_EXIT && c == BPF_JMP) {
 				*ret = r[0];
 				return 0;
+			}
+			if (op == BPF_CALL && c == BPF_JMP && !in->src_reg) {
+				int h = helper(&vm, env ? env : &none, in->imm, r);
+
+				if (h == 1)
+					goto refuse;
+				if (h == 2)
+					goto memory;
+				if (h == 3) { /* (the thread ended: no result) */
+					*ret = 0;
+					return 0;
+				}
+				break;
 			}
 			if (op == BPF_CALL || op == BPF_EXIT || op >= 0xe0 ||
 			    (c == BPF_JMP32 && op == BPF_JA))

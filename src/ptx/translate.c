@@ -71,11 +71,15 @@ static int check(const struct bpf_insn *insns, size_t n, bool *target, char *err
 					return refuse(
 						err, errlen, i, in,
 						"calls to other eBPF functions are not supported");
-				snprintf(err, errlen,
-					 "instruction %zu (opcode 0x%02x): helper %d has no GPU "
-					 "version",
-					 i, in->code, in->imm);
-				return -1;
+				if (!bpf_gpu_helper(in->imm)) {
+					snprintf(
+						err, errlen,
+						"instruction %zu (opcode 0x%02x): helper %d has no "
+						"GPU version",
+						i, in->code, in->imm);
+					return -1;
+				}
+				break;
 			}
 			if (OP(in->code) == BPF_EXIT) {
 				if (c == BPF_JMP32)
@@ -336,6 +340,61 @@ static void jump(struct strbuf *o, const struct bpf_insn *in, size_t i)
 	sb_printf(o, "\t@%%p0 bra L%zu;\n", to);
 }
 
+int bpf_gpu_helper(int id)
+{
+	return (id >= GS_BPF_GLOBALTIMER && id <= GS_BPF_LANE_ID) || id == GS_BPF_PREFETCH_L2 ||
+	       id == GS_BPF_ACTIVE_MASK;
+}
+
+/* A helper call: r1..r5 are its arguments, r0 its result (r1..r5 are not kept: eBPF says
+ * they are clobbered). */
+static void helper(struct strbuf *o, int id)
+{
+	static const char *const xyz = "xyz";
+	const char *sreg = id == GS_BPF_BLOCK_IDX    ? "ctaid"
+			   : id == GS_BPF_BLOCK_DIM  ? "ntid"
+			   : id == GS_BPF_THREAD_IDX ? "tid"
+						     : "nctaid";
+
+	switch (id) {
+	case GS_BPF_GLOBALTIMER:
+		sb_printf(o, "\tmov.u64 %%r0, %%globaltimer;\n");
+		return;
+	case GS_BPF_BLOCK_IDX:
+	case GS_BPF_BLOCK_DIM:
+	case GS_BPF_THREAD_IDX:
+	case GS_BPF_GRID_DIM:
+		for (int k = 0; k < 3; k++)
+			sb_printf(o,
+				  "\tmov.u32 %%w0, %%%s.%c;\n\tcvt.u64.u32 %%t0, %%w0;\n"
+				  "\tst.u64 [%%r%d], %%t0;\n",
+				  sreg, xyz[k], k + 1);
+		sb_printf(o, "\tmov.b64 %%r0, 0;\n");
+		return;
+	case GS_BPF_MEMBAR:
+		sb_printf(o, "\tmembar.sys;\n\tmov.b64 %%r0, 0;\n");
+		return;
+	case GS_BPF_EXIT:
+		sb_printf(o, "\texit;\n");
+		return;
+	case GS_BPF_SM_ID:
+	case GS_BPF_WARP_ID:
+	case GS_BPF_LANE_ID:
+		sb_printf(o, "\tmov.u32 %%w0, %%%s;\n\tcvt.u64.u32 %%r0, %%w0;\n",
+			  id == GS_BPF_SM_ID	 ? "smid"
+			  : id == GS_BPF_WARP_ID ? "warpid"
+						 : "laneid");
+		return;
+	case GS_BPF_PREFETCH_L2:
+		sb_printf(o, "\tcvta.to.global.u64 %%t0, %%r1;\n\tprefetch.global.L2 [%%t0];\n"
+			     "\tmov.b64 %%r0, 0;\n");
+		return;
+	case GS_BPF_ACTIVE_MASK:
+		sb_printf(o, "\tactivemask.b32 %%w0;\n\tcvt.u64.u32 %%r0, %%w0;\n");
+		return;
+	}
+}
+
 static void atomic(struct strbuf *o, const struct bpf_insn *in)
 {
 	bool wide = SIZE(in->code) == BPF_DW;
@@ -427,6 +486,8 @@ int bpf_to_ptx(const struct bpf_insn *insns, size_t n, const char *name, struct 
 		case BPF_JMP32:
 			if (OP(in->code) == BPF_EXIT)
 				sb_printf(&o, "\tst.param.b64 [ret], %%r0;\n\tret;\n");
+			else if (OP(in->code) == BPF_CALL)
+				helper(&o, in->imm);
 			else
 				jump(&o, in, i);
 			break;

@@ -11,7 +11,7 @@
  * the tests compare with.
  *
  * What is not translated is refused with the instruction's index, its opcode and why:
- * helper calls without a GPU helper, bpf-to-bpf calls, map references, the legacy packet
+ * helpers without a GPU version (below), bpf-to-bpf calls, map references, the legacy packet
  * loads, signed division (ISA v4), jumps out of the program, writes to r10.
  */
 #ifndef GS_PTX_TRANSLATE_H
@@ -21,6 +21,43 @@
 #include <stddef.h>
 
 #define BPF_STACK_BYTES 512
+
+/*
+ * GPU helpers, numbered as bpftime numbers them (so that its probes' sources work):
+ *   502 u64 bpf_get_globaltimer(void)               the GPU's global timer, ns
+ *   503 bpf_get_block_idx(u64 *x, u64 *y, u64 *z)   blockIdx; 504 blockDim; 505 threadIdx;
+ *   508 gridDim (each stores through its three pointers, returns 0)
+ *   506 bpf_gpu_membar(void)                        membar.sys
+ *   507 bpf_cuda_exit(void)                         ends the GPU thread
+ *   509 bpf_get_sm_id(void), 510 bpf_get_warp_id(void), 511 bpf_get_lane_id(void)
+ * and gpuscope's own:
+ *   520 bpf_prefetch_l2(const void *global_addr)    prefetch.global.L2
+ *   521 u64 bpf_get_active_mask(void)               the warp's active lanes (activemask)
+ */
+enum {
+	GS_BPF_GLOBALTIMER = 502,
+	GS_BPF_BLOCK_IDX = 503,
+	GS_BPF_BLOCK_DIM = 504,
+	GS_BPF_THREAD_IDX = 505,
+	GS_BPF_MEMBAR = 506,
+	GS_BPF_EXIT = 507,
+	GS_BPF_GRID_DIM = 508,
+	GS_BPF_SM_ID = 509,
+	GS_BPF_WARP_ID = 510,
+	GS_BPF_LANE_ID = 511,
+	GS_BPF_PREFETCH_L2 = 520,
+	GS_BPF_ACTIVE_MASK = 521,
+};
+
+/* What the GPU helpers return, for the reference interpreter (a thread of a launch). */
+struct bpf_gpu_env {
+	unsigned int tid[3], ntid[3], ctaid[3], nctaid[3];
+	unsigned int smid, warpid, laneid, activemask;
+	unsigned long long globaltimer;
+};
+
+/* Whether a helper has a GPU version. */
+int bpf_gpu_helper(int id);
 
 struct strbuf;
 
@@ -40,6 +77,7 @@ int bpf_to_ptx_module(const struct bpf_insn *insns, size_t n, const char *name, 
  * max_steps instructions. 0 with *ret = r0, or -1 with err set.
  */
 int bpf_interp(const struct bpf_insn *insns, size_t n, void *ctx, size_t ctx_size,
-	       unsigned long long max_steps, unsigned long long *ret, char *err, size_t errlen);
+	       const struct bpf_gpu_env *env, unsigned long long max_steps, unsigned long long *ret,
+	       char *err, size_t errlen);
 
 #endif

@@ -103,3 +103,49 @@ SEC("probe/atomics") u64 atomics(struct ctx *c)
 	__sync_fetch_and_add((u32 *)&c->out[7], (u32)c->a);
 	return old;
 }
+
+/* GPU helpers, numbered as bpftime numbers them (src/ptx/translate.h). */
+static u64 (*bpf_get_globaltimer)(void) = (void *)502;
+static long (*bpf_get_block_idx)(u64 *x, u64 *y, u64 *z) = (void *)503;
+static long (*bpf_get_block_dim)(u64 *x, u64 *y, u64 *z) = (void *)504;
+static long (*bpf_get_thread_idx)(u64 *x, u64 *y, u64 *z) = (void *)505;
+static long (*bpf_gpu_membar)(void) = (void *)506;
+static long (*bpf_cuda_exit)(void) = (void *)507;
+static long (*bpf_get_grid_dim)(u64 *x, u64 *y, u64 *z) = (void *)508;
+static u64 (*bpf_get_sm_id)(void) = (void *)509;
+static u64 (*bpf_get_warp_id)(void) = (void *)510;
+static u64 (*bpf_get_lane_id)(void) = (void *)511;
+static long (*bpf_prefetch_l2)(const void *p) = (void *)520;
+static u64 (*bpf_get_active_mask)(void) = (void *)521;
+
+static u64 pack(u64 x, u64 y, u64 z)
+{
+	return x | y << 16 | z << 32;
+}
+
+SEC("probe/gpu_helpers") u64 gpu_helpers(struct ctx *c)
+{
+	u64 x, y, z;
+
+	bpf_get_thread_idx(&x, &y, &z);
+	c->out[0] = pack(x, y, z);
+	bpf_get_block_idx(&x, &y, &z);
+	c->out[1] = pack(x, y, z);
+	bpf_get_block_dim(&x, &y, &z);
+	c->out[2] = pack(x, y, z);
+	bpf_get_grid_dim(&x, &y, &z);
+	c->out[3] = pack(x, y, z);
+	c->out[4] = pack(bpf_get_lane_id(), bpf_get_warp_id(), bpf_get_sm_id());
+	c->out[5] = bpf_get_active_mask();
+	bpf_prefetch_l2(c);
+	bpf_gpu_membar();
+	return bpf_get_globaltimer();
+}
+
+SEC("probe/early_exit") u64 early_exit(struct ctx *c)
+{
+	if (c->a)
+		bpf_cuda_exit();
+	c->out[0] = 1;
+	return 2;
+}

@@ -23,7 +23,7 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
 	memcpy(insns, data, n * sizeof(*insns));
 	bpf_to_ptx(insns, n, "f", &sb, err, sizeof(err));
 	sb_free(&sb);
-	bpf_interp(insns, n, ctx, sizeof(ctx), 10000, &r0, err, sizeof(err));
+	bpf_interp(insns, n, ctx, sizeof(ctx), NULL, 10000, &r0, err, sizeof(err));
 	free(insns);
 	return 0;
 }

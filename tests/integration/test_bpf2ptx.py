@@ -124,13 +124,30 @@ def test_atomics(gsr, objs):
         assert out[7] == (init[7] + a) & M32  # a 32-bit add: the upper half untouched
 
 
+def test_gpu_helpers(gsr, objs):
+    """As --run's thread has them: thread (5,1,0) of block (2,0,0), grid 4x1x1, blocks
+    32x2x1, lane 5 of warp 3 on SM 7, all lanes active, the timer at 1 s."""
+    def pack(x, y, z):
+        return x | y << 16 | z << 32
+    r0, out = run(gsr, objs["cases"], "gpu_helpers", 0, 0)
+    assert r0 == 10**9
+    assert out[:6] == [pack(5, 1, 0), pack(2, 0, 0), pack(32, 2, 1), pack(4, 1, 1),
+                       pack(5, 3, 7), 0xffffffff]
+    # bpf_cuda_exit ends the thread: nothing after it runs.
+    r0, out = run(gsr, objs["cases"], "early_exit", 1, 0)
+    assert r0 == 0 and out[0] == 0
+    r0, out = run(gsr, objs["cases"], "early_exit", 0, 0)
+    assert r0 == 2 and out[0] == 1
+
+
 @pytest.mark.skipif(not os.path.exists(PTXAS), reason="ptxas is not installed")
 @pytest.mark.parametrize("sm", [75, 90])
 def test_ptx_assembles(gs, objs, tmp_path, sm):
     p = gs.run(["bpf2ptx", str(objs["cases"]), "--sm", str(sm)])
     assert p.returncode == 0, p.stderr
-    assert p.stdout.count(".visible .func (.param .b64 ret) ") == 6
-    for fn in ("alu64", "alu32", "bswap", "branches", "loop_stack", "atomics"):
+    assert p.stdout.count(".visible .func (.param .b64 ret) ") == 8
+    for fn in ("alu64", "alu32", "bswap", "branches", "loop_stack", "atomics", "gpu_helpers",
+               "early_exit"):
         assert " %s(.param .b64 ctx)" % fn in p.stdout
     ptx = tmp_path / "p.ptx"
     ptx.write_text(p.stdout)
@@ -156,3 +173,124 @@ def test_what_is_refused_and_why(gs, objs):
     # A context too small for what the program reads: refused by the interpreter, not read.
     p = gs.run(["bpf2ptx", str(objs["cases"]), "-p", "alu64", "--run", "00" * 8])
     assert p.returncode == 2 and "outside the stack and the context" in p.stderr
+
+
+# A kernel written by hand with what nvcc rarely emits: an exit predicated on a condition,
+# a label on the line of a ret, an `exit`, comments with braces in them.
+HAND_PTX = r"""//
+// { not a brace: a comment }
+.version 8.0
+.target sm_90
+.address_size 64
+
+/* a block comment { also not a brace
+   over two lines } */
+.visible .entry hand(
+	.param .u32 hand_param_0
+)
+{
+	.reg .pred 	%p<3>;
+	.reg .b32 	%r<3>;
+
+	ld.param.u32 	%r1, [hand_param_0];
+	setp.eq.s32 	%p1, %r1, 0;
+	@%p1 ret;
+	setp.eq.s32 	%p2, %r1, 1;
+	@!%p2 bra 	$L__done;
+	exit;
+$L__done: ret;
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def probes(tmp_path_factory):
+    d = tmp_path_factory.mktemp("probes")
+    return compile_bpf(os.path.join(ROOT, "tests", "bpf", "probe_points.bpf.c"), d / "pp.o")
+
+
+def instrument(gs, probes, ptx_text, tmp_path):
+    src = tmp_path / "in.ptx"
+    src.write_text(ptx_text)
+    return gs.run(["bpf2ptx", str(probes), "--into", str(src)])
+
+
+def assemble(ptx_text, tmp_path):
+    f = tmp_path / "out.ptx"
+    f.write_text(ptx_text)
+    r = subprocess.run([PTXAS, "-arch=sm_90", str(f), "-o", str(tmp_path / "out.cubin")],
+                       capture_output=True, text=True)
+    assert r.returncode == 0 and not r.stderr, r.stderr
+
+
+@pytest.mark.skipif(not os.path.exists(PTXAS), reason="ptxas is not installed")
+def test_probes_injected_into_nvcc_kernels(gs, probes, tmp_path):
+    nvcc = shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
+    if not os.path.exists(nvcc):
+        pytest.skip("nvcc is not installed")
+    cu = tmp_path / "k.cu"
+    cu.write_text("__global__ void vecAdd(const float *a, const float *b, float *c, int n)\n"
+                  "{ int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) c[i] = a[i] + b[i]; }\n"
+                  "__global__ void scale(float *a, int n, float s)\n"
+                  "{ int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) a[i] *= s; }\n")
+    subprocess.run([nvcc, "-ptx", "-arch=sm_90", "-o", str(tmp_path / "k.ptx"), str(cu)],
+                   check=True, capture_output=True)
+    p = instrument(gs, probes, (tmp_path / "k.ptx").read_text(), tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert "2 of 2 kernels instrumented: 1 entry and 3 exit calls" in p.stderr
+    out = p.stdout
+    # The probes go in before the first kernel; the one that names no probe point is
+    # translated but never called.
+    assert out.index(".func (.param .b64 ret) gs_probe_on_entry(") < out.index(".entry _Z6vecAdd")
+    assert "call (gs_r), gs_probe_other" not in out
+    vec = out[out.index(".entry _Z6vecAdd"):out.index(".entry _Z5scale")]
+    scale = out[out.index(".entry _Z5scale"):]
+    # Entry: right after the body opens, before anything of the kernel's.
+    body = vec[vec.index("{"):]
+    assert body.index("call (gs_r), gs_probe_on_entry") < body.index("ld.param")
+    assert vec.count("call (gs_r), gs_probe_on_exit") == 1
+    assert scale.count("call (gs_r), gs_probe_on_exit") == 1
+    assert scale.count("call (gs_r), gs_probe_scale_exit") == 1
+    assert "gs_probe_on_entry" not in scale
+    assemble(out, tmp_path)
+
+
+@pytest.mark.skipif(not os.path.exists(PTXAS), reason="ptxas is not installed")
+def test_exits_of_every_shape(gs, probes, tmp_path):
+    p = instrument(gs, probes, HAND_PTX, tmp_path)
+    assert p.returncode == 0, p.stderr
+    out = p.stdout
+    assert "1 of 1 kernels instrumented: 0 entry and 3 exit calls" in p.stderr
+    lines = [ln.strip() for ln in out.splitlines()]
+    # The predicated ret: the call carries its predicate, then the ret as it was.
+    i = lines.index("@%p1 ret;")
+    assert lines[i - 2] == "@%p1 call (gs_r), gs_probe_on_exit, (gs_p);"
+    # exit, unpredicated.
+    i = lines.index("exit;")
+    assert lines[i - 2] == "call (gs_r), gs_probe_on_exit, (gs_p);"
+    # The label stays before the call, so the branch to it runs the probe.
+    i = lines.index("$L__done:")
+    assert lines[i + 5] == "call (gs_r), gs_probe_on_exit, (gs_p);"
+    assert lines[i + 7] == "ret;"
+    # Comments are left as they were.
+    assert "// { not a brace: a comment }" in out
+    assemble(out, tmp_path)
+
+
+def test_ptx_the_rewriter_refuses(gs, probes, objs, tmp_path):
+    for text, want in ((HAND_PTX.replace("$L__done: ret;\n}", "$L__done: ret;\n"),
+                        "ends inside a function body"),
+                       (HAND_PTX + "}\n", "closes nothing"),
+                       (HAND_PTX.replace(".version 8.0", ""), "not a PTX module"),
+                       ("/* never closed", "ends inside a comment")):
+        p = instrument(gs, probes, text, tmp_path)
+        assert p.returncode == 2 and want in p.stderr, (want, p.stderr)
+        assert len(p.stderr.strip().splitlines()) == 1 and not p.stdout
+    src = tmp_path / "in.ptx"
+    src.write_text(HAND_PTX)
+    p = gs.run(["bpf2ptx", str(objs["cases"]), "--into", str(src)])
+    assert p.returncode == 2 and "no program in a probe section" in p.stderr
+    p = gs.run(["bpf2ptx", str(probes), "--into", str(tmp_path / "missing.ptx")])
+    assert p.returncode == 2 and "cannot read" in p.stderr
+    p = gs.run(["bpf2ptx", str(probes), "--into", str(src), "--run", "00"])
+    assert p.returncode == 1 and "not both" in p.stderr

@@ -219,3 +219,14 @@ def test_findings_in_perfetto(gsr, tmp_path):
     frag = [u for u, tr in t.tracks.items() if tr["name"] == "fragmentation (GPU 0)"]
     assert frag and t.counters[frag[0]]
     assert max(v for _, v in t.counters[frag[0]]) > 0.9
+
+
+def test_memory_map_from_a_live_run(gsr, tmp_path):
+    """--memory-map on run: the same picture, without a recording."""
+    svg = tmp_path / "live.svg"
+    p = gsr.run(["run", "-q", "--memory-map", str(svg), "--", gsr.wl("wl_memory"), "fragment",
+                 "linger"], env=gsr.env(**SMALL))
+    assert p.returncode == 0, p.stderr
+    root = ET.parse(svg).getroot()
+    assert len([g for g in root.iter(SVG + "g") if g.get("class") == "failure"]) == 2
+    assert [g for g in root.iter(SVG + "g") if g.get("class") == "panel"]

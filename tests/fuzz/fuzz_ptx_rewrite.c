@@ -1,0 +1,25 @@
+// SPDX-License-Identifier: MIT
+/* PTX as programs carry it (their modules, in another process's memory): the rewriter must
+ * refuse what it does not understand, never crash, never read past the text. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/util.h"
+#include "ptx/rewrite.h"
+
+int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
+{
+	static const struct ptx_probe probes[] = { { "*", PTX_ENTRY, "p" },
+						   { "*", PTX_EXIT, "p" },
+						   { "k", PTX_EXIT, "q" } };
+	struct ptx_rewrite_stats st;
+	struct strbuf out = { 0 };
+	char err[256], *text = malloc(size + 1);
+
+	memcpy(text, data, size);
+	text[size] = 0;
+	ptx_rewrite(text, size, ".func p() { ret; }\n", probes, 3, &out, &st, err, sizeof(err));
+	sb_free(&out);
+	free(text);
+	return 0;
+}
