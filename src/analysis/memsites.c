@@ -487,6 +487,11 @@ void model__site_label(const struct model *m, const struct mem_site *s, unsigned
 		char hex[32], *paren;
 
 		if (!d) {
+			/* Past a named frame, an unnamed one is where the frame-pointer chain
+			 * left code that keeps one (what follows is not frames): stop. The
+			 * innermost is shown as an address. */
+			if (i)
+				break;
 			snprintf(hex, sizeof(hex), "0x%llx", (unsigned long long)s->stack->ip[i]);
 			d = xstrdup(hex);
 		}
