@@ -42,65 +42,115 @@ static const char usage[] =
 	"                      4x1x1, blocks 32x2x1, SM 7, warp 3, lane 5, timer 1 s)\n"
 	"  -h, --help          this help\n";
 
-/* Relocations in the program's section: map and global references the translator cannot
- * resolve yet. The first one's instruction and symbol, or -1. */
-static long first_relocation(const char *path, const char *section, char *sym, size_t n)
+#define MAX_MAPS 64
+
+struct objmap {
+	char name[64];
+	unsigned int type, key_size, value_size, max_entries;
+};
+
+/*
+ * Resolve the program's relocations (found in the ELF file: libbpf does not give them out
+ * before loading): references to array maps become BPF_PSEUDO_MAP_IDX immediates in insns;
+ * anything else is refused (msg). 0, or -1.
+ */
+static int resolve(const char *path, const char *section, const char *prog, struct bpf_insn *insns,
+		   size_t n, const struct objmap *maps, size_t nmaps, char *msg, size_t msglen)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = open(path, O_RDONLY | O_CLOEXEC), rc = 0;
 	Elf *e;
-	Elf_Scn *scn = NULL, *target = NULL;
+	Elf_Scn *scn = NULL;
 	size_t shstr, target_ndx = 0;
-	long found = -1;
+	__u64 prog_off = 0;
 
 	if (fd < 0)
-		return -1;
+		return 0;
 	elf_version(EV_CURRENT);
 	e = elf_begin(fd, ELF_C_READ, NULL);
 	if (!e || elf_getshdrstrndx(e, &shstr)) {
 		if (e)
 			elf_end(e);
 		close(fd);
-		return -1;
+		return 0;
 	}
 	while ((scn = elf_nextscn(e, scn))) {
 		GElf_Shdr sh;
 		const char *name;
 
 		if (gelf_getshdr(scn, &sh) && (name = elf_strptr(e, shstr, sh.sh_name)) &&
-		    !strcmp(name, section)) {
-			target = scn;
+		    !strcmp(name, section))
 			target_ndx = elf_ndxscn(scn);
+	}
+	/* Where the program starts in its section: its function symbol's value. */
+	scn = NULL;
+	while (target_ndx && (scn = elf_nextscn(e, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *d;
+		GElf_Sym sym;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_SYMTAB ||
+		    !(d = elf_getdata(scn, NULL)))
+			continue;
+		for (int i = 0; gelf_getsym(d, i, &sym); i++) {
+			const char *nm = elf_strptr(e, sh.sh_link, sym.st_name);
+
+			if (nm && !strcmp(nm, prog) && sym.st_shndx == target_ndx)
+				prog_off = sym.st_value;
 		}
 	}
 	scn = NULL;
-	while (target && found < 0 && (scn = elf_nextscn(e, scn))) {
+	while (target_ndx && !rc && (scn = elf_nextscn(e, scn))) {
 		GElf_Shdr sh, symsh;
 		Elf_Data *d, *syms;
-		GElf_Rel rel;
-		GElf_Sym s;
 		Elf_Scn *symscn;
+		GElf_Rel rel;
 
 		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_REL || sh.sh_info != target_ndx)
 			continue;
 		d = elf_getdata(scn, NULL);
 		symscn = elf_getscn(e, sh.sh_link);
 		syms = symscn ? elf_getdata(symscn, NULL) : NULL;
-		if (!d || !d->d_size || !symscn || !gelf_getshdr(symscn, &symsh))
+		if (!d || !syms || !gelf_getshdr(symscn, &symsh))
 			continue;
-		if (!gelf_getrel(d, 0, &rel))
-			continue;
-		found = (long)(rel.r_offset / sizeof(struct bpf_insn));
-		snprintf(sym, n, "?");
-		if (syms && gelf_getsym(syms, (int)GELF_R_SYM(rel.r_info), &s)) {
-			const char *nm = elf_strptr(e, symsh.sh_link, s.st_name);
+		for (int i = 0; !rc && gelf_getrel(d, i, &rel); i++) {
+			GElf_Sym sym;
+			const char *nm = "?";
+			size_t at, m;
 
-			if (nm && *nm)
-				snprintf(sym, n, "%s", nm);
+			if (rel.r_offset < prog_off ||
+			    (rel.r_offset - prog_off) / sizeof(struct bpf_insn) >= n)
+				continue; /* (another program's) */
+			at = (rel.r_offset - prog_off) / sizeof(struct bpf_insn);
+			if (gelf_getsym(syms, (int)GELF_R_SYM(rel.r_info), &sym)) {
+				const char *x = elf_strptr(e, symsh.sh_link, sym.st_name);
+
+				if (x && *x)
+					nm = x;
+			}
+			for (m = 0; m < nmaps && strcmp(maps[m].name, nm); m++)
+				;
+			if (m == nmaps || insns[at].code != (BPF_LD | BPF_IMM | BPF_DW)) {
+				snprintf(msg, msglen,
+					 "instruction %zu refers to %s: globals and calls to other "
+					 "functions are not supported yet",
+					 at, nm);
+				rc = -1;
+			} else if (maps[m].type != BPF_MAP_TYPE_ARRAY || maps[m].key_size != 4) {
+				snprintf(msg, msglen,
+					 "instruction %zu refers to map %s of type %u: only array "
+					 "maps "
+					 "(type %d, 4-byte keys) run on the GPU yet",
+					 at, nm, maps[m].type, BPF_MAP_TYPE_ARRAY);
+				rc = -1;
+			} else {
+				insns[at].src_reg = BPF_PSEUDO_MAP_IDX;
+				insns[at].imm = (__s32)m;
+			}
 		}
 	}
 	elf_end(e);
 	close(fd);
-	return found;
+	return rc;
 }
 
 static int read_whole(FILE *f, char **out, size_t *n)
@@ -152,6 +202,11 @@ int cmd_bpf2ptx(int argc, char **argv)
 		{},
 	};
 	const char *only = NULL, *run_hex = NULL, *into = NULL;
+	struct objmap maps[MAX_MAPS];
+	struct bpf_map_mem mem[MAX_MAPS] = { { 0 } };
+	struct bpf_insn *owned = NULL;
+	struct bpf_map *map;
+	size_t nmaps = 0;
 	struct ptx_probe probes[64];
 	char probe_names[64][160];
 	size_t nprobes = 0;
@@ -224,32 +279,49 @@ int cmd_bpf2ptx(int argc, char **argv)
 		free(ctx);
 		return GS_EXIT_RUNTIME;
 	}
+	bpf_object__for_each_map(map, obj)
+	{
+		if (nmaps == MAX_MAPS)
+			break;
+		snprintf(maps[nmaps].name, sizeof(maps[0].name), "%s", bpf_map__name(map));
+		maps[nmaps].type = bpf_map__type(map);
+		maps[nmaps].key_size = bpf_map__key_size(map);
+		maps[nmaps].value_size = bpf_map__value_size(map);
+		maps[nmaps].max_entries = bpf_map__max_entries(map);
+		if (maps[nmaps].type == BPF_MAP_TYPE_ARRAY && maps[nmaps].value_size &&
+		    (size_t)maps[nmaps].value_size * maps[nmaps].max_entries <= (64u << 20))
+			mem[nmaps].data = xcalloc(maps[nmaps].max_entries, maps[nmaps].value_size);
+		mem[nmaps].value_size = maps[nmaps].value_size;
+		mem[nmaps].max_entries = mem[nmaps].data ? maps[nmaps].max_entries : 0;
+		nmaps++;
+	}
 	if (!run_hex && !into)
 		sb_printf(&out, ".version 8.0\n.target sm_%u\n.address_size 64\n\n", sm);
+	if (!run_hex)
+		bpf_ptx_maps_decl(&out, (unsigned int)nmaps);
 	bpf_object__for_each_program(prog, obj)
 	{
 		const char *name = bpf_program__name(prog);
-		const struct bpf_insn *insns = bpf_program__insns(prog);
 		size_t n = bpf_program__insn_cnt(prog);
-		char sym[128];
-		long rel;
+		struct bpf_insn *insns;
 
 		if (only && strcmp(only, name))
 			continue;
 		done++;
-		rel = first_relocation(argv[optind], bpf_program__section_name(prog), sym,
-				       sizeof(sym));
-		if (rel >= 0) {
-			gs_err("bpf2ptx: %s: instruction %ld refers to %s: maps, globals and calls "
-			       "to other functions are not supported yet",
-			       name, rel, sym);
+		insns = xmalloc((n + 1) * sizeof(*insns));
+		memcpy(insns, bpf_program__insns(prog), n * sizeof(*insns));
+		free(owned);
+		owned = insns;
+		if (resolve(argv[optind], bpf_program__section_name(prog), name, insns, n, maps,
+			    nmaps, err, sizeof(err))) {
+			gs_err("bpf2ptx: %s: %s", name, err);
 			code = GS_EXIT_RUNTIME;
 			break;
 		}
 		if (run_hex) {
 			unsigned long long r0;
 
-			if (bpf_interp(insns, n, ctx, ctx_n, &env, 1000000, &r0, err,
+			if (bpf_interp(insns, n, ctx, ctx_n, &env, mem, nmaps, 1000000, &r0, err,
 				       sizeof(err))) {
 				gs_err("bpf2ptx: %s: %s", name, err);
 				code = GS_EXIT_RUNTIME;
@@ -258,6 +330,15 @@ int cmd_bpf2ptx(int argc, char **argv)
 			printf("%s r0=%llu ctx=", name, r0);
 			for (size_t i = 0; i < ctx_n; i++)
 				printf("%02x", ctx[i]);
+			for (size_t m = 0; m < nmaps; m++) {
+				size_t bytes = (size_t)mem[m].value_size * mem[m].max_entries;
+
+				if (!mem[m].data || bytes > 4096)
+					continue;
+				printf(" %s=", maps[m].name);
+				for (size_t i = 0; i < bytes; i++)
+					printf("%02x", mem[m].data[i]);
+			}
 			printf("\n");
 			continue;
 		}
@@ -325,5 +406,8 @@ int cmd_bpf2ptx(int argc, char **argv)
 	sb_free(&out);
 	bpf_object__close(obj);
 	free(ctx);
+	free(owned);
+	for (size_t m = 0; m < nmaps; m++)
+		free(mem[m].data);
 	return code;
 }

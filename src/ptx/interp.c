@@ -16,11 +16,24 @@
 #define SIZE(c)	 ((c)&0x18)
 #define MODE(c)	 ((c)&0xe0)
 
+struct desc {
+	__u64 data;
+	__u32 value_size, max_entries;
+};
+
 struct vm {
 	unsigned char stack[BPF_STACK_BYTES] __attribute__((aligned(8)));
 	unsigned char *ctx;
 	size_t ctx_size;
+	const struct bpf_map_mem *maps;
+	size_t nmaps;
+	struct desc *descs; /* as the GPU's gs_maps table has them */
 };
+
+static bool within(__u64 addr, unsigned int w, __u64 base, size_t size)
+{
+	return size >= w && addr >= base && addr - base <= size - w;
+}
 
 static unsigned int width(unsigned int code)
 {
@@ -45,6 +58,14 @@ static unsigned char *at(struct vm *vm, __u64 addr, unsigned int w)
 		return (unsigned char *)(uintptr_t)addr;
 	if (vm->ctx && vm->ctx_size >= w && addr >= c && addr - c <= vm->ctx_size - w)
 		return (unsigned char *)(uintptr_t)addr;
+	for (size_t i = 0; i < vm->nmaps; i++) {
+		const struct bpf_map_mem *m = &vm->maps[i];
+
+		if (within(addr, w, (__u64)(uintptr_t)&vm->descs[i], sizeof(vm->descs[i])) ||
+		    (m->data && within(addr, w, (__u64)(uintptr_t)m->data,
+				       (size_t)m->value_size * m->max_entries)))
+			return (unsigned char *)(uintptr_t)addr;
+	}
 	return NULL;
 }
 
@@ -178,6 +199,10 @@ static bool taken(unsigned int op, __u64 a, __u64 b, bool wide)
 	}
 }
 
+static int run(struct vm *vmp, const struct bpf_insn *insns, size_t n,
+	       const struct bpf_gpu_env *env, unsigned long long max_steps, unsigned long long *ret,
+	       char *err, size_t errlen);
+
 /* A GPU helper, as the PTX does it for the thread env describes. 0, 1 refused, 2 memory,
  * 3 the thread ended. */
 static int helper(struct vm *vm, const struct bpf_gpu_env *env, int id, __u64 *r)
@@ -188,6 +213,47 @@ static int helper(struct vm *vm, const struct bpf_gpu_env *env, int id, __u64 *r
 							  : env->nctaid;
 
 	switch (id) {
+	case 1:
+	case 2:
+	case 3: {
+		/* Array maps: r1 a descriptor, r2 the key's address. */
+		unsigned char *d = at(vm, r[1], sizeof(struct desc)), *k = at(vm, r[2], 4), *slot;
+		struct desc m;
+		__u32 key;
+
+		if (!d || !k)
+			return 2;
+		memcpy(&m, d, sizeof(m));
+		key = (__u32)load(k, 4);
+		if (id == 3) {
+			r[0] = (__u64)-22;
+			return 0;
+		}
+		if (key >= m.max_entries) {
+			r[0] = id == 1 ? 0 : (__u64)-7;
+			return 0;
+		}
+		slot = at(vm, m.data + (__u64)key * m.value_size, m.value_size ? m.value_size : 1);
+		if (!slot)
+			return 2;
+		if (id == 1) {
+			r[0] = (__u64)(uintptr_t)slot;
+			return 0;
+		}
+		if (r[4] == 1) { /* BPF_NOEXIST: an array's elements always exist */
+			r[0] = (__u64)-17;
+			return 0;
+		}
+		for (__u32 i = 0; i < m.value_size; i++) {
+			unsigned char *src = at(vm, r[3] + i, 1);
+
+			if (!src)
+				return 2;
+			slot[i] = *src;
+		}
+		r[0] = 0;
+		return 0;
+	}
 	case GS_BPF_GLOBALTIMER:
 		r[0] = env->globaltimer;
 		return 0;
@@ -227,15 +293,33 @@ static int helper(struct vm *vm, const struct bpf_gpu_env *env, int id, __u64 *r
 }
 
 int bpf_interp(const struct bpf_insn *insns, size_t n, void *ctx, size_t ctx_size,
+	       const struct bpf_gpu_env *env, const struct bpf_map_mem *maps, size_t nmaps,
+	       unsigned long long max_steps, unsigned long long *ret, char *err, size_t errlen)
+{
+	static const struct bpf_gpu_env none;
+	struct vm vm = { .ctx = ctx, .ctx_size = ctx_size, .maps = maps, .nmaps = nmaps };
+	struct desc descs[64];
+
+	if (nmaps > 64) {
+		snprintf(err, errlen, "more than 64 maps");
+		return -1;
+	}
+	for (size_t i = 0; i < nmaps; i++)
+		descs[i] = (struct desc){ (__u64)(uintptr_t)maps[i].data, maps[i].value_size,
+					  maps[i].max_entries };
+	vm.descs = descs;
+	return run(&vm, insns, n, env ? env : &none, max_steps, ret, err, errlen);
+}
+
+static int run(struct vm *vmp, const struct bpf_insn *insns, size_t n,
 	       const struct bpf_gpu_env *env, unsigned long long max_steps, unsigned long long *ret,
 	       char *err, size_t errlen)
 {
-	static const struct bpf_gpu_env none;
-	struct vm vm = { .ctx = ctx, .ctx_size = ctx_size };
+	struct vm vm = *vmp;
 	__u64 r[11] = { 0 };
 	size_t pc = 0;
 
-	r[1] = (__u64)(uintptr_t)ctx;
+	r[1] = (__u64)(uintptr_t)vm.ctx;
 	r[10] = (__u64)(uintptr_t)vm.stack + BPF_STACK_BYTES;
 	for (unsigned long long steps = 0;; steps++) {
 		const struct bpf_insn *in;
@@ -288,7 +372,7 @@ int bpf_interp(const struct bpf_insn *insns, size_t n, void *ctx, size_t ctx_siz
 				return 0;
 			}
 			if (op == BPF_CALL && c == BPF_JMP && !in->src_reg) {
-				int h = helper(&vm, env ? env : &none, in->imm, r);
+				int h = helper(&vm, env, in->imm, r);
 
 				if (h == 1)
 					goto refuse;
@@ -374,11 +458,17 @@ int bpf_interp(const struct bpf_insn *insns, size_t n, void *ctx, size_t ctx_siz
 			      c == BPF_ST ? (__u64)(__s64)in->imm : r[in->src_reg]);
 			break;
 		case BPF_LD:
-			if (in->code != (BPF_LD | BPF_IMM | BPF_DW) || in->src_reg || pc + 1 >= n ||
-			    in->dst_reg == 10)
+			if (in->code != (BPF_LD | BPF_IMM | BPF_DW) || pc + 1 >= n ||
+			    in->dst_reg == 10 || (in->src_reg && in->src_reg != BPF_PSEUDO_MAP_IDX))
 				goto refuse;
-			r[in->dst_reg] = (__u64)(__u32)in->imm | (__u64)(__u32)insns[pc + 1].imm
-									 << 32;
+			if (in->src_reg == BPF_PSEUDO_MAP_IDX) {
+				if (in->imm < 0 || (size_t)in->imm >= vm.nmaps)
+					goto refuse;
+				r[in->dst_reg] = (__u64)(uintptr_t)&vm.descs[in->imm];
+			} else {
+				r[in->dst_reg] = (__u64)(__u32)in->imm |
+						 (__u64)(__u32)insns[pc + 1].imm << 32;
+			}
 			pc += 2;
 			continue;
 		default:

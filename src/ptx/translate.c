@@ -134,10 +134,12 @@ static int check(const struct bpf_insn *insns, size_t n, bool *target, char *err
 				return refuse(
 					err, errlen, i, in,
 					"legacy packet loads (BPF_ABS/BPF_IND) are not supported");
-			if (in->src_reg)
+			if (in->src_reg && in->src_reg != BPF_PSEUDO_MAP_IDX)
 				return refuse(
 					err, errlen, i, in,
-					"map and other pseudo references are not supported yet");
+					"pseudo references other than maps are not supported");
+			if (in->src_reg == BPF_PSEUDO_MAP_IDX && (in->imm < 0 || in->imm >= 1024))
+				return refuse(err, errlen, i, in, "map index out of range");
 			if (in->dst_reg == 10)
 				return refuse(err, errlen, i, in, "writes r10 (the frame pointer)");
 			if (i + 1 >= n || insns[i + 1].code)
@@ -343,12 +345,18 @@ static void jump(struct strbuf *o, const struct bpf_insn *in, size_t i)
 int bpf_gpu_helper(int id)
 {
 	return (id >= GS_BPF_GLOBALTIMER && id <= GS_BPF_LANE_ID) || id == GS_BPF_PREFETCH_L2 ||
-	       id == GS_BPF_ACTIVE_MASK;
+	       id == GS_BPF_ACTIVE_MASK || (id >= 1 && id <= 3);
+}
+
+void bpf_ptx_maps_decl(struct strbuf *out, unsigned int nmaps)
+{
+	sb_printf(out, ".visible .global .align 8 .b8 gs_maps[%u];\n\n",
+		  (nmaps ? nmaps : 1) * GS_MAP_DESC);
 }
 
 /* A helper call: r1..r5 are its arguments, r0 its result (r1..r5 are not kept: eBPF says
  * they are clobbered). */
-static void helper(struct strbuf *o, int id)
+static void helper(struct strbuf *o, int id, size_t at)
 {
 	static const char *const xyz = "xyz";
 	const char *sreg = id == GS_BPF_BLOCK_IDX    ? "ctaid"
@@ -357,6 +365,31 @@ static void helper(struct strbuf *o, int id)
 						     : "nctaid";
 
 	switch (id) {
+	case 1: /* lookup: data + key * value_size, NULL past the end */
+		sb_printf(o, "\tld.u64 %%t0, [%%r1];\n\tld.u32 %%w0, [%%r1+8];\n"
+			     "\tld.u32 %%w1, [%%r1+12];\n\tld.u32 %%w2, [%%r2];\n"
+			     "\tsetp.ge.u32 %%p0, %%w2, %%w1;\n\tmul.wide.u32 %%t1, %%w2, %%w0;\n"
+			     "\tadd.s64 %%r0, %%t0, %%t1;\n\t@%%p0 mov.b64 %%r0, 0;\n");
+		return;
+	case 2: /* update: the value copied in, byte by byte (r1..r5 are the helper's) */
+		sb_printf(o,
+			  "\tld.u64 %%t0, [%%r1];\n\tld.u32 %%w0, [%%r1+8];\n"
+			  "\tld.u32 %%w1, [%%r1+12];\n\tld.u32 %%w2, [%%r2];\n"
+			  "\tsetp.ge.u32 %%p0, %%w2, %%w1;\n\t@%%p0 mov.b64 %%r0, -7;\n"
+			  "\t@%%p0 bra H%zu_done;\n\tsetp.eq.u64 %%p0, %%r4, 1;\n"
+			  "\t@%%p0 mov.b64 %%r0, -17;\n\t@%%p0 bra H%zu_done;\n"
+			  "\tmul.wide.u32 %%t1, %%w2, %%w0;\n\tadd.s64 %%t0, %%t0, %%t1;\n"
+			  "\tmov.u32 %%w1, 0;\n"
+			  "H%zu_loop:\n\tsetp.ge.u32 %%p0, %%w1, %%w0;\n\t@%%p0 bra H%zu_end;\n"
+			  "\tcvt.u64.u32 %%r5, %%w1;\n\tadd.s64 %%t1, %%r3, %%r5;\n"
+			  "\tld.u8 %%r4, [%%t1];\n\tadd.s64 %%t1, %%t0, %%r5;\n"
+			  "\tst.u8 [%%t1], %%r4;\n\tadd.u32 %%w1, %%w1, 1;\n\tbra.uni H%zu_loop;\n"
+			  "H%zu_end:\n\tmov.b64 %%r0, 0;\nH%zu_done:\n",
+			  at, at, at, at, at, at, at);
+		return;
+	case 3: /* delete: arrays cannot */
+		sb_printf(o, "\tmov.b64 %%r0, -22;\n");
+		return;
 	case GS_BPF_GLOBALTIMER:
 		sb_printf(o, "\tmov.u64 %%r0, %%globaltimer;\n");
 		return;
@@ -487,7 +520,7 @@ int bpf_to_ptx(const struct bpf_insn *insns, size_t n, const char *name, struct 
 			if (OP(in->code) == BPF_EXIT)
 				sb_printf(&o, "\tst.param.b64 [ret], %%r0;\n\tret;\n");
 			else if (OP(in->code) == BPF_CALL)
-				helper(&o, in->imm);
+				helper(&o, in->imm, i);
 			else
 				jump(&o, in, i);
 			break;
@@ -510,9 +543,18 @@ int bpf_to_ptx(const struct bpf_insn *insns, size_t n, const char *name, struct 
 					  in->src_reg);
 			break;
 		case BPF_LD:
-			sb_printf(&o, "\tmov.b64 %%r%u, %llu;\n", in->dst_reg,
-				  (unsigned long long)(__u32)in->imm |
-					  (unsigned long long)(__u32)insns[i + 1].imm << 32);
+			if (in->src_reg == BPF_PSEUDO_MAP_IDX)
+				sb_printf(&o,
+					  "\tmov.u64 %%r%u, gs_maps;\n\tcvta.global.u64 %%r%u, "
+					  "%%r%u;\n"
+					  "\tadd.s64 %%r%u, %%r%u, %d;\n",
+					  in->dst_reg, in->dst_reg, in->dst_reg, in->dst_reg,
+					  in->dst_reg, in->imm * GS_MAP_DESC);
+			else
+				sb_printf(&o, "\tmov.b64 %%r%u, %llu;\n", in->dst_reg,
+					  (unsigned long long)(__u32)in->imm |
+						  (unsigned long long)(__u32)insns[i + 1].imm
+							  << 32);
 			i++;
 			if (target[i])
 				sb_printf(&o, "L%zu:\n",
@@ -535,6 +577,7 @@ int bpf_to_ptx_module(const struct bpf_insn *insns, size_t n, const char *name, 
 	if (bpf_to_ptx(insns, n, name, &f, err, errlen))
 		return -1;
 	sb_printf(out, ".version 8.0\n.target sm_%u\n.address_size 64\n\n", sm);
+	bpf_ptx_maps_decl(out, 0);
 	sb_putn(out, f.buf, f.len);
 	sb_free(&f);
 	return 0;

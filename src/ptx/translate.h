@@ -22,6 +22,8 @@
 
 #define BPF_STACK_BYTES 512
 
+struct strbuf;
+
 /*
  * GPU helpers, numbered as bpftime numbers them (so that its probes' sources work):
  *   502 u64 bpf_get_globaltimer(void)               the GPU's global timer, ns
@@ -49,6 +51,27 @@ enum {
 	GS_BPF_ACTIVE_MASK = 521,
 };
 
+/*
+ * Maps. A program refers to map i with a 64-bit immediate whose src_reg is
+ * BPF_PSEUDO_MAP_IDX and whose imm is i (the caller resolves the object's relocations so).
+ * On the GPU, the module's `gs_maps` table holds a 16-byte descriptor per map
+ * ({u64 data; u32 value_size; u32 max_entries}), filled by the host before launches; the
+ * immediate is the descriptor's address. Array maps only, for now:
+ *   1 bpf_map_lookup_elem(map, key)      the value's address, NULL past the end
+ *   2 bpf_map_update_elem(map, key, value, flags)  copies the value; -E2BIG past the end,
+ *                                                  -EEXIST with BPF_NOEXIST
+ *   3 bpf_map_delete_elem(map, key)      -EINVAL (arrays cannot delete), as the kernel
+ */
+#define GS_MAP_DESC 16
+
+struct bpf_map_mem {
+	unsigned char *data; /* value_size * max_entries bytes */
+	unsigned int value_size, max_entries;
+};
+
+/* The module-level declaration of the maps' table (before the functions that use it). */
+void bpf_ptx_maps_decl(struct strbuf *out, unsigned int nmaps);
+
 /* What the GPU helpers return, for the reference interpreter (a thread of a launch). */
 struct bpf_gpu_env {
 	unsigned int tid[3], ntid[3], ctaid[3], nctaid[3];
@@ -58,8 +81,6 @@ struct bpf_gpu_env {
 
 /* Whether a helper has a GPU version. */
 int bpf_gpu_helper(int id);
-
-struct strbuf;
 
 /*
  * Append the PTX function NAME for the n instructions to out. 0, or -1 with err set (and
@@ -77,7 +98,7 @@ int bpf_to_ptx_module(const struct bpf_insn *insns, size_t n, const char *name, 
  * max_steps instructions. 0 with *ret = r0, or -1 with err set.
  */
 int bpf_interp(const struct bpf_insn *insns, size_t n, void *ctx, size_t ctx_size,
-	       const struct bpf_gpu_env *env, unsigned long long max_steps, unsigned long long *ret,
-	       char *err, size_t errlen);
+	       const struct bpf_gpu_env *env, const struct bpf_map_mem *maps, size_t nmaps,
+	       unsigned long long max_steps, unsigned long long *ret, char *err, size_t errlen);
 
 #endif

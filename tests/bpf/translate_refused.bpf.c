@@ -12,7 +12,7 @@ SEC("probe/helper") u64 helper(void *ctx)
 }
 
 struct {
-	int (*type)[2]; /* BPF_MAP_TYPE_ARRAY, as libbpf's __uint() spells it */
+	int (*type)[1]; /* BPF_MAP_TYPE_HASH, as libbpf's __uint() spells it */
 	int (*max_entries)[16];
 	unsigned int *key;
 	u64 *value;
@@ -21,4 +21,11 @@ struct {
 SEC("probe/map") u64 map(void *ctx)
 {
 	return (u64)&counts;
+}
+
+static u64 total;
+
+SEC("probe/global") u64 global(void *ctx)
+{
+	return total++;
 }

@@ -23,7 +23,12 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
 	memcpy(insns, data, n * sizeof(*insns));
 	bpf_to_ptx(insns, n, "f", &sb, err, sizeof(err));
 	sb_free(&sb);
-	bpf_interp(insns, n, ctx, sizeof(ctx), NULL, 10000, &r0, err, sizeof(err));
+	{
+		unsigned char data[64] = { 0 };
+		struct bpf_map_mem maps[2] = { { data, 8, 4 }, { data + 32, 4, 8 } };
+
+		bpf_interp(insns, n, ctx, sizeof(ctx), NULL, maps, 2, 10000, &r0, err, sizeof(err));
+	}
 	free(insns);
 	return 0;
 }

@@ -161,7 +161,9 @@ def test_what_is_refused_and_why(gs, objs):
     assert p.returncode == 2
     assert "helper: instruction 0 (opcode 0x85): helper 5 has no GPU version" in p.stderr
     p = gs.run(["bpf2ptx", str(objs["refused"]), "-p", "map"])
-    assert p.returncode == 2 and "instruction 0 refers to counts" in p.stderr
+    assert p.returncode == 2 and "instruction 0 refers to map counts of type 1" in p.stderr
+    p = gs.run(["bpf2ptx", str(objs["refused"]), "-p", "global"])
+    assert p.returncode == 2 and "globals and calls to other functions" in p.stderr
     for args, want in ((["bpf2ptx"], "which object?"),
                        (["bpf2ptx", "/bin/true"], "not an eBPF object"),
                        (["bpf2ptx", str(objs["cases"]), "-p", "nope"], "no program of that name"),
@@ -294,3 +296,40 @@ def test_ptx_the_rewriter_refuses(gs, probes, objs, tmp_path):
     assert p.returncode == 2 and "cannot read" in p.stderr
     p = gs.run(["bpf2ptx", str(probes), "--into", str(src), "--run", "00"])
     assert p.returncode == 1 and "not both" in p.stderr
+
+
+@pytest.fixture(scope="module")
+def maps_obj(tmp_path_factory):
+    d = tmp_path_factory.mktemp("maps")
+    return compile_bpf(os.path.join(ROOT, "tests", "bpf", "translate_maps.bpf.c"), d / "maps.o")
+
+
+def run_maps(gs, obj, a, b):
+    ctx = struct.pack("<QQ", a, b) + bytes(64)
+    p = gs.run(["bpf2ptx", str(obj), "-p", "count", "--run", ctx.hex()])
+    assert p.returncode == 0, p.stderr
+    fields = dict(f.split("=", 1) for f in p.stdout.split()[1:])
+    out = struct.unpack("<QQ8Q", bytes.fromhex(fields["ctx"]))[2:]
+    counts = struct.unpack("<4Q", bytes.fromhex(fields["counts"]))
+    return int(fields["r0"]), out, counts
+
+
+def test_array_maps(gsr, maps_obj):
+    r0, out, counts = run_maps(gsr, maps_obj, 1, 5)
+    assert r0 == 0 and counts == (0, 5, 0, 100)
+    # update: 0; with BPF_NOEXIST: -EEXIST; delete: -EINVAL; past the end: -E2BIG.
+    assert out[:4] == ((0, -17 & M64, -22 & M64, -7 & M64))
+    # A key past the end: lookup gives NULL, nothing changes.
+    r0, out, counts = run_maps(gsr, maps_obj, 6, 5)
+    assert r0 == 1 and counts == (0, 0, 0, 0) and out[:4] == (0, 0, 0, 0)
+
+
+@pytest.mark.skipif(not os.path.exists(PTXAS), reason="ptxas is not installed")
+def test_array_maps_ptx_assembles(gs, maps_obj, tmp_path):
+    p = gs.run(["bpf2ptx", str(maps_obj), "-p", "count"])
+    assert p.returncode == 0, p.stderr
+    assert ".visible .global .align 8 .b8 gs_maps[32];" in p.stdout  # two maps, 16 bytes each
+    assemble(p.stdout, tmp_path)
+    p = gs.run(["bpf2ptx", str(maps_obj), "-p", "uses_hash"])
+    assert p.returncode == 2
+    assert "refers to map by_key of type 1: only array maps" in p.stderr

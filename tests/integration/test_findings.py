@@ -39,7 +39,10 @@ def test_planted_stalls_are_found(gs, tmp_path):
     assert disk["cause"] == "disk" and disk["syscall"] == "pread64"
     dev = report["os"]["total"]["block_io"]["devices"][0]["device"]
     assert disk["io_device"] == dev
-    assert truth["stall:read_bytes"] <= disk["io_bytes"] <= truth["stall:read_bytes"] + (1 << 20)
+    # (A few of the file's pages may still be cached, read without a request: 12 KiB of
+    # 64 MiB seen once.)
+    assert truth["stall:read_bytes"] - (1 << 20) <= disk["io_bytes"] <= \
+        truth["stall:read_bytes"] + (1 << 20)
     assert disk["thread_off_cpu_ns"] * 2 >= disk["launch_late_ns"]
     assert disk["idle_ns"] >= disk["launch_late_ns"] >= disk["thread_off_cpu_ns"]
     assert "launching thread %d was blocked in pread64() on %s for " % (disk["tid"], dev) \
@@ -99,7 +102,7 @@ def test_a_read_split_into_hundreds_of_requests(gsr):
     want = truth["stall:read_bytes"]
     # (The loader's first requests may be done before the wait begins, on a loaded machine:
     # see test_planted_stalls_are_found.)
-    for bytes_, count, early in ((disk["io_bytes"], disk["io_requests"], 0),
+    for bytes_, count, early in ((disk["io_bytes"], disk["io_requests"], 1 << 20),
                                  (loader["other_thread"]["io_bytes"],
                                   loader["other_thread"]["io_requests"], want // 2)):
         assert want - early <= bytes_ <= want + (1 << 20), \
