@@ -195,6 +195,8 @@ void report__build_gpu(struct report *r, const struct model *m);
 void report__free_gpu(struct report *r);
 void report__build_memory(struct report *r, const struct model *m);
 void report__free_memory(struct report *r);
+/* An OOM cause as a label or JSON value ("exhaustion"), and as a sentence has it. */
+const char *oom_cause_key(unsigned int cause);
 const char *oom_cause_name(unsigned int cause);
 /* An OOM finding with its sites named (times as they are). */
 void report__oom_of(const struct model *m, const struct oom_finding *o, struct rep_oom *out);

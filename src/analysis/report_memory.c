@@ -178,11 +178,16 @@ void report__free_memory(struct report *r)
 	free(r->frags);
 }
 
-const char *oom_cause_name(unsigned int cause)
+const char *oom_cause_key(unsigned int cause)
 {
 	return cause == OOM_FRAGMENTATION ? "fragmentation"
-	       : cause == OOM_UNCLEAR	  ? "unclear (NVML saw enough free)"
+	       : cause == OOM_UNCLEAR	  ? "unclear"
 					  : "exhaustion";
+}
+
+const char *oom_cause_name(unsigned int cause)
+{
+	return cause == OOM_UNCLEAR ? "unclear (NVML saw enough free)" : oom_cause_key(cause);
 }
 
 const char *report__oom_text(const struct rep_oom *ro, char *buf, size_t n)

@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "analysis/model.h"
+#include "analysis/report.h"
 #include "bpf/tracer.h"
 #include "cmd/exporter.h"
 #include "core/demangle.h"
@@ -675,10 +676,7 @@ void xtrace_render(struct xtrace *x, struct strbuf *sb)
 		proc_labels(p, &pl);
 		for (int c = OOM_EXHAUSTION; c < OOM_CAUSES; c++)
 			prom_sample(sb, "gpuscope_oom_total", &pl.ls, "cause",
-				    c == OOM_EXHAUSTION	     ? "exhaustion"
-				    : c == OOM_FRAGMENTATION ? "fragmentation"
-							     : "unclear",
-				    (double)p->ooms[c]);
+				    oom_cause_key((unsigned int)c), (double)p->ooms[c]);
 	}
 	prom_family(sb, "gpuscope_memory_fragmentation_ratio", "gauge",
 		    "Fragmentation of a process's device allocations: 1 - the largest free range "

@@ -225,10 +225,7 @@ static void oom(struct json *j, const struct rep_oom *ro)
 	json_str(j, "api", api_name(o->api));
 	json_i64(j, "device", o->device);
 	json_u64(j, "requested_bytes", o->requested);
-	json_str(j, "cause",
-		 o->cause == OOM_FRAGMENTATION ? "fragmentation"
-		 : o->cause == OOM_UNCLEAR     ? "unclear"
-					       : "exhaustion");
+	json_str(j, "cause", oom_cause_key(o->cause));
 	json_u64(j, "process_device_bytes", o->live_dev);
 	json_u64(j, "process_all_devices_bytes", o->live_all);
 	if (o->have_nvml) {
