@@ -47,6 +47,10 @@ while kill -0 $TRAIN 2>/dev/null; do
 done
 sleep 2
 curl -s 127.0.0.1:$PORT/metrics > "$OUT/metrics-after.txt"
+# where the agent's resident memory is: private vs file-backed, and by mapping
+cat /proc/$AGENT/smaps_rollup > "$OUT/agent-smaps-rollup.txt"
+awk '/^[0-9a-f]+-[0-9a-f]+ /{f=($6==""?"[anon]":$6)} /^Rss:/{r[f]+=$2} END{for(f in r) if(r[f]>=64) printf "%8d kB %s\n", r[f], f}' \
+	/proc/$AGENT/smaps | sort -rn > "$OUT/agent-rss-by-mapping.txt"
 kill $SMI
 kill -TERM $AGENT
 wait $AGENT

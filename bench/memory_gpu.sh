@@ -1,14 +1,18 @@
 #!/bin/sh
 # The memory analyses on a GPU machine: tests/gpu/torch_memory.py's leak cases and the
 # caching allocator's fragmentation OOM under gpuscope (kernel probes), the same programs
-# untraced and under compute-sanitizer --leak-check full, timed. Writes reports, memory
-# maps, the programs' facts and times.txt to $OUT.
+# untraced, a ResNet-50 training run for the memory map, and (part cs) the leak cases
+# under compute-sanitizer --leak-check full. Each program writes its own loop time in its
+# facts (start-up not counted); times.txt has the whole runs' wall times. Writes reports,
+# memory maps, the programs' facts and times.txt to $OUT.
 #
-#   OUT=dir sh bench/memory_gpu.sh [N] [GPUSCOPE]
+#   OUT=dir sh bench/memory_gpu.sh gs|cs [N] [GPUSCOPE]
 set -u
-N=${1:-300}
-G=${2:-.output/static/gpuscope}
+PART=${1:-gs}
+N=${2:-300}
+G=${3:-.output/static/gpuscope}
 PY=${PY:-/opt/torch/.venv/bin/python3}
+CS_LIMIT=${CS_LIMIT:-170}
 mkdir -p "$OUT"
 mount | grep -q tracefs || mount -t tracefs none /sys/kernel/tracing
 t() { # label, command...: wall milliseconds of the command into times.txt
@@ -20,21 +24,33 @@ t() { # label, command...: wall milliseconds of the command into times.txt
 	e=$(date +%s%N)
 	echo "$l rc=$rc ms=$(((e - s) / 1000000))" >> "$OUT/times.txt"
 }
-for c in list_leak graph_leak steady; do
-	for cache in 1 0; do
-		tag=$c-nocache$cache
-		t plain-$tag env PYTORCH_NO_CUDA_MEMORY_CACHING=$cache $PY tests/gpu/torch_memory.py $c $N
-		t gs-$tag env PYTORCH_NO_CUDA_MEMORY_CACHING=$cache $G run -q \
-			--json="$OUT/gs-$tag.json" -o "$OUT/gs-$tag.gsrec" -- \
-			$PY tests/gpu/torch_memory.py $c $N --facts "$OUT/facts-$tag.json"
-		$G report "$OUT/gs-$tag.gsrec" --memory-map "$OUT/map-$tag.svg" > /dev/null 2>&1
-		rm -f "$OUT/gs-$tag.gsrec"
+gs() { # tag, nocache, case, n: the case under gpuscope, its report and memory map
+	t gs-$1 env PYTORCH_NO_CUDA_MEMORY_CACHING=$2 $G run -q \
+		--json="$OUT/gs-$1.json" -o "$OUT/gs-$1.gsrec" -- \
+		$PY tests/gpu/torch_memory.py $3 $4 --facts "$OUT/facts-gs-$1.json"
+	$G report "$OUT/gs-$1.gsrec" --memory-map "$OUT/map-$1.svg" > "$OUT/report-$1.txt" 2>&1
+	rm -f "$OUT/gs-$1.gsrec"
+}
+if [ "$PART" = gs ]; then
+	for c in list_leak graph_leak steady; do
+		for cache in 1 0; do
+			tag=$c-nocache$cache
+			# interleaved: untraced, traced, untraced again
+			t plain-$tag env PYTORCH_NO_CUDA_MEMORY_CACHING=$cache \
+				$PY tests/gpu/torch_memory.py $c $N --facts "$OUT/facts-plain-$tag.json"
+			gs $tag $cache $c $N
+			t plain2-$tag env PYTORCH_NO_CUDA_MEMORY_CACHING=$cache \
+				$PY tests/gpu/torch_memory.py $c $N --facts "$OUT/facts-plain2-$tag.json"
+		done
 	done
-	t cs-$c env PYTORCH_NO_CUDA_MEMORY_CACHING=1 compute-sanitizer --leak-check full \
-		$PY tests/gpu/torch_memory.py $c $N
-done
-t gs-fragment $G run -q --json="$OUT/gs-fragment.json" -o "$OUT/gs-fragment.gsrec" -- \
-	$PY tests/gpu/torch_memory.py fragment 0 --facts "$OUT/facts-fragment.json"
-$G report "$OUT/gs-fragment.gsrec" --memory-map "$OUT/map-fragment.svg" > /dev/null 2>&1
-rm -f "$OUT/gs-fragment.gsrec"
-nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader > "$OUT/gpu.txt"
+	gs train-nocache0 0 train 40
+	gs train-nocache1 1 train 10
+	gs fragment 0 fragment 0
+	nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader > "$OUT/gpu.txt"
+else
+	for c in list_leak graph_leak steady; do
+		t cs-$c env PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout $CS_LIMIT \
+			compute-sanitizer --leak-check full \
+			$PY tests/gpu/torch_memory.py $c $N --facts "$OUT/facts-cs-$c.json"
+	done
+fi

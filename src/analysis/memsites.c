@@ -21,6 +21,7 @@
  * piece large enough. Unclear: NVML saw enough free, yet the process's ranges do not
  * show fragmentation.
  */
+#include <ctype.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,6 +36,11 @@
 #define TICK_NS		10000000ULL /* first sampling interval */
 #define MIN_WINDOW	8	    /* samples for a trend test */
 #define LEAK_CONFIDENCE 0.999
+#define LEAK_MIN_GROWTH (1ULL << 20) /* bytes over the window: less is not worth a finding */
+/* The window's least span: a site younger than twice this is not judged. A young site is
+ * often in its first rise (a training step's first forward pass: activations pile up
+ * until the backward pass frees them); the later half of a second of life holds a fall. */
+#define LEAK_MIN_WINDOW_NS 500000000ULL
 #define CU_OUT_OF_MEMORY \
 	2 /* CUDA_ERROR_OUT_OF_MEMORY (cudaErrorMemoryAllocation is the runtime's) */
 
@@ -148,8 +154,14 @@ void model__site_free(struct model *m, struct range *r, __u64 ts)
 struct space {
 	int slot;
 	bool any;
-	__u64 prev_end, first, live, holes, largest, ranges;
+	__u64 prev_end, first, live, holes, largest, ranges, stranded, largest_stranded;
 };
+
+static void strand(struct space *sp, __u64 bytes)
+{
+	sp->stranded += bytes;
+	sp->largest_stranded = GS_MAX(sp->largest_stranded, bytes);
+}
 
 static void space_visit(const struct range *r, void *ctx)
 {
@@ -161,8 +173,19 @@ static void space_visit(const struct range *r, void *ctx)
 	if (sp->any && r->addr > sp->prev_end) {
 		__u64 hole = r->addr - sp->prev_end;
 
+		__u64 head_end = (sp->prev_end + MEM_PAGE - 1) / MEM_PAGE * MEM_PAGE,
+		      tail_start = r->addr / MEM_PAGE * MEM_PAGE;
+
 		sp->holes += hole;
 		sp->largest = GS_MAX(sp->largest, hole);
+		/* The free part of the page the last range ends in and of the page this one
+		 * starts in (one piece if that is the same page). */
+		if (tail_start < head_end) {
+			strand(sp, hole);
+		} else {
+			strand(sp, head_end - sp->prev_end);
+			strand(sp, r->addr - tail_start);
+		}
 	}
 	if (!sp->any)
 		sp->first = r->addr;
@@ -189,11 +212,13 @@ void model__frag_now(const struct proc *p, int slot, __u64 ts, struct frag_sampl
 	out->holes = sp.holes;
 	out->largest_hole = sp.largest;
 	out->ranges = sp.ranges;
+	out->stranded = sp.stranded;
+	out->largest_stranded = sp.largest_stranded;
 }
 
 double model__frag_score(const struct frag_sample *s)
 {
-	return s->holes ? 1.0 - (double)s->largest_hole / (double)s->holes : 0.0;
+	return s->stranded ? (double)s->stranded / (double)(s->stranded + s->live) : 0.0;
 }
 
 static void judge(struct model *m, struct mem_site *s, __u64 now);
@@ -235,6 +260,8 @@ static void frag_sample(struct proc *p, int slot, __u64 ts)
 	x->holes = sp.holes;
 	x->largest_hole = sp.largest;
 	x->ranges = sp.ranges;
+	x->stranded = sp.stranded;
+	x->largest_stranded = sp.largest_stranded;
 }
 
 void model__mem_tick(struct model *m, struct proc *p, __u64 ts, bool force)
@@ -329,8 +356,8 @@ void model__site_trend(const struct mem_site *s, __u64 now, struct leak_test *t)
 	/* Rising in each third of the window, not in one step. */
 	for (unsigned int k = 0; k < 3; k++)
 		grows &= xs[(k + 1) * (n - 1) / 3] > xs[k * (n - 1) / 3];
-	t->suspected =
-		t->confidence >= LEAK_CONFIDENCE && t->growth > 0 && t->slope_bps > 0 && grows;
+	t->suspected = t->confidence >= LEAK_CONFIDENCE && t->growth >= (__s64)LEAK_MIN_GROWTH &&
+		       t->to - t->from >= LEAK_MIN_WINDOW_NS && t->slope_bps > 0 && grows;
 }
 
 /* Re-test a site; a newly suspected one is noted (timelines show it). */
@@ -365,6 +392,12 @@ static void judge(struct model *m, struct mem_site *s, __u64 now)
 	}
 	model__site_trend(s, now, &t);
 	s->suspected = t.suspected;
+	if (t.suspected) {
+		/* (Kept: a site that grew for a while and then stopped is still worth
+		 * showing.) */
+		s->at_suspicion = t;
+		s->suspected_last = now;
+	}
 	if (t.suspected && !s->suspected_since) {
 		s->suspected_since = now;
 		m->recent_leaks[m->leaks_total++ % RECENT_FINDINGS] = s;
@@ -457,6 +490,8 @@ void model__site_failed(struct model *m, struct proc *p, const struct gs_ev_mem 
 	o->holes = sp.holes;
 	o->largest_hole = sp.largest;
 	o->span = sp.any ? sp.prev_end - sp.first : 0;
+	o->stranded = sp.stranded;
+	o->largest_stranded = sp.largest_stranded;
 	by = xmalloc((p->nsites + 1) * sizeof(*by));
 	memcpy(by, p->sites, p->nsites * sizeof(*by));
 	qsort(by, p->nsites, sizeof(*by), more_live);
@@ -466,14 +501,15 @@ void model__site_failed(struct model *m, struct proc *p, const struct gs_ev_mem 
 			o->top[o->ntop++].bytes = by[i]->live_bytes;
 		}
 	free(by);
-	/* Fragmentation when the process's own free ranges add up to what was asked but none
-	 * is that large; else exhaustion, unless NVML saw that much free (its reading is up
-	 * to a sampling interval old, and memory a pool or another context reserved is not
-	 * in this process's ranges): then it is not clear. */
-	if (o->have_nvml && o->nvml_total - GS_MIN(o->nvml_used, o->nvml_total) < o->requested)
-		o->cause = OOM_EXHAUSTION;
-	else if (o->holes >= o->requested && o->largest_hole < o->requested)
+	/* Fragmentation when what is stranded in the process's partly used pages adds up to
+	 * what was asked but no piece is that large (NVML counts those pages as used); else
+	 * exhaustion, unless NVML saw that much free (its reading is up to a sampling interval
+	 * old, and memory a pool or another context reserved is not in this process's ranges):
+	 * then it is not clear. */
+	if (o->stranded >= o->requested && o->largest_stranded < o->requested)
 		o->cause = OOM_FRAGMENTATION;
+	else if (o->have_nvml && o->nvml_total - GS_MIN(o->nvml_used, o->nvml_total) < o->requested)
+		o->cause = OOM_EXHAUSTION;
 	else
 		o->cause = o->have_nvml ? OOM_UNCLEAR : OOM_EXHAUSTION;
 	p->ooms[o->cause]++;
@@ -496,9 +532,23 @@ void model__nvml_seen(struct model *m, const struct gs_hdr *ev)
 
 /* ---- names and cleanup ----------------------------------------------------------------- */
 
+/* A frame the symboliser could only place in its file ("libcudart.so.13+0x41b5e"). */
+static bool only_placed(const char *sym)
+{
+	const char *plus = strstr(sym, "+0x");
+
+	if (!plus || plus == sym || strpbrk(sym, "(: "))
+		return false;
+	for (plus += 3; *plus; plus++)
+		if (!isxdigit((unsigned char)*plus))
+			return false;
+	return true;
+}
+
 void model__site_label(const struct model *m, const struct mem_site *s, unsigned int frames,
 		       char *buf, size_t n)
 {
+	unsigned int first = 0;
 	size_t len = 0;
 
 	buf[0] = 0;
@@ -506,7 +556,21 @@ void model__site_label(const struct model *m, const struct mem_site *s, unsigned
 		snprintf(buf, n, "%s (no stack)", api_name(s->api));
 		return;
 	}
-	for (unsigned int i = 0; i < s->stack->nframes && i < frames && len + 1 < n; i++) {
+	/* The innermost frames are often inside a stripped library the call went through
+	 * (cudart's cudaMalloc calling cuMemAlloc): the label starts at the first named frame,
+	 * where there is one. */
+	for (unsigned int i = 0; i < s->stack->nframes; i++) {
+		const char *sym = model__symbol(m, s->pid, s->stack->ip[i]);
+
+		if (!sym)
+			break;
+		if (!only_placed(sym)) {
+			first = i;
+			break;
+		}
+	}
+	for (unsigned int i = first; i < s->stack->nframes && i - first < frames && len + 1 < n;
+	     i++) {
 		const char *sym = model__symbol(m, s->pid, s->stack->ip[i]);
 		char *d = sym ? demangle(sym) : NULL;
 		char hex[32], *paren;
@@ -515,7 +579,7 @@ void model__site_label(const struct model *m, const struct mem_site *s, unsigned
 			/* Past a named frame, an unnamed one is where the frame-pointer chain
 			 * left code that keeps one (what follows is not frames): stop. The
 			 * innermost is shown as an address. */
-			if (i)
+			if (i > first)
 				break;
 			snprintf(hex, sizeof(hex), "0x%llx", (unsigned long long)s->stack->ip[i]);
 			d = xstrdup(hex);
@@ -524,7 +588,7 @@ void model__site_label(const struct model *m, const struct mem_site *s, unsigned
 		paren = strchr(d, '(');
 		if (paren && paren != d)
 			*paren = 0;
-		len += (size_t)snprintf(buf + len, n - len, "%s%s", i ? " < " : "", d);
+		len += (size_t)snprintf(buf + len, n - len, "%s%s", i > first ? " < " : "", d);
 		free(d);
 	}
 }

@@ -188,6 +188,9 @@ static void add_proc_event(struct model *m, const struct gs_ev_proc *e)
 	case GS_PROC_EXIT:
 		p->exited = true;
 		p->exit_code = e->exit_code;
+		/* (A process gone before its name could be read from /proc has it here.) */
+		if ((!p->comm[0] || !strcmp(p->comm, "?")) && e->comm[0])
+			gs_strlcpy(p->comm, e->comm, sizeof(p->comm));
 		p->end_ts = e->h.ts;
 		model__mem_tick(m, p, e->h.ts, true); /* (its last word) */
 		break;

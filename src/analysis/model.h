@@ -218,6 +218,15 @@ struct finding {
 #define MAX_OOMS     32
 #define OOM_TOP	     3
 
+struct leak_test {
+	bool suspected;
+	unsigned int n;	   /* samples tested */
+	double confidence; /* that the bytes grow: 1 - p of Mann-Kendall's S (one-sided) */
+	double slope_bps;  /* Sen's slope over the window, bytes/s */
+	__u64 from, to;	   /* the window */
+	__s64 growth;	   /* bytes: its last sample less its first */
+};
+
 struct mem_site {
 	__u32 pid, id;			 /* id: 1, 2, ... in the order sites were first seen */
 	__u16 api;			 /* of its first allocation */
@@ -233,22 +242,25 @@ struct mem_site {
 	/* The trend test as of its latest evaluation (every 8th tick, and model__leaks_check),
 	 * and when it first said so. */
 	bool suspected;
-	__u64 suspected_since; /* 0 never */
+	__u64 suspected_since;	       /* 0 never */
+	__u64 suspected_last;	       /* the latest evaluation that suspected it */
+	struct leak_test at_suspicion; /* that evaluation's test */
 };
 
-struct leak_test {
-	bool suspected;
-	unsigned int n;	   /* samples tested */
-	double confidence; /* that the bytes grow: 1 - p of Mann-Kendall's S (one-sided) */
-	double slope_bps;  /* Sen's slope over the window, bytes/s */
-	__u64 from, to;	   /* the window */
-	__s64 growth;	   /* bytes: its last sample less its first */
-};
+/*
+ * Fragmentation of a process's live device ranges on one device, over time. Holes are
+ * the free ranges between its live allocations, within their span. The driver backs
+ * device memory with pages of MEM_PAGE bytes, placed anywhere: a free range of whole pages
+ * is memory any request can use (or address space never backed), never fragmentation.
+ * What is stranded is the free part of pages that also hold live allocations (small
+ * allocations share pages): usable by requests that fit in one such piece, by no larger
+ * one. The score is the stranded share of those pages.
+ */
+#define MEM_PAGE (2ULL << 20)
 
-/* Fragmentation of a process's live device ranges on one device, over time: holes are
- * the free ranges between its live allocations, within their span. */
 struct frag_sample {
 	__u64 ts, live, holes, largest_hole, ranges;
+	__u64 stranded, largest_stranded;
 };
 
 struct mem_frag {
@@ -268,7 +280,8 @@ struct oom_finding {
 	__u64 nvml_used, nvml_total;
 	__u64 others_bytes; /* other traced processes' bytes on the device */
 	__u32 others;
-	__u64 holes, largest_hole, span; /* the process's address space there */
+	__u64 holes, largest_hole, span;  /* the process's address space there */
+	__u64 stranded, largest_stranded; /* free in its partly used pages (struct frag_sample) */
 	struct {
 		__u32 site;
 		__u64 bytes;
@@ -587,7 +600,7 @@ void model__site_label(const struct model *m, const struct mem_site *s, unsigned
 		       char *buf, size_t n);
 /* The fragmentation of a process's device slot now. */
 void model__frag_now(const struct proc *p, int slot, __u64 ts, struct frag_sample *out);
-/* Fragmentation 0..1 of a sample: 1 - largest hole / all holes (0 without holes). */
+/* Fragmentation 0..1 of a sample: stranded / (stranded + live) (0 with nothing live). */
 double model__frag_score(const struct frag_sample *s);
 void model__sites_free(struct model *m);
 void model__sites_forget(struct model *m, __u32 pid);

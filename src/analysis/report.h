@@ -61,6 +61,7 @@ struct rep_proc {
 #define REP_SITES    32
 #define REP_EXAMPLES 3
 #define SITE_LABEL   240
+#define SITE_STACK   1024 /* the whole stack, up to 16 frames */
 
 struct rep_site {
 	__u32 pid, id;
@@ -68,9 +69,15 @@ struct rep_site {
 	__u8 kind;
 	bool exited; /* its process: outstanding bytes are what it never freed */
 	char label[SITE_LABEL];
+	char stack[SITE_STACK]; /* labels of sites often differ only deeper down */
 	__u64 live_bytes, live_count, peak_bytes, allocs, alloc_bytes, frees, failed;
 	struct leak_test leak;
 	__u64 suspected_since; /* relative to the start; 0 never */
+	/* Suspected earlier, not at the end (it stopped growing): the test as of the last
+	 * time it was suspected, times relative to the start. */
+	bool grew;
+	struct leak_test earlier;
+	__u64 suspected_last;
 	struct {
 		__u64 addr, size, ts; /* ts relative to the start */
 	} examples[REP_EXAMPLES];     /* its oldest live allocations */
@@ -140,9 +147,11 @@ struct report {
 	struct rep_alloc largest[REP_LARGEST];
 	size_t nlargest;
 	/* memory analyses */
-	struct rep_site *sites; /* suspected leaks first (fastest growing), then by bytes */
+	/* suspected leaks first (fastest growing), then those that grew for a while,
+	 * then by bytes */
+	struct rep_site *sites;
 	size_t nsites;
-	__u64 sites_total, leaks;
+	__u64 sites_total, leaks, grew;
 	struct rep_oom *ooms;
 	size_t nooms;
 	__u64 ooms_total;
@@ -200,6 +209,8 @@ const char *oom_cause_key(unsigned int cause);
 const char *oom_cause_name(unsigned int cause);
 /* An OOM finding with its sites named (times as they are). */
 void report__oom_of(const struct model *m, const struct oom_finding *o, struct rep_oom *out);
+/* The caching allocator a site's label shows the call came through, NULL if none known. */
+const char *report__caching_allocator(const char *label);
 /* One line saying what an OOM finding found. */
 const char *report__oom_text(const struct rep_oom *o, char *buf, size_t n);
 void report__free(struct report *r);

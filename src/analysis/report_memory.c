@@ -13,7 +13,8 @@ static __u64 rel(__u64 ts, __u64 t0)
 	return ts > t0 ? ts - t0 : 0;
 }
 
-/* Suspected leaks first, fastest growing first; then the most bytes outstanding. */
+/* Suspected leaks first, fastest growing first; then those that grew for a while and
+ * stopped, fastest first; then the most bytes outstanding. */
 static int site_order(const void *a, const void *b)
 {
 	const struct rep_site *x = a, *y = b;
@@ -22,6 +23,10 @@ static int site_order(const void *a, const void *b)
 		return x->leak.suspected ? -1 : 1;
 	if (x->leak.suspected && x->leak.slope_bps != y->leak.slope_bps)
 		return x->leak.slope_bps < y->leak.slope_bps ? 1 : -1;
+	if (x->grew != y->grew)
+		return x->grew ? -1 : 1;
+	if (x->grew && x->earlier.slope_bps != y->earlier.slope_bps)
+		return x->earlier.slope_bps < y->earlier.slope_bps ? 1 : -1;
 	if (x->live_bytes != y->live_bytes)
 		return x->live_bytes < y->live_bytes ? 1 : -1;
 	return x->id < y->id ? -1 : x->id > y->id;
@@ -111,16 +116,27 @@ void report__build_memory(struct report *r, const struct model *m)
 		o->suspected_since = s->suspected_since ? rel(s->suspected_since, t0) : 0;
 		o->leak.from = rel(o->leak.from, t0);
 		o->leak.to = rel(o->leak.to, t0);
+		if (!o->leak.suspected && s->suspected_since) {
+			o->grew = true;
+			o->earlier = s->at_suspicion;
+			o->earlier.from = rel(o->earlier.from, t0);
+			o->earlier.to = rel(o->earlier.to, t0);
+			o->suspected_last = rel(s->suspected_last, t0);
+		}
 		r->stacks |= s->stack != NULL;
 		model__site_label(m, s, 4, o->label, sizeof(o->label));
+		model__site_label(m, s, 16, o->stack, sizeof(o->stack));
 	}
 	r->sites_total = n;
 	qsort(all, n, sizeof(*all), site_order);
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++) {
 		r->leaks += all[i].leak.suspected;
-	/* The suspected ones and those holding the most; with nothing outstanding and no
-	 * suspicion, a site is not worth a line. */
-	while (n && !all[n - 1].leak.suspected && !all[n - 1].live_bytes && !all[n - 1].failed)
+		r->grew += all[i].grew;
+	}
+	/* The suspected ones, those that were, and those holding the most; with nothing
+	 * outstanding and no suspicion ever, a site is not worth a line. */
+	while (n && !all[n - 1].leak.suspected && !all[n - 1].grew && !all[n - 1].live_bytes &&
+	       !all[n - 1].failed)
 		n--;
 	r->nsites = GS_MIN(n, (size_t)REP_SITES);
 	r->sites = all;
@@ -190,10 +206,27 @@ const char *oom_cause_name(unsigned int cause)
 	return cause == OOM_UNCLEAR ? "unclear (NVML saw enough free)" : oom_cause_key(cause);
 }
 
+const char *report__caching_allocator(const char *label)
+{
+	static const struct {
+		const char *frame, *name;
+	} known[] = {
+		{ "CUDACachingAllocator", "PyTorch's caching allocator" },
+		{ "BFCAllocator", "XLA's BFC allocator" },
+	};
+
+	for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
+		if (strstr(label, known[i].frame))
+			return known[i].name;
+	return NULL;
+}
+
 const char *report__oom_text(const struct rep_oom *ro, char *buf, size_t n)
 {
+	const char *cache = report__caching_allocator(ro->site);
 	const struct oom_finding *o = &ro->o;
-	char req[32], live[32], all[32], holes[32], big[32], used[32], total[32], other[32];
+	char req[32], live[32], all[32], holes[32], big[32], used[32], total[32], other[32],
+		str[32], piece[32];
 	size_t len;
 
 	fmt_bytes(req, sizeof(req), (double)o->requested);
@@ -201,6 +234,8 @@ const char *report__oom_text(const struct rep_oom *ro, char *buf, size_t n)
 	fmt_bytes(all, sizeof(all), (double)o->live_all);
 	fmt_bytes(holes, sizeof(holes), (double)o->holes);
 	fmt_bytes(big, sizeof(big), (double)o->largest_hole);
+	fmt_bytes(str, sizeof(str), (double)o->stranded);
+	fmt_bytes(piece, sizeof(piece), (double)o->largest_stranded);
 	len = (size_t)snprintf(buf, n, "%s of %s on GPU %d failed: %s. ", api_name(o->api), req,
 			       o->device, oom_cause_name(o->cause));
 	if (o->have_nvml) {
@@ -209,10 +244,12 @@ const char *report__oom_text(const struct rep_oom *ro, char *buf, size_t n)
 		len += (size_t)snprintf(buf + len, n - GS_MIN(len, n), "NVML: %s of %s used. ",
 					used, total);
 	}
-	len += (size_t)snprintf(buf + len, n - GS_MIN(len, n),
-				"This process held %s there (%s on all GPUs); free ranges between "
-				"its allocations: %s, the largest %s",
-				live, all, holes, big);
+	len += (size_t)snprintf(
+		buf + len, n - GS_MIN(len, n),
+		"This process held %s there (%s on all GPUs); free in its partly "
+		"used 2 MiB pages: %s, the largest piece %s; free ranges between its "
+		"allocations: %s, the largest %s",
+		live, all, str, piece, holes, big);
 	if (o->others) {
 		fmt_bytes(other, sizeof(other), (double)o->others_bytes);
 		len += (size_t)snprintf(buf + len, n - GS_MIN(len, n),
@@ -232,6 +269,13 @@ const char *report__oom_text(const struct rep_oom *ro, char *buf, size_t n)
 		len += (size_t)snprintf(buf + len, n - GS_MIN(len, n), "; most held by %s (%s)",
 					ro->top[0], other);
 	}
-	snprintf(buf + GS_MIN(len, n - 1), n - GS_MIN(len, n - 1), ".");
+	len += (size_t)snprintf(buf + GS_MIN(len, n - 1), n - GS_MIN(len, n - 1), ".");
+	if (cache)
+		snprintf(buf + GS_MIN(len, n - 1), n - GS_MIN(len, n - 1),
+			 " The call came from %s: the driver sees its segments, not what it handed "
+			 "out of them, so memory it holds unused (its own fragmentation) is not "
+			 "visible here; its own report is (torch.cuda.memory_summary() for "
+			 "PyTorch).",
+			 cache);
 	return buf;
 }

@@ -777,7 +777,7 @@ int cmd_exporter(int argc, char **argv)
 		ex.xt && xtrace_probes(ex.xt) ? "eBPF probes" : "no eBPF probes");
 	while (!ex.stop) {
 		if (ex.xt)
-			xtrace_poll(ex.xt, 200);
+			xtrace_poll(ex.xt);
 		else
 			pause();
 	}

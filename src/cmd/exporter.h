@@ -25,8 +25,9 @@ struct xtrace *xtrace_open(const struct xtrace_opts *o);
 bool xtrace_probes(const struct xtrace *x);
 /* The in-process library programs preload, NULL without --inject-dir. */
 const char *xtrace_library(const struct xtrace *x);
-/* Deliver the kernel's records (up to timeout_ms), and forget processes gone long enough. */
-void xtrace_poll(struct xtrace *x, int timeout_ms);
+/* Deliver what the planes recorded (waiting up to 100 ms), and forget processes gone long
+ * enough. */
+void xtrace_poll(struct xtrace *x);
 /* The gpuscope_* metrics of the planes (thread-safe against xtrace_poll). */
 void xtrace_render(struct xtrace *x, struct strbuf *sb);
 void xtrace_close(struct xtrace *x);

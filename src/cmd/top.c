@@ -344,7 +344,7 @@ int cmd_top(int argc, char **argv)
 		/* The interval's records, then what they add up to. */
 		while (!stop && mono() - t0 < interval) {
 			if (x)
-				xtrace_poll(x, 100);
+				xtrace_poll(x);
 			else
 				usleep(100000);
 		}

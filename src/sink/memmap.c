@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "analysis/model.h"
+#include "analysis/report.h"
 #include "core/names.h"
 #include "core/util.h"
 #include "sink/sinks.h"
@@ -188,13 +189,33 @@ static double nice_step(double span, int ticks)
 }
 
 /* The sites with the most bytes allocated in the panel, with their colours. */
+/* How many leading bytes of whole frames (" < "-separated) all n labels share. */
+static size_t common_frames(char labels[][SITE_STACK], size_t n)
+{
+	size_t best = 0;
+
+	if (n < 2)
+		return 0;
+	for (const char *p = labels[0]; (p = strstr(p, " < ")); p += 3) {
+		size_t len = (size_t)(p - labels[0]) + 3;
+
+		for (size_t k = 1; k < n; k++)
+			if (strncmp(labels[k], labels[0], len))
+				return best;
+		best = len;
+	}
+	return best;
+}
+
 static void legend(FILE *f, const struct model *m, struct mem_hist **v, size_t nv, double y)
 {
 	struct {
 		__u32 site, pid;
 		__u64 bytes;
 	} top[6] = { { 0, 0, 0 } };
+	static char stacks[6][SITE_STACK];
 	char colour[40], label[SITE_LABEL], a[32];
+	size_t n = 0, skip;
 
 	for (size_t i = 0; i < nv; i++) {
 		size_t k;
@@ -208,15 +229,32 @@ static void legend(FILE *f, const struct model *m, struct mem_hist **v, size_t n
 		if (k < 6)
 			top[k].bytes += v[i]->size;
 	}
-	for (size_t k = 0; k < 6 && top[k].site; k++) {
-		const struct mem_site *s = site_by_id(m, top[k].pid, top[k].site);
+	/* Sites' labels often share their first frames (an allocator's own functions): the
+	 * legend shows where they part, three frames from there. */
+	for (; n < 6 && top[n].site; n++) {
+		const struct mem_site *s = site_by_id(m, top[n].pid, top[n].site);
+
+		if (s)
+			model__site_label(m, s, 16, stacks[n], sizeof(stacks[n]));
+		else
+			snprintf(stacks[n], sizeof(stacks[n]), "?");
+	}
+	skip = common_frames(stacks, n);
+	for (size_t k = 0; k < n; k++) {
 		double x = PLOT_X + (double)(k % 2) * (PLOT_W / 2.0), yy = y + (double)(k / 2) * 15;
+		const char *p = stacks[k] + skip, *end = p;
 
 		site_colour(top[k].site, colour, sizeof(colour));
-		if (s)
-			model__site_label(m, s, 3, label, sizeof(label));
-		else
-			snprintf(label, sizeof(label), "?");
+		for (unsigned int fr = 0; fr < 3; fr++) { /* the end of its third frame */
+			const char *sep = strstr(end, " < ");
+
+			if (!sep) {
+				end = p + strlen(p);
+				break;
+			}
+			end = fr < 2 ? sep + 3 : sep;
+		}
+		snprintf(label, sizeof(label), "%s%.*s", skip ? "... < " : "", (int)(end - p), p);
 		if (strlen(label) > 70)
 			strcpy(label + 67, "...");
 		fprintf(f,
@@ -228,11 +266,12 @@ static void legend(FILE *f, const struct model *m, struct mem_hist **v, size_t n
 	}
 }
 
+/* t0: the trace's start (times are given from it); a0..t1: the time axis. */
 static void panel_draw(FILE *f, const struct model *m, const struct panel *pn, struct mem_hist **v,
-		       size_t nv, double top, __u64 t0, __u64 t1)
+		       size_t nv, double top, __u64 t0, __u64 a0, __u64 t1)
 {
 	const struct proc *p = hmap_get(&m->procs, pn->pid, 0);
-	double span = (double)(t1 > t0 ? t1 - t0 : 1), plot_top = top + 40;
+	double span = (double)(t1 > a0 ? t1 - a0 : 1), plot_top = top + 40;
 	struct drawn *d = xcalloc(nv + 1, sizeof(*d));
 	static float grid[GRID_H][GRID_W];
 	size_t nd = 0, nrects = 0, ncells = 0;
@@ -263,8 +302,8 @@ static void panel_draw(FILE *f, const struct model *m, const struct panel *pn, s
 		struct drawn *x = &d[nd++];
 
 		x->h = h;
-		x->x0 = PLOT_X + (double)(h->t0 > t0 ? h->t0 - t0 : 0) / span * PLOT_W;
-		x->x1 = PLOT_X + (double)(end > t0 ? end - t0 : 0) / span * PLOT_W;
+		x->x0 = PLOT_X + (double)(h->t0 > a0 ? h->t0 - a0 : 0) / span * PLOT_W;
+		x->x1 = PLOT_X + (double)(end > a0 ? end - a0 : 0) / span * PLOT_W;
 		x->x1 = GS_MAX(x->x1, x->x0 + 0.5);
 		x->y1 = plot_top + PLOT_H - axis_at(&ax, h->addr) / ax.total * PLOT_H;
 		x->y0 = plot_top + PLOT_H -
@@ -364,7 +403,7 @@ static void panel_draw(FILE *f, const struct model *m, const struct panel *pn, s
 		if (!h->failed || h->pid != pn->pid ||
 		    (slot_of(h) != pn->slot && slot_of(h) != MEM_DEVS))
 			continue;
-		x = PLOT_X + (double)(h->t0 > t0 ? h->t0 - t0 : 0) / span * PLOT_W;
+		x = PLOT_X + (double)(h->t0 > a0 ? h->t0 - a0 : 0) / span * PLOT_W;
 		fprintf(f,
 			"<g class=\"failure\"><line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" "
 			"y2=\"%.1f\" "
@@ -377,15 +416,16 @@ static void panel_draw(FILE *f, const struct model *m, const struct panel *pn, s
 	}
 	/* Time axis. */
 	step = nice_step(span / 1e9, 8);
-	for (double t = 0; t <= span / 1e9 + 1e-12; t += step) {
-		double x = PLOT_X + t * 1e9 / span * PLOT_W;
+	for (double t = ceil((double)(a0 - t0) / 1e9 / step - 1e-9) * step;
+	     t <= (double)(t1 - t0) / 1e9 + 1e-12; t += step) {
+		double x = PLOT_X + (t * 1e9 - (double)(a0 - t0)) / span * PLOT_W;
 
 		fprintf(f,
 			"<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#999\"/>"
 			"<text x=\"%.1f\" y=\"%.1f\" class=\"small\" text-anchor=\"middle\">%g s"
 			"</text>\n",
 			x, plot_top + PLOT_H, x, plot_top + PLOT_H + 4, x, plot_top + PLOT_H + 16,
-			t);
+			fabs(t) < 1e-9 ? 0.0 : t); /* (not "-0 s") */
 	}
 	/* Fragmentation under it. */
 	{
@@ -405,7 +445,7 @@ static void panel_draw(FILE *f, const struct model *m, const struct panel *pn, s
 			/* (A step: a sample holds until the next.) */
 			for (unsigned int i = 0; i < fr->n; i++) {
 				double x = PLOT_X +
-					   (double)(fr->s[i].ts > t0 ? fr->s[i].ts - t0 : 0) /
+					   (double)(fr->s[i].ts > a0 ? fr->s[i].ts - a0 : 0) /
 						   span * PLOT_W,
 				       y = fy + FRAG_H - model__frag_score(&fr->s[i]) * FRAG_H;
 
@@ -439,7 +479,7 @@ int memmap__write(FILE *f, const struct model *m)
 {
 	struct panel *pn = NULL;
 	size_t npn = 0, shown;
-	__u64 t0 = m->have_start ? m->start.h.ts : m->first_ts, t1 = m->last_ts;
+	__u64 t0 = m->have_start ? m->start.h.ts : m->first_ts, t1 = m->last_ts, a0 = t1;
 	double height;
 
 	for (size_t i = 0; i < m->nhist; i++) {
@@ -448,6 +488,7 @@ int memmap__write(FILE *f, const struct model *m)
 
 		if (!drawn_kind(h) && !h->failed)
 			continue;
+		a0 = GS_MIN(a0, h->t0);
 		for (k = 0; k < npn; k++)
 			if (pn[k].pid == h->pid && (pn[k].slot == slot_of(h) || h->failed))
 				break;
@@ -466,6 +507,10 @@ int memmap__write(FILE *f, const struct model *m)
 	}
 	if (npn)
 		qsort(pn, npn, sizeof(*pn), more_bytes);
+	/* The time axis starts with the first allocation where the program spent a while
+	 * before it (a Python program's imports), so the allocations get the width. */
+	if (a0 < t0 || (double)(a0 - t0) < 0.05 * (double)(t1 - GS_MIN(t0, t1)))
+		a0 = t0;
 	shown = GS_MIN(npn, (size_t)MAX_PANELS);
 	height = HEADER_H + (double)GS_MAX(shown, (size_t)1) * PANEL_H + LEGEND_H;
 	fprintf(f,
@@ -480,13 +525,16 @@ int memmap__write(FILE *f, const struct model *m)
 		"<text x=\"20\" y=\"50\" class=\"small\">Device memory of each process by address "
 		"(up) and time (across): blocks are allocations, coloured by site, outlined if "
 		"never freed; red: failed allocations.</text>\n"
-		"<text x=\"20\" y=\"63\" class=\"small\">Under each: fragmentation, 1 - the "
-		"largest free range / all free ranges between its allocations.</text>\n",
+		"<text x=\"20\" y=\"63\" class=\"small\">Under each: fragmentation, the free "
+		"share of the 2 MiB pages its allocations occupy (memory only smaller requests can "
+		"use).</text>\n",
 		W, height, W, height);
 	fprintf(f, "<text x=\"20\" y=\"76\" class=\"small\">%zu allocations recorded over %.3f s",
 		m->nhist, (double)(t1 > t0 ? t1 - t0 : 0) / 1e9);
 	if (m->hist_truncated)
 		fprintf(f, " (the first %u only)", MEM_HIST_MAX);
+	if (a0 > t0)
+		fprintf(f, "; time from the first allocation, at %.3f s", (double)(a0 - t0) / 1e9);
 	if (npn > shown)
 		fprintf(f, "; the %zu of %zu process/GPU pairs with the most bytes allocated shown",
 			shown, npn);
@@ -507,7 +555,7 @@ int memmap__write(FILE *f, const struct model *m)
 			    slot_of(h) == pn[k].slot)
 				v[nv++] = h;
 		}
-		panel_draw(f, m, &pn[k], v, nv, HEADER_H + (double)k * PANEL_H, t0, t1);
+		panel_draw(f, m, &pn[k], v, nv, HEADER_H + (double)k * PANEL_H, t0, a0, t1);
 		free(v);
 	}
 	fprintf(f, "</svg>\n");

@@ -178,6 +178,7 @@ static void site(struct json *j, const struct rep_site *s)
 	json_u64(j, "pid", s->pid);
 	json_u64(j, "site", s->id);
 	json_str(j, "where", s->label);
+	json_str(j, "stack", s->stack);
 	json_str(j, "api", api_name(s->api));
 	json_str(j, "kind", kind_names[s->kind]);
 	json_u64(j, "outstanding_bytes", s->live_bytes);
@@ -200,6 +201,20 @@ static void site(struct json *j, const struct rep_site *s)
 		secs(j, "first_suspected_s", s->suspected_since);
 	else
 		json_str(j, "first_suspected_s", NULL);
+	/* Suspected earlier, not at the end: the test as of the last time it was. */
+	if (s->grew) {
+		json_obj_begin(j, "earlier");
+		secs(j, "last_suspected_s", s->suspected_last);
+		json_f64(j, "confidence", s->earlier.confidence);
+		json_f64(j, "growth_bytes_per_s", s->earlier.slope_bps);
+		json_i64(j, "window_growth_bytes", s->earlier.growth);
+		json_u64(j, "window_samples", s->earlier.n);
+		secs(j, "window_from_s", s->earlier.from);
+		secs(j, "window_to_s", s->earlier.to);
+		json_obj_end(j);
+	} else {
+		json_str(j, "earlier", NULL);
+	}
 	json_obj_end(j);
 	json_arr_begin(j, "oldest_live");
 	for (unsigned int i = 0; i < s->nexamples; i++) {
@@ -216,7 +231,7 @@ static void site(struct json *j, const struct rep_site *s)
 static void oom(struct json *j, const struct rep_oom *ro)
 {
 	const struct oom_finding *o = &ro->o;
-	char text[1024];
+	char text[1536];
 
 	json_obj_begin(j, NULL);
 	secs(j, "time_s", o->ts);
@@ -242,8 +257,11 @@ static void oom(struct json *j, const struct rep_oom *ro)
 	json_u64(j, "free_between_allocations_bytes", o->holes);
 	json_u64(j, "largest_free_range_bytes", o->largest_hole);
 	json_u64(j, "address_span_bytes", o->span);
+	json_u64(j, "stranded_bytes", o->stranded);
+	json_u64(j, "largest_stranded_bytes", o->largest_stranded);
 	json_u64(j, "site", o->site);
 	json_str(j, "where", ro->site);
+	json_str(j, "caching_allocator", report__caching_allocator(ro->site));
 	json_arr_begin(j, "top_sites");
 	for (unsigned int k = 0; k < o->ntop; k++) {
 		json_obj_begin(j, NULL);
@@ -265,6 +283,8 @@ static void frag_sample_json(struct json *j, const char *key, const struct frag_
 	json_u64(j, "live_bytes", f->live);
 	json_u64(j, "free_between_bytes", f->holes);
 	json_u64(j, "largest_free_range_bytes", f->largest_hole);
+	json_u64(j, "stranded_bytes", f->stranded);
+	json_u64(j, "largest_stranded_bytes", f->largest_stranded);
 	json_u64(j, "allocations", f->ranges);
 	json_obj_end(j);
 }
@@ -274,6 +294,7 @@ static void memory_analyses(struct json *j, const struct report *r)
 	json_u64(j, "sites_total", r->sites_total);
 	json_bool(j, "sites_are_stacks", r->stacks);
 	json_u64(j, "suspected_leaks", r->leaks);
+	json_u64(j, "grew_then_stopped_sites", r->grew);
 	json_arr_begin(j, "sites");
 	for (size_t i = 0; i < r->nsites; i++)
 		site(j, &r->sites[i]);

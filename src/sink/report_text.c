@@ -225,7 +225,7 @@ static double secs(__u64 ns)
 /* Leaks, what was never freed (by site), out-of-memory findings, fragmentation. */
 static void memory_analyses(FILE *f, const struct report *r)
 {
-	char a[32], b[32], c[768];
+	char a[32], b[32], c[1536];
 	size_t shown = 0;
 
 	if (!r->sites_total && !r->ooms_total)
@@ -241,6 +241,8 @@ static void memory_analyses(FILE *f, const struct report *r)
 		const struct rep_site *s = &r->sites[i];
 
 		fprintf(f, "  LEAK pid %u site #%u %s\n", s->pid, s->id, s->label);
+		if (strcmp(s->stack, s->label))
+			fprintf(f, "       stack: %s\n", s->stack);
 		fprintf(f,
 			"       +%s/s (Sen's slope) from %.3f s to %.3f s, p %.1e over %u samples; "
 			"%s outstanding in %llu of %llu allocations\n",
@@ -254,15 +256,37 @@ static void memory_analyses(FILE *f, const struct report *r)
 				fmt_bytes(a, sizeof(a), (double)s->examples[k].size),
 				secs(s->examples[k].ts));
 	}
+	if (r->grew)
+		fprintf(f,
+			"  %llu site%s grew as a leak does for a while, then stopped (a loop that "
+			"kept what it made, then ended; a collection emptied at last):\n",
+			(unsigned long long)r->grew, r->grew == 1 ? "" : "s");
+	for (size_t i = 0; i < r->nsites; i++) {
+		const struct rep_site *s = &r->sites[i];
+
+		if (!s->grew)
+			continue;
+		fprintf(f, "  GREW pid %u site #%u %s\n", s->pid, s->id, s->label);
+		if (strcmp(s->stack, s->label))
+			fprintf(f, "       stack: %s\n", s->stack);
+		fprintf(f,
+			"       +%s/s (Sen's slope) from %.3f s to %.3f s, p %.1e over %u samples "
+			"(suspected from %.3f s to %.3f s); peak %s, %s outstanding at the end\n",
+			fmt_bytes(a, sizeof(a), s->earlier.slope_bps), secs(s->earlier.from),
+			secs(s->earlier.to), GS_MAX(1 - s->earlier.confidence, 1e-12), s->earlier.n,
+			secs(s->suspected_since), secs(s->suspected_last),
+			fmt_bytes(b, sizeof(b), (double)s->peak_bytes),
+			fmt_bytes(c, sizeof(c), (double)s->live_bytes));
+	}
 	for (size_t i = 0; i < r->nsites; i++)
-		shown += !r->sites[i].leak.suspected && r->sites[i].live_bytes;
+		shown += !r->sites[i].leak.suspected && !r->sites[i].grew && r->sites[i].live_bytes;
 	if (shown) {
 		fprintf(f, "  outstanding by site (at exit, for processes that exited), largest "
 			   "first:\n");
 		for (size_t i = 0; i < r->nsites; i++) {
 			const struct rep_site *s = &r->sites[i];
 
-			if (s->leak.suspected || !s->live_bytes)
+			if (s->leak.suspected || s->grew || !s->live_bytes)
 				continue;
 			fprintf(f, "  %12s in %6llu  pid %u site #%u %s\n",
 				fmt_bytes(a, sizeof(a), (double)s->live_bytes),
@@ -281,11 +305,12 @@ static void memory_analyses(FILE *f, const struct report *r)
 		const struct rep_frag *g = &r->frags[i];
 
 		fprintf(f,
-			"  fragmentation pid %u GPU %d: worst %.2f at %.3f s (%s free between "
-			"allocations, largest %s), at the end %.2f\n",
+			"  fragmentation pid %u GPU %d: worst %.2f at %.3f s (%s free in "
+			"partly used 2 MiB pages, largest piece %s; %s live), at the end %.2f\n",
 			g->pid, g->device, model__frag_score(&g->worst), secs(g->worst.ts),
-			fmt_bytes(a, sizeof(a), (double)g->worst.holes),
-			fmt_bytes(b, sizeof(b), (double)g->worst.largest_hole),
+			fmt_bytes(a, sizeof(a), (double)g->worst.stranded),
+			fmt_bytes(b, sizeof(b), (double)g->worst.largest_stranded),
+			fmt_bytes(c, sizeof(c), (double)g->worst.live),
 			model__frag_score(&g->last));
 	}
 }

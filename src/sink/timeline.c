@@ -611,7 +611,7 @@ static void memory_findings(struct timeline *tl, const struct model *m, __u32 pi
 {
 	const struct proc *p = hmap_get(&m->procs, pid, 0);
 	struct proc_state *ps;
-	char text[1024], name[64];
+	char text[1536], name[64];
 
 	if (m->ooms_total != tl->ooms) {
 		struct rep_oom ro;

@@ -112,14 +112,20 @@ static struct device devs[MAX_DEVICES];
 static int initialized;
 static long alloc_calls;
 
+static unsigned long long round_up(unsigned long long v, unsigned long long a)
+{
+	return (v + a - 1) / a * a;
+}
+
 static int arena_init(struct device *d)
 {
-	void *p = mmap(NULL, cfg.mem * 2, PROT_READ | PROT_WRITE,
+	/* (2 MiB aligned, as the driver's addresses are: its pages are 2 MiB.) */
+	void *p = mmap(NULL, cfg.mem * 2 + (2ULL << 20), PROT_READ | PROT_WRITE,
 		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 
 	if (p == MAP_FAILED)
 		return -1;
-	d->base = (unsigned long long)p;
+	d->base = round_up((unsigned long long)p, 2ULL << 20);
 	d->size = cfg.mem;
 	d->va_next = d->base + cfg.mem;
 	d->va_end = d->base + cfg.mem * 2;
@@ -134,11 +140,6 @@ static bool alloc_should_fail(void)
 {
 	alloc_calls++;
 	return cfg.fail_alloc_at && alloc_calls == cfg.fail_alloc_at;
-}
-
-static unsigned long long round_up(unsigned long long v, unsigned long long a)
-{
-	return (v + a - 1) / a * a;
 }
 
 /* First fit; splits the free block it takes. */

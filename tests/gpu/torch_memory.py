@@ -6,6 +6,8 @@
   graph_leak  N steps of a small MLP; the loss is summed into a running total without
               .item(), so every step's autograd graph and saved tensors stay alive
   steady      N steps of the same MLP, loss taken with .item(): nothing kept (the control)
+  train       N training steps of torchvision's ResNet-50 (batch 32, synthetic data): a
+              real run's allocations, for the memory-map picture
   fragment    fill the GPU with 6 MiB tensors, free two of every three, then ask for
               64 MiB: two thirds of the memory is free inside the allocator's segments,
               which it cannot give back (the OOM PyTorch calls "reserved but unallocated")
@@ -74,6 +76,22 @@ def steady(n, facts):
     facts["allocated_end"] = torch.cuda.memory_allocated()
 
 
+def train(n, facts):
+    import torchvision
+    torch.manual_seed(0)
+    model = torchvision.models.resnet50().cuda()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    x = torch.randn(32, 3, 224, 224, device="cuda")
+    y = torch.randint(0, 1000, (32,), device="cuda")
+    for _ in range(n):
+        opt.zero_grad()
+        torch.nn.functional.cross_entropy(model(x), y).backward()
+        opt.step()
+    torch.cuda.synchronize()
+    facts["allocated_end"] = torch.cuda.memory_allocated()
+    facts["max_reserved"] = torch.cuda.max_memory_reserved()
+
+
 def fragment(n, facts):
     """The caching allocator's fragmentation: 6 MiB tensors fill 20 MiB segments three at
     a time; two of each three are freed, so every segment keeps one live tensor and cannot
@@ -103,7 +121,7 @@ def fragment(n, facts):
 
 
 CASES = {"list_leak": list_leak, "graph_leak": graph_leak, "steady": steady,
-         "fragment": fragment}
+         "train": train, "fragment": fragment}
 
 
 def main():

@@ -2,6 +2,7 @@
 do not leak, out-of-memory failures from exhaustion and from fragmentation, a VMM allocator, a
 stream-ordered pool; the memory map as SVG, checked structurally and drawn by a real
 renderer; the findings in Perfetto and in the exporter."""
+import json
 import os
 import shutil
 import subprocess
@@ -35,8 +36,8 @@ def test_planted_leak_is_found_and_only_it(gs, plane):
     assert leak["leak"]["suspected"] and leak["leak"]["confidence"] >= 0.999
     assert leak["outstanding_bytes"] == truth["leak:bytes"]
     assert leak["outstanding_count"] == leak["allocations"] == truth["leak:count"]
-    # 64 KiB every 2 ms or so (naps run long on a loaded machine): tens of MiB/s at most.
-    assert 1 * MIB < leak["leak"]["growth_bytes_per_s"] < 40 * MIB
+    # 64 KiB every 8 ms or so (naps run long on a loaded machine): 8 MiB/s at most.
+    assert 1 * MIB < leak["leak"]["growth_bytes_per_s"] < 10 * MIB
     assert leak["leak"]["window_samples"] >= 8
     assert [e["size"] for e in leak["oldest_live"]] == [64 << 10] * 3
     times = [e["time_s"] for e in leak["oldest_live"]]
@@ -59,6 +60,72 @@ def test_leak_in_the_text_report(gsr):
     line = [ln for ln in text.splitlines() if ln.startswith("  LEAK pid ")]
     assert len(line) == 1 and "leak_site < leak < main" in line[0]
     assert "warmup_site < leak < main" in text  # outstanding by site
+
+
+def test_growth_that_ends_is_reported_as_such(gs):
+    """A site that grows as a leak does, then frees it all (a list kept until a function
+    returns): not a leak at the end, but shown, with the growth as it was when suspected."""
+    report, truth, p = gs.trace(["wl_memory", "grow", "linger"], env_extra=SMALL)
+    mem = report["memory"]
+    assert mem["suspected_leaks"] == 0
+    assert mem["grew_then_stopped_sites"] == 1
+    g = sites(report)["grow_site"]
+    assert g["where"].startswith("grow_site < grow < main")
+    assert not g["leak"]["suspected"] and g["outstanding_bytes"] == 0
+    assert g["peak_bytes"] == truth["grow:bytes"]
+    e = g["leak"]["earlier"]
+    assert e["confidence"] >= 0.999 and e["window_samples"] >= 8
+    assert 1 * MIB < e["growth_bytes_per_s"] < 10 * MIB
+    assert g["leak"]["first_suspected_s"] <= e["last_suspected_s"]
+    assert e["window_from_s"] < e["window_to_s"] <= e["last_suspected_s"] + 1e-6
+
+
+def test_growth_that_ends_in_the_text_report(gsr):
+    p = gsr.run(["run", "--", gsr.wl("wl_memory"), "grow"], env=gsr.env(**SMALL))
+    assert p.returncode == 0, p.stderr
+    text = p.stderr
+    assert "0 suspected leaks" in text
+    assert "1 site grew as a leak does for a while, then stopped" in text
+    line = [ln for ln in text.splitlines() if ln.startswith("  GREW pid ")]
+    assert len(line) == 1 and "grow_site < grow < main" in line[0]
+
+
+def test_sites_through_one_wrapper(gsr, tmp_path):
+    """Two callers allocating through one wrapper: the labels start alike; the JSON has each
+    whole stack, and the memory map's legend shows where they part."""
+    rec = tmp_path / "w.gsrec"
+    js = tmp_path / "w.json"
+    p = gsr.run(["run", "-q", "--json=%s" % js, "-o", str(rec), "--", gsr.wl("wl_memory"),
+                 "wrapped", "linger"], env=gsr.env(**SMALL))
+    assert p.returncode == 0, p.stderr
+    mem = json.loads(js.read_text())["memory"]
+    by = {s["outstanding_bytes"]: s for s in mem["sites"]}
+    assert by[4 * MIB]["stack"].startswith("alloc_wrapper < wrapped_a < main")
+    assert by[2 * MIB]["stack"].startswith("alloc_wrapper < wrapped_b < main")
+    assert by[4 * MIB]["where"].startswith("alloc_wrapper < wrapped_a")
+    svg = tmp_path / "w.svg"
+    p = gsr.run(["report", str(rec), "--memory-map", str(svg)])
+    assert p.returncode == 0, p.stderr
+    texts = [t.text or "" for t in ET.parse(svg).getroot().iter(SVG + "text")]
+    legend = [t for t in texts if t.startswith("#")]
+    assert any(t.startswith("#") and "... < wrapped_a < main" in t for t in legend), legend
+    assert any("... < wrapped_b < main" in t for t in legend), legend
+
+
+def test_memory_map_time_axis_starts_at_the_first_allocation(gsr, tmp_path):
+    """A program that spends a while before allocating (a Python program's imports): the
+    time axis starts with its first allocation; times stay relative to the trace's start."""
+    svg = tmp_path / "late.svg"
+    p = gsr.run(["run", "-q", "--memory-map", str(svg), "--", gsr.wl("wl_memory"), "linger",
+                 "linger", "linger", "linger", "wrapped", "linger"], env=gsr.env(**SMALL))
+    assert p.returncode == 0, p.stderr
+    texts = [t.text or "" for t in ET.parse(svg).getroot().iter(SVG + "text")]
+    head = [t for t in texts if "allocations recorded over" in t][0]
+    first = float(head.split("time from the first allocation, at ")[1].split(" s")[0])
+    assert first >= 0.8, head
+    ticks = [float(t[:-2]) for t in texts if t.endswith(" s") and t[:-2].replace(".", "").isdigit()]
+    assert ticks and min(ticks) >= first - 1e-9 and ticks == sorted(ticks), ticks
+    assert "-0 s" not in texts
 
 
 def test_oom_from_exhaustion(gs):
@@ -91,10 +158,14 @@ def test_oom_from_fragmentation(gs):
     assert o["free_between_allocations_bytes"] == truth["fragment:holes"]
     assert o["largest_free_range_bytes"] == MIB
     assert o["where"].startswith("big_site < fragment < main")
+    # Each hole is the free half of a 2 MiB page whose other half is live: stranded.
+    assert o["stranded_bytes"] == truth["fragment:holes"]
+    assert o["largest_stranded_bytes"] == MIB
     frag = [f for f in mem["fragmentation"] if f["device"] == 0][0]
-    want = 1 - MIB / truth["fragment:holes"]
+    want = truth["fragment:holes"] / (truth["fragment:holes"] + truth["fragment:live"])
     assert abs(frag["worst"]["score"] - want) < 1e-3
     assert frag["worst"]["free_between_bytes"] == truth["fragment:holes"]
+    assert frag["worst"]["stranded_bytes"] == truth["fragment:holes"]
 
 
 def test_oom_with_nvml(gs, tmp_path):
@@ -218,7 +289,9 @@ def test_findings_in_perfetto(gsr, tmp_path):
     assert oom[1]["args"]["requested"] == 2 * MIB
     frag = [u for u, tr in t.tracks.items() if tr["name"] == "fragmentation (GPU 0)"]
     assert frag and t.counters[frag[0]]
-    assert max(v for _, v in t.counters[frag[0]]) > 0.9
+    # Half of the fill's pages free; the leak phase's 21.6 MiB, packed, count as live:
+    # about 21 / (21 + 42) of the pages in use are free.
+    assert 0.3 < max(v for _, v in t.counters[frag[0]]) < 0.36
 
 
 def test_memory_map_from_a_live_run(gsr, tmp_path):

@@ -3,11 +3,17 @@
  * Memory problems, planted, for the memory analyses (built with frame pointers and without
  * inlining, so that each site is its own stack):
  *
- *   leak        over 150 iterations 2 ms apart: leak_site() allocates 64 KiB and never
+ *   leak        over 150 iterations 8 ms apart: leak_site() allocates 64 KiB and never
  *               frees it; steady_site() allocates 256 KiB and frees the one before;
  *               warmup_site() allocates 1 MiB in each of the first 10 iterations and keeps
  *               it (a cache that grew and stayed); step_site() allocates 2 MiB once, at
  *               iteration 100, and keeps it. Only leak_site leaks.
+ *   grow        over 150 iterations 8 ms apart: grow_site() allocates 64 KiB, kept in a
+ *               list; then the whole list is freed at once (a leak that ends: a list of
+ *               tensors kept until a function returns)
+ *   wrapped     two callers allocate through one wrapper (as every PyTorch tensor comes
+ *               through its caching allocator): 4 MiB from wrapped_a, 2 MiB from
+ *               wrapped_b, kept
  *   exhaust     1 MiB blocks until the device is full (FAKECUDA_MEM): the failure is
  *               exhaustion; then everything is freed
  *   fragment    1 MiB blocks until the device is full, every other one freed, then 2 MiB
@@ -49,6 +55,14 @@ __attribute__((noinline)) CUdeviceptr leak_site(void)
 	return p;
 }
 
+__attribute__((noinline)) CUdeviceptr grow_site(void)
+{
+	CUdeviceptr p;
+
+	CHECK(cuMemAlloc_v2(&p, 64 * KIB), 0);
+	return p;
+}
+
 __attribute__((noinline)) CUdeviceptr steady_site(void)
 {
 	CUdeviceptr p;
@@ -73,6 +87,37 @@ __attribute__((noinline)) CUdeviceptr step_site(void)
 	return p;
 }
 
+__attribute__((noinline)) CUdeviceptr alloc_wrapper(size_t size)
+{
+	CUdeviceptr p;
+
+	CHECK(cuMemAlloc_v2(&p, size), 0);
+	return p;
+}
+
+__attribute__((noinline)) CUdeviceptr wrapped_a(void)
+{
+	return alloc_wrapper(4 * MIB);
+}
+
+__attribute__((noinline)) CUdeviceptr wrapped_b(void)
+{
+	return alloc_wrapper(2 * MIB);
+}
+
+static void grow(void)
+{
+	CUdeviceptr kept[150];
+
+	for (int i = 0; i < 150; i++) {
+		kept[i] = grow_site();
+		nap_us(8000);
+	}
+	for (int i = 0; i < 150; i++)
+		CHECK(cuMemFree_v2(kept[i]), 0);
+	truth_add(150 * 64 * KIB, "grow:bytes");
+}
+
 static void leak(void)
 {
 	CUdeviceptr prev = 0;
@@ -89,7 +134,7 @@ static void leak(void)
 			warmup_site();
 		if (i == 100)
 			step_site();
-		nap_us(2000);
+		nap_us(8000);
 	}
 	CHECK(cuMemFree_v2(prev), 0);
 	truth_add(150 * 64 * KIB, "leak:bytes");
@@ -222,8 +267,8 @@ int main(int argc, char **argv)
 	CUstream s;
 
 	if (argc < 2) {
-		fprintf(stderr,
-			"usage: wl_memory leak|exhaust|fragment|vmm|pool|many N|linger ...\n");
+		fprintf(stderr, "usage: wl_memory leak|grow|wrapped|exhaust|fragment|vmm|pool|many "
+				"N|linger ...\n");
 		return 2;
 	}
 	CHECK(cuInit(0), 0);
@@ -234,6 +279,10 @@ int main(int argc, char **argv)
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "leak"))
 			leak();
+		else if (!strcmp(argv[i], "grow"))
+			grow();
+		else if (!strcmp(argv[i], "wrapped"))
+			wrapped_a(), wrapped_b();
 		else if (!strcmp(argv[i], "exhaust"))
 			exhaust();
 		else if (!strcmp(argv[i], "fragment"))
