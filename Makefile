@@ -41,7 +41,8 @@ MAIN_SRC  := src/main.c
 # The in-process library: src/inject/ but its loader, plus the core pieces it shares.
 INJECT_SO   := $(OUTPUT)/libgpuscope-inject.so
 INJECT_SRCS := $(filter-out src/inject/loader.c,$(wildcard src/inject/*.c)) \
-	       src/core/shmring.c src/core/names.c src/core/event.c
+	       src/core/shmring.c src/core/names.c src/core/event.c src/core/util.c \
+	       src/ptx/fatbin.c
 INJECT_OBJS := $(patsubst %.c,$(OUTPUT)/pic/%.o,$(INJECT_SRCS))
 INJECT_CFLAGS := -fPIC -fvisibility=hidden -ftls-model=initial-exec -fno-strict-aliasing
 
@@ -113,7 +114,7 @@ $(OUTPUT)/pic/%.o: %.c $(wildcard include/gpuscope/*.h src/*/*.h)
 $(INJECT_SO): $(INJECT_OBJS)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) -shared -Wl,-z,defs -Wl,-z,now -Wl,-soname,libgpuscope-inject.so $(CFLAGS) $^ \
-		-ldl -lpthread -o $@
+		-Wl,--exclude-libs,ALL -Wl,-Bstatic -lzstd -Wl,-Bdynamic -ldl -lpthread -o $@
 
 $(OUTPUT)/gpuscope: $(call OBJS,obj)
 	$(call msg,LINK,$@)

@@ -10,7 +10,7 @@ FAKES := $(FAKES_DIR)/libcuda.so.1 $(FAKES_DIR)/libcudart.so.13 $(FAKES_DIR)/lib
 WORKLOADS := $(WL_DIR)/wl_driver $(WL_DIR)/wl_runtime $(WL_DIR)/wl_static $(WL_DIR)/wl_nccl \
 	     $(WL_DIR)/rpath/bin/wl_driver_rpath $(WL_DIR)/wl_dlopen $(WL_DIR)/wl_gputime \
 	     $(WL_DIR)/wl_secure $(WL_DIR)/wl_os $(WL_DIR)/wl_stall $(WL_DIR)/wl_stack \
-	     $(WL_DIR)/wl_queue $(WL_DIR)/wl_memory
+	     $(WL_DIR)/wl_queue $(WL_DIR)/wl_memory $(WL_DIR)/wl_devcode
 
 fakes: $(FAKES) $(WORKLOADS)
 
@@ -72,6 +72,11 @@ $(WL_DIR)/wl_stack: tests/workloads/wl_stack.c $(WL_DEPS) $(FAKES_DIR)/libcuda.s
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(WL_CFLAGS) -O0 -fno-omit-frame-pointer -fno-inline $< -o $@ -L$(FAKES_DIR) \
 		-l:libcuda.so.1
+
+$(WL_DIR)/wl_devcode: tests/workloads/wl_devcode.c $(WL_DEPS) $(FAKES_DIR)/libcuda.so.1
+	@mkdir -p $(@D)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(WL_CFLAGS) $< -o $@ -L$(FAKES_DIR) -l:libcuda.so.1
 
 # Memory problems, each site its own stack: frame pointers, nothing inlined.
 $(WL_DIR)/wl_memory: tests/workloads/wl_memory.c $(WL_DEPS) $(FAKES_DIR)/libcuda.so.1

@@ -49,6 +49,7 @@ enum gs_event_type {
 	GS_EV_STACK = 20,   /* the user call stack of a call (launch, allocation, failure) */
 	GS_EV_SYMBOL = 21,  /* gpuscope: the name of a code address in a process */
 	GS_EV_NVML = 22,    /* NVML sampler: one GPU's device metrics */
+	GS_EV_DEVCODE = 23, /* in-process plane: device code a process loaded, and its kernels */
 	GS_EV_MAX,
 };
 
@@ -486,7 +487,42 @@ struct gs_ev_nvml {
 	double sm_active, tensor_active, dram_active; /* GPM ratios, 0..1 */
 };
 
+/*
+ * Device code a process loaded (cuModuleLoadData[Ex], cuModuleLoadFatBinary,
+ * cuLibraryLoadData), as the in-process plane read it: a module record, then one record per
+ * kernel in it. Whether a kernel has PTX decides whether device-side probes can be put in
+ * it (PTX is what gets rewritten; SASS alone cannot be).
+ */
+enum gs_devcode_kind {
+	GS_CODE_PTX = 1,     /* PTX text */
+	GS_CODE_FATBIN = 2,  /* a fatbin, or the wrapper __cudaRegisterFatBinary is given */
+	GS_CODE_CUBIN = 3,   /* an ELF cubin: SASS for one architecture */
+	GS_CODE_UNKNOWN = 4, /* none of those, or not readable */
+	GS_CODE_KIND_MAX,
+};
+
+struct gs_ev_devcode {
+	struct gs_hdr h;
+	__u64 scope;  /* the CUmodule / CUlibrary the code became */
+	__u64 bytes;  /* module: bytes of the image (a fatbin: its container) */
+	__u16 api;    /* the loading call */
+	__u8 kind;    /* enum gs_devcode_kind */
+	__u8 kernel;  /* 1: a kernel's record (name: its mangled name); 0: the module's */
+	__u8 has_ptx; /* kernel: its code has PTX */
+	__u8 pad;
+	__u16 ptx_arch; /* the highest PTX architecture (module) or the kernel's (75: compute_75) */
+	__u16 sass_arch; /* the highest SASS architecture, 0 none */
+	__u16 nptx;	 /* module: PTX entries */
+	__u16 nsass;	 /* module: SASS entries (cubins) */
+	__u16 pad1;
+	__u32 nkernels;	     /* module: kernels found in it (their records follow) */
+	__u16 len;	     /* bytes of name, without its NUL */
+	__u16 sass_arch_low; /* the lowest SASS architecture, 0 none */
+	/* kernel: its name; module: why it could not be read, or empty */
+	char name[GS_NAME_MAX];
+};
+
 /* Largest record of any type. */
-#define GS_EVENT_MAX_SIZE (sizeof(struct gs_ev_kname))
+#define GS_EVENT_MAX_SIZE (sizeof(struct gs_ev_devcode))
 
 #endif /* GPUSCOPE_EVENT_H */

@@ -128,6 +128,7 @@ void model__free(struct model *m)
 	model__os_free(&m->os);
 	model__findings_free(m);
 	model__stacks_free(m);
+	model__devcode_free(m);
 	model__sites_free(m);
 	free(m->libs);
 	free(m);
@@ -301,6 +302,9 @@ void model__add(struct model *m, const struct gs_hdr *ev)
 		break;
 	case GS_EV_NVML:
 		model__nvml_seen(m, ev);
+		break;
+	case GS_EV_DEVCODE:
+		model__devcode_add(m, (const void *)ev);
 		break;
 	default: /* GS_EV_LIB: control only */
 		break;

@@ -494,6 +494,10 @@ struct model {
 	struct hmap symbols; /* (pid, addr) -> char * (GS_EV_SYMBOL) */
 	struct hmap stacks;  /* (hash, pid) -> struct stack_entry */
 	__u64 stack_records;
+	/* device code the processes loaded (analysis/devcode.c) */
+	struct hmap devmods;	/* (pid, scope) -> struct dev_module */
+	struct hmap devkernels; /* (pid, hash of the name) -> struct dev_kernel */
+	__u64 devmods_total;
 	/* memory analyses (analysis/memsites.c) */
 	struct hmap last_stack; /* (tid, pid) -> struct last_stack: a thread's latest stack */
 	struct hmap sites;	/* (pid, key) -> struct mem_site */
@@ -572,6 +576,26 @@ void model__launch_gap(struct model *m, const struct gs_ev_launch *l);
 void model__findings_free(struct model *m);
 void model__stack_add(struct model *m, const struct gs_hdr *ev);
 void model__stacks_free(struct model *m);
+/* Device code (analysis/devcode.c). */
+struct dev_module {
+	__u32 pid;
+	__u64 scope, bytes, ts;
+	__u16 api, ptx_arch, sass_arch, sass_arch_low, nptx, nsass;
+	__u8 kind; /* enum gs_devcode_kind */
+	__u32 nkernels, with_ptx;
+	char *why; /* NULL: read */
+};
+/* A kernel by name in a process: loaded in modules with PTX for it, and without. */
+struct dev_kernel {
+	__u32 pid;
+	char *name;
+	__u16 ptx_arch, sass_arch, sass_arch_low; /* over the modules it is in */
+	__u32 with_ptx, without_ptx;		  /* modules */
+};
+void model__devcode_add(struct model *m, const struct gs_ev_devcode *e);
+/* A process's kernel by mangled name, NULL if no module read named it. */
+const struct dev_kernel *model__devkernel(const struct model *m, __u32 pid, const char *name);
+void model__devcode_free(struct model *m);
 /* The name of a code address: its symbol record's, else NULL. */
 const char *model__symbol(const struct model *m, __u32 pid, __u64 addr);
 /* analysis/memsites.c */

@@ -424,6 +424,7 @@ struct report *report__build(const struct model *m)
 	build_errors(r, m);
 	report__build_gpu(r, m);
 	report__build_memory(r, m);
+	report__build_devcode(r, m);
 	r->os_plane = m->have_start && (m->start.flags & GS_SESSION_OS);
 	r->os = &m->os;
 	r->os_min_us = m->have_start ? m->start.os_min_us : 0;
@@ -441,6 +442,7 @@ void report__free(struct report *r)
 		return;
 	report__free_gpu(r);
 	report__free_memory(r);
+	report__free_devcode(r);
 	for (size_t i = 0; i < r->nkernels; i++) {
 		free(r->kernels[i].mangled);
 		free(r->kernels[i].display);

@@ -157,6 +157,14 @@ struct report {
 	__u64 ooms_total;
 	struct rep_frag *frags;
 	size_t nfrags;
+	/* device code (report_devcode.c): modules read in-process, oldest first */
+	struct dev_module *devmods; /* copies; why owned */
+	size_t ndevmods;
+	__u64 devmods_total, devkernels, devkernels_ptx, devkernels_mixed;
+	/* per launched kernel (same order as kernels): the modules it was loaded from, with
+	 * PTX for it and without (both 0: none was read) */
+	__u32 *kernel_ptx, *kernel_sass;
+	__u16 *kernel_sass_arch, *kernel_sass_arch_low;
 	bool stacks; /* sites are stacks (else the API alone) */
 
 	/* copies, sync, NCCL */
@@ -203,6 +211,9 @@ void report__merge_gpu(struct rep_kernel *rk, const struct kstat *k);
 void report__build_gpu(struct report *r, const struct model *m);
 void report__free_gpu(struct report *r);
 void report__build_memory(struct report *r, const struct model *m);
+void report__build_devcode(struct report *r, const struct model *m);
+void report__free_devcode(struct report *r);
+const char *devcode_kind_name(unsigned int kind);
 void report__free_memory(struct report *r);
 /* An OOM cause as a label or JSON value ("exhaustion"), and as a sentence has it. */
 const char *oom_cause_key(unsigned int cause);

@@ -24,6 +24,7 @@ struct trace_opts {
 	__u64 os_min_ns;   /* OS plane: shorter off-CPU intervals and system calls not reported */
 	bool inject;	   /* run: driver calls from the in-process plane (src/inject) */
 	__u32 gpu_time;	   /* with inject: 0 off, 1 every launch, N every Nth launch of a kernel */
+	bool device_code;  /* with inject: read the device code modules are loaded from */
 	size_t top;
 	__u64 ring_bytes;
 	const char *record_path;
@@ -79,6 +80,7 @@ enum {
 	OPT_FORMAT,
 	OPT_INJECT,
 	OPT_GPU_TIME,
+	OPT_DEVICE_CODE,
 	OPT_PERFETTO,
 	OPT_CHROME,
 	OPT_NO_OS,

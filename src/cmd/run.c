@@ -20,7 +20,10 @@ static const char usage[] =
 	"                         (LD_PRELOAD) instead of uprobes on libcuda: cheaper per\n"
 	"                         call, and GPU start/end times of launches and copies\n"
 	"      --gpu-time=MODE    with --inject: all (default), off, or N (every Nth launch\n"
-	"                         of each kernel)\n" TRACE_OPTIONS_HELP "\n"
+	"                         of each kernel)\n"
+	"      --device-code      with --inject: read the device code the program loads: which\n"
+	"                         modules and kernels have PTX (what device-side probes can be\n"
+	"                         put in) and which SASS only\n" TRACE_OPTIONS_HELP "\n"
 	"examples:\n"
 	"  sudo gpuscope run -- python train.py\n"
 	"  sudo gpuscope run -o train.gsrec -- torchrun --nproc-per-node 8 train.py\n"
@@ -53,6 +56,7 @@ int cmd_run(int argc, char **argv)
 		TRACE_LONGOPTS,
 		{ "inject", no_argument, NULL, OPT_INJECT },
 		{ "gpu-time", required_argument, NULL, OPT_GPU_TIME },
+		{ "device-code", no_argument, NULL, OPT_DEVICE_CODE },
 		{},
 	};
 	struct trace_opts o = { .mode = GS_MODE_RUN,
@@ -79,6 +83,10 @@ int cmd_run(int argc, char **argv)
 			o.inject = true;
 			continue;
 		}
+		if (opt == OPT_DEVICE_CODE) {
+			o.device_code = true;
+			continue;
+		}
 		if (opt == OPT_GPU_TIME) {
 			if (parse_gpu_time(optarg, &o.gpu_time))
 				return GS_EXIT_USAGE;
@@ -95,6 +103,10 @@ int cmd_run(int argc, char **argv)
 	}
 	if (gpu_time_set && !o.inject) {
 		gs_err("run: --gpu-time needs --inject (GPU times come from the in-process plane)");
+		return GS_EXIT_USAGE;
+	}
+	if (o.device_code && !o.inject) {
+		gs_err("run: --device-code needs --inject (device code is read in-process)");
 		return GS_EXIT_USAGE;
 	}
 	if (optind >= argc) {

@@ -625,6 +625,7 @@ int trace_main(const struct trace_opts *options)
 	}
 	if (o->inject) {
 		struct inject_opts io = { .gpu_time = o->gpu_time,
+					  .device_code = o->device_code,
 					  .ring_bytes = o->ring_bytes,
 					  .stack_every = o->stack_every,
 					  .on_event = on_event,

@@ -30,6 +30,7 @@ _Static_assert(sizeof(struct gs_ev_block) == 56, "gs_ev_block");
 _Static_assert(sizeof(struct gs_ev_net) == 40, "gs_ev_net");
 _Static_assert(sizeof(struct gs_ev_syscall) == 64, "gs_ev_syscall");
 _Static_assert(sizeof(struct gs_ev_stack) == 40 + 8 * GS_STACK_MAX, "gs_ev_stack");
+_Static_assert(offsetof(struct gs_ev_devcode, name) == 64, "gs_ev_devcode");
 _Static_assert(offsetof(struct gs_ev_symbol, name) == 40, "gs_ev_symbol");
 _Static_assert(GS_API_MAX < 65536, "api ids fit gs_call.api");
 
@@ -56,6 +57,7 @@ static const size_t sizes[GS_EV_MAX] = {
 	[GS_EV_STACK] = sizeof(struct gs_ev_stack),
 	[GS_EV_SYMBOL] = sizeof(struct gs_ev_symbol),
 	[GS_EV_NVML] = sizeof(struct gs_ev_nvml),
+	[GS_EV_DEVCODE] = sizeof(struct gs_ev_devcode),
 };
 
 /* Which family of API a record type may carry. */
@@ -133,6 +135,20 @@ int gs_event_check(const void *buf, size_t len, const char **why)
 		if (s->nframes != (len - offsetof(struct gs_ev_stack, ip)) / 8)
 			FAIL("stack record's frame count disagrees with its size");
 		if (s->api == 0 || s->api >= GS_API_MAX)
+			FAIL("API id out of range");
+		return 0;
+	}
+	if (h->type == GS_EV_DEVCODE) {
+		const struct gs_ev_devcode *d = buf;
+
+		if (len < offsetof(struct gs_ev_devcode, name) + 1 || len > want)
+			FAIL("device code record of impossible size");
+		if (d->len >= len - offsetof(struct gs_ev_devcode, name) || d->name[d->len] != 0)
+			FAIL("device code name not terminated within its record");
+		if (d->kind < GS_CODE_PTX || d->kind >= GS_CODE_KIND_MAX || d->kernel > 1 ||
+		    d->has_ptx > 1)
+			FAIL("device code record field out of range");
+		if (d->api == 0 || d->api >= GS_API_MAX)
 			FAIL("API id out of range");
 		return 0;
 	}

@@ -201,7 +201,7 @@ const char *event_type_name(unsigned int type)
 		[GS_EV_ATTACH] = "attach", [GS_EV_DROPS] = "drops",	[GS_EV_GPU] = "gpu",
 		[GS_EV_OFFCPU] = "offcpu", [GS_EV_FAULTS] = "faults",	[GS_EV_BLOCK] = "block",
 		[GS_EV_NET] = "net",	   [GS_EV_SYSCALL] = "syscall", [GS_EV_STACK] = "stack",
-		[GS_EV_SYMBOL] = "symbol", [GS_EV_NVML] = "nvml",
+		[GS_EV_SYMBOL] = "symbol", [GS_EV_NVML] = "nvml",	[GS_EV_DEVCODE] = "devcode",
 	};
 
 	return type < GS_EV_MAX ? n[type] : "?";

@@ -27,6 +27,9 @@ void *gs_emit_reserve(__u32 size, __u16 type) GS_HIDDEN;
 void gs_emit_commit(void *rec) GS_HIDDEN;
 /* Make the ring now if there is none yet (before the first call reaches the driver). */
 void gs_ring_prepare(void) GS_HIDDEN;
+/* After a successful module or library load: what the image held (devcode.c). handle_ptr:
+ * where the call wrote the CUmodule/CUlibrary; image: what it was given. */
+void gs_devcode_loaded(unsigned int api, __u64 handle_ptr, __u64 image, __u64 ts) GS_HIDDEN;
 void gs_fill_hdr(struct gs_hdr *h, __u16 type, __u32 size, __u64 ts) GS_HIDDEN;
 __u64 gs_clock(void) GS_HIDDEN;
 void gs_clock_init(void) GS_HIDDEN;

@@ -326,14 +326,15 @@ char **inject__env(const struct inject *in, char *const *env)
 {
 	static const char *const ours[] = { "LD_PRELOAD=",	    "GPUSCOPE_INJECT_DIR=",
 					    "GPUSCOPE_PID=",	    "GPUSCOPE_GPU_TIME=",
-					    "GPUSCOPE_RING_BYTES=", "GPUSCOPE_STACKS=" };
+					    "GPUSCOPE_RING_BYTES=", "GPUSCOPE_STACKS=",
+					    "GPUSCOPE_DEVCODE=" };
 	const char *preload = NULL;
 	char num[32], **out;
 	size_t n = 0, k = 0;
 
 	while (env[n])
 		n++;
-	out = xcalloc(n + 7, sizeof(*out));
+	out = xcalloc(n + sizeof(ours) / sizeof(ours[0]) + 1, sizeof(*out));
 	for (size_t i = 0; i < n; i++) {
 		bool skip = false;
 
@@ -364,6 +365,8 @@ char **inject__env(const struct inject *in, char *const *env)
 	else
 		snprintf(num, sizeof(num), "%u", in->o.gpu_time);
 	out[k++] = env_pair("GPUSCOPE_GPU_TIME", num);
+	if (in->o.device_code)
+		out[k++] = env_pair("GPUSCOPE_DEVCODE", "1");
 	snprintf(num, sizeof(num), "%llu", (unsigned long long)in->o.ring_bytes);
 	out[k++] = env_pair("GPUSCOPE_RING_BYTES", num);
 	snprintf(num, sizeof(num), "%u", in->o.stack_every);

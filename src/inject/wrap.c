@@ -292,6 +292,10 @@ int gs_call(unsigned int api, void *caller, __u64 a0, __u64 a1, __u64 a2, __u64 
 		gs_timing_end(&tm, r, &tc);
 	}
 	emit(api, caller, a, r, t0, t1);
+	if (r == 0 &&
+	    (api == GS_API_CU_MODULE_LOAD_DATA || api == GS_API_CU_MODULE_LOAD_DATA_EX ||
+	     api == GS_API_CU_MODULE_LOAD_FAT_BINARY || api == GS_API_CU_LIBRARY_LOAD_DATA))
+		gs_devcode_loaded(api, a[0], a[1], t1);
 	if (r == 0 && waits_for_gpu(api, d))
 		gs_timing_synced();
 	errno = saved_errno;

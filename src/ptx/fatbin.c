@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 /* Fatbin containers and entries (see fatbin.h). */
+#include <elf.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -288,4 +289,87 @@ const void *fatbin_wrapper_data(const void *wrapper, unsigned int *version)
 		*version = rd32(w + 4);
 	memcpy(&data, w + 8, sizeof(data));
 	return data;
+}
+
+/* ---- kernel names ------------------------------------------------------------------------ */
+
+#define CUDA_ENTRY 0x10 /* st_other of a kernel's symbol in a cubin */
+
+void ptx_kernel_names(char *ptx, void (*cb)(void *ctx, const char *name), void *ctx)
+{
+	char *p = ptx;
+
+	while ((p = strstr(p, ".entry"))) {
+		char *name = p + 6, *end;
+
+		if (*name != ' ' && *name != '\t') {
+			p = name;
+			continue;
+		}
+		name += strspn(name, " \t");
+		end = name + strcspn(name, "( \t\r\n");
+		p = *end ? end + 1 : end;
+		if (end == name)
+			continue;
+		*end = 0;
+		cb(ctx, name);
+	}
+}
+
+unsigned int ptx_target_arch(const char *ptx)
+{
+	const char *t = strstr(ptx, ".target");
+
+	if (!t)
+		return 0;
+	t += 7 + strspn(t + 7, " \t");
+	return strncmp(t, "sm_", 3) ? 0 : (unsigned int)strtoul(t + 3, NULL, 10) % 10000;
+}
+
+unsigned int cubin_arch(const unsigned char *b, size_t n)
+{
+	const Elf64_Ehdr *eh = (const void *)b;
+
+	if (n < sizeof(*eh) || memcmp(b, ELFMAG, SELFMAG) || eh->e_ident[EI_CLASS] != ELFCLASS64)
+		return 0;
+	/* CUDA's ELF ABI 8 (CUDA 13's nvcc) keeps the SM in bits 8-15 of the flags; older
+	 * cubins (libraries built with earlier toolkits) in bits 0-7. */
+	return eh->e_ident[EI_ABIVERSION] >= 8 ? (eh->e_flags >> 8) & 0xff : eh->e_flags & 0xff;
+}
+
+void cubin_kernel_names(const unsigned char *b, size_t n, void (*cb)(void *ctx, const char *name),
+			void *ctx)
+{
+	const Elf64_Ehdr *eh = (const void *)b;
+	const Elf64_Shdr *sh;
+
+	if (n < sizeof(*eh) || memcmp(b, ELFMAG, SELFMAG) || eh->e_ident[EI_CLASS] != ELFCLASS64)
+		return;
+	/* (Tables at aligned offsets only, as every cubin has them: b is malloc'ed.) */
+	if (eh->e_shentsize != sizeof(*sh) || eh->e_shoff > n || eh->e_shoff % 8 ||
+	    (n - eh->e_shoff) / sizeof(*sh) < eh->e_shnum)
+		return;
+	sh = (const void *)(b + eh->e_shoff);
+	for (unsigned int i = 0; i < eh->e_shnum; i++) {
+		const Elf64_Shdr *st = &sh[i], *ss;
+		const Elf64_Sym *sym;
+		const char *str;
+
+		if (st->sh_type != SHT_SYMTAB || st->sh_link >= eh->e_shnum ||
+		    st->sh_entsize != sizeof(*sym) || st->sh_offset > n || st->sh_offset % 8 ||
+		    st->sh_size > n - st->sh_offset)
+			continue;
+		ss = &sh[st->sh_link];
+		if (ss->sh_offset > n || ss->sh_size > n - ss->sh_offset)
+			continue;
+		sym = (const void *)(b + st->sh_offset);
+		str = (const char *)b + ss->sh_offset;
+		for (size_t k = 0; k < st->sh_size / sizeof(*sym); k++) {
+			if (ELF64_ST_TYPE(sym[k].st_info) != STT_FUNC ||
+			    !(sym[k].st_other & CUDA_ENTRY) || sym[k].st_name >= ss->sh_size ||
+			    !memchr(str + sym[k].st_name, 0, ss->sh_size - sym[k].st_name))
+				continue;
+			cb(ctx, str + sym[k].st_name);
+		}
+	}
 }

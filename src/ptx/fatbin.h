@@ -82,4 +82,17 @@ long fatbin_lz_decode(const unsigned char *in, size_t n, unsigned char *out, siz
 const char *fatbin_kind_name(unsigned int kind);
 const char *fatbin_compression_name(unsigned int c);
 
+/*
+ * Kernel names. PTX text: each name after `.entry`, cut in place (the text is the
+ * caller's, NUL-terminated). A cubin (ELF64, untrusted, bounds-checked): its function
+ * symbols marked as kernel entries. cb is called once per name.
+ */
+void ptx_kernel_names(char *ptx, void (*cb)(void *ctx, const char *name), void *ctx);
+void cubin_kernel_names(const unsigned char *b, size_t n, void (*cb)(void *ctx, const char *name),
+			void *ctx);
+/* The SM a cubin is for (from its ELF flags; 0 if not a cubin), and the architecture of
+ * PTX text's `.target sm_NN` (0 if none). */
+unsigned int cubin_arch(const unsigned char *b, size_t n);
+unsigned int ptx_target_arch(const char *ptx);
+
 #endif

@@ -561,6 +561,80 @@ static void gpu(struct json *j, const struct report *r)
 	json_obj_end(j);
 }
 
+static void arch_or_null(struct json *j, const char *key, unsigned int arch)
+{
+	if (arch)
+		json_u64(j, key, arch);
+	else
+		json_str(j, key, NULL);
+}
+
+/* What device code was read in-process (--device-code); absent when none was. */
+static void device_code(struct json *j, const struct report *r)
+{
+	if (!r->devmods_total)
+		return;
+	json_obj_begin(j, "device_code");
+	json_u64(j, "modules_total", r->devmods_total);
+	json_arr_begin(j, "modules");
+	for (size_t i = 0; i < r->ndevmods; i++) {
+		const struct dev_module *d = &r->devmods[i];
+
+		json_obj_begin(j, NULL);
+		json_u64(j, "pid", d->pid);
+		json_hex(j, "handle", d->scope);
+		json_str(j, "kind", devcode_kind_name(d->kind));
+		json_str(j, "loaded_by", api_name(d->api));
+		json_u64(j, "bytes", d->bytes);
+		arch_or_null(j, "ptx_arch", d->ptx_arch);
+		arch_or_null(j, "sass_arch", d->sass_arch);
+		arch_or_null(j, "sass_arch_lowest", d->sass_arch_low);
+		json_u64(j, "ptx_entries", d->nptx);
+		json_u64(j, "sass_entries", d->nsass);
+		json_u64(j, "kernels", d->nkernels);
+		json_u64(j, "kernels_with_ptx", d->with_ptx);
+		json_str(j, "error", d->why);
+		json_obj_end(j);
+	}
+	json_arr_end(j);
+	json_obj_begin(j, "kernels");
+	json_u64(j, "total", r->devkernels);
+	json_u64(j, "with_ptx", r->devkernels_ptx);
+	json_u64(j, "sass_only", r->devkernels - r->devkernels_ptx - r->devkernels_mixed);
+	json_u64(j, "mixed", r->devkernels_mixed);
+	json_obj_end(j);
+	/* Each launched kernel: whether device-side probes can go in it. */
+	json_arr_begin(j, "launched");
+	for (size_t i = 0; i < r->nkernels; i++) {
+		const struct rep_kernel *k = &r->kernels[i];
+
+		if (!k->mangled)
+			continue;
+		json_obj_begin(j, NULL);
+		json_str(j, "kernel", k->mangled);
+		json_u64(j, "launches", k->launches);
+		json_u64(j, "modules_with_ptx", r->kernel_ptx[i]);
+		json_u64(j, "modules_without_ptx", r->kernel_sass[i]);
+		if (!r->kernel_ptx[i] && !r->kernel_sass[i]) {
+			json_str(j, "has_ptx", NULL);
+			json_str(j, "why",
+				 "its module was not read (loaded before tracing, or "
+				 "from a file with cuModuleLoad)");
+		} else {
+			/* (true only if every module it came from has PTX for it) */
+			json_bool(j, "has_ptx", !r->kernel_sass[i]);
+			json_str(j, "why",
+				 !r->kernel_sass[i] ? NULL
+				 : r->kernel_ptx[i]
+					 ? "SASS only in some of the modules it was loaded from"
+					 : "SASS only: its module has no PTX for it");
+		}
+		json_obj_end(j);
+	}
+	json_arr_end(j);
+	json_obj_end(j);
+}
+
 void report_json__write(FILE *f, const struct report *r)
 {
 	struct json j;
@@ -577,6 +651,7 @@ void report_json__write(FILE *f, const struct report *r)
 	nccl(&j, r);
 	errors(&j, r);
 	gpu(&j, r);
+	device_code(&j, r);
 	report_os_json(&j, r);
 	report_findings_json(&j, r);
 	json_obj_end(&j);

@@ -600,6 +600,84 @@ static void gpu_time(FILE *f, const struct report *r, const struct text_opts *o)
 	}
 }
 
+/* "sm_90", "sm_80-120" (low to high), or "-". */
+static void arch_range(char *buf, size_t n, const char *pre, unsigned int low, unsigned int high)
+{
+	if (!high)
+		snprintf(buf, n, "-");
+	else if (low && low != high)
+		snprintf(buf, n, "%s_%u-%u", pre, low, high);
+	else
+		snprintf(buf, n, "%s_%u", pre, high);
+}
+
+/* Device code read in-process (--device-code): what device-side probes can go in. */
+static void device_code(FILE *f, const struct report *r)
+{
+	unsigned int kinds[GS_CODE_KIND_MAX] = { 0 }, failed = 0, unread = 0, sass = 0;
+	char a[32], b[32], c[64], name[128];
+
+	if (!r->devmods_total)
+		return;
+	heading(f, "Device code (read in-process; PTX is what device-side probes go in)");
+	for (size_t i = 0; i < r->ndevmods; i++) {
+		kinds[r->devmods[i].kind < GS_CODE_KIND_MAX ? r->devmods[i].kind : 0]++;
+		failed += r->devmods[i].why != NULL;
+	}
+	fprintf(f,
+		"  %llu module%s loaded (%u fatbin, %u PTX, %u cubin, %u unknown); %u not fully "
+		"read\n",
+		(unsigned long long)r->devmods_total, r->devmods_total == 1 ? "" : "s",
+		kinds[GS_CODE_FATBIN], kinds[GS_CODE_PTX], kinds[GS_CODE_CUBIN],
+		kinds[GS_CODE_UNKNOWN], failed);
+	fprintf(f,
+		"  %llu kernels in them: %llu with PTX, %llu SASS only, %llu with PTX in some "
+		"modules and not in others\n",
+		(unsigned long long)r->devkernels, (unsigned long long)r->devkernels_ptx,
+		(unsigned long long)(r->devkernels - r->devkernels_ptx - r->devkernels_mixed),
+		(unsigned long long)r->devkernels_mixed);
+	fprintf(f, "  %-18s %-7s %-20s %10s %-11s %-10s %s\n", "module", "kind", "loaded by",
+		"bytes", "PTX (max)", "SASS", "kernels");
+	for (size_t i = 0; i < r->ndevmods; i++) {
+		const struct dev_module *d = &r->devmods[i];
+
+		arch_range(a, sizeof(a), "compute", 0, d->ptx_arch);
+		arch_range(b, sizeof(b), "sm", d->sass_arch_low, d->sass_arch);
+		fprintf(f, "  0x%-16llx %-7s %-20s %10s %-11s %-10s %u (%u with PTX)%s%s\n",
+			(unsigned long long)d->scope, devcode_kind_name(d->kind), api_name(d->api),
+			fmt_bytes(c, sizeof(c), (double)d->bytes), a, b, d->nkernels, d->with_ptx,
+			d->why ? ": " : "", d->why ? d->why : "");
+	}
+	for (size_t i = 0; i < r->nkernels; i++) {
+		sass += r->kernel_sass[i] > 0;
+		unread += r->kernels[i].mangled && !r->kernel_ptx[i] && !r->kernel_sass[i];
+	}
+	if (sass) {
+		fprintf(f, "  launched kernels that device-side probes cannot go in (no PTX):\n");
+		for (size_t i = 0; i < r->nkernels; i++) {
+			const struct rep_kernel *k = &r->kernels[i];
+
+			if (!r->kernel_sass[i])
+				continue;
+			shorten_name(k->display, 60, name, sizeof(name));
+			arch_range(a, sizeof(a), "sm", r->kernel_sass_arch_low[i],
+				   r->kernel_sass_arch[i]);
+			if (r->kernel_ptx[i])
+				snprintf(c, sizeof(c), "SASS only (%s) in %u of %u modules", a,
+					 r->kernel_sass[i], r->kernel_sass[i] + r->kernel_ptx[i]);
+			else
+				snprintf(c, sizeof(c), "SASS only (%s)", a);
+			fprintf(f, "  %10llu launches  %-60s %s\n", (unsigned long long)k->launches,
+				name, c);
+		}
+	}
+	if (unread)
+		fprintf(f,
+			"  %u launched kernel%s from modules not read (loaded before tracing, or "
+			"from a file with cuModuleLoad)\n",
+			unread, unread == 1 ? "" : "s");
+}
+
 void report_text__write(FILE *f, const struct report *r, const struct text_opts *o)
 {
 	session(f, r);
@@ -608,6 +686,7 @@ void report_text__write(FILE *f, const struct report *r, const struct text_opts 
 	gpu_time(f, r, o);
 	memory(f, r);
 	memory_analyses(f, r);
+	device_code(f, r);
 	copies(f, r);
 	syncs(f, r);
 	nccl(f, r);

@@ -323,6 +323,58 @@ static CUresult parse_ptx(const char *ptx, struct CUlib_st *lib)
 	return CUDA_SUCCESS;
 }
 
+static void add_fake_kernel(struct CUlib_st *lib, const char *name, size_t n)
+{
+	struct CUkern_st *k;
+
+	for (int i = 0; i < lib->nkernels; i++)
+		if (strlen(lib->kernels[i].name) == n && !memcmp(lib->kernels[i].name, name, n))
+			return;
+	if (lib->nkernels == MAX_KERNELS || n == 0 || n > 255)
+		return;
+	k = &lib->kernels[lib->nkernels];
+	memcpy(k->name, name, n);
+	k->name[n] = 0;
+	k->magic = KERNEL_MAGIC;
+	lib->funcs[lib->nkernels] = (struct CUfunc_st){ FUNCTION_MAGIC, k };
+	k->func = &lib->funcs[lib->nkernels];
+	lib->nkernels++;
+}
+
+/* Fatbins (or their wrapper) and cubins, uncompressed (nvcc --compress-mode=none): kernel
+ * names are what follows `.entry ` in PTX entries, and `.text.` section names of cubins. A
+ * compressed image loads with no kernels. (A double: the real driver decodes them.) */
+static CUresult parse_binary(const unsigned char *b, struct CUlib_st *lib)
+{
+	size_t n;
+
+	if (*(const unsigned int *)b == 0x466243b1u) /* the wrapper: {magic, version, data} */
+		b = *(const unsigned char *const *)(b + 8);
+	if (*(const unsigned int *)b == 0xba55ed50u)
+		n = *(const unsigned short *)(b + 6) + *(const unsigned long long *)(b + 8);
+	else if (!memcmp(b, "\177ELF", 4))
+		n = *(const unsigned long long *)(b + 0x28) +
+		    (size_t) * (const unsigned short *)(b + 0x3c) * 64; /* e_shoff + shnum * 64 */
+	else
+		return CUDA_ERROR_INVALID_IMAGE;
+	lib->nkernels = 0;
+	for (size_t i = 0; i + 7 < n; i++) {
+		const char *p = (const char *)b + i;
+		size_t len = 0, skip = !memcmp(p, ".entry ", 7)	 ? 7
+				       : !memcmp(p, ".text.", 6) ? 6
+								 : 0;
+
+		if (!skip)
+			continue;
+		p += skip;
+		while (i + skip + len < n && p[len] && p[len] != '(' && p[len] != ' ' &&
+		       p[len] != '\n')
+			len++;
+		add_fake_kernel(lib, p, len);
+	}
+	return CUDA_SUCCESS;
+}
+
 static struct CUkern_st *lookup_kernel(struct CUlib_st *lib, const char *name)
 {
 	for (int i = 0; i < lib->nkernels; i++)
@@ -679,7 +731,9 @@ static CUresult load_library(CUlibrary *out, const void *code)
 	if (!out || !code)
 		return CUDA_ERROR_INVALID_VALUE;
 	lib = calloc(1, sizeof(*lib));
-	r = parse_ptx(code, lib);
+	r = parse_binary(code, lib);
+	if (r)
+		r = parse_ptx(code, lib);
 	if (r) {
 		free(lib);
 		return r;
@@ -787,6 +841,11 @@ static CUresult module_load(CUmodule *out, const void *image)
 EXPORT CUresult cuModuleLoadData(CUmodule *mod, const void *image)
 {
 	return LOCKED(module_load(mod, image));
+}
+
+EXPORT CUresult cuModuleLoadFatBinary(CUmodule *mod, const void *fatbin)
+{
+	return LOCKED(module_load(mod, fatbin));
 }
 
 EXPORT CUresult cuModuleLoadDataEx(CUmodule *mod, const void *image, unsigned int n, void *opts,

@@ -16,8 +16,14 @@ trace driver -- "$out/workloads/wl_driver"
 trace runtime -- "$out/workloads/wl_runtime"
 trace nccl -- "$out/workloads/wl_nccl"
 trace inject --inject -- "$out/workloads/wl_driver"
+# Device code records: PTX text, and the test fatbin seeds (a fatbin with PTX and SASS, one
+# with SASS only).
+trace devcode --inject --device-code -- "$out/workloads/wl_devcode" \
+	"data:tests/fuzz/seeds/ptx_rewrite/$(ls tests/fuzz/seeds/ptx_rewrite | head -1)" \
+	"library:$seeds/fatbin/k-none.fatbin" "wrapper:$seeds/fatbin/sass-only-sm90.fatbin" \
+	"dataex:$seeds/fatbin/cubin-sm90"
 # The records target reads bare records: a recording without its 16-byte header.
-for f in driver inject; do
+for f in driver inject devcode; do
 	tail -c +17 "$seeds/recording/$f.gsrec" >"$seeds/records/$f.bin"
 done
 ls -l "$seeds/recording" "$seeds/records"
