@@ -240,8 +240,6 @@ static void site_sample(struct mem_site *s, __u64 ts)
 static void frag_sample(struct proc *p, int slot, __u64 ts)
 {
 	struct mem_frag *f = p->frag[slot];
-	struct frag_sample *x;
-	struct space sp;
 
 	if (!f) {
 		if (!p->dev_in_use[slot])
@@ -253,15 +251,7 @@ static void frag_sample(struct proc *p, int slot, __u64 ts)
 			f->s[i] = f->s[2 * i + 1];
 		f->n = SITE_SAMPLES / 2;
 	}
-	space_of(p, slot, &sp);
-	x = &f->s[f->n++];
-	x->ts = ts;
-	x->live = sp.live;
-	x->holes = sp.holes;
-	x->largest_hole = sp.largest;
-	x->ranges = sp.ranges;
-	x->stranded = sp.stranded;
-	x->largest_stranded = sp.largest_stranded;
+	model__frag_now(p, slot, ts, &f->s[f->n++]);
 }
 
 void model__mem_tick(struct model *m, struct proc *p, __u64 ts, bool force)

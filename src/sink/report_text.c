@@ -222,6 +222,21 @@ static double secs(__u64 ns)
 	return (double)ns / 1e9;
 }
 
+/* A site's headline, its whole stack when the label is shorter, and its trend test, up to
+ * the caller's own end of that line. */
+static void site_trend(FILE *f, const char *tag, const struct rep_site *s,
+		       const struct leak_test *t)
+{
+	char a[32];
+
+	fprintf(f, "  %s pid %u site #%u %s\n", tag, s->pid, s->id, s->label);
+	if (strcmp(s->stack, s->label))
+		fprintf(f, "       stack: %s\n", s->stack);
+	fprintf(f, "       +%s/s (Sen's slope) from %.3f s to %.3f s, p %.1e over %u samples",
+		fmt_bytes(a, sizeof(a), t->slope_bps), secs(t->from), secs(t->to),
+		GS_MAX(1 - t->confidence, 1e-12), t->n);
+}
+
 /* Leaks, what was never freed (by site), out-of-memory findings, fragmentation. */
 static void memory_analyses(FILE *f, const struct report *r)
 {
@@ -240,14 +255,8 @@ static void memory_analyses(FILE *f, const struct report *r)
 	for (size_t i = 0; i < r->nsites && r->sites[i].leak.suspected; i++) {
 		const struct rep_site *s = &r->sites[i];
 
-		fprintf(f, "  LEAK pid %u site #%u %s\n", s->pid, s->id, s->label);
-		if (strcmp(s->stack, s->label))
-			fprintf(f, "       stack: %s\n", s->stack);
-		fprintf(f,
-			"       +%s/s (Sen's slope) from %.3f s to %.3f s, p %.1e over %u samples; "
-			"%s outstanding in %llu of %llu allocations\n",
-			fmt_bytes(a, sizeof(a), s->leak.slope_bps), secs(s->leak.from),
-			secs(s->leak.to), GS_MAX(1 - s->leak.confidence, 1e-12), s->leak.n,
+		site_trend(f, "LEAK", s, &s->leak);
+		fprintf(f, "; %s outstanding in %llu of %llu allocations\n",
 			fmt_bytes(b, sizeof(b), (double)s->live_bytes),
 			(unsigned long long)s->live_count, (unsigned long long)s->allocs);
 		for (unsigned int k = 0; k < s->nexamples; k++)
@@ -266,14 +275,9 @@ static void memory_analyses(FILE *f, const struct report *r)
 
 		if (!s->grew)
 			continue;
-		fprintf(f, "  GREW pid %u site #%u %s\n", s->pid, s->id, s->label);
-		if (strcmp(s->stack, s->label))
-			fprintf(f, "       stack: %s\n", s->stack);
+		site_trend(f, "GREW", s, &s->earlier);
 		fprintf(f,
-			"       +%s/s (Sen's slope) from %.3f s to %.3f s, p %.1e over %u samples "
-			"(suspected from %.3f s to %.3f s); peak %s, %s outstanding at the end\n",
-			fmt_bytes(a, sizeof(a), s->earlier.slope_bps), secs(s->earlier.from),
-			secs(s->earlier.to), GS_MAX(1 - s->earlier.confidence, 1e-12), s->earlier.n,
+			" (suspected from %.3f s to %.3f s); peak %s, %s outstanding at the end\n",
 			secs(s->suspected_since), secs(s->suspected_last),
 			fmt_bytes(b, sizeof(b), (double)s->peak_bytes),
 			fmt_bytes(c, sizeof(c), (double)s->live_bytes));
