@@ -42,12 +42,31 @@ static const char usage[] =
 	"                      4x1x1, blocks 32x2x1, SM 7, warp 3, lane 5, timer 1 s)\n"
 	"  -h, --help          this help\n";
 
-#define MAX_MAPS 64
+#define MAX_MAPS	 64
+#define RUN_THREADS	 256u /* the launch --run plays a thread of: 4 blocks of 64 */
+#define RUN_THREAD_INDEX 165  /* its thread: block 2 * 64 + (1 * 32 + 5) */
 
 struct objmap {
 	char name[64];
 	unsigned int type, key_size, value_size, max_entries;
 };
+
+/* The GPU's kind of a map type, 0 if it has none. */
+static unsigned int map_kind(unsigned int type)
+{
+	return type == BPF_MAP_TYPE_ARRAY	   ? GS_MAP_ARRAY
+	       : type == BPF_MAP_TYPE_PERCPU_ARRAY ? GS_MAP_PER_THREAD
+	       : type == BPF_MAP_TYPE_HASH	   ? GS_MAP_HASH
+						   : 0;
+}
+
+/* The bytes of a map's memory for --run. */
+static size_t map_bytes(const struct objmap *o, const struct bpf_map_mem *m)
+{
+	if (m->kind == GS_MAP_HASH)
+		return bpf_hash_slot(o->key_size, o->value_size) * o->max_entries;
+	return (size_t)o->value_size * o->max_entries * m->extra;
+}
 
 /*
  * Resolve the program's relocations (found in the ELF file: libbpf does not give them out
@@ -135,12 +154,20 @@ static int resolve(const char *path, const char *section, const char *prog, stru
 					 "functions are not supported yet",
 					 at, nm);
 				rc = -1;
-			} else if (maps[m].type != BPF_MAP_TYPE_ARRAY || maps[m].key_size != 4) {
-				snprintf(msg, msglen,
-					 "instruction %zu refers to map %s of type %u: only array "
-					 "maps "
-					 "(type %d, 4-byte keys) run on the GPU yet",
-					 at, nm, maps[m].type, BPF_MAP_TYPE_ARRAY);
+			} else if (!map_kind(maps[m].type) ||
+				   (map_kind(maps[m].type) != GS_MAP_HASH &&
+				    maps[m].key_size != 4) ||
+				   !maps[m].key_size || maps[m].key_size > 256) {
+				snprintf(
+					msg, msglen,
+					"instruction %zu refers to map %s of type %u, key size %u: "
+					"only arrays (type %d) and per-thread arrays (percpu "
+					"arrays, "
+					"type %d) with 4-byte keys, and hash maps (type %d) with "
+					"keys "
+					"of up to 256 bytes, run on the GPU",
+					at, nm, maps[m].type, maps[m].key_size, BPF_MAP_TYPE_ARRAY,
+					BPF_MAP_TYPE_PERCPU_ARRAY, BPF_MAP_TYPE_HASH);
 				rc = -1;
 			} else {
 				insns[at].src_reg = BPF_PSEUDO_MAP_IDX;
@@ -211,7 +238,8 @@ int cmd_bpf2ptx(int argc, char **argv)
 	char probe_names[64][160];
 	size_t nprobes = 0;
 	/* The thread --run plays: thread (5,1,0) of block (2,0,0) in a 4x1x1 grid of 32x2x1
-	 * blocks, on SM 7, warp 3 lane 5, all lanes active, at 1 s. */
+	 * blocks (RUN_THREADS threads; it is RUN_THREAD_INDEX), on SM 7, warp 3 lane 5, all
+	 * lanes active, at 1 s. */
 	struct bpf_gpu_env env = { .tid = { 5, 1, 0 },
 				   .ntid = { 32, 2, 1 },
 				   .ctaid = { 2, 0, 0 },
@@ -288,9 +316,15 @@ int cmd_bpf2ptx(int argc, char **argv)
 		maps[nmaps].key_size = bpf_map__key_size(map);
 		maps[nmaps].value_size = bpf_map__value_size(map);
 		maps[nmaps].max_entries = bpf_map__max_entries(map);
-		if (maps[nmaps].type == BPF_MAP_TYPE_ARRAY && maps[nmaps].value_size &&
-		    (size_t)maps[nmaps].value_size * maps[nmaps].max_entries <= (64u << 20))
-			mem[nmaps].data = xcalloc(maps[nmaps].max_entries, maps[nmaps].value_size);
+		/* (--run: a per-thread array has one for every thread of the launch --run
+		 * plays a thread of) */
+		mem[nmaps].kind = map_kind(maps[nmaps].type);
+		mem[nmaps].extra = mem[nmaps].kind == GS_MAP_PER_THREAD ? RUN_THREADS
+				   : mem[nmaps].kind == GS_MAP_HASH	? maps[nmaps].key_size
+									: 1;
+		if (mem[nmaps].kind && maps[nmaps].value_size &&
+		    map_bytes(&maps[nmaps], &mem[nmaps]) <= (64u << 20))
+			mem[nmaps].data = xcalloc(1, map_bytes(&maps[nmaps], &mem[nmaps]));
 		mem[nmaps].value_size = maps[nmaps].value_size;
 		mem[nmaps].max_entries = mem[nmaps].data ? maps[nmaps].max_entries : 0;
 		nmaps++;
@@ -331,13 +365,21 @@ int cmd_bpf2ptx(int argc, char **argv)
 			for (size_t i = 0; i < ctx_n; i++)
 				printf("%02x", ctx[i]);
 			for (size_t m = 0; m < nmaps; m++) {
-				size_t bytes = (size_t)mem[m].value_size * mem[m].max_entries;
+				size_t bytes =
+					mem[m].kind == GS_MAP_HASH
+						? map_bytes(&maps[m], &mem[m])
+						: (size_t)mem[m].value_size * mem[m].max_entries;
+				/* (per-thread: the array of the thread --run plays) */
+				const unsigned char *d =
+					mem[m].data + (mem[m].kind == GS_MAP_PER_THREAD
+							       ? RUN_THREAD_INDEX * bytes
+							       : 0);
 
 				if (!mem[m].data || bytes > 4096)
 					continue;
 				printf(" %s=", maps[m].name);
 				for (size_t i = 0; i < bytes; i++)
-					printf("%02x", mem[m].data[i]);
+					printf("%02x", d[i]);
 			}
 			printf("\n");
 			continue;

@@ -18,7 +18,7 @@
 
 struct desc {
 	__u64 data;
-	__u32 value_size, max_entries;
+	__u32 value_size, max_entries, kind, extra;
 };
 
 struct vm {
@@ -61,9 +61,13 @@ static unsigned char *at(struct vm *vm, __u64 addr, unsigned int w)
 	for (size_t i = 0; i < vm->nmaps; i++) {
 		const struct bpf_map_mem *m = &vm->maps[i];
 
+		size_t bytes = m->kind == GS_MAP_HASH
+				       ? bpf_hash_slot(m->extra, m->value_size) * m->max_entries
+				       : (size_t)m->value_size * m->max_entries *
+						 (m->kind == GS_MAP_PER_THREAD ? m->extra : 1);
+
 		if (within(addr, w, (__u64)(uintptr_t)&vm->descs[i], sizeof(vm->descs[i])) ||
-		    (m->data && within(addr, w, (__u64)(uintptr_t)m->data,
-				       (size_t)m->value_size * m->max_entries)))
+		    (m->data && within(addr, w, (__u64)(uintptr_t)m->data, bytes)))
 			return (unsigned char *)(uintptr_t)addr;
 	}
 	return NULL;
@@ -205,6 +209,73 @@ static int run(struct vm *vmp, const struct bpf_insn *insns, size_t n,
 
 /* A GPU helper, as the PTX does it for the thread env describes. 0, 1 refused, 2 memory,
  * 3 the thread ended. */
+/* A hash map's helper, as the GPU's (translate.h): one thread, so no slot is ever seen
+ * being written. 0, or 2 for memory outside what the program may touch. */
+static int hash_helper(struct vm *vm, const struct desc *m, int id, __u64 *r)
+{
+	size_t slot_size = bpf_hash_slot(m->extra, m->value_size),
+	       vo = 8 + (((size_t)m->extra + 7) & ~(size_t)7);
+	unsigned char *key = m->extra ? at(vm, r[2], m->extra) : NULL;
+	__u32 h = 0x811c9dc5u, i;
+
+	if (!key || slot_size > 4096)
+		return 2;
+	for (__u32 b = 0; b < m->extra; b++)
+		h = (h ^ key[b]) * 16777619u;
+	if (!m->max_entries) {
+		r[0] = id == 1 ? 0 : id == 2 ? (__u64)-7 : (__u64)-2;
+		return 0;
+	}
+	i = h % m->max_entries;
+	for (__u32 n = 0; n < m->max_entries; n++, i = (i + 1) % m->max_entries) {
+		unsigned char *s = at(vm, m->data + (__u64)i * slot_size, (unsigned int)slot_size);
+		__u32 state;
+
+		if (!s)
+			return 2;
+		memcpy(&state, s, 4);
+		if (state == 2 && !memcmp(s + 8, key, m->extra)) {
+			if (id == 1) {
+				r[0] = (__u64)(uintptr_t)(s + vo);
+			} else if (id == 3) {
+				state = 3;
+				memcpy(s, &state, 4);
+				r[0] = 0;
+			} else if (r[4] == 1) { /* BPF_NOEXIST */
+				r[0] = (__u64)-17;
+			} else {
+				unsigned char *v = at(vm, r[3], m->value_size ? m->value_size : 1);
+
+				if (!v)
+					return 2;
+				memcpy(s + vo, v, m->value_size);
+				r[0] = 0;
+			}
+			return 0;
+		}
+		if (state == 0) { /* the key is not there */
+			if (id == 1) {
+				r[0] = 0;
+			} else if (id == 3 || r[4] == 2) { /* (BPF_EXIST) */
+				r[0] = (__u64)-2;
+			} else {
+				unsigned char *v = at(vm, r[3], m->value_size ? m->value_size : 1);
+
+				if (!v)
+					return 2;
+				memcpy(s + 8, key, m->extra);
+				memcpy(s + vo, v, m->value_size);
+				state = 2;
+				memcpy(s, &state, 4);
+				r[0] = 0;
+			}
+			return 0;
+		}
+	}
+	r[0] = id == 1 ? 0 : id == 2 ? (__u64)-7 : (__u64)-2;
+	return 0;
+}
+
 static int helper(struct vm *vm, const struct bpf_gpu_env *env, int id, __u64 *r)
 {
 	const unsigned int *v = id == GS_BPF_BLOCK_IDX	  ? env->ctaid
@@ -219,21 +290,37 @@ static int helper(struct vm *vm, const struct bpf_gpu_env *env, int id, __u64 *r
 		/* Array maps: r1 a descriptor, r2 the key's address. */
 		unsigned char *d = at(vm, r[1], sizeof(struct desc)), *k = at(vm, r[2], 4), *slot;
 		struct desc m;
+		__u64 elem, t;
 		__u32 key;
 
-		if (!d || !k)
+		if (!d)
 			return 2;
 		memcpy(&m, d, sizeof(m));
+		if (m.kind == GS_MAP_HASH)
+			return hash_helper(vm, &m, id, r);
+		if (!k)
+			return 2;
 		key = (__u32)load(k, 4);
 		if (id == 3) {
 			r[0] = (__u64)-22;
 			return 0;
 		}
-		if (key >= m.max_entries) {
+		elem = key;
+		t = 0;
+		if (m.kind == GS_MAP_PER_THREAD) { /* the thread's index in the launch */
+			t = ((__u64)(env->ctaid[2] * env->nctaid[1] + env->ctaid[1]) *
+				     env->nctaid[0] +
+			     env->ctaid[0]) *
+				    ((__u64)env->ntid[0] * env->ntid[1] * env->ntid[2]) +
+			    (__u64)(env->tid[2] * env->ntid[1] + env->tid[1]) * env->ntid[0] +
+			    env->tid[0];
+			elem += t * m.max_entries;
+		}
+		if (key >= m.max_entries || (m.kind == GS_MAP_PER_THREAD && t >= m.extra)) {
 			r[0] = id == 1 ? 0 : (__u64)-7;
 			return 0;
 		}
-		slot = at(vm, m.data + (__u64)key * m.value_size, m.value_size ? m.value_size : 1);
+		slot = at(vm, m.data + elem * m.value_size, m.value_size ? m.value_size : 1);
 		if (!slot)
 			return 2;
 		if (id == 1) {
@@ -306,7 +393,7 @@ int bpf_interp(const struct bpf_insn *insns, size_t n, void *ctx, size_t ctx_siz
 	}
 	for (size_t i = 0; i < nmaps; i++)
 		descs[i] = (struct desc){ (__u64)(uintptr_t)maps[i].data, maps[i].value_size,
-					  maps[i].max_entries };
+					  maps[i].max_entries, maps[i].kind, maps[i].extra };
 	vm.descs = descs;
 	return run(&vm, insns, n, env ? env : &none, max_steps, ret, err, errlen);
 }

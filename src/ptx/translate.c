@@ -348,10 +348,163 @@ int bpf_gpu_helper(int id)
 	       id == GS_BPF_ACTIVE_MASK || (id >= 1 && id <= 3);
 }
 
+size_t bpf_hash_slot(unsigned int key_size, unsigned int value_size)
+{
+	return 8 + (((size_t)key_size + 7) & ~(size_t)7) + (((size_t)value_size + 7) & ~(size_t)7);
+}
+
 void bpf_ptx_maps_decl(struct strbuf *out, unsigned int nmaps)
 {
 	sb_printf(out, ".visible .global .align 8 .b8 gs_maps[%u];\n\n",
 		  (nmaps ? nmaps : 1) * GS_MAP_DESC);
+}
+
+/*
+ * A map element's address into %t0 (r1 the descriptor, r2 the key's address), %p0 set if
+ * there is none (the key past the end, or a thread past a per-thread map's threads); %w0
+ * keeps the value size. Uses %t1-%t3, %w1-%w4, %p1.
+ */
+static void map_slot(struct strbuf *o, size_t at)
+{
+	sb_printf(o,
+		  "\tld.u64 %%t0, [%%r1];\n\tld.u32 %%w0, [%%r1+8];\n"
+		  "\tld.u32 %%w1, [%%r1+12];\n\tld.u32 %%w2, [%%r2];\n"
+		  "\tsetp.ge.u32 %%p0, %%w2, %%w1;\n\tcvt.u64.u32 %%t1, %%w2;\n"
+		  "\tld.u32 %%w3, [%%r1+16];\n\tsetp.ne.u32 %%p1, %%w3, %d;\n"
+		  "\t@%%p1 bra H%zu_slot;\n"
+		  /* the thread's index in the launch: its block's, times a block's threads,
+		   * plus its own in the block */
+		  "\tmov.u32 %%w3, %%ctaid.z;\n\tmov.u32 %%w4, %%nctaid.y;\n"
+		  "\tmul.lo.u32 %%w3, %%w3, %%w4;\n\tmov.u32 %%w4, %%ctaid.y;\n"
+		  "\tadd.u32 %%w3, %%w3, %%w4;\n\tmov.u32 %%w4, %%nctaid.x;\n"
+		  "\tmul.lo.u32 %%w3, %%w3, %%w4;\n\tmov.u32 %%w4, %%ctaid.x;\n"
+		  "\tadd.u32 %%w3, %%w3, %%w4;\n\tcvt.u64.u32 %%t2, %%w3;\n"
+		  "\tmov.u32 %%w3, %%ntid.x;\n\tmov.u32 %%w4, %%ntid.y;\n"
+		  "\tmul.lo.u32 %%w3, %%w3, %%w4;\n\tmov.u32 %%w4, %%ntid.z;\n"
+		  "\tmul.lo.u32 %%w3, %%w3, %%w4;\n\tcvt.u64.u32 %%t3, %%w3;\n"
+		  "\tmul.lo.u64 %%t2, %%t2, %%t3;\n"
+		  "\tmov.u32 %%w3, %%tid.z;\n\tmov.u32 %%w4, %%ntid.y;\n"
+		  "\tmul.lo.u32 %%w3, %%w3, %%w4;\n\tmov.u32 %%w4, %%tid.y;\n"
+		  "\tadd.u32 %%w3, %%w3, %%w4;\n\tmov.u32 %%w4, %%ntid.x;\n"
+		  "\tmul.lo.u32 %%w3, %%w3, %%w4;\n\tmov.u32 %%w4, %%tid.x;\n"
+		  "\tadd.u32 %%w3, %%w3, %%w4;\n\tcvt.u64.u32 %%t3, %%w3;\n"
+		  "\tadd.s64 %%t2, %%t2, %%t3;\n"
+		  "\tld.u32 %%w3, [%%r1+20];\n\tcvt.u64.u32 %%t3, %%w3;\n"
+		  "\tsetp.ge.or.u64 %%p0, %%t2, %%t3, %%p0;\n"
+		  "\tcvt.u64.u32 %%t3, %%w1;\n\tmul.lo.u64 %%t2, %%t2, %%t3;\n"
+		  "\tadd.s64 %%t1, %%t1, %%t2;\n"
+		  "H%zu_slot:\n"
+		  "\tcvt.u64.u32 %%t3, %%w0;\n\tmul.lo.u64 %%t1, %%t1, %%t3;\n"
+		  "\tadd.s64 %%t0, %%t0, %%t1;\n",
+		  GS_MAP_PER_THREAD, at, at);
+}
+
+/*
+ * A hash map's helper (the array code before it jumps past this): open addressing with
+ * linear probing over max_entries slots of {u32 state; u32 pad; key, value (each rounded
+ * up to 8 bytes)}; state 0 empty, 1 being written, 2 full, 3 deleted. The key's FNV-1a
+ * hash picks the first slot. An insert claims an empty slot with a compare-and-swap
+ * (0 -> 1), writes key and value, and publishes it (membar, 2); a slot being written is
+ * waited for (boundedly), so that two threads inserting one key do not both insert it.
+ * Deleted slots are not reused. Registers: %t0-%t5, %w0-%w7, %p0-%p2.
+ */
+static void hash_helper(struct strbuf *o, int id, size_t at)
+{
+	sb_printf(o, "\tbra.uni H%zu_out;\nH%zu_hash:\n", at, at);
+	/* %t0 data, %w0 value size, %w1 slots, %w2 key size, %t5 slot size */
+	sb_printf(o, "\tld.u64 %%t0, [%%r1];\n\tld.u32 %%w0, [%%r1+8];\n\tld.u32 %%w1, [%%r1+12];\n"
+		     "\tld.u32 %%w2, [%%r1+20];\n"
+		     "\tadd.u32 %%w7, %%w2, 7;\n\tand.b32 %%w7, %%w7, 0xfffffff8;\n\tcvt.u64.u32 "
+		     "%%t5, %%w7;\n"
+		     "\tadd.u32 %%w7, %%w0, 7;\n\tand.b32 %%w7, %%w7, 0xfffffff8;\n\tcvt.u64.u32 "
+		     "%%t2, %%w7;\n"
+		     "\tadd.s64 %%t5, %%t5, %%t2;\n\tadd.s64 %%t5, %%t5, 8;\n");
+	/* FNV-1a of the key: the first slot, %w3 */
+	sb_printf(o,
+		  "\tmov.u32 %%w3, 0x811c9dc5;\n\tmov.u32 %%w5, 0;\n"
+		  "H%zu_h:\n\tsetp.ge.u32 %%p0, %%w5, %%w2;\n\t@%%p0 bra H%zu_hd;\n"
+		  "\tcvt.u64.u32 %%t2, %%w5;\n\tadd.s64 %%t2, %%r2, %%t2;\n\tld.u8 %%w7, [%%t2];\n"
+		  "\txor.b32 %%w3, %%w3, %%w7;\n\tmul.lo.u32 %%w3, %%w3, 16777619;\n"
+		  "\tadd.u32 %%w5, %%w5, 1;\n\tbra.uni H%zu_h;\n"
+		  "H%zu_hd:\n\tsetp.eq.u32 %%p0, %%w1, 0;\n\t@%%p0 bra H%zu_none;\n"
+		  "\trem.u32 %%w3, %%w3, %%w1;\n\tmov.u32 %%w4, 0;\n",
+		  at, at, at, at, at);
+	/* the probe: slot %t1, its state %w6 (a slot being written: wait, boundedly) */
+	sb_printf(o,
+		  "H%zu_probe:\n\tsetp.ge.u32 %%p0, %%w4, %%w1;\n\t@%%p0 bra H%zu_none;\n"
+		  "\tcvt.u64.u32 %%t1, %%w3;\n\tmul.lo.u64 %%t1, %%t1, %%t5;\n"
+		  "\tadd.s64 %%t1, %%t0, %%t1;\n\tmov.u32 %%w5, 0;\n"
+		  "H%zu_load:\n\tld.volatile.u32 %%w6, [%%t1];\n"
+		  "\tsetp.eq.u32 %%p0, %%w6, 1;\n\tsetp.lt.u32 %%p2, %%w5, 1048576;\n"
+		  "\tand.pred %%p0, %%p0, %%p2;\n\tadd.u32 %%w5, %%w5, 1;\n"
+		  "\t@%%p0 bra H%zu_load;\n"
+		  "\tsetp.eq.u32 %%p0, %%w6, 0;\n\t@%%p0 bra H%zu_%s;\n"
+		  "\tsetp.ne.u32 %%p0, %%w6, 2;\n\t@%%p0 bra H%zu_next;\n"
+		  /* a full slot: the same key? */
+		  "\tmov.u32 %%w5, 0;\n"
+		  "H%zu_cmp:\n\tsetp.ge.u32 %%p0, %%w5, %%w2;\n\t@%%p0 bra H%zu_found;\n"
+		  "\tcvt.u64.u32 %%t2, %%w5;\n\tadd.s64 %%t3, %%r2, %%t2;\n\tld.u8 %%w7, [%%t3];\n"
+		  "\tadd.s64 %%t3, %%t1, %%t2;\n\tld.u8 %%w6, [%%t3+8];\n"
+		  "\tsetp.ne.u32 %%p0, %%w7, %%w6;\n\t@%%p0 bra H%zu_next;\n"
+		  "\tadd.u32 %%w5, %%w5, 1;\n\tbra.uni H%zu_cmp;\n"
+		  "H%zu_next:\n\tadd.u32 %%w3, %%w3, 1;\n\tsetp.ge.u32 %%p0, %%w3, %%w1;\n"
+		  "\t@%%p0 mov.u32 %%w3, 0;\n\tadd.u32 %%w4, %%w4, 1;\n\tbra.uni H%zu_probe;\n",
+		  at, at, at, at, at, id == 2 ? "claim" : "none", at, at, at, at, at, at, at);
+	/* %t4: the slot's value */
+	sb_printf(o,
+		  "H%zu_found:\n\tadd.u32 %%w7, %%w2, 7;\n\tand.b32 %%w7, %%w7, 0xfffffff8;\n"
+		  "\tcvt.u64.u32 %%t4, %%w7;\n\tadd.s64 %%t4, %%t4, %%t1;\n\tadd.s64 %%t4, %%t4, "
+		  "8;\n",
+		  at);
+	switch (id) {
+	case 1:
+		sb_printf(o,
+			  "\tmov.b64 %%r0, %%t4;\n\tbra.uni H%zu_out;\n"
+			  "H%zu_none:\n\tmov.b64 %%r0, 0;\n",
+			  at, at);
+		break;
+	case 3: /* the slot marked deleted, if no other thread did first */
+		sb_printf(o,
+			  "\tatom.cas.b32 %%w6, [%%t1], 2, 3;\n\tmov.b64 %%r0, 0;\n"
+			  "\tsetp.ne.u32 %%p0, %%w6, 2;\n\t@%%p0 mov.b64 %%r0, -2;\n"
+			  "\tbra.uni H%zu_out;\n"
+			  "H%zu_none:\n\tmov.b64 %%r0, -2;\n",
+			  at, at);
+		break;
+	default: /* update */
+		sb_printf(
+			o,
+			/* found: BPF_NOEXIST says no; else the value copied in */
+			"\tsetp.eq.u64 %%p0, %%r4, 1;\n\t@%%p0 mov.b64 %%r0, -17;\n"
+			"\t@%%p0 bra H%zu_out;\n\tbra.uni H%zu_value;\n"
+			/* an empty slot: the key is not there */
+			"H%zu_claim:\n\tsetp.eq.u64 %%p0, %%r4, 2;\n\t@%%p0 mov.b64 %%r0, -2;\n"
+			"\t@%%p0 bra H%zu_out;\n"
+			"\tatom.cas.b32 %%w6, [%%t1], 0, 1;\n\tsetp.ne.u32 %%p0, %%w6, 0;\n"
+			"\t@%%p0 bra H%zu_probe;\n" /* taken first: look at it again */
+			"\tmov.u32 %%w5, 0;\n"
+			"H%zu_key:\n\tsetp.ge.u32 %%p0, %%w5, %%w2;\n\t@%%p0 bra H%zu_keyed;\n"
+			"\tcvt.u64.u32 %%t2, %%w5;\n\tadd.s64 %%t3, %%r2, %%t2;\n"
+			"\tld.u8 %%w7, [%%t3];\n\tadd.s64 %%t3, %%t1, %%t2;\n"
+			"\tst.u8 [%%t3+8], %%w7;\n\tadd.u32 %%w5, %%w5, 1;\n\tbra.uni H%zu_key;\n"
+			"H%zu_keyed:\n\tadd.u32 %%w7, %%w2, 7;\n\tand.b32 %%w7, %%w7, 0xfffffff8;\n"
+			"\tcvt.u64.u32 %%t4, %%w7;\n\tadd.s64 %%t4, %%t4, %%t1;\n"
+			"\tadd.s64 %%t4, %%t4, 8;\n",
+			at, at, at, at, at, at, at, at, at);
+		sb_printf(o,
+			  "H%zu_value:\n\tmov.u32 %%w5, 0;\n"
+			  "H%zu_vcopy:\n\tsetp.ge.u32 %%p0, %%w5, %%w0;\n\t@%%p0 bra H%zu_vdone;\n"
+			  "\tcvt.u64.u32 %%t2, %%w5;\n\tadd.s64 %%t3, %%r3, %%t2;\n"
+			  "\tld.u8 %%w7, [%%t3];\n\tadd.s64 %%t3, %%t4, %%t2;\n\tst.u8 [%%t3], "
+			  "%%w7;\n"
+			  "\tadd.u32 %%w5, %%w5, 1;\n\tbra.uni H%zu_vcopy;\n"
+			  "H%zu_vdone:\n\tmembar.gl;\n\tst.volatile.u32 [%%t1], 2;\n"
+			  "\tmov.b64 %%r0, 0;\n\tbra.uni H%zu_out;\n"
+			  "H%zu_none:\n\tmov.b64 %%r0, -7;\n",
+			  at, at, at, at, at, at, at);
+		break;
+	}
+	sb_printf(o, "H%zu_out:\n", at);
 }
 
 /* A helper call: r1..r5 are its arguments, r0 its result (r1..r5 are not kept: eBPF says
@@ -364,21 +517,24 @@ static void helper(struct strbuf *o, int id, size_t at)
 			   : id == GS_BPF_THREAD_IDX ? "tid"
 						     : "nctaid";
 
+	/* Hash maps take their own way (a branch on the descriptor's kind). */
+	if (id >= 1 && id <= 3)
+		sb_printf(o,
+			  "\tld.u32 %%w3, [%%r1+16];\n\tsetp.eq.u32 %%p1, %%w3, %d;\n"
+			  "\t@%%p1 bra H%zu_hash;\n",
+			  GS_MAP_HASH, at);
 	switch (id) {
-	case 1: /* lookup: data + key * value_size, NULL past the end */
-		sb_printf(o, "\tld.u64 %%t0, [%%r1];\n\tld.u32 %%w0, [%%r1+8];\n"
-			     "\tld.u32 %%w1, [%%r1+12];\n\tld.u32 %%w2, [%%r2];\n"
-			     "\tsetp.ge.u32 %%p0, %%w2, %%w1;\n\tmul.wide.u32 %%t1, %%w2, %%w0;\n"
-			     "\tadd.s64 %%r0, %%t0, %%t1;\n\t@%%p0 mov.b64 %%r0, 0;\n");
+	case 1: /* lookup: the element's address, NULL past the end */
+		map_slot(o, at);
+		sb_printf(o, "\tmov.b64 %%r0, %%t0;\n\t@%%p0 mov.b64 %%r0, 0;\n");
+		hash_helper(o, id, at);
 		return;
 	case 2: /* update: the value copied in, byte by byte (r1..r5 are the helper's) */
+		map_slot(o, at);
 		sb_printf(o,
-			  "\tld.u64 %%t0, [%%r1];\n\tld.u32 %%w0, [%%r1+8];\n"
-			  "\tld.u32 %%w1, [%%r1+12];\n\tld.u32 %%w2, [%%r2];\n"
-			  "\tsetp.ge.u32 %%p0, %%w2, %%w1;\n\t@%%p0 mov.b64 %%r0, -7;\n"
+			  "\t@%%p0 mov.b64 %%r0, -7;\n"
 			  "\t@%%p0 bra H%zu_done;\n\tsetp.eq.u64 %%p0, %%r4, 1;\n"
 			  "\t@%%p0 mov.b64 %%r0, -17;\n\t@%%p0 bra H%zu_done;\n"
-			  "\tmul.wide.u32 %%t1, %%w2, %%w0;\n\tadd.s64 %%t0, %%t0, %%t1;\n"
 			  "\tmov.u32 %%w1, 0;\n"
 			  "H%zu_loop:\n\tsetp.ge.u32 %%p0, %%w1, %%w0;\n\t@%%p0 bra H%zu_end;\n"
 			  "\tcvt.u64.u32 %%r5, %%w1;\n\tadd.s64 %%t1, %%r3, %%r5;\n"
@@ -386,9 +542,11 @@ static void helper(struct strbuf *o, int id, size_t at)
 			  "\tst.u8 [%%t1], %%r4;\n\tadd.u32 %%w1, %%w1, 1;\n\tbra.uni H%zu_loop;\n"
 			  "H%zu_end:\n\tmov.b64 %%r0, 0;\nH%zu_done:\n",
 			  at, at, at, at, at, at, at);
+		hash_helper(o, id, at);
 		return;
 	case 3: /* delete: arrays cannot */
 		sb_printf(o, "\tmov.b64 %%r0, -22;\n");
+		hash_helper(o, id, at);
 		return;
 	case GS_BPF_GLOBALTIMER:
 		sb_printf(o, "\tmov.u64 %%r0, %%globaltimer;\n");
@@ -489,9 +647,9 @@ int bpf_to_ptx(const struct bpf_insn *insns, size_t n, const char *name, struct 
 		  ".visible .func (.param .b64 ret) %s(.param .b64 ctx)\n"
 		  "{\n"
 		  "\t.reg .b64 %%r<11>;\n"
-		  "\t.reg .b64 %%t<2>;\n"
-		  "\t.reg .b32 %%w<3>;\n"
-		  "\t.reg .pred %%p<1>;\n"
+		  "\t.reg .b64 %%t<6>;\n"
+		  "\t.reg .b32 %%w<8>;\n"
+		  "\t.reg .pred %%p<3>;\n"
 		  "\t.local .align 8 .b8 stack[%d];\n"
 		  "\tld.param.u64 %%r1, [ctx];\n"
 		  "\tmov.u64 %%r10, stack;\n"

@@ -54,19 +54,45 @@ enum {
 /*
  * Maps. A program refers to map i with a 64-bit immediate whose src_reg is
  * BPF_PSEUDO_MAP_IDX and whose imm is i (the caller resolves the object's relocations so).
- * On the GPU, the module's `gs_maps` table holds a 16-byte descriptor per map
- * ({u64 data; u32 value_size; u32 max_entries}), filled by the host before launches; the
- * immediate is the descriptor's address. Array maps only, for now:
+ * On the GPU, the module's `gs_maps` table holds a 24-byte descriptor per map
+ * ({u64 data; u32 value_size; u32 max_entries; u32 kind; u32 extra}), filled by the host
+ * before launches; the immediate is the descriptor's address. Three kinds:
+ *   - arrays (BPF_MAP_TYPE_ARRAY): one array for the whole launch;
+ *   - per-thread arrays (BPF_MAP_TYPE_PERCPU_ARRAY, a CPU's array becoming a GPU thread's):
+ *     thread t of the launch (its block's linear index times the threads in a block, plus
+ *     its linear index in the block) has elements t * max_entries ... + max_entries - 1;
+ *     `extra` is how many threads have theirs (a thread past it finds no element);
+ *   - hash maps (below): `extra` is the key size.
+ * The helpers, as the kernel's:
  *   1 bpf_map_lookup_elem(map, key)      the value's address, NULL past the end
  *   2 bpf_map_update_elem(map, key, value, flags)  copies the value; -E2BIG past the end,
  *                                                  -EEXIST with BPF_NOEXIST
- *   3 bpf_map_delete_elem(map, key)      -EINVAL (arrays cannot delete), as the kernel
+ *   3 bpf_map_delete_elem(map, key)      -EINVAL (arrays cannot delete)
  */
-#define GS_MAP_DESC 16
+#define GS_MAP_DESC 24
+
+enum bpf_map_kind {
+	GS_MAP_ARRAY = 1,
+	GS_MAP_PER_THREAD = 2,
+	GS_MAP_HASH = 3,
+};
+
+/*
+ * Hash maps (BPF_MAP_TYPE_HASH): max_entries slots of bpf_hash_slot() bytes: {u32 state;
+ * u32 pad; key; value}, key and value each rounded up to 8 bytes; state 0 empty, 1 being
+ * written, 2 full, 3 deleted (not reused). Open addressing from the key's FNV-1a hash,
+ * linear probing; an insert claims a slot with a compare-and-swap. The descriptor's last
+ * field is the key size. lookup: NULL if absent; update: -EEXIST (BPF_NOEXIST, present),
+ * -ENOENT (BPF_EXIST, absent), -E2BIG (no free slot); delete: 0, or -ENOENT.
+ */
+size_t bpf_hash_slot(unsigned int key_size, unsigned int value_size);
 
 struct bpf_map_mem {
-	unsigned char *data; /* value_size * max_entries bytes */
+	unsigned char *data; /* value_size * max_entries (* threads, per-thread) bytes, or
+			      * max_entries hash slots */
 	unsigned int value_size, max_entries;
+	unsigned int kind;  /* enum bpf_map_kind */
+	unsigned int extra; /* per-thread: how many threads have their array; hash: key size */
 };
 
 /* The module-level declaration of the maps' table (before the functions that use it). */

@@ -12,7 +12,7 @@ SEC("probe/helper") u64 helper(void *ctx)
 }
 
 struct {
-	int (*type)[1]; /* BPF_MAP_TYPE_HASH, as libbpf's __uint() spells it */
+	int (*type)[9]; /* BPF_MAP_TYPE_LRU_HASH, as libbpf's __uint() spells it */
 	int (*max_entries)[16];
 	unsigned int *key;
 	u64 *value;

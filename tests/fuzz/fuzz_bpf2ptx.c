@@ -24,10 +24,14 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
 	bpf_to_ptx(insns, n, "f", &sb, err, sizeof(err));
 	sb_free(&sb);
 	{
-		unsigned char data[64] = { 0 };
-		struct bpf_map_mem maps[2] = { { data, 8, 4 }, { data + 32, 4, 8 } };
+		/* an array, a per-thread array of 2 threads, a hash map of 2 slots (24 bytes
+		 * each: 4-byte keys, 8-byte values) */
+		unsigned char data[64 + 64 + 48] = { 0 };
+		struct bpf_map_mem maps[3] = { { data, 8, 4, GS_MAP_ARRAY, 1 },
+					       { data + 64, 8, 4, GS_MAP_PER_THREAD, 2 },
+					       { data + 128, 8, 2, GS_MAP_HASH, 4 } };
 
-		bpf_interp(insns, n, ctx, sizeof(ctx), NULL, maps, 2, 10000, &r0, err, sizeof(err));
+		bpf_interp(insns, n, ctx, sizeof(ctx), NULL, maps, 3, 10000, &r0, err, sizeof(err));
 	}
 	free(insns);
 	return 0;

@@ -161,7 +161,7 @@ def test_what_is_refused_and_why(gs, objs):
     assert p.returncode == 2
     assert "helper: instruction 0 (opcode 0x85): helper 5 has no GPU version" in p.stderr
     p = gs.run(["bpf2ptx", str(objs["refused"]), "-p", "map"])
-    assert p.returncode == 2 and "instruction 0 refers to map counts of type 1" in p.stderr
+    assert p.returncode == 2 and "instruction 0 refers to map counts of type 9" in p.stderr
     p = gs.run(["bpf2ptx", str(objs["refused"]), "-p", "global"])
     assert p.returncode == 2 and "globals and calls to other functions" in p.stderr
     for args, want in ((["bpf2ptx"], "which object?"),
@@ -328,8 +328,77 @@ def test_array_maps(gsr, maps_obj):
 def test_array_maps_ptx_assembles(gs, maps_obj, tmp_path):
     p = gs.run(["bpf2ptx", str(maps_obj), "-p", "count"])
     assert p.returncode == 0, p.stderr
-    assert ".visible .global .align 8 .b8 gs_maps[32];" in p.stdout  # two maps, 16 bytes each
+    assert ".visible .global .align 8 .b8 gs_maps[96];" in p.stdout  # four maps, 24 bytes each
     assemble(p.stdout, tmp_path)
-    p = gs.run(["bpf2ptx", str(maps_obj), "-p", "uses_hash"])
+    p = gs.run(["bpf2ptx", str(maps_obj), "-p", "per_thread_count"])
+    assert p.returncode == 0, p.stderr
+    assemble(p.stdout, tmp_path)
+    p = gs.run(["bpf2ptx", str(maps_obj), "-p", "hash"])
+    assert p.returncode == 0, p.stderr
+    assert "atom.cas.b32" in p.stdout  # an insert claims its slot
+    assemble(p.stdout, tmp_path)
+    p = gs.run(["bpf2ptx", str(maps_obj), "-p", "uses_lru"])
     assert p.returncode == 2
-    assert "refers to map by_key of type 1: only array maps" in p.stderr
+    assert ("refers to map lru of type 9, key size 4: only arrays (type 2) and per-thread "
+            "arrays") in p.stderr
+
+
+def test_per_thread_arrays(gsr, maps_obj):
+    """A percpu array becomes an array per GPU thread: --run plays thread 165 of a launch
+    of 256 (block 2 of 4, thread (5,1) of 32x2); its own array is the one printed."""
+    def run(a, b):
+        ctx = struct.pack("<QQ", a, b) + bytes(64)
+        p = gsr.run(["bpf2ptx", str(maps_obj), "-p", "per_thread_count", "--run", ctx.hex()])
+        assert p.returncode == 0, p.stderr
+        fields = dict(f.split("=", 1) for f in p.stdout.split()[1:])
+        out = struct.unpack("<QQ8Q", bytes.fromhex(fields["ctx"]))[2:]
+        return int(fields["r0"]), out, struct.unpack("<4Q", bytes.fromhex(fields["per_thread"]))
+
+    r0, out, mine = run(1, 5)
+    assert r0 == 0 and mine == (0, 5, 7, 0)
+    # update: 0; with BPF_NOEXIST: -EEXIST; delete: -EINVAL (arrays cannot).
+    assert out[:3] == (0, -17 & M64, -22 & M64)
+    r0, out, mine = run(6, 5)  # a key past the end: NULL
+    assert r0 == 1 and mine == (0, 0, 0, 0)
+
+
+def fnv1a(b):
+    h = 0x811c9dc5
+    for x in b:
+        h = ((h ^ x) * 16777619) & 0xffffffff
+    return h
+
+
+def test_hash_maps(gsr, maps_obj):
+    """A hash map of 4 slots ({u32 state, pad, u32 key + pad, u64 value} = 24 bytes each),
+    open addressing from the key's FNV-1a hash: the interpreter's results and the slots it
+    left, against this model."""
+    def run(a, b):
+        ctx = struct.pack("<QQ", a, b) + bytes(64)
+        p = gsr.run(["bpf2ptx", str(maps_obj), "-p", "hash", "--run", ctx.hex()])
+        assert p.returncode == 0, p.stderr
+        fields = dict(f.split("=", 1) for f in p.stdout.split()[1:])
+        out = struct.unpack("<QQ8Q", bytes.fromhex(fields["ctx"]))[2:]
+        raw = bytes.fromhex(fields["by_key"])
+        slots = [struct.unpack_from("<IIIIQ", raw, 24 * i) for i in range(4)]
+        return int(fields["r0"]), out, slots
+
+    key = 12345
+    r0, out, slots = run(key, 0)
+    # inserted with BPF_NOEXIST: 0; again: -EEXIST; an absent key with BPF_EXIST: -ENOENT;
+    # deleting an absent key: -ENOENT; the value read back: 1.
+    assert r0 == 0 and out[:5] == (0, -17 & M64, -2 & M64, -2 & M64, 1)
+    home = fnv1a(struct.pack("<I", key)) % 4
+    assert slots[home][0] == 2 and slots[home][2] == key and slots[home][4] == 1
+    assert [s[0] for i, s in enumerate(slots) if i != home] == [0, 0, 0]
+    # Filled: three more keys take the other slots (linear probing), the fourth finds
+    # none (-E2BIG); deleting the first marks its slot deleted (3), not empty.
+    r0, out, slots = run(key, 1)
+    assert out[5:8] == (0, -7 & M64, 0)
+    assert sorted(s[2] for s in slots) == sorted([key, key + 1, key + 2, key + 3])
+    assert slots[home][0] == 3 and sorted(s[0] for s in slots) == [2, 2, 2, 3]
+    for s in slots:
+        if s[2] != key:
+            want = fnv1a(struct.pack("<I", s[2])) % 4
+            # each sits at its hash's slot or after it, past occupied ones only
+            assert s[0] == 2 and want in range(4)
