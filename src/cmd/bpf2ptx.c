@@ -331,8 +331,14 @@ int cmd_bpf2ptx(int argc, char **argv)
 	}
 	if (!run_hex && !into)
 		sb_printf(&out, ".version 8.0\n.target sm_%u\n.address_size 64\n\n", sm);
-	if (!run_hex)
+	if (!run_hex) {
+		/* The table's layout, for whoever fills it (kind: enum bpf_map_kind, 0 none) */
+		for (size_t m = 0; m < nmaps; m++)
+			sb_printf(&out, "// gs_maps[%zu] %s kind %u key %u value %u entries %u\n",
+				  m, maps[m].name, mem[m].kind, maps[m].key_size,
+				  maps[m].value_size, maps[m].max_entries);
 		bpf_ptx_maps_decl(&out, (unsigned int)nmaps);
+	}
 	bpf_object__for_each_program(prog, obj)
 	{
 		const char *name = bpf_program__name(prog);

@@ -123,8 +123,8 @@ static __u64 alu(unsigned int op, __u64 a, __u64 b, bool wide, bool *bad)
 			return x >> (y & 31);
 		case BPF_ARSH:
 			return (__u32)((__s32)x >> (y & 31));
-		case BPF_NEG:
-			return (__u32) - (__s32)x;
+		case BPF_NEG: /* (two's complement: the most negative value negates to itself) */
+			return (__u32)(0u - x);
 		case BPF_MOV:
 			return y;
 		}
@@ -155,7 +155,7 @@ static __u64 alu(unsigned int op, __u64 a, __u64 b, bool wide, bool *bad)
 	case BPF_ARSH:
 		return (__u64)((__s64)a >> (b & 63));
 	case BPF_NEG:
-		return (__u64) - (__s64)a;
+		return 0ull - a;
 	case BPF_MOV:
 		return b;
 	}

@@ -329,6 +329,14 @@ def test_array_maps_ptx_assembles(gs, maps_obj, tmp_path):
     p = gs.run(["bpf2ptx", str(maps_obj), "-p", "count"])
     assert p.returncode == 0, p.stderr
     assert ".visible .global .align 8 .b8 gs_maps[96];" in p.stdout  # four maps, 24 bytes each
+    # The table's layout, for whoever fills it: name, kind (1 array, 2 per-thread, 3 hash,
+    # 0 not on the GPU), key and value sizes, entries.
+    layout = sorted(ln.split(" ", 2)[2] for ln in p.stdout.splitlines()
+                    if ln.startswith("// gs_maps["))
+    assert layout == ["by_key kind 3 key 4 value 8 entries 4",
+                      "counts kind 1 key 4 value 8 entries 4",
+                      "lru kind 0 key 4 value 8 entries 4",
+                      "per_thread kind 2 key 4 value 8 entries 4"], layout
     assemble(p.stdout, tmp_path)
     p = gs.run(["bpf2ptx", str(maps_obj), "-p", "per_thread_count"])
     assert p.returncode == 0, p.stderr
@@ -402,3 +410,26 @@ def test_hash_maps(gsr, maps_obj):
             want = fnv1a(struct.pack("<I", s[2])) % 4
             # each sits at its hash's slot or after it, past occupied ones only
             assert s[0] == 2 and want in range(4)
+
+
+@pytest.mark.skipif(not os.path.exists(PTXAS), reason="ptxas is not installed")
+def test_gpu_maps_bench_module(gsr, tmp_path):
+    """What bench/maps_gpu.sh runs on a GPU, built here: the three map kinds probed into
+    bench/maps_kernel.cu's kernel assemble, and the table's layout lines are the ones the
+    harness (bench/maps_gpu.cu) sets the maps up from, in order."""
+    nvcc = shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
+    if not os.path.exists(nvcc):
+        pytest.skip("nvcc is not installed")
+    obj = compile_bpf(os.path.join(ROOT, "tests", "bpf", "gpu_maps.bpf.c"), tmp_path / "m.o")
+    ptx = tmp_path / "bump.ptx"
+    subprocess.run([nvcc, "-ptx", "-arch=sm_90", "-o", str(ptx),
+                    os.path.join(ROOT, "bench", "maps_kernel.cu")], check=True,
+                   capture_output=True)
+    p = gsr.run(["bpf2ptx", str(obj), "--into", str(ptx)])
+    assert p.returncode == 0, p.stderr
+    assert "1 of 1 kernels instrumented: 1 entry and 0 exit calls" in p.stderr
+    assert [ln for ln in p.stdout.splitlines() if ln.startswith("// gs_maps[")] == [
+        "// gs_maps[0] by_block kind 3 key 4 value 8 entries 64",
+        "// gs_maps[1] mine kind 2 key 4 value 8 entries 1",
+        "// gs_maps[2] total kind 1 key 4 value 8 entries 1"]
+    assemble(p.stdout, tmp_path)

@@ -51,8 +51,10 @@ def test_os_plane_counts(gs, tmp_path):
     assert naps["total_ns"] >= truth["sleep:count"] * truth["sleep:ns"] + truth["futex:wait_ns"]
     assert t["off_cpu"]["sleep"]["count"] >= truth["sleep:count"] + 1
     assert t["off_cpu"]["sleep"]["ns"] >= naps["total_ns"] * 0.99
-    # The condition-variable wait: a futex call as long as the signaller's nap.
-    assert sc["futex"]["max_ns"] >= truth["futex:wait_ns"]
+    # The condition-variable wait: a futex call about as long as the signaller's nap (less
+    # the moments between creating the signaller, whose nap then begins, and waiting: 1.2 ms
+    # once, under load).
+    assert sc["futex"]["max_ns"] >= truth["futex:wait_ns"] * 0.9
     assert sc["pread64"]["count"] <= (4 << 20) // (256 << 10)  # (the ones of 10 us or more)
     assert t["thread_exits"] == truth["threads"]
     assert not t["oom_killed"]
