@@ -304,14 +304,20 @@ def maps_obj(tmp_path_factory):
     return compile_bpf(os.path.join(ROOT, "tests", "bpf", "translate_maps.bpf.c"), d / "maps.o")
 
 
-def run_maps(gs, obj, a, b):
+def run_prog(gs, obj, prog, a, b, map_name):
+    """--run a program of translate_maps.bpf.c on a context {a, b, out[8]}: r0, out, and
+    the bytes of one map as --run prints them."""
     ctx = struct.pack("<QQ", a, b) + bytes(64)
-    p = gs.run(["bpf2ptx", str(obj), "-p", "count", "--run", ctx.hex()])
+    p = gs.run(["bpf2ptx", str(obj), "-p", prog, "--run", ctx.hex()])
     assert p.returncode == 0, p.stderr
     fields = dict(f.split("=", 1) for f in p.stdout.split()[1:])
     out = struct.unpack("<QQ8Q", bytes.fromhex(fields["ctx"]))[2:]
-    counts = struct.unpack("<4Q", bytes.fromhex(fields["counts"]))
-    return int(fields["r0"]), out, counts
+    return int(fields["r0"]), out, bytes.fromhex(fields[map_name])
+
+
+def run_maps(gs, obj, a, b):
+    r0, out, raw = run_prog(gs, obj, "count", a, b, "counts")
+    return r0, out, struct.unpack("<4Q", raw)
 
 
 def test_array_maps(gsr, maps_obj):
@@ -355,12 +361,8 @@ def test_per_thread_arrays(gsr, maps_obj):
     """A percpu array becomes an array per GPU thread: --run plays thread 165 of a launch
     of 256 (block 2 of 4, thread (5,1) of 32x2); its own array is the one printed."""
     def run(a, b):
-        ctx = struct.pack("<QQ", a, b) + bytes(64)
-        p = gsr.run(["bpf2ptx", str(maps_obj), "-p", "per_thread_count", "--run", ctx.hex()])
-        assert p.returncode == 0, p.stderr
-        fields = dict(f.split("=", 1) for f in p.stdout.split()[1:])
-        out = struct.unpack("<QQ8Q", bytes.fromhex(fields["ctx"]))[2:]
-        return int(fields["r0"]), out, struct.unpack("<4Q", bytes.fromhex(fields["per_thread"]))
+        r0, out, raw = run_prog(gsr, maps_obj, "per_thread_count", a, b, "per_thread")
+        return r0, out, struct.unpack("<4Q", raw)
 
     r0, out, mine = run(1, 5)
     assert r0 == 0 and mine == (0, 5, 7, 0)
@@ -382,14 +384,8 @@ def test_hash_maps(gsr, maps_obj):
     open addressing from the key's FNV-1a hash: the interpreter's results and the slots it
     left, against this model."""
     def run(a, b):
-        ctx = struct.pack("<QQ", a, b) + bytes(64)
-        p = gsr.run(["bpf2ptx", str(maps_obj), "-p", "hash", "--run", ctx.hex()])
-        assert p.returncode == 0, p.stderr
-        fields = dict(f.split("=", 1) for f in p.stdout.split()[1:])
-        out = struct.unpack("<QQ8Q", bytes.fromhex(fields["ctx"]))[2:]
-        raw = bytes.fromhex(fields["by_key"])
-        slots = [struct.unpack_from("<IIIIQ", raw, 24 * i) for i in range(4)]
-        return int(fields["r0"]), out, slots
+        r0, out, raw = run_prog(gsr, maps_obj, "hash", a, b, "by_key")
+        return r0, out, [struct.unpack_from("<IIIIQ", raw, 24 * i) for i in range(4)]
 
     key = 12345
     r0, out, slots = run(key, 0)
