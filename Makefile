@@ -42,7 +42,7 @@ MAIN_SRC  := src/main.c
 INJECT_SO   := $(OUTPUT)/libgpuscope-inject.so
 INJECT_SRCS := $(filter-out src/inject/loader.c,$(wildcard src/inject/*.c)) \
 	       src/core/shmring.c src/core/names.c src/core/event.c src/core/util.c \
-	       src/ptx/fatbin.c
+	       src/ptx/fatbin.c src/ptx/rewrite.c src/ptx/bundle.c src/ptx/translate.c
 INJECT_OBJS := $(patsubst %.c,$(OUTPUT)/pic/%.o,$(INJECT_SRCS))
 INJECT_CFLAGS := -fPIC -fvisibility=hidden -ftls-model=initial-exec -fno-strict-aliasing
 
@@ -90,13 +90,22 @@ $(OUTPUT)/bpf/%.skel.h: $(OUTPUT)/bpf/%.bpf.o
 	$(call msg,SKEL,$@)
 	$(Q)$(BPFTOOL) gen skeleton $< name $*_bpf > $@.tmp && mv $@.tmp $@
 
+# ---- the probe tools' eBPF objects (carried inside gpuscope, see src/cmd/probe.c) --------------
+PROBE_SRCS := $(wildcard src/probes/*.bpf.c)
+PROBE_OBJS := $(patsubst src/probes/%.bpf.c,$(OUTPUT)/probes/%.bpf.o,$(PROBE_SRCS))
+$(OUTPUT)/probes/%.bpf.o: src/probes/%.bpf.c src/probes/probe.bpf.h include/gpuscope/probe.h
+	@mkdir -p $(@D)
+	$(call msg,BPF,$@)
+	$(Q)$(CLANG) -g -O2 -target bpf -mcpu=v3 -Wall -Werror -Iinclude -c $< -o $@
+
 # ---- user space ------------------------------------------------------------------------------
 # $(1): build flavour (obj, asan, static); $(2): extra CFLAGS
 define flavour
 $(OUTPUT)/$(1)/%.o: %.c $(SKELS) $(wildcard include/gpuscope/*.h src/*/*.h)
 	@mkdir -p $$(@D)
 	$$(call msg,CC,$$@)
-	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) $(2) -DGS_INJECT_SO='"$(INJECT_SO)"' -c $$< -o $$@
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) $(2) -DGS_INJECT_SO='"$(INJECT_SO)"' \
+		-DGS_PROBES_DIR='"$(OUTPUT)/probes"' -c $$< -o $$@
 endef
 ASAN_FLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 $(eval $(call flavour,obj,))
@@ -105,6 +114,7 @@ $(eval $(call flavour,static,-DGS_STATIC_BUILD))
 $(foreach f,obj asan static,$(OUTPUT)/$(f)/src/main.o $(OUTPUT)/$(f)/src/cmd/exporter.o): $(OUTPUT)/version.h
 # gpuscope carries the in-process library inside it (see src/inject/loader.c).
 $(foreach f,obj asan static,$(OUTPUT)/$(f)/src/inject/loader.o): $(INJECT_SO)
+$(foreach f,obj asan static,$(OUTPUT)/$(f)/src/cmd/probe.o): $(PROBE_OBJS)
 
 $(OUTPUT)/pic/%.o: %.c $(wildcard include/gpuscope/*.h src/*/*.h)
 	@mkdir -p $(@D)

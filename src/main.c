@@ -19,6 +19,8 @@ static const struct command {
 	{ "exporter", cmd_exporter, "serve Prometheus metrics of this node's GPUs" },
 	{ "fatbin", cmd_fatbin,
 	  "the device code in a fatbin or a program (as cuobjdump lists it)" },
+	{ "probe", cmd_probe,
+	  "run eBPF programs inside a command's GPU kernels (tools or your own)" },
 	{ "bpf2ptx", cmd_bpf2ptx,
 	  "translate an eBPF object's programs to PTX (device-side probes)" },
 };

@@ -10,7 +10,7 @@ FAKES := $(FAKES_DIR)/libcuda.so.1 $(FAKES_DIR)/libcudart.so.13 $(FAKES_DIR)/lib
 WORKLOADS := $(WL_DIR)/wl_driver $(WL_DIR)/wl_runtime $(WL_DIR)/wl_static $(WL_DIR)/wl_nccl \
 	     $(WL_DIR)/rpath/bin/wl_driver_rpath $(WL_DIR)/wl_dlopen $(WL_DIR)/wl_gputime \
 	     $(WL_DIR)/wl_secure $(WL_DIR)/wl_os $(WL_DIR)/wl_stall $(WL_DIR)/wl_stack \
-	     $(WL_DIR)/wl_queue $(WL_DIR)/wl_memory $(WL_DIR)/wl_devcode
+	     $(WL_DIR)/wl_queue $(WL_DIR)/wl_memory $(WL_DIR)/wl_devcode $(WL_DIR)/wl_probe
 
 fakes: $(FAKES) $(WORKLOADS)
 
@@ -42,7 +42,7 @@ $(FAKES_DIR)/libnccl.so.2: tests/fakes/libnccl.c tests/fakes/fake_nccl.h tests/f
 	$(Q)$(CC) $(FAKE_CFLAGS) -shared -Wl,-soname,libnccl.so.2 $< -o $@ -lpthread -ldl
 
 WL_CFLAGS := -O2 -g -Wall -Wextra -Werror -Itests/fakes -Itests/workloads
-WL_DEPS := tests/workloads/truth.h $(wildcard tests/fakes/*.h)
+WL_DEPS := tests/workloads/truth.h tests/workloads/wl_file.h $(wildcard tests/fakes/*.h)
 
 # Driver-API program linked to libcuda.so.1 (found through LD_LIBRARY_PATH at run time).
 $(WL_DIR)/wl_driver: tests/workloads/wl_driver.c $(WL_DEPS) $(FAKES_DIR)/libcuda.so.1
@@ -74,6 +74,11 @@ $(WL_DIR)/wl_stack: tests/workloads/wl_stack.c $(WL_DEPS) $(FAKES_DIR)/libcuda.s
 		-l:libcuda.so.1
 
 $(WL_DIR)/wl_devcode: tests/workloads/wl_devcode.c $(WL_DEPS) $(FAKES_DIR)/libcuda.so.1
+	@mkdir -p $(@D)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(WL_CFLAGS) $< -o $@ -L$(FAKES_DIR) -l:libcuda.so.1
+
+$(WL_DIR)/wl_probe: tests/workloads/wl_probe.c $(WL_DEPS) $(FAKES_DIR)/libcuda.so.1
 	@mkdir -p $(@D)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(WL_CFLAGS) $< -o $@ -L$(FAKES_DIR) -l:libcuda.so.1
@@ -169,7 +174,7 @@ $(OUTPUT)/fuzz/%: tests/fuzz/%.c $(FUZZ_LIB_OBJS)
 	@mkdir -p $(@D)
 	$(call msg,CC,$@)
 	$(Q)$(CLANG) $(CPPFLAGS) $(FUZZ_FLAGS) -fsanitize=fuzzer -Wall -Werror $< $(FUZZ_LIB_OBJS) \
-		-ldw -lelf -lz -lzstd -lstdc++ -lm -o $@
+		-lbpf -ldw -lelf -lz -lzstd -lstdc++ -lm -o $@
 
 fuzz: $(FUZZ_BINS)
 

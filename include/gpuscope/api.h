@@ -228,7 +228,9 @@ enum gs_api_flags {
 	X(NCCL_COMM_INIT_RANK_SCALABLE,	"ncclCommInitRankScalable",	NCCL, NCCL, NC_INIT, GS_NCCL_COMM_INIT, 0) \
 	X(NCCL_COMM_INIT_ALL,		"ncclCommInitAll",		NCCL, NCCL, NC_INITALL, GS_NCCL_COMM_INIT, 0) \
 	X(NCCL_COMM_DESTROY,		"ncclCommDestroy",		NCCL, NCCL, NC_DESTROY, GS_NCCL_COMM_DESTROY, 0) \
-	X(NCCL_COMM_ABORT,		"ncclCommAbort",		NCCL, NCCL, NC_DESTROY, GS_NCCL_COMM_DESTROY, 0)
+	X(NCCL_COMM_ABORT,		"ncclCommAbort",		NCCL, NCCL, NC_DESTROY, GS_NCCL_COMM_DESTROY, 0) \
+	X(CU_MODULE_UNLOAD,		"cuModuleUnload",		CUDA, API, A_ARGS, GS_NO_OUT, 0) \
+	X(CU_LIBRARY_UNLOAD,		"cuLibraryUnload",		CUDA, API, A_ARGS, GS_NO_OUT, 0)
 /* clang-format on */
 
 #define GS_API_ENUM(id, sym, lib, fam, shape, arg, flags) GS_API_##id,

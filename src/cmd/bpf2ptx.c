@@ -5,20 +5,16 @@
  * interpreter returns for it on a given context: for checking the translator.
  */
 #include <errno.h>
-#include <gelf.h>
 #include <getopt.h>
-#include <fcntl.h>
-#include <libelf.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include <bpf/libbpf.h>
-
 #include "cmd/cmds.h"
 #include "cmd/common.h"
 #include "core/util.h"
+#include "ptx/bpfobj.h"
 #include "ptx/rewrite.h"
 #include "ptx/translate.h"
 
@@ -36,148 +32,23 @@ static const char usage[] =
 	"                      names a probe point (gpu/entry/KERNEL, gpu/exit/KERNEL, or\n"
 	"                      bpftime's kprobe/KERNEL and kretprobe/KERNEL; KERNEL * for\n"
 	"                      all) is called there; the module is written to stdout\n"
+	"      --launch-param  with --into: append the __gs_launch parameter to instrumented\n"
+	"                      kernels, as `gpuscope probe` does (then launches must pass it)\n"
 	"      --run HEX       run the program on the reference interpreter instead, with its\n"
 	"                      context the bytes HEX, and print r0 and the context after (the\n"
 	"                      GPU helpers answer as thread (5,1,0) of block (2,0,0), grid\n"
 	"                      4x1x1, blocks 32x2x1, SM 7, warp 3, lane 5, timer 1 s)\n"
 	"  -h, --help          this help\n";
 
-#define MAX_MAPS	 64
 #define RUN_THREADS	 256u /* the launch --run plays a thread of: 4 blocks of 64 */
 #define RUN_THREAD_INDEX 165  /* its thread: block 2 * 64 + (1 * 32 + 5) */
 
-struct objmap {
-	char name[64];
-	unsigned int type, key_size, value_size, max_entries;
-};
-
-/* The GPU's kind of a map type, 0 if it has none. */
-static unsigned int map_kind(unsigned int type)
-{
-	return type == BPF_MAP_TYPE_ARRAY	   ? GS_MAP_ARRAY
-	       : type == BPF_MAP_TYPE_PERCPU_ARRAY ? GS_MAP_PER_THREAD
-	       : type == BPF_MAP_TYPE_HASH	   ? GS_MAP_HASH
-						   : 0;
-}
-
 /* The bytes of a map's memory for --run. */
-static size_t map_bytes(const struct objmap *o, const struct bpf_map_mem *m)
+static size_t map_bytes(const struct bpfobj_map *o, const struct bpf_map_mem *m)
 {
 	if (m->kind == GS_MAP_HASH)
 		return bpf_hash_slot(o->key_size, o->value_size) * o->max_entries;
 	return (size_t)o->value_size * o->max_entries * m->extra;
-}
-
-/*
- * Resolve the program's relocations (found in the ELF file: libbpf does not give them out
- * before loading): references to array maps become BPF_PSEUDO_MAP_IDX immediates in insns;
- * anything else is refused (msg). 0, or -1.
- */
-static int resolve(const char *path, const char *section, const char *prog, struct bpf_insn *insns,
-		   size_t n, const struct objmap *maps, size_t nmaps, char *msg, size_t msglen)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC), rc = 0;
-	Elf *e;
-	Elf_Scn *scn = NULL;
-	size_t shstr, target_ndx = 0;
-	__u64 prog_off = 0;
-
-	if (fd < 0)
-		return 0;
-	elf_version(EV_CURRENT);
-	e = elf_begin(fd, ELF_C_READ, NULL);
-	if (!e || elf_getshdrstrndx(e, &shstr)) {
-		if (e)
-			elf_end(e);
-		close(fd);
-		return 0;
-	}
-	while ((scn = elf_nextscn(e, scn))) {
-		GElf_Shdr sh;
-		const char *name;
-
-		if (gelf_getshdr(scn, &sh) && (name = elf_strptr(e, shstr, sh.sh_name)) &&
-		    !strcmp(name, section))
-			target_ndx = elf_ndxscn(scn);
-	}
-	/* Where the program starts in its section: its function symbol's value. */
-	scn = NULL;
-	while (target_ndx && (scn = elf_nextscn(e, scn))) {
-		GElf_Shdr sh;
-		Elf_Data *d;
-		GElf_Sym sym;
-
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_SYMTAB ||
-		    !(d = elf_getdata(scn, NULL)))
-			continue;
-		for (int i = 0; gelf_getsym(d, i, &sym); i++) {
-			const char *nm = elf_strptr(e, sh.sh_link, sym.st_name);
-
-			if (nm && !strcmp(nm, prog) && sym.st_shndx == target_ndx)
-				prog_off = sym.st_value;
-		}
-	}
-	scn = NULL;
-	while (target_ndx && !rc && (scn = elf_nextscn(e, scn))) {
-		GElf_Shdr sh, symsh;
-		Elf_Data *d, *syms;
-		Elf_Scn *symscn;
-		GElf_Rel rel;
-
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_REL || sh.sh_info != target_ndx)
-			continue;
-		d = elf_getdata(scn, NULL);
-		symscn = elf_getscn(e, sh.sh_link);
-		syms = symscn ? elf_getdata(symscn, NULL) : NULL;
-		if (!d || !syms || !gelf_getshdr(symscn, &symsh))
-			continue;
-		for (int i = 0; !rc && gelf_getrel(d, i, &rel); i++) {
-			GElf_Sym sym;
-			const char *nm = "?";
-			size_t at, m;
-
-			if (rel.r_offset < prog_off ||
-			    (rel.r_offset - prog_off) / sizeof(struct bpf_insn) >= n)
-				continue; /* (another program's) */
-			at = (rel.r_offset - prog_off) / sizeof(struct bpf_insn);
-			if (gelf_getsym(syms, (int)GELF_R_SYM(rel.r_info), &sym)) {
-				const char *x = elf_strptr(e, symsh.sh_link, sym.st_name);
-
-				if (x && *x)
-					nm = x;
-			}
-			for (m = 0; m < nmaps && strcmp(maps[m].name, nm); m++)
-				;
-			if (m == nmaps || insns[at].code != (BPF_LD | BPF_IMM | BPF_DW)) {
-				snprintf(msg, msglen,
-					 "instruction %zu refers to %s: globals and calls to other "
-					 "functions are not supported yet",
-					 at, nm);
-				rc = -1;
-			} else if (!map_kind(maps[m].type) ||
-				   (map_kind(maps[m].type) != GS_MAP_HASH &&
-				    maps[m].key_size != 4) ||
-				   !maps[m].key_size || maps[m].key_size > 256) {
-				snprintf(
-					msg, msglen,
-					"instruction %zu refers to map %s of type %u, key size %u: "
-					"only arrays (type %d) and per-thread arrays (percpu "
-					"arrays, "
-					"type %d) with 4-byte keys, and hash maps (type %d) with "
-					"keys "
-					"of up to 256 bytes, run on the GPU",
-					at, nm, maps[m].type, maps[m].key_size, BPF_MAP_TYPE_ARRAY,
-					BPF_MAP_TYPE_PERCPU_ARRAY, BPF_MAP_TYPE_HASH);
-				rc = -1;
-			} else {
-				insns[at].src_reg = BPF_PSEUDO_MAP_IDX;
-				insns[at].imm = (__s32)m;
-			}
-		}
-	}
-	elf_end(e);
-	close(fd);
-	return rc;
 }
 
 static int read_whole(FILE *f, char **out, size_t *n)
@@ -225,15 +96,16 @@ int cmd_bpf2ptx(int argc, char **argv)
 		{ "sm", required_argument, NULL, 's' },
 		{ "run", required_argument, NULL, 'r' },
 		{ "into", required_argument, NULL, 'i' },
+		{ "launch-param", no_argument, NULL, 'L' },
 		{ "help", no_argument, NULL, 'h' },
 		{},
 	};
 	const char *only = NULL, *run_hex = NULL, *into = NULL;
-	struct objmap maps[MAX_MAPS];
-	struct bpf_map_mem mem[MAX_MAPS] = { { 0 } };
-	struct bpf_insn *owned = NULL;
-	struct bpf_map *map;
-	size_t nmaps = 0;
+	bool launch_param = false;
+	struct bpf_map_mem mem[BPFOBJ_MAX_MAPS] = { { 0 } };
+	struct bpfobj obj;
+	const struct bpfobj_map *maps = obj.maps;
+	size_t nmaps;
 	struct ptx_probe probes[64];
 	char probe_names[64][160];
 	size_t nprobes = 0;
@@ -252,8 +124,6 @@ int cmd_bpf2ptx(int argc, char **argv)
 	unsigned char *ctx = NULL;
 	size_t ctx_n = 0;
 	__u32 sm = 90;
-	struct bpf_object *obj;
-	struct bpf_program *prog;
 	struct strbuf out = { 0 };
 	char err[512];
 	int opt, code = GS_EXIT_OK, done = 0;
@@ -279,6 +149,9 @@ int cmd_bpf2ptx(int argc, char **argv)
 		case 'i':
 			into = optarg;
 			break;
+		case 'L':
+			launch_param = true;
+			break;
 		case 'h':
 			fputs(usage, stdout);
 			return GS_EXIT_OK;
@@ -299,35 +172,24 @@ int cmd_bpf2ptx(int argc, char **argv)
 		gs_err("bpf2ptx: --run wants an even number of hex digits (at most 4096 bytes)");
 		return GS_EXIT_USAGE;
 	}
-	libbpf_set_print(NULL);
-	obj = bpf_object__open_file(argv[optind], NULL);
-	if (!obj) {
-		gs_err("bpf2ptx: %s is not an eBPF object libbpf can open: %s", argv[optind],
-		       strerror(errno));
+	if (bpfobj_open(argv[optind], &obj, err, sizeof(err))) {
+		gs_err("bpf2ptx: %s", err);
 		free(ctx);
 		return GS_EXIT_RUNTIME;
 	}
-	bpf_object__for_each_map(map, obj)
-	{
-		if (nmaps == MAX_MAPS)
-			break;
-		snprintf(maps[nmaps].name, sizeof(maps[0].name), "%s", bpf_map__name(map));
-		maps[nmaps].type = bpf_map__type(map);
-		maps[nmaps].key_size = bpf_map__key_size(map);
-		maps[nmaps].value_size = bpf_map__value_size(map);
-		maps[nmaps].max_entries = bpf_map__max_entries(map);
+	nmaps = obj.nmaps;
+	for (size_t m = 0; m < nmaps; m++) {
 		/* (--run: a per-thread array has one for every thread of the launch --run
 		 * plays a thread of) */
-		mem[nmaps].kind = map_kind(maps[nmaps].type);
-		mem[nmaps].extra = mem[nmaps].kind == GS_MAP_PER_THREAD ? RUN_THREADS
-				   : mem[nmaps].kind == GS_MAP_HASH	? maps[nmaps].key_size
-									: 1;
-		if (mem[nmaps].kind && maps[nmaps].value_size &&
-		    map_bytes(&maps[nmaps], &mem[nmaps]) <= (64u << 20))
-			mem[nmaps].data = xcalloc(1, map_bytes(&maps[nmaps], &mem[nmaps]));
-		mem[nmaps].value_size = maps[nmaps].value_size;
-		mem[nmaps].max_entries = mem[nmaps].data ? maps[nmaps].max_entries : 0;
-		nmaps++;
+		mem[m].kind = maps[m].kind;
+		mem[m].extra = mem[m].kind == GS_MAP_PER_THREAD ? RUN_THREADS
+			       : mem[m].kind == GS_MAP_HASH	? maps[m].key_size
+								: 1;
+		if (mem[m].kind && maps[m].value_size &&
+		    map_bytes(&maps[m], &mem[m]) <= (64u << 20))
+			mem[m].data = xcalloc(1, map_bytes(&maps[m], &mem[m]));
+		mem[m].value_size = maps[m].value_size;
+		mem[m].max_entries = mem[m].data ? maps[m].max_entries : 0;
 	}
 	if (!run_hex && !into)
 		sb_printf(&out, ".version 8.0\n.target sm_%u\n.address_size 64\n\n", sm);
@@ -339,22 +201,17 @@ int cmd_bpf2ptx(int argc, char **argv)
 				  maps[m].value_size, maps[m].max_entries);
 		bpf_ptx_maps_decl(&out, (unsigned int)nmaps);
 	}
-	bpf_object__for_each_program(prog, obj)
-	{
-		const char *name = bpf_program__name(prog);
-		size_t n = bpf_program__insn_cnt(prog);
-		struct bpf_insn *insns;
+	for (size_t pi = 0; pi < obj.nprogs; pi++) {
+		const struct bpfobj_prog *pr = &obj.progs[pi];
+		const char *name = pr->name;
+		const struct bpf_insn *insns = pr->insns;
+		size_t n = pr->n;
 
 		if (only && strcmp(only, name))
 			continue;
 		done++;
-		insns = xmalloc((n + 1) * sizeof(*insns));
-		memcpy(insns, bpf_program__insns(prog), n * sizeof(*insns));
-		free(owned);
-		owned = insns;
-		if (resolve(argv[optind], bpf_program__section_name(prog), name, insns, n, maps,
-			    nmaps, err, sizeof(err))) {
-			gs_err("bpf2ptx: %s: %s", name, err);
+		if (pr->err) {
+			gs_err("bpf2ptx: %s: %s", name, pr->err);
 			code = GS_EXIT_RUNTIME;
 			break;
 		}
@@ -394,7 +251,7 @@ int cmd_bpf2ptx(int argc, char **argv)
 			enum ptx_point point;
 			const char *kernel;
 
-			if (ptx_probe_section(bpf_program__section_name(prog), &point, &kernel))
+			if (ptx_probe_section(pr->section, &point, &kernel))
 				continue; /* (not a probe: a helper program, say) */
 			if (nprobes == 64) {
 				gs_err("bpf2ptx: more than 64 probes");
@@ -417,6 +274,8 @@ int cmd_bpf2ptx(int argc, char **argv)
 	if (!code && into) {
 		struct strbuf mod = { 0 };
 		struct ptx_rewrite_stats st;
+		const struct ptx_rewrite_opts ropts = { .kernel_base = 0,
+							.launch_param = launch_param };
 		char *text = NULL;
 		size_t len = 0;
 		FILE *f = fopen(into, "re");
@@ -429,14 +288,22 @@ int cmd_bpf2ptx(int argc, char **argv)
 			       "gpu/exit/KERNEL)",
 			       argv[optind]);
 			code = GS_EXIT_RUNTIME;
-		} else if (ptx_rewrite(text, len, out.buf, probes, nprobes, &mod, &st, err,
+		} else if (ptx_rewrite(text, len, out.buf, probes, nprobes, &ropts, &mod, &st, err,
 				       sizeof(err))) {
 			gs_err("bpf2ptx: %s: %s", into, err);
 			code = GS_EXIT_RUNTIME;
 		} else {
-			gs_info("bpf2ptx: %u of %u kernels instrumented: %u entry and %u exit "
-				"calls",
-				st.instrumented, st.kernels, st.entry_calls, st.exit_calls);
+			gs_info("bpf2ptx: %u of %u kernels instrumented: %u entry, %u exit, %u "
+				"load and %u store calls",
+				st.instrumented, st.kernels, st.entry_calls, st.exit_calls,
+				st.load_calls, st.store_calls);
+			for (unsigned int k = 0; k < st.kernels; k++)
+				if (st.k[k].instrumented)
+					gs_info("bpf2ptx: kernel %u %s: %u parameters, __gs_launch "
+						"at %u",
+						st.k[k].id, st.k[k].name, st.k[k].nparams,
+						st.k[k].launch_off);
+			ptx_rewrite_stats_free(&st);
 			sb_free(&out);
 			out = mod;
 		}
@@ -452,9 +319,8 @@ int cmd_bpf2ptx(int argc, char **argv)
 	if (!code && !run_hex)
 		fwrite(out.buf, 1, out.len, stdout);
 	sb_free(&out);
-	bpf_object__close(obj);
+	bpfobj_close(&obj);
 	free(ctx);
-	free(owned);
 	for (size_t m = 0; m < nmaps; m++)
 		free(mem[m].data);
 	return code;

@@ -9,5 +9,6 @@ int cmd_exporter(int argc, char **argv);
 int cmd_top(int argc, char **argv);
 int cmd_fatbin(int argc, char **argv);
 int cmd_bpf2ptx(int argc, char **argv);
+int cmd_probe(int argc, char **argv);
 
 #endif

@@ -25,6 +25,8 @@ struct trace_opts {
 	bool inject;	   /* run: driver calls from the in-process plane (src/inject) */
 	__u32 gpu_time;	   /* with inject: 0 off, 1 every launch, N every Nth launch of a kernel */
 	bool device_code;  /* with inject: read the device code modules are loaded from */
+	const char *probe_bundle, *probe_out; /* with inject: device-side probes (cmd/probe.c) */
+	bool no_report;			      /* (probe: its own output instead) */
 	size_t top;
 	__u64 ring_bytes;
 	const char *record_path;

@@ -626,6 +626,8 @@ int trace_main(const struct trace_opts *options)
 	if (o->inject) {
 		struct inject_opts io = { .gpu_time = o->gpu_time,
 					  .device_code = o->device_code,
+					  .probe_bundle = o->probe_bundle,
+					  .probe_out = o->probe_out,
 					  .ring_bytes = o->ring_bytes,
 					  .stack_every = o->stack_every,
 					  .on_event = on_event,
@@ -663,7 +665,7 @@ int trace_main(const struct trace_opts *options)
 		r = write_folded(tr.model, o->folded_path);
 		code = code ? code : r;
 	}
-	if (tr.model->have_end) {
+	if (tr.model->have_end && !o->no_report) {
 		r = write_report(tr.model, o->json_path, stderr, o->wide, o->top);
 		if (r && !code)
 			code = r;

@@ -70,6 +70,7 @@ struct found {
 	unsigned char *has_ptx;
 	size_t n, cap;
 	unsigned char *bufs[2]; /* what the names point into */
+	bool text_only;		/* keep the PTX text whole: no kernel names */
 };
 
 static void add_kernel(struct found *f, const char *name, bool ptx)
@@ -119,13 +120,15 @@ static void add_sass_cb(void *ctx, const char *name)
 static void ptx_kernels(struct found *f, char *ptx)
 {
 	f->mod.ptx_arch = GS_MAX(f->mod.ptx_arch, (__u16)ptx_target_arch(ptx));
-	ptx_kernel_names(ptx, add_cb, f);
+	if (!f->text_only)
+		ptx_kernel_names(ptx, add_cb, f);
 }
 
 static void cubin_kernels(struct found *f, const unsigned char *b, size_t n, unsigned int *arch)
 {
 	*arch = cubin_arch(b, n);
-	cubin_kernel_names(b, n, add_sass_cb, f);
+	if (!f->text_only)
+		cubin_kernel_names(b, n, add_sass_cb, f);
 }
 
 /* A fatbin container at addr: its entries, the kernels of its newest PTX, and those of its
@@ -327,4 +330,30 @@ void gs_devcode_loaded(unsigned int api, __u64 handle_ptr, __u64 image, __u64 ts
 	free(f.has_ptx);
 	free(f.bufs[0]);
 	free(f.bufs[1]);
+}
+
+char *gs_devcode_ptx(__u64 image, unsigned int *arch, char *why, size_t whylen)
+{
+	struct found f;
+	char *ptx = NULL;
+
+	memset(&f, 0, sizeof(f));
+	f.text_only = true;
+	why[0] = 0;
+	read_image(&f, image, why, whylen);
+	if (f.bufs[0] && (f.mod.kind == GS_CODE_PTX || f.mod.nptx)) {
+		ptx = (char *)f.bufs[0];
+		f.bufs[0] = NULL;
+		*arch = f.mod.ptx_arch;
+	} else if (!why[0]) {
+		snprintf(why, whylen, "%s",
+			 f.mod.kind == GS_CODE_CUBIN ? "a cubin: SASS only"
+			 : f.mod.nsass		     ? "SASS only, no PTX"
+						     : "no PTX");
+	}
+	free(f.names);
+	free(f.has_ptx);
+	free(f.bufs[0]);
+	free(f.bufs[1]);
+	return ptx;
 }

@@ -108,6 +108,7 @@ static void after_fork_child(void)
 	__atomic_store_n(&g.ring_state, 0, __ATOMIC_RELEASE);
 	pthread_mutex_init(&g.lock, NULL);
 	gs_timing_after_fork();
+	gs_probe_after_fork();
 }
 
 __attribute__((constructor)) static void gs_inject_init(void)
@@ -125,6 +126,7 @@ __attribute__((constructor)) static void gs_inject_init(void)
 	gs_resolve_init();
 	gs_timing_init(getenv("GPUSCOPE_GPU_TIME"));
 	gs_stacks_init(getenv("GPUSCOPE_STACKS"));
+	gs_probe_init();
 	pthread_atfork(NULL, NULL, after_fork_child);
 	gs_active = true;
 }

@@ -14,6 +14,7 @@
 #define GS_INJECT_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include "gpuscope/api.h"
 
 #define GS_HIDDEN __attribute__((visibility("hidden")))
@@ -30,6 +31,35 @@ void gs_ring_prepare(void) GS_HIDDEN;
 /* After a successful module or library load: what the image held (devcode.c). handle_ptr:
  * where the call wrote the CUmodule/CUlibrary; image: what it was given. */
 void gs_devcode_loaded(unsigned int api, __u64 handle_ptr, __u64 image, __u64 ts) GS_HIDDEN;
+/* The best PTX of an image (highest architecture), whole: malloc'ed, or NULL with why. */
+char *gs_devcode_ptx(__u64 image, unsigned int *arch, char *why, size_t whylen) GS_HIDDEN;
+
+/* probe.c: device-side probes (GPUSCOPE_PROBE). */
+extern bool gs_probe_on GS_HIDDEN;
+#define GS_PROBE_SMALL 64
+struct gs_probe_launch { /* what a routed launch needs until it returns */
+	bool routed;
+	struct pkern *k;
+	__u64 ctx;
+	void **params;
+	unsigned char *buf;
+	size_t bytes;
+	void *extra[5];
+	__u64 val[2]; /* __gs_launch: sequence number, launch time on the GPU's timer */
+	void *small[GS_PROBE_SMALL];
+};
+void gs_probe_init(void) GS_HIDDEN;
+void gs_probe_after_fork(void) GS_HIDDEN;
+void gs_probe_loaded(unsigned int api, __u64 handle_ptr, __u64 image) GS_HIDDEN;
+void gs_probe_unloaded(__u64 handle) GS_HIDDEN;
+void gs_probe_named(unsigned int api, const __u64 *a) GS_HIDDEN;
+void gs_probe_ctx_destroy(__u64 ctx) GS_HIDDEN;
+/* Before a launch: b = a, or a routed to the instrumented kernel (true). */
+bool gs_probe_launch(unsigned int api, const __u64 *a, __u64 *b,
+		     struct gs_probe_launch *pl) GS_HIDDEN;
+/* After it: true if the driver refused the routed launch (then launch a, the original). */
+bool gs_probe_launched(struct gs_probe_launch *pl, int r) GS_HIDDEN;
+
 void gs_fill_hdr(struct gs_hdr *h, __u16 type, __u32 size, __u64 ts) GS_HIDDEN;
 __u64 gs_clock(void) GS_HIDDEN;
 void gs_clock_init(void) GS_HIDDEN;

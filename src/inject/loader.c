@@ -324,10 +324,11 @@ static char *env_pair(const char *name, const char *value)
 
 char **inject__env(const struct inject *in, char *const *env)
 {
-	static const char *const ours[] = { "LD_PRELOAD=",	    "GPUSCOPE_INJECT_DIR=",
-					    "GPUSCOPE_PID=",	    "GPUSCOPE_GPU_TIME=",
-					    "GPUSCOPE_RING_BYTES=", "GPUSCOPE_STACKS=",
-					    "GPUSCOPE_DEVCODE=" };
+	static const char *const ours[] = {
+		"LD_PRELOAD=",	      "GPUSCOPE_INJECT_DIR=", "GPUSCOPE_PID=",
+		"GPUSCOPE_GPU_TIME=", "GPUSCOPE_RING_BYTES=", "GPUSCOPE_STACKS=",
+		"GPUSCOPE_DEVCODE=",  "GPUSCOPE_PROBE=",      "GPUSCOPE_PROBE_OUT="
+	};
 	const char *preload = NULL;
 	char num[32], **out;
 	size_t n = 0, k = 0;
@@ -367,6 +368,10 @@ char **inject__env(const struct inject *in, char *const *env)
 	out[k++] = env_pair("GPUSCOPE_GPU_TIME", num);
 	if (in->o.device_code)
 		out[k++] = env_pair("GPUSCOPE_DEVCODE", "1");
+	if (in->o.probe_bundle && in->o.probe_out) {
+		out[k++] = env_pair("GPUSCOPE_PROBE", in->o.probe_bundle);
+		out[k++] = env_pair("GPUSCOPE_PROBE_OUT", in->o.probe_out);
+	}
 	snprintf(num, sizeof(num), "%llu", (unsigned long long)in->o.ring_bytes);
 	out[k++] = env_pair("GPUSCOPE_RING_BYTES", num);
 	snprintf(num, sizeof(num), "%u", in->o.stack_every);

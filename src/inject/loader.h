@@ -16,8 +16,11 @@
 struct inject;
 
 struct inject_opts {
-	__u32 gpu_time;	   /* 0 off, 1 every launch, N every Nth launch of a kernel */
-	bool device_code;  /* read the device code modules are loaded from (GPUSCOPE_DEVCODE) */
+	__u32 gpu_time;	  /* 0 off, 1 every launch, N every Nth launch of a kernel */
+	bool device_code; /* read the device code modules are loaded from (GPUSCOPE_DEVCODE) */
+	/* device-side probes: the bundle (GPUSCOPE_PROBE) and where snapshots go
+	 * (GPUSCOPE_PROBE_OUT), see ptx/bundle.h */
+	const char *probe_bundle, *probe_out;
 	__u64 ring_bytes;  /* per process */
 	__u32 stack_every; /* call stacks: 0 none, else every Nth launch, allocations, failures */
 	void (*on_event)(void *ctx, const struct gs_hdr *ev);

@@ -266,9 +266,24 @@ int gs_call(unsigned int api, void *caller, __u64 a0, __u64 a1, __u64 a2, __u64 
 	saved_errno = errno;
 	if (timed_call(d, a, &stream, &func, &kind) && gs_timing_wanted(func))
 		gs_timing_begin(&tm, stream, d->flags & GS_AF_PTSZ, kind, func);
-	errno = saved_errno;
-	t0 = gs_clock();
-	r = real(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10);
+	if (gs_probe_on && api == GS_API_CU_CTX_DESTROY)
+		gs_probe_ctx_destroy(a0); /* (its maps go with it) */
+	if (gs_probe_on && d->family == GS_FAM_LAUNCH) {
+		/* Device-side probes: maybe routed to the instrumented kernel (b). */
+		__u64 b[GS_ARGS];
+		struct gs_probe_launch pl;
+		bool routed = gs_probe_launch(api, a, b, &pl);
+
+		errno = saved_errno;
+		t0 = gs_clock();
+		r = real(b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10]);
+		if (routed && gs_probe_launched(&pl, r))
+			r = real(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10);
+	} else {
+		errno = saved_errno;
+		t0 = gs_clock();
+		r = real(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10);
+	}
 	t1 = gs_clock();
 	saved_errno = errno;
 	gs_stack_maybe(api, t0, r, func);
@@ -294,8 +309,15 @@ int gs_call(unsigned int api, void *caller, __u64 a0, __u64 a1, __u64 a2, __u64 
 	emit(api, caller, a, r, t0, t1);
 	if (r == 0 &&
 	    (api == GS_API_CU_MODULE_LOAD_DATA || api == GS_API_CU_MODULE_LOAD_DATA_EX ||
-	     api == GS_API_CU_MODULE_LOAD_FAT_BINARY || api == GS_API_CU_LIBRARY_LOAD_DATA))
+	     api == GS_API_CU_MODULE_LOAD_FAT_BINARY || api == GS_API_CU_LIBRARY_LOAD_DATA)) {
 		gs_devcode_loaded(api, a[0], a[1], t1);
+		gs_probe_loaded(api, a[0], a[1]);
+	}
+	if (r == 0 && d->family == GS_FAM_KNAME && gs_probe_on)
+		gs_probe_named(api, a);
+	if (r == 0 && gs_probe_on &&
+	    (api == GS_API_CU_MODULE_UNLOAD || api == GS_API_CU_LIBRARY_UNLOAD))
+		gs_probe_unloaded(a[0]);
 	if (r == 0 && waits_for_gpu(api, d))
 		gs_timing_synced();
 	errno = saved_errno;

@@ -54,7 +54,9 @@ static unsigned char *at(struct vm *vm, __u64 addr, unsigned int w)
 {
 	__u64 s = (__u64)(uintptr_t)vm->stack, c = (__u64)(uintptr_t)vm->ctx;
 
-	if (addr >= s && addr - s <= BPF_STACK_BYTES - w)
+	/* (w is the program's to choose through a map's descriptor, which it can write:
+	 * never larger than the region it is checked against) */
+	if (w <= BPF_STACK_BYTES && addr >= s && addr - s <= BPF_STACK_BYTES - w)
 		return (unsigned char *)(uintptr_t)addr;
 	if (vm->ctx && vm->ctx_size >= w && addr >= c && addr - c <= vm->ctx_size - w)
 		return (unsigned char *)(uintptr_t)addr;
@@ -374,6 +376,22 @@ static int helper(struct vm *vm, const struct bpf_gpu_env *env, int id, __u64 *r
 		return 0;
 	case GS_BPF_ACTIVE_MASK:
 		r[0] = env->activemask;
+		return 0;
+	case GS_BPF_WARP_UNIQUE: /* (a warp whose active lanes all hold this lane's value) */
+		r[0] = 1;
+		return 0;
+	case GS_BPF_WARP_MATCH_COUNT:
+		r[0] = (unsigned int)__builtin_popcount(env->activemask);
+		return 0;
+	case GS_BPF_WARP_SUM:
+		r[0] = r[1] * (unsigned int)__builtin_popcount(env->activemask);
+		return 0;
+	case GS_BPF_WARP_MAX:
+		r[0] = r[1];
+		return 0;
+	case GS_BPF_WARP_MATCH_LEADER:
+		r[0] = env->activemask &&
+		       (unsigned int)__builtin_ctz(env->activemask) == env->laneid;
 		return 0;
 	}
 	return 1;

@@ -344,8 +344,8 @@ static void jump(struct strbuf *o, const struct bpf_insn *in, size_t i)
 
 int bpf_gpu_helper(int id)
 {
-	return (id >= GS_BPF_GLOBALTIMER && id <= GS_BPF_LANE_ID) || id == GS_BPF_PREFETCH_L2 ||
-	       id == GS_BPF_ACTIVE_MASK || (id >= 1 && id <= 3);
+	return (id >= GS_BPF_GLOBALTIMER && id <= GS_BPF_LANE_ID) ||
+	       (id >= GS_BPF_PREFETCH_L2 && id <= GS_BPF_WARP_MAX) || (id >= 1 && id <= 3);
 }
 
 size_t bpf_hash_slot(unsigned int key_size, unsigned int value_size)
@@ -582,6 +582,40 @@ static void helper(struct strbuf *o, int id, size_t at)
 		return;
 	case GS_BPF_ACTIVE_MASK:
 		sb_printf(o, "\tactivemask.b32 %%w0;\n\tcvt.u64.u32 %%r0, %%w0;\n");
+		return;
+	case GS_BPF_WARP_SUM:
+	case GS_BPF_WARP_MAX:
+		/* each active lane's value in turn (shfl.sync.idx, the same for every lane) */
+		sb_printf(o,
+			  "\tactivemask.b32 %%w0;\n\tmov.u32 %%w1, %%w0;\n\tmov.b64 %%t0, 0;\n"
+			  "\tmov.b64 {%%w3, %%w4}, %%r1;\n"
+			  "H%zu_lane:\n\tsetp.eq.u32 %%p1, %%w1, 0;\n\t@%%p1 bra.uni H%zu_done;\n"
+			  "\tbfind.u32 %%w2, %%w1;\n"
+			  "\tshfl.sync.idx.b32 %%w5, %%w3, %%w2, 31, %%w0;\n"
+			  "\tshfl.sync.idx.b32 %%w6, %%w4, %%w2, 31, %%w0;\n"
+			  "\tmov.b64 %%t1, {%%w5, %%w6};\n\t%s.u64 %%t0, %%t0, %%t1;\n"
+			  "\tmov.u32 %%w7, 1;\n\tshl.b32 %%w7, %%w7, %%w2;\n"
+			  "\txor.b32 %%w1, %%w1, %%w7;\n\tbra.uni H%zu_lane;\n"
+			  "H%zu_done:\n\tmov.b64 %%r0, %%t0;\n",
+			  at, at, id == GS_BPF_WARP_SUM ? "add" : "max", at, at);
+		return;
+	case GS_BPF_WARP_UNIQUE:
+	case GS_BPF_WARP_MATCH_COUNT:
+	case GS_BPF_WARP_MATCH_LEADER:
+		/* %w1: the lanes holding this lane's value; %p1: this lane is their lowest */
+		sb_printf(o, "\tactivemask.b32 %%w0;\n\tmatch.any.sync.b64 %%w1, %%r1, %%w0;\n");
+		if (id == GS_BPF_WARP_MATCH_COUNT) {
+			sb_printf(o, "\tpopc.b32 %%w2, %%w1;\n\tcvt.u64.u32 %%r0, %%w2;\n");
+			return;
+		}
+		sb_printf(o, "\tneg.s32 %%w4, %%w1;\n\tand.b32 %%w4, %%w4, %%w1;\n"
+			     "\tmov.u32 %%w3, %%laneid;\n\tmov.u32 %%w5, 1;\n"
+			     "\tshl.b32 %%w5, %%w5, %%w3;\n\tsetp.eq.u32 %%p1, %%w4, %%w5;\n");
+		if (id == GS_BPF_WARP_MATCH_LEADER)
+			sb_printf(o, "\tselp.u64 %%r0, 1, 0, %%p1;\n");
+		else
+			sb_printf(o, "\tvote.sync.ballot.b32 %%w6, %%p1, %%w0;\n"
+				     "\tpopc.b32 %%w6, %%w6;\n\tcvt.u64.u32 %%r0, %%w6;\n");
 		return;
 	}
 }

@@ -35,6 +35,16 @@ struct strbuf;
  * and gpuscope's own:
  *   520 bpf_prefetch_l2(const void *global_addr)    prefetch.global.L2
  *   521 u64 bpf_get_active_mask(void)               the warp's active lanes (activemask)
+ * and, for doing work once per warp instead of once per thread (match.any.sync: sm_70+),
+ * over the lanes active at the call:
+ *   522 u64 bpf_warp_unique(u64 v)       how many distinct values v the lanes hold
+ *   523 u64 bpf_warp_match_count(u64 v)  how many lanes hold this lane's v
+ *   524 u64 bpf_warp_match_leader(u64 v) 1 for the lowest lane holding this lane's v, else 0
+ *   525 u64 bpf_warp_sum(u64 v)          the sum of v over the lanes (shfl.sync)
+ *   526 u64 bpf_warp_max(u64 v)          the largest v of the lanes
+ * (e.g. `if (bpf_warp_match_leader(k)) add(&count[k], bpf_warp_match_count(k))`: one atomic
+ * per distinct key per warp). Every lane must make the call (not only the one that then
+ * writes). The reference interpreter plays a warp whose active lanes all hold the same v.
  */
 enum {
 	GS_BPF_GLOBALTIMER = 502,
@@ -49,6 +59,11 @@ enum {
 	GS_BPF_LANE_ID = 511,
 	GS_BPF_PREFETCH_L2 = 520,
 	GS_BPF_ACTIVE_MASK = 521,
+	GS_BPF_WARP_UNIQUE = 522,
+	GS_BPF_WARP_MATCH_COUNT = 523,
+	GS_BPF_WARP_MATCH_LEADER = 524,
+	GS_BPF_WARP_SUM = 525,
+	GS_BPF_WARP_MAX = 526,
 };
 
 /*

@@ -280,6 +280,8 @@ struct CUkern_st {
 	unsigned magic;
 	char name[256];
 	bool loaded;		/* (FAKECUDA_LAZY_LOAD_NS) */
+	bool probed;		/* in a module gpuscope instrumented */
+	int nparams;		/* its PTX parameters (probed kernels) */
 	struct CUfunc_st *func; /* its function: the handle cuKernelGetFunction gives */
 };
 struct CUfunc_st {
@@ -287,6 +289,9 @@ struct CUfunc_st {
 	struct CUkern_st *kernel;
 };
 struct CUlib_st {
+	bool probed;	  /* PTX gpuscope rewrote: "// gpuscope probes" */
+	CUdeviceptr maps; /* its gs_maps table */
+	size_t maps_bytes;
 	int nkernels;
 	struct CUkern_st kernels[MAX_KERNELS];
 	struct CUfunc_st funcs[MAX_KERNELS];
@@ -303,6 +308,7 @@ static CUresult parse_ptx(const char *ptx, struct CUlib_st *lib)
 	if (!ptx || !strstr(ptx, ".version"))
 		return CUDA_ERROR_INVALID_IMAGE;
 	lib->nkernels = 0;
+	lib->probed = strstr(ptx, "// gpuscope probes") != NULL;
 	while ((p = strstr(p, ".entry")) && lib->nkernels < MAX_KERNELS) {
 		struct CUkern_st *k = &lib->kernels[lib->nkernels];
 		size_t n = 0;
@@ -315,6 +321,16 @@ static CUresult parse_ptx(const char *ptx, struct CUlib_st *lib)
 		memcpy(k->name, p, n);
 		k->name[n] = 0;
 		k->magic = KERNEL_MAGIC;
+		k->probed = lib->probed;
+		k->nparams = 0;
+		if (p[n] == '(') {
+			const char *close = strchr(p + n, ')'), *q = p + n;
+
+			while (close && (q = strstr(q, ".param")) && q < close) {
+				k->nparams++;
+				q += 6;
+			}
+		}
 		lib->funcs[lib->nkernels] = (struct CUfunc_st){ FUNCTION_MAGIC, k };
 		k->func = &lib->funcs[lib->nkernels];
 		lib->nkernels++;
@@ -621,7 +637,11 @@ EXPORT CUresult cuDeviceGetAttribute(int *v, int attr, CUdevice dev)
 {
 	if (!v || dev < 0 || dev >= cfg.ndev)
 		return CUDA_ERROR_INVALID_VALUE;
-	*v = attr == 16 ? 132 : 1; /* multiprocessor count, else "supported" */
+	/* multiprocessor count, compute capability (FAKECUDA_CC, 90), else "supported" */
+	*v = attr == 16	  ? 132
+	     : attr == 75 ? (int)env_ull("FAKECUDA_CC", 90) / 10
+	     : attr == 76 ? (int)env_ull("FAKECUDA_CC", 90) % 10
+			  : 1;
 	return CUDA_SUCCESS;
 }
 
@@ -738,7 +758,152 @@ static CUresult load_library(CUlibrary *out, const void *code)
 		free(lib);
 		return r;
 	}
+	if (lib->probed) {
+		const char *m = strstr(code, "gs_maps[");
+		static int dumped;
+
+		if (getenv("FAKECUDA_JIT_FAIL")) {
+			free(lib);
+			return CUDA_ERROR_INVALID_PTX;
+		}
+		lib->maps_bytes = m ? strtoull(m + 8, NULL, 10) : 0;
+		if (lib->maps_bytes &&
+		    arena_alloc(&devs[cur_dev()], lib->maps_bytes, 1, &lib->maps) != CUDA_SUCCESS) {
+			free(lib);
+			return CUDA_ERROR_OUT_OF_MEMORY;
+		}
+		if (getenv("FAKECUDA_DUMP_PTX")) {
+			char path[4096];
+			FILE *f;
+
+			snprintf(path, sizeof(path), "%s/probed-%d.ptx",
+				 getenv("FAKECUDA_DUMP_PTX"), dumped++);
+			if ((f = fopen(path, "w"))) {
+				fputs(code, f);
+				fclose(f);
+			}
+		}
+	}
 	*out = lib;
+	return CUDA_SUCCESS;
+}
+
+/* gpuscope's instrumented modules: their map table, and their kernels' attributes. */
+static CUresult module_get_global(CUdeviceptr *dptr, size_t *bytes, CUmodule mod, const char *name)
+{
+	if (!mod || !name)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (strcmp(name, "gs_maps") || !mod->lib.maps)
+		return CUDA_ERROR_NOT_FOUND;
+	if (dptr)
+		*dptr = mod->lib.maps;
+	if (bytes)
+		*bytes = mod->lib.maps_bytes;
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuModuleGetGlobal_v2(CUdeviceptr *dptr, size_t *bytes, CUmodule mod,
+				     const char *name)
+{
+	return LOCKED(module_get_global(dptr, bytes, mod, name));
+}
+
+static CUresult func_get_attribute(int *v, int attrib, CUfunction f)
+{
+	struct CUkern_st *k = kernel_of(f);
+
+	if (!v || !k)
+		return CUDA_ERROR_INVALID_VALUE;
+	switch (attrib) {
+	case 0: /* max threads per block */
+		*v = k->probed ? (int)env_ull("FAKECUDA_PROBED_MAX_THREADS", 1024) : 1024;
+		break;
+	case 3: /* local bytes */
+		*v = k->probed ? 48 : 0;
+		break;
+	case 4: /* registers */
+		*v = k->probed ? 40 : 32;
+		break;
+	default:
+		*v = 0;
+	}
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuFuncGetAttribute(int *v, int attrib, CUfunction f)
+{
+	return LOCKED(func_get_attribute(v, attrib, f));
+}
+
+EXPORT CUresult cuFuncSetAttribute(CUfunction f, int attrib, int v)
+{
+	(void)attrib, (void)v;
+	return kernel_of(f) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+
+/* gpuscope's clock kernel, played by a thread: each request written to the mapped word is
+ * answered with the "global timer" (this clock plus FAKECUDA_GLOBALTIMER_OFFSET). */
+static void *clock_kernel(void *arg)
+{
+	volatile unsigned long long *h = arg;
+	unsigned long long last = 0, start = now_ns();
+
+	while (now_ns() - start < 2000000000ULL) {
+		unsigned long long req = __atomic_load_n(&h[0], __ATOMIC_SEQ_CST);
+
+		if (req == ~0ULL)
+			break;
+		if (req != last) {
+			__atomic_store_n(&h[2],
+					 now_ns() + env_ull("FAKECUDA_GLOBALTIMER_OFFSET", 0),
+					 __ATOMIC_SEQ_CST);
+			__atomic_store_n(&h[1], req, __ATOMIC_SEQ_CST);
+			last = req;
+		}
+	}
+	return NULL;
+}
+
+/* A launch of an instrumented kernel: its last parameter (__gs_launch) must be there, with
+ * a sequence number; logged to FAKECUDA_PROBE_LOG. */
+static CUresult probed_launch(struct CUkern_st *k, void **params, void **extra)
+{
+	unsigned long long v[2];
+	const char *log = getenv("FAKECUDA_PROBE_LOG");
+
+	if (!strcmp(k->name, "gs_clock")) {
+		pthread_t t;
+
+		if (!params || !params[0])
+			return CUDA_ERROR_INVALID_VALUE;
+		pthread_create(&t, NULL, clock_kernel,
+			       (void *)(unsigned long)*(unsigned long long *)params[0]);
+		pthread_detach(t);
+		return CUDA_SUCCESS;
+	}
+	if (!k->probed)
+		return CUDA_SUCCESS;
+	if (getenv("FAKECUDA_PROBED_FAIL_LAUNCH"))
+		return CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES;
+	if (params && k->nparams > 0) {
+		memcpy(v, params[k->nparams - 1], sizeof(v));
+	} else if (extra && extra[0] == CU_LAUNCH_PARAM_BUFFER_POINTER &&
+		   extra[2] == CU_LAUNCH_PARAM_BUFFER_SIZE && *(size_t *)extra[3] >= 16) {
+		memcpy(v, (char *)extra[1] + *(size_t *)extra[3] - 16, sizeof(v));
+	} else {
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	if (!v[0])
+		return CUDA_ERROR_INVALID_VALUE;
+	if (log) {
+		FILE *f = fopen(log, "a");
+
+		if (f) {
+			fprintf(f, "launch %s %d %llu %llu %llu\n", k->name, k->nparams, v[0], v[1],
+				now_ns() + env_ull("FAKECUDA_GLOBALTIMER_OFFSET", 0));
+			fclose(f);
+		}
+	}
 	return CUDA_SUCCESS;
 }
 
@@ -892,16 +1057,24 @@ static unsigned long long kernel_ns(unsigned gx, unsigned gy, unsigned gz, unsig
 }
 
 static CUresult launch(const void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
-		       unsigned by, unsigned bz, unsigned smem, CUstream hs, bool per_thread)
+		       unsigned by, unsigned bz, unsigned smem, CUstream hs, bool per_thread,
+		       void **params, void **extra)
 {
 	struct CUstream_st *s;
 	unsigned long long dur;
+	CUresult r;
 
 	if (!kernel_of(f))
 		return CUDA_ERROR_INVALID_HANDLE;
 	if (!gx || !gy || !gz || !bx || !by || !bz || (unsigned long long)bx * by * bz > 1024 ||
 	    smem > 228 * 1024)
 		return CUDA_ERROR_INVALID_VALUE;
+	if (kernel_of(f)->probed &&
+	    (unsigned long long)bx * by * bz > env_ull("FAKECUDA_PROBED_MAX_THREADS", 1024))
+		return CUDA_ERROR_INVALID_VALUE;
+	r = probed_launch(kernel_of(f), params, extra);
+	if (r)
+		return r;
 	s = stream_of(hs, per_thread);
 	dur = kernel_ns(gx, gy, gz, bx, by, bz);
 	if (!kernel_of(f)->loaded && getenv("FAKECUDA_LAZY_LOAD_NS")) {
@@ -938,8 +1111,7 @@ EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned 
 			       unsigned by, unsigned bz, unsigned smem, CUstream s, void **params,
 			       void **extra)
 {
-	(void)params, (void)extra;
-	return LOCKED(launch(f, gx, gy, gz, bx, by, bz, smem, s, false));
+	return LOCKED(launch(f, gx, gy, gz, bx, by, bz, smem, s, false, params, extra));
 }
 
 /* A wrapper that jumps into another exported entry point (see the file comment). */
@@ -956,37 +1128,34 @@ EXPORT CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned gx, unsigned gy
 					  unsigned bx, unsigned by, unsigned bz, unsigned smem,
 					  CUstream s, void **params)
 {
-	(void)params;
-	return LOCKED(launch(f, gx, gy, gz, bx, by, bz, smem, s, false));
+	return LOCKED(launch(f, gx, gy, gz, bx, by, bz, smem, s, false, params, NULL));
 }
 
 EXPORT CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
 					       unsigned bx, unsigned by, unsigned bz, unsigned smem,
 					       CUstream s, void **params)
 {
-	(void)params;
-	return LOCKED(launch(f, gx, gy, gz, bx, by, bz, smem, s, true));
+	return LOCKED(launch(f, gx, gy, gz, bx, by, bz, smem, s, true, params, NULL));
 }
 
-static CUresult launch_ex(const CUlaunchConfig *c, CUfunction f, bool per_thread)
+static CUresult launch_ex(const CUlaunchConfig *c, CUfunction f, bool per_thread, void **params,
+			  void **extra)
 {
 	if (!c)
 		return CUDA_ERROR_INVALID_VALUE;
 	return launch(f, c->gridDimX, c->gridDimY, c->gridDimZ, c->blockDimX, c->blockDimY,
-		      c->blockDimZ, c->sharedMemBytes, c->hStream, per_thread);
+		      c->blockDimZ, c->sharedMemBytes, c->hStream, per_thread, params, extra);
 }
 
 EXPORT CUresult cuLaunchKernelEx(const CUlaunchConfig *c, CUfunction f, void **params, void **extra)
 {
-	(void)params, (void)extra;
-	return LOCKED(launch_ex(c, f, false));
+	return LOCKED(launch_ex(c, f, false, params, extra));
 }
 
 EXPORT CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *c, CUfunction f, void **params,
 				      void **extra)
 {
-	(void)params, (void)extra;
-	return LOCKED(launch_ex(c, f, true));
+	return LOCKED(launch_ex(c, f, true, params, extra));
 }
 
 static CUresult graph_launch(CUgraphExec g, CUstream hs, bool per_thread)

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* PTX as programs carry it (their modules, in another process's memory): the rewriter must
- * refuse what it does not understand, never crash, never read past the text. */
+ * refuse what it does not understand, never crash, never read past the text; with every
+ * kind of probe point (entry, exit, loads, stores) and the launch parameter appended. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -11,14 +12,19 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
 {
 	static const struct ptx_probe probes[] = { { "*", PTX_ENTRY, "p" },
 						   { "*", PTX_EXIT, "p" },
-						   { "k", PTX_EXIT, "q" } };
+						   { "k", PTX_EXIT, "q" },
+						   { "*", PTX_MEM, "p" },
+						   { "k", PTX_STORE, "q" } };
+	const struct ptx_rewrite_opts opts = { .kernel_base = 7, .launch_param = true };
 	struct ptx_rewrite_stats st;
 	struct strbuf out = { 0 };
 	char err[256], *text = malloc(size + 1);
 
 	memcpy(text, data, size);
 	text[size] = 0;
-	ptx_rewrite(text, size, ".func p() { ret; }\n", probes, 3, &out, &st, err, sizeof(err));
+	if (!ptx_rewrite(text, size, ".func p() { ret; }\n", probes, 5, &opts, &out, &st, err,
+			 sizeof(err)))
+		ptx_rewrite_stats_free(&st);
 	sb_free(&out);
 	free(text);
 	return 0;

@@ -239,7 +239,7 @@ def test_probes_injected_into_nvcc_kernels(gs, probes, tmp_path):
                    check=True, capture_output=True)
     p = instrument(gs, probes, (tmp_path / "k.ptx").read_text(), tmp_path)
     assert p.returncode == 0, p.stderr
-    assert "2 of 2 kernels instrumented: 1 entry and 3 exit calls" in p.stderr
+    assert "2 of 2 kernels instrumented: 1 entry, 3 exit, 0 load and 0 store calls" in p.stderr
     out = p.stdout
     # The probes go in before the first kernel; the one that names no probe point is
     # translated but never called.
@@ -262,7 +262,7 @@ def test_exits_of_every_shape(gs, probes, tmp_path):
     p = instrument(gs, probes, HAND_PTX, tmp_path)
     assert p.returncode == 0, p.stderr
     out = p.stdout
-    assert "1 of 1 kernels instrumented: 0 entry and 3 exit calls" in p.stderr
+    assert "1 of 1 kernels instrumented: 0 entry, 3 exit, 0 load and 0 store calls" in p.stderr
     lines = [ln.strip() for ln in out.splitlines()]
     # The predicated ret: the call carries its predicate, then the ret as it was.
     i = lines.index("@%p1 ret;")
@@ -272,8 +272,8 @@ def test_exits_of_every_shape(gs, probes, tmp_path):
     assert lines[i - 2] == "call (gs_r), gs_probe_on_exit, (gs_p);"
     # The label stays before the call, so the branch to it runs the probe.
     i = lines.index("$L__done:")
-    assert lines[i + 5] == "call (gs_r), gs_probe_on_exit, (gs_p);"
-    assert lines[i + 7] == "ret;"
+    assert lines[i + 10] == "call (gs_r), gs_probe_on_exit, (gs_p);"
+    assert lines[i + 12] == "ret;"
     # Comments are left as they were.
     assert "// { not a brace: a comment }" in out
     assemble(out, tmp_path)
@@ -423,7 +423,7 @@ def test_gpu_maps_bench_module(gsr, tmp_path):
                    capture_output=True)
     p = gsr.run(["bpf2ptx", str(obj), "--into", str(ptx)])
     assert p.returncode == 0, p.stderr
-    assert "1 of 1 kernels instrumented: 1 entry and 0 exit calls" in p.stderr
+    assert "1 of 1 kernels instrumented: 1 entry, 0 exit, 0 load and 0 store calls" in p.stderr
     assert [ln for ln in p.stdout.splitlines() if ln.startswith("// gs_maps[")] == [
         "// gs_maps[0] by_block kind 3 key 4 value 8 entries 64",
         "// gs_maps[1] mine kind 2 key 4 value 8 entries 1",

@@ -19,29 +19,11 @@
 
 #include "fake_cuda.h"
 #include "truth.h"
+#include "wl_file.h"
 
 CUresult cuModuleLoadFatBinary(CUmodule *mod, const void *fatbin);
 CUresult cuModuleLoadDataEx(CUmodule *mod, const void *image, unsigned int n, void *opts,
 			    void **vals);
-
-static void *slurp(const char *path)
-{
-	FILE *f = fopen(path, "rb");
-	long n;
-	char *b;
-
-	if (!f || fseek(f, 0, SEEK_END) || (n = ftell(f)) < 0 || fseek(f, 0, SEEK_SET)) {
-		fprintf(stderr, "wl_devcode: cannot read %s\n", path);
-		exit(2);
-	}
-	b = calloc(1, (size_t)n + 1);
-	if (!b || fread(b, 1, (size_t)n, f) != (size_t)n) {
-		fprintf(stderr, "wl_devcode: cannot read %s\n", path);
-		exit(2);
-	}
-	fclose(f);
-	return b;
-}
 
 int main(int argc, char **argv)
 {

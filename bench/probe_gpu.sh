@@ -1,0 +1,87 @@
+#!/bin/sh
+# Device-side probes on a GPU: `gpuscope probe` with each tool and a user's program on
+# kernels of known behaviour (bench/probe/kernels.cu), their overhead, the instrumentation
+# time of a large module, and a PyTorch program (SASS only: nothing may break).
+#
+#   bench/probe_gpu.sh prepare        here: the eBPF objects into .output/gpu-probe/
+#   bench/probe_gpu.sh run PHASE...   on the GPU machine, as root, carrying .output/static and
+#                                     .output/gpu-probe; results under $OUT (or /tmp/probe-out)
+# PHASE: tools (each tool and the user's probe on `kernels check`), overhead (ratios against
+# uninstrumented runs, interleaved), large (a module of 512 kernels), torch.
+set -eu
+here=$(cd "$(dirname "$0")/.." && pwd)
+cd "$here"
+case "${1:-}" in
+prepare)
+	mkdir -p .output/gpu-probe
+	for p in count empty; do
+		clang -O2 -g -target bpf -mcpu=v3 -Iinclude -c bench/probe/$p.bpf.c \
+			-o .output/gpu-probe/$p.bpf.o
+	done
+	exit 0 ;;
+run) shift ;;
+*) echo "usage: $0 prepare | run PHASE..." >&2; exit 1 ;;
+esac
+OUT=${OUT:-/tmp/probe-out}
+W=/tmp/probe-work
+mkdir -p "$OUT" "$W"
+GS=$here/.output/static/gpuscope
+OBJ=$here/.output/gpu-probe
+mountpoint -q /sys/kernel/tracing || mount -t tracefs nodev /sys/kernel/tracing || true
+export PATH=$PATH:/usr/local/cuda/bin
+[ -x $W/kernels ] || nvcc -O2 -arch=sm_90 -o $W/kernels bench/probe/kernels.cu
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > "$OUT/device.txt" 2>&1 || true
+for phase in "$@"; do
+case $phase in
+tools)
+	$W/kernels check > "$OUT/untraced-check.txt" 2>&1
+	for t in kernelretsnoop threadhist launchlate memtrace smmap; do
+		$GS probe -v $t -- $W/kernels check > "$OUT/tool-$t.txt" 2>&1 || echo "exit $?" >> "$OUT/tool-$t.txt"
+	done
+	$GS probe -v $OBJ/count.bpf.o -- $W/kernels check > "$OUT/user-count.txt" 2>&1 || echo "exit $?" >> "$OUT/user-count.txt"
+	$GS probe -v $OBJ/empty.bpf.o -- $W/kernels check > "$OUT/empty.txt" 2>&1 || echo "exit $?" >> "$OUT/empty.txt"
+	;;
+overhead)
+	: > "$OUT/overhead.txt"
+	for round in 1 2 3; do
+		for k in tiny:3000 heavy:40 vector_add:400; do
+			name=${k%%:*} n=${k##*:}
+			echo "round $round $name untraced $($W/kernels bench $name $n)" >> "$OUT/overhead.txt"
+			echo "round $round $name empty $($GS probe $OBJ/empty.bpf.o -- $W/kernels bench $name $n | grep 'per launch')" >> "$OUT/overhead.txt"
+			for t in kernelretsnoop threadhist launchlate memtrace smmap; do
+				echo "round $round $name $t $($GS probe $t -- $W/kernels bench $name $n | grep 'per launch')" >> "$OUT/overhead.txt"
+			done
+		done
+	done
+	;;
+large)
+	python3 - "$W/big.cu" <<'PY'
+import sys
+n = 512
+with open(sys.argv[1], "w") as f:
+    f.write("#include <cstdio>\ntemplate <int K> __global__ void k(float *a, int n) {\n"
+            "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+            "  if (i < n) { float x = a[i]; for (int j = 0; j < (K % 7) + 1; j++) x = x * 1.5f + K; a[i] = x; }\n}\n")
+    f.write("typedef void (*kf)(float *, int);\n")
+    f.write("kf table[] = {" + ",".join(f"k<{i}>" for i in range(n)) + "};\n")
+    f.write("int main() { float *a; cudaMalloc(&a, 4096 * 4);\n"
+            "  k<0><<<16, 256>>>(a, 4096); k<511><<<16, 256>>>(a, 4096);\n"
+            "  printf(\"%s\\n\", cudaGetErrorString(cudaDeviceSynchronize())); return 0; }\n")
+PY
+	nvcc -O2 -arch=sm_90 -o $W/big $W/big.cu
+	ls -l $W/big > "$OUT/large.txt"
+	for i in 1 2; do $GS probe -v kernelretsnoop -- $W/big >> "$OUT/large.txt" 2>&1 || echo "exit $?" >> "$OUT/large.txt"; done
+	;;
+torch)
+	PY=/opt/torch/.venv/bin/python3
+	$GS probe -v kernelretsnoop -- $PY -c "
+import torch
+x = torch.randn(2048, 2048, device='cuda')
+y = (x @ x).relu().sum()
+torch.cuda.synchronize()
+print('torch ok', float(y) > 0)
+" > "$OUT/torch.txt" 2>&1 || echo "exit $?" >> "$OUT/torch.txt"
+	;;
+esac
+done
+echo done

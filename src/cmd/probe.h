@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: MIT */
+/* `gpuscope probe`: what the snapshots hold, and the tools' views of it (probe_tools.c). */
+#ifndef GS_CMD_PROBE_H
+#define GS_CMD_PROBE_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "ptx/bundle.h"
+
+struct probe_results {
+	const struct bundle *b;
+	struct snapshot *s; /* one per process */
+	size_t n;
+	bool verbose;
+};
+
+/* What was instrumented, what ran the original and why (every tool's output opens so). */
+void render_summary(const struct probe_results *r, FILE *out);
+/* A user's object: each map's contents. */
+void render_maps(const struct probe_results *r, FILE *out);
+void render_kernelretsnoop(const struct probe_results *r, FILE *out);
+void render_threadhist(const struct probe_results *r, FILE *out);
+void render_launchlate(const struct probe_results *r, FILE *out);
+void render_memtrace(const struct probe_results *r, FILE *out);
+void render_smmap(const struct probe_results *r, FILE *out);
+
+#endif

@@ -1,0 +1,202 @@
+// SPDX-License-Identifier: MIT
+/* eBPF objects read for device-side probes (see bpfobj.h). */
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <bpf/libbpf.h>
+
+#include "core/util.h"
+#include "ptx/bpfobj.h"
+#include "ptx/translate.h"
+
+/* The GPU's kind of a map type, 0 if it has none. */
+unsigned int bpfobj_map_kind(unsigned int type)
+{
+	return type == BPF_MAP_TYPE_ARRAY	   ? GS_MAP_ARRAY
+	       : type == BPF_MAP_TYPE_PERCPU_ARRAY ? GS_MAP_PER_THREAD
+	       : type == BPF_MAP_TYPE_HASH	   ? GS_MAP_HASH
+						   : 0;
+}
+
+/*
+ * Resolve the program's relocations (found in the ELF file: libbpf does not give them out
+ * before loading): references to array maps become BPF_PSEUDO_MAP_IDX immediates in insns;
+ * anything else is refused (msg). 0, or -1.
+ */
+static int resolve(const char *path, const char *section, const char *prog, struct bpf_insn *insns,
+		   size_t n, const struct bpfobj_map *maps, size_t nmaps, char *msg, size_t msglen)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC), rc = 0;
+	Elf *e;
+	Elf_Scn *scn = NULL;
+	size_t shstr, target_ndx = 0;
+	__u64 prog_off = 0;
+
+	if (fd < 0)
+		return 0;
+	elf_version(EV_CURRENT);
+	e = elf_begin(fd, ELF_C_READ, NULL);
+	if (!e || elf_getshdrstrndx(e, &shstr)) {
+		if (e)
+			elf_end(e);
+		close(fd);
+		return 0;
+	}
+	while ((scn = elf_nextscn(e, scn))) {
+		GElf_Shdr sh;
+		const char *name;
+
+		if (gelf_getshdr(scn, &sh) && (name = elf_strptr(e, shstr, sh.sh_name)) &&
+		    !strcmp(name, section))
+			target_ndx = elf_ndxscn(scn);
+	}
+	/* Where the program starts in its section: its function symbol's value. */
+	scn = NULL;
+	while (target_ndx && (scn = elf_nextscn(e, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *d;
+		GElf_Sym sym;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_SYMTAB ||
+		    !(d = elf_getdata(scn, NULL)))
+			continue;
+		for (int i = 0; gelf_getsym(d, i, &sym); i++) {
+			const char *nm = elf_strptr(e, sh.sh_link, sym.st_name);
+
+			if (nm && !strcmp(nm, prog) && sym.st_shndx == target_ndx)
+				prog_off = sym.st_value;
+		}
+	}
+	scn = NULL;
+	while (target_ndx && !rc && (scn = elf_nextscn(e, scn))) {
+		GElf_Shdr sh, symsh;
+		Elf_Data *d, *syms;
+		Elf_Scn *symscn;
+		GElf_Rel rel;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_REL || sh.sh_info != target_ndx)
+			continue;
+		d = elf_getdata(scn, NULL);
+		symscn = elf_getscn(e, sh.sh_link);
+		syms = symscn ? elf_getdata(symscn, NULL) : NULL;
+		if (!d || !syms || !gelf_getshdr(symscn, &symsh))
+			continue;
+		for (int i = 0; !rc && gelf_getrel(d, i, &rel); i++) {
+			GElf_Sym sym;
+			const char *nm = "?";
+			size_t at, m;
+
+			if (rel.r_offset < prog_off ||
+			    (rel.r_offset - prog_off) / sizeof(struct bpf_insn) >= n)
+				continue; /* (another program's) */
+			at = (rel.r_offset - prog_off) / sizeof(struct bpf_insn);
+			if (gelf_getsym(syms, (int)GELF_R_SYM(rel.r_info), &sym)) {
+				const char *x = elf_strptr(e, symsh.sh_link, sym.st_name);
+
+				if (x && *x)
+					nm = x;
+			}
+			for (m = 0; m < nmaps && strcmp(maps[m].name, nm); m++)
+				;
+			if (m == nmaps || insns[at].code != (BPF_LD | BPF_IMM | BPF_DW)) {
+				snprintf(msg, msglen,
+					 "instruction %zu refers to %s: globals and calls to other "
+					 "functions are not supported yet",
+					 at, nm);
+				rc = -1;
+			} else if (!bpfobj_map_kind(maps[m].type) ||
+				   (bpfobj_map_kind(maps[m].type) != GS_MAP_HASH &&
+				    maps[m].key_size != 4) ||
+				   !maps[m].key_size || maps[m].key_size > 256) {
+				snprintf(
+					msg, msglen,
+					"instruction %zu refers to map %s of type %u, key size %u: "
+					"only arrays (type %d) and per-thread arrays (percpu "
+					"arrays, "
+					"type %d) with 4-byte keys, and hash maps (type %d) with "
+					"keys "
+					"of up to 256 bytes, run on the GPU",
+					at, nm, maps[m].type, maps[m].key_size, BPF_MAP_TYPE_ARRAY,
+					BPF_MAP_TYPE_PERCPU_ARRAY, BPF_MAP_TYPE_HASH);
+				rc = -1;
+			} else {
+				insns[at].src_reg = BPF_PSEUDO_MAP_IDX;
+				insns[at].imm = (__s32)m;
+			}
+		}
+	}
+	elf_end(e);
+	close(fd);
+	return rc;
+}
+
+int bpfobj_open(const char *path, struct bpfobj *o, char *err, size_t errlen)
+{
+	struct bpf_object *obj;
+	struct bpf_program *prog;
+	struct bpf_map *map;
+	char msg[512];
+
+	memset(o, 0, sizeof(*o));
+	libbpf_set_print(NULL);
+	obj = bpf_object__open_file(path, NULL);
+	if (!obj) {
+		snprintf(err, errlen, "%s is not an eBPF object libbpf can open: %s", path,
+			 strerror(errno));
+		return -1;
+	}
+	bpf_object__for_each_map(map, obj)
+	{
+		struct bpfobj_map *m = &o->maps[o->nmaps];
+
+		if (o->nmaps == BPFOBJ_MAX_MAPS) {
+			snprintf(err, errlen, "%s has more than %d maps", path, BPFOBJ_MAX_MAPS);
+			bpf_object__close(obj);
+			return -1;
+		}
+		snprintf(m->name, sizeof(m->name), "%s", bpf_map__name(map));
+		m->type = bpf_map__type(map);
+		m->key_size = bpf_map__key_size(map);
+		m->value_size = bpf_map__value_size(map);
+		m->max_entries = bpf_map__max_entries(map);
+		m->kind = bpfobj_map_kind(m->type);
+		o->nmaps++;
+	}
+	bpf_object__for_each_program(prog, obj)
+	{
+		struct bpfobj_prog *p;
+		size_t n = bpf_program__insn_cnt(prog);
+
+		o->progs = xrealloc(o->progs, (o->nprogs + 1) * sizeof(*o->progs));
+		p = &o->progs[o->nprogs++];
+		memset(p, 0, sizeof(*p));
+		p->name = xstrdup(bpf_program__name(prog));
+		p->section = xstrdup(bpf_program__section_name(prog));
+		p->n = n;
+		p->insns = xmalloc((n + 1) * sizeof(*p->insns));
+		memcpy(p->insns, bpf_program__insns(prog), n * sizeof(*p->insns));
+		if (resolve(path, p->section, p->name, p->insns, n, o->maps, o->nmaps, msg,
+			    sizeof(msg)))
+			p->err = xstrdup(msg);
+	}
+	bpf_object__close(obj);
+	return 0;
+}
+
+void bpfobj_close(struct bpfobj *o)
+{
+	for (size_t i = 0; i < o->nprogs; i++) {
+		free(o->progs[i].name);
+		free(o->progs[i].section);
+		free(o->progs[i].insns);
+		free(o->progs[i].err);
+	}
+	free(o->progs);
+	memset(o, 0, sizeof(*o));
+}
