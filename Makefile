@@ -42,7 +42,8 @@ MAIN_SRC  := src/main.c
 INJECT_SO   := $(OUTPUT)/libgpuscope-inject.so
 INJECT_SRCS := $(filter-out src/inject/loader.c,$(wildcard src/inject/*.c)) \
 	       src/core/shmring.c src/core/names.c src/core/event.c src/core/util.c \
-	       src/ptx/fatbin.c src/ptx/rewrite.c src/ptx/bundle.c src/ptx/translate.c
+	       src/ptx/fatbin.c src/ptx/rewrite.c src/ptx/bundle.c src/ptx/translate.c \
+	       src/ptx/gpuring.c
 INJECT_OBJS := $(patsubst %.c,$(OUTPUT)/pic/%.o,$(INJECT_SRCS))
 INJECT_CFLAGS := -fPIC -fvisibility=hidden -ftls-model=initial-exec -fno-strict-aliasing
 

@@ -15,6 +15,8 @@
 #include "cmd/common.h"
 #include "core/util.h"
 #include "ptx/bpfobj.h"
+#include "ptx/bundle.h"
+#include "ptx/gpuring.h"
 #include "ptx/rewrite.h"
 #include "ptx/translate.h"
 
@@ -49,6 +51,31 @@ static size_t map_bytes(const struct bpfobj_map *o, const struct bpf_map_mem *m)
 	if (m->kind == GS_MAP_HASH)
 		return bpf_hash_slot(o->key_size, o->value_size) * o->max_entries;
 	return (size_t)o->value_size * o->max_entries * m->extra;
+}
+
+static void print_record(void *arg, unsigned long long gpu_ns, const unsigned char *data,
+			 unsigned int len)
+{
+	(void)arg;
+	printf("%u@%llu:", len, gpu_ns);
+	for (unsigned int i = 0; i < len; i++)
+		printf("%02x", data[i]);
+	printf(";");
+}
+
+/* --run: what a ring holds, drained as the host drains it: NAME=LEN@GPU_NS:HEX;... and its
+ * drops. */
+static void print_ring(const char *name, const struct bpf_map_mem *m)
+{
+	unsigned long long ctl[2];
+
+	if (!m->data)
+		return;
+	printf(" %s=", name);
+	if (gpuring_drain(m->ring, m->extra, m->tail, 1u << 20, print_record, NULL) < 0)
+		printf("corrupt;");
+	memcpy(ctl, m->data, sizeof(ctl));
+	printf(" %s.drops=%llu", name, ctl[1]);
 }
 
 static int read_whole(FILE *f, char **out, size_t *n)
@@ -185,6 +212,18 @@ int cmd_bpf2ptx(int argc, char **argv)
 		mem[m].extra = mem[m].kind == GS_MAP_PER_THREAD ? RUN_THREADS
 			       : mem[m].kind == GS_MAP_HASH	? maps[m].key_size
 								: 1;
+		if (mem[m].kind == GS_MAP_RING) {
+			/* (a ring the size asked, up to 64 MiB; else none: the helper then
+			 * touches memory it may not) */
+			if (bundle_ring_ok(maps[m].max_entries) &&
+			    maps[m].max_entries <= (64u << 20)) {
+				mem[m].extra = maps[m].max_entries;
+				mem[m].data = xcalloc(1, GS_RING_CTL);
+				mem[m].ring = xcalloc(1, mem[m].extra);
+				mem[m].tail = xcalloc(1, sizeof(*mem[m].tail));
+			}
+			continue;
+		}
 		if (mem[m].kind && maps[m].value_size &&
 		    map_bytes(&maps[m], &mem[m]) <= (64u << 20))
 			mem[m].data = xcalloc(1, map_bytes(&maps[m], &mem[m]));
@@ -238,6 +277,10 @@ int cmd_bpf2ptx(int argc, char **argv)
 							       ? RUN_THREAD_INDEX * bytes
 							       : 0);
 
+				if (mem[m].kind == GS_MAP_RING) {
+					print_ring(maps[m].name, &mem[m]);
+					continue;
+				}
 				if (!mem[m].data || bytes > 4096)
 					continue;
 				printf(" %s=", maps[m].name);
@@ -321,7 +364,10 @@ int cmd_bpf2ptx(int argc, char **argv)
 	sb_free(&out);
 	bpfobj_close(&obj);
 	free(ctx);
-	for (size_t m = 0; m < nmaps; m++)
+	for (size_t m = 0; m < nmaps; m++) {
 		free(mem[m].data);
+		free(mem[m].ring);
+		free(mem[m].tail);
+	}
 	return code;
 }

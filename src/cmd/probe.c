@@ -118,9 +118,17 @@ static int make_bundle(const char *path, const char *only_kernel, __u32 threads,
 		if (!m->kind) {
 			snprintf(err, errlen,
 				 "map %s is of type %u: arrays (%d), per-CPU arrays (%d, one per "
-				 "GPU "
-				 "thread) and hash maps (%d) run on the GPU",
-				 m->name, m->type, 2, 6, 1);
+				 "GPU thread), hash maps (%d) and ring buffers (%d, %d) run on "
+				 "the GPU",
+				 m->name, m->type, 2, 6, 1, 27, 4);
+			goto out;
+		}
+		if (m->kind == GS_MAP_RING && !bundle_ring_ok(m->max_entries)) {
+			snprintf(
+				err, errlen,
+				"ring buffer %s has max_entries %u: its bytes, a power of two from "
+				"%u to %u",
+				m->name, m->max_entries, GS_RING_MIN, GS_RING_MAX);
 			goto out;
 		}
 		snprintf(bm->name, sizeof(bm->name), "%s", m->name);

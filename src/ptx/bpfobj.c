@@ -18,10 +18,12 @@
 /* The GPU's kind of a map type, 0 if it has none. */
 unsigned int bpfobj_map_kind(unsigned int type)
 {
-	return type == BPF_MAP_TYPE_ARRAY	   ? GS_MAP_ARRAY
-	       : type == BPF_MAP_TYPE_PERCPU_ARRAY ? GS_MAP_PER_THREAD
-	       : type == BPF_MAP_TYPE_HASH	   ? GS_MAP_HASH
-						   : 0;
+	return type == BPF_MAP_TYPE_ARRAY	       ? GS_MAP_ARRAY
+	       : type == BPF_MAP_TYPE_PERCPU_ARRAY     ? GS_MAP_PER_THREAD
+	       : type == BPF_MAP_TYPE_HASH	       ? GS_MAP_HASH
+	       : type == BPF_MAP_TYPE_RINGBUF	       ? GS_MAP_RING
+	       : type == BPF_MAP_TYPE_PERF_EVENT_ARRAY ? GS_MAP_RING
+						       : 0;
 }
 
 /*
@@ -110,20 +112,23 @@ static int resolve(const char *path, const char *section, const char *prog, stru
 					 "functions are not supported yet",
 					 at, nm);
 				rc = -1;
-			} else if (!bpfobj_map_kind(maps[m].type) ||
-				   (bpfobj_map_kind(maps[m].type) != GS_MAP_HASH &&
-				    maps[m].key_size != 4) ||
-				   !maps[m].key_size || maps[m].key_size > 256) {
+			} else if (bpfobj_map_kind(maps[m].type) != GS_MAP_RING &&
+				   (!bpfobj_map_kind(maps[m].type) ||
+				    (bpfobj_map_kind(maps[m].type) != GS_MAP_HASH &&
+				     maps[m].key_size != 4) ||
+				    !maps[m].key_size || maps[m].key_size > 256)) {
 				snprintf(
 					msg, msglen,
 					"instruction %zu refers to map %s of type %u, key size %u: "
 					"only arrays (type %d) and per-thread arrays (percpu "
 					"arrays, "
-					"type %d) with 4-byte keys, and hash maps (type %d) with "
+					"type %d) with 4-byte keys, hash maps (type %d) with "
 					"keys "
-					"of up to 256 bytes, run on the GPU",
+					"of up to 256 bytes, and ring buffers (types %d, %d) run "
+					"on the GPU",
 					at, nm, maps[m].type, maps[m].key_size, BPF_MAP_TYPE_ARRAY,
-					BPF_MAP_TYPE_PERCPU_ARRAY, BPF_MAP_TYPE_HASH);
+					BPF_MAP_TYPE_PERCPU_ARRAY, BPF_MAP_TYPE_HASH,
+					BPF_MAP_TYPE_RINGBUF, BPF_MAP_TYPE_PERF_EVENT_ARRAY);
 				rc = -1;
 			} else {
 				insns[at].src_reg = BPF_PSEUDO_MAP_IDX;
@@ -166,6 +171,9 @@ int bpfobj_open(const char *path, struct bpfobj *o, char *err, size_t errlen)
 		m->value_size = bpf_map__value_size(map);
 		m->max_entries = bpf_map__max_entries(map);
 		m->kind = bpfobj_map_kind(m->type);
+		/* (a perf event array's entries are CPUs: on the GPU, one ring of a set size) */
+		if (m->type == BPF_MAP_TYPE_PERF_EVENT_ARRAY)
+			m->max_entries = GS_RING_PERF_BYTES;
 		o->nmaps++;
 	}
 	bpf_object__for_each_program(prog, obj)

@@ -9,11 +9,18 @@
 
 #define MAX_BYTES (1ULL << 30) /* of one map */
 
+bool bundle_ring_ok(unsigned int bytes)
+{
+	return bytes >= GS_RING_MIN && bytes <= GS_RING_MAX && !(bytes & (bytes - 1));
+}
+
 size_t bundle_map_bytes(const struct bundle_map *m)
 {
 	unsigned long long n;
 
-	if (m->kind == GS_MAP_HASH)
+	if (m->kind == GS_MAP_RING)
+		n = GS_RING_CTL;
+	else if (m->kind == GS_MAP_HASH)
 		n = (unsigned long long)bpf_hash_slot(m->key_size, m->value_size) * m->max_entries;
 	else if (m->kind == GS_MAP_PER_THREAD)
 		n = (unsigned long long)m->value_size * m->max_entries * m->threads;
@@ -89,7 +96,9 @@ int bundle_parse(const char *buf, size_t len, struct bundle *b, char *err, size_
 			if (b->nmaps == BUNDLE_MAX_MAPS ||
 			    sscanf(line, "map %63s %u %u %u %u %u", m->name, &m->kind, &m->key_size,
 				   &m->value_size, &m->max_entries, &m->threads) != 6 ||
-			    m->kind < GS_MAP_ARRAY || m->kind > GS_MAP_HASH || !m->value_size ||
+			    m->kind < GS_MAP_ARRAY || m->kind > GS_MAP_RING ||
+			    (m->kind == GS_MAP_RING ? !bundle_ring_ok(m->max_entries)
+						    : !m->value_size) ||
 			    !m->max_entries || m->key_size > 256 || m->value_size > (1u << 20) ||
 			    !bundle_map_bytes(m))
 				goto bad;

@@ -6,7 +6,8 @@
  *
  * The bundle, text:
  *   gpuscope-probes 1
- *   map NAME KIND KEY VALUE ENTRIES THREADS      (one per map, in gs_maps order)
+ *   map NAME KIND KEY VALUE ENTRIES THREADS      (one per map, in gs_maps order; a ring
+ *                                                 buffer's ENTRIES: its bytes)
  *   probe POINT KERNEL FUNC                      (POINT: enum ptx_point)
  *   funcs BYTES                                  then BYTES of PTX: gs_maps and the probes
  *
@@ -26,6 +27,7 @@
 #ifndef GS_PTX_BUNDLE_H
 #define GS_PTX_BUNDLE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 
@@ -48,7 +50,9 @@ struct bundle {
 	char *funcs;
 };
 
-/* A map's bytes on the GPU (0 if too large to hold). */
+/* A ring buffer's size is one the GPU side takes (a power of two, GS_RING_MIN..MAX). */
+bool bundle_ring_ok(unsigned int bytes);
+/* A map's bytes in device memory (0 if too large to hold; a ring: its control block). */
 size_t bundle_map_bytes(const struct bundle_map *m);
 int bundle_write(const struct bundle *b, FILE *f);
 int bundle_parse(const char *buf, size_t len, struct bundle *b, char *err, size_t errlen);

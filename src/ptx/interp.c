@@ -65,6 +65,8 @@ static unsigned char *at(struct vm *vm, __u64 addr, unsigned int w)
 
 		size_t bytes = m->kind == GS_MAP_HASH
 				       ? bpf_hash_slot(m->extra, m->value_size) * m->max_entries
+			       : m->kind == GS_MAP_RING
+				       ? GS_RING_CTL
 				       : (size_t)m->value_size * m->max_entries *
 						 (m->kind == GS_MAP_PER_THREAD ? m->extra : 1);
 
@@ -278,6 +280,65 @@ static int hash_helper(struct vm *vm, const struct desc *m, int id, __u64 *r)
 	return 0;
 }
 
+/*
+ * bpf_ringbuf_output, as the GPU's (translate.h) for one thread. The ring and its tail are
+ * the interpreter's own (the map's), never what the control block says: the program can
+ * write that. 0, or 2 for memory outside what the program may touch.
+ */
+static int ring_output(struct vm *vm, const struct bpf_gpu_env *env, __u64 map, __u64 data,
+		       __u64 size, __u64 *r0)
+{
+	unsigned char *d = at(vm, map, sizeof(struct desc));
+	const struct bpf_map_mem *m = NULL;
+	__u64 ctl[5], need, mask, pos, w;
+	struct desc dc;
+
+	if (!d)
+		return 2;
+	memcpy(&dc, d, sizeof(dc));
+	if (dc.kind != GS_MAP_RING) {
+		*r0 = (__u64)-22;
+		return 0;
+	}
+	if (size > GS_RING_REC_MAX) {
+		*r0 = (__u64)-7;
+		return 0;
+	}
+	for (size_t i = 0; i < vm->nmaps; i++)
+		if (map == (__u64)(uintptr_t)&vm->descs[i])
+			m = &vm->maps[i];
+	if (!m || m->kind != GS_MAP_RING || !m->data || !m->ring || !m->tail ||
+	    m->extra < GS_RING_MIN || (m->extra & (m->extra - 1)))
+		return 2;
+	for (__u64 i = 0; i < size; i++)
+		if (!at(vm, data + i, 1))
+			return 2;
+	memcpy(ctl, m->data, sizeof(ctl));
+	need = (GS_RING_HDR + size + 7) & ~7ULL;
+	mask = m->extra - 1;
+	ctl[4] = *m->tail;
+	if (ctl[0] - ctl[4] + need > m->extra) {
+		ctl[1]++;
+		memcpy(m->data, ctl, sizeof(ctl));
+		*r0 = (__u64)-11;
+		return 0;
+	}
+	pos = ctl[0];
+	ctl[0] += need;
+	memcpy(m->data, ctl, sizeof(ctl));
+	memcpy(m->ring + ((pos + 8) & mask), &env->globaltimer, 8);
+	for (__u64 off = 0; off < size; off += 8) {
+		w = 0;
+		for (__u64 b = 0; b < 8 && off + b < size; b++)
+			w |= (__u64)*at(vm, data + off + b, 1) << (8 * b);
+		memcpy(m->ring + ((pos + GS_RING_HDR + off) & mask), &w, 8);
+	}
+	w = size | 1ULL << 32;
+	memcpy(m->ring + (pos & mask), &w, 8);
+	*r0 = 0;
+	return 0;
+}
+
 static int helper(struct vm *vm, const struct bpf_gpu_env *env, int id, __u64 *r)
 {
 	const unsigned int *v = id == GS_BPF_BLOCK_IDX	  ? env->ctaid
@@ -286,6 +347,10 @@ static int helper(struct vm *vm, const struct bpf_gpu_env *env, int id, __u64 *r
 							  : env->nctaid;
 
 	switch (id) {
+	case GS_BPF_RING_OUTPUT:
+		return ring_output(vm, env, r[1], r[2], r[3], &r[0]);
+	case GS_BPF_PERF_OUTPUT:
+		return ring_output(vm, env, r[2], r[4], r[5], &r[0]);
 	case 1:
 	case 2:
 	case 3: {

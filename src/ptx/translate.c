@@ -75,8 +75,12 @@ static int check(const struct bpf_insn *insns, size_t n, bool *target, char *err
 					snprintf(
 						err, errlen,
 						"instruction %zu (opcode 0x%02x): helper %d has no "
-						"GPU version",
-						i, in->code, in->imm);
+						"GPU version%s",
+						i, in->code, in->imm,
+						in->imm >= 131 && in->imm <= 134
+							? " (bpf_ringbuf_reserve/submit/discard/"
+							  "query: use bpf_ringbuf_output)"
+							: "");
 					return -1;
 				}
 				break;
@@ -345,7 +349,8 @@ static void jump(struct strbuf *o, const struct bpf_insn *in, size_t i)
 int bpf_gpu_helper(int id)
 {
 	return (id >= GS_BPF_GLOBALTIMER && id <= GS_BPF_LANE_ID) ||
-	       (id >= GS_BPF_PREFETCH_L2 && id <= GS_BPF_WARP_MAX) || (id >= 1 && id <= 3);
+	       (id >= GS_BPF_PREFETCH_L2 && id <= GS_BPF_WARP_MAX) || (id >= 1 && id <= 3) ||
+	       id == GS_BPF_RING_OUTPUT || id == GS_BPF_PERF_OUTPUT;
 }
 
 size_t bpf_hash_slot(unsigned int key_size, unsigned int value_size)
@@ -507,6 +512,67 @@ static void hash_helper(struct strbuf *o, int id, size_t at)
 	sb_printf(o, "H%zu_out:\n", at);
 }
 
+/*
+ * bpf_ringbuf_output(r1 map, r2 data, r3 size): a record into the ring (translate.h). The
+ * reservation checks room against the last tail seen (device memory) first, and reads the
+ * host's tail across the bus only when that says full. The data is read a byte at a time
+ * (it may sit anywhere and end anywhere) and written a word at a time.
+ */
+static void ring_output(struct strbuf *o, size_t at)
+{
+	sb_printf(o,
+		  "\tld.u32 %%w3, [%%r1+16];\n\tsetp.ne.u32 %%p0, %%w3, %d;\n"
+		  "\t@%%p0 mov.b64 %%r0, -22;\n\t@%%p0 bra R%zu_out;\n"
+		  "\tsetp.gt.u64 %%p0, %%r3, %d;\n\t@%%p0 mov.b64 %%r0, -7;\n"
+		  "\t@%%p0 bra R%zu_out;\n"
+		  /* %t0 control block, %t5 ring bytes, %t1 the record's */
+		  "\tld.u64 %%t0, [%%r1];\n\tld.u32 %%w0, [%%r1+20];\n\tcvt.u64.u32 %%t5, %%w0;\n"
+		  "\tadd.s64 %%t1, %%r3, %d;\n\tand.b64 %%t1, %%t1, 0xfffffffffffffff8;\n"
+		  "\tmov.u32 %%w5, 0;\n"
+		  "R%zu_try:\n\tld.volatile.u64 %%t2, [%%t0];\n\tld.volatile.u64 %%t3, [%%t0+32];\n"
+		  "\tsub.s64 %%t4, %%t2, %%t3;\n\tadd.s64 %%t4, %%t4, %%t1;\n"
+		  "\tsetp.le.u64 %%p0, %%t4, %%t5;\n\t@%%p0 bra R%zu_cas;\n"
+		  /* full by the last tail seen: the host's, now */
+		  "\tld.u64 %%t4, [%%t0+24];\n\tld.volatile.u64 %%t3, [%%t4];\n"
+		  "\tst.volatile.u64 [%%t0+32], %%t3;\n"
+		  "\tsub.s64 %%t4, %%t2, %%t3;\n\tadd.s64 %%t4, %%t4, %%t1;\n"
+		  "\tsetp.gt.u64 %%p0, %%t4, %%t5;\n\t@%%p0 bra R%zu_full;\n"
+		  "R%zu_cas:\n\tadd.s64 %%t3, %%t2, %%t1;\n"
+		  "\tatom.global.cas.b64 %%t3, [%%t0], %%t2, %%t3;\n"
+		  "\tsetp.eq.u64 %%p0, %%t3, %%t2;\n\t@%%p0 bra R%zu_ok;\n"
+		  "\tadd.u32 %%w5, %%w5, 1;\n\tsetp.lt.u32 %%p0, %%w5, 1024;\n"
+		  "\t@%%p0 bra R%zu_try;\n"
+		  "R%zu_full:\n\tred.global.add.u64 [%%t0+8], 1;\n\tmov.b64 %%r0, -11;\n"
+		  "\tbra.uni R%zu_out;\n",
+		  GS_MAP_RING, at, GS_RING_REC_MAX, at, GS_RING_HDR + 7, at, at, at, at, at, at, at,
+		  at);
+	/* %t2 the position, %t3 the ring, %t5 its mask */
+	sb_printf(o,
+		  "R%zu_ok:\n\tld.u64 %%t3, [%%t0+16];\n\tsub.s64 %%t5, %%t5, 1;\n"
+		  "\tadd.s64 %%t4, %%t2, 8;\n\tand.b64 %%t4, %%t4, %%t5;\n"
+		  "\tadd.s64 %%t4, %%t3, %%t4;\n"
+		  "\tmov.u64 %%r0, %%globaltimer;\n\tst.u64 [%%t4], %%r0;\n"
+		  "\tcvt.u32.u64 %%w2, %%r3;\n\tmov.u32 %%w1, 0;\n"
+		  "R%zu_word:\n\tsetp.ge.u32 %%p0, %%w1, %%w2;\n\t@%%p0 bra R%zu_pub;\n"
+		  "\tmov.b64 %%r4, 0;\n\tmov.u32 %%w6, 0;\n"
+		  "R%zu_byte:\n\tcvt.u64.u32 %%t4, %%w1;\n\tadd.s64 %%t4, %%r2, %%t4;\n"
+		  "\tld.u8 %%r5, [%%t4];\n\tshl.b64 %%r5, %%r5, %%w6;\n\tor.b64 %%r4, %%r4, %%r5;\n"
+		  "\tadd.u32 %%w1, %%w1, 1;\n\tadd.u32 %%w6, %%w6, 8;\n"
+		  "\tsetp.lt.u32 %%p0, %%w1, %%w2;\n\tsetp.lt.and.u32 %%p0, %%w6, 64, %%p0;\n"
+		  "\t@%%p0 bra R%zu_byte;\n"
+		  "\tsub.u32 %%w7, %%w1, 1;\n\tand.b32 %%w7, %%w7, 0xfffffff8;\n"
+		  "\tcvt.u64.u32 %%t4, %%w7;\n"
+		  "\tadd.s64 %%t4, %%t4, %d;\n\tadd.s64 %%t4, %%t4, %%t2;\n"
+		  "\tand.b64 %%t4, %%t4, %%t5;\n\tadd.s64 %%t4, %%t3, %%t4;\n"
+		  "\tst.u64 [%%t4], %%r4;\n\tbra.uni R%zu_word;\n"
+		  "R%zu_pub:\n\tmembar.sys;\n\tmov.b64 %%r5, 4294967296;\n"
+		  "\tor.b64 %%r5, %%r5, %%r3;\n"
+		  "\tand.b64 %%t4, %%t2, %%t5;\n\tadd.s64 %%t4, %%t3, %%t4;\n"
+		  "\tst.volatile.u64 [%%t4], %%r5;\n\tmov.b64 %%r0, 0;\n"
+		  "R%zu_out:\n",
+		  at, at, at, at, at, GS_RING_HDR, at, at, at);
+}
+
 /* A helper call: r1..r5 are its arguments, r0 its result (r1..r5 are not kept: eBPF says
  * they are clobbered). */
 static void helper(struct strbuf *o, int id, size_t at)
@@ -524,6 +590,14 @@ static void helper(struct strbuf *o, int id, size_t at)
 			  "\t@%%p1 bra H%zu_hash;\n",
 			  GS_MAP_HASH, at);
 	switch (id) {
+	case GS_BPF_PERF_OUTPUT: /* (ctx, map, flags, data, size): as the ring's */
+		sb_printf(o,
+			  "\tmov.b64 %%r1, %%r2;\n\tmov.b64 %%r2, %%r4;\n\tmov.b64 %%r3, %%r5;\n");
+		ring_output(o, at);
+		return;
+	case GS_BPF_RING_OUTPUT:
+		ring_output(o, at);
+		return;
 	case 1: /* lookup: the element's address, NULL past the end */
 		map_slot(o, at);
 		sb_printf(o, "\tmov.b64 %%r0, %%t0;\n\t@%%p0 mov.b64 %%r0, 0;\n");

@@ -90,7 +90,39 @@ enum bpf_map_kind {
 	GS_MAP_ARRAY = 1,
 	GS_MAP_PER_THREAD = 2,
 	GS_MAP_HASH = 3,
+	GS_MAP_RING = 4,
 };
+
+/*
+ * Ring buffers: records the GPU writes while kernels run and the host drains into the event
+ * stream (BPF_MAP_TYPE_RINGBUF, whose max_entries is its bytes; BPF_MAP_TYPE_PERF_EVENT_ARRAY,
+ * GS_RING_PERF_BYTES of them). The helpers, as the kernel's (flags ignored):
+ *   130 bpf_ringbuf_output(map, data, size, flags)
+ *    25 bpf_perf_event_output(ctx, map, flags, data, size)
+ * 0, -EAGAIN when the ring has no room (counted as a drop), -E2BIG past GS_RING_REC_MAX
+ * bytes, -EINVAL for a map that is not a ring. (bpf_ringbuf_reserve/submit are refused: a
+ * record may wrap around the ring's end, where no pointer into it would do.)
+ *
+ * The descriptor: data a GS_RING_CTL-byte control block in device memory, max_entries 0 (so
+ * lookups and updates find nothing), extra the ring's bytes (a power of two). The control
+ * block: {u64 head (bytes reserved, ever); u64 drops; u64 ring (its device address: host
+ * memory mapped into the device); u64 tail (the device address of the host's consumer
+ * position, host memory too); u64 tail_seen (the last tail read, in device memory)}.
+ *
+ * A record sits at an 8-aligned position, taken modulo the ring's size, word by word:
+ * {u32 len; u32 state; u64 gpu_ns (the global timer)} then len bytes, padded to 8. A writer
+ * reserves 16 + len rounded up to 8 with a compare-and-swap on head (if head - tail leaves
+ * room), writes the words, then (membar.sys) the first word with state 1. The host reads
+ * from its tail while state is 1, clears what it read and moves the tail on (gpuring.h).
+ */
+#define GS_RING_CTL	   64
+#define GS_RING_REC_MAX	   256
+#define GS_RING_HDR	   16
+#define GS_RING_MIN	   4096
+#define GS_RING_MAX	   (256u << 20)
+#define GS_RING_PERF_BYTES (4u << 20)
+#define GS_BPF_PERF_OUTPUT 25
+#define GS_BPF_RING_OUTPUT 130
 
 /*
  * Hash maps (BPF_MAP_TYPE_HASH): max_entries slots of bpf_hash_slot() bytes: {u32 state;
@@ -104,10 +136,13 @@ size_t bpf_hash_slot(unsigned int key_size, unsigned int value_size);
 
 struct bpf_map_mem {
 	unsigned char *data; /* value_size * max_entries (* threads, per-thread) bytes, or
-			      * max_entries hash slots */
+			      * max_entries hash slots, or a ring's control block */
 	unsigned int value_size, max_entries;
-	unsigned int kind;  /* enum bpf_map_kind */
-	unsigned int extra; /* per-thread: how many threads have their array; hash: key size */
+	unsigned int kind;	  /* enum bpf_map_kind */
+	unsigned int extra;	  /* per-thread: how many threads have their array; hash: key size;
+			     * ring: its bytes */
+	unsigned char *ring;	  /* a ring's bytes, for the interpreter */
+	unsigned long long *tail; /* and its consumer position */
 };
 
 /* The module-level declaration of the maps' table (before the functions that use it). */

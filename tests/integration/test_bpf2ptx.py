@@ -429,3 +429,71 @@ def test_gpu_maps_bench_module(gsr, tmp_path):
         "// gs_maps[1] mine kind 2 key 4 value 8 entries 1",
         "// gs_maps[2] total kind 1 key 4 value 8 entries 1"]
     assemble(p.stdout, tmp_path)
+
+
+@pytest.fixture(scope="module")
+def ring_obj(tmp_path_factory):
+    d = tmp_path_factory.mktemp("ring")
+    return compile_bpf(os.path.join(ROOT, "tests", "bpf", "translate_ring.bpf.c"), d / "ring.o")
+
+
+def run_ring(gs, obj, prog, a, b):
+    """--run a program of translate_ring.bpf.c: r0, out, and each ring's records
+    [(len, gpu_ns, bytes)] and drops."""
+    ctx = struct.pack("<QQ", a, b) + bytes(64)
+    p = gs.run(["bpf2ptx", str(obj), "-p", prog, "--run", ctx.hex()])
+    assert p.returncode == 0, p.stderr
+    fields = dict(f.split("=", 1) for f in p.stdout.split()[1:])
+    out = struct.unpack("<QQ8Q", bytes.fromhex(fields["ctx"]))[2:]
+    rings = {}
+    for name in ("rb", "events"):
+        recs = []
+        for r in filter(None, fields[name].split(";")):
+            head, data = r.split(":")
+            n, ns = head.split("@")
+            recs.append((int(n), int(ns), bytes.fromhex(data)))
+        rings[name] = (recs, int(fields[name + ".drops"]))
+    return int(fields["r0"]), out, rings
+
+
+def test_ring_buffers(gsr, ring_obj):
+    # Three records of 13 bytes, each whole, stamped with the GPU's timer (--run: 1 s).
+    r0, out, rings = run_ring(gsr, ring_obj, "emit", 3, 13)
+    assert out[:4] == (3, 0, 0, 0)
+    assert rings["rb"] == ([(13, 10**9, bytes([r]) + bytes(range(1, 13))) for r in range(3)], 0)
+    # A full ring (4096 bytes, never drained in one run): records of 16 + 104 bytes fit 34
+    # times, the other 30 are dropped (-EAGAIN) and counted.
+    r0, out, rings = run_ring(gsr, ring_obj, "emit", 64, 100)
+    fit = 4096 // (16 + 104)
+    assert out[:4] == (fit, 64 - fit, 0, -11 & M64)
+    recs, drops = rings["rb"]
+    assert len(recs) == fit and drops == 64 - fit
+    assert all(d == bytes([i]) + bytes(range(1, 100)) for i, (_, _, d) in enumerate(recs))
+    # Empty records; and past the largest (256 bytes): -E2BIG, nothing written or dropped.
+    r0, out, rings = run_ring(gsr, ring_obj, "emit", 2, 0)
+    assert out[:3] == (2, 0, 0) and [r[0] for r in rings["rb"][0]] == [0, 0]
+    r0, out, rings = run_ring(gsr, ring_obj, "emit", 5, 257)
+    assert out[:4] == (0, 0, 5, -7 & M64) and rings["rb"] == ([], 0)
+    # The perf event way: the same ring records. A lookup in a ring finds nothing; a
+    # ring's helper on an array: -EINVAL.
+    r0, out, rings = run_ring(gsr, ring_obj, "perf", 0x1122334455667788, 0x99aabbcc)
+    assert out[:3] == (0, 0, -22 & M64)
+    assert rings["events"] == ([(12, 10**9, struct.pack("<QI", 0x1122334455667788,
+                                                          0x99aabbcc))], 0)
+
+
+@pytest.mark.skipif(not os.path.exists(PTXAS), reason="ptxas is not installed")
+def test_ring_buffers_ptx_assembles(gs, ring_obj, tmp_path):
+    for prog in ("emit", "perf"):
+        p = gs.run(["bpf2ptx", str(ring_obj), "-p", prog])
+        assert p.returncode == 0, p.stderr
+        # reserved by compare-and-swap, published after a system-wide fence
+        assert "atom.global.cas.b64" in p.stdout and "membar.sys" in p.stdout
+        assemble(p.stdout, tmp_path)
+    layout = [ln.split(" ", 2)[2] for ln in p.stdout.splitlines() if ln.startswith("// gs_maps[")]
+    assert layout[:2] == ["rb kind 4 key 0 value 0 entries 4096",
+                          "events kind 4 key 4 value 4 entries 4194304"], layout
+    p = gs.run(["bpf2ptx", str(ring_obj), "-p", "reserve"])
+    assert p.returncode == 2
+    assert "helper 131 has no GPU version (bpf_ringbuf_reserve" in p.stderr
+    assert "use bpf_ringbuf_output" in p.stderr
