@@ -27,29 +27,30 @@
 
 enum gs_event_type {
 	GS_EV_NONE = 0,
-	GS_EV_LAUNCH = 1,   /* kernel or graph launch */
-	GS_EV_KNAME = 2,    /* handle -> mangled kernel name */
-	GS_EV_KALIAS = 3,   /* handle -> another handle that carries the name */
-	GS_EV_MEM = 4,	    /* allocation, free, VMM create/map/unmap/release */
-	GS_EV_COPY = 5,	    /* memcpy and memset families */
-	GS_EV_SYNC = 6,	    /* synchronisation, waits and polls */
-	GS_EV_API = 7,	    /* other driver calls: lifecycle, capture, failures */
-	GS_EV_NCCL = 8,	    /* NCCL collectives, p2p, groups, communicators */
-	GS_EV_PROC = 9,	    /* fork, exec, exit of a traced process */
-	GS_EV_LIB = 10,	    /* a traced process opened a CUDA/NCCL library */
-	GS_EV_SESSION = 11, /* gpuscope: start and end of a trace */
-	GS_EV_ATTACH = 12,  /* gpuscope: probes attached to a file */
-	GS_EV_DROPS = 13,   /* gpuscope: cumulative drop counters */
-	GS_EV_GPU = 14,	    /* in-process plane: when a launch or copy ran on the GPU */
-	GS_EV_OFFCPU = 15,  /* OS: a thread of a traced process off the CPU */
-	GS_EV_FAULTS = 16,  /* OS: page faults of a thread, batched */
-	GS_EV_BLOCK = 17,   /* OS: a block I/O request a traced thread issued */
-	GS_EV_NET = 18,	    /* OS: bytes a traced thread sent or received on a socket */
-	GS_EV_SYSCALL = 19, /* OS: a selected system call */
-	GS_EV_STACK = 20,   /* the user call stack of a call (launch, allocation, failure) */
-	GS_EV_SYMBOL = 21,  /* gpuscope: the name of a code address in a process */
-	GS_EV_NVML = 22,    /* NVML sampler: one GPU's device metrics */
-	GS_EV_DEVCODE = 23, /* in-process plane: device code a process loaded, and its kernels */
+	GS_EV_LAUNCH = 1,     /* kernel or graph launch */
+	GS_EV_KNAME = 2,      /* handle -> mangled kernel name */
+	GS_EV_KALIAS = 3,     /* handle -> another handle that carries the name */
+	GS_EV_MEM = 4,	      /* allocation, free, VMM create/map/unmap/release */
+	GS_EV_COPY = 5,	      /* memcpy and memset families */
+	GS_EV_SYNC = 6,	      /* synchronisation, waits and polls */
+	GS_EV_API = 7,	      /* other driver calls: lifecycle, capture, failures */
+	GS_EV_NCCL = 8,	      /* NCCL collectives, p2p, groups, communicators */
+	GS_EV_PROC = 9,	      /* fork, exec, exit of a traced process */
+	GS_EV_LIB = 10,	      /* a traced process opened a CUDA/NCCL library */
+	GS_EV_SESSION = 11,   /* gpuscope: start and end of a trace */
+	GS_EV_ATTACH = 12,    /* gpuscope: probes attached to a file */
+	GS_EV_DROPS = 13,     /* gpuscope: cumulative drop counters */
+	GS_EV_GPU = 14,	      /* in-process plane: when a launch or copy ran on the GPU */
+	GS_EV_OFFCPU = 15,    /* OS: a thread of a traced process off the CPU */
+	GS_EV_FAULTS = 16,    /* OS: page faults of a thread, batched */
+	GS_EV_BLOCK = 17,     /* OS: a block I/O request a traced thread issued */
+	GS_EV_NET = 18,	      /* OS: bytes a traced thread sent or received on a socket */
+	GS_EV_SYSCALL = 19,   /* OS: a selected system call */
+	GS_EV_STACK = 20,     /* the user call stack of a call (launch, allocation, failure) */
+	GS_EV_SYMBOL = 21,    /* gpuscope: the name of a code address in a process */
+	GS_EV_NVML = 22,      /* NVML sampler: one GPU's device metrics */
+	GS_EV_DEVCODE = 23,   /* in-process plane: device code a process loaded, and its kernels */
+	GS_EV_PROBE_OUT = 24, /* in-process plane: a record a device-side probe wrote */
 	GS_EV_MAX,
 };
 
@@ -522,7 +523,25 @@ struct gs_ev_devcode {
 	char name[GS_NAME_MAX];
 };
 
+/*
+ * A record a device-side probe wrote into a GPU ring buffer (bpf_ringbuf_output,
+ * bpf_perf_event_output), drained by the in-process plane while the kernels run. Records are
+ * cut after the data (h.size, a multiple of 8).
+ */
+#define GS_PROBE_OUT_MAX 256
+struct gs_ev_probe_out {
+	struct gs_hdr h; /* ts: when the GPU wrote it (its timer on the event clock); tid 0 */
+	__u64 gpu_ns;	 /* the GPU's global timer then */
+	__s32 device;	 /* the context's device ordinal */
+	__u16 map;	 /* the ring: its index among the probe object's maps */
+	__u16 len;	 /* bytes of data */
+	__u8 data[GS_PROBE_OUT_MAX];
+};
+
 /* Largest record of any type. */
-#define GS_EVENT_MAX_SIZE (sizeof(struct gs_ev_devcode))
+#define GS_EVENT_MAX_SIZE                                              \
+	(sizeof(struct gs_ev_devcode) > sizeof(struct gs_ev_probe_out) \
+		 ? sizeof(struct gs_ev_devcode)                        \
+		 : sizeof(struct gs_ev_probe_out))
 
 #endif /* GPUSCOPE_EVENT_H */

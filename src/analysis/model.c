@@ -306,6 +306,10 @@ void model__add(struct model *m, const struct gs_hdr *ev)
 	case GS_EV_DEVCODE:
 		model__devcode_add(m, (const void *)ev);
 		break;
+	case GS_EV_PROBE_OUT:
+		m->probe_records++;
+		m->probe_bytes += ((const struct gs_ev_probe_out *)ev)->len;
+		break;
 	default: /* GS_EV_LIB: control only */
 		break;
 	}

@@ -498,6 +498,8 @@ struct model {
 	struct hmap devmods;	/* (pid, scope) -> struct dev_module */
 	struct hmap devkernels; /* (pid, hash of the name) -> struct dev_kernel */
 	__u64 devmods_total;
+	/* records device-side probes wrote into GPU ring buffers (GS_EV_PROBE_OUT) */
+	__u64 probe_records, probe_bytes;
 	/* memory analyses (analysis/memsites.c) */
 	struct hmap last_stack; /* (tid, pid) -> struct last_stack: a thread's latest stack */
 	struct hmap sites;	/* (pid, key) -> struct mem_site */

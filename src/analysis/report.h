@@ -161,6 +161,7 @@ struct report {
 	struct dev_module *devmods; /* copies; why owned */
 	size_t ndevmods;
 	__u64 devmods_total, devkernels, devkernels_ptx, devkernels_mixed;
+	__u64 probe_records, probe_bytes; /* written by device-side probes into GPU rings */
 	/* per launched kernel (same order as kernels): the modules it was loaded from, with
 	 * PTX for it and without (both 0: none was read) */
 	__u32 *kernel_ptx, *kernel_sass;

@@ -33,6 +33,8 @@ void report__build_devcode(struct report *r, const struct model *m)
 	size_t n = 0;
 
 	r->devmods_total = m->devmods_total;
+	r->probe_records = m->probe_records;
+	r->probe_bytes = m->probe_bytes;
 	if (!m->devmods.len)
 		return;
 	r->devmods = xcalloc(m->devmods.len, sizeof(*r->devmods));

@@ -45,13 +45,17 @@ static const char usage[] =
 	"gpu/entry/KERNEL, gpu/exit/KERNEL, gpu/load/KERNEL, gpu/store/KERNEL, gpu/mem/KERNEL\n"
 	"(KERNEL a mangled name, or * for all). The context is struct gs_probe_ctx\n"
 	"(include/gpuscope/probe.h); maps: arrays, per-CPU arrays (one per GPU thread) and\n"
-	"hash maps. Its maps are printed at the end.\n"
+	"hash maps, whose contents are printed at the end; and ring buffers (RINGBUF, or\n"
+	"PERF_EVENT_ARRAY) written with bpf_ringbuf_output/bpf_perf_event_output, drained\n"
+	"while the kernels run into the event stream, their records printed at the end.\n"
 	"\n"
 	"options:\n"
 	"  -k, --kernel NAME   a tool: only kernels of this mangled name\n"
 	"      --threads N     per-thread arrays hold N threads (default 1048576): threads\n"
 	"                      further into the grid are not counted\n"
-	"  -o, --keep DIR      keep the bundle and the maps' snapshots in DIR\n"
+	"  -o, --keep DIR      keep the bundle, the maps' snapshots and the run's recording\n"
+	"                      (events.gsrec: gpuscope report reads it) in DIR\n"
+	"      --records N     ring buffer records shown per ring (default 100; 0: all)\n"
 	"      --replay DIR    show what a kept DIR holds, without running anything\n"
 	"  -v, --verbose       also the instrumentation's times and each kernel's registers\n"
 	"  -h, --help          this help\n"
@@ -280,12 +284,12 @@ static void remove_tree(const char *dir)
 	rmdir(dir);
 }
 
-static int show(const char *dir, const struct tool *t, bool verbose)
+static int show(const char *dir, const struct tool *t, bool verbose, size_t max_records)
 {
 	struct probe_results r = { 0 };
 	unsigned char *buf;
 	size_t n;
-	char path[4096], err[256];
+	char path[4096], events[4096], err[256];
 	struct bundle b;
 
 	snprintf(path, sizeof(path), "%s/bundle", dir);
@@ -304,6 +308,10 @@ static int show(const char *dir, const struct tool *t, bool verbose)
 		return GS_EXIT_RUNTIME;
 	}
 	r.verbose = verbose;
+	r.max_records = max_records;
+	snprintf(events, sizeof(events), "%s/events.gsrec", dir);
+	if (access(events, F_OK) == 0)
+		r.events = events;
 	render_summary(&r, stdout);
 	if (r.n) {
 		if (t)
@@ -319,7 +327,7 @@ static int show(const char *dir, const struct tool *t, bool verbose)
 
 struct popts {
 	const char *kernel, *keep, *replay;
-	__u32 threads;
+	__u32 threads, records;
 	bool verbose;
 };
 
@@ -338,6 +346,12 @@ static int take_opt(struct popts *o, int opt, char **argv)
 		return -1;
 	case 'o':
 		o->keep = optarg;
+		return -1;
+	case 'N':
+		if (parse_u32(optarg, &o->records)) {
+			gs_err("probe: --records wants a number (0: all), not '%s'", optarg);
+			return GS_EXIT_USAGE;
+		}
 		return -1;
 	case 'R':
 		o->replay = optarg;
@@ -360,14 +374,15 @@ int cmd_probe(int argc, char **argv)
 		{ "threads", required_argument, NULL, 'T' },
 		{ "keep", required_argument, NULL, 'o' },
 		{ "replay", required_argument, NULL, 'R' },
+		{ "records", required_argument, NULL, 'N' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{},
 	};
-	struct popts o = { .threads = DEFAULT_THREADS };
+	struct popts o = { .threads = DEFAULT_THREADS, .records = 100 };
 	const char *what;
 	const struct tool *t;
-	char dir[4096], path[4200], err[600], objpath[4200] = "";
+	char dir[4096], path[4200], events[4200], err[600], objpath[4200] = "";
 	struct bundle b;
 	FILE *f;
 	int opt, code, r;
@@ -401,7 +416,7 @@ int cmd_probe(int argc, char **argv)
 			gs_err("probe: --replay shows a kept directory; it runs no command");
 			return GS_EXIT_USAGE;
 		}
-		return show(o.replay, t, o.verbose);
+		return show(o.replay, t, o.verbose, o.records);
 	}
 	if (optind >= argc) {
 		gs_err("probe: no command given (gpuscope probe %s -- COMMAND ...)", what);
@@ -446,6 +461,7 @@ int cmd_probe(int argc, char **argv)
 		goto out;
 	}
 	snprintf(path, sizeof(path), "%s/bundle", dir);
+	snprintf(events, sizeof(events), "%s/events.gsrec", dir);
 	f = fopen(path, "we");
 	if (!f || bundle_write(&b, f) || fclose(f)) {
 		gs_err("probe: cannot write %s: %s", path, strerror(errno));
@@ -468,11 +484,12 @@ int cmd_probe(int argc, char **argv)
 					 .gpu_time = 0,
 					 .probe_bundle = path,
 					 .probe_out = dir,
+					 .record_path = events,
 					 .no_report = true,
 					 .argv = argv + optind };
 
 		code = trace_main(&to);
-		r = show(dir, t, o.verbose);
+		r = show(dir, t, o.verbose, o.records);
 		code = code ? code : r;
 	}
 out:

@@ -13,6 +13,8 @@ struct probe_results {
 	struct snapshot *s; /* one per process */
 	size_t n;
 	bool verbose;
+	const char *events; /* the recording of the run: what the rings held (GS_EV_PROBE_OUT) */
+	size_t max_records; /* shown per ring (0: all) */
 };
 
 /* What was instrumented, what ran the original and why (every tool's output opens so). */

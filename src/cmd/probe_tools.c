@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cmd/probe.h"
+#include "core/recording.h"
 #include "core/demangle.h"
 #include "core/util.h"
 #include "ptx/translate.h"
@@ -576,10 +577,77 @@ static bool zero(const unsigned char *p, size_t n)
 	return true;
 }
 
+/*
+ * A ring buffer: what its probes wrote, as the run's recording has it (the first
+ * max_records records: time since the run began, process, device, the data as 64-bit
+ * little-endian words), and what was dropped for want of room (the control blocks'
+ * counts, in the snapshots).
+ */
+static void render_ring(const struct probe_results *r, size_t m, FILE *out)
+{
+	const struct bundle_map *bm = &r->b->maps[m];
+	unsigned long long drops = 0, n = 0, t0 = 0;
+	struct recording *rec = NULL;
+	const struct gs_hdr *ev;
+	char err[256];
+	int k;
+
+	for (size_t i = 0; i < r->n; i++)
+		for (size_t c = 0; c < r->s[i].nctx; c++) {
+			unsigned long long ctl[2];
+
+			if (r->s[i].ctx[c].data[m] && r->s[i].ctx[c].bytes[m] >= sizeof(ctl)) {
+				memcpy(ctl, r->s[i].ctx[c].data[m], sizeof(ctl));
+				drops += ctl[1];
+			}
+		}
+	fprintf(out, "ring buffer %s (%u bytes on each device):\n", bm->name, bm->max_entries);
+	if (r->events && !(rec = recording__open(r->events, err, sizeof(err))))
+		fprintf(out, "  (its records cannot be read: %s)\n", err);
+	while (rec && (k = recording__next(rec, &ev, err, sizeof(err))) > 0) {
+		const struct gs_ev_probe_out *o = (const void *)ev;
+
+		if (!t0 && ev->type == GS_EV_SESSION)
+			t0 = ev->ts;
+		if (ev->type != GS_EV_PROBE_OUT || o->map != m)
+			continue;
+		if (!t0)
+			t0 = ev->ts;
+		if (!n)
+			fprintf(out, "  %12s %8s %6s %5s  %s\n", "time (s)", "pid", "device",
+				"bytes", "data (64-bit words, little-endian)");
+		if (!r->max_records || n < r->max_records) {
+			fprintf(out, "  %12.6f %8u %6d %5u ",
+				ev->ts >= t0 ? (double)(ev->ts - t0) / 1e9 : 0.0, ev->pid,
+				o->device, o->len);
+			for (unsigned int b = 0; b < o->len; b += 8) {
+				u64 w = 0;
+
+				memcpy(&w, o->data + b, GS_MIN(8u, o->len - b));
+				fprintf(out, " 0x%llx", (unsigned long long)w);
+			}
+			fprintf(out, "\n");
+		}
+		n++;
+	}
+	if (rec && k < 0)
+		fprintf(out, "  (the recording ends early: %s)\n", err);
+	recording__close(rec);
+	if (r->max_records && n > r->max_records)
+		fprintf(out, "  (%llu more; --records 0 shows all)\n", n - r->max_records);
+	fprintf(out, "  %llu record%s, %llu dropped (the ring was full)\n", n, n == 1 ? "" : "s",
+		drops);
+}
+
 void render_maps(const struct probe_results *r, FILE *out)
 {
 	for (size_t m = 0; m < r->b->nmaps; m++) {
 		const struct bundle_map *bm = &r->b->maps[m];
+
+		if (bm->kind == GS_MAP_RING) {
+			render_ring(r, m, out);
+			continue;
+		}
 
 		fprintf(out, "map %s (%s, %u entries of %u bytes%s):\n", bm->name,
 			bm->kind == GS_MAP_HASH		? "hash"

@@ -32,6 +32,7 @@ _Static_assert(sizeof(struct gs_ev_syscall) == 64, "gs_ev_syscall");
 _Static_assert(sizeof(struct gs_ev_stack) == 40 + 8 * GS_STACK_MAX, "gs_ev_stack");
 _Static_assert(offsetof(struct gs_ev_devcode, name) == 64, "gs_ev_devcode");
 _Static_assert(offsetof(struct gs_ev_symbol, name) == 40, "gs_ev_symbol");
+_Static_assert(offsetof(struct gs_ev_probe_out, data) == 40, "gs_ev_probe_out");
 _Static_assert(GS_API_MAX < 65536, "api ids fit gs_call.api");
 
 static const size_t sizes[GS_EV_MAX] = {
@@ -58,6 +59,7 @@ static const size_t sizes[GS_EV_MAX] = {
 	[GS_EV_SYMBOL] = sizeof(struct gs_ev_symbol),
 	[GS_EV_NVML] = sizeof(struct gs_ev_nvml),
 	[GS_EV_DEVCODE] = sizeof(struct gs_ev_devcode),
+	[GS_EV_PROBE_OUT] = sizeof(struct gs_ev_probe_out),
 };
 
 /* Which family of API a record type may carry. */
@@ -150,6 +152,16 @@ int gs_event_check(const void *buf, size_t len, const char **why)
 			FAIL("device code record field out of range");
 		if (d->api == 0 || d->api >= GS_API_MAX)
 			FAIL("API id out of range");
+		return 0;
+	}
+	if (h->type == GS_EV_PROBE_OUT) {
+		const struct gs_ev_probe_out *o = buf;
+
+		if (len < offsetof(struct gs_ev_probe_out, data) || len > want || len % 8)
+			FAIL("device probe record of impossible size");
+		if (o->len > len - offsetof(struct gs_ev_probe_out, data) ||
+		    len - offsetof(struct gs_ev_probe_out, data) - o->len >= 8)
+			FAIL("device probe record's length disagrees with its size");
 		return 0;
 	}
 	if (h->type == GS_EV_SYMBOL) {

@@ -43,6 +43,7 @@
 #include "gpuscope/cuda_abi.h"
 #include "inject/inject.h"
 #include "ptx/bundle.h"
+#include "ptx/gpuring.h"
 #include "ptx/rewrite.h"
 #include "ptx/translate.h"
 
@@ -91,6 +92,8 @@ struct pctx {
 	double drift;
 	__u64 clock_mod, clock_fn, clock_d;
 	volatile __u64 *clock_h;
+	/* ring buffers: host memory the GPU writes (the consumer position, then the ring) */
+	volatile __u64 *ring_h[BUNDLE_MAX_MAPS];
 	bool clock_ok, dead, failed;
 };
 
@@ -518,6 +521,97 @@ static __u64 gpu_time(const struct pctx *c)
 	return now + (__u64)(c->clock_off + (long long)(c->drift * (double)(now - c->calib_at)));
 }
 
+/*
+ * Ring buffer i in context c: host memory mapped into the device, its first 64 bytes the
+ * consumer position, then the ring; the control block in device memory told where
+ * (translate.h). 0, or -1.
+ */
+static int ring_init(struct pctx *c, size_t i, const struct bundle_map *m)
+{
+	fn3 halloc = (fn3)real("cuMemHostAlloc");
+	fn3 hdev = (fn3)real("cuMemHostGetDevicePointer_v2");
+	fn4 htod = (fn4)real("cuMemcpyHtoDAsync_v2");
+	void *p = NULL;
+	__u64 d = 0, ctl[4] = { 0 };
+
+	if (!halloc || !hdev || !htod ||
+	    halloc((__u64)(unsigned long)&p, (__u64)m->max_entries + 64, 0x02 /* DEVICEMAP */) ||
+	    !p || hdev((__u64)(unsigned long)&d, (__u64)(unsigned long)p, 0))
+		return -1;
+	memset(p, 0, (size_t)m->max_entries + 64);
+	ctl[2] = d + 64;
+	ctl[3] = d;
+	if (htod(c->dmaps[i], (__u64)(unsigned long)ctl, sizeof(ctl), c->stream))
+		return -1;
+	c->ring_h[i] = p;
+	return 0;
+}
+
+struct drained {
+	const struct pctx *c;
+	__u16 map;
+	unsigned long long n;
+};
+
+/* One record a probe wrote: into the event stream, at the GPU's time on our clock. */
+static void emit_record(void *arg, unsigned long long gpu_ns, const unsigned char *data,
+			unsigned int len)
+{
+	struct drained *d = arg;
+	const struct pctx *c = d->c;
+	__u32 size = (__u32)((offsetof(struct gs_ev_probe_out, data) + len + 7) & ~(size_t)7);
+	struct gs_ev_probe_out *e = gs_emit_reserve(size, GS_EV_PROBE_OUT);
+	__u64 ts = gs_clock();
+
+	d->n++;
+	if (!e)
+		return;
+	if (c->clock_ok) {
+		/* timer = ours + off + drift * (ours - calib_at), solved for ours */
+		double ours = (double)(long long)(gpu_ns - (__u64)c->clock_off - c->calib_at) /
+			      (1.0 + c->drift);
+
+		ts = c->calib_at + (__u64)(long long)ours;
+	}
+	gs_fill_hdr(&e->h, GS_EV_PROBE_OUT, size, ts);
+	e->h.tid = 0;
+	e->gpu_ns = gpu_ns;
+	e->device = c->device;
+	e->map = d->map;
+	e->len = (__u16)len;
+	memcpy(e->data, data, len);
+	memset(e->data + len, 0, size - offsetof(struct gs_ev_probe_out, data) - len);
+	gs_emit_commit(e);
+}
+
+/* What the probes wrote into the rings of every context, into the event stream (the lock
+ * held). Reads host memory only: no driver call. */
+static void drain_rings(void)
+{
+	for (int i = 0; i < P.nctx; i++) {
+		struct pctx *c = &P.ctx[i];
+
+		if (c->failed || c->dead)
+			continue;
+		for (size_t m = 0; m < P.b.nmaps; m++) {
+			struct drained d = { c, (__u16)m, 0 };
+			long n;
+
+			if (!c->ring_h[m])
+				continue;
+			n = gpuring_drain((volatile unsigned char *)(c->ring_h[m] + 8),
+					  P.b.maps[m].max_entries, c->ring_h[m], 1u << 20,
+					  emit_record, &d);
+			if (n < 0) {
+				note("ring buffer %s on device %d holds what no probe writes: "
+				     "not read further",
+				     P.b.maps[m].name, c->device);
+				c->ring_h[m] = NULL;
+			}
+		}
+	}
+}
+
 /* The context's state, made at its first instrumentation (the lock held). */
 static struct pctx *ctx_get(__u64 ctx)
 {
@@ -561,9 +655,12 @@ static struct pctx *ctx_get(__u64 ctx)
 	for (size_t i = 0; i < P.b.nmaps; i++) {
 		struct bundle_map *m = &P.b.maps[i];
 		size_t bytes = bundle_map_bytes(m);
-		__u32 w[4] = { m->value_size, m->max_entries, m->kind,
+		bool ring = m->kind == GS_MAP_RING;
+		/* (a ring's descriptor: no elements, its bytes last) */
+		__u32 w[4] = { ring ? 0 : m->value_size, ring ? 0 : m->max_entries, m->kind,
 			       m->kind == GS_MAP_HASH	      ? m->key_size
 			       : m->kind == GS_MAP_PER_THREAD ? m->threads
+			       : ring			      ? m->max_entries
 							      : 1 };
 		int r = alloc((__u64)(unsigned long)&c->dmaps[i], bytes);
 
@@ -571,6 +668,12 @@ static struct pctx *ctx_get(__u64 ctx)
 			note("map %s: %zu bytes of device memory could not be had (error %d): "
 			     "probes not run on device %d",
 			     m->name, bytes, r, dev);
+			return NULL;
+		}
+		if (ring && ring_init(c, i, m)) {
+			note("ring buffer %s: %u bytes of mapped host memory could not be had: "
+			     "probes not run on device %d",
+			     m->name, m->max_entries, dev);
 			return NULL;
 		}
 		memcpy(c->desc + i * GS_MAP_DESC, &c->dmaps[i], 8);
@@ -786,20 +889,25 @@ static void write_snapshot(bool final)
 		unlink(tmp);
 }
 
-/* Every 100 ms the clocks compared again; every interval the maps written out. */
+/* Every 10 ms the rings drained (when there are any), every 100 ms the clocks compared
+ * again, every interval the maps written out. */
 static void *snapshot_thread(void *arg)
 {
-	__u64 last = gs_clock();
+	__u64 last = gs_clock(), calibrated = last;
+	bool rings = false;
 
 	(void)arg;
+	for (size_t m = 0; m < P.b.nmaps; m++)
+		rings |= P.b.maps[m].kind == GS_MAP_RING;
 	while (!atomic_load(&P.stop)) {
-		struct timespec ts = { 0, 100000000L };
+		struct timespec ts = { 0, rings ? 10000000L : 100000000L };
 
 		nanosleep(&ts, NULL);
 		if (atomic_load(&P.stop))
 			break;
 		pthread_mutex_lock(&P.lock);
-		for (int i = 0; i < P.nctx; i++) {
+		drain_rings();
+		for (int i = 0; gs_clock() - calibrated >= 100000000ULL && i < P.nctx; i++) {
 			struct pctx *c = &P.ctx[i];
 
 			if (c->failed || c->dead || !c->clock_ok || push(c->ctx))
@@ -807,6 +915,8 @@ static void *snapshot_thread(void *arg)
 			calibrate(c);
 			pop();
 		}
+		if (gs_clock() - calibrated >= 100000000ULL)
+			calibrated = gs_clock();
 		if (gs_clock() - last >= P.interval_ms * 1000000ULL) {
 			write_snapshot(false);
 			last = gs_clock();
@@ -825,7 +935,8 @@ static void at_exit(void)
 		pthread_join(P.thread, NULL);
 	P.thread_on = false;
 	pthread_mutex_lock(&P.lock);
-	write_snapshot(true);
+	write_snapshot(true); /* (after every context's work is done) */
+	drain_rings();
 	pthread_mutex_unlock(&P.lock);
 }
 
@@ -837,6 +948,7 @@ void gs_probe_ctx_destroy(__u64 ctx)
 	for (int i = 0; i < P.nctx; i++)
 		if (P.ctx[i].ctx == ctx && !P.ctx[i].dead && !P.ctx[i].failed) {
 			write_snapshot(true);
+			drain_rings(); /* (its host memory goes with it) */
 			P.ctx[i].dead = true;
 		}
 	pthread_mutex_unlock(&P.lock);

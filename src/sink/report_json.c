@@ -572,6 +572,12 @@ static void arch_or_null(struct json *j, const char *key, unsigned int arch)
 /* What device code was read in-process (--device-code); absent when none was. */
 static void device_code(struct json *j, const struct report *r)
 {
+	if (r->probe_records) {
+		json_obj_begin(j, "device_probes");
+		json_u64(j, "ring_records", r->probe_records);
+		json_u64(j, "ring_bytes", r->probe_bytes);
+		json_obj_end(j);
+	}
 	if (!r->devmods_total)
 		return;
 	json_obj_begin(j, "device_code");

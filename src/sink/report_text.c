@@ -621,6 +621,12 @@ static void device_code(FILE *f, const struct report *r)
 	unsigned int kinds[GS_CODE_KIND_MAX] = { 0 }, failed = 0, unread = 0, sass = 0;
 	char a[32], b[32], c[64], name[128];
 
+	if (r->probe_records)
+		fprintf(f,
+			"\nDevice-side probes wrote %llu record%s (%llu bytes) into GPU ring "
+			"buffers\n",
+			(unsigned long long)r->probe_records, r->probe_records == 1 ? "" : "s",
+			(unsigned long long)r->probe_bytes);
 	if (!r->devmods_total)
 		return;
 	heading(f, "Device code (read in-process; PTX is what device-side probes go in)");

@@ -283,6 +283,7 @@ struct CUkern_st {
 	bool probed;		/* in a module gpuscope instrumented */
 	int nparams;		/* its PTX parameters (probed kernels) */
 	struct CUfunc_st *func; /* its function: the handle cuKernelGetFunction gives */
+	struct CUlib_st *lib;	/* its module or library */
 };
 struct CUfunc_st {
 	unsigned magic;
@@ -322,6 +323,7 @@ static CUresult parse_ptx(const char *ptx, struct CUlib_st *lib)
 		k->name[n] = 0;
 		k->magic = KERNEL_MAGIC;
 		k->probed = lib->probed;
+		k->lib = lib;
 		k->nparams = 0;
 		if (p[n] == '(') {
 			const char *close = strchr(p + n, ')'), *q = p + n;
@@ -864,6 +866,49 @@ static void *clock_kernel(void *arg)
 	return NULL;
 }
 
+/*
+ * What a probe that writes into a ring buffer would write: FAKECUDA_RING_RECORDS records
+ * {u64 launch sequence number, u64 i} into each ring of the module's map table, as the
+ * translated bpf_ringbuf_output does (src/ptx/translate.h: reserved against the host's
+ * consumer position, dropped and counted when full, published last).
+ */
+static void ring_records(struct CUlib_st *lib, unsigned long long seq)
+{
+	unsigned long long n = env_ull("FAKECUDA_RING_RECORDS", 0);
+
+	for (size_t d = 0; n && lib->maps && d + 24 <= lib->maps_bytes; d += 24) {
+		const unsigned char *desc = (const unsigned char *)lib->maps + d;
+		unsigned long long *ctl, cap, mask;
+		unsigned kind, extra;
+
+		memcpy(&kind, desc + 16, 4);
+		memcpy(&extra, desc + 20, 4);
+		if (kind != 4)
+			continue;
+		memcpy(&ctl, desc, 8);
+		cap = extra;
+		mask = cap - 1;
+		for (unsigned long long i = 0; i < n; i++) {
+			unsigned char *ring = (unsigned char *)(unsigned long)ctl[2];
+			unsigned long long tail = __atomic_load_n((unsigned long long *)ctl[3],
+								  __ATOMIC_ACQUIRE),
+					   pos = ctl[0], w[2] = { seq, i }, h;
+
+			if (pos + 32 - tail > cap) {
+				ctl[1]++;
+				continue;
+			}
+			ctl[0] += 32;
+			h = now_ns() + env_ull("FAKECUDA_GLOBALTIMER_OFFSET", 0);
+			memcpy(ring + ((pos + 8) & mask), &h, 8);
+			memcpy(ring + ((pos + 16) & mask), &w[0], 8);
+			memcpy(ring + ((pos + 24) & mask), &w[1], 8);
+			__atomic_store_n((unsigned long long *)(ring + (pos & mask)),
+					 16ULL | 1ULL << 32, __ATOMIC_RELEASE);
+		}
+	}
+}
+
 /* A launch of an instrumented kernel: its last parameter (__gs_launch) must be there, with
  * a sequence number; logged to FAKECUDA_PROBE_LOG. */
 static CUresult probed_launch(struct CUkern_st *k, void **params, void **extra)
@@ -895,6 +940,7 @@ static CUresult probed_launch(struct CUkern_st *k, void **params, void **extra)
 	}
 	if (!v[0])
 		return CUDA_ERROR_INVALID_VALUE;
+	ring_records(k->lib, v[0]);
 	if (log) {
 		FILE *f = fopen(log, "a");
 

@@ -22,8 +22,17 @@ trace devcode --inject --device-code -- "$out/workloads/wl_devcode" \
 	"data:tests/fuzz/seeds/ptx_rewrite/$(ls tests/fuzz/seeds/ptx_rewrite | head -1)" \
 	"library:$seeds/fatbin/k-none.fatbin" "wrapper:$seeds/fatbin/sass-only-sm90.fatbin" \
 	"dataex:$seeds/fatbin/cubin-sm90"
+# Records device-side probes wrote into a ring (the double writes 3 per launch).
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+clang -target bpf -O2 -mcpu=v3 -g -c tests/bpf/probe_ring.bpf.c -o "$tmp/ring.o"
+python3 -c 'import re,sys; print(re.search(r"PTX = \"\"\"(.*?)\"\"\"", open(sys.argv[1]).read(), re.S).group(1))' \
+	tests/integration/test_probe.py >"$tmp/k.ptx"
+FAKECUDA_RING_RECORDS=3 "$out/gpuscope" probe -o "$tmp/keep" "$tmp/ring.o" -- \
+	"$out/workloads/wl_probe" "$tmp/k.ptx" >/dev/null
+cp "$tmp/keep/events.gsrec" "$seeds/recording/probe.gsrec"
 # The records target reads bare records: a recording without its 16-byte header.
-for f in driver inject devcode; do
+for f in driver inject devcode probe; do
 	tail -c +17 "$seeds/recording/$f.gsrec" >"$seeds/records/$f.bin"
 done
 ls -l "$seeds/recording" "$seeds/records"
