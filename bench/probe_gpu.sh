@@ -7,14 +7,15 @@
 #   bench/probe_gpu.sh run PHASE...   on the GPU machine, as root, carrying .output/static and
 #                                     .output/gpu-probe; results under $OUT (or /tmp/probe-out)
 # PHASE: tools (each tool and the user's probe on `kernels check`), overhead (ratios against
-# uninstrumented runs, interleaved), large (a module of 512 kernels), torch.
+# uninstrumented runs, interleaved), large (a module of 512 kernels), torch, ring (ring
+# buffers: a record per block and per warp, checked by bench/probe/ring_check.py).
 set -eu
 here=$(cd "$(dirname "$0")/.." && pwd)
 cd "$here"
 case "${1:-}" in
 prepare)
 	mkdir -p .output/gpu-probe
-	for p in count empty; do
+	for p in count empty ringbuf; do
 		clang -O2 -g -target bpf -mcpu=v3 -Iinclude -c bench/probe/$p.bpf.c \
 			-o .output/gpu-probe/$p.bpf.o
 	done
@@ -71,6 +72,24 @@ PY
 	nvcc -O2 -arch=sm_90 -o $W/big $W/big.cu
 	ls -l $W/big > "$OUT/large.txt"
 	for i in 1 2; do $GS probe -v kernelretsnoop -- $W/big >> "$OUT/large.txt" 2>&1 || echo "exit $?" >> "$OUT/large.txt"; done
+	;;
+ring)
+	nsm=$(nvidia-smi --query-gpu=multiprocessor_count --format=csv,noheader 2>/dev/null | head -1 || echo 132)
+	case $nsm in ''|*[!0-9]*) nsm=132 ;; esac
+	for i in 1 2; do
+		$GS probe -v --records 0 -o $W/ring$i $OBJ/ringbuf.bpf.o -- $W/kernels check > "$OUT/ring$i.txt" 2>&1 || echo "exit $?" >> "$OUT/ring$i.txt"
+		python3 bench/probe/ring_check.py "$OUT/ring$i.txt" "$nsm" > "$OUT/ring$i-check.txt" 2>&1 || echo "exit $?" >> "$OUT/ring$i-check.txt"
+		$GS report $W/ring$i/events.gsrec > "$OUT/ring$i-report.txt" 2>&1 || true
+	done
+	: > "$OUT/ring-overhead.txt"
+	for round in 1 2 3; do
+		for k in vector_add:400 heavy:40 tiny:3000; do
+			name=${k%%:*} n=${k##*:}
+			echo "round $round $name untraced $($W/kernels bench $name $n)" >> "$OUT/ring-overhead.txt"
+			echo "round $round $name empty $($GS probe $OBJ/empty.bpf.o -- $W/kernels bench $name $n | grep 'per launch')" >> "$OUT/ring-overhead.txt"
+			echo "round $round $name ring $($GS probe $OBJ/ringbuf.bpf.o -- $W/kernels bench $name $n | grep -E 'per launch|records,')" >> "$OUT/ring-overhead.txt"
+		done
+	done
 	;;
 torch)
 	PY=/opt/torch/.venv/bin/python3

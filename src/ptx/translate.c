@@ -532,7 +532,14 @@ static void ring_output(struct strbuf *o, size_t at)
 		  "R%zu_try:\n\tld.volatile.u64 %%t2, [%%t0];\n\tld.volatile.u64 %%t3, [%%t0+32];\n"
 		  "\tsub.s64 %%t4, %%t2, %%t3;\n\tadd.s64 %%t4, %%t4, %%t1;\n"
 		  "\tsetp.le.u64 %%p0, %%t4, %%t5;\n\t@%%p0 bra R%zu_cas;\n"
-		  /* full by the last tail seen: the host's, now */
+		  /* full by the last tail seen: the host's, now, read by one thread in
+		   * GS_RING_REREAD_NS (the others drop): a read crosses the bus */
+		  "\tmov.u64 %%t4, %%globaltimer;\n\tld.volatile.u64 %%t3, [%%t0+40];\n"
+		  "\tsub.s64 %%t3, %%t4, %%t3;\n\tsetp.lt.u64 %%p0, %%t3, %d;\n"
+		  "\t@%%p0 bra R%zu_full;\n"
+		  "\tld.volatile.u64 %%t3, [%%t0+40];\n"
+		  "\tatom.global.cas.b64 %%r4, [%%t0+40], %%t3, %%t4;\n"
+		  "\tsetp.ne.u64 %%p0, %%r4, %%t3;\n\t@%%p0 bra R%zu_full;\n"
 		  "\tld.u64 %%t4, [%%t0+24];\n\tld.volatile.u64 %%t3, [%%t4];\n"
 		  "\tst.volatile.u64 [%%t0+32], %%t3;\n"
 		  "\tsub.s64 %%t4, %%t2, %%t3;\n\tadd.s64 %%t4, %%t4, %%t1;\n"
@@ -544,8 +551,8 @@ static void ring_output(struct strbuf *o, size_t at)
 		  "\t@%%p0 bra R%zu_try;\n"
 		  "R%zu_full:\n\tred.global.add.u64 [%%t0+8], 1;\n\tmov.b64 %%r0, -11;\n"
 		  "\tbra.uni R%zu_out;\n",
-		  GS_MAP_RING, at, GS_RING_REC_MAX, at, GS_RING_HDR + 7, at, at, at, at, at, at, at,
-		  at);
+		  GS_MAP_RING, at, GS_RING_REC_MAX, at, GS_RING_HDR + 7, at, at, GS_RING_REREAD_NS,
+		  at, at, at, at, at, at, at, at);
 	/* %t2 the position, %t3 the ring, %t5 its mask */
 	sb_printf(o,
 		  "R%zu_ok:\n\tld.u64 %%t3, [%%t0+16];\n\tsub.s64 %%t5, %%t5, 1;\n"

@@ -107,7 +107,11 @@ enum bpf_map_kind {
  * lookups and updates find nothing), extra the ring's bytes (a power of two). The control
  * block: {u64 head (bytes reserved, ever); u64 drops; u64 ring (its device address: host
  * memory mapped into the device); u64 tail (the device address of the host's consumer
- * position, host memory too); u64 tail_seen (the last tail read, in device memory)}.
+ * position, host memory too); u64 tail_seen (the last tail read, in device memory); u64
+ * tail_read_at (when, on the global timer)}. When the tail seen says full, one thread in
+ * GS_RING_REREAD_NS reads the host's again (the others drop at once: thousands of threads
+ * reading across the bus at once would stall the kernel for milliseconds); so a record may
+ * be dropped for up to that long after the host made room.
  *
  * A record sits at an 8-aligned position, taken modulo the ring's size, word by word:
  * {u32 len; u32 state; u64 gpu_ns (the global timer)} then len bytes, padded to 8. A writer
@@ -116,6 +120,7 @@ enum bpf_map_kind {
  * from its tail while state is 1, clears what it read and moves the tail on (gpuring.h).
  */
 #define GS_RING_CTL	   64
+#define GS_RING_REREAD_NS  2000
 #define GS_RING_REC_MAX	   256
 #define GS_RING_HDR	   16
 #define GS_RING_MIN	   4096
