@@ -35,37 +35,34 @@ struct rec {
 	u64 launch;
 };
 
-SEC("gpu/exit/*") u64 per_block(struct gs_probe_ctx *c)
+/* {kernel, block, SM, launch} into ring (inlined: the translator takes no calls) */
+static __attribute__((always_inline)) void write(void *ring, struct gs_probe_ctx *c)
 {
-	u64 x, y, z, bx, by, bz;
+	u64 bx, by, bz;
 	struct rec r;
 
-	bpf_get_thread_idx(&x, &y, &z);
-	if (x | y | z)
-		return 0;
 	bpf_get_block_idx(&bx, &by, &bz);
 	r.kernel = c->kernel;
 	r.block = (u32)bx;
 	r.sm = (u32)bpf_get_sm_id();
 	r.lane = 0;
 	r.launch = c->launch;
-	bpf_ringbuf_output(&blocks, &r, sizeof(r), 0);
+	bpf_ringbuf_output(ring, &r, sizeof(r), 0);
+}
+
+SEC("gpu/exit/*") u64 per_block(struct gs_probe_ctx *c)
+{
+	u64 x, y, z;
+
+	bpf_get_thread_idx(&x, &y, &z);
+	if (!(x | y | z))
+		write(&blocks, c);
 	return 0;
 }
 
 SEC("gpu/exit/_Z10vector_addPKfS0_Pfi") u64 per_warp(struct gs_probe_ctx *c)
 {
-	u64 bx, by, bz;
-	struct rec r;
-
-	if (bpf_get_lane_id())
-		return 0;
-	bpf_get_block_idx(&bx, &by, &bz);
-	r.kernel = c->kernel;
-	r.block = (u32)bx;
-	r.sm = (u32)bpf_get_sm_id();
-	r.lane = 0;
-	r.launch = c->launch;
-	bpf_ringbuf_output(&warps, &r, sizeof(r), 0);
+	if (!bpf_get_lane_id())
+		write(&warps, c);
 	return 0;
 }
