@@ -32,6 +32,22 @@ mountpoint -q /sys/kernel/tracing || mount -t tracefs nodev /sys/kernel/tracing 
 export PATH=$PATH:/usr/local/cuda/bin
 [ -x $W/kernels ] || nvcc -O2 -arch=sm_90 -o $W/kernels bench/probe/kernels.cu
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > "$OUT/device.txt" 2>&1 || true
+# Three rounds, each kernel untraced, under the empty probe, then under each PROBE (a tool or
+# an object; its ring buffers' counts too), interleaved: rounds FILE PROBE...
+rounds() {
+	file=$OUT/$1
+	shift
+	: > "$file"
+	for round in 1 2 3; do
+		for k in tiny:3000 heavy:40 vector_add:400; do
+			name=${k%%:*} n=${k##*:}
+			echo "round $round $name untraced $($W/kernels bench $name $n)" >> "$file"
+			for t in $OBJ/empty.bpf.o "$@"; do
+				echo "round $round $name $(basename $t .bpf.o) $($GS probe $t -- $W/kernels bench $name $n | grep -E 'per launch|records,')" >> "$file"
+			done
+		done
+	done
+}
 for phase in "$@"; do
 case $phase in
 tools)
@@ -43,17 +59,7 @@ tools)
 	$GS probe -v $OBJ/empty.bpf.o -- $W/kernels check > "$OUT/empty.txt" 2>&1 || echo "exit $?" >> "$OUT/empty.txt"
 	;;
 overhead)
-	: > "$OUT/overhead.txt"
-	for round in 1 2 3; do
-		for k in tiny:3000 heavy:40 vector_add:400; do
-			name=${k%%:*} n=${k##*:}
-			echo "round $round $name untraced $($W/kernels bench $name $n)" >> "$OUT/overhead.txt"
-			echo "round $round $name empty $($GS probe $OBJ/empty.bpf.o -- $W/kernels bench $name $n | grep 'per launch')" >> "$OUT/overhead.txt"
-			for t in kernelretsnoop threadhist launchlate memtrace smmap; do
-				echo "round $round $name $t $($GS probe $t -- $W/kernels bench $name $n | grep 'per launch')" >> "$OUT/overhead.txt"
-			done
-		done
-	done
+	rounds overhead.txt kernelretsnoop threadhist launchlate memtrace smmap
 	;;
 large)
 	python3 - "$W/big.cu" <<'PY'
@@ -81,15 +87,7 @@ ring)
 		python3 bench/probe/ring_check.py "$OUT/ring$i.txt" "$nsm" > "$OUT/ring$i-check.txt" 2>&1 || echo "exit $?" >> "$OUT/ring$i-check.txt"
 		$GS report $W/ring$i/events.gsrec > "$OUT/ring$i-report.txt" 2>&1 || true
 	done
-	: > "$OUT/ring-overhead.txt"
-	for round in 1 2 3; do
-		for k in vector_add:400 heavy:40 tiny:3000; do
-			name=${k%%:*} n=${k##*:}
-			echo "round $round $name untraced $($W/kernels bench $name $n)" >> "$OUT/ring-overhead.txt"
-			echo "round $round $name empty $($GS probe $OBJ/empty.bpf.o -- $W/kernels bench $name $n | grep 'per launch')" >> "$OUT/ring-overhead.txt"
-			echo "round $round $name ring $($GS probe $OBJ/ringbuf.bpf.o -- $W/kernels bench $name $n | grep -E 'per launch|records,')" >> "$OUT/ring-overhead.txt"
-		done
-	done
+	rounds ring-overhead.txt $OBJ/ringbuf.bpf.o
 	;;
 torch)
 	PY=/opt/torch/.venv/bin/python3
