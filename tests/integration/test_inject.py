@@ -362,10 +362,14 @@ def test_gpu_busy_and_idle_per_device_and_stream(gs):
     assert sorted(devices) == [0, 1]
     b, i = truth["gpu:busy:ns"], truth["gpu:idle:ns"]
     # Device 0 ran everything one after the other: busy is the sum of the durations.
-    want0 = 20 * b + 15 * i + truth["gpu:copy:ns"] + 2 * truth["gpu:graph:ns"]
-    # (plus the copy's, whose start comes from its call, long by as much as a busy machine
-    # deschedules us inside it: see above)
-    assert want0 - 40 * 2000 <= devices[0]["busy_ns"] <= want0 + 40 * 2000 + 5000000
+    # The copy's start comes from its call: long by as much as a busy machine deschedules
+    # us inside it (see above). Its time as measured is in the sum. A launch whose gate
+    # the watchdog opened is on the timeline from the end of its call: as long again.
+    copy_ns = report["gpu"]["copies"]["HtoD"]["gpu_ns"]
+    assert truth["gpu:copy:ns"] - 2000 <= copy_ns
+    want0 = 20 * b + 15 * i + copy_ns + 2 * truth["gpu:graph:ns"]
+    slack = 40 * 2000 + 5000000 * report["drops"]["gates_forced"]
+    assert want0 - 40 * 2000 <= devices[0]["busy_ns"] <= want0 + slack
     assert near(devices[1]["busy_ns"], 4 * b, 8000) and devices[1]["gaps"] == 0
     streams = report["gpu"]["streams"]
     main = max(streams, key=lambda s: s["ops"])
@@ -377,10 +381,14 @@ def test_gpu_busy_and_idle_per_device_and_stream(gs):
 
 
 def test_gpu_time_every_nth_and_off(gs):
-    _, truth, kernels = gpu_trace(gs, "5")
+    report, truth, kernels = gpu_trace(gs, "5")
     # Every 5th launch of each kernel per thread: launches 0, 5, 10, 15 of the 20, and so on.
-    assert kernels["busy"]["gpu"]["timed"] == 4 + 1
-    assert kernels["idle"]["gpu"]["timed"] == 2 + 1
+    # (One whose gate the watchdog opened, on a loaded machine, is not timed: see above.)
+    forced = report["drops"]["gates_forced"]
+    for name, want in (("busy", 4 + 1), ("idle", 2 + 1)):
+        g = kernels[name]["gpu"]
+        assert g["timed"] + g["start_unknown"] == want
+        assert want - forced <= g["timed"] <= want
     assert near(kernels["idle"]["gpu"]["max_ns"], truth["gpu:idle:ns"])
 
     report, _, kernels = gpu_trace(gs, "off")
