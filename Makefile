@@ -41,7 +41,7 @@ MAIN_SRC  := src/main.c
 # The in-process library: src/inject/ but its loader, plus the core pieces it shares.
 INJECT_SO   := $(OUTPUT)/libgpuscope-inject.so
 INJECT_SRCS := $(filter-out src/inject/loader.c,$(wildcard src/inject/*.c)) \
-	       src/core/shmring.c src/core/names.c src/core/event.c src/core/util.c \
+	       src/core/shmring.c src/core/names.c src/core/event.c src/core/util.c src/core/hmap.c \
 	       src/ptx/fatbin.c src/ptx/rewrite.c src/ptx/bundle.c src/ptx/translate.c \
 	       src/ptx/gpuring.c
 INJECT_OBJS := $(patsubst %.c,$(OUTPUT)/pic/%.o,$(INJECT_SRCS))

@@ -341,7 +341,11 @@ int cmd_bpf2ptx(int argc, char **argv)
 				st.instrumented, st.kernels, st.entry_calls, st.exit_calls,
 				st.load_calls, st.store_calls);
 			for (unsigned int k = 0; k < st.kernels; k++)
-				if (st.k[k].instrumented)
+				if (st.k[k].variable)
+					gs_info("bpf2ptx: kernel %u %s: left alone, it uses the "
+						"module's variable %s",
+						st.k[k].id, st.k[k].name, st.k[k].variable);
+				else if (st.k[k].instrumented)
 					gs_info("bpf2ptx: kernel %u %s: %u parameters, __gs_launch "
 						"at %u",
 						st.k[k].id, st.k[k].name, st.k[k].nparams,

@@ -813,6 +813,13 @@ static struct pfn *function_of(struct pkern *k, __u64 ctx)
 		note("kernel %s: not found in its module's PTX: the original code runs", k->name);
 		return NULL;
 	}
+	if (k->mod->st.k[k->kidx].variable) {
+		note("kernel %s: it uses the module's variable %s (__device__, __constant__ or "
+		     "__managed__), which an instrumented copy of the module would hold apart from "
+		     "the program's: the original code runs",
+		     k->name, k->mod->st.k[k->kidx].variable);
+		return NULL;
+	}
 	if (!k->mod->st.k[k->kidx].instrumented) {
 		note("kernel %s: none of the probes' points is in it (a memory probe, and no "
 		     "global memory access): the original code runs",

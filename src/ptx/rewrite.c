@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/hmap.h"
 #include "core/util.h"
 #include "ptx/rewrite.h"
 
@@ -369,10 +370,219 @@ static bool probe_matches(const struct ptx_probe *p, const char *kernel, int poi
 
 void ptx_rewrite_stats_free(struct ptx_rewrite_stats *st)
 {
-	for (unsigned int i = 0; st->k && i < st->kernels; i++)
+	for (unsigned int i = 0; st->k && i < st->kernels; i++) {
 		free(st->k[i].name);
+		free(st->k[i].variable);
+	}
 	free(st->k);
 	st->k = NULL;
+}
+
+/* ---- module variables ----------------------------------------------------------------------- */
+
+/*
+ * An instrumented module is a copy of the original, loaded apart: its __device__, __constant__
+ * and __managed__ variables (module-scope .global and .const) are its own, not the ones the
+ * program writes (cudaMemcpyToSymbol) and its other kernels use. A kernel that uses one,
+ * itself or in a function it calls, is left alone.
+ */
+struct mv_fn {
+	int var; /* the first variable it uses (an index into names), or -1 */
+	__u64 *callees;
+	size_t ncallees, cap;
+};
+
+struct modvars {
+	struct hmap vars, fns; /* a name's hash -> its index + 1 */
+	char **names;
+	size_t nvars;
+	struct mv_fn *fn;
+	size_t nfn;
+	int *kfn; /* each kernel's function */
+	size_t nk;
+};
+
+static __u64 name_hash(const char *s, size_t n)
+{
+	__u64 h = 14695981039346656037ULL;
+
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ (unsigned char)s[i]) * 1099511628211ULL;
+	return h;
+}
+
+static bool ident_char(char c)
+{
+	return isalnum((unsigned char)c) || c == '_' || c == '$';
+}
+
+static size_t ident_len(const char *s)
+{
+	size_t n = 0;
+
+	if (!isalpha((unsigned char)*s) && *s != '_' && *s != '$')
+		return 0;
+	while (ident_char(s[n]))
+		n++;
+	return n;
+}
+
+static int mv_fn_of(struct modvars *v, const char *name, size_t n)
+{
+	__u64 h = name_hash(name, n);
+	void *p = hmap_get(&v->fns, h, 0);
+
+	if (p)
+		return (int)((unsigned long)p - 1);
+	v->fn = xrealloc(v->fn, (v->nfn + 1) * sizeof(*v->fn));
+	v->fn[v->nfn] = (struct mv_fn){ .var = -1 };
+	hmap_put(&v->fns, h, 0, (void *)(unsigned long)(v->nfn + 1));
+	return (int)v->nfn++;
+}
+
+/* A module-scope declaration of .global or .const variables: their names. */
+static void mv_declared(struct modvars *v, const char *c)
+{
+	int paren = 0, brace = 0;
+	bool want_name = true;
+
+	while (word(&c, ".visible") || word(&c, ".weak") || word(&c, ".common"))
+		;
+	if (!word(&c, ".global") && !word(&c, ".const"))
+		return;
+	for (; *c && *c != ';'; c++) {
+		size_t n;
+
+		if (*c == '(' || *c == '[')
+			paren++;
+		else if (*c == ')' || *c == ']')
+			paren -= paren > 0;
+		else if (*c == '{')
+			brace++;
+		else if (*c == '}')
+			brace -= brace > 0;
+		else if (*c == '=' && !paren && !brace)
+			want_name = false;
+		else if (*c == ',' && !paren && !brace)
+			want_name = true;
+		else if (*c == '.' && !paren) /* .align, .b8, .attribute(...) */
+			while (ident_char(c[1]))
+				c++;
+		else if (want_name && !paren && !brace && (n = ident_len(c))) {
+			__u64 h = name_hash(c, n);
+
+			if (!hmap_get(&v->vars, h, 0)) {
+				v->names = xrealloc(v->names, (v->nvars + 1) * sizeof(*v->names));
+				v->names[v->nvars] = xmalloc(n + 1);
+				memcpy(v->names[v->nvars], c, n);
+				v->names[v->nvars][n] = 0;
+				hmap_put(&v->vars, h, 0, (void *)(unsigned long)++v->nvars);
+			}
+			want_name = false;
+			c += n - 1;
+		}
+	}
+}
+
+/* A .func line: its name (after the return parameter's parentheses, if any). */
+static const char *func_name(const char *c, size_t *n)
+{
+	while (word(&c, ".visible") || word(&c, ".weak") || word(&c, ".extern"))
+		;
+	if (!word(&c, ".func"))
+		return NULL;
+	if (*c == '(') {
+		if (!(c = strchr(c, ')')))
+			return NULL;
+		c = skip_ws(c + 1);
+	}
+	*n = ident_len(c);
+	return *n ? c : NULL;
+}
+
+/* The names a function body's line uses: variables and functions. */
+static void mv_uses(struct modvars *v, struct mv_fn *f, const char *c)
+{
+	for (const char *s = c; *s; s++) {
+		size_t n;
+		void *p;
+
+		if (!(n = ident_len(s)) || (s > c && (ident_char(s[-1]) || strchr(".%", s[-1]))))
+			continue;
+		if (f->var < 0 && (p = hmap_get(&v->vars, name_hash(s, n), 0)))
+			f->var = (int)((unsigned long)p - 1);
+		if ((p = hmap_get(&v->fns, name_hash(s, n), 0))) {
+			if (f->ncallees == f->cap) {
+				f->cap = f->cap ? 2 * f->cap : 4;
+				f->callees = xrealloc(f->callees, f->cap * sizeof(*f->callees));
+			}
+			f->callees[f->ncallees++] = (unsigned long)p - 1;
+		}
+		s += n - 1;
+	}
+}
+
+/* Which variable each kernel uses, itself or through the functions it calls. */
+static void mv_scan(struct modvars *v, const char *ptx, size_t len)
+{
+	char *code = xmalloc(len + 1), name[MAX_NAME];
+	bool in_comment = false, changed = true;
+	int depth = 0, cur = -1;
+	size_t off = 0;
+
+	while (off < len) {
+		const char *line = ptx + off, *nl = memchr(line, '\n', len - off), *f;
+		size_t n = nl ? (size_t)(nl - line) : len - off, fn;
+
+		off += n + (nl != NULL);
+		code_of(line, n, code, &in_comment);
+		if (depth == 0) {
+			if (entry_name(code, name, sizeof(name))) {
+				/* (named by position: two kernels of one name are not PTX) */
+				char key[32];
+
+				snprintf(key, sizeof(key), ".entry %zu", v->nk);
+				cur = mv_fn_of(v, key, strlen(key));
+				v->kfn = xrealloc(v->kfn, (v->nk + 1) * sizeof(*v->kfn));
+				v->kfn[v->nk++] = cur;
+			} else if ((f = func_name(skip_ws(code), &fn))) {
+				cur = mv_fn_of(v, f, fn);
+			} else {
+				mv_declared(v, skip_ws(code));
+			}
+		} else if (cur >= 0) {
+			mv_declared(v, skip_ws(code)); /* (one in a function is the module's too) */
+			mv_uses(v, &v->fn[cur], code);
+		}
+		for (const char *s = code; *s; s++)
+			if (*s == '{')
+				depth++;
+			else if (*s == '}' && depth > 0 && --depth == 0)
+				cur = -1;
+	}
+	while (changed) {
+		changed = false;
+		for (size_t i = 0; i < v->nfn; i++)
+			for (size_t k = 0; v->fn[i].var < 0 && k < v->fn[i].ncallees; k++)
+				if (v->fn[v->fn[i].callees[k]].var >= 0) {
+					v->fn[i].var = v->fn[v->fn[i].callees[k]].var;
+					changed = true;
+				}
+	}
+	free(code);
+}
+
+static void mv_free(struct modvars *v)
+{
+	for (size_t i = 0; i < v->nvars; i++)
+		free(v->names[i]);
+	for (size_t i = 0; i < v->nfn; i++)
+		free(v->fn[i].callees);
+	free(v->names);
+	free(v->fn);
+	free(v->kfn);
+	hmap_free(&v->vars);
+	hmap_free(&v->fns);
 }
 
 int ptx_rewrite(const char *ptx, size_t len, const char *funcs, const struct ptx_probe *probes,
@@ -387,10 +597,12 @@ int ptx_rewrite(const char *ptx, size_t len, const char *funcs, const struct ptx
 	int depth = 0, pstate = 0; /* parameters: 0 before '(', 1 inside, 2 done */
 	unsigned int kidx = 0, kid = 0;
 	size_t off = 0, lineno = 0, kcap = 0;
+	struct modvars mv = { 0 };
 
 	if (!opts)
 		opts = &none;
 	memset(st, 0, sizeof(*st));
+	mv_scan(&mv, ptx, len);
 	while (off < len) {
 		const char *line = ptx + off, *nl = memchr(line, '\n', len - off);
 		size_t n = nl ? (size_t)(nl - line) : len - off;
@@ -431,6 +643,13 @@ int ptx_rewrite(const char *ptx, size_t len, const char *funcs, const struct ptx
 						want[p] |= probe_matches(&probes[i], name, p);
 				any = want[PTX_ENTRY] || want[PTX_EXIT] || want[PTX_LOAD] ||
 				      want[PTX_STORE];
+				if (any && kidx < mv.nk && mv.fn[mv.kfn[kidx]].var >= 0) {
+					st->k[kidx].variable =
+						xstrdup(mv.names[mv.fn[mv.kfn[kidx]].var]);
+					st->variables++;
+					any = false;
+					memset(want, 0, sizeof(want));
+				}
 				instrumented = false;
 				pstate = 0;
 				sb_reset(&params);
@@ -579,11 +798,13 @@ int ptx_rewrite(const char *ptx, size_t len, const char *funcs, const struct ptx
 	sb_free(&o);
 	sb_free(&params);
 	free(code);
+	mv_free(&mv);
 	return 0;
 fail:
 	sb_free(&o);
 	sb_free(&params);
 	free(code);
+	mv_free(&mv);
 	ptx_rewrite_stats_free(st);
 	return -1;
 }

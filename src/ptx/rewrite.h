@@ -19,6 +19,11 @@
  * `.param .align 8 .b8 __gs_launch[16]`: sequence number and launch time), which the
  * launcher must then pass: ptx_kernel_info says where it goes.
  *
+ * The instrumented module is loaded apart from the original: its module-scope variables
+ * (__device__, __constant__, __managed__: .global and .const) are copies, not the ones the
+ * program fills and its other kernels use. A kernel that uses one, itself or through the
+ * functions it calls, is left as it was (ptx_kernel_info.variable names it).
+ *
  * PTX the rewriter does not understand (a kernel whose braces do not match, a module
  * without .version/.target, a parameter list it cannot lay out) is refused with a message;
  * the caller runs the original code.
@@ -57,11 +62,13 @@ struct ptx_kernel_info {
 	bool instrumented;
 	unsigned int nparams;	 /* its own parameters (before __gs_launch) */
 	unsigned int launch_off; /* __gs_launch's offset in the parameter buffer */
+	char *variable;		 /* a module variable it uses (left alone: see below), or NULL */
 };
 
 struct ptx_rewrite_stats {
 	unsigned int kernels;	   /* in the module */
 	unsigned int instrumented; /* kernels that got at least one call */
+	unsigned int variables;	   /* kernels a probe wanted, left alone for a variable */
 	unsigned int entry_calls, exit_calls, load_calls, store_calls;
 	struct ptx_kernel_info *k; /* kernels entries, in the module's order */
 };

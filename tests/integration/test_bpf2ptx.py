@@ -258,6 +258,44 @@ def test_probes_injected_into_nvcc_kernels(gs, probes, tmp_path):
 
 
 @pytest.mark.skipif(not os.path.exists(PTXAS), reason="ptxas is not installed")
+def test_kernels_that_use_module_variables_are_left_alone(gs, probes, tmp_path):
+    """An instrumented module is a copy: its __device__, __constant__ and __managed__
+    variables are not the program's. Kernels that use one, directly or through the device
+    functions they call, keep their code; the others are instrumented."""
+    nvcc = shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
+    if not os.path.exists(nvcc):
+        pytest.skip("nvcc is not installed")
+    cu = tmp_path / "v.cu"
+    cu.write_text("""
+__constant__ float coef[4];
+__device__ int hits;
+__device__ __managed__ int flag;
+static __device__ int table[3] = {1, 2, 3};
+__device__ __noinline__ void bump() { atomicAdd(&hits, 1); }
+__device__ __noinline__ void via() { bump(); }
+__device__ __noinline__ float twice(float x) { return 2 * x; }
+__global__ void usesConst(float *a) { a[threadIdx.x] *= coef[threadIdx.x & 3]; }
+__global__ void usesViaCalls(float *a) { via(); a[0] = 1; }
+__global__ void usesManaged(void) { flag = 1; }
+__global__ void usesTable(int *o) { o[0] = table[o[1]]; }
+__global__ void plain(float *a) { a[threadIdx.x] = twice(a[threadIdx.x]); }
+""")
+    subprocess.run([nvcc, "-ptx", "-arch=sm_90", "-o", str(tmp_path / "v.ptx"), str(cu)],
+                   check=True, capture_output=True)
+    p = instrument(gs, probes, (tmp_path / "v.ptx").read_text(), tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert "1 of 5 kernels instrumented" in p.stderr
+    for kernel, var in (("_Z9usesConstPf", "coef"), ("_Z12usesViaCallsPf", "hits"),
+                        ("_Z11usesManagedv", "flag"), ("_Z9usesTablePi", "table")):
+        assert "%s: left alone, it uses the module's variable %s" % (kernel, var) in p.stderr
+        body = p.stdout[p.stdout.index(".entry " + kernel):]
+        body = body[:body.index("\n}\n")]
+        assert "gs_probe" not in body and "__gs_ctx" not in body
+    assert "kernel 4 _Z5plainPf: 1 parameters" in p.stderr
+    assemble(p.stdout, tmp_path)
+
+
+@pytest.mark.skipif(not os.path.exists(PTXAS), reason="ptxas is not installed")
 def test_exits_of_every_shape(gs, probes, tmp_path):
     p = instrument(gs, probes, HAND_PTX, tmp_path)
     assert p.returncode == 0, p.stderr

@@ -109,6 +109,26 @@ def test_every_launch_path_is_routed(gs, ptx, tmp_path):
             assert r.returncode == 0, r.stderr
 
 
+def test_a_kernel_that_uses_a_module_variable_runs_the_original(gsr, tmp_path):
+    # noargs counts its calls in a __device__ variable, which the instrumented copy of the
+    # module would hold apart from the program's: it is left alone, vadd is instrumented.
+    ptx = tmp_path / "v.ptx"
+    ptx.write_text(PTX.replace(".address_size 64\n",
+                               ".address_size 64\n\n.global .align 4 .u32 calls;\n")
+                   .replace("{\n\tret;\n}", "{\n\t.reg .b32 %r<2>;\n"
+                            "\tatom.global.add.u32 %r1, [calls], 1;\n\tret;\n}"))
+    p, launches, dumped = probe(gsr, ["kernelretsnoop", "--", gsr.wl("wl_probe"), str(ptx)],
+                                tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert "12 launches ran instrumented, 2 the original code" in p.stdout
+    assert "kernel noargs: it uses the module's variable calls (__device__, __constant__ " \
+        "or __managed__)" in p.stdout
+    assert {ln[1] for ln in launches} == {"vadd"}
+    text = dumped[0].read_text()
+    noargs = text[text.index(".entry noargs"):text.index(".entry vadd")]
+    assert "gs_probe" not in noargs and "__gs_launch" not in noargs
+
+
 def test_memory_probes_see_global_and_generic_accesses(gsr, ptx, tmp_path):
     p, launches, dumped = probe(gsr, ["memtrace", "--", gsr.wl("wl_probe"), str(ptx)],
                                 tmp_path)
