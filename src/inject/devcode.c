@@ -71,6 +71,7 @@ struct found {
 	size_t n, cap;
 	unsigned char *bufs[2]; /* what the names point into */
 	bool text_only;		/* keep the PTX text whole: no kernel names */
+	unsigned int sm;	/* the device's (major * 10 + minor): its PTX; 0: the newest */
 };
 
 static void add_kernel(struct found *f, const char *name, bool ptx)
@@ -131,8 +132,20 @@ static void cubin_kernels(struct found *f, const unsigned char *b, size_t n, uns
 		cubin_kernel_names(b, n, add_sass_cb, f);
 }
 
-/* A fatbin container at addr: its entries, the kernels of its newest PTX, and those of its
- * newest cubin that the PTX does not have. */
+/* Of two PTX entries, the one for a device of f->sm: the newest it can run (the driver JITs
+ * PTX for its own architecture or older), else the oldest; without a device, the newest. */
+static bool better_ptx(const struct found *f, const struct fatbin_entry *e,
+		       const struct fatbin_entry *best)
+{
+	bool fits = !f->sm || e->arch <= f->sm, best_fits = !f->sm || best->arch <= f->sm;
+
+	if (fits != best_fits)
+		return fits;
+	return fits ? e->arch > best->arch : e->arch < best->arch;
+}
+
+/* A fatbin container at addr: its entries, the kernels of its PTX (the newest, or the one
+ * suited to f->sm), and those of its newest cubin that the PTX does not have. */
 static void read_fatbin(struct found *f, __u64 addr, char *why, size_t whylen)
 {
 	unsigned char hdr[16], *buf, *ptx = NULL, *elf = NULL;
@@ -159,7 +172,7 @@ static void read_fatbin(struct found *f, __u64 addr, char *why, size_t whylen)
 
 		if (e->kind == FATBIN_PTX) {
 			f->mod.nptx++;
-			if (!best_ptx || e->arch > best_ptx->arch)
+			if (!best_ptx || better_ptx(f, e, best_ptx))
 				best_ptx = e;
 		} else if (e->kind == FATBIN_ELF) {
 			f->mod.nsass++;
@@ -332,13 +345,14 @@ void gs_devcode_loaded(unsigned int api, __u64 handle_ptr, __u64 image, __u64 ts
 	free(f.bufs[1]);
 }
 
-char *gs_devcode_ptx(__u64 image, unsigned int *arch, char *why, size_t whylen)
+char *gs_devcode_ptx(__u64 image, unsigned int sm, unsigned int *arch, char *why, size_t whylen)
 {
 	struct found f;
 	char *ptx = NULL;
 
 	memset(&f, 0, sizeof(f));
 	f.text_only = true;
+	f.sm = sm;
 	why[0] = 0;
 	read_image(&f, image, why, whylen);
 	if (f.bufs[0] && (f.mod.kind == GS_CODE_PTX || f.mod.nptx)) {

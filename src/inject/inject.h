@@ -31,8 +31,10 @@ void gs_ring_prepare(void) GS_HIDDEN;
 /* After a successful module or library load: what the image held (devcode.c). handle_ptr:
  * where the call wrote the CUmodule/CUlibrary; image: what it was given. */
 void gs_devcode_loaded(unsigned int api, __u64 handle_ptr, __u64 image, __u64 ts) GS_HIDDEN;
-/* The best PTX of an image (highest architecture), whole: malloc'ed, or NULL with why. */
-char *gs_devcode_ptx(__u64 image, unsigned int *arch, char *why, size_t whylen) GS_HIDDEN;
+/* The PTX of an image suited to a device of compute capability sm (major * 10 + minor: the
+ * newest it can run, else the oldest; 0: the newest), whole: malloc'ed, or NULL with why. */
+char *gs_devcode_ptx(__u64 image, unsigned int sm, unsigned int *arch, char *why,
+		     size_t whylen) GS_HIDDEN;
 
 /* probe.c: device-side probes (GPUSCOPE_PROBE). */
 extern bool gs_probe_on GS_HIDDEN;

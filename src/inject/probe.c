@@ -300,6 +300,20 @@ static void hook_exit(void)
 	}
 }
 
+/* The compute capability of the current context's device (major * 10 + minor), 0 if none. */
+static unsigned int current_sm(void)
+{
+	fn1 getdev = (fn1)real("cuCtxGetDevice");
+	fn3 attr = (fn3)real("cuDeviceGetAttribute");
+	int dev = 0, major = 0, minor = 0;
+
+	if (!getdev || !attr || getdev((__u64)(unsigned long)&dev) ||
+	    attr((__u64)(unsigned long)&major, DEV_CC_MAJOR, (__u64)dev) ||
+	    attr((__u64)(unsigned long)&minor, DEV_CC_MINOR, (__u64)dev))
+		return 0;
+	return (unsigned int)(major * 10 + minor);
+}
+
 void gs_probe_loaded(unsigned int api, __u64 handle_ptr, __u64 image)
 {
 	char why[256];
@@ -311,7 +325,9 @@ void gs_probe_loaded(unsigned int api, __u64 handle_ptr, __u64 image)
 	if (!P.on || handle_ptr < 4096)
 		return;
 	memcpy(&handle, (const void *)(unsigned long)handle_ptr, sizeof(handle));
-	ptx = gs_devcode_ptx(image, &arch, why, sizeof(why));
+	/* (A library is no context's: the current one's device stands for the others; one it
+	 * does not suit runs the original code, see instrument().) */
+	ptx = gs_devcode_ptx(image, current_sm(), &arch, why, sizeof(why));
 	pthread_mutex_lock(&P.lock);
 	hook_exit();
 	if (!ptx) {

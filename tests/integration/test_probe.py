@@ -198,6 +198,34 @@ def test_code_without_ptx_is_left_alone(gsr, tmp_path):
     assert dumped == [] and launches == []
 
 
+def test_the_ptx_suited_to_the_device_is_chosen(gsr, tmp_path):
+    """A fatbin with PTX for compute_80 and compute_100: the newest PTX the device can run
+    is instrumented (the driver JITs only PTX for its own architecture or older)."""
+    nvcc = shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
+    if not os.path.exists(nvcc):
+        pytest.skip("nvcc is not installed")
+    (tmp_path / "k.cu").write_text("__global__ void twoptx() {}\n")
+    fatbin = tmp_path / "k.fatbin"
+    # (uncompressed: the double reads kernel names from its bytes)
+    subprocess.run([nvcc, "-fatbin", "--compress-mode=none",
+                    "-gencode", "arch=compute_80,code=compute_80",
+                    "-gencode", "arch=compute_100,code=compute_100", "-o", str(fatbin),
+                    str(tmp_path / "k.cu")], check=True, capture_output=True)
+    for cc, target in (("90", "sm_80"), ("100", "sm_100"), ("120", "sm_100"), ("75", None)):
+        d = tmp_path / cc
+        d.mkdir()
+        p, launches, dumped = probe(gsr, ["kernelretsnoop", "--", gsr.wl("wl_devcode"),
+                                          "fatbin:%s:_Z6twoptxv" % fatbin], d, FAKECUDA_CC=cc)
+        assert p.returncode == 0, p.stderr
+        if target:
+            assert "3 launches ran instrumented, 0 the original code" in p.stdout, cc
+            assert len(dumped) == 1 and ".target %s\n" % target in dumped[0].read_text()
+        else:  # older than any: said, and the original runs
+            assert "its PTX is for sm_80, newer than device 0 (sm_75)" in p.stdout
+            assert "0 launches ran instrumented, 3 the original code" in p.stdout
+            assert dumped == []
+
+
 def test_bad_input(gsr, ptx, tmp_path):
     wl = [gsr.wl("wl_probe"), str(ptx)]
     p = gsr.run(["probe", "nosuchtool", "--"] + wl)
