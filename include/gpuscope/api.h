@@ -230,7 +230,17 @@ enum gs_api_flags {
 	X(NCCL_COMM_DESTROY,		"ncclCommDestroy",		NCCL, NCCL, NC_DESTROY, GS_NCCL_COMM_DESTROY, 0) \
 	X(NCCL_COMM_ABORT,		"ncclCommAbort",		NCCL, NCCL, NC_DESTROY, GS_NCCL_COMM_DESTROY, 0) \
 	X(CU_MODULE_UNLOAD,		"cuModuleUnload",		CUDA, API, A_ARGS, GS_NO_OUT, 0) \
-	X(CU_LIBRARY_UNLOAD,		"cuLibraryUnload",		CUDA, API, A_ARGS, GS_NO_OUT, 0)
+	X(CU_LIBRARY_UNLOAD,		"cuLibraryUnload",		CUDA, API, A_ARGS, GS_NO_OUT, 0) \
+	X(CU_GRAPH_ADD_KERNEL_NODE_V1,	"cuGraphAddKernelNode",		CUDA, API, A_ARGS, 0, 0)	\
+	X(CU_GRAPH_ADD_KERNEL_NODE,	"cuGraphAddKernelNode_v2",	CUDA, API, A_ARGS, 0, 0)	\
+	X(CU_GRAPH_KERNEL_NODE_SET_PARAMS_V1, "cuGraphKernelNodeSetParams", CUDA, API, A_ARGS, GS_NO_OUT, 0) \
+	X(CU_GRAPH_KERNEL_NODE_SET_PARAMS, "cuGraphKernelNodeSetParams_v2", CUDA, API, A_ARGS, GS_NO_OUT, 0) \
+	X(CU_GRAPH_EXEC_KERNEL_NODE_SET_PARAMS_V1, "cuGraphExecKernelNodeSetParams", CUDA, API, A_ARGS, GS_NO_OUT, 0) \
+	X(CU_GRAPH_EXEC_KERNEL_NODE_SET_PARAMS, "cuGraphExecKernelNodeSetParams_v2", CUDA, API, A_ARGS, GS_NO_OUT, 0) \
+	X(CU_GRAPH_ADD_NODE_V1,		"cuGraphAddNode",		CUDA, API, A_ARGS, 0, 0)	\
+	X(CU_GRAPH_ADD_NODE,		"cuGraphAddNode_v2",		CUDA, API, A_ARGS, 0, 0)	\
+	X(CU_GRAPH_NODE_SET_PARAMS,	"cuGraphNodeSetParams",		CUDA, API, A_ARGS, GS_NO_OUT, 0) \
+	X(CU_GRAPH_EXEC_NODE_SET_PARAMS, "cuGraphExecNodeSetParams",	CUDA, API, A_ARGS, GS_NO_OUT, 0)
 /* clang-format on */
 
 #define GS_API_ENUM(id, sym, lib, fam, shape, arg, flags) GS_API_##id,

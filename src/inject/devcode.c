@@ -14,9 +14,11 @@
  * returned.
  */
 #include <elf.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -343,6 +345,41 @@ void gs_devcode_loaded(unsigned int api, __u64 handle_ptr, __u64 image, __u64 ts
 	free(f.has_ptx);
 	free(f.bufs[0]);
 	free(f.bufs[1]);
+}
+
+void *gs_devcode_read_file(__u64 path)
+{
+	char name[4096];
+	unsigned char *b = NULL;
+	struct stat st;
+	size_t n = 0, got;
+	int fd;
+
+	/* (the name, up to its NUL: what is mapped of it) */
+	got = read_upto((unsigned char *)name, sizeof(name), path);
+	if (!got || !memchr(name, 0, got))
+		return NULL;
+	fd = open(name, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	if (!fstat(fd, &st) && S_ISREG(st.st_mode) && (__u64)st.st_size <= IMAGE_MAX &&
+	    (b = malloc((size_t)st.st_size + 1))) {
+		while (n < (size_t)st.st_size) {
+			ssize_t r = read(fd, b + n, (size_t)st.st_size - n);
+
+			if (r <= 0)
+				break;
+			n += (size_t)r;
+		}
+		if (n < (size_t)st.st_size) {
+			free(b);
+			b = NULL;
+		} else {
+			b[n] = 0;
+		}
+	}
+	close(fd);
+	return b;
 }
 
 char *gs_devcode_ptx(__u64 image, unsigned int sm, unsigned int *arch, char *why, size_t whylen)

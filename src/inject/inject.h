@@ -31,6 +31,9 @@ void gs_ring_prepare(void) GS_HIDDEN;
 /* After a successful module or library load: what the image held (devcode.c). handle_ptr:
  * where the call wrote the CUmodule/CUlibrary; image: what it was given. */
 void gs_devcode_loaded(unsigned int api, __u64 handle_ptr, __u64 image, __u64 ts) GS_HIDDEN;
+/* A device code file's bytes (cuModuleLoad, cuLibraryLoadFromFile: path, a NUL-terminated
+ * name in this process), NUL-terminated: malloc'ed, or NULL. */
+void *gs_devcode_read_file(__u64 path) GS_HIDDEN;
 /* The PTX of an image suited to a device of compute capability sm (major * 10 + minor: the
  * newest it can run, else the oldest; 0: the newest), whole: malloc'ed, or NULL with why. */
 char *gs_devcode_ptx(__u64 image, unsigned int sm, unsigned int *arch, char *why,
@@ -49,6 +52,7 @@ struct gs_probe_launch { /* what a routed launch needs until it returns */
 	void *extra[5];
 	__u64 val[2]; /* __gs_launch: sequence number, launch time on the GPU's timer */
 	void *small[GS_PROBE_SMALL];
+	unsigned char node[256] __attribute__((aligned(8))); /* kernel node parameters */
 };
 void gs_probe_init(void) GS_HIDDEN;
 void gs_probe_after_fork(void) GS_HIDDEN;
@@ -56,7 +60,10 @@ void gs_probe_loaded(unsigned int api, __u64 handle_ptr, __u64 image) GS_HIDDEN;
 void gs_probe_unloaded(__u64 handle) GS_HIDDEN;
 void gs_probe_named(unsigned int api, const __u64 *a) GS_HIDDEN;
 void gs_probe_ctx_destroy(__u64 ctx) GS_HIDDEN;
-/* Before a launch: b = a, or a routed to the instrumented kernel (true). */
+/* Whether api is a graph call that takes kernel node parameters (routed as launches). */
+bool gs_probe_graph_call(unsigned int api) GS_HIDDEN;
+/* Before a launch, or a graph call that sets a kernel node's parameters: b = a, or a routed
+ * to the instrumented kernel (true). */
 bool gs_probe_launch(unsigned int api, const __u64 *a, __u64 *b,
 		     struct gs_probe_launch *pl) GS_HIDDEN;
 /* After it: true if the driver refused the routed launch (then launch a, the original). */

@@ -336,8 +336,9 @@ void gs_probe_loaded(unsigned int api, __u64 handle_ptr, __u64 image)
 			P.sass_only++;
 		else
 			note("module %u (%s): not instrumented: %s", P.nmods,
-			     api == GS_API_CU_LIBRARY_LOAD_DATA ? "cuLibraryLoadData"
-								: "cuModuleLoad*",
+			     api == GS_API_CU_LIBRARY_LOAD_DATA	       ? "cuLibraryLoadData"
+			     : api == GS_API_CU_LIBRARY_LOAD_FROM_FILE ? "cuLibraryLoadFromFile"
+								       : "cuModuleLoad*",
 			     why);
 		P.nmods++;
 		pthread_mutex_unlock(&P.lock);
@@ -979,40 +980,21 @@ void gs_probe_ctx_destroy(__u64 ctx)
 
 /* ---- launches ---------------------------------------------------------------------------- */
 
-static bool route(struct gs_probe_launch *pl, unsigned int api, __u64 *b, struct pkern *k)
+/*
+ * Route one launch (or kernel node) of k in context ctx to the instrumented kernel: its
+ * function in *fn, its arguments with __gs_launch appended in *params or *extra (pl keeps
+ * them until the call returns). timeless: a graph's, whose launches are its replays (launch
+ * time 0). False: the original runs.
+ */
+static bool route(struct gs_probe_launch *pl, struct pkern *k, __u64 ctx,
+		  const unsigned int block[3], unsigned int smem, bool timeless, __u64 *fn,
+		  __u64 *params, __u64 *extra)
 {
-	fn1 getctx = (fn1)real("cuCtxGetCurrent");
 	fn3 fsetattr = (fn3)real("cuFuncSetAttribute");
-	fn2 capturing = (fn2)real("cuStreamIsCapturing");
-	bool ex = api == GS_API_CU_LAUNCH_KERNEL_EX || api == GS_API_CU_LAUNCH_KERNEL_EX_PTSZ;
-	bool coop = api == GS_API_CU_LAUNCH_COOP || api == GS_API_CU_LAUNCH_COOP_PTSZ;
-	unsigned int block[3], smem;
-	__u64 ctx = 0, stream, params, extra, launch_ns = 0;
 	const struct ptx_kernel_info *ki;
+	__u64 launch_ns = 0;
 	struct pfn *f;
-	int status = 0;
 
-	if (!getctx || getctx((__u64)(unsigned long)&ctx) || !ctx)
-		return false;
-	if (ex) {
-		const unsigned char *cfg = (const unsigned char *)(unsigned long)b[0];
-
-		if (!cfg)
-			return false;
-		memcpy(block, cfg + 12, sizeof(block));
-		memcpy(&smem, cfg + 24, sizeof(smem));
-		memcpy(&stream, cfg + GS_LAUNCHCFG_STREAM, sizeof(stream));
-		params = b[2];
-		extra = b[3];
-	} else {
-		block[0] = (unsigned int)b[4];
-		block[1] = (unsigned int)b[5];
-		block[2] = (unsigned int)b[6];
-		smem = (unsigned int)b[7];
-		stream = b[8];
-		params = b[9];
-		extra = coop ? 0 : b[10];
-	}
 	pthread_mutex_lock(&P.lock);
 	if (!P.thread_on && !P.thread_tried) {
 		P.thread_tried = true;
@@ -1028,8 +1010,7 @@ static bool route(struct gs_probe_launch *pl, unsigned int api, __u64 *b, struct
 	if (f && smem > 48 * 1024 && (int)smem > f->smem_set) {
 		if (!fsetattr || fsetattr(f->fn, ATTR_MAX_DYN_SHARED, smem)) {
 			note("kernel %s: %u bytes of dynamic shared memory could not be allowed "
-			     "the "
-			     "instrumented kernel: those launches run the original code",
+			     "the instrumented kernel: those launches run the original code",
 			     k->name, smem);
 			f = NULL;
 		} else {
@@ -1037,36 +1018,30 @@ static bool route(struct gs_probe_launch *pl, unsigned int api, __u64 *b, struct
 		}
 	}
 	ki = f ? &k->mod->st.k[k->kidx] : NULL;
-	for (int i = 0; f && i < P.nctx; i++)
+	for (int i = 0; f && !timeless && i < P.nctx; i++)
 		if (P.ctx[i].ctx == ctx && !P.ctx[i].dead)
 			launch_ns = gpu_time(&P.ctx[i]);
-	if (f && !params && !extra && ki->nparams) {
+	if (f && !*params && !*extra && ki->nparams)
 		f = NULL; /* (no arguments for a kernel that has some: the driver says so) */
-	}
 	pthread_mutex_unlock(&P.lock);
 	if (!f) {
 		atomic_fetch_add(&k->fallback, 1);
 		return false;
 	}
 	pl->val[0] = atomic_fetch_add(&P.seq, 1) + 1;
-	pl->val[1] = 0;
-	if (capturing && !capturing(stream, (__u64)(unsigned long)&status) && status) {
-		/* captured into a graph: its time is each replay's, not known here */
-	} else {
-		pl->val[1] = launch_ns;
-	}
-	if (params) {
-		void **p = (void **)(unsigned long)params;
+	pl->val[1] = launch_ns;
+	if (*params) {
+		void **p = (void **)(unsigned long)*params;
 		size_t n = ki->nparams;
 
 		pl->params =
 			n + 1 <= GS_PROBE_SMALL ? pl->small : xmalloc((n + 1) * sizeof(void *));
 		memcpy(pl->params, p, n * sizeof(void *));
 		pl->params[n] = pl->val;
-		params = (__u64)(unsigned long)pl->params;
-		extra = 0;
-	} else if (extra) {
-		void **e = (void **)(unsigned long)extra, *buf = NULL;
+		*params = (__u64)(unsigned long)pl->params;
+		*extra = 0;
+	} else if (*extra) {
+		void **e = (void **)(unsigned long)*extra, *buf = NULL;
 		size_t *size = NULL;
 
 		for (int i = 0; i < 16 && e[i]; i += 2) {
@@ -1088,23 +1063,169 @@ static bool route(struct gs_probe_launch *pl, unsigned int api, __u64 *b, struct
 		pl->extra[2] = (void *)2;
 		pl->extra[3] = &pl->bytes;
 		pl->extra[4] = NULL;
-		extra = (__u64)(unsigned long)pl->extra;
+		*extra = (__u64)(unsigned long)pl->extra;
 	} else {
 		pl->small[0] = pl->val; /* (a kernel without parameters) */
-		params = (__u64)(unsigned long)pl->small;
+		*params = (__u64)(unsigned long)pl->small;
 	}
+	*fn = f->fn;
+	pl->k = k;
+	pl->ctx = ctx;
+	return true;
+}
+
+static __u64 current_ctx(void)
+{
+	fn1 getctx = (fn1)real("cuCtxGetCurrent");
+	__u64 ctx = 0;
+
+	return getctx && !getctx((__u64)(unsigned long)&ctx) ? ctx : 0;
+}
+
+/* A launch call (a) of k: b, its arguments, routed. */
+static bool route_launch(struct gs_probe_launch *pl, unsigned int api, __u64 *b, struct pkern *k)
+{
+	fn2 capturing = (fn2)real("cuStreamIsCapturing");
+	bool ex = api == GS_API_CU_LAUNCH_KERNEL_EX || api == GS_API_CU_LAUNCH_KERNEL_EX_PTSZ;
+	bool coop = api == GS_API_CU_LAUNCH_COOP || api == GS_API_CU_LAUNCH_COOP_PTSZ;
+	unsigned int block[3], smem;
+	__u64 ctx = current_ctx(), stream, params, extra, fn;
+	bool captured;
+	int status = 0;
+
+	if (!ctx)
+		return false;
 	if (ex) {
-		b[1] = f->fn;
+		const unsigned char *cfg = (const unsigned char *)(unsigned long)b[0];
+
+		if (!cfg)
+			return false;
+		memcpy(block, cfg + 12, sizeof(block));
+		memcpy(&smem, cfg + 24, sizeof(smem));
+		memcpy(&stream, cfg + GS_LAUNCHCFG_STREAM, sizeof(stream));
+		params = b[2];
+		extra = b[3];
+	} else {
+		block[0] = (unsigned int)b[4];
+		block[1] = (unsigned int)b[5];
+		block[2] = (unsigned int)b[6];
+		smem = (unsigned int)b[7];
+		stream = b[8];
+		params = b[9];
+		extra = coop ? 0 : b[10];
+	}
+	/* captured into a graph: its time is each replay's, not known here */
+	captured = capturing && !capturing(stream, (__u64)(unsigned long)&status) && status;
+	if (!route(pl, k, ctx, block, smem, captured, &fn, &params, &extra))
+		return false;
+	if (ex) {
+		b[1] = fn;
 		b[2] = params;
 		b[3] = extra;
 	} else {
-		b[0] = f->fn;
+		b[0] = fn;
 		b[9] = params;
 		if (!coop)
 			b[10] = extra;
 	}
-	pl->k = k;
-	pl->ctx = ctx;
+	return true;
+}
+
+/*
+ * Graph calls that take kernel node parameters: where they are among the arguments, and
+ * their form (CUDA 11's CUDA_KERNEL_NODE_PARAMS, 12's _v2 with the CUkernel and context, or
+ * CUgraphNodeParams, whose kernel's are _v3 at 16). -1: not one.
+ */
+enum {
+	NODE_V1 = 56,
+	NODE_V2 = 72,
+	NODE_ANY = 256
+};
+
+static int node_params_at(unsigned int api, int *form)
+{
+	switch (api) {
+	case GS_API_CU_GRAPH_ADD_KERNEL_NODE_V1:
+		*form = NODE_V1;
+		return 4;
+	case GS_API_CU_GRAPH_KERNEL_NODE_SET_PARAMS_V1:
+		*form = NODE_V1;
+		return 1;
+	case GS_API_CU_GRAPH_EXEC_KERNEL_NODE_SET_PARAMS_V1:
+		*form = NODE_V1;
+		return 2;
+	case GS_API_CU_GRAPH_ADD_KERNEL_NODE:
+		*form = NODE_V2;
+		return 4;
+	case GS_API_CU_GRAPH_KERNEL_NODE_SET_PARAMS:
+		*form = NODE_V2;
+		return 1;
+	case GS_API_CU_GRAPH_EXEC_KERNEL_NODE_SET_PARAMS:
+		*form = NODE_V2;
+		return 2;
+	case GS_API_CU_GRAPH_ADD_NODE_V1:
+		*form = NODE_ANY;
+		return 4;
+	case GS_API_CU_GRAPH_ADD_NODE:
+		*form = NODE_ANY;
+		return 5;
+	case GS_API_CU_GRAPH_NODE_SET_PARAMS:
+		*form = NODE_ANY;
+		return 1;
+	case GS_API_CU_GRAPH_EXEC_NODE_SET_PARAMS:
+		*form = NODE_ANY;
+		return 2;
+	default:
+		return -1;
+	}
+}
+
+bool gs_probe_graph_call(unsigned int api)
+{
+	int form;
+
+	return node_params_at(api, &form) >= 0;
+}
+
+/* A kernel node's parameters (a graph call a): b, the call's arguments, routed. */
+static bool route_node(struct gs_probe_launch *pl, unsigned int api, const __u64 *a, __u64 *b)
+{
+	int form, at = node_params_at(api, &form);
+	const unsigned char *src = (const unsigned char *)(unsigned long)a[at];
+	unsigned char *kp = pl->node + (form == NODE_ANY ? 16 : 0);
+	__u64 fn, params, extra, kern = 0, nctx = 0, ctx = current_ctx();
+	unsigned int block[3], smem;
+	struct pkern *k;
+	int type;
+
+	if (!src || !ctx)
+		return false;
+	if (form == NODE_ANY) {
+		memcpy(&type, src, sizeof(type));
+		if (type != 0) /* CU_GRAPH_NODE_TYPE_KERNEL */
+			return false;
+	}
+	memcpy(pl->node, src, (size_t)form);
+	memcpy(&fn, kp, 8);
+	memcpy(block, kp + 20, sizeof(block));
+	memcpy(&smem, kp + 32, sizeof(smem));
+	memcpy(&params, kp + 40, 8);
+	memcpy(&extra, kp + 48, 8);
+	if (form != NODE_V1) {
+		memcpy(&kern, kp + 56, 8);
+		memcpy(&nctx, kp + 64, 8);
+	}
+	/* (a CUkernel for another context than the current one: left as it is) */
+	if (!(k = lookup(fn ? fn : kern)) || (!fn && nctx && nctx != ctx))
+		return false;
+	if (!route(pl, k, ctx, block, smem, true, &fn, &params, &extra))
+		return false;
+	memcpy(kp, &fn, 8);
+	memcpy(kp + 40, &params, 8);
+	memcpy(kp + 48, &extra, 8);
+	if (form != NODE_V1)
+		memset(kp + 56, 0, 16); /* the function is set: no CUkernel, its context */
+	b[at] = (__u64)(unsigned long)pl->node;
 	return true;
 }
 
@@ -1117,17 +1238,15 @@ bool gs_probe_launch(unsigned int api, const __u64 *a, __u64 *b, struct gs_probe
 	memcpy(b, a, GS_ARGS * sizeof(*b));
 	if (!P.on || api == GS_API_CU_GRAPH_LAUNCH || api == GS_API_CU_GRAPH_LAUNCH_PTSZ)
 		return false;
-	k = lookup(ex ? a[1] : a[0]);
-	if (!k)
-		return false;
-	pl->routed = route(pl, api, b, k);
+	if (gs_probe_graph_call(api))
+		pl->routed = route_node(pl, api, a, b);
+	else if ((k = lookup(ex ? a[1] : a[0])))
+		pl->routed = route_launch(pl, api, b, k);
 	if (!pl->routed)
 		memcpy(b, a, GS_ARGS * sizeof(*b));
 	return pl->routed;
 }
 
-/* After the routed launch: counted, or its function given up if the driver refused it (the
- * caller then launches the original). Frees what the launch needed. */
 bool gs_probe_launched(struct gs_probe_launch *pl, int r)
 {
 	bool retry = false;

@@ -18,6 +18,7 @@
  */
 #include <errno.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/names.h"
@@ -268,7 +269,7 @@ int gs_call(unsigned int api, void *caller, __u64 a0, __u64 a1, __u64 a2, __u64 
 		gs_timing_begin(&tm, stream, d->flags & GS_AF_PTSZ, kind, func);
 	if (gs_probe_on && api == GS_API_CU_CTX_DESTROY)
 		gs_probe_ctx_destroy(a0); /* (its maps go with it) */
-	if (gs_probe_on && d->family == GS_FAM_LAUNCH) {
+	if (gs_probe_on && (d->family == GS_FAM_LAUNCH || gs_probe_graph_call(api))) {
 		/* Device-side probes: maybe routed to the instrumented kernel (b). */
 		__u64 b[GS_ARGS];
 		struct gs_probe_launch pl;
@@ -312,6 +313,16 @@ int gs_call(unsigned int api, void *caller, __u64 a0, __u64 a1, __u64 a2, __u64 
 	     api == GS_API_CU_MODULE_LOAD_FAT_BINARY || api == GS_API_CU_LIBRARY_LOAD_DATA)) {
 		gs_devcode_loaded(api, a[0], a[1], t1);
 		gs_probe_loaded(api, a[0], a[1]);
+	} else if (r == 0 &&
+		   (api == GS_API_CU_MODULE_LOAD || api == GS_API_CU_LIBRARY_LOAD_FROM_FILE)) {
+		/* (the file as read now: the driver read it in the call) */
+		void *file = gs_devcode_read_file(a[1]);
+
+		if (file) {
+			gs_devcode_loaded(api, a[0], (__u64)(unsigned long)file, t1);
+			gs_probe_loaded(api, a[0], (__u64)(unsigned long)file);
+			free(file);
+		}
 	}
 	if (r == 0 && d->family == GS_FAM_KNAME && gs_probe_on)
 		gs_probe_named(api, a);

@@ -39,6 +39,7 @@ typedef enum {
 #define CUDA_ERROR_INVALID_DEVICE	      101
 #define CUDA_ERROR_INVALID_IMAGE	      200
 #define CUDA_ERROR_INVALID_CONTEXT	      201
+#define CUDA_ERROR_FILE_NOT_FOUND	      301
 #define CUDA_ERROR_INVALID_HANDLE	      400
 #define CUDA_ERROR_NOT_FOUND		      500
 #define CUDA_ERROR_INVALID_PTX		      218
@@ -134,6 +135,28 @@ typedef struct CUlaunchConfig_st {
 	unsigned int numAttrs;
 } CUlaunchConfig;
 
+/* Kernel node parameters: _v1 is CUDA 11's, _v2 (CUDA 12's) and _v3 (in CUgraphNodeParams)
+ * add the CUkernel and the context. */
+typedef struct CUDA_KERNEL_NODE_PARAMS_st {
+	CUfunction func;
+	unsigned int gridDimX, gridDimY, gridDimZ;
+	unsigned int blockDimX, blockDimY, blockDimZ;
+	unsigned int sharedMemBytes;
+	void **kernelParams;
+	void **extra;
+	CUkernel kern;
+	CUcontext ctx;
+} CUDA_KERNEL_NODE_PARAMS;
+typedef struct CUgraphNodeParams_st {
+	int type; /* CU_GRAPH_NODE_TYPE_KERNEL: 0 */
+	int reserved0[3];
+	union {
+		long long reserved1[29];
+		CUDA_KERNEL_NODE_PARAMS kernel;
+	};
+	long long reserved2;
+} CUgraphNodeParams;
+
 typedef enum {
 	CU_MEM_LOCATION_TYPE_DEVICE = 1
 } CUmemLocationType;
@@ -215,6 +238,23 @@ CUresult cuStreamEndCapture(CUstream s, CUgraph *out);
 CUresult cuGraphInstantiateWithFlags(CUgraphExec *out, CUgraph g, unsigned long long flags);
 typedef struct CUgraphNode_st *CUgraphNode;
 CUresult cuGraphGetNodes(CUgraph g, CUgraphNode *nodes, size_t *n);
+CUresult cuGraphCreate(CUgraph *out, unsigned int flags);
+CUresult cuGraphAddKernelNode(CUgraphNode *out, CUgraph g, const CUgraphNode *deps, size_t n,
+			      const CUDA_KERNEL_NODE_PARAMS *p);
+CUresult cuGraphAddKernelNode_v2(CUgraphNode *out, CUgraph g, const CUgraphNode *deps, size_t n,
+				 const CUDA_KERNEL_NODE_PARAMS *p);
+CUresult cuGraphKernelNodeSetParams_v2(CUgraphNode node, const CUDA_KERNEL_NODE_PARAMS *p);
+CUresult cuGraphExecKernelNodeSetParams_v2(CUgraphExec e, CUgraphNode node,
+					   const CUDA_KERNEL_NODE_PARAMS *p);
+CUresult cuGraphAddNode_v2(CUgraphNode *out, CUgraph g, const CUgraphNode *deps, const void *edges,
+			   size_t n, CUgraphNodeParams *p);
+CUresult cuGraphNodeSetParams(CUgraphNode node, CUgraphNodeParams *p);
+CUresult cuGraphExecNodeSetParams(CUgraphExec e, CUgraphNode node, CUgraphNodeParams *p);
+CUresult cuModuleLoad(CUmodule *mod, const char *path);
+CUresult cuLibraryLoadFromFile(CUlibrary *lib, const char *path, void *jitOptions,
+			       void **jitOptionsValues, unsigned int numJitOptions,
+			       void *libraryOptions, void **libraryOptionValues,
+			       unsigned int numLibraryOptions);
 typedef enum {
 	CU_STREAM_CAPTURE_STATUS_NONE = 0,
 	CU_STREAM_CAPTURE_STATUS_ACTIVE = 1,

@@ -419,6 +419,7 @@ static struct CUkern_st *kernel_of(const void *h)
 
 struct node {
 	unsigned long long dur;
+	struct CUkern_st *kernel; /* a kernel node's (added or set by hand) */
 	struct node *next;
 };
 struct CUgraph_st {
@@ -1066,6 +1067,43 @@ EXPORT CUresult cuModuleLoadDataEx(CUmodule *mod, const void *image, unsigned in
 	return LOCKED(module_load(mod, image));
 }
 
+/* A file's bytes, NUL-terminated (kept: a module's names may point into them). */
+static void *read_file(const char *path)
+{
+	FILE *f = path ? fopen(path, "rb") : NULL;
+	char *b = NULL;
+	long n;
+
+	if (!f)
+		return NULL;
+	if (!fseek(f, 0, SEEK_END) && (n = ftell(f)) >= 0 && !fseek(f, 0, SEEK_SET) &&
+	    (b = calloc(1, (size_t)n + 1)) && fread(b, 1, (size_t)n, f) != (size_t)n) {
+		free(b);
+		b = NULL;
+	}
+	fclose(f);
+	return b;
+}
+
+EXPORT CUresult cuModuleLoad(CUmodule *mod, const char *path)
+{
+	void *b = read_file(path);
+
+	return b ? LOCKED(module_load(mod, b)) : CUDA_ERROR_FILE_NOT_FOUND;
+}
+
+EXPORT CUresult cuLibraryLoadFromFile(CUlibrary *lib, const char *path, void *jitOptions,
+				      void **jitOptionsValues, unsigned int numJitOptions,
+				      void *libraryOptions, void **libraryOptionValues,
+				      unsigned int numLibraryOptions)
+{
+	void *b = read_file(path);
+
+	(void)jitOptions, (void)jitOptionsValues, (void)numJitOptions;
+	(void)libraryOptions, (void)libraryOptionValues, (void)numLibraryOptions;
+	return b ? LOCKED(load_library(lib, b)) : CUDA_ERROR_FILE_NOT_FOUND;
+}
+
 EXPORT CUresult cuModuleUnload(CUmodule mod)
 {
 	if (!mod)
@@ -1335,6 +1373,117 @@ EXPORT CUresult cuGraphDestroy(CUgraph g)
 	}
 	free(g);
 	return CUDA_SUCCESS;
+}
+
+/* Graphs built by hand: kernel nodes take their parameters' values as they are added or set
+ * (a probed kernel's launch parameter is read then, as at a launch). */
+EXPORT CUresult cuGraphCreate(CUgraph *out, unsigned int flags)
+{
+	(void)flags;
+	if (!out)
+		return CUDA_ERROR_INVALID_VALUE;
+	*out = calloc(1, sizeof(**out));
+	return CUDA_SUCCESS;
+}
+
+static CUresult kernel_node_check(const CUDA_KERNEL_NODE_PARAMS *p, bool v2, struct CUkern_st **k)
+{
+	const void *h = p ? (p->func ? (const void *)p->func
+			     : v2    ? (const void *)p->kern
+				     : NULL)
+			  : NULL;
+
+	if (!p || !(*k = kernel_of(h)) || !p->gridDimX || !p->gridDimY || !p->gridDimZ ||
+	    !p->blockDimX || !p->blockDimY || !p->blockDimZ ||
+	    (unsigned long long)p->blockDimX * p->blockDimY * p->blockDimZ > 1024)
+		return CUDA_ERROR_INVALID_VALUE;
+	return probed_launch(*k, p->kernelParams, p->extra);
+}
+
+static CUresult add_kernel_node(CUgraphNode *out, CUgraph g, const CUDA_KERNEL_NODE_PARAMS *p,
+				bool v2)
+{
+	struct CUkern_st *k;
+	struct node *n;
+	CUresult r;
+
+	if (!out || !g)
+		return CUDA_ERROR_INVALID_VALUE;
+	if ((r = kernel_node_check(p, v2, &k)))
+		return r;
+	n = calloc(1, sizeof(*n));
+	n->dur = kernel_ns(p->gridDimX, p->gridDimY, p->gridDimZ, p->blockDimX, p->blockDimY,
+			   p->blockDimZ);
+	n->kernel = k;
+	n->next = g->nodes;
+	g->nodes = n;
+	g->nnodes++;
+	*out = (CUgraphNode)n;
+	return CUDA_SUCCESS;
+}
+
+static CUresult set_kernel_node(CUgraphNode hn, const CUDA_KERNEL_NODE_PARAMS *p)
+{
+	struct node *n = (struct node *)hn;
+	struct CUkern_st *k;
+	CUresult r;
+
+	if (!n || !n->kernel)
+		return CUDA_ERROR_INVALID_VALUE;
+	if ((r = kernel_node_check(p, true, &k)))
+		return r;
+	n->kernel = k;
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuGraphAddKernelNode(CUgraphNode *out, CUgraph g, const CUgraphNode *deps,
+				     size_t nd, const CUDA_KERNEL_NODE_PARAMS *p)
+{
+	(void)deps, (void)nd;
+	return LOCKED(add_kernel_node(out, g, p, false));
+}
+
+EXPORT CUresult cuGraphAddKernelNode_v2(CUgraphNode *out, CUgraph g, const CUgraphNode *deps,
+					size_t nd, const CUDA_KERNEL_NODE_PARAMS *p)
+{
+	(void)deps, (void)nd;
+	return LOCKED(add_kernel_node(out, g, p, true));
+}
+
+EXPORT CUresult cuGraphKernelNodeSetParams_v2(CUgraphNode node, const CUDA_KERNEL_NODE_PARAMS *p)
+{
+	return LOCKED(set_kernel_node(node, p));
+}
+
+EXPORT CUresult cuGraphExecKernelNodeSetParams_v2(CUgraphExec e, CUgraphNode node,
+						  const CUDA_KERNEL_NODE_PARAMS *p)
+{
+	if (!e)
+		return CUDA_ERROR_INVALID_VALUE;
+	return LOCKED(set_kernel_node(node, p));
+}
+
+EXPORT CUresult cuGraphAddNode_v2(CUgraphNode *out, CUgraph g, const CUgraphNode *deps,
+				  const void *edges, size_t nd, CUgraphNodeParams *p)
+{
+	(void)deps, (void)edges, (void)nd;
+	if (!p || p->type != 0) /* (kernel nodes only, here) */
+		return CUDA_ERROR_NOT_SUPPORTED;
+	return LOCKED(add_kernel_node(out, g, &p->kernel, true));
+}
+
+EXPORT CUresult cuGraphNodeSetParams(CUgraphNode node, CUgraphNodeParams *p)
+{
+	if (!p || p->type != 0)
+		return CUDA_ERROR_NOT_SUPPORTED;
+	return LOCKED(set_kernel_node(node, &p->kernel));
+}
+
+EXPORT CUresult cuGraphExecNodeSetParams(CUgraphExec e, CUgraphNode node, CUgraphNodeParams *p)
+{
+	if (!e || !p || p->type != 0)
+		return CUDA_ERROR_INVALID_VALUE;
+	return LOCKED(set_kernel_node(node, &p->kernel));
 }
 
 /* ---- memory --------------------------------------------------------------------------- */

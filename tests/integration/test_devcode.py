@@ -115,6 +115,19 @@ def test_every_way_of_loading(gs, tmp_path, code):
         line[0].rstrip().endswith("SASS only (sm_90)")
 
 
+def test_modules_loaded_from_files(gsr, tmp_path, code):
+    p, r, truth = run(gsr, tmp_path, ["file:%s:%s" % (code["both"], ADD),
+                                      "libfile:%s:%s" % (code["ptx"], MUL)])
+    assert p.returncode == 0, p.stderr
+    got = [(m["kind"], m["loaded_by"], m["ptx_arch"], m["sass_arch"], m["kernels"],
+            m["kernels_with_ptx"], m["bytes"]) for m in r["device_code"]["modules"]]
+    assert got == [
+        ("fatbin", "cuModuleLoad", 75, 90, 2, 2, os.path.getsize(code["both"])),
+        ("PTX", "cuLibraryLoadFromFile", 75, None, 2, 2, os.path.getsize(code["ptx"])),
+    ], got
+    assert sum(k["launches"] for k in r["device_code"]["launched"]) == truth["launches"] == 6
+
+
 def test_ptx_only_program(gs, tmp_path, code):
     p, r, _ = run(gs, tmp_path, ["library:%s:%s,%s" % (code["both"], ADD, MUL)])
     assert p.returncode == 0, p.stderr

@@ -9,6 +9,8 @@
  *   library  cuLibraryLoadData(FILE's bytes)        then cuLibraryGetKernel
  *   wrapper  cuLibraryLoadData({magic, 1, bytes, NULL}), what cudart passes for a fatbin
  *            it registered
+ *   file     cuModuleLoad(FILE)                     then cuModuleGetFunction
+ *   libfile  cuLibraryLoadFromFile(FILE)            then cuLibraryGetKernel
  *   bad      cuModuleLoadData(FILE's bytes), expected to fail
  *
  * Each KERNEL is looked up and launched 3 times.
@@ -67,6 +69,10 @@ int main(int argc, char **argv)
 
 			w[i % 16] = (typeof(w[0])){ 0x466243b1u, 1, img, NULL };
 			CHECK(cuLibraryLoadData(&lib, &w[i % 16], NULL, NULL, 0, NULL, NULL, 0), 0);
+		} else if (!strcmp(how, "file")) {
+			CHECK(cuModuleLoad(&mod, file), 0);
+		} else if (!strcmp(how, "libfile")) {
+			CHECK(cuLibraryLoadFromFile(&lib, file, NULL, NULL, 0, NULL, NULL, 0), 0);
 		} else if (!strcmp(how, "bad")) {
 			CHECK(cuModuleLoadData(&mod, img) != 0, 1);
 			continue;

@@ -9,6 +9,15 @@
  *         function (cuKernelGetFunction) x2; after cuModuleUnload and a new load x1
  *   noargs: cuLaunchKernel without parameters x2
  *
+ * argv[3] "graphs" adds, before the synchronisation, kernel nodes and modules from files:
+ *   vadd: captured from a stream x1; cuGraphAddKernelNode_v2 with its function x1, with
+ *         the CUkernel x1, and (CUDA 11's) cuGraphAddKernelNode x1; set again with
+ *         cuGraphKernelNodeSetParams_v2 x1 and, instantiated, cuGraphExecKernelNodeSetParams_v2
+ *         x1; the graph launched twice; from cuModuleLoad(FILE) x1 and
+ *         cuLibraryLoadFromFile(FILE) x1
+ *   noargs: cuGraphAddNode_v2 x1, cuGraphNodeSetParams x1, cuGraphExecNodeSetParams x1
+ *         (the node calls count as launches: 14 + 11)
+ *
  * Every call must succeed, probes or not: the program exits 0 only then.
  */
 #include <stdio.h>
@@ -20,6 +29,66 @@
 #include "wl_file.h"
 
 CUresult cuModuleUnload(CUmodule mod);
+CUresult cuStreamCreate(CUstream *out, unsigned int flags);
+CUresult cuKernelGetFunction(CUfunction *out, CUkernel k);
+
+/* Kernel nodes and modules from files: 11 more launches (see above). */
+static void graphs(const char *path, CUfunction vadd, CUkernel kk, CUfunction noargs, void **params,
+		   unsigned int block)
+{
+	CUDA_KERNEL_NODE_PARAMS kp = { .func = vadd,
+				       .gridDimX = 2,
+				       .gridDimY = 1,
+				       .gridDimZ = 1,
+				       .blockDimX = block,
+				       .blockDimY = 1,
+				       .blockDimZ = 1,
+				       .kernelParams = params };
+	CUgraphNodeParams np = { .type = 0 };
+	CUgraph g, cap;
+	CUgraphExec e;
+	CUgraphNode n1, n2, n3, n4;
+	CUstream s;
+	CUmodule m;
+	CUlibrary lib;
+	CUfunction f;
+	CUkernel k;
+
+	CHECK(cuStreamCreate(&s, 0), 0);
+	CHECK(cuStreamBeginCapture_v2(s, 0), 0);
+	CHECK(cuLaunchKernel(vadd, 2, 1, 1, block, 1, 1, 0, s, params, NULL), 0);
+	CHECK(cuStreamEndCapture(s, &cap), 0);
+	CHECK(cuGraphCreate(&g, 0), 0);
+	CHECK(cuGraphAddKernelNode_v2(&n1, g, NULL, 0, &kp), 0);
+	kp.func = NULL;
+	kp.kern = kk;
+	CHECK(cuGraphAddKernelNode_v2(&n2, g, NULL, 0, &kp), 0);
+	kp.func = vadd;
+	kp.kern = NULL;
+	CHECK(cuGraphAddKernelNode(&n3, g, NULL, 0, &kp), 0);
+	CHECK(cuGraphKernelNodeSetParams_v2(n1, &kp), 0);
+	np.kernel = (CUDA_KERNEL_NODE_PARAMS){ .func = noargs,
+					       .gridDimX = 1,
+					       .gridDimY = 1,
+					       .gridDimZ = 1,
+					       .blockDimX = 32,
+					       .blockDimY = 1,
+					       .blockDimZ = 1 };
+	CHECK(cuGraphAddNode_v2(&n4, g, NULL, NULL, 0, &np), 0);
+	CHECK(cuGraphNodeSetParams(n4, &np), 0);
+	CHECK(cuGraphInstantiateWithFlags(&e, g, 0), 0);
+	CHECK(cuGraphExecKernelNodeSetParams_v2(e, n1, &kp), 0);
+	CHECK(cuGraphExecNodeSetParams(e, n4, &np), 0);
+	for (int i = 0; i < 2; i++)
+		CHECK(cuGraphLaunch(e, s), 0);
+	CHECK(cuModuleLoad(&m, path), 0);
+	CHECK(cuModuleGetFunction(&f, m, "vadd"), 0);
+	CHECK(cuLaunchKernel(f, 2, 1, 1, block, 1, 1, 0, NULL, params, NULL), 0);
+	CHECK(cuLibraryLoadFromFile(&lib, path, NULL, NULL, 0, NULL, NULL, 0), 0);
+	CHECK(cuLibraryGetKernel(&k, lib, "vadd"), 0);
+	CHECK(cuLaunchKernel((CUfunction)k, 2, 1, 1, block, 1, 1, 0, NULL, params, NULL), 0);
+	CHECK(cuStreamSynchronize(s), 0);
+}
 
 int main(int argc, char **argv)
 {
@@ -44,7 +113,7 @@ int main(int argc, char **argv)
 	void *img;
 
 	if (argc < 2) {
-		fprintf(stderr, "usage: wl_probe FILE.ptx [BLOCK]\n");
+		fprintf(stderr, "usage: wl_probe FILE.ptx [BLOCK [graphs]]\n");
 		return 2;
 	}
 	img = slurp(argv[1]);
@@ -84,8 +153,12 @@ int main(int argc, char **argv)
 	CHECK(cuModuleLoadData(&mod, img), 0);
 	CHECK(cuModuleGetFunction(&vadd, mod, "vadd"), 0);
 	CHECK(cuLaunchKernel(vadd, 2, 1, 1, block, 1, 1, 0, NULL, params, NULL), 0);
+	if (argc > 3 && !strcmp(argv[3], "graphs")) {
+		CHECK(cuModuleGetFunction(&noargs, mod, "noargs"), 0); /* (the module's again) */
+		graphs(argv[1], vadd, kk, noargs, params, block);
+	}
 	CHECK(cuCtxSynchronize(), 0);
-	truth_add(14, "launches");
+	truth_add(argc > 3 && !strcmp(argv[3], "graphs") ? 25 : 14, "launches");
 	truth_write();
 	return 0;
 }
