@@ -8,7 +8,9 @@
 #                                     .output/gpu-probe; results under $OUT (or /tmp/probe-out)
 # PHASE: tools (each tool and the user's probe on `kernels check`), overhead (ratios against
 # uninstrumented runs, interleaved), large (a module of 512 kernels), torch, ring (ring
-# buffers: a record per block and per warp, checked by bench/probe/ring_check.py).
+# buffers: a record per block and per warp, checked by bench/probe/ring_check.py), routing
+# (bench/probe/routing.cu: graph kernel nodes, module variables, modules from files, PTX
+# for several architectures; each checked by its result).
 set -eu
 here=$(cd "$(dirname "$0")/.." && pwd)
 cd "$here"
@@ -88,6 +90,16 @@ ring)
 		$GS report $W/ring$i/events.gsrec > "$OUT/ring$i-report.txt" 2>&1 || true
 	done
 	rounds ring-overhead.txt $OBJ/ringbuf.bpf.o
+	;;
+routing)
+	nvcc -O2 -arch=sm_90 -o $W/routing bench/probe/routing.cu -lcuda
+	nvcc -ptx -arch=sm_90 -o $W/fill.ptx bench/probe/fill.cu
+	nvcc -fatbin -gencode arch=compute_80,code=compute_80 \
+		-gencode arch=compute_100,code=compute_100 -o $W/fill.fatbin bench/probe/fill.cu
+	$W/routing $W/fill.ptx $W/fill.fatbin > "$OUT/routing-untraced.txt" 2>&1 || echo "exit $?" >> "$OUT/routing-untraced.txt"
+	for t in kernelretsnoop $OBJ/count.bpf.o; do
+		$GS probe -v $t -- $W/routing $W/fill.ptx $W/fill.fatbin > "$OUT/routing-$(basename $t .bpf.o).txt" 2>&1 || echo "exit $?" >> "$OUT/routing-$(basename $t .bpf.o).txt"
+	done
 	;;
 torch)
 	PY=/opt/torch/.venv/bin/python3

@@ -36,6 +36,8 @@ static const char usage[] =
 	"                      all) is called there; the module is written to stdout\n"
 	"      --launch-param  with --into: append the __gs_launch parameter to instrumented\n"
 	"                      kernels, as `gpuscope probe` does (then launches must pass it)\n"
+	"      --kernel NAME   with --into: only this kernel; the module's others are left out,\n"
+	"                      as `gpuscope probe` compiles each kernel it launches\n"
 	"      --run HEX       run the program on the reference interpreter instead, with its\n"
 	"                      context the bytes HEX, and print r0 and the context after (the\n"
 	"                      GPU helpers answer as thread (5,1,0) of block (2,0,0), grid\n"
@@ -116,6 +118,14 @@ static int parse_hex(const char *s, unsigned char **out, size_t *n)
 	return 0;
 }
 
+static bool has_kernel(const struct ptx_rewrite_stats *st, const char *name)
+{
+	for (unsigned int k = 0; k < st->kernels; k++)
+		if (!strcmp(st->k[k].name, name))
+			return true;
+	return false;
+}
+
 int cmd_bpf2ptx(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -124,10 +134,11 @@ int cmd_bpf2ptx(int argc, char **argv)
 		{ "run", required_argument, NULL, 'r' },
 		{ "into", required_argument, NULL, 'i' },
 		{ "launch-param", no_argument, NULL, 'L' },
+		{ "kernel", required_argument, NULL, 'k' },
 		{ "help", no_argument, NULL, 'h' },
 		{},
 	};
-	const char *only = NULL, *run_hex = NULL, *into = NULL;
+	const char *only = NULL, *run_hex = NULL, *into = NULL, *kernel = NULL;
 	bool launch_param = false;
 	struct bpf_map_mem mem[BPFOBJ_MAX_MAPS] = { { 0 } };
 	struct bpfobj obj;
@@ -179,6 +190,9 @@ int cmd_bpf2ptx(int argc, char **argv)
 		case 'L':
 			launch_param = true;
 			break;
+		case 'k':
+			kernel = optarg;
+			break;
 		case 'h':
 			fputs(usage, stdout);
 			return GS_EXIT_OK;
@@ -193,6 +207,10 @@ int cmd_bpf2ptx(int argc, char **argv)
 	}
 	if (run_hex && into) {
 		gs_err("bpf2ptx: --run or --into, not both");
+		return GS_EXIT_USAGE;
+	}
+	if (kernel && !into) {
+		gs_err("bpf2ptx: --kernel goes with --into");
 		return GS_EXIT_USAGE;
 	}
 	if (run_hex && parse_hex(run_hex, &ctx, &ctx_n)) {
@@ -318,7 +336,8 @@ int cmd_bpf2ptx(int argc, char **argv)
 		struct strbuf mod = { 0 };
 		struct ptx_rewrite_stats st;
 		const struct ptx_rewrite_opts ropts = { .kernel_base = 0,
-							.launch_param = launch_param };
+							.launch_param = launch_param,
+							.only = kernel };
 		char *text = NULL;
 		size_t len = 0;
 		FILE *f = fopen(into, "re");
@@ -334,6 +353,11 @@ int cmd_bpf2ptx(int argc, char **argv)
 		} else if (ptx_rewrite(text, len, out.buf, probes, nprobes, &ropts, &mod, &st, err,
 				       sizeof(err))) {
 			gs_err("bpf2ptx: %s: %s", into, err);
+			code = GS_EXIT_RUNTIME;
+		} else if (kernel && !has_kernel(&st, kernel)) {
+			gs_err("bpf2ptx: %s has no kernel named %s", into, kernel);
+			ptx_rewrite_stats_free(&st);
+			sb_free(&mod);
 			code = GS_EXIT_RUNTIME;
 		} else {
 			gs_info("bpf2ptx: %u of %u kernels instrumented: %u entry, %u exit, %u "

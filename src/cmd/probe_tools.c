@@ -182,21 +182,18 @@ void render_summary(const struct probe_results *r, FILE *out)
 			continue;
 		for (size_t j = 0; j < s->nstats; j++) {
 			unsigned int a, b2, c2;
-			unsigned long long t, bytes;
+			unsigned long long t, t2, bytes;
 			char name[1024], buf[128];
 			int regs, local, maxt, dev;
 
-			if (sscanf(s->stats[j], "rewrite %u %u %llu %llu", &a, &b2, &bytes, &t) ==
-			    4)
+			if (sscanf(s->stats[j], "instrumented %u %u %llu %llu %d %llu %1023s", &a,
+				   &b2, &bytes, &t, &dev, &t2, name) == 7)
 				fprintf(out,
-					"  module %u: %u kernels, %llu bytes of PTX, rewritten in "
-					"%.1f ms\n",
-					a, b2, bytes, t / 1e6);
-			else if (sscanf(s->stats[j], "jit %u %d %llu", &a, &dev, &t) == 3)
-				fprintf(out,
-					"  module %u: compiled by the driver in %.1f ms (device "
-					"%d)\n",
-					a, t / 1e6, dev);
+					"  kernel %s (module %u: %u kernels, %llu bytes of PTX): "
+					"rewritten in %.1f ms, compiled by the driver in %.1f ms "
+					"(device %d)\n",
+					shown(name, buf, sizeof(buf)), a, b2, bytes, t / 1e6,
+					t2 / 1e6, dev);
 			else if (sscanf(s->stats[j], "kernel %u %d %d %d %1023s", &c2, &regs,
 					&local, &maxt, name) == 5)
 				fprintf(out,

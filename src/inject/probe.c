@@ -97,26 +97,20 @@ struct pctx {
 	bool clock_ok, dead, failed;
 };
 
-struct pinst { /* a module instrumented in a context */
-	__u64 ctx;
-	__u64 module; /* the JIT's, 0 if it failed */
-	struct pinst *next;
-};
-
 struct pmod {
 	__u64 handle; /* CUmodule or CUlibrary */
 	char *ptx;
 	unsigned int ptx_arch;
-	char *patched; /* rewritten, once */
-	struct ptx_rewrite_stats st;
+	struct ptx_rewrite_stats st; /* laid out at the first rewrite (st.k set) */
+	unsigned int kernel_base;    /* its kernels' ids from there */
 	bool rewrite_failed;
-	struct pinst *inst;
 	unsigned int index; /* in load order */
 	struct pmod *next;
 };
 
 struct pfn { /* a kernel instrumented in a context */
 	__u64 ctx, fn;
+	__u64 module; /* its own, compiled by the JIT */
 	int max_threads, smem_set;
 	bool failed;
 };
@@ -711,66 +705,65 @@ static struct pctx *ctx_get(__u64 ctx)
 
 /* ---- instrumenting a module in a context ------------------------------------------------- */
 
-static int rewrite(struct pmod *m)
+/*
+ * The module's PTX rewritten for kernel k alone (the lock held): malloc'ed, or NULL with a
+ * note. The first rewrite of a module lays out all of its kernels (m->st) and takes their
+ * ids; each kernel is compiled on its own, at its first launch in a context, so that a
+ * module of hundreds of kernels costs the JIT only those that run.
+ */
+static char *rewrite(struct pmod *m, struct pkern *k, __u64 *ns)
 {
-	struct ptx_rewrite_opts o = { .kernel_base = P.next_kernel_id, .launch_param = true };
+	struct ptx_rewrite_opts o = { .kernel_base = m->st.k ? m->kernel_base : P.next_kernel_id,
+				      .launch_param = true,
+				      .only = k->name };
+	struct ptx_rewrite_stats st;
 	struct strbuf out = { 0 };
 	char err[256];
 	__u64 t0 = gs_clock();
 
-	if (m->patched)
-		return 0;
 	if (m->rewrite_failed)
-		return -1;
-	if (ptx_rewrite(m->ptx, strlen(m->ptx), P.b.funcs, P.b.probes, P.b.nprobes, &o, &out,
-			&m->st, err, sizeof(err))) {
+		return NULL;
+	if (ptx_rewrite(m->ptx, strlen(m->ptx), P.b.funcs, P.b.probes, P.b.nprobes, &o, &out, &st,
+			err, sizeof(err))) {
 		note("module %u: its PTX was not understood (%s): its kernels run the original "
 		     "code",
 		     m->index, err);
 		m->rewrite_failed = true;
-		return -1;
+		return NULL;
 	}
-	P.next_kernel_id += m->st.kernels;
+	if (!m->st.k) {
+		m->st = st;
+		m->kernel_base = P.next_kernel_id;
+		P.next_kernel_id += st.kernels;
+	} else {
+		for (unsigned int i = 0; i < st.kernels && i < m->st.kernels; i++)
+			m->st.k[i].instrumented |= st.k[i].instrumented;
+		ptx_rewrite_stats_free(&st);
+	}
 	sb_putc(&out, 0);
-	m->patched = out.buf;
-	sb_printf(&P.stats, "stat rewrite %u %u %zu %llu\n", m->index, m->st.kernels,
-		  strlen(m->ptx), (unsigned long long)(gs_clock() - t0));
-	return 0;
+	*ns = gs_clock() - t0;
+	return out.buf;
 }
 
-static struct pinst *instrument(struct pmod *m, struct pctx *c)
+/* Compile a rewritten module in context c and fill its map table: the module, or 0 with a
+ * note. */
+static __u64 jit(struct pmod *m, struct pctx *c, const char *text)
 {
 	fn5 loadex = (fn5)real("cuModuleLoadDataEx");
 	fn4 global = (fn4)real("cuModuleGetGlobal_v2");
 	fn4 htod = (fn4)real("cuMemcpyHtoDAsync_v2");
 	fn1 ssync = (fn1)real("cuStreamSynchronize");
-	struct pinst *in;
+	fn1 unload = (fn1)real("cuModuleUnload");
 	char log[JIT_LOG_BYTES] = "";
 	int opts[2] = { CU_JIT_ERROR_LOG_BUFFER,
 			CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES }; /* CUjit_option */
 	void *vals[2] = { log, (void *)(unsigned long)sizeof(log) };
-	__u64 gptr = 0, gbytes = 0, t0;
+	__u64 gptr = 0, gbytes = 0, module = 0;
 	int r;
 
-	for (in = m->inst; in; in = in->next)
-		if (in->ctx == c->ctx)
-			return in;
-	in = xcalloc(1, sizeof(*in));
-	in->ctx = c->ctx;
-	in->next = m->inst;
-	m->inst = in;
-	if (rewrite(m))
-		return in;
-	if (m->ptx_arch > c->sm) {
-		note("module %u: its PTX is for sm_%u, newer than device %d (sm_%u): the original "
-		     "code runs",
-		     m->index, m->ptx_arch, c->device, c->sm);
-		return in;
-	}
 	if (!loadex || !global || !htod || !ssync)
-		return in;
-	t0 = gs_clock();
-	r = loadex((__u64)(unsigned long)&in->module, (__u64)(unsigned long)m->patched, 2,
+		return 0;
+	r = loadex((__u64)(unsigned long)&module, (__u64)(unsigned long)text, 2,
 		   (__u64)(unsigned long)opts, (__u64)(unsigned long)vals);
 	if (r) {
 		char *nl;
@@ -781,22 +774,21 @@ static struct pinst *instrument(struct pmod *m, struct pctx *c)
 		note("module %u: the driver's JIT refused the instrumented PTX (error %d%s%s): "
 		     "the original code runs",
 		     m->index, r, log[0] ? ": " : "", log);
-		in->module = 0;
-		return in;
+		return 0;
 	}
-	sb_printf(&P.stats, "stat jit %u %d %llu\n", m->index, c->device,
-		  (unsigned long long)(gs_clock() - t0));
 	if (P.b.nmaps &&
-	    (global((__u64)(unsigned long)&gptr, (__u64)(unsigned long)&gbytes, in->module,
+	    (global((__u64)(unsigned long)&gptr, (__u64)(unsigned long)&gbytes, module,
 		    (__u64)(unsigned long)"gs_maps") ||
 	     gbytes < P.b.nmaps * GS_MAP_DESC ||
 	     htod(gptr, (__u64)(unsigned long)c->desc, P.b.nmaps * GS_MAP_DESC, c->stream) ||
 	     ssync(c->stream))) {
 		note("module %u: its map table could not be filled: the original code runs",
 		     m->index);
-		in->module = 0;
+		if (unload)
+			unload(module);
+		return 0;
 	}
-	return in;
+	return module;
 }
 
 /* The instrumented function of kernel k in the current context, or NULL (the lock held). */
@@ -804,10 +796,12 @@ static struct pfn *function_of(struct pkern *k, __u64 ctx)
 {
 	fn3 getfn = (fn3)real("cuModuleGetFunction");
 	fn3 fattr = (fn3)real("cuFuncGetAttribute");
+	struct pmod *m = k->mod;
 	struct pfn *f;
 	struct pctx *c;
-	struct pinst *in;
 	int regs = 0, local = 0;
+	__u64 rewrite_ns, t0;
+	char *text;
 
 	for (int i = 0; i < k->ninst; i++)
 		if (k->inst[i].ctx == ctx)
@@ -818,39 +812,50 @@ static struct pfn *function_of(struct pkern *k, __u64 ctx)
 	memset(f, 0, sizeof(*f));
 	f->ctx = ctx;
 	f->failed = true;
-	if (!(c = ctx_get(ctx)))
+	if (!(c = ctx_get(ctx)) || !getfn || !fattr)
 		return NULL;
-	in = instrument(k->mod, c);
-	if (!in->module || !getfn || !fattr)
+	if (m->ptx_arch > c->sm) {
+		note("module %u: its PTX is for sm_%u, newer than device %d (sm_%u): the original "
+		     "code runs",
+		     m->index, m->ptx_arch, c->device, c->sm);
 		return NULL;
-	for (unsigned int i = 0; k->kidx < 0 && i < k->mod->st.kernels; i++)
-		if (!strcmp(k->mod->st.k[i].name, k->name))
+	}
+	if (!(text = rewrite(m, k, &rewrite_ns)))
+		return NULL;
+	for (unsigned int i = 0; k->kidx < 0 && i < m->st.kernels; i++)
+		if (!strcmp(m->st.k[i].name, k->name))
 			k->kidx = (int)i;
 	if (k->kidx < 0) {
 		note("kernel %s: not found in its module's PTX: the original code runs", k->name);
-		return NULL;
-	}
-	if (k->mod->st.k[k->kidx].variable) {
+	} else if (m->st.k[k->kidx].variable) {
 		note("kernel %s: it uses the module's variable %s (__device__, __constant__ or "
 		     "__managed__), which an instrumented copy of the module would hold apart from "
 		     "the program's: the original code runs",
-		     k->name, k->mod->st.k[k->kidx].variable);
-		return NULL;
-	}
-	if (!k->mod->st.k[k->kidx].instrumented) {
+		     k->name, m->st.k[k->kidx].variable);
+	} else if (!m->st.k[k->kidx].instrumented) {
 		note("kernel %s: none of the probes' points is in it (a memory probe, and no "
 		     "global memory access): the original code runs",
 		     k->name);
-		return NULL;
+	} else {
+		t0 = gs_clock();
+		f->module = jit(m, c, text);
+		if (f->module)
+			sb_printf(&P.stats, "stat instrumented %u %u %zu %llu %d %llu %s\n",
+				  m->index, m->st.kernels, strlen(m->ptx),
+				  (unsigned long long)rewrite_ns, c->device,
+				  (unsigned long long)(gs_clock() - t0), k->name);
 	}
-	if (getfn((__u64)(unsigned long)&f->fn, in->module, (__u64)(unsigned long)k->name) ||
+	free(text);
+	if (!f->module)
+		return NULL;
+	if (getfn((__u64)(unsigned long)&f->fn, f->module, (__u64)(unsigned long)k->name) ||
 	    fattr((__u64)(unsigned long)&f->max_threads, ATTR_MAX_THREADS, f->fn)) {
 		note("kernel %s: not in the instrumented module: the original code runs", k->name);
 		return NULL;
 	}
 	fattr((__u64)(unsigned long)&regs, ATTR_NUM_REGS, f->fn);
 	fattr((__u64)(unsigned long)&local, ATTR_LOCAL_BYTES, f->fn);
-	sb_printf(&P.stats, "stat kernel %u %d %d %d %s\n", k->mod->st.k[k->kidx].id, regs, local,
+	sb_printf(&P.stats, "stat kernel %u %d %d %d %s\n", m->st.k[k->kidx].id, regs, local,
 		  f->max_threads, k->name);
 	f->failed = false;
 	return f;

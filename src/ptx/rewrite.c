@@ -594,6 +594,7 @@ int ptx_rewrite(const char *ptx, size_t len, const char *funcs, const struct ptx
 	char *code = xmalloc(len + 1), name[MAX_NAME] = "";
 	bool in_comment = false, have_version = false, have_target = false, funcs_out = false;
 	bool in_kernel = false, want[5] = { false }, any = false, instrumented = false;
+	bool left_out = false, drop;
 	int depth = 0, pstate = 0; /* parameters: 0 before '(', 1 inside, 2 done */
 	unsigned int kidx = 0, kid = 0;
 	size_t off = 0, lineno = 0, kcap = 0;
@@ -650,11 +651,18 @@ int ptx_rewrite(const char *ptx, size_t len, const char *funcs, const struct ptx
 					any = false;
 					memset(want, 0, sizeof(want));
 				}
+				/* Another kernel than the one asked for: left out, its id kept. */
+				left_out = opts->only && strcmp(name, opts->only);
+				if (left_out) {
+					any = false;
+					memset(want, 0, sizeof(want));
+				}
 				instrumented = false;
 				pstate = 0;
 				sb_reset(&params);
 			}
 		}
+		drop = in_kernel && left_out;
 		/* The parameter list: laid out, and __gs_launch appended. */
 		if (in_kernel && pstate < 2 && depth == 0) {
 			size_t i = 0, from = 0;
@@ -778,6 +786,8 @@ int ptx_rewrite(const char *ptx, size_t len, const char *funcs, const struct ptx
 				}
 			}
 		}
+		if (drop)
+			continue;
 		sb_putn(&o, line, n);
 		sb_puts(&o, "\n");
 	}

@@ -53,6 +53,8 @@ struct ptx_probe {
 struct ptx_rewrite_opts {
 	unsigned int kernel_base; /* kernel ids: kernel_base + the kernel's index in the module */
 	bool launch_param;	  /* append __gs_launch to instrumented kernels */
+	const char *only;	  /* if set: only this kernel; the others are left out of the
+				   * output (ids and ptx_kernel_info kept) */
 };
 
 /* A kernel of the module, as the rewriter left it. */

@@ -255,6 +255,17 @@ def test_probes_injected_into_nvcc_kernels(gs, probes, tmp_path):
     assert scale.count("call (gs_r), gs_probe_scale_exit") == 1
     assert "gs_probe_on_entry" not in scale
     assemble(out, tmp_path)
+    # One kernel alone, as gpuscope probe compiles them: the other is left out, the ids kept.
+    src = tmp_path / "in.ptx"
+    p = gs.run(["bpf2ptx", str(probes), "--into", str(src), "--kernel", "_Z5scalePfif"])
+    assert p.returncode == 0, p.stderr
+    assert ".entry _Z6vecAdd" not in p.stdout and ".entry _Z5scalePfif" in p.stdout
+    assert "kernel 1 _Z5scalePfif: 3 parameters" in p.stderr
+    assemble(p.stdout, tmp_path)
+    p = gs.run(["bpf2ptx", str(probes), "--into", str(src), "--kernel", "nosuch"])
+    assert p.returncode == 2 and "has no kernel named nosuch" in p.stderr and not p.stdout
+    p = gs.run(["bpf2ptx", str(probes), "--kernel", "nosuch"])
+    assert p.returncode == 1 and "--kernel goes with --into" in p.stderr
 
 
 @pytest.mark.skipif(not os.path.exists(PTXAS), reason="ptxas is not installed")
