@@ -30,6 +30,7 @@ enum {
 	U_OS = 8,
 	U_BLOCK = 9,
 	U_GPU_COUNTER = 10,
+	U_PROBE_RING = 11,
 };
 
 #define IO_LANES     32
@@ -544,6 +545,42 @@ static void gpu(struct timeline *tl, const struct model *m, const struct gs_ev_g
 			       start, end, g->bytes);
 }
 
+/* A record a device-side probe wrote into a GPU ring buffer: an instant at the GPU's time
+ * (on our clock), on its ring's track under the device. */
+static void probe_out(struct timeline *tl, const struct gs_ev_probe_out *r)
+{
+	static const char *const words[] = { "u64[0]", "u64[1]", "u64[2]", "u64[3]" };
+	struct tl_event e = { .name = "probe record", .cat = "gpu_probe" };
+	size_t n = GS_MIN((size_t)r->len, sizeof(r->data)), shown = GS_MIN(n, (size_t)64);
+	char name[64], hex[2 * 64 + 4];
+	__u64 gpu = gpu_track(tl, r->device), w;
+
+	e.track = UUID(U_PROBE_RING, r->h.pid, r->map) ^ ((__u64)(__u32)r->device << 48);
+	if (!declared(tl, e.track)) {
+		snprintf(name, sizeof(name), "probe ring %u (pid %u)", r->map, r->h.pid);
+		tl->ops->track(tl->w, &(struct tl_track){ .uuid = e.track,
+							  .parent = gpu,
+							  .kind = TL_GPU_STREAM,
+							  .pid = r->h.pid,
+							  .device = r->device,
+							  .name = name });
+	}
+	e.ts = r->h.ts;
+	arg_u64(&e, "bytes", r->len);
+	for (size_t i = 0; i < 4 && 8 * (i + 1) <= n; i++) {
+		memcpy(&w, r->data + 8 * i, sizeof(w));
+		arg_hex(&e, words[i], w);
+	}
+	for (size_t i = 0; i < shown; i++)
+		snprintf(hex + 2 * i, 3, "%02x", r->data[i]);
+	hex[2 * shown] = 0;
+	if (shown < n)
+		strcat(hex, "...");
+	arg_str(&e, "data", hex);
+	arg_u64(&e, "GPU timer ns", r->gpu_ns);
+	tl->ops->instant(tl->w, &e);
+}
+
 static void proc(struct timeline *tl, const struct model *m, const struct gs_ev_proc *p)
 {
 	struct tl_event e = { .cat = "process" };
@@ -925,6 +962,9 @@ void timeline__add(struct timeline *tl, const struct model *m, const struct gs_h
 		break;
 	case GS_EV_NVML:
 		nvml_sample(tl, (const void *)ev);
+		break;
+	case GS_EV_PROBE_OUT:
+		probe_out(tl, (const void *)ev);
 		break;
 	default:
 		break;

@@ -18,6 +18,8 @@
  *   GPU d
  *     stream S (pid P)         kernels and copies with their GPU times, a flow from each
  *                              launch call to its kernel
+ *     probe ring R (pid P)     records device-side probes wrote into a GPU ring buffer, as
+ *                              instants at the GPU's time
  *
  * Times are CLOCK_MONOTONIC nanoseconds, as in the event stream.
  */

@@ -5,6 +5,7 @@ the double's clock kernel answered), the maps allocated and their table filled, 
 failure falling back to the original code with the program untouched. The tools' views are
 checked on snapshots made here (the double runs no PTX; bench/probe_gpu.sh is the GPU's
 part), and bad input gets one clear line."""
+import json
 import os
 import re
 import shutil
@@ -532,6 +533,26 @@ def test_ring_buffer_records_reach_the_event_stream(gs, ptx, tmp_path):
     assert r.returncode == 0, r.stderr
     assert "Device-side probes wrote 70 records (1120 bytes) into GPU ring buffers" in \
         r.stdout + r.stderr
+    # In a trace: an instant per record, at its time, on its ring's track under the GPU.
+    ch, pf = tmp_path / "trace.json", tmp_path / "trace.pftrace"
+    r = gs.run(["report", str(keep / "events.gsrec"), "--chrome", str(ch), "--perfetto",
+                str(pf)])
+    assert r.returncode == 0, r.stderr
+    assert b"probe ring 0 (pid " in pf.read_bytes() and b"probe record" in pf.read_bytes()
+    trace = json.loads(ch.read_text())["traceEvents"]
+    ring = [e for e in trace if e.get("ph") == "M" and e["name"] == "thread_name" and
+            e["args"]["name"].startswith("probe ring 0 (pid ")]
+    assert len(ring) == 1 and ring[0]["pid"] == 0  # GPU 0
+    got = [e for e in trace if e.get("name") == "probe record"]
+    assert len(got) == 70
+    assert all(e["pid"] == 0 and e["tid"] == ring[0]["tid"] and e["cat"] == "gpu_probe" and
+               e["args"]["bytes"] == 16 for e in got)
+    assert sorted((int(e["args"]["u64[0]"], 16), int(e["args"]["u64[1]"], 16))
+                  for e in got) == sorted(recs)
+    # The bytes as written (little-endian words).
+    assert all(e["args"]["data"] == struct.pack("<QQ", int(e["args"]["u64[0]"], 16),
+                                                int(e["args"]["u64[1]"], 16)).hex()
+               for e in got)
     # --replay shows the same.
     r = gs.run(["probe", str(obj), "--replay", str(keep), "--records", "3"])
     assert r.returncode == 0, r.stderr
