@@ -294,16 +294,18 @@ static void hook_exit(void)
 	}
 }
 
-/* The compute capability of the current context's device (major * 10 + minor), 0 if none. */
-static unsigned int current_sm(void)
+/* The compute capability of the current context's device (major * 10 + minor) and the
+ * device (*dev), or 0 if the driver does not say. */
+static unsigned int current_sm(int *dev)
 {
 	fn1 getdev = (fn1)real("cuCtxGetDevice");
 	fn3 attr = (fn3)real("cuDeviceGetAttribute");
-	int dev = 0, major = 0, minor = 0;
+	int major = 0, minor = 0;
 
-	if (!getdev || !attr || getdev((__u64)(unsigned long)&dev) ||
-	    attr((__u64)(unsigned long)&major, DEV_CC_MAJOR, (__u64)dev) ||
-	    attr((__u64)(unsigned long)&minor, DEV_CC_MINOR, (__u64)dev))
+	*dev = 0;
+	if (!getdev || !attr || getdev((__u64)(unsigned long)dev) ||
+	    attr((__u64)(unsigned long)&major, DEV_CC_MAJOR, (__u64)*dev) ||
+	    attr((__u64)(unsigned long)&minor, DEV_CC_MINOR, (__u64)*dev))
 		return 0;
 	return (unsigned int)(major * 10 + minor);
 }
@@ -312,6 +314,7 @@ void gs_probe_loaded(unsigned int api, __u64 handle_ptr, __u64 image)
 {
 	char why[256];
 	unsigned int arch = 0;
+	int dev;
 	__u64 handle;
 	struct pmod *m;
 	char *ptx;
@@ -321,7 +324,7 @@ void gs_probe_loaded(unsigned int api, __u64 handle_ptr, __u64 image)
 	memcpy(&handle, (const void *)(unsigned long)handle_ptr, sizeof(handle));
 	/* (A library is no context's: the current one's device stands for the others; one it
 	 * does not suit runs the original code, see instrument().) */
-	ptx = gs_devcode_ptx(image, current_sm(), &arch, why, sizeof(why));
+	ptx = gs_devcode_ptx(image, current_sm(&dev), &arch, why, sizeof(why));
 	pthread_mutex_lock(&P.lock);
 	hook_exit();
 	if (!ptx) {
@@ -626,14 +629,14 @@ static void drain_rings(void)
 /* The context's state, made at its first instrumentation (the lock held). */
 static struct pctx *ctx_get(__u64 ctx)
 {
-	fn1 getdev = (fn1)real("cuCtxGetDevice");
 	fn3 attr = (fn3)real("cuDeviceGetAttribute");
 	fn2 mkstream = (fn2)real("cuStreamCreate");
 	fn2 alloc = (fn2)real("cuMemAlloc_v2");
 	fn4 memset8 = (fn4)real("cuMemsetD8Async");
 	fn1 ssync = (fn1)real("cuStreamSynchronize");
 	struct pctx *c;
-	int dev = 0, major = 0, minor = 0;
+	unsigned int sm;
+	int dev = 0;
 
 	for (int i = 0; i < P.nctx; i++)
 		if (P.ctx[i].ctx == ctx && !P.ctx[i].dead)
@@ -646,17 +649,14 @@ static struct pctx *ctx_get(__u64 ctx)
 	memset(c, 0, sizeof(*c));
 	c->ctx = ctx;
 	c->failed = true;
-	if (!getdev || !attr || !mkstream || !alloc || !memset8 || !ssync ||
-	    getdev((__u64)(unsigned long)&dev) ||
-	    attr((__u64)(unsigned long)&major, DEV_CC_MAJOR, (__u64)dev) ||
-	    attr((__u64)(unsigned long)&minor, DEV_CC_MINOR, (__u64)dev) ||
+	if (!attr || !mkstream || !alloc || !memset8 || !ssync || !(sm = current_sm(&dev)) ||
 	    mkstream((__u64)(unsigned long)&c->stream, 1 /* CU_STREAM_NON_BLOCKING */)) {
 		note("a context of device %d: the driver did not answer: probes not run there",
 		     dev);
 		return NULL;
 	}
 	c->device = dev;
-	c->sm = (unsigned int)(major * 10 + minor);
+	c->sm = sm;
 	{
 		int nsm = 0;
 
