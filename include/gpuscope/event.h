@@ -62,6 +62,20 @@ enum gs_source {
 	GS_SRC_GPUSCOPE = 5,   /* gpuscope itself */
 };
 
+/* A block request in the OS plane's map of those in flight (key: its struct request *):
+ * made by pid_tgid (0: an untraced task), issued to the device at ts (0: not yet). */
+struct gs_block_req {
+	__u64 ts, pid_tgid, sector;
+	__u32 bytes, dev, op;
+};
+
+/* gs_hdr.flags */
+enum gs_hdr_flag {
+	/* A block request whose completion the kernel ran no program for: its record was
+	 * written when its request's address was taken again, its dur_ns 0 (end unknown). */
+	GS_HDR_END_UNSEEN = 1,
+};
+
 /* The in-process plane names its own threads with this prefix (at most 15 bytes in all):
  * the OS plane leaves them out. */
 #define GS_THREAD_PREFIX "gpuscope-"

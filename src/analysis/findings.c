@@ -151,12 +151,16 @@ static void explain(const struct thread_os *t, __u64 from, __u64 to, struct find
 		f->longest_off_ns = longest;
 	}
 	n = GS_MIN(t->nio, THREAD_HIST);
-	for (unsigned int i = 0; i < n; i++)
-		if (overlap(t->io[i].start, t->io[i].end, from, to)) {
+	for (unsigned int i = 0; i < n; i++) {
+		__u64 o = overlap(t->io[i].start, t->io[i].end, from, to);
+
+		if (o) {
 			f->io_dev = t->io[i].dev;
 			f->io_count += t->io[i].count;
 			f->io_bytes += t->io[i].bytes;
+			f->io_ns = GS_MIN(f->io_ns + o, to - from);
 		}
+	}
 	n = GS_MIN(t->nfaults, THREAD_HIST);
 	for (unsigned int i = 0; i < n; i++)
 		if (t->faults[i].start < to && t->faults[i].end >= from) {
@@ -172,6 +176,12 @@ static void explain(const struct thread_os *t, __u64 from, __u64 to, struct find
 			f->cause = CAUSE_PREEMPTED;
 		else
 			f->cause = f->io_count ? CAUSE_DISK : CAUSE_BLOCKED;
+	} else if (f->io_count && 2 * f->io_ns >= to - from) {
+		/* On the CPU, with its own I/O in flight most of the time: submitting it. A
+		 * fast disk behind a hypervisor takes a read of a thousand small requests
+		 * about as fast as they are sent, each a costly exit (seen: 64 MiB in 64 KiB
+		 * requests, 50 ms, mostly on the CPU in pread64). */
+		f->cause = CAUSE_DISK;
 	} else {
 		/* A storm: a fault every 10 us or more often. */
 		f->cause = f->faults * 10000 >= to - from ? CAUSE_FAULTS : CAUSE_ON_CPU;
@@ -213,6 +223,7 @@ static void other_threads(const struct model *m, __u32 tid, __u64 from, __u64 to
 		f->other_off_ns = g.off_ns;
 		f->other_io_count = g.io_count;
 		f->other_io_bytes = g.io_bytes;
+		f->other_io_ns = g.io_ns;
 		f->other_io_dev = g.io_dev;
 	}
 }

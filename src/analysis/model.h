@@ -122,6 +122,7 @@ struct sys_stat {
 
 struct io_stat {
 	__u64 count, bytes, total_ns, max_ns, errors;
+	__u64 ends_unseen; /* of count, requests whose completion no program saw (no time) */
 };
 
 struct os_stat {
@@ -183,13 +184,14 @@ struct finding {
 	__u32 io_dev;  /* block I/O the thread issued meanwhile */
 	__u32 io_count;
 	__u64 io_bytes;
+	__u64 io_ns; /* of the wait, with that I/O in flight */
 	__u64 faults, major_faults;
 	/* Asleep (waiting on another thread, say): the same process's thread that was
 	 * blocked longest in the meantime, and in what. other_tid 0: none. */
 	__u32 other_tid, other_cause;
 	__s32 other_syscall;
 	__u32 other_io_count;
-	__u64 other_off_ns, other_io_bytes;
+	__u64 other_off_ns, other_io_bytes, other_io_ns;
 	__u32 other_io_dev;
 	bool launch_gap; /* no GPU times: a gap between launches, not a GPU idle time */
 	/* CAUSE_QUEUED: a kernel that started gap_ns after its stream was free (its launch

@@ -24,6 +24,7 @@ static void io_add(struct io_stat *s, const struct gs_ev_block *b)
 	s->total_ns += b->dur_ns;
 	s->max_ns = GS_MAX(s->max_ns, b->dur_ns);
 	s->errors += b->error != 0;
+	s->ends_unseen += (b->h.flags & GS_HDR_END_UNSEEN) != 0;
 }
 
 static void add(struct os_stat *o, const struct gs_hdr *ev)

@@ -13,6 +13,7 @@
 #include <linux/bpf.h>
 
 #include <bpf/bpf.h>
+#include <bpf/btf.h>
 #include <bpf/libbpf.h>
 
 #include "bpf/cuda.skel.h"
@@ -116,6 +117,21 @@ static bool have_tracefs(void)
 	    !stat("/sys/kernel/tracing/events/syscalls", &st))
 		return true;
 	return false;
+}
+
+/* Whether the running kernel has the BTF-typed tracepoint NAME (tp_btf programs need it). */
+static bool kernel_has_tracepoint(const char *name)
+{
+	struct btf *vmlinux = btf__load_vmlinux_btf();
+	char type[128];
+	bool found;
+
+	if (!vmlinux)
+		return false;
+	snprintf(type, sizeof(type), "btf_trace_%s", name);
+	found = btf__find_by_name_kind(vmlinux, type, BTF_KIND_TYPEDEF) > 0;
+	btf__free(vmlinux);
+	return found;
 }
 
 /*
@@ -254,6 +270,12 @@ static int load_objects(struct tracer *t)
 	}
 	t->os->rodata->min_ns = t->opts.os_min_ns;
 	t->os->rodata->track_all = t->opts.all;
+	/* A block request's owner: from block_io_start where the kernel has it, else from
+	 * its insert (see os.bpf.c). */
+	if (kernel_has_tracepoint("block_io_start"))
+		bpf_program__set_autoload(t->os->progs.os_rq_insert, false);
+	else
+		bpf_program__set_autoload(t->os->progs.os_rq_start, false);
 	err = bpf_map__reuse_fd(t->os->maps.events, events_fd);
 	err = err ?: bpf_map__reuse_fd(t->os->maps.tracked, tracked_fd);
 	err = err ?: os_bpf__load(t->os);
@@ -595,6 +617,48 @@ int tracer__drain(struct tracer *t)
 	int n = ring_buffer__consume(t->rb);
 
 	return n == -EINTR ? 0 : n;
+}
+
+/*
+ * Traced tasks' block requests still in the map at the end: issued, and no completion
+ * seen (the kernel skipped the program; see os.bpf.c), or really still in flight. Each is
+ * recorded as one whose end is unknown, so that its bytes count.
+ */
+static void flush_unseen_requests(struct tracer *t)
+{
+	int fd = bpf_map__fd(t->os->maps.requests);
+	__u64 key, next;
+	bool first = true;
+
+	while (!bpf_map_get_next_key(fd, first ? NULL : &key, &next)) {
+		struct gs_block_req r;
+		struct gs_ev_block e = { .h = { .type = GS_EV_BLOCK,
+						.source = GS_SRC_TRACEPOINT,
+						.flags = GS_HDR_END_UNSEEN,
+						.size = sizeof(e) } };
+
+		first = false;
+		key = next;
+		if (bpf_map_lookup_elem(fd, &key, &r) || !r.ts || !r.pid_tgid)
+			continue;
+		e.h.ts = r.ts;
+		e.h.pid = (__u32)(r.pid_tgid >> 32);
+		e.h.tid = (__u32)r.pid_tgid;
+		e.sector = r.sector;
+		e.bytes = r.bytes;
+		e.dev = r.dev;
+		e.op = r.op;
+		t->opts.on_event(t->opts.ctx, &e.h);
+	}
+}
+
+int tracer__finish(struct tracer *t)
+{
+	int n = tracer__drain(t);
+
+	if (t->os)
+		flush_unseen_requests(t);
+	return n;
 }
 
 void tracer__drops(const struct tracer *t, struct gs_ev_drops *d)

@@ -53,6 +53,8 @@ int tracer__add_file(struct tracer *t, const char *path, const char *display_pat
 int tracer__poll(struct tracer *t, int timeout_ms);
 /* Deliver everything already in the ring buffer. */
 int tracer__drain(struct tracer *t);
+/* The last drain of a session: then the OS plane's block requests never seen to complete. */
+int tracer__finish(struct tracer *t);
 /* Cumulative drop counters (the header is left to the caller). */
 void tracer__drops(const struct tracer *t, struct gs_ev_drops *d);
 __u64 tracer__drops_total(const struct tracer *t);

@@ -484,7 +484,7 @@ static int trace_run(struct trace *tr)
 		return GS_EXIT_RUNTIME;
 	}
 	run_loop(tr, child, &status, &flags);
-	tracer__drain(tr->tracer);
+	tracer__finish(tr->tracer);
 	if (tr->inject)
 		inject__poll(tr->inject, true, true);
 	status__clear(&tr->status, stderr);
@@ -554,7 +554,7 @@ static int trace_attach(struct trace *tr)
 	}
 	if (signalled)
 		flags |= GS_SESSION_INTERRUPTED;
-	tracer__drain(tr->tracer);
+	tracer__finish(tr->tracer);
 	status__clear(&tr->status, stderr);
 	if (flags & GS_SESSION_TARGET_LOST)
 		gs_info("pid %d exited; stopping", (int)o->pid);

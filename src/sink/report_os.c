@@ -136,6 +136,7 @@ static void os_json(struct json *j, const char *key, const struct os_stat *o)
 		json_u64(j, "bytes", o->io[op].bytes);
 		json_u64(j, "total_ns", o->io[op].total_ns);
 		json_u64(j, "max_ns", o->io[op].max_ns);
+		json_u64(j, "ends_unseen", o->io[op].ends_unseen);
 		json_obj_end(j);
 	}
 	json_arr_begin(j, "devices");
@@ -150,6 +151,7 @@ static void os_json(struct json *j, const char *key, const struct os_stat *o)
 		json_u64(j, "total_ns", s->total_ns);
 		json_u64(j, "max_ns", s->max_ns);
 		json_u64(j, "errors", s->errors);
+		json_u64(j, "ends_unseen", s->ends_unseen);
 		json_obj_end(j);
 	}
 	free(v);
@@ -264,13 +266,14 @@ static char *queued_describe(const struct finding *f, __u64 t0, char *buf, size_
 
 char *finding_describe(const struct finding *f, __u64 t0, char *buf, size_t n)
 {
-	char gap[32], late[32], off[32], bytes[32], dev[48], stream[48], what[256];
+	char gap[32], late[32], off[32], io[32], bytes[32], dev[48], stream[48], what[256];
 
 	if (f->cause == CAUSE_QUEUED)
 		return queued_describe(f, t0, buf, n);
 	fmt_dur(gap, sizeof(gap), (double)f->gap_ns);
 	fmt_dur(late, sizeof(late), (double)f->wait_ns);
 	fmt_dur(off, sizeof(off), (double)f->off_ns);
+	fmt_dur(io, sizeof(io), (double)f->io_ns);
 	fmt_bytes(bytes, sizeof(bytes), (double)f->io_bytes);
 	block_dev_name(f->io_dev, dev, sizeof(dev));
 	if (f->stream == 0 || f->stream == 1)
@@ -281,7 +284,14 @@ char *finding_describe(const struct finding *f, __u64 t0, char *buf, size_t n)
 		snprintf(stream, sizeof(stream), "stream 0x%llx", (unsigned long long)f->stream);
 	switch (f->cause) {
 	case CAUSE_DISK:
-		if (f->io_count)
+		if (f->io_count && 2 * f->off_ns < f->io_ns)
+			snprintf(what, sizeof(what),
+				 "on the CPU issuing I/O%s%s%s on %s for %s (%u requests, %s; off "
+				 "the CPU only %s)",
+				 f->syscall >= 0 ? " in " : "",
+				 f->syscall >= 0 ? syscall_name((unsigned int)f->syscall) : "",
+				 f->syscall >= 0 ? "()" : "", dev, io, f->io_count, bytes, off);
+		else if (f->io_count)
 			snprintf(what, sizeof(what),
 				 "blocked in %s%s on %s for %s (%u requests, %s)",
 				 f->syscall >= 0 ? syscall_name((unsigned int)f->syscall)
@@ -330,7 +340,19 @@ char *finding_describe(const struct finding *f, __u64 t0, char *buf, size_t n)
 		fmt_dur(off, sizeof(off), (double)f->other_off_ns);
 		fmt_bytes(bytes, sizeof(bytes), (double)f->other_io_bytes);
 		block_dev_name(f->other_io_dev, dev, sizeof(dev));
-		if (f->other_cause == CAUSE_DISK && f->other_io_count)
+		fmt_dur(io, sizeof(io), (double)f->other_io_ns);
+		if (f->other_cause == CAUSE_DISK && f->other_io_count &&
+		    2 * f->other_off_ns < f->other_io_ns)
+			snprintf(what, sizeof(what),
+				 "on the CPU issuing I/O%s%s%s on %s for %s (%u requests, %s; off "
+				 "the CPU only %s)",
+				 f->other_syscall >= 0 ? " in " : "",
+				 f->other_syscall >= 0
+					 ? syscall_name((unsigned int)f->other_syscall)
+					 : "",
+				 f->other_syscall >= 0 ? "()" : "", dev, io, f->other_io_count,
+				 bytes, off);
+		else if (f->other_cause == CAUSE_DISK && f->other_io_count)
 			snprintf(what, sizeof(what),
 				 "blocked in %s() on %s for %s (%u requests, %s)",
 				 f->other_syscall >= 0
@@ -396,6 +418,7 @@ void report_findings_json(struct json *j, const struct report *r)
 			 x->io_count ? block_dev_name(x->io_dev, dev, sizeof(dev)) : NULL);
 		json_u64(j, "io_requests", x->io_count);
 		json_u64(j, "io_bytes", x->io_bytes);
+		json_u64(j, "io_ns", x->io_ns);
 		json_u64(j, "page_faults", x->faults);
 		json_u64(j, "major_page_faults", x->major_faults);
 		if (x->cause == CAUSE_QUEUED) {
@@ -426,6 +449,7 @@ void report_findings_json(struct json *j, const struct report *r)
 			json_u64(j, "off_cpu_ns", x->other_off_ns);
 			json_u64(j, "io_requests", x->other_io_count);
 			json_u64(j, "io_bytes", x->other_io_bytes);
+			json_u64(j, "io_ns", x->other_io_ns);
 			json_obj_end(j);
 		} else {
 			json_str(j, "other_thread", NULL);

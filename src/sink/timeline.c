@@ -842,6 +842,8 @@ static void block_io(struct timeline *tl, const struct model *m, const struct gs
 	arg_u64(&e, "issuing thread", b->h.tid);
 	if (b->error)
 		arg_u64(&e, "error", (__u64)(__u32)b->error);
+	if (b->h.flags & GS_HDR_END_UNSEEN)
+		arg_str(&e, "completion", "unseen: issued here, its end not known");
 	if (!e.dur) {
 		arg_u64(&e, "duration ns", b->dur_ns);
 		tl->ops->instant(tl->w, &e);

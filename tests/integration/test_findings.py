@@ -9,13 +9,34 @@ from pftrace import Trace
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DISK_DIR = os.path.join(ROOT, ".output")  # on a block device (/tmp may be a tmpfs)
+# A thread's I/O in a gap is all it issued, not only the planted read: opening the file can
+# make it write the file system's journal out itself when a busy disk has filled it (seen:
+# 1 MiB in three requests, with another program writing to the disk).
+OWN_IO = 4 << 20
+
+
+def unseen(report):
+    """Bytes a finding may miss: requests whose completion the kernel ran no program for
+    are recorded when their address is taken again, which may be after the finding was
+    made (a request is at most 4 MiB here)."""
+    return report["os"]["total"]["block_io"]["read"]["ends_unseen"] * (4 << 20)
+
+
+def summary(f):
+    """The findings, one line each (what a failure shows: CI's runs are the loaded ones)."""
+    keys = ("at_ns", "idle_ns", "cause", "syscall", "thread_off_cpu_ns", "io_requests",
+            "io_bytes", "page_faults")
+    return "\n".join(" ".join("%s=%s" % (k, x[k]) for k in keys) +
+                     (" other=%s" % x["other_thread"] if x["other_thread"] else "")
+                     for x in f["longest"])
 
 
 def planted(f):
     """The findings of wl_stall's three stalls: the read, the nap, the wait for the loader."""
     def longest(pred):
-        found = sorted((x for x in f["longest"] if pred(x)), key=lambda x: -x["idle_ns"])
-        assert found, f["longest"]
+        found = sorted((x for x in f["longest"] if x["kind"] != "queue_wait" and pred(x)),
+                       key=lambda x: -x["idle_ns"])
+        assert found, summary(f)
         return found[0]
     disk = longest(lambda x: x["cause"] == "disk")
     nap = longest(lambda x: x["syscall"] == "clock_nanosleep")
@@ -33,7 +54,9 @@ def test_planted_stalls_are_found(gs, tmp_path):
     f = report["findings"]
     # The three planted stalls, in order, each the longest of its kind (a loaded machine
     # may add short gaps of its own; a fast disk reads the file in a few milliseconds).
-    assert f["gaps"] >= 3 and {x["kind"] for x in f["longest"]} == {"idle_stream"}
+    # (On a loaded machine the double's GPU, a host thread, may start a kernel late with its
+    # stream free: a queue wait, rightly found, beside them.)
+    assert f["gaps"] >= 3 and {x["kind"] for x in f["longest"]} <= {"idle_stream", "queue_wait"}
     disk, nap, loader = planted(f)
     # The read: blocked in pread64 on the disk that holds the file, for its bytes.
     assert disk["cause"] == "disk" and disk["syscall"] == "pread64"
@@ -41,12 +64,18 @@ def test_planted_stalls_are_found(gs, tmp_path):
     assert disk["io_device"] == dev
     # (A few of the file's pages may still be cached, read without a request: 12 KiB of
     # 64 MiB seen once.)
-    assert truth["stall:read_bytes"] - (1 << 20) <= disk["io_bytes"] <= \
-        truth["stall:read_bytes"] + (1 << 20)
-    assert disk["thread_off_cpu_ns"] * 2 >= disk["launch_late_ns"]
+    assert truth["stall:read_bytes"] - (1 << 20) - unseen(report) <= disk["io_bytes"] <= \
+        truth["stall:read_bytes"] + OWN_IO
+    # Off the CPU most of the time, waiting; or on it, sending requests to a fast virtual
+    # disk that takes them as fast as they come (seen in CI: 50 ms, mostly on the CPU).
     assert disk["idle_ns"] >= disk["launch_late_ns"] >= disk["thread_off_cpu_ns"]
-    assert "launching thread %d was blocked in pread64() on %s for " % (disk["tid"], dev) \
-        in disk["text"]
+    if disk["thread_off_cpu_ns"] * 2 >= disk["launch_late_ns"]:
+        assert "launching thread %d was blocked in pread64() on %s for " % (disk["tid"], dev) \
+            in disk["text"]
+    else:
+        assert disk["io_ns"] * 2 >= disk["launch_late_ns"]
+        assert "launching thread %d was on the CPU issuing I/O in pread64() on %s for " % (
+            disk["tid"], dev) in disk["text"]
     # The nap: asleep in clock_nanosleep for (at least) its 30 ms.
     assert nap["cause"] == "blocked" and nap["syscall"] == "clock_nanosleep"
     assert nap["idle_ns"] >= nap["thread_off_cpu_ns"] >= truth["stall:sleep_ns"]
@@ -61,9 +90,15 @@ def test_planted_stalls_are_found(gs, tmp_path):
     # its read may be done before the wait begins, and is not in it -- 7 MiB of 64 seen.
     # Most of it is in the wait.)
     assert truth["stall:read_bytes"] // 2 <= o["io_bytes"] <= \
-        truth["stall:read_bytes"] + (1 << 20)
-    assert "; meanwhile its thread %d was blocked in pread64() on %s for " % (o["tid"], dev) \
-        in loader["text"]
+        truth["stall:read_bytes"] + OWN_IO
+    # (Off the CPU, waiting for the disk; or on it sending requests to a fast one: seen in
+    # CI, where the loader's read took 20 ms.)
+    if o["off_cpu_ns"] * 2 >= o["io_ns"]:
+        assert "; meanwhile its thread %d was blocked in pread64() on %s for " % (
+            o["tid"], dev) in loader["text"]
+    else:
+        assert "; meanwhile its thread %d was on the CPU issuing I/O in pread64() on %s " \
+            "for " % (o["tid"], dev) in loader["text"]
     # On the timeline: an instant on the stream's track where each gap begins.
     t = Trace(str(pf))
     marks = [i for i in t.instants if i["cat"] == "finding"]
@@ -107,7 +142,7 @@ def test_a_read_split_into_hundreds_of_requests(gsr):
     for bytes_, count, early in ((disk["io_bytes"], disk["io_requests"], want // 8),
                                  (loader["other_thread"]["io_bytes"],
                                   loader["other_thread"]["io_requests"], want // 2)):
-        assert want - early <= bytes_ <= want + (1 << 20), \
+        assert want - early <= bytes_ <= want + OWN_IO, \
             report["os"]["total"]["block_io"]["read"]
         assert count >= (want - early) // (64 << 10)
 

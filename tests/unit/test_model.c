@@ -7,6 +7,7 @@
 #include "unit.h"
 #include "analysis/model.h"
 #include "analysis/report.h"
+#include "sink/sinks.h"
 #include "core/util.h"
 
 #include <math.h>
@@ -646,7 +647,62 @@ static void site_labels(void **state)
 	free(st);
 }
 
+/* A launch 50 ms late, its thread on the CPU most of the time with its own read in flight
+ * (a fast virtual disk taking small requests as fast as they are sent): the disk is the
+ * cause, and the text says the thread was on the CPU issuing it. */
+static void finding_on_cpu_issuing_io(void **state)
+{
+	struct model *m = model__new();
+	const __u64 ms = 1000000, t0 = 10 * ms;
+	struct gs_ev_session s;
+	struct gs_ev_block b;
+	struct gs_ev_offcpu o;
+	char text[512];
+
+	(void)state;
+	hdr(&s, GS_EV_SESSION, sizeof(s), 7, t0);
+	s.h.source = GS_SRC_GPUSCOPE;
+	s.kind = GS_SESSION_START;
+	s.mode = GS_MODE_RUN;
+	s.flags = GS_SESSION_OS;
+	s.target_pid = 7;
+	model__add(m, &s.h);
+	now = t0 + ms;
+	launch(m, 7, GS_API_CU_LAUNCH_KERNEL, 0x10, 0x20, 1, 0);
+	/* 800 requests of 64 KiB, 60 us apart, 50 us each; off the CPU once, 2 ms. */
+	for (int i = 0; i < 800; i++) {
+		hdr(&b, GS_EV_BLOCK, sizeof(b), 7, t0 + 2 * ms + (__u64)i * 60000);
+		b.h.source = GS_SRC_TRACEPOINT;
+		b.dur_ns = 50000;
+		b.bytes = 64 << 10;
+		b.dev = 254 << 20;
+		b.op = GS_BLOCK_READ;
+		model__add(m, &b.h);
+	}
+	hdr(&o, GS_EV_OFFCPU, sizeof(o), 7, t0 + 20 * ms);
+	o.h.source = GS_SRC_TRACEPOINT;
+	o.dur_ns = 2 * ms;
+	o.reason = GS_OFFCPU_DISK;
+	o.syscall = 17; /* pread64 */
+	model__add(m, &o.h);
+	now = t0 + 52 * ms;
+	launch(m, 7, GS_API_CU_LAUNCH_KERNEL, 0x10, 0x20, 1, 0);
+	model__findings_settle(m, true);
+	assert_int_equal(m->nfindings, 1);
+	assert_int_equal(m->findings[0].cause, CAUSE_DISK);
+	assert_int_equal(m->findings[0].io_count, 800);
+	assert_int_equal(m->findings[0].io_bytes, 800ULL << 16);
+	assert_true(m->findings[0].io_ns > 45 * ms && m->findings[0].io_ns < 50 * ms);
+	assert_int_equal(m->findings[0].off_ns, 2 * ms);
+	finding_describe(&m->findings[0], t0, text, sizeof(text));
+	assert_non_null(
+		strstr(text, "launching thread 7 was on the CPU issuing I/O in pread64() on "));
+	assert_non_null(strstr(text, "(800 requests, 50.0 MiB; off the CPU only 2.0 ms)"));
+	model__free(m);
+}
+
 static const struct CMUnitTest tests[] = {
+	cmocka_unit_test(finding_on_cpu_issuing_io),
 	cmocka_unit_test(leak_trend),
 	cmocka_unit_test(oom_causes),
 	cmocka_unit_test(oom_pages),
