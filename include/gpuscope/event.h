@@ -270,6 +270,10 @@ enum gs_gpu_flags {
 	 * launch that waits for the GPU in the call): the start event completed before the
 	 * work was queued, and when the work started is not known. */
 	GS_GPU_START_UNKNOWN = 1 << 2,
+	/* Not gated, its end event recorded long after the call returned (the thread
+	 * descheduled, or faulting), and completed soon after: the work may have ended
+	 * before the event was recorded, and when is not known. */
+	GS_GPU_END_LATE = 1 << 3,
 };
 
 /*

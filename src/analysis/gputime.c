@@ -34,6 +34,9 @@
 #define PENDING_FLUSH_AT 8192
 #define GAP_MIN_NS	 1000
 #define QUEUE_WAIT_NS	 1000000ULL /* a kernel's wait on the GPU worth a finding */
+/* An ungated launch on an idle stream started somewhere between its start event and the
+ * end of its call: past this, its duration is not known well enough to count. */
+#define IDLE_WINDOW_NS 50000ULL
 
 static struct gpu_stat *gpu_stat_of(struct kstat *k)
 {
@@ -242,6 +245,7 @@ void model__gpu_add(struct model *m, const struct gs_ev_gpu *e)
 	bool idle = !gated && e->start_ns < submitted;
 	__u64 start = idle ? GS_MIN(submitted, e->end_ns) : e->start_ns, end = e->end_ns;
 	__u64 dur, queue, overhead;
+	bool late_start, late_end;
 	struct copy_stat *c;
 
 	if (e->kind == GS_GPU_CALIBRATION) {
@@ -261,13 +265,28 @@ void model__gpu_add(struct model *m, const struct gs_ev_gpu *e)
 	queue = start - GS_MIN(start, e->h.ts);
 	m->gpu_records++;
 	m->gpu_latest_call = GS_MAX(m->gpu_latest_call, e->h.ts);
-	if (launch && (e->flags & GS_GPU_START_UNKNOWN)) {
-		/* On the timeline from the end of its call (as an ungated start); in no
-		 * kernel's figures: a duration from it could be wrong either way. */
+	/*
+	 * Not known well enough to count: a launch whose gate the watcher opened; an ungated
+	 * launch on an idle stream whose call took long after its start event (the thread
+	 * descheduled inside the driver, say: it started anywhere in that time); work whose
+	 * end event was recorded late and completed soon after (it may have ended before).
+	 * On the timeline (a launch from the end of its call, as an ungated start); in no
+	 * figures: a duration from it could be wrong either way.
+	 */
+	late_start = launch && !(e->flags & GS_GPU_START_UNKNOWN) && idle &&
+		     submitted - e->start_ns > IDLE_WINDOW_NS;
+	late_end = !late_start && (e->flags & GS_GPU_END_LATE);
+	if (launch && ((e->flags & GS_GPU_START_UNKNOWN) || late_start || late_end)) {
 		gpu_stat_of(model__kstat(e->kind == GS_GPU_KERNEL ? &m->kernels : &m->graph_execs,
 					 e->h.pid, e->func))
 			->start_unknown++;
 		m->gpu_start_unknown++;
+		m->gpu_start_late += late_start;
+		m->gpu_end_late += !(e->flags & GS_GPU_START_UNKNOWN) && late_end;
+	}
+	if (!launch && late_end)
+		m->gpu_copy_end_late++;
+	if ((launch && ((e->flags & GS_GPU_START_UNKNOWN) || late_start)) || late_end) {
 		add_stream(m, e, 0, start, end);
 		add_device(m, e, start, end);
 		return;

@@ -471,7 +471,10 @@ struct model {
 	struct hmap streams; /* (pid, stream) -> struct stream_stat */
 	struct hmap devices; /* (device + 1, 0) -> struct dev_stat */
 	__u64 gpu_records, gpu_latest_call;
-	__u64 gpu_start_unknown; /* launches with GS_GPU_START_UNKNOWN */
+	__u64 gpu_start_unknown; /* launches with GS_GPU_START_UNKNOWN, or ... */
+	__u64 gpu_start_late; /* ... ungated on an idle stream, their call long after the start */
+	__u64 gpu_end_late;   /* ... ungated, their end event recorded late (GS_GPU_END_LATE) */
+	__u64 gpu_copy_end_late; /* copies and sets with GS_GPU_END_LATE: not in copy figures */
 	/* OS plane */
 	struct os_stat os;
 	__u64 os_events;

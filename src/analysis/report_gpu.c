@@ -26,7 +26,7 @@ static void merge_stat(struct gpu_stat *into, const struct gpu_stat *g)
 
 void report__merge_gpu(struct rep_kernel *rk, const struct kstat *k)
 {
-	if (!k->gpu || !k->gpu->count)
+	if (!k->gpu || (!k->gpu->count && !k->gpu->start_unknown))
 		return;
 	if (!rk->gpu)
 		rk->gpu = xcalloc(1, sizeof(*rk->gpu));
@@ -94,9 +94,12 @@ void report__build_gpu(struct report *r, const struct model *m)
 	r->gpu_time = r->inject ? m->start.gpu_time : 0;
 	r->gpu_records = m->gpu_records;
 	r->gpu_start_unknown = m->gpu_start_unknown;
+	r->gpu_start_late = m->gpu_start_late;
+	r->gpu_end_late = m->gpu_end_late;
+	r->gpu_copy_end_late = m->gpu_copy_end_late;
 	r->gpu_order = xcalloc(r->nkernels + 1, sizeof(*r->gpu_order));
 	for (size_t i = 0; i < r->nkernels; i++)
-		if (r->kernels[i].gpu) {
+		if (r->kernels[i].gpu && r->kernels[i].gpu->count) {
 			r->gpu_order[r->ngpu_kernels++] = i;
 			r->gpu_kernel_ns += r->kernels[i].gpu->total_ns;
 		}

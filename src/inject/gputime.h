@@ -44,6 +44,9 @@ bool gs_timing_wanted(__u64 func) GS_HIDDEN;
  * call goes untimed. kind: enum gs_gpu_kind; func: the kernel or graph exec launched. */
 bool gs_timing_begin(struct gs_timing *t, __u64 stream, bool ptsz, __u8 kind, __u64 func) GS_HIDDEN;
 /* After the call: record the end event and queue the pair (or give the start back). */
+/* A copy or set was queued on `stream` (a synchronous one's: 0): the next gated launch on
+ * it gets an empty kernel of ours before its start event (see gs_timing_begin). */
+void gs_timing_copied(__u64 stream, bool ptsz) GS_HIDDEN;
 /* What the GPU record says of the call besides its times. */
 struct gs_timed_call {
 	__u64 call_ts, call_end, func, bytes, dst, src;

@@ -287,7 +287,8 @@ int gs_call(unsigned int api, void *caller, __u64 a0, __u64 a1, __u64 a2, __u64 
 	}
 	t1 = gs_clock();
 	saved_errno = errno;
-	gs_stack_maybe(api, t0, r, func);
+	/* The end event first: whatever our own work takes (a stack's unwinding may fault in
+	 * a library's unwind tables from disk: 20 ms seen) must not come between. */
 	if (tm.start) {
 		struct gs_ev_copy c = { .bytes = 0, .kind = 0 };
 		struct gs_timed_call tc;
@@ -307,6 +308,9 @@ int gs_call(unsigned int api, void *caller, __u64 a0, __u64 a1, __u64 a2, __u64 
 					     .kind = kind };
 		gs_timing_end(&tm, r, &tc);
 	}
+	if (r == 0 && d->family == GS_FAM_COPY)
+		gs_timing_copied(stream, d->flags & GS_AF_PTSZ); /* (sync: 0, set above) */
+	gs_stack_maybe(api, t0, r, func);
 	emit(api, caller, a, r, t0, t1);
 	if (r == 0 &&
 	    (api == GS_API_CU_MODULE_LOAD_DATA || api == GS_API_CU_MODULE_LOAD_DATA_EX ||

@@ -479,19 +479,22 @@ static void errors(struct json *j, const struct report *r)
 
 static void gpu_stat(struct json *j, const char *key, const struct gpu_stat *g)
 {
-	if (!g || !g->count) {
+	/* (Launches none of which could be timed: all figures 0, and why in start_unknown.) */
+	__u64 n = g && g->count ? g->count : 1;
+
+	if (!g || (!g->count && !g->start_unknown)) {
 		json_str(j, key, NULL);
 		return;
 	}
 	json_obj_begin(j, key);
 	json_u64(j, "timed", g->count);
 	json_u64(j, "total_ns", g->total_ns);
-	json_u64(j, "mean_ns", g->total_ns / g->count);
-	json_u64(j, "min_ns", g->min_ns);
+	json_u64(j, "mean_ns", g->total_ns / n);
+	json_u64(j, "min_ns", g->count ? g->min_ns : 0);
 	json_u64(j, "max_ns", g->max_ns);
 	json_u64(j, "p50_ns", hist__quantile(&g->dur, 0.5));
 	json_u64(j, "p99_ns", hist__quantile(&g->dur, 0.99));
-	json_u64(j, "queue_mean_ns", g->queue_ns / g->count);
+	json_u64(j, "queue_mean_ns", g->queue_ns / n);
 	json_u64(j, "queue_p50_ns", hist__quantile(&g->queue, 0.5));
 	json_u64(j, "queue_p99_ns", hist__quantile(&g->queue, 0.99));
 	json_u64(j, "idle_stream_starts", g->idle_starts);
@@ -507,6 +510,10 @@ static void gpu(struct json *j, const struct report *r)
 	json_u64(j, "every", r->gpu_time); /* 0 off, 1 every launch, N every Nth */
 	json_u64(j, "records", r->gpu_records);
 	json_u64(j, "start_unknown", r->gpu_start_unknown);
+	/* of start_unknown: */
+	json_u64(j, "start_unknown_late_call", r->gpu_start_late);
+	json_u64(j, "start_unknown_end_late", r->gpu_end_late);
+	json_u64(j, "copies_end_late", r->gpu_copy_end_late);
 	json_u64(j, "kernel_ns", r->gpu_kernel_ns);
 	gpu_stat(j, "graphs", &r->graph_gpu);
 	json_arr_begin(j, "devices");

@@ -570,13 +570,27 @@ static void gpu_time(FILE *f, const struct report *r, const struct text_opts *o)
 		(unsigned long long)r->gpu_records);
 	if (!r->gpu_records)
 		return;
-	if (r->gpu_start_unknown)
+	if (r->gpu_start_unknown - r->gpu_start_late - r->gpu_end_late)
 		fprintf(f,
 			"  %llu of them launches with no GPU time: the call waited for the GPU "
-			"inside "
-			"the driver (e.g. to grow local memory), so when the kernel started is not "
+			"inside the driver (e.g. to grow local memory), so when the kernel started "
+			"is not known\n",
+			(unsigned long long)(r->gpu_start_unknown - r->gpu_start_late -
+					     r->gpu_end_late));
+	if (r->gpu_start_late)
+		fprintf(f,
+			"  %llu of them launches with no GPU time: not gated, on an idle stream, "
+			"their call went on over 50 us after the start event (the thread "
+			"descheduled?), so when the kernel started is not known\n",
+			(unsigned long long)r->gpu_start_late);
+	if (r->gpu_end_late || r->gpu_copy_end_late)
+		fprintf(f,
+			"  %llu launches and %llu copies with no GPU time: not gated, their end "
+			"event was recorded over 50 us after the call returned (the thread "
+			"descheduled?) and completed soon after, so when the work ended is not "
 			"known\n",
-			(unsigned long long)r->gpu_start_unknown);
+			(unsigned long long)r->gpu_end_late,
+			(unsigned long long)r->gpu_copy_end_late);
 	/* Busy and idle need every operation of a stream; sampled runs show kernels only. */
 	if (r->gpu_time == 1)
 		gpu_busy(f, r);

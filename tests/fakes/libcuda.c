@@ -18,6 +18,9 @@
  *     first launch spends that long loading it inside the call (host time, the GPU is not
  *     involved), unless cuFuncLoad loaded it before (cuFuncIsLoaded and cuFuncLoad take
  *     function handles only, not kernel handles);
+ *   - FAKECUDA_ENGINE_SWITCH_NS: a kernel queued right after a copy or set on its stream
+ *     starts that much later than the work before it ends (an event between them is not
+ *     delayed), as kernels on an H200 often do (bench/gate_release.cu);
  *   - stream memory operations: a wait on a value in host memory (cuStreamWaitValue32/64)
  *     holds the stream's later work until the host writes the value, noticed at the next
  *     driver call (FAKECUDA_NO_STREAM_MEMOPS=1: not supported); FAKECUDA_LAUNCH_WAITS=1
@@ -61,6 +64,7 @@ static struct {
 	long fail_alloc_at; /* 1-based index of the allocation call that fails; 0: never */
 	unsigned long long kernel_ns;
 	double gbps;
+	unsigned long long switch_ns; /* FAKECUDA_ENGINE_SWITCH_NS */
 } cfg;
 
 static unsigned long long env_ull(const char *name, unsigned long long def)
@@ -441,6 +445,7 @@ struct CUstream_st {
 	volatile unsigned long long *gate;
 	unsigned long long gate_value;
 	int gate_wide;
+	int after_copy; /* its last work was a copy or a set */
 	struct held_op *held, **held_tail;
 	struct CUstream_st *next_gated;
 };
@@ -530,6 +535,11 @@ static void stream_enqueue(struct CUstream_st *s, unsigned long long dur, bool l
 {
 	unsigned long long n = !launch && call_ns ? call_ns : now_ns();
 
+	/* A kernel after a copy waits FAKECUDA_ENGINE_SWITCH_NS to start, events before it
+	 * not (as a GPU moves the stream back from a copy engine to compute). */
+	if (launch && s->after_copy)
+		dur += cfg.switch_ns;
+	s->after_copy = !launch;
 	if (s->gate) {
 		hold(s, dur, NULL);
 		return;
@@ -581,6 +591,7 @@ EXPORT CUresult cuInit(unsigned int flags)
 		cfg.fail_alloc_at = (long)env_ull("FAKECUDA_FAIL_ALLOC", 0);
 		cfg.kernel_ns = env_ull("FAKECUDA_KERNEL_NS", 5000);
 		cfg.gbps = (double)env_ull("FAKECUDA_GBPS", 20);
+		cfg.switch_ns = env_ull("FAKECUDA_ENGINE_SWITCH_NS", 0);
 		for (int d = 0; d < cfg.ndev && r == CUDA_SUCCESS; d++) {
 			primary[d].dev = d;
 			if (arena_init(&devs[d]))

@@ -290,13 +290,61 @@ def test_gpu_times_of_kernels_copies_and_graphs(gs):
 
 def test_gpu_time_without_stream_memory_operations(gs):
     """Where gates cannot be used, idle-stream launches are timed from their call: still
-    within 2 us here (the test double has no launch latency), and counted as such."""
+    within 2 us here (the test double has no launch latency), and counted as such. A call
+    that went on over 50 us after its start event (CI once descheduled one inside the
+    double's launch, which read 1.2 us for a 200 us kernel) is not timed, and said so."""
     report, truth, kernels = gpu_trace(gs, FAKECUDA_NO_STREAM_MEMOPS=1)
     idle = kernels["idle"]["gpu"]
-    assert idle["gated"] == 0 and idle["idle_stream_starts"] == 15
+    late = report["gpu"]["start_unknown_late_call"]
+    assert idle["gated"] == 0
+    assert idle["idle_stream_starts"] + idle["start_unknown"] == 15
+    assert idle["start_unknown"] == late == report["gpu"]["start_unknown"]
+    assert late <= 3, "more than 3 of 15 launches descheduled: the machine is too busy"
     assert near(idle["min_ns"], truth["gpu:idle:ns"]) and near(idle["max_ns"],
                                                                  truth["gpu:idle:ns"])
     assert report["drops"]["gates_forced"] == 0
+
+
+def test_kernel_after_a_copy_is_timed_alone(gs):
+    """A kernel after a copy on its stream starts late on a GPU (the double: 6 us after the
+    work before it, FAKECUDA_ENGINE_SWITCH_NS), after its start event: an empty kernel of
+    ours, behind the gate and before the start event, takes the delay. Without it
+    (GPUSCOPE_NO_PRIME), each of the 6 launches is timed 6 us long."""
+    def trace(**env):
+        report, truth, _ = gs.trace(["wl_gputime", "--after-copy"],
+                                    opts=["--inject", "--gpu-time=all"],
+                                    env_extra=dict(GPU_ENV, FAKECUDA_ENGINE_SWITCH_NS="6000",
+                                                   **env))
+        kernels = {k["name"]: k for k in report["kernels"]["list"]}
+        return report, truth, kernels["idle"]["gpu"]
+
+    report, truth, idle = trace()
+    want = truth["gpu:idle:ns"]
+    assert truth["gpu:idle:timed"] == 6
+    assert idle["timed"] + idle["start_unknown"] == 6 and idle["gated"] == idle["timed"]
+    assert near(idle["min_ns"], want) and near(idle["max_ns"], want), (idle, want)
+    report, truth, idle = trace(GPUSCOPE_NO_PRIME="1")
+    assert idle["timed"] + idle["start_unknown"] == 6 and idle["gated"] == idle["timed"]
+    assert near(idle["min_ns"], want + 6000) and near(idle["max_ns"], want + 6000), idle
+
+
+def test_end_event_recorded_late_is_not_counted(gs):
+    """Ungated (GPUSCOPE_NO_GATES), and the end event recorded 500 us after each call
+    returns (GPUSCOPE_END_DELAY_US, standing for a thread descheduled there; on an H200 a
+    stack capture faulting in unwind tables from disk took 20 ms): the 200 us kernels on
+    an idle stream ended before their end events were recorded. They are not timed (they
+    would read ~500 us), and the report says why."""
+    report, truth, kernels = gpu_trace(gs, GPUSCOPE_NO_GATES="1", GPUSCOPE_END_DELAY_US="500")
+    idle = kernels["idle"]["gpu"]
+    gpu = report["gpu"]
+    assert idle["gated"] == 0 and idle["start_unknown"] == 15, idle
+    assert gpu["start_unknown_end_late"] >= 15
+    assert gpu["start_unknown"] >= gpu["start_unknown_end_late"]
+    # Timed ones (a busy stream's, whose end event came well after it was recorded) are
+    # exact.
+    busy = kernels["busy"]["gpu"]
+    if busy["timed"]:
+        assert near(busy["max_ns"], truth["gpu:busy:ns"], 5000), busy
 
 
 def test_first_launch_of_a_lazily_loaded_kernel_is_gated(gs):

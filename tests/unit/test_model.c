@@ -397,6 +397,90 @@ static void gpu_records_flush_amortised(void **state)
 	model__free(m);
 }
 
+/*
+ * Ungated launches on an idle stream: the kernel started between its start event and the
+ * end of its call. A call that ends 5 us after its start event gives the kernel's time
+ * from the call's end; one that ends 199 us after it (the thread descheduled inside the
+ * driver) does not count in the kernel's figures, and the report says why.
+ */
+static void gpu_idle_start_after_a_long_call(void **state)
+{
+	struct model *m = model__new();
+	struct gs_ev_gpu e;
+	struct report *r;
+	const struct gpu_stat *g;
+
+	(void)state;
+	for (int i = 0; i < 4; i++) {
+		__u64 t = 1000000000ULL + (__u64)i * 1000000, late = i == 3 ? 199000 : 5000;
+
+		hdr(&e, GS_EV_GPU, sizeof(e), 1, t);
+		e.h.source = GS_SRC_INJECT;
+		e.start_ns = t + 1000;
+		e.call_end_ns = e.start_ns + late;
+		e.end_ns = e.start_ns + 200000;
+		e.func = 0x1234;
+		e.kind = GS_GPU_KERNEL;
+		e.flags = GS_GPU_IDLE_STREAM;
+		model__add(m, &e.h);
+	}
+	r = report__build(m);
+	assert_int_equal(r->gpu_start_unknown, 1);
+	assert_int_equal(r->gpu_start_late, 1);
+	assert_int_equal(r->nkernels, 1);
+	g = r->kernels[0].gpu;
+	assert_non_null(g);
+	assert_int_equal(g->count, 3);
+	assert_int_equal(g->idle_starts, 3);
+	assert_int_equal(g->start_unknown, 1);
+	assert_int_equal(g->min_ns, 195000);
+	assert_int_equal(g->max_ns, 195000);
+	report__free(r);
+	model__free(m);
+}
+
+/*
+ * Work whose end event was recorded late and completed soon after (GS_GPU_END_LATE): a
+ * launch and a copy, left out of the figures and counted; the launch beside them that
+ * has no flag is counted as it is.
+ */
+static void gpu_end_recorded_late(void **state)
+{
+	struct model *m = model__new();
+	struct gs_ev_gpu e;
+	struct report *r;
+	const struct gpu_stat *g;
+
+	(void)state;
+	for (int i = 0; i < 3; i++) {
+		__u64 t = 1000000000ULL + (__u64)i * 1000000;
+
+		hdr(&e, GS_EV_GPU, sizeof(e), 1, t);
+		e.h.source = GS_SRC_INJECT;
+		e.call_end_ns = t + 5000;
+		e.start_ns = t + 100000; /* queued behind other work */
+		e.end_ns = e.start_ns + (i == 1 ? 2000000 : 300000);
+		e.func = i == 2 ? 0 : 0x1234;
+		e.kind = i == 2 ? GS_GPU_COPY : GS_GPU_KERNEL;
+		e.copy_kind = i == 2 ? GS_COPY_HTOD : 0;
+		e.bytes = i == 2 ? 4096 : 0;
+		e.flags = i ? GS_GPU_END_LATE : 0;
+		model__add(m, &e.h);
+	}
+	r = report__build(m);
+	assert_int_equal(r->gpu_start_unknown, 1);
+	assert_int_equal(r->gpu_end_late, 1);
+	assert_int_equal(r->gpu_start_late, 0);
+	assert_int_equal(r->gpu_copy_end_late, 1);
+	g = r->kernels[0].gpu;
+	assert_int_equal(g->count, 1);
+	assert_int_equal(g->start_unknown, 1);
+	assert_int_equal(g->max_ns, 300000);
+	assert_int_equal(m->copies[GS_COPY_HTOD].gpu_count, 0);
+	report__free(r);
+	model__free(m);
+}
+
 /* A site with samples every_ns apart (20 ms unless set): bytes(i) for i in [0, n). */
 static __u64 every_ns = 20000000ULL;
 
@@ -709,6 +793,8 @@ static const struct CMUnitTest tests[] = {
 	cmocka_unit_test(site_labels),
 	cmocka_unit_test(oom_through_a_cache),
 	cmocka_unit_test(gpu_records_flush_amortised),
+	cmocka_unit_test(gpu_idle_start_after_a_long_call),
+	cmocka_unit_test(gpu_end_recorded_late),
 	cmocka_unit_test(linear_alloc_free),
 	cmocka_unit_test(vmm_lifetime),
 	cmocka_unit_test(overlap_replaces_stale_range),

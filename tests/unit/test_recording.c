@@ -121,7 +121,7 @@ static void corrupt_record_rejected(void **state)
 
 static void not_a_recording(void **state)
 {
-	char err[256], want[128];
+	char err[256], want[128], hdr[16];
 	FILE *f = fopen(path, "w");
 
 	(void)state;
@@ -129,11 +129,15 @@ static void not_a_recording(void **state)
 	fclose(f);
 	assert_null(recording__open(path, err, sizeof(err)));
 	assert_non_null(strstr(err, "is not a gpuscope recording"));
+	/* A format from a later gpuscope. */
+	memcpy(hdr, "GPUSCOPE\x00\x00\x00\x00\x10\x00\x00\x00", 16);
+	hdr[8] = GS_REC_VERSION + 1;
 	f = fopen(path, "w");
-	fwrite("GPUSCOPE\x09\x00\x00\x00\x10\x00\x00\x00", 16, 1, f);
+	fwrite(hdr, 16, 1, f);
 	fclose(f);
 	assert_null(recording__open(path, err, sizeof(err)));
-	snprintf(want, sizeof(want), "format 9, this gpuscope reads format %d", GS_REC_VERSION);
+	snprintf(want, sizeof(want), "format %d, this gpuscope reads format %d", GS_REC_VERSION + 1,
+		 GS_REC_VERSION);
 	assert_non_null(strstr(err, want));
 	assert_null(recording__open("/nonexistent/x", err, sizeof(err)));
 	assert_non_null(strstr(err, "No such file"));

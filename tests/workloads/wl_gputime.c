@@ -14,6 +14,10 @@
  *          must hold exactly the program's 3 nodes), then 2 graph launches
  *   ptsz   5 launches of `idle` on this thread's default stream (cuLaunchKernel_ptsz)
  *   dev1   with --devices 2: 4 launches of `busy` in device 1's context
+ *
+ * With --after-copy, only this instead: `idle` launched right after an asynchronous copy
+ * on its stream, then on the legacy stream after a synchronous copy, 3 times each
+ * (FAKECUDA_ENGINE_SWITCH_NS delays such a kernel's start, as a GPU does).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -69,6 +73,29 @@ int main(int argc, char **argv)
 	CHECK(cuLibraryGetKernel(&idle, lib, "idle"), 0);
 	CHECK(cuStreamCreate(&s, 0), 0);
 	CHECK(cuStreamCreate(&s2, 0), 0);
+
+	if (argc > 1 && !strcmp(argv[1], "--after-copy")) {
+		CHECK(cuMemAlloc_v2(&d, 1 << 20), 0);
+		CHECK(cuMemHostAlloc(&host, 1 << 20, 0), 0);
+		for (int i = 0; i < 3; i++) {
+			pause_ms(1);
+			CHECK(cuMemcpyHtoDAsync_v2(d, host, 4096, s), 0);
+			CHECK(cuLaunchKernel((CUfunction)idle, 4, 1, 1, 256, 1, 1, 0, s, NULL,
+					     NULL),
+			      0);
+			CHECK(cuStreamSynchronize(s), 0);
+			CHECK(cuMemcpyHtoD_v2(d, host, 4096), 0);
+			pause_ms(1);
+			CHECK(cuLaunchKernel((CUfunction)idle, 4, 1, 1, 256, 1, 1, 0, NULL, NULL,
+					     NULL),
+			      0);
+			CHECK(cuStreamSynchronize(NULL), 0);
+		}
+		truth_add(6, "gpu:idle:timed");
+		truth_add((long long)idle_ns, "gpu:idle:ns");
+		truth_write();
+		return 0;
+	}
 
 	for (int i = 0; i < 20; i++)
 		CHECK(cuLaunchKernel((CUfunction)busy, 1, 1, 1, 32, 1, 1, 0, s, NULL, NULL), 0);
