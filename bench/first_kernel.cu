@@ -12,28 +12,16 @@
 #include <cstdio>
 #include <cuda_runtime.h>
 
-__device__ unsigned int done;
+#include "bench.cuh"
 
 __global__ void fill(float *p, int n, unsigned long long *span, unsigned int blocks)
 {
 	int i = blockIdx.x * blockDim.x + threadIdx.x;
-	unsigned long long t;
 
-	if (threadIdx.x == 0 && blockIdx.x == 0) {
-		asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-		span[0] = t;
-	}
+	span_begin(span);
 	if (i < n)
 		p[i] = 0.0f;
-	__syncthreads();
-	if (threadIdx.x == 0) {
-		__threadfence();
-		if (atomicAdd(&done, 1) == blocks - 1) {
-			asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-			span[1] = t;
-			done = 0;
-		}
-	}
+	span_end(span, blocks);
 }
 
 __global__ void nothing(void)

@@ -30,6 +30,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench.cuh"
+
 #define HOLD_US 3000
 
 #define K(n)                                                                              \
@@ -51,14 +53,6 @@ static volatile unsigned int *flag;
 static CUdeviceptr dflag;
 static unsigned int seq;
 
-static double now_us(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return t.tv_sec * 1e6 + t.tv_nsec / 1e3;
-}
-
 static void *opener(void *arg)
 {
 	unsigned int s = *(unsigned int *)arg;
@@ -67,15 +61,6 @@ static void *opener(void *arg)
 	__atomic_store_n(flag, s, __ATOMIC_RELEASE);
 	return NULL;
 }
-
-#define CK(x)                                                                             \
-	do {                                                                              \
-		int r_ = (int)(x);                                                        \
-		if (r_) {                                                                 \
-			fprintf(stderr, "%s: %d\n", #x, r_);                              \
-			exit(1);                                                          \
-		}                                                                         \
-	} while (0)
 
 typedef void (*launch_fn)(cudaStream_t s, float *p, int i);
 

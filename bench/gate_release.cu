@@ -41,28 +41,16 @@
 #include <string>
 #include <vector>
 
-__device__ unsigned int done;
+#include "bench.cuh"
 
 __global__ void fill(float *p, int n, unsigned long long *span, unsigned int blocks)
 {
 	int i = blockIdx.x * blockDim.x + threadIdx.x;
-	unsigned long long t;
 
-	if (threadIdx.x == 0 && blockIdx.x == 0) {
-		asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-		span[0] = t;
-	}
+	span_begin(span);
 	if (i < n)
 		p[i] = p[i] * 0.5f + 1.0f;
-	__syncthreads();
-	if (threadIdx.x == 0) {
-		__threadfence();
-		if (atomicAdd(&done, 1) == blocks - 1) {
-			asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-			span[1] = t;
-			done = 0;
-		}
-	}
+	span_end(span, blocks);
 }
 
 __global__ void nothing(void)
@@ -115,14 +103,6 @@ static void *poll(void *)
 	return NULL;
 }
 
-static double now_us(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return t.tv_sec * 1e6 + t.tv_nsec / 1e3;
-}
-
 static void spin_us(double us)
 {
 	double end = now_us() + us;
@@ -130,15 +110,6 @@ static void spin_us(double us)
 	while (now_us() < end)
 		;
 }
-
-#define CK(x)                                                                             \
-	do {                                                                              \
-		int r_ = (int)(x);                                                        \
-		if (r_) {                                                                 \
-			fprintf(stderr, "%s: %d\n", #x, r_);                              \
-			exit(1);                                                          \
-		}                                                                         \
-	} while (0)
 
 static unsigned int *hword;
 static CUdeviceptr hdev, dword;
