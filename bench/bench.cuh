@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * Shared by the CUDA benchmark programs under bench/: a driver/runtime error check, the
- * host clock, and a kernel's own view of its span (%globaltimer at its first block's
+ * host clock, reading a file, and a kernel's own view of its span (%globaltimer at its first block's
  * start and at its last block's end).
  */
 #ifndef GS_BENCH_CUH
@@ -10,6 +10,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
+
+#include "../tests/workloads/wl_file.h" /* slurp(): a whole file, NUL-terminated */
 
 #define CK(x)                                                                             \
 	do {                                                                              \

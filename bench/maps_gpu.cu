@@ -15,7 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CK(x)                                                                   \
+#include "bench.cuh"
+
+#define CUCK(x)                                                                   \
 	do {                                                                    \
 		CUresult r_ = (x);                                              \
 		if (r_ != CUDA_SUCCESS) {                                       \
@@ -30,23 +32,6 @@ struct desc {
 	unsigned long long data;
 	unsigned int value_size, max_entries, kind, extra;
 };
-
-static char *slurp(const char *path)
-{
-	FILE *f = fopen(path, "rb");
-	long n;
-	char *b;
-
-	if (!f || fseek(f, 0, SEEK_END) || (n = ftell(f)) < 0 || fseek(f, 0, SEEK_SET)) {
-		fprintf(stderr, "cannot read %s\n", path);
-		exit(2);
-	}
-	b = (char *)calloc(1, n + 1);
-	if (fread(b, 1, n, f) != (size_t)n)
-		exit(2);
-	fclose(f);
-	return b;
-}
 
 static CUmodule load(const char *ptx)
 {
@@ -69,14 +54,14 @@ static float time_launches(CUfunction f, unsigned int blocks, unsigned int threa
 	void *p = NULL, *args[] = { &p };
 	float ms;
 
-	CK(cuEventCreate(&a, 0));
-	CK(cuEventCreate(&b, 0));
-	CK(cuEventRecord(a, 0));
+	CUCK(cuEventCreate(&a, 0));
+	CUCK(cuEventCreate(&b, 0));
+	CUCK(cuEventRecord(a, 0));
 	for (int i = 0; i < n; i++)
-		CK(cuLaunchKernel(f, blocks, 1, 1, threads, 1, 1, 0, 0, args, NULL));
-	CK(cuEventRecord(b, 0));
-	CK(cuEventSynchronize(b));
-	CK(cuEventElapsedTime(&ms, a, b));
+		CUCK(cuLaunchKernel(f, blocks, 1, 1, threads, 1, 1, 0, 0, args, NULL));
+	CUCK(cuEventRecord(b, 0));
+	CUCK(cuEventSynchronize(b));
+	CUCK(cuEventElapsedTime(&ms, a, b));
 	return ms / n;
 }
 
@@ -100,17 +85,17 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: maps_gpu INSTRUMENTED.ptx ORIG.ptx [BLOCKS] [THREADS]\n");
 		return 2;
 	}
-	ptx = slurp(argv[1]);
-	orig = slurp(argv[2]);
-	CK(cuInit(0));
-	CK(cuDeviceGet(&dev, 0));
-	CK(cuDevicePrimaryCtxRetain(&ctx, dev));
-	CK(cuCtxSetCurrent(ctx));
+	ptx = (char *)slurp(argv[1]);
+	orig = (char *)slurp(argv[2]);
+	CUCK(cuInit(0));
+	CUCK(cuDeviceGet(&dev, 0));
+	CUCK(cuDevicePrimaryCtxRetain(&ctx, dev));
+	CUCK(cuCtxSetCurrent(ctx));
 	mod = load(ptx);
 	omod = load(orig);
-	CK(cuModuleGetFunction(&f, mod, "bump"));
-	CK(cuModuleGetFunction(&of, omod, "bump"));
-	CK(cuModuleGetGlobal(&g, &gsize, mod, "gs_maps"));
+	CUCK(cuModuleGetFunction(&f, mod, "bump"));
+	CUCK(cuModuleGetFunction(&of, omod, "bump"));
+	CUCK(cuModuleGetGlobal(&g, &gsize, mod, "gs_maps"));
 	/* "// gs_maps[i] NAME kind K key KEY value VALUE entries N" */
 	for (line = strstr(ptx, "// gs_maps["); line && n < 16; line = strstr(line + 1, "// gs_maps[")) {
 		unsigned int i, kind, key, value, entries;
@@ -127,20 +112,20 @@ int main(int argc, char **argv)
 		d[n].max_entries = entries;
 		d[n].kind = kind;
 		d[n].extra = kind == 2 ? (unsigned int)nthreads : kind == 3 ? key : 1;
-		CK(cuMemAlloc(&d[n].data, bytes[n]));
-		CK(cuMemsetD8(d[n].data, 0, bytes[n]));
+		CUCK(cuMemAlloc(&d[n].data, bytes[n]));
+		CUCK(cuMemsetD8(d[n].data, 0, bytes[n]));
 		n++;
 	}
 	if (n != 3 || gsize < n * sizeof(struct desc)) {
 		fprintf(stderr, "expected 3 maps described in the PTX, found %u\n", n);
 		return 2;
 	}
-	CK(cuMemcpyHtoD(g, d, n * sizeof(struct desc)));
-	CK(cuLaunchKernel(f, blocks, 1, 1, threads, 1, 1, 0, 0, args, NULL));
-	CK(cuCtxSynchronize());
+	CUCK(cuMemcpyHtoD(g, d, n * sizeof(struct desc)));
+	CUCK(cuLaunchKernel(f, blocks, 1, 1, threads, 1, 1, 0, 0, args, NULL));
+	CUCK(cuCtxSynchronize());
 	for (unsigned int i = 0; i < n; i++) {
 		host[i] = (unsigned char *)malloc(bytes[i]);
-		CK(cuMemcpyDtoH(host[i], d[i].data, bytes[i]));
+		CUCK(cuMemcpyDtoH(host[i], d[i].data, bytes[i]));
 	}
 	/* by_block (hash): 50 keys, each once, each counted by every thread of its blocks */
 	{

@@ -16,6 +16,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "../bench.cuh"
+
 __constant__ float coef[4];
 __device__ unsigned int hits;
 
@@ -40,21 +42,6 @@ static void check(const char *what, bool ok)
 {
 	printf("%s %s\n", ok ? "ok" : "FAIL", what);
 	failed |= !ok;
-}
-
-static void *slurp(const char *path)
-{
-	FILE *f = fopen(path, "rb");
-	long n;
-	char *b;
-
-	if (!f || fseek(f, 0, SEEK_END) || (n = ftell(f)) < 0 || fseek(f, 0, SEEK_SET))
-		exit(2);
-	b = (char *)calloc(1, n + 1);
-	if (fread(b, 1, n, f) != (size_t)n)
-		exit(2);
-	fclose(f);
-	return b;
 }
 
 /* A driver module's `fill(int *out, int v)`: out[i] = v + i, 256 threads. */

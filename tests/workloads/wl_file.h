@@ -16,7 +16,7 @@ static void *slurp(const char *path)
 		fprintf(stderr, "cannot read %s\n", path);
 		exit(2);
 	}
-	b = calloc(1, (size_t)n + 1);
+	b = (char *)calloc(1, (size_t)n + 1); /* (C++ too: bench/bench.cuh) */
 	if (!b || fread(b, 1, (size_t)n, f) != (size_t)n) {
 		fprintf(stderr, "cannot read %s\n", path);
 		exit(2);
