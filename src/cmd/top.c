@@ -338,6 +338,10 @@ int cmd_top(int argc, char **argv)
 	if (nvml)
 		nvml_sample(nvml, 1);
 	snapshot(x, v->now, &v->nnow);
+	/* (--once: what the view covers starts now, with the probes attached: a script may
+	 * start its workload on this line) */
+	if (once)
+		gs_info("top: watching for %.1f s", interval);
 	while (!stop) {
 		double t0 = mono();
 

@@ -499,7 +499,9 @@ def test_top_once_json_processes(gs, tmp_path):
     top = subprocess.Popen([gs.binary, "top", "--once", "--json", "--interval", "3",
                             "--no-nvml"] + FAKE_LIBS, env=gs.env(), stdout=subprocess.PIPE,
                            stderr=subprocess.PIPE, text=True)
-    time.sleep(1.5)  # (probes attached: the agent's start takes well under that)
+    # Its interval starts once its probes are attached (over 1.5 s with asan on a loaded
+    # machine: a fixed wait missed the workload): it says so on stderr.
+    assert top.stderr.readline().startswith("gpuscope: top: watching for 3.0 s")
     truth = run_workload(gs, tmp_path, "wl_driver")
     out, err = top.communicate(timeout=60)
     assert top.returncode == 0, err
