@@ -362,7 +362,7 @@ void xtrace_poll(struct xtrace *x)
 	if (x->tracer)
 		got = tracer__poll(x->tracer, 100);
 	else
-		usleep(100000);
+		inject__wait(x->inject, 100);
 	now = mono_s();
 	if (x->inject) {
 		struct gs_ev_drops d = {};
@@ -761,6 +761,7 @@ void xtrace_render(struct xtrace *x, struct strbuf *sb)
 	pthread_mutex_lock(&x->lock);
 	for (int t = 0; t < GS_EV_MAX; t++)
 		d.by_type[t] += x->inject_drops.by_type[t];
+	d.rings_lost = x->inject_drops.rings_lost;
 	pthread_mutex_unlock(&x->lock);
 	for (int t = 0; t < GS_EV_MAX; t++)
 		drops += d.by_type[t];
@@ -768,6 +769,15 @@ void xtrace_render(struct xtrace *x, struct strbuf *sb)
 		    "Events lost because a ring buffer was full (the kernel's, or a process's "
 		    "in-process ring).");
 	prom_sample(sb, "gpuscope_dropped_events_total", NULL, NULL, NULL, (double)drops);
+	if (x->inject) {
+		prom_family(
+			sb, "gpuscope_inject_rings_lost_total", "counter",
+			"In-process rings the agent could not read to the end: unreadable, "
+			"cut short, corrupt, or refused (no proof of their owner, or more than a "
+			"user may have open).");
+		prom_sample(sb, "gpuscope_inject_rings_lost_total", NULL, NULL, NULL,
+			    (double)d.rings_lost);
+	}
 	prom_family(sb, "gpuscope_probed_libraries", "gauge",
 		    "CUDA and NCCL library files the agent has probes on.");
 	prom_sample(sb, "gpuscope_probed_libraries", NULL, NULL, NULL, (double)x->files);

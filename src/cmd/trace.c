@@ -112,6 +112,14 @@ static void add_file(struct trace *tr, __u32 pid, const char *path, unsigned int
 	push(tr, &rec.h);
 }
 
+/* Whether pid is one of the session's processes (an in-process ring's proof of owner). */
+static bool traced_pid(void *ctx, __u32 pid)
+{
+	const struct trace *tr = ctx;
+
+	return hmap_get(&tr->model->procs, pid, 0) != NULL;
+}
+
 /* Control records: follow children, probe what they load. */
 static void act_on(struct trace *tr, const struct gs_hdr *ev)
 {
@@ -631,6 +639,7 @@ int trace_main(const struct trace_opts *options)
 					  .ring_bytes = o->ring_bytes,
 					  .stack_every = o->stack_every,
 					  .on_event = on_event,
+					  .traced = traced_pid,
 					  .ctx = &tr };
 
 		if (inject__open(&io, &tr.inject)) {

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/procfs.h"
@@ -192,6 +193,46 @@ int proc_tgid(pid_t tid)
 		return -1;
 	p = strstr(buf, "\nTgid:");
 	return p ? atoi(p + 6) : -1;
+}
+
+bool proc_runs_as(pid_t pid, uid_t uid)
+{
+	char path[64], buf[2048], *p;
+	unsigned long u[4];
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	if (read_small(path, buf, sizeof(buf)) < 0)
+		return false;
+	p = strstr(buf, "\nUid:");
+	if (!p || sscanf(p + 5, "%lu %lu %lu %lu", &u[0], &u[1], &u[2], &u[3]) != 4)
+		return false;
+	return u[0] == uid || u[1] == uid || u[3] == uid;
+}
+
+int proc_start_ns(pid_t pid, __u64 *out)
+{
+	char path[64], buf[1024], *p;
+	unsigned long long ticks;
+	struct timespec boot, mono;
+	__s64 since_boot, offset;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if (read_small(path, buf, sizeof(buf)) < 0)
+		return -ESRCH;
+	/* After the command's ')': field 3 (state) on; the start time is field 22, in clock
+	 * ticks since boot (CLOCK_BOOTTIME, which runs on through a suspend). */
+	p = strrchr(buf, ')');
+	if (!p || sscanf(p + 1,
+			 " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d "
+			 "%*d %llu",
+			 &ticks) != 1)
+		return -EINVAL;
+	clock_gettime(CLOCK_BOOTTIME, &boot);
+	clock_gettime(CLOCK_MONOTONIC, &mono);
+	since_boot = (__s64)(ticks * (1000000000ULL / (unsigned long long)sysconf(_SC_CLK_TCK)));
+	offset = (boot.tv_sec - mono.tv_sec) * 1000000000LL + (boot.tv_nsec - mono.tv_nsec);
+	*out = since_boot > offset ? (__u64)(since_boot - offset) : 0;
+	return 0;
 }
 
 int proc_read_str(pid_t pid, __u64 addr, char *buf, size_t n)

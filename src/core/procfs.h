@@ -32,6 +32,10 @@ int proc_exe(pid_t pid, char *buf, size_t n);
 int proc_ppid(pid_t pid);
 /* The process (thread group) a thread belongs to; -1 if unknown. */
 int proc_tgid(pid_t tid);
+/* Whether the process runs as `uid` (its real, effective or file-system user). */
+bool proc_runs_as(pid_t pid, uid_t uid);
+/* When the process started, on CLOCK_MONOTONIC (ns; to a clock tick): 0, or -errno. */
+int proc_start_ns(pid_t pid, __u64 *out);
 /* A NUL-terminated string from another process's memory (pages are faulted in): its
  * length, or -errno. At most n-1 bytes; longer strings are cut. */
 int proc_read_str(pid_t pid, __u64 addr, char *buf, size_t n);

@@ -11,9 +11,13 @@
  * order from `tail`, stops at a record still being written, and zeroes each record before
  * moving `tail` past it, so unwritten space always reads as an empty slot.
  *
- * The consumer trusts nothing in the mapping: the producer is another process. Lengths are
- * bounded, every record is copied out before it is checked (core/event.h), and a ring that
- * holds garbage is reported and abandoned.
+ * The consumer trusts nothing in the mapping: the producer is another process, perhaps
+ * another user's. Lengths are bounded, every record is copied out before it is checked
+ * (core/event.h), and a ring that holds garbage is reported and abandoned. The file itself
+ * may be truncated under the mapping, which turns the next access into SIGBUS: its size is
+ * checked before each read, and every access to the mapping runs under a guard that turns
+ * such a fault into an error for that ring alone (the agent goes on). A drain reads at most
+ * one lap of the ring, so a producer that keeps writing cannot keep the consumer in it.
  */
 #ifndef GS_CORE_SHMRING_H
 #define GS_CORE_SHMRING_H
@@ -61,6 +65,7 @@ struct shmring {
 			  * line, which the consumer writes, is read only when space looks short */
 	size_t map_size;
 	void *map;
+	int fd; /* consumer: the file, whose size is checked before each read; producer: -1 */
 };
 
 /* Producer. Create a ring of data_size bytes (a power of two) at path: it appears
@@ -71,16 +76,23 @@ void *shmring_reserve(struct shmring *r, __u32 size, __u16 type);
 /* Publish a reserved record. */
 void shmring_commit(struct shmring *r, void *rec);
 
-/* Consumer. Map an existing ring; -1 with err set if it is not one. */
+/* Consumer. Map an existing ring (fd is duplicated and kept); -1 with err set if it is not
+ * one. */
 int shmring_open_fd(struct shmring *r, int fd, char *err, size_t errlen);
 int shmring_open(struct shmring *r, const char *path, char *err, size_t errlen);
 /*
- * Deliver every published record in order. Returns the number delivered (0 if none, or if
- * the next one is still being written), or -1 if the ring is corrupt (err says what; stop
- * reading it). *busy is set when a record is still being written at the tail.
+ * Deliver the published records in order, at most one lap of the ring. Returns the number
+ * delivered (0 if none, or if the next one is still being written), or -1 if the ring is
+ * corrupt or its file was cut short (err says what; stop reading it). *busy is set when a
+ * record is still being written at the tail.
  */
 int shmring_drain(struct shmring *r, void (*fn)(void *ctx, const struct gs_hdr *ev), void *ctx,
 		  bool *busy, char *err, size_t errlen);
+/* Copy the header out (its counters are the producer's to set: untrusted). 0, or -1 with err
+ * set if the file was cut short. */
+int shmring_read_hdr(const struct shmring *r, struct shmring_hdr *out, char *err, size_t errlen);
+/* The producer's reservation position (untrusted), into *head: 0 or -1 as above. */
+int shmring_read_head(const struct shmring *r, __u64 *head, char *err, size_t errlen);
 void shmring_close(struct shmring *r);
 
 #endif

@@ -8,7 +8,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/file.h>
+#include <sys/inotify.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/statvfs.h>
@@ -39,15 +41,32 @@ extern const unsigned char gs_inject_so[], gs_inject_so_end[];
 #define SO_NAME	   "libgpuscope-inject.so"
 #define DIR_PREFIX "gpuscope-"
 
+/* What a directory anyone may write to lets one user have the agent read: rings open at once
+ * per user and in all, and searches of every process's mappings per scan (each reads the
+ * maps of every process). Beyond, a ring waits for the next scan, or is refused. */
+#define RINGS_PER_USER	  64
+#define RINGS_MAX	  1024
+#define SEARCHES_PER_SCAN 16
+#define REFUSED_MAX	  4096
+/* A producer's counters are believed up to this many events a second of its ring's life. */
+#define RING_MAX_RATE 100000000ULL
+
+/* The counters a ring's header carries, as the agent accepts them. */
+struct ring_counts {
+	__u64 drops[GS_EV_MAX];
+	__u64 unwrapped;    /* driver entry points handed out unwrapped */
+	__u64 gates_forced; /* GPU timing gates the watchdog had to open (inject/gate.h) */
+};
+
 struct ring {
 	struct shmring r;
 	dev_t dev;
 	ino_t ino;
-	__u32 pid; /* the producer's, as gpuscope sees it (the agent: found from the mapping) */
-	__u64 created;
-	bool done;   /* closed: its counters are kept in `final` */
-	bool orphan; /* the agent's, its process gone before it was found */
-	struct shmring_hdr final;
+	uid_t uid;     /* the file's owner */
+	__u32 pid;     /* the producer's, as gpuscope sees it (the agent: found from the mapping) */
+	__u64 created; /* on the producer's clock, bounded by its process's life */
+	bool done;     /* closed: its counters are kept in `seen` */
+	struct ring_counts seen;
 	char name[64]; /* in the directory */
 };
 
@@ -55,8 +74,14 @@ struct inject {
 	struct inject_opts o;
 	bool agent;
 	int lock_fd;
-	struct shmring_hdr retired; /* the agent: counters of rings read out and removed */
-	struct ring *cur;	    /* the ring being drained (the agent's record callback) */
+	int watch_fd; /* the agent: inotify on its directory (-1: none), a ring is found at once */
+	struct ring_counts retired; /* the agent: counters of rings read out and removed */
+	struct {
+		dev_t dev;
+		ino_t ino;
+	} refused[REFUSED_MAX]; /* files refused and left in place: not looked at again */
+	unsigned int nrefused;
+	struct ring *cur; /* the ring being drained (the agent's record callback) */
 	unsigned int scans;
 	char dir[PATH_MAX];    /* rings (and the library, where it may be executed from) */
 	char so_dir[PATH_MAX]; /* the library's own directory if not `dir`, else "" */
@@ -199,6 +224,14 @@ int inject__open_agent(const char *dir, const struct inject_opts *o, struct inje
 	in->o = *o;
 	in->agent = true;
 	gs_strlcpy(in->dir, dir, sizeof(in->dir));
+	/* (A short program's ring is best found while it runs: its process is the proof of
+	 * whose it is.) */
+	in->watch_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+	if (in->watch_fd >= 0 &&
+	    inotify_add_watch(in->watch_fd, dir, IN_MOVED_TO | IN_CREATE) < 0) {
+		close(in->watch_fd);
+		in->watch_fd = -1;
+	}
 	snprintf(path, sizeof(path), "%s/agent.lock", dir);
 	in->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
 	if (in->lock_fd < 0 || fchmod(in->lock_fd, 0644)) {
@@ -223,8 +256,26 @@ int inject__open_agent(const char *dir, const struct inject_opts *o, struct inje
 fail:
 	if (in->lock_fd >= 0)
 		close(in->lock_fd);
+	if (in->watch_fd >= 0)
+		close(in->watch_fd);
 	free(in);
 	return -1;
+}
+
+int inject__wait(struct inject *in, int timeout_ms)
+{
+	struct pollfd p = { .fd = in->watch_fd, .events = POLLIN };
+	char buf[4096];
+
+	if (in->watch_fd < 0) {
+		poll(NULL, 0, timeout_ms);
+		return 0;
+	}
+	if (poll(&p, 1, timeout_ms) <= 0)
+		return 0;
+	while (read(in->watch_fd, buf, sizeof(buf)) > 0)
+		;
+	return 1;
 }
 
 const char *inject__library(const struct inject *in)
@@ -249,6 +300,9 @@ int inject__open(const struct inject_opts *o, struct inject **out)
 
 	in->o = *o;
 	in->lock_fd = -1;
+	in->watch_fd = -1;
+	if (!in->o.uid)
+		in->o.uid = geteuid();
 	/* Rings in shared memory; /tmp will do where there is none. */
 	if (make_dir("/dev/shm", in->dir, sizeof(in->dir)) &&
 	    make_dir("/tmp", in->dir, sizeof(in->dir))) {
@@ -299,6 +353,8 @@ void inject__close(struct inject *in)
 	if (in->agent) {
 		/* Programs keep the library and their rings; a restarted agent reads on. */
 		close(in->lock_fd);
+		if (in->watch_fd >= 0)
+			close(in->watch_fd);
 		free(in);
 		return;
 	}
@@ -400,9 +456,117 @@ static __u32 ring_pid(const char *name)
 	return !strcmp(end, ".ring") ? (__u32)pid : 0;
 }
 
+static bool was_refused(const struct inject *in, const struct stat *st)
+{
+	for (unsigned int i = 0; i < GS_MIN(in->nrefused, REFUSED_MAX); i++)
+		if (in->refused[i].dev == st->st_dev && in->refused[i].ino == st->st_ino)
+			return true;
+	return false;
+}
+
+/* A ring file not read: counted lost, and removed (the agent) or remembered (it stays). */
+static void refuse(struct inject *in, DIR *d, const char *name, const struct stat *st,
+		   const char *why, bool remove)
+{
+	gs_debug("in-process ring %s refused: %s", name, why);
+	in->rings_lost++;
+	if (remove && unlinkat(dirfd(d), name, 0) == 0)
+		return;
+	in->refused[in->nrefused % REFUSED_MAX].dev = st->st_dev;
+	in->refused[in->nrefused % REFUSED_MAX].ino = st->st_ino;
+	in->nrefused++;
+}
+
+/*
+ * Whose a ring is: the pid its records go under, 0 if it has no proof of an owner (why
+ * says), or -1 to look again at the next scan. Proof: a process that maps the file and runs
+ * as the file's owner (the agent looks for it on this side of any pid namespace, from the
+ * named pid; the name alone proves nothing); for `run`, also one of its processes, gone
+ * now, if the file belongs to the user it runs the command as.
+ */
+static long ring_owner(struct inject *in, __u32 named, const struct stat *st,
+		       unsigned int *searches, const char **why)
+{
+	unsigned int ma = major(st->st_dev), mi = minor(st->st_dev);
+	pid_t mapper = 0;
+
+	if (!in->agent && st->st_uid != in->o.uid) {
+		*why = "its file is not the traced command's user's";
+		return 0;
+	}
+	if (proc_maps_file((pid_t)named, ma, mi, st->st_ino))
+		mapper = (pid_t)named;
+	else if (in->agent) {
+		if (*searches >= SEARCHES_PER_SCAN)
+			return -1;
+		++*searches;
+		mapper = proc_find_mapper((pid_t)named, ma, mi, st->st_ino);
+	}
+	if (mapper) {
+		if (!proc_runs_as(mapper, st->st_uid)) {
+			*why = "the process that maps it does not run as the file's owner";
+			return 0;
+		}
+		return mapper;
+	}
+	if (!in->agent && in->o.traced && in->o.traced(in->o.ctx, named))
+		return named;
+	*why = "no process of its owner maps it";
+	return 0;
+}
+
+/* How many rings are open, of a user and in all. */
+static size_t rings_open(const struct inject *in, uid_t uid, size_t *all)
+{
+	size_t n = 0;
+
+	*all = 0;
+	for (size_t i = 0; i < in->n; i++) {
+		*all += !in->rings[i].done;
+		n += !in->rings[i].done && in->rings[i].uid == uid;
+	}
+	return n;
+}
+
+static void open_ring(struct inject *in, DIR *d, const char *name, int fd, const struct stat *st,
+		      __u32 pid)
+{
+	struct ring *r;
+	char err[128];
+	__u64 start, now = gs_now_ns();
+
+	if (in->n == in->cap) {
+		in->cap = in->cap ? 2 * in->cap : 16;
+		in->rings = xrealloc(in->rings, in->cap * sizeof(*in->rings));
+	}
+	r = &in->rings[in->n];
+	memset(r, 0, sizeof(*r));
+	r->dev = st->st_dev;
+	r->ino = st->st_ino;
+	r->uid = st->st_uid;
+	r->pid = pid;
+	gs_strlcpy(r->name, name, sizeof(r->name));
+	if (shmring_open_fd(&r->r, fd, err, sizeof(err))) {
+		gs_warn("in-process ring of pid %u: %s; its events are lost", pid, err);
+		r->done = true;
+		in->rings_lost++;
+		if (in->agent)
+			unlinkat(dirfd(d), name, 0);
+	} else {
+		/* (The header's word: bounded by the process's life, where that is known.) */
+		r->created = GS_MIN(r->r.h->created_ns, now);
+		if (proc_start_ns((pid_t)pid, &start) == 0)
+			r->created = GS_MAX(r->created, start);
+		if (in->o.on_ring)
+			in->o.on_ring(in->o.ctx, pid, r->created, true);
+	}
+	in->n++;
+	gs_debug("in-process ring of pid %u found", pid);
+}
+
 static void scan(struct inject *in)
 {
-	char path[PATH_MAX + 256], err[128];
+	unsigned int searches = 0;
 	struct dirent *de;
 	struct stat st;
 	DIR *d = opendir(in->dir);
@@ -410,80 +574,67 @@ static void scan(struct inject *in)
 	if (!d)
 		return;
 	while ((de = readdir(d))) {
-		__u32 pid = ring_pid(de->d_name);
-		struct ring *r;
-		bool known = false, orphan = false;
+		__u32 named = ring_pid(de->d_name);
+		const char *why = NULL;
+		bool known = false;
+		size_t all;
+		long pid;
 		int fd;
 
-		if (!pid)
-			continue;
-		snprintf(path, sizeof(path), "%s/%s", in->dir, de->d_name);
-		fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
-		if (fd < 0)
+		if (!named || fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) ||
+		    !S_ISREG(st.st_mode) || was_refused(in, &st))
 			continue;
 		/* A process that execs makes a new ring under the same name. */
-		if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
-			close(fd);
-			continue;
-		}
 		for (size_t i = 0; i < in->n && !known; i++)
 			known = in->rings[i].dev == st.st_dev && in->rings[i].ino == st.st_ino;
-		if (known) {
-			close(fd);
+		if (known)
+			continue;
+		pid = ring_owner(in, named, &st, &searches, &why);
+		if (pid < 0)
+			continue;
+		if (!pid) {
+			refuse(in, d, de->d_name, &st, why, in->agent || in->o.skip_before_ring);
 			continue;
 		}
-		if (in->n == in->cap) {
-			in->cap = in->cap ? 2 * in->cap : 16;
-			in->rings = xrealloc(in->rings, in->cap * sizeof(*in->rings));
+		if (rings_open(in, st.st_uid, &all) >= RINGS_PER_USER || all >= RINGS_MAX) {
+			refuse(in, d, de->d_name, &st, "its user has too many rings open", false);
+			continue;
 		}
-		if (in->agent) {
-			/* Whose it is, on this side of its pid namespace: the process that maps
-			 * it. Nobody: its process is gone (before the agent found it; the
-			 * kernel's probes saw its calls, or it exec'ed). */
-			pid_t host = proc_find_mapper((pid_t)pid, major(st.st_dev),
-						      minor(st.st_dev), st.st_ino);
-
-			if (!host && in->o.skip_before_ring) {
-				gs_debug("in-process ring %s: no process has it, removed",
-					 de->d_name);
-				unlinkat(dirfd(d), de->d_name, 0);
-				close(fd);
-				continue;
-			}
-			/* (Without the probes, the ring is all there is: read under the pid it
-			 * names, which outside a pid namespace is the process's.) */
-			orphan = !host;
-			if (host)
-				pid = (__u32)host;
-		}
-		r = &in->rings[in->n];
-		memset(r, 0, sizeof(*r));
-		r->dev = st.st_dev;
-		r->ino = st.st_ino;
-		r->pid = pid;
-		r->orphan = orphan;
-		gs_strlcpy(r->name, de->d_name, sizeof(r->name));
-		if (shmring_open_fd(&r->r, fd, err, sizeof(err))) {
-			gs_warn("in-process ring of pid %u: %s; its events are lost", pid, err);
-			r->done = true;
-			in->rings_lost++;
-			if (in->agent)
-				unlinkat(dirfd(d), de->d_name, 0);
-		} else {
-			r->created = r->r.h->created_ns;
-			if (in->o.on_ring)
-				in->o.on_ring(in->o.ctx, pid, r->created, true);
-		}
+		fd = openat(dirfd(d), de->d_name, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+		if (fd < 0)
+			continue;
+		open_ring(in, d, de->d_name, fd, &st, (__u32)pid);
 		close(fd);
-		in->n++;
-		gs_debug("in-process ring of pid %u found", pid);
 	}
 	closedir(d);
 }
 
+/* The header's counters as the agent takes them (see inject__drops). */
+static __u64 accept(__u64 prev, __u64 claimed, __u64 bound)
+{
+	if (claimed <= prev)
+		return prev;
+	return GS_MAX(prev, GS_MIN(claimed, bound));
+}
+
+static void read_counts(struct ring *r)
+{
+	struct shmring_hdr h;
+	char err[128];
+	__u64 age = gs_now_ns() - GS_MIN(r->created, gs_now_ns());
+	__u64 bound = (age / 1000000 + 1000) * (RING_MAX_RATE / 1000);
+
+	if (shmring_read_hdr(&r->r, &h, err, sizeof(err)))
+		return;
+	for (int t = 0; t < GS_EV_MAX; t++)
+		r->seen.drops[t] = accept(r->seen.drops[t], h.drops[t], bound);
+	r->seen.unwrapped = accept(r->seen.unwrapped, h.unwrapped, bound);
+	r->seen.gates_forced = accept(r->seen.gates_forced, h.gates_forced, bound);
+}
+
 static void finish(struct inject *in, struct ring *r, bool lost)
 {
-	memcpy(&r->final, r->r.h, sizeof(r->final));
+	read_counts(r);
 	shmring_close(&r->r);
 	r->done = true;
 	if (lost)
@@ -534,9 +685,9 @@ static void retire(struct inject *in)
 			continue;
 		}
 		for (int t = 0; t < GS_EV_MAX; t++)
-			in->retired.drops[t] += r->final.drops[t];
-		in->retired.unwrapped += r->final.unwrapped;
-		in->retired.gates_forced += r->final.gates_forced;
+			in->retired.drops[t] += r->seen.drops[t];
+		in->retired.unwrapped += r->seen.unwrapped;
+		in->retired.gates_forced += r->seen.gates_forced;
 	}
 	in->n = k;
 }
@@ -561,7 +712,7 @@ int inject__poll(struct inject *in, bool do_scan, bool final)
 		 * its process is gone, or, looked at every tenth scan, as reading a big
 		 * program's maps is not free, no longer maps it: it exec'ed.) */
 		if (in->agent)
-			dead = final || r->orphan || gone(r->pid) ||
+			dead = final || gone(r->pid) ||
 			       (do_scan && in->scans % 10 == 0 &&
 				!proc_maps_file((pid_t)r->pid, major(r->dev), minor(r->dev),
 						r->ino));
@@ -580,12 +731,15 @@ int inject__poll(struct inject *in, bool do_scan, bool final)
 			continue;
 		}
 		total += n;
-		/* Everything of a process that is gone has been read: unless its last record
-		 * was being written when it died, which then never ends. */
+		read_counts(r);
+		/* Everything of a process that is gone has been read (a ring holds at most a
+		 * lap): unless its last record was being written when it died, which then never
+		 * ends. */
 		if (dead) {
-			__u64 head = __atomic_load_n(&r->r.h->head, __ATOMIC_ACQUIRE);
+			__u64 head = 0;
+			bool cut = shmring_read_head(&r->r, &head, err, sizeof(err)) != 0;
 
-			finish(in, r, busy || head != r->r.tail);
+			finish(in, r, cut || busy || head != r->r.tail);
 		}
 	}
 	if (in->agent)
@@ -593,22 +747,15 @@ int inject__poll(struct inject *in, bool do_scan, bool final)
 	return total;
 }
 
-static const struct shmring_hdr *ring_hdr(const struct ring *r)
-{
-	return r->done ? &r->final : r->r.h;
-}
-
 void inject__drops(const struct inject *in, struct gs_ev_drops *d)
 {
 	for (size_t i = 0; i < in->n; i++) {
-		const struct shmring_hdr *h = ring_hdr(&in->rings[i]);
+		const struct ring_counts *c = &in->rings[i].seen;
 
-		if (!h->magic[0]) /* never opened */
-			continue;
 		for (int t = 0; t < GS_EV_MAX; t++)
-			d->by_type[t] += h->drops[t];
-		d->unwrapped += h->unwrapped;
-		d->gates_forced += h->gates_forced;
+			d->by_type[t] += c->drops[t];
+		d->unwrapped += c->unwrapped;
+		d->gates_forced += c->gates_forced;
 	}
 	for (int t = 0; t < GS_EV_MAX; t++)
 		d->by_type[t] += in->retired.drops[t];

@@ -11,6 +11,7 @@
 #define GS_INJECT_LOADER_H
 
 #include <stdbool.h>
+#include <sys/types.h>
 #include "gpuscope/event.h"
 
 struct inject;
@@ -33,6 +34,12 @@ struct inject_opts {
 	/* Records of calls made before the ring existed are left out (the kernel's probes,
 	 * which the agent also has, saw those). */
 	bool skip_before_ring;
+	/* A ring is attributed only with proof of its owner: its file belongs to the user the
+	 * process runs as, and the process maps it; a `run` session also takes a ring of a
+	 * process that is gone if the file belongs to the user it runs the command as (uid; 0
+	 * with root) and `traced` says the pid was one of its processes (NULL: none). */
+	uid_t uid;
+	bool (*traced)(void *ctx, __u32 pid);
 };
 
 /* Create the session directory and write the library into it. 0, or -1 with a message. */
@@ -61,7 +68,12 @@ void inject__free_env(char **env);
  * Returns the number of records delivered.
  */
 int inject__poll(struct inject *in, bool scan, bool final);
-/* Add the rings' drop counters to d (their drops, unwrapped entry points, lost rings). */
+/* Wait up to timeout_ms for a ring to appear in the agent's directory: 1 if one may have. */
+int inject__wait(struct inject *in, int timeout_ms);
+/* Add the rings' drop counters to d (their drops, unwrapped entry points, lost rings). The
+ * producers' counters are taken as the agent accepts them: never less than before, never
+ * more than a process could have counted in the ring's life (RING_MAX_RATE a second). A
+ * ring that was refused (no proof of its owner, over its user's share) counts as lost. */
 void inject__drops(const struct inject *in, struct gs_ev_drops *d);
 __u64 inject__drops_total(const struct inject *in);
 

@@ -231,6 +231,78 @@ static void corruption_is_reported(void **state)
 	assert_int_equal(shmring_create(&p, path, 1000, 1, 0), -EINVAL);
 }
 
+/* The file cut short under the consumer's mapping (whoever may write it may truncate it):
+ * an error for that ring, never SIGBUS. Before a drain (the size check) and during one (the
+ * guard: here the callback cuts the file between two records). */
+static struct shmring *cut_producer;
+
+static void cut_after_first(void *ctx, const struct gs_hdr *ev)
+{
+	struct seen *s = ctx;
+
+	(void)ev;
+	if (s->n++ == 0)
+		assert_int_equal(truncate(path, 0), 0);
+}
+
+static void truncated_file(void **state)
+{
+	struct shmring p, c;
+	struct shmring_hdr h;
+	struct seen s = {};
+	char err[128];
+	bool busy;
+	__u64 head;
+
+	(void)state;
+	assert_int_equal(shmring_create(&p, path, GS_SHMRING_MIN, 1, 0), 0);
+	assert_int_equal(shmring_open(&c, path, err, sizeof(err)), 0);
+	for (int i = 0; i < 10; i++)
+		assert_true(put(&p, (__u64)i, 0));
+	shmring_close(&p); /* (the producer's own pages would fault as well) */
+	assert_int_equal(shmring_drain(&c, cut_after_first, &s, &busy, err, sizeof(err)), -1);
+	assert_string_equal(err, "its file was cut short while it was read");
+	assert_int_equal(s.n, 1);
+	assert_int_equal(shmring_drain(&c, cut_after_first, &s, &busy, err, sizeof(err)), -1);
+	assert_string_equal(err, "its file was cut short");
+	assert_int_equal(shmring_read_hdr(&c, &h, err, sizeof(err)), -1);
+	assert_int_equal(shmring_read_head(&c, &head, err, sizeof(err)), -1);
+	shmring_close(&c);
+}
+
+/* A producer that writes as fast as the consumer reads cannot hold it: one lap a drain. */
+static void refill(void *ctx, const struct gs_hdr *ev)
+{
+	struct seen *s = ctx;
+
+	s->n++;
+	assert_true(put(cut_producer, ((const struct gs_ev_launch *)ev)->func + 1000000, 0));
+}
+
+static void endless_producer(void **state)
+{
+	struct shmring p, c;
+	struct seen s = {};
+	char err[128];
+	bool busy;
+	int n, total = 0;
+
+	(void)state;
+	assert_int_equal(shmring_create(&p, path, GS_SHMRING_MIN, 1, 0), 0);
+	assert_int_equal(shmring_open(&c, path, err, sizeof(err)), 0);
+	cut_producer = &p;
+	for (int i = 0; i < 100; i++)
+		assert_true(put(&p, (__u64)i, 0));
+	n = shmring_drain(&c, refill, &s, &busy, err, sizeof(err));
+	/* 104 bytes a slot: 631 records start within a lap of 64 KiB. */
+	assert_int_equal(n, (GS_SHMRING_MIN + 103) / 104);
+	while (total < 5000 && (n = shmring_drain(&c, refill, &s, &busy, err, sizeof(err))) > 0)
+		total += n;
+	assert_true(n > 0);
+	shmring_close(&p);
+	shmring_close(&c);
+}
+
 static const struct CMUnitTest tests[] = {
 	cmocka_unit_test_setup_teardown(order_and_wrap, setup, teardown),
 	cmocka_unit_test_setup_teardown(full_ring_drops_and_recovers, setup, teardown),
@@ -238,5 +310,7 @@ static const struct CMUnitTest tests[] = {
 	cmocka_unit_test_setup_teardown(concurrent_producers, setup, teardown),
 	cmocka_unit_test_setup_teardown(another_process_produces, setup, teardown),
 	cmocka_unit_test_setup_teardown(corruption_is_reported, setup, teardown),
+	cmocka_unit_test_setup_teardown(truncated_file, setup, teardown),
+	cmocka_unit_test_setup_teardown(endless_producer, setup, teardown),
 };
 UNIT_MAIN(tests)

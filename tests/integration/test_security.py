@@ -1,0 +1,102 @@
+"""gpuscope as an attacker and an operator meet it (docs/security.md): rings another user
+writes, a library that must never end its program, slow HTTP peers, outputs of a root
+session. Each test here failed on the code before its fix."""
+import json
+import os
+import time
+
+import pytest
+
+from conftest import needs_root
+from rings import Ring
+from test_exporter import agent, value  # noqa: F401 (the fixture)
+
+
+def rings_lost(a):
+    return value(a.metrics(), "gpuscope_inject_rings_lost_total")
+
+
+# ---- 1. a ring file cut short under the agent's mapping -----------------------------------
+
+def test_truncated_ring_is_lost_not_the_agent(agent, tmp_path):
+    """The owner of a ring truncates it while the agent has it mapped: the next read would
+    be SIGBUS in the root agent. It is an error for that ring alone."""
+    d = tmp_path / "inject"
+    a = agent(args=["--inject-dir", str(d), "--no-nvml"])
+    ring = Ring(d)
+    a.wait_for(lambda m: value(m, "gpuscope_inject_processes") == 1)
+    ring.truncate()
+    m = a.wait_for(lambda m: value(m, "gpuscope_inject_rings_lost_total") == 1)
+    assert value(m, "gpuscope_inject_processes") == 0
+    assert a.p.poll() is None
+    assert a.get("/healthz")[0] == 200
+    ring.close()
+
+
+@needs_root
+def test_truncated_ring_under_run_inject(gs, tmp_path):
+    """The traced program cuts its own ring: gpuscope finishes, the program's status is its
+    own, the ring counts as lost."""
+    prog = ("import ctypes, glob, os, time\n"
+            "c = ctypes.CDLL('libcuda.so.1')\n"
+            "assert c.cuInit(0) == 0\n"
+            "ring = os.path.join(os.environ['GPUSCOPE_INJECT_DIR'], '%d.ring' % os.getpid())\n"
+            "ino = ' %d ' % os.stat(ring).st_ino\n"
+            "def mapped_by_another():\n"
+            "    for m in glob.glob('/proc/[0-9]*/maps'):\n"
+            "        try:\n"
+            "            if m != '/proc/%d/maps' % os.getpid() and ino in open(m).read():\n"
+            "                return True\n"
+            "        except OSError:\n"
+            "            pass\n"
+            "deadline = time.time() + 20\n"
+            "while not mapped_by_another() and time.time() < deadline:\n"
+            "    time.sleep(0.02)\n"
+            "os.truncate(ring, 0)\n"
+            "time.sleep(0.3)\n")
+    js = tmp_path / "r.json"
+    p = gs.run(["run", "-q", "--inject", "--json=%s" % js, "--", "python3", "-c", prog])
+    assert p.returncode == 0, p.stderr
+    assert "cut short" in p.stderr, p.stderr
+    r = json.loads(js.read_text())
+    assert r["drops"]["rings_lost"] == 1, r["drops"]
+
+
+# ---- 2. a ring that lies about who it is, or what it counted ------------------------------
+
+def test_ring_named_after_another_process_is_refused(agent, tmp_path):
+    """A ring named after pid 1 that no process of its owner maps: nobody's (before, it was
+    read as pid 1's when the kernel probes were off)."""
+    d = tmp_path / "inject"
+    a = agent(args=["--inject-dir", str(d), "--no-nvml"])
+    forged = Ring(d, pid=1, mapped=False)
+    m = a.wait_for(lambda m: rings_lost(a) == 1)
+    assert value(m, "gpuscope_inject_processes") == 0
+    assert not os.path.exists(forged.path)
+
+
+@needs_root
+def test_ring_of_another_user_is_refused(agent, tmp_path):
+    """A ring owned by one user and mapped by a process of another proves nothing."""
+    d = tmp_path / "inject"
+    a = agent(args=["--inject-dir", str(d), "--no-nvml"])
+    ring = Ring(d, uid=65534)
+    a.wait_for(lambda m: rings_lost(a) == 1)
+    assert value(a.metrics(), "gpuscope_inject_processes") == 0
+    ring.close()
+
+
+def test_ring_header_counters_are_bounded(agent, tmp_path):
+    """A ring's header carries its drop counters; its writer may set them to anything. The
+    agent believes no more than a process could have counted in the ring's life."""
+    d = tmp_path / "inject"
+    a = agent(args=["--inject-dir", str(d), "--no-nvml"])
+    t0 = time.monotonic()
+    ring = Ring(d, drops=0xe6 << 56, unwrapped=1 << 63, created_ns=time.monotonic_ns())
+    m = a.wait_for(lambda m: value(m, "gpuscope_inject_processes") == 1 and
+                   value(m, "gpuscope_dropped_events_total") > 0)
+    age = time.monotonic() - t0
+    dropped = value(m, "gpuscope_dropped_events_total")
+    # 25 counters, each at most 100 million a second of the ring's life (plus a second).
+    assert 0 < dropped <= 25 * 1e8 * (age + 2), dropped
+    ring.close()
