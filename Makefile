@@ -42,10 +42,14 @@ MAIN_SRC  := src/main.c
 INJECT_SO   := $(OUTPUT)/libgpuscope-inject.so
 INJECT_SRCS := $(filter-out src/inject/loader.c,$(wildcard src/inject/*.c)) \
 	       src/core/shmring.c src/core/names.c src/core/event.c src/core/util.c src/core/hmap.c \
+	       src/core/alloc.c \
 	       src/ptx/fatbin.c src/ptx/rewrite.c src/ptx/bundle.c src/ptx/translate.c \
 	       src/ptx/gpuring.c
 INJECT_OBJS := $(patsubst %.c,$(OUTPUT)/pic/%.o,$(INJECT_SRCS))
-INJECT_CFLAGS := -fPIC -fvisibility=hidden -ftls-model=initial-exec -fno-strict-aliasing
+# GS_IN_TARGET: nothing that can end the program (core/alloc.h); core/xalloc.c is left out, so
+# a use of xmalloc and friends fails the link (-z defs).
+INJECT_CFLAGS := -fPIC -fvisibility=hidden -ftls-model=initial-exec -fno-strict-aliasing \
+		 -DGS_IN_TARGET
 
 OBJS       = $(patsubst %.c,$(OUTPUT)/$(1)/%.o,$(LIB_SRCS) $(MAIN_SRC))
 LIB_OBJS   = $(patsubst %.c,$(OUTPUT)/$(1)/%.o,$(LIB_SRCS))

@@ -149,6 +149,27 @@ $(OUTPUT)/unit-asan/%: tests/unit/%.c tests/unit/unit.h $(call LIB_OBJS,asan)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CPPFLAGS) $(ASAN_FLAGS) $(WARN) $< $(call LIB_OBJS,asan) $(LDLIBS) -lcmocka -ldl -o $@
 
+# The in-process library's parsers as the library builds them (tests/unit/test_target_alloc.c):
+# INJECT_CFLAGS (GS_IN_TARGET), plain and with ASan.
+TARGET_SRCS := src/core/alloc.c src/core/util.c src/core/hmap.c src/ptx/fatbin.c src/ptx/rewrite.c \
+	       src/ptx/bundle.c src/ptx/translate.c
+$(OUTPUT)/target-asan/%.o: %.c $(wildcard include/gpuscope/*.h src/*/*.h)
+	@mkdir -p $(@D)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CPPFLAGS) $(ASAN_FLAGS) $(WARN) $(INJECT_CFLAGS) -c $< -o $@
+$(OUTPUT)/unit/test_target_alloc: tests/unit/test_target_alloc.c tests/unit/unit.h \
+				  $(patsubst %.c,$(OUTPUT)/pic/%.o,$(TARGET_SRCS))
+	@mkdir -p $(@D)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) -DGS_IN_TARGET $< $(filter %.o,$^) -lzstd -lcmocka \
+		-o $@
+$(OUTPUT)/unit-asan/test_target_alloc: tests/unit/test_target_alloc.c tests/unit/unit.h \
+				       $(patsubst %.c,$(OUTPUT)/target-asan/%.o,$(TARGET_SRCS))
+	@mkdir -p $(@D)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CPPFLAGS) $(ASAN_FLAGS) $(WARN) -DGS_IN_TARGET $< $(filter %.o,$^) -lzstd \
+		-lcmocka -o $@
+
 $(OUTPUT)/unit/alias_lib.so: tests/unit/alias_lib.c
 	@mkdir -p $(@D)
 	$(call msg,CC,$@)

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
+#include <errno.h>
 #include <stdlib.h>
 
+#include "core/alloc.h"
 #include "core/hmap.h"
 #include "core/util.h"
 
@@ -37,35 +39,55 @@ void *hmap_get(const struct hmap *m, __u64 k1, __u64 k2)
 	return s ? s->val : NULL;
 }
 
-static void grow(struct hmap *m)
+static int grow(struct hmap *m)
 {
 	struct hmap old = *m;
-	struct hmap_slot *s;
+	struct hmap_slot *s, *slots;
+	size_t cap = old.cap ? old.cap * 2 : 64;
 
-	m->cap = old.cap ? old.cap * 2 : 64;
-	m->slots = xcalloc(m->cap, sizeof(*m->slots));
+	slots = gs_calloc(cap, sizeof(*slots));
+	if (!slots)
+		return -ENOMEM;
+	m->slots = slots;
+	m->cap = cap;
 	m->len = 0;
-	hmap_for_each (&old, s)
-		hmap_put(m, s->k1, s->k2, s->val);
+	hmap_for_each (&old, s) {
+		struct hmap_slot *to = find(m, s->k1, s->k2);
+
+		*to = *s;
+		m->len++;
+	}
 	free(old.slots);
+	return 0;
 }
 
-void *hmap_put(struct hmap *m, __u64 k1, __u64 k2, void *val)
+int hmap_try_put(struct hmap *m, __u64 k1, __u64 k2, void *val, void **prev)
 {
 	struct hmap_slot *s;
-	void *prev;
 
-	if ((m->len + 1) * 4 > m->cap * 3)
-		grow(m);
+	if ((m->len + 1) * 4 > m->cap * 3 && grow(m))
+		return -ENOMEM;
 	s = find(m, k1, k2);
-	prev = s->val;
-	if (!prev)
+	if (prev)
+		*prev = s->val;
+	if (!s->val)
 		m->len++;
 	s->k1 = k1;
 	s->k2 = k2;
 	s->val = val;
+	return 0;
+}
+
+#ifndef GS_IN_TARGET
+void *hmap_put(struct hmap *m, __u64 k1, __u64 k2, void *val)
+{
+	void *prev;
+
+	if (hmap_try_put(m, k1, k2, val, &prev))
+		gs_out_of_memory(m->cap * 2 * sizeof(*m->slots));
 	return prev;
 }
+#endif
 
 void *hmap_del(struct hmap *m, __u64 k1, __u64 k2)
 {

@@ -22,8 +22,13 @@ struct hmap {
 };
 
 void *hmap_get(const struct hmap *m, __u64 k1, __u64 k2);
-/* Insert or replace; returns the previous value or NULL. */
+/* Insert or replace: 0, or -ENOMEM (nothing changed). *prev (if not NULL): the previous value
+ * or NULL. */
+int hmap_try_put(struct hmap *m, __u64 k1, __u64 k2, void *val, void **prev);
+#ifndef GS_IN_TARGET
+/* Insert or replace (gpuscope exits if out of memory); returns the previous value or NULL. */
 void *hmap_put(struct hmap *m, __u64 k1, __u64 k2, void *val);
+#endif
 /* Remove; returns the removed value or NULL. */
 void *hmap_del(struct hmap *m, __u64 k1, __u64 k2);
 /* Free the table (not the values). */

@@ -68,6 +68,9 @@ struct shmring {
 	int fd; /* consumer: the file, whose size is checked before each read; producer: -1 */
 };
 
+/* Map a ring's file (the data area twice): 0 or -errno. populate: fault its pages in now. */
+int shmring_map(struct shmring *r, int fd, __u64 data_size, bool populate);
+
 /* Producer. Create a ring of data_size bytes (a power of two) at path: it appears
  * complete (written under a temporary name, then renamed). 0 or -errno. */
 int shmring_create(struct shmring *r, const char *path, __u64 data_size, __u32 pid, __u64 now);

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/alloc.h"
 #include "core/util.h"
 
 static int verbosity;
@@ -65,48 +66,6 @@ void gs_debug(const char *fmt, ...)
 	va_start(ap, fmt);
 	vmsg("debug: ", fmt, ap);
 	va_end(ap);
-}
-
-static void out_of_memory(size_t n)
-{
-	fprintf(stderr, "gpuscope: out of memory (allocating %zu bytes)\n", n);
-	exit(GS_EXIT_RUNTIME);
-}
-
-void *xmalloc(size_t n)
-{
-	void *p = malloc(n ? n : 1);
-
-	if (!p)
-		out_of_memory(n);
-	return p;
-}
-
-void *xcalloc(size_t nmemb, size_t size)
-{
-	void *p = calloc(nmemb ? nmemb : 1, size ? size : 1);
-
-	if (!p)
-		out_of_memory(nmemb * size);
-	return p;
-}
-
-void *xrealloc(void *p, size_t n)
-{
-	void *q = realloc(p, n ? n : 1);
-
-	if (!q)
-		out_of_memory(n);
-	return q;
-}
-
-char *xstrdup(const char *s)
-{
-	char *p = strdup(s ? s : "");
-
-	if (!p)
-		out_of_memory(strlen(s));
-	return p;
 }
 
 static __u64 clock_ns(clockid_t id)
@@ -247,16 +206,29 @@ int parse_seconds(const char *s, double *out)
 	return 0;
 }
 
-static void sb_grow(struct strbuf *sb, size_t extra)
+/* Room for `extra` more bytes: false (and oom set) if there is none. */
+static bool sb_grow(struct strbuf *sb, size_t extra)
 {
-	size_t need = sb->len + extra + 1;
+	size_t need = sb->len + extra + 1, cap = sb->cap ? sb->cap : 256;
+	char *p;
 
+	if (sb->oom)
+		return false;
 	if (need <= sb->cap)
-		return;
-	sb->cap = sb->cap ? sb->cap : 256;
-	while (sb->cap < need)
-		sb->cap *= 2;
-	sb->buf = xrealloc(sb->buf, sb->cap);
+		return true;
+	while (cap < need)
+		cap *= 2;
+	p = gs_realloc(sb->buf, cap);
+	if (!p) {
+#ifndef GS_IN_TARGET
+		gs_out_of_memory(cap);
+#endif
+		sb->oom = true;
+		return false;
+	}
+	sb->buf = p;
+	sb->cap = cap;
+	return true;
 }
 
 void sb_vprintf(struct strbuf *sb, const char *fmt, va_list ap)
@@ -267,9 +239,8 @@ void sb_vprintf(struct strbuf *sb, const char *fmt, va_list ap)
 	va_copy(ap2, ap);
 	n = vsnprintf(NULL, 0, fmt, ap2);
 	va_end(ap2);
-	if (n < 0)
+	if (n < 0 || !sb_grow(sb, (size_t)n))
 		return;
-	sb_grow(sb, (size_t)n);
 	vsnprintf(sb->buf + sb->len, (size_t)n + 1, fmt, ap);
 	sb->len += (size_t)n;
 }
@@ -285,7 +256,8 @@ void sb_printf(struct strbuf *sb, const char *fmt, ...)
 
 void sb_putn(struct strbuf *sb, const char *s, size_t n)
 {
-	sb_grow(sb, n);
+	if (!sb_grow(sb, n))
+		return;
 	memcpy(sb->buf + sb->len, s, n);
 	sb->len += n;
 	sb->buf[sb->len] = 0;
@@ -313,6 +285,7 @@ void sb_free(struct strbuf *sb)
 	free(sb->buf);
 	sb->buf = NULL;
 	sb->len = sb->cap = 0;
+	sb->oom = false;
 }
 
 char *gs_strlcpy(char *dst, const char *src, size_t n)

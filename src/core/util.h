@@ -27,11 +27,16 @@ void gs_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void gs_set_verbosity(int level);
 int gs_verbosity(void);
 
-/* Allocation that never returns NULL: out of memory is a clean exit 2. */
+#ifndef GS_IN_TARGET
+/* gpuscope's own allocation, which never returns NULL: out of memory is a clean exit 2.
+ * Not in the in-process library (GS_IN_TARGET), where nothing may end the program: there,
+ * core/alloc.h. */
 void *xmalloc(size_t n);
 void *xcalloc(size_t nmemb, size_t size);
 void *xrealloc(void *p, size_t n);
 char *xstrdup(const char *s);
+void gs_out_of_memory(size_t n) __attribute__((noreturn));
+#endif
 
 __u64 gs_now_ns(void);	    /* CLOCK_MONOTONIC, the event clock */
 __u64 gs_realtime_ns(void); /* CLOCK_REALTIME */
@@ -47,10 +52,12 @@ int parse_size(const char *s, __u64 *out);
 int parse_u32(const char *s, __u32 *out);
 int parse_seconds(const char *s, double *out);
 
-/* Growable string. */
+/* Growable string. Out of memory: gpuscope exits (see xmalloc); in the in-process library
+ * the string keeps what it had and `oom` is set, for its user to check once at the end. */
 struct strbuf {
 	char *buf;
 	size_t len, cap;
+	bool oom;
 };
 void sb_printf(struct strbuf *sb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void sb_vprintf(struct strbuf *sb, const char *fmt, va_list ap);

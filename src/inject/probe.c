@@ -39,6 +39,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/alloc.h"
 #include "core/util.h"
 #include "gpuscope/cuda_abi.h"
 #include "inject/inject.h"
@@ -138,6 +139,7 @@ static struct {
 	unsigned int next_kernel_id;
 	char *notes[MAX_NOTES];
 	int nnotes;
+	unsigned int notes_lost; /* not kept: out of memory */
 	struct strbuf stats;
 	_Atomic __u64 keys[HANDLES];
 	struct pkern *_Atomic vals[HANDLES];
@@ -166,6 +168,11 @@ __attribute__((format(printf, 1, 2))) static void note(const char *fmt, ...)
 	va_start(ap, fmt);
 	sb_vprintf(&sb, fmt, ap);
 	va_end(ap);
+	if (!sb.buf || sb.oom) {
+		P.notes_lost++;
+		sb_free(&sb);
+		return;
+	}
 	for (char *c = sb.buf; c && *c; c++)
 		if (*c == '\n' || *c == '\r')
 			*c = ' ';
@@ -207,7 +214,7 @@ void gs_probe_init(void)
 	while ((n = fread(buf, 1, sizeof(buf), f)) > 0)
 		sb_putn(&sb, buf, n);
 	fclose(f);
-	if (!sb.buf || bundle_parse(sb.buf, sb.len, &P.b, err, sizeof(err))) {
+	if (!sb.buf || sb.oom || bundle_parse(sb.buf, sb.len, &P.b, err, sizeof(err))) {
 		sb_free(&sb);
 		return;
 	}
@@ -341,7 +348,13 @@ void gs_probe_loaded(unsigned int api, __u64 handle_ptr, __u64 image)
 		pthread_mutex_unlock(&P.lock);
 		return;
 	}
-	m = xcalloc(1, sizeof(*m));
+	m = gs_calloc(1, sizeof(*m));
+	if (!m) {
+		note("module %u: not instrumented: out of memory", P.nmods++);
+		free(ptx);
+		pthread_mutex_unlock(&P.lock);
+		return;
+	}
 	m->handle = handle;
 	m->ptx = ptx;
 	m->ptx_arch = arch;
@@ -358,9 +371,16 @@ static struct pkern *kern_new(struct pmod *m, const char *name)
 	for (k = P.kerns; k; k = k->next)
 		if (k->mod == m && !strcmp(k->name, name))
 			return k;
-	k = xcalloc(1, sizeof(*k));
+	k = gs_calloc(1, sizeof(*k));
+	if (k)
+		k->name = gs_strdup(name);
+	if (!k || !k->name) {
+		/* (the kernel runs its original code) */
+		note("kernel %.200s: not instrumented: out of memory", name);
+		free(k);
+		return NULL;
+	}
 	k->mod = m;
-	k->name = xstrdup(name);
 	k->kidx = -1;
 	k->next = P.kerns;
 	P.kerns = k;
@@ -746,6 +766,12 @@ static char *rewrite(struct pmod *m, struct pkern *k, __u64 *ns)
 	}
 	sb_putc(&out, 0);
 	*ns = gs_clock() - t0;
+	if (out.oom) {
+		note("module %u: out of memory rewriting it: its kernels run the original code",
+		     m->index);
+		sb_free(&out);
+		return NULL;
+	}
 	return out.buf;
 }
 
@@ -892,6 +918,8 @@ static void write_snapshot(bool final)
 		fprintf(f, "note %s\n", P.notes[i]);
 	if (P.sass_only)
 		fprintf(f, "stat sass-only %u %u\n", P.sass_only, P.nmods);
+	if (P.notes_lost)
+		fprintf(f, "note %u notes lost: out of memory\n", P.notes_lost);
 	if (P.stats.len)
 		fwrite(P.stats.buf, 1, P.stats.len, f);
 	for (int i = 0; i < P.nctx; i++) {
@@ -1044,7 +1072,11 @@ static bool route(struct gs_probe_launch *pl, struct pkern *k, __u64 ctx,
 		size_t n = ki->nparams;
 
 		pl->params =
-			n + 1 <= GS_PROBE_SMALL ? pl->small : xmalloc((n + 1) * sizeof(void *));
+			n + 1 <= GS_PROBE_SMALL ? pl->small : gs_malloc((n + 1) * sizeof(void *));
+		if (!pl->params) {
+			atomic_fetch_add(&k->fallback, 1);
+			return false;
+		}
 		memcpy(pl->params, p, n * sizeof(void *));
 		pl->params[n] = pl->val;
 		*params = (__u64)(unsigned long)pl->params;
@@ -1064,7 +1096,11 @@ static bool route(struct gs_probe_launch *pl, struct pkern *k, __u64 ctx,
 			return false;
 		}
 		pl->bytes = ki->launch_off + 16;
-		pl->buf = xcalloc(1, pl->bytes);
+		pl->buf = gs_calloc(1, pl->bytes);
+		if (!pl->buf) {
+			atomic_fetch_add(&k->fallback, 1);
+			return false;
+		}
 		memcpy(pl->buf, buf, GS_MIN(*size, (size_t)ki->launch_off));
 		memcpy(pl->buf + ki->launch_off, pl->val, 16);
 		pl->extra[0] = (void *)1;

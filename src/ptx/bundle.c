@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: MIT
 /* Probe bundles and snapshots (see bundle.h). */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc.h"
 #include "core/util.h"
 #include "ptx/bundle.h"
 #include "ptx/translate.h"
@@ -111,15 +113,17 @@ int bundle_parse(const char *buf, size_t len, struct bundle *b, char *err, size_
 			    point < PTX_ENTRY || point > PTX_MEM || !name_ok(a) || !name_ok(c))
 				goto bad;
 			pr->point = (enum ptx_point)point;
-			pr->kernel = xstrdup(a);
-			pr->func = xstrdup(c);
+			pr->kernel = gs_strdup(a);
+			pr->func = gs_strdup(c);
 			b->nprobes++;
+			if (!pr->kernel || !pr->func)
+				goto oom;
 		} else if (sscanf(line, "funcs %llu", &n) == 1) {
 			if (n > (size_t)(end - p))
 				goto bad;
-			b->funcs = xmalloc(n + 1);
-			memcpy(b->funcs, p, n);
-			b->funcs[n] = 0;
+			b->funcs = gs_strndup(p, n);
+			if (!b->funcs)
+				goto oom;
 			if (strlen(b->funcs) != n)
 				goto bad;
 			return 0;
@@ -129,6 +133,10 @@ int bundle_parse(const char *buf, size_t len, struct bundle *b, char *err, size_
 	}
 bad:
 	snprintf(err, errlen, "probe bundle: bad or truncated line '%.60s'", line);
+	bundle_free(b);
+	return -1;
+oom:
+	snprintf(err, errlen, "probe bundle: out of memory");
 	bundle_free(b);
 	return -1;
 }
@@ -143,16 +151,22 @@ void bundle_free(struct bundle *b)
 	memset(b, 0, sizeof(*b));
 }
 
-static void push_str(char ***v, size_t *n, const char *s)
+static int push_str(char ***v, size_t *n, const char *s)
 {
-	*v = xrealloc(*v, (*n + 1) * sizeof(**v));
-	(*v)[(*n)++] = xstrdup(s);
+	size_t cap = *n;
+	char *c;
+
+	if (gs_grow(v, &cap, *n + 1, sizeof(**v)) || !(c = gs_strdup(s)))
+		return -ENOMEM;
+	(*v)[(*n)++] = c;
+	return 0;
 }
 
 int snapshot_parse(const unsigned char *buf, size_t len, size_t nmaps, struct snapshot *s,
 		   char *err, size_t errlen)
 {
 	const char *p = (const char *)buf, *end = p + len;
+	size_t kcap = 0, ccap = 0;
 	char line[1200];
 
 	memset(s, 0, sizeof(*s));
@@ -174,21 +188,27 @@ int snapshot_parse(const unsigned char *buf, size_t len, size_t nmaps, struct sn
 		} else if (sscanf(line, "kernel %u %d %llu %llu %n", &k.id, &k.instrumented,
 				  &k.routed, &k.fallback, &off) == 4 &&
 			   off && name_ok(line + off)) {
-			k.name = xstrdup(line + off);
-			s->k = xrealloc(s->k, (s->nk + 1) * sizeof(*s->k));
+			if (gs_grow(&s->k, &kcap, s->nk + 1, sizeof(*s->k)) ||
+			    !(k.name = gs_strdup(line + off)))
+				goto oom;
 			s->k[s->nk++] = k;
 		} else if (!strncmp(line, "note ", 5)) {
-			push_str(&s->notes, &s->nnotes, line + 5);
+			if (push_str(&s->notes, &s->nnotes, line + 5))
+				goto oom;
 		} else if (!strncmp(line, "stat ", 5)) {
-			push_str(&s->stats, &s->nstats, line + 5);
+			if (push_str(&s->stats, &s->nstats, line + 5))
+				goto oom;
 		} else if (!strncmp(line, "ctx ", 4)) {
 			struct snap_ctx *c;
 
-			s->ctx = xrealloc(s->ctx, (s->nctx + 1) * sizeof(*s->ctx));
+			if (gs_grow(&s->ctx, &ccap, s->nctx + 1, sizeof(*s->ctx)))
+				goto oom;
 			c = &s->ctx[s->nctx++];
 			memset(c, 0, sizeof(*c));
-			c->data = xcalloc(nmaps ? nmaps : 1, sizeof(*c->data));
-			c->bytes = xcalloc(nmaps ? nmaps : 1, sizeof(*c->bytes));
+			c->data = gs_calloc(nmaps ? nmaps : 1, sizeof(*c->data));
+			c->bytes = gs_calloc(nmaps ? nmaps : 1, sizeof(*c->bytes));
+			if (!c->data || !c->bytes)
+				goto oom;
 			if (sscanf(line, "ctx %d %u", &c->device, &c->sm) != 2)
 				goto bad;
 		} else if (sscanf(line, "data %u %llu", &m, &n) == 2) {
@@ -196,7 +216,9 @@ int snapshot_parse(const unsigned char *buf, size_t len, size_t nmaps, struct sn
 
 			if (!c || m >= nmaps || c->data[m] || n > (size_t)(end - p) || !n)
 				goto bad;
-			c->data[m] = xmalloc(n);
+			c->data[m] = gs_malloc(n);
+			if (!c->data[m])
+				goto oom;
 			memcpy(c->data[m], p, n);
 			c->bytes[m] = n;
 			p += n;
@@ -209,6 +231,10 @@ int snapshot_parse(const unsigned char *buf, size_t len, size_t nmaps, struct sn
 	return -1;
 bad:
 	snprintf(err, errlen, "probe snapshot: bad line '%.60s'", line);
+	snapshot_free(s);
+	return -1;
+oom:
+	snprintf(err, errlen, "probe snapshot: out of memory");
 	snapshot_free(s);
 	return -1;
 }
@@ -225,7 +251,7 @@ void snapshot_free(struct snapshot *s)
 		free(s->stats[i]);
 	free(s->stats);
 	for (size_t i = 0; i < s->nctx; i++) {
-		for (size_t m = 0; m < s->nmaps; m++)
+		for (size_t m = 0; m < s->nmaps && s->ctx[i].data; m++)
 			free(s->ctx[i].data[m]);
 		free(s->ctx[i].data);
 		free(s->ctx[i].bytes);

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <zstd.h>
 
+#include "core/alloc.h"
 #include "core/util.h"
 #include "ptx/fatbin.h"
 
@@ -93,9 +94,9 @@ static int parse_container(const unsigned char *b, size_t at, size_t end, unsign
 			}
 			e.size = (size_t)dsize;
 		}
-		if (out->n == *cap) {
-			*cap = *cap ? 2 * *cap : 8;
-			out->e = xrealloc(out->e, *cap * sizeof(*out->e));
+		if (gs_grow(&out->e, cap, out->n + 1, sizeof(*out->e))) {
+			snprintf(err, errlen, "out of memory");
+			return -1;
 		}
 		out->e[out->n++] = e;
 		off += hdr + (size_t)size;
@@ -209,7 +210,12 @@ int fatbin_payload(const struct fatbin_entry *e, unsigned char **out, size_t *n,
 		snprintf(err, errlen, "entry at %zu: %zu bytes is too large", e->offset, e->size);
 		return -1;
 	}
-	buf = xmalloc(e->size + 1);
+	buf = gs_malloc(e->size + 1);
+	if (!buf) {
+		snprintf(err, errlen, "entry at %zu: out of memory for its %zu bytes", e->offset,
+			 e->size);
+		return -1;
+	}
 	switch (e->compression) {
 	case FATBIN_ZSTD: {
 		unsigned long long want = ZSTD_getFrameContentSize(e->data, e->stored);

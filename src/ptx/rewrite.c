@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "core/hmap.h"
+#include "core/alloc.h"
 #include "core/util.h"
 #include "ptx/rewrite.h"
 
@@ -400,6 +401,8 @@ struct modvars {
 	size_t nfn;
 	int *kfn; /* each kernel's function */
 	size_t nk;
+	size_t fn_cap, names_cap, kfn_cap;
+	bool oom; /* what was found is not all there is: use none of it */
 };
 
 static __u64 name_hash(const char *s, size_t n)
@@ -434,9 +437,12 @@ static int mv_fn_of(struct modvars *v, const char *name, size_t n)
 
 	if (p)
 		return (int)((unsigned long)p - 1);
-	v->fn = xrealloc(v->fn, (v->nfn + 1) * sizeof(*v->fn));
+	if (gs_grow(&v->fn, &v->fn_cap, v->nfn + 1, sizeof(*v->fn)) ||
+	    hmap_try_put(&v->fns, h, 0, (void *)(unsigned long)(v->nfn + 1), NULL)) {
+		v->oom = true;
+		return -1;
+	}
 	v->fn[v->nfn] = (struct mv_fn){ .var = -1 };
-	hmap_put(&v->fns, h, 0, (void *)(unsigned long)(v->nfn + 1));
 	return (int)v->nfn++;
 }
 
@@ -472,11 +478,18 @@ static void mv_declared(struct modvars *v, const char *c)
 			__u64 h = name_hash(c, n);
 
 			if (!hmap_get(&v->vars, h, 0)) {
-				v->names = xrealloc(v->names, (v->nvars + 1) * sizeof(*v->names));
-				v->names[v->nvars] = xmalloc(n + 1);
-				memcpy(v->names[v->nvars], c, n);
-				v->names[v->nvars][n] = 0;
-				hmap_put(&v->vars, h, 0, (void *)(unsigned long)++v->nvars);
+				char *name = NULL;
+
+				if (gs_grow(&v->names, &v->names_cap, v->nvars + 1,
+					    sizeof(*v->names)) ||
+				    !(name = gs_strndup(c, n)) ||
+				    hmap_try_put(&v->vars, h, 0,
+						 (void *)(unsigned long)(v->nvars + 1), NULL)) {
+					free(name);
+					v->oom = true;
+					return;
+				}
+				v->names[v->nvars++] = name;
 			}
 			want_name = false;
 			c += n - 1;
@@ -512,9 +525,9 @@ static void mv_uses(struct modvars *v, struct mv_fn *f, const char *c)
 		if (f->var < 0 && (p = hmap_get(&v->vars, name_hash(s, n), 0)))
 			f->var = (int)((unsigned long)p - 1);
 		if ((p = hmap_get(&v->fns, name_hash(s, n), 0))) {
-			if (f->ncallees == f->cap) {
-				f->cap = f->cap ? 2 * f->cap : 4;
-				f->callees = xrealloc(f->callees, f->cap * sizeof(*f->callees));
+			if (gs_grow(&f->callees, &f->cap, f->ncallees + 1, sizeof(*f->callees))) {
+				v->oom = true;
+				return;
 			}
 			f->callees[f->ncallees++] = (unsigned long)p - 1;
 		}
@@ -525,12 +538,16 @@ static void mv_uses(struct modvars *v, struct mv_fn *f, const char *c)
 /* Which variable each kernel uses, itself or through the functions it calls. */
 static void mv_scan(struct modvars *v, const char *ptx, size_t len)
 {
-	char *code = xmalloc(len + 1), name[MAX_NAME];
+	char *code = gs_malloc(len + 1), name[MAX_NAME];
 	bool in_comment = false, changed = true;
 	int depth = 0, cur = -1;
 	size_t off = 0;
 
-	while (off < len) {
+	if (!code) {
+		v->oom = true;
+		return;
+	}
+	while (off < len && !v->oom) {
 		const char *line = ptx + off, *nl = memchr(line, '\n', len - off), *f;
 		size_t n = nl ? (size_t)(nl - line) : len - off, fn;
 
@@ -543,7 +560,11 @@ static void mv_scan(struct modvars *v, const char *ptx, size_t len)
 
 				snprintf(key, sizeof(key), ".entry %zu", v->nk);
 				cur = mv_fn_of(v, key, strlen(key));
-				v->kfn = xrealloc(v->kfn, (v->nk + 1) * sizeof(*v->kfn));
+				if (cur < 0 ||
+				    gs_grow(&v->kfn, &v->kfn_cap, v->nk + 1, sizeof(*v->kfn))) {
+					v->oom = true;
+					break;
+				}
 				v->kfn[v->nk++] = cur;
 			} else if ((f = func_name(skip_ws(code), &fn))) {
 				cur = mv_fn_of(v, f, fn);
@@ -560,7 +581,7 @@ static void mv_scan(struct modvars *v, const char *ptx, size_t len)
 			else if (*s == '}' && depth > 0 && --depth == 0)
 				cur = -1;
 	}
-	while (changed) {
+	while (changed && !v->oom) {
 		changed = false;
 		for (size_t i = 0; i < v->nfn; i++)
 			for (size_t k = 0; v->fn[i].var < 0 && k < v->fn[i].ncallees; k++)
@@ -591,7 +612,7 @@ int ptx_rewrite(const char *ptx, size_t len, const char *funcs, const struct ptx
 {
 	static const struct ptx_rewrite_opts none = { 0, false };
 	struct strbuf o = { 0 }, params = { 0 };
-	char *code = xmalloc(len + 1), name[MAX_NAME] = "";
+	char *code = gs_malloc(len + 1), name[MAX_NAME] = "";
 	bool in_comment = false, have_version = false, have_target = false, funcs_out = false;
 	bool in_kernel = false, want[5] = { false }, any = false, instrumented = false;
 	bool left_out = false, drop;
@@ -603,7 +624,11 @@ int ptx_rewrite(const char *ptx, size_t len, const char *funcs, const struct ptx
 	if (!opts)
 		opts = &none;
 	memset(st, 0, sizeof(*st));
+	if (!code)
+		goto oom;
 	mv_scan(&mv, ptx, len);
+	if (mv.oom)
+		goto oom;
 	while (off < len) {
 		const char *line = ptx + off, *nl = memchr(line, '\n', len - off);
 		size_t n = nl ? (size_t)(nl - line) : len - off;
@@ -630,14 +655,14 @@ int ptx_rewrite(const char *ptx, size_t len, const char *funcs, const struct ptx
 			}
 			if (entry_name(code, name, sizeof(name))) {
 				in_kernel = true;
+				if (gs_grow(&st->k, &kcap, st->kernels + 1, sizeof(*st->k)))
+					goto oom;
 				kidx = st->kernels++;
 				kid = opts->kernel_base + kidx;
-				if (st->kernels > kcap) {
-					kcap = kcap ? 2 * kcap : 16;
-					st->k = xrealloc(st->k, kcap * sizeof(*st->k));
-				}
-				st->k[kidx] = (struct ptx_kernel_info){ .name = xstrdup(name),
+				st->k[kidx] = (struct ptx_kernel_info){ .name = gs_strdup(name),
 									.id = kid };
+				if (!st->k[kidx].name)
+					goto oom;
 				memset(want, 0, sizeof(want));
 				for (size_t i = 0; i < nprobes; i++)
 					for (int p = PTX_ENTRY; p <= PTX_STORE; p++)
@@ -646,7 +671,9 @@ int ptx_rewrite(const char *ptx, size_t len, const char *funcs, const struct ptx
 				      want[PTX_STORE];
 				if (any && kidx < mv.nk && mv.fn[mv.kfn[kidx]].var >= 0) {
 					st->k[kidx].variable =
-						xstrdup(mv.names[mv.fn[mv.kfn[kidx]].var]);
+						gs_strdup(mv.names[mv.fn[mv.kfn[kidx]].var]);
+					if (!st->k[kidx].variable)
+						goto oom;
 					st->variables++;
 					any = false;
 					memset(want, 0, sizeof(want));
@@ -676,6 +703,8 @@ int ptx_rewrite(const char *ptx, size_t len, const char *funcs, const struct ptx
 
 					sb_putn(&params, code + from, i - from);
 					sb_putc(&params, 0);
+					if (params.oom)
+						goto oom;
 					if (param_layout(params.buf, &k->nparams, &k->launch_off) &&
 					    any) {
 						snprintf(err, errlen,
@@ -804,12 +833,18 @@ int ptx_rewrite(const char *ptx, size_t len, const char *funcs, const struct ptx
 		sb_puts(&o, "\n// gpuscope probes\n");
 		sb_puts(&o, funcs);
 	}
+	if (o.oom || params.oom)
+		goto oom;
 	sb_putn(out, o.buf, o.len);
+	if (out->oom)
+		goto oom;
 	sb_free(&o);
 	sb_free(&params);
 	free(code);
 	mv_free(&mv);
 	return 0;
+oom:
+	snprintf(err, errlen, "out of memory");
 fail:
 	sb_free(&o);
 	sb_free(&params);

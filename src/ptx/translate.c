@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc.h"
 #include "core/util.h"
 #include "ptx/translate.h"
 
@@ -751,9 +752,13 @@ static void atomic(struct strbuf *o, const struct bpf_insn *in)
 int bpf_to_ptx(const struct bpf_insn *insns, size_t n, const char *name, struct strbuf *out,
 	       char *err, size_t errlen)
 {
-	bool *target = xcalloc(n + 1, sizeof(*target));
+	bool *target = gs_calloc(n + 1, sizeof(*target));
 	struct strbuf o = { 0 };
 
+	if (!target) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
 	if (check(insns, n, target, err, errlen)) {
 		free(target);
 		return -1;
@@ -836,9 +841,16 @@ int bpf_to_ptx(const struct bpf_insn *insns, size_t n, const char *name, struct 
 		}
 	}
 	sb_printf(&o, "}\n");
-	sb_putn(out, o.buf, o.len);
+	if (o.oom)
+		out->oom = true;
+	else
+		sb_putn(out, o.buf, o.len);
 	sb_free(&o);
 	free(target);
+	if (out->oom) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
 	return 0;
 }
 
@@ -853,5 +865,9 @@ int bpf_to_ptx_module(const struct bpf_insn *insns, size_t n, const char *name, 
 	bpf_ptx_maps_decl(out, 0);
 	sb_putn(out, f.buf, f.len);
 	sb_free(&f);
+	if (out->oom) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
 	return 0;
 }

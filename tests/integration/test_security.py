@@ -3,11 +3,12 @@ writes, a library that must never end its program, slow HTTP peers, outputs of a
 session. Each test here failed on the code before its fix."""
 import json
 import os
+import struct
 import time
 
 import pytest
 
-from conftest import needs_root
+from conftest import ROOT, needs_root
 from rings import Ring
 from test_exporter import agent, value  # noqa: F401 (the fixture)
 
@@ -100,3 +101,40 @@ def test_ring_header_counters_are_bounded(agent, tmp_path):
     # 25 counters, each at most 100 million a second of the ring's life (plus a second).
     assert 0 < dropped <= 25 * 1e8 * (age + 2), dropped
     ring.close()
+
+
+# ---- 3. the library inside the program: nothing it meets may end it -----------------------
+
+def fatbin_claiming(size):
+    """The fuzz seed's LZ fatbin (nvcc --compress-mode=speed), its PTX entry saying it
+    decompresses to `size` bytes (within the parser's bound, so the library allocates)."""
+    b = bytearray(open(os.path.join(ROOT, "tests", "fuzz", "seeds", "fatbin",
+                                    "k-speed.fatbin"), "rb").read())
+    off = struct.unpack_from("<H", b, 6)[0]
+    while off < len(b):
+        kind, hsize, payload = struct.unpack_from("<HxxIQ", b, off)
+        if kind == 1:
+            struct.pack_into("<Q", b, off + 56, size)
+            return bytes(b)
+        off += hsize + payload
+    raise AssertionError("no PTX entry")
+
+
+@needs_root
+def test_library_out_of_memory_never_ends_the_program(gs, tmp_path):
+    """The library reads the device code a program loads (--device-code). A fatbin whose
+    PTX claims 200 MiB, in a process that may map only 64 MiB more: the allocation fails.
+    Before, the library's allocator called exit(2) inside the program."""
+    crafted = tmp_path / "claims-200m.fatbin"
+    crafted.write_bytes(fatbin_claiming(200 << 20))
+    rec, js, truth = tmp_path / "r.gsrec", tmp_path / "r.json", tmp_path / "t.json"
+    p = gs.run(["run", "-o", str(rec), "--inject", "--device-code", "--",
+                gs.wl("wl_devcode"), "limit:64", "library:%s" % crafted],
+               env=gs.env(GS_TRUTH=truth))
+    assert p.returncode == 0, p.stderr
+    assert json.loads(truth.read_text())["launches"] == 0
+    q = gs.run(["report", str(rec), "--json=%s" % js])
+    assert q.returncode == 0, q.stderr
+    mods = json.loads(js.read_text())["device_code"]["modules"]
+    assert len(mods) == 1 and mods[0]["error"] == (
+        "entry at 10976: out of memory for its 209715200 bytes"), mods

@@ -12,12 +12,15 @@
  *   file     cuModuleLoad(FILE)                     then cuModuleGetFunction
  *   libfile  cuLibraryLoadFromFile(FILE)            then cuLibraryGetKernel
  *   bad      cuModuleLoadData(FILE's bytes), expected to fail
+ *   limit    FILE is a number of MiB: from here on the process may map only that much more
+ *            (RLIMIT_AS), so that a large allocation fails
  *
  * Each KERNEL is looked up and launched 3 times.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "fake_cuda.h"
 #include "truth.h"
@@ -26,6 +29,23 @@
 CUresult cuModuleLoadFatBinary(CUmodule *mod, const void *fatbin);
 CUresult cuModuleLoadDataEx(CUmodule *mod, const void *image, unsigned int n, void *opts,
 			    void **vals);
+
+/* Map at most `mib` MiB more than now. */
+static void limit_address_space(long mib)
+{
+	char line[256];
+	unsigned long kib = 0;
+	FILE *f = fopen("/proc/self/status", "r");
+	struct rlimit rl;
+
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmSize: %lu kB", &kib) == 1)
+			break;
+	if (f)
+		fclose(f);
+	rl.rlim_cur = rl.rlim_max = (rlim_t)kib * 1024 + (rlim_t)mib * 1024 * 1024;
+	CHECK(kib != 0 && setrlimit(RLIMIT_AS, &rl) == 0, 1);
+}
 
 int main(int argc, char **argv)
 {
@@ -51,6 +71,10 @@ int main(int argc, char **argv)
 		kernels = strchr(file, ':');
 		if (kernels)
 			*kernels++ = 0;
+		if (!strcmp(how, "limit")) {
+			limit_address_space(atol(file));
+			continue;
+		}
 		img = slurp(file);
 		if (!strcmp(how, "data")) {
 			CHECK(cuModuleLoadData(&mod, img), 0);
