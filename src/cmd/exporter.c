@@ -11,7 +11,6 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
-#include <microhttpd.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
@@ -28,6 +27,7 @@
 #include "cmd/exporter.h"
 #include "core/util.h"
 #include "nvml/nvml.h"
+#include "sink/httpd.h"
 #include "sink/prometheus.h"
 #include "version.h"
 
@@ -55,6 +55,7 @@ struct exporter {
 	char hostname[256];
 	pthread_mutex_t lock; /* page, samples */
 	struct strbuf page;   /* the latest rendering */
+	struct httpd *httpd;
 	__u64 scrapes, samples, client_errors;
 	double last_sample_s; /* how long the latest sample and rendering took */
 	volatile sig_atomic_t stop;
@@ -412,6 +413,14 @@ static void self_metrics(struct exporter *ex, struct strbuf *sb, double sample_s
 	prom_family(sb, "gpuscope_exporter_sample_duration_seconds", "gauge",
 		    "How long the latest sample and its rendering took.");
 	prom_sample(sb, "gpuscope_exporter_sample_duration_seconds", NULL, NULL, NULL, sample_s);
+	prom_family(sb, "gpuscope_exporter_connections_cut_total", "counter",
+		    "HTTP connections the agent cut: no request within " GS_STR(
+			    HTTPD_DEADLINE_S) " s of their start or of their previous response (a "
+					      "peer that trickles bytes to "
+					      "hold a connection open), or a response not taken in "
+					      "30 s.");
+	prom_sample(sb, "gpuscope_exporter_connections_cut_total", NULL, NULL, NULL,
+		    ex->httpd ? (double)httpd__cut(ex->httpd) : 0);
 	prom_family(sb, "gpuscope_build_info", "gauge", "The agent's version.");
 	prom_sample(sb, "gpuscope_build_info", NULL, "version", GS_VERSION, 1);
 }
@@ -459,63 +468,26 @@ static void *sampler(void *arg)
 
 /* ---- serving ------------------------------------------------------------------------------ */
 
-static enum MHD_Result reply(struct MHD_Connection *c, unsigned int status, const char *type,
-			     const char *body, size_t len)
+static void respond(void *ctx, const char *url, struct httpd_reply *r)
 {
-	struct MHD_Response *r =
-		MHD_create_response_from_buffer(len, (void *)body, MHD_RESPMEM_MUST_COPY);
-	enum MHD_Result ret;
-
-	if (!r)
-		return MHD_NO;
-	MHD_add_response_header(r, "Content-Type", type);
-	ret = MHD_queue_response(c, status, r);
-	MHD_destroy_response(r);
-	return ret;
-}
-
-static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url,
-			      const char *method, const char *version, const char *upload,
-			      size_t *upload_len, void **state)
-{
-	struct exporter *ex = cls;
+	struct exporter *ex = ctx;
 	static const char index_page[] =
 		"<html><head><title>gpuscope exporter</title></head><body>"
 		"<h1>gpuscope exporter</h1><p><a href=\"/metrics\">metrics</a></p></body></html>\n";
-	enum MHD_Result ret;
 
-	(void)version;
-	(void)upload;
-	if (!*state) { /* first call: headers only */
-		*state = ex;
-		return MHD_YES;
-	}
-	if (*upload_len) { /* a body we do not want */
-		*upload_len = 0;
-		return MHD_YES;
-	}
-	if (strcmp(method, "GET") && strcmp(method, "HEAD"))
-		return reply(c, MHD_HTTP_METHOD_NOT_ALLOWED, "text/plain", "GET only\n", 9);
 	if (!strcmp(url, "/metrics")) {
 		pthread_mutex_lock(&ex->lock);
-		ret = reply(c, MHD_HTTP_OK, PROM_CONTENT_TYPE, ex->page.buf ? ex->page.buf : "",
+		httpd_reply(r, 200, PROM_CONTENT_TYPE, ex->page.buf ? ex->page.buf : "",
 			    ex->page.len);
 		pthread_mutex_unlock(&ex->lock);
 		__atomic_add_fetch(&ex->scrapes, 1, __ATOMIC_RELAXED);
-		return ret;
+	} else if (!strcmp(url, "/healthz")) {
+		httpd_reply(r, 200, "text/plain", "ok\n", 3);
+	} else if (!strcmp(url, "/")) {
+		httpd_reply(r, 200, "text/html", index_page, sizeof(index_page) - 1);
+	} else {
+		httpd_reply(r, 404, "text/plain", "not found: try /metrics\n", 24);
 	}
-	if (!strcmp(url, "/healthz"))
-		return reply(c, MHD_HTTP_OK, "text/plain", "ok\n", 3);
-	if (!strcmp(url, "/"))
-		return reply(c, MHD_HTTP_OK, "text/html", index_page, sizeof(index_page) - 1);
-	return reply(c, MHD_HTTP_NOT_FOUND, "text/plain", "not found: try /metrics\n", 24);
-}
-
-static void mhd_log(void *cls, const char *fmt, va_list ap)
-{
-	(void)cls;
-	(void)fmt;
-	(void)ap; /* (a client's faults are its own: not the agent's log) */
 }
 
 /* Parse ADDR:PORT ([ADDR]:PORT for IPv6) and bind a listening socket. -1: usage error
@@ -631,8 +603,9 @@ int cmd_exporter(int argc, char **argv)
 	};
 	const char *listen_spec = DEFAULT_LISTEN;
 	struct sockaddr_storage ss;
-	struct MHD_Daemon *d;
+	struct httpd *d;
 	struct sigaction sa;
+	char err[256];
 	pthread_t th;
 	int opt, fd = -1, r;
 
@@ -753,22 +726,19 @@ int cmd_exporter(int argc, char **argv)
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
-	d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL |
-				     (ss.ss_family == AF_INET6 ? MHD_USE_IPv6 : 0),
-			     0, NULL, NULL, handle, &ex, MHD_OPTION_LISTEN_SOCKET, fd,
-			     MHD_OPTION_CONNECTION_LIMIT, 64U, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
-			     16U, MHD_OPTION_CONNECTION_TIMEOUT, 10U,
-			     MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)64 * 1024,
-			     MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_END);
+	/* (Each connection is a socket and our duplicate of it.) */
+	gs_raise_fd_limit(2 * HTTPD_CONNECTIONS + 256);
+	d = httpd__start(fd, ss.ss_family == AF_INET6, respond, &ex, err, sizeof(err));
 	if (!d) {
-		gs_err("exporter: the HTTP server did not start on %s", listen_spec);
+		gs_err("exporter: %s on %s", err, listen_spec);
 		close(fd);
 		nvml_close(ex.nvml);
 		return GS_EXIT_RUNTIME;
 	}
+	ex.httpd = d;
 	if (pthread_create(&th, NULL, sampler, &ex)) {
 		gs_err("exporter: cannot start the sampler: %s", strerror(errno));
-		MHD_stop_daemon(d);
+		httpd__stop(d);
 		nvml_close(ex.nvml);
 		return GS_EXIT_RUNTIME;
 	}
@@ -782,7 +752,7 @@ int cmd_exporter(int argc, char **argv)
 			pause();
 	}
 	pthread_join(th, NULL);
-	MHD_stop_daemon(d);
+	httpd__stop(d);
 	xtrace_close(ex.xt);
 	nvml_close(ex.nvml);
 	sb_free(&ex.page);

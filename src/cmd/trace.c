@@ -274,17 +274,6 @@ static void found_record(struct trace *tr, __u32 pid)
 	push(tr, &p.h);
 }
 
-/* Many per-process probes need many descriptors. */
-static void raise_fd_limit(void)
-{
-	struct rlimit rl;
-
-	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
-		rl.rlim_cur = rl.rlim_max;
-		setrlimit(RLIMIT_NOFILE, &rl);
-	}
-}
-
 /* Start the status clock: the first line then comes a second later. */
 static __u64 status_start(struct trace *tr)
 {
@@ -609,7 +598,7 @@ int trace_main(const struct trace_opts *options)
 			opts.pid = tgid;
 		}
 	}
-	raise_fd_limit();
+	gs_raise_fd_limit(0); /* (many per-process probes need many descriptors) */
 	install_signals();
 	tr.status.tty = isatty(STDERR_FILENO);
 	if (o->record_path) {

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include "core/alloc.h"
@@ -66,6 +67,20 @@ void gs_debug(const char *fmt, ...)
 	va_start(ap, fmt);
 	vmsg("debug: ", fmt, ap);
 	va_end(ap);
+}
+
+void gs_raise_fd_limit(unsigned long want)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl))
+		return;
+	if (!want || want > rl.rlim_max)
+		want = rl.rlim_max;
+	if (rl.rlim_cur < want) {
+		rl.rlim_cur = want;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
 }
 
 static __u64 clock_ns(clockid_t id)

@@ -11,6 +11,8 @@
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 #define GS_MIN(a, b)  ((a) < (b) ? (a) : (b))
 #define GS_MAX(a, b)  ((a) > (b) ? (a) : (b))
+#define GS_STR_(x)    #x
+#define GS_STR(x)     GS_STR_(x)
 
 /* Exit codes of every command (DESIGN.md). */
 enum {
@@ -37,6 +39,10 @@ void *xrealloc(void *p, size_t n);
 char *xstrdup(const char *s);
 void gs_out_of_memory(size_t n) __attribute__((noreturn));
 #endif
+
+/* Raise the soft limit of open files to `want` (0: to the hard limit), as far as the hard
+ * limit goes. */
+void gs_raise_fd_limit(unsigned long want);
 
 __u64 gs_now_ns(void);	    /* CLOCK_MONOTONIC, the event clock */
 __u64 gs_realtime_ns(void); /* CLOCK_REALTIME */

@@ -48,4 +48,3 @@ char *xstrdup(const char *s)
 		gs_out_of_memory(strlen(s));
 	return p;
 }
-

@@ -3,8 +3,11 @@ writes, a library that must never end its program, slow HTTP peers, outputs of a
 session. Each test here failed on the code before its fix."""
 import json
 import os
+import socket
 import struct
+import threading
 import time
+import urllib.request
 
 import pytest
 
@@ -138,3 +141,54 @@ def test_library_out_of_memory_never_ends_the_program(gs, tmp_path):
     mods = json.loads(js.read_text())["device_code"]["modules"]
     assert len(mods) == 1 and mods[0]["error"] == (
         "entry at 10976: out of memory for its 209715200 bytes"), mods
+
+
+# ---- 5. the exporter's peers: slow ones must not hold up the others ------------------------
+
+def trickle(port, n):
+    """n connections that send a request's first bytes, then keep them coming slowly."""
+    socks = []
+    for _ in range(n):
+        s = socket.create_connection(("127.0.0.1", port), timeout=5)
+        s.sendall(b"G")
+        socks.append(s)
+    return socks
+
+
+def test_slow_clients_do_not_block_scrapes(agent):
+    """100 connections from the scraper's own address trickle a byte a second (before, 16
+    of them took every connection that address was allowed). 50 scrapes are served as
+    usual meanwhile, and the tricklers are cut at their deadline."""
+    a = agent(args=["--no-nvml"])
+    socks = trickle(a.port, 100)
+    stop = threading.Event()
+
+    def keep_trickling():
+        while not stop.wait(1):
+            for s in socks:
+                try:
+                    s.send(b"E")
+                except OSError:
+                    pass
+    t = threading.Thread(target=keep_trickling, daemon=True)
+    t.start()
+    try:
+        for _ in range(50):
+            req = urllib.request.Request("http://127.0.0.1:%d/metrics" % a.port)
+            with urllib.request.urlopen(req, timeout=2) as r:
+                assert r.status == 200 and b"gpuscope_build_info" in r.read()
+        # Cut within their deadline (5 s) and a reaper's round; the agent says how many.
+        m = a.wait_for(lambda m: value(m, "gpuscope_exporter_connections_cut_total") >= 100,
+                       timeout=20)
+        for s in socks:
+            s.settimeout(5)
+            try:
+                assert s.recv(1024) == b""
+            except ConnectionResetError:
+                pass
+        assert value(m, "gpuscope_exporter_connections_cut_total") == 100
+    finally:
+        stop.set()
+        t.join()
+        for s in socks:
+            s.close()
