@@ -33,14 +33,13 @@ SKELS     := $(patsubst src/bpf/%.bpf.c,$(OUTPUT)/bpf/%.skel.h,$(BPF_SRCS))
 
 # Everything but main.c, so unit tests and fuzz targets link the same objects.
 LIB_SRCS  := $(wildcard src/core/*.c src/analysis/*.c src/sink/*.c src/cmd/*.c src/nvml/*.c \
-			   src/ptx/*.c) \
-	     src/bpf/tracer.c \
-	     src/inject/loader.c
+			   src/ptx/*.c src/source/*.c) \
+	     src/bpf/tracer.c
 MAIN_SRC  := src/main.c
 
-# The in-process library: src/inject/ but its loader, plus the core pieces it shares.
+# The in-process library: src/inject/, plus the core pieces it shares.
 INJECT_SO   := $(OUTPUT)/libgpuscope-inject.so
-INJECT_SRCS := $(filter-out src/inject/loader.c,$(wildcard src/inject/*.c)) \
+INJECT_SRCS := $(wildcard src/inject/*.c) \
 	       src/core/shmring.c src/core/names.c src/core/event.c src/core/util.c src/core/hmap.c \
 	       src/core/alloc.c \
 	       src/ptx/fatbin.c src/ptx/rewrite.c src/ptx/bundle.c src/ptx/translate.c \
@@ -117,8 +116,8 @@ $(eval $(call flavour,obj,))
 $(eval $(call flavour,asan,$(ASAN_FLAGS)))
 $(eval $(call flavour,static,-DGS_STATIC_BUILD))
 $(foreach f,obj asan static,$(OUTPUT)/$(f)/src/main.o $(OUTPUT)/$(f)/src/cmd/exporter.o): $(OUTPUT)/version.h
-# gpuscope carries the in-process library inside it (see src/inject/loader.c).
-$(foreach f,obj asan static,$(OUTPUT)/$(f)/src/inject/loader.o): $(INJECT_SO)
+# gpuscope carries the in-process library inside it (see src/source/inject.c).
+$(foreach f,obj asan static,$(OUTPUT)/$(f)/src/source/inject.o): $(INJECT_SO)
 $(foreach f,obj asan static,$(OUTPUT)/$(f)/src/cmd/probe.o): $(PROBE_OBJS)
 
 $(OUTPUT)/pic/%.o: %.c $(wildcard include/gpuscope/*.h src/*/*.h)

@@ -182,8 +182,9 @@ FUZZ_SRCS := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BINS := $(patsubst tests/fuzz/%.c,$(OUTPUT)/fuzz/%,$(FUZZ_SRCS))
 FUZZ_FLAGS := -O1 -g -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all \
 	      -Wno-unknown-warning-option
-# Parsers and the model: what untrusted bytes reach (no BPF, no commands).
-FUZZ_LIB_SRCS := $(wildcard src/core/*.c src/analysis/*.c src/sink/*.c src/ptx/*.c)
+# Parsers and the model: what untrusted bytes reach (no BPF, no commands, no HTTP server).
+FUZZ_LIB_SRCS := $(filter-out src/sink/httpd.c,\
+		   $(wildcard src/core/*.c src/analysis/*.c src/sink/*.c src/ptx/*.c))
 FUZZ_LIB_OBJS := $(patsubst %.c,$(OUTPUT)/fuzz-obj/%.o,$(FUZZ_LIB_SRCS))
 
 $(OUTPUT)/fuzz-obj/%.o: %.c $(wildcard include/gpuscope/*.h src/*/*.h)

@@ -134,6 +134,26 @@ void model__free(struct model *m)
 	free(m);
 }
 
+void model__keep_history(struct model *m, bool keep)
+{
+	m->keep_history = keep;
+}
+
+bool model__ended(const struct model *m)
+{
+	return m && m->have_end;
+}
+
+size_t model__libraries(const struct model *m)
+{
+	return m->nlibs;
+}
+
+const struct proc *model__process(const struct model *m, __u32 pid)
+{
+	return hmap_get(&m->procs, pid, 0);
+}
+
 struct proc *model__proc(struct model *m, __u32 pid)
 {
 	struct proc *p = hmap_get(&m->procs, pid, 0);

@@ -533,6 +533,15 @@ void model__forget_proc(struct model *m, __u32 pid);
 /* Feed one validated record. */
 void model__add(struct model *m, const struct gs_hdr *ev);
 
+/* Keep every allocation's history (the memory map): set before the first record. */
+void model__keep_history(struct model *m, bool keep);
+/* Whether the session's end record is in (NULL-safe: no). */
+bool model__ended(const struct model *m);
+/* Library and program files probed (attach records). */
+size_t model__libraries(const struct model *m);
+/* A process the records named, NULL if none did. */
+const struct proc *model__process(const struct model *m, __u32 pid);
+
 /* Mangled name of a launched handle, following aliases; NULL if never seen. */
 const char *model__kernel_name(const struct model *m, __u32 pid, __u64 handle);
 /* What a pointer is, in a process: MK_DEVICE, MK_MANAGED, MK_HOST, or -1 unknown. */

@@ -664,15 +664,15 @@ int tracer__finish(struct tracer *t)
 void tracer__drops(const struct tracer *t, struct gs_ev_drops *d)
 {
 	for (int i = 0; i < GS_EV_MAX; i++)
-		d->by_type[i] = t->cuda->bss->drop_count[i] + t->nccl->bss->drop_count[i] +
-				t->proc->bss->drop_count[i] +
-				(t->os ? t->os->bss->drop_count[i] : 0);
-	d->lost_calls = t->cuda->bss->lost_calls + t->nccl->bss->lost_calls;
+		d->by_type[i] += t->cuda->bss->drop_count[i] + t->nccl->bss->drop_count[i] +
+				 t->proc->bss->drop_count[i] +
+				 (t->os ? t->os->bss->drop_count[i] : 0);
+	d->lost_calls += t->cuda->bss->lost_calls + t->nccl->bss->lost_calls;
 }
 
 __u64 tracer__drops_total(const struct tracer *t)
 {
-	struct gs_ev_drops d;
+	struct gs_ev_drops d = {};
 	__u64 sum = 0;
 
 	tracer__drops(t, &d);

@@ -55,7 +55,7 @@ int tracer__poll(struct tracer *t, int timeout_ms);
 int tracer__drain(struct tracer *t);
 /* The last drain of a session: then the OS plane's block requests never seen to complete. */
 int tracer__finish(struct tracer *t);
-/* Cumulative drop counters (the header is left to the caller). */
+/* Cumulative drop counters, added into d (the header is left to the caller). */
 void tracer__drops(const struct tracer *t, struct gs_ev_drops *d);
 __u64 tracer__drops_total(const struct tracer *t);
 /* Whether libraries opened after the start are noticed (needs tracefs). */

@@ -5,43 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analysis/report.h"
 #include "cmd/common.h"
 #include "core/util.h"
-#include "sink/sinks.h"
-#include "sink/timeline.h"
-
-int write_report(const struct model *m, const char *json_path, FILE *text_out, bool wide,
-		 size_t top)
-{
-	struct report *r = report__build(m);
-	struct text_opts to = { .wide = wide, .top = top };
-	int ret = 0;
-
-	if (json_path) {
-		FILE *f = strcmp(json_path, "-") ? fopen(json_path, "w") : stdout;
-
-		if (!f) {
-			gs_err("cannot write the JSON report to '%s': %s", json_path,
-			       strerror(errno));
-			ret = GS_EXIT_RUNTIME;
-		} else {
-			report_json__write(f, r);
-			if (ferror(f) || (f != stdout && fclose(f))) {
-				gs_err("writing the JSON report to '%s' failed", json_path);
-				ret = GS_EXIT_RUNTIME;
-			}
-		}
-	} else {
-		report_text__write(text_out, r, &to);
-		if (ferror(text_out)) {
-			gs_err("writing the report failed");
-			ret = GS_EXIT_RUNTIME;
-		}
-	}
-	report__free(r);
-	return ret;
-}
 
 int parse_trace_opt(struct trace_opts *o, int opt, const char *arg)
 {
@@ -137,42 +102,6 @@ int parse_trace_opt(struct trace_opts *o, int opt, const char *arg)
 	return 0;
 }
 
-int write_folded(const struct model *m, const char *path)
-{
-	FILE *f = strcmp(path, "-") ? fopen(path, "we") : stdout;
-	int bad;
-
-	if (!f) {
-		gs_err("cannot write the folded stacks to '%s': %s", path, strerror(errno));
-		return GS_EXIT_RUNTIME;
-	}
-	bad = folded__write(f, m);
-	bad |= f == stdout ? fflush(f) : fclose(f);
-	if (bad) {
-		gs_err("writing the folded stacks to '%s' failed", path);
-		return GS_EXIT_RUNTIME;
-	}
-	return GS_EXIT_OK;
-}
-
-int write_memory_map(const struct model *m, const char *path)
-{
-	FILE *f = fopen(path, "we");
-	int bad;
-
-	if (!f) {
-		gs_err("cannot write the memory map to '%s': %s", path, strerror(errno));
-		return GS_EXIT_RUNTIME;
-	}
-	bad = memmap__write(f, m);
-	bad |= fclose(f);
-	if (bad) {
-		gs_err("writing the memory map to '%s' failed", path);
-		return GS_EXIT_RUNTIME;
-	}
-	return GS_EXIT_OK;
-}
-
 static bool ends_with(const char *s, const char *suffix)
 {
 	size_t n = strlen(s), k = strlen(suffix);
@@ -188,52 +117,6 @@ void set_output(struct trace_opts *o, const char *path)
 		o->chrome_path = path;
 	else
 		o->record_path = path;
-}
-
-int timelines__open(struct timelines *ts, const struct trace_opts *o)
-{
-	const char *paths[2] = { o->perfetto_path, o->chrome_path };
-	char err[512];
-
-	memset(ts, 0, sizeof(*ts));
-	if (paths[0] && paths[1] && !strcmp(paths[0], paths[1])) {
-		gs_err("the Perfetto and the Chrome trace cannot both go to '%s'", paths[0]);
-		return -1;
-	}
-	for (int i = 0; i < 2; i++) {
-		if (!paths[i])
-			continue;
-		ts->t[i] = i == 0 ? timeline__open_perfetto(paths[i], err, sizeof(err))
-				  : timeline__open_chrome(paths[i], err, sizeof(err));
-		if (!ts->t[i]) {
-			gs_err("%s", err);
-			timelines__close(ts);
-			return -1;
-		}
-	}
-	return 0;
-}
-
-void timelines__add(struct timelines *ts, const struct model *m, const struct gs_hdr *ev)
-{
-	for (int i = 0; i < 2; i++)
-		if (ts->t[i])
-			timeline__add(ts->t[i], m, ev);
-}
-
-int timelines__close(struct timelines *ts)
-{
-	char err[512];
-	int code = GS_EXIT_OK;
-
-	for (int i = 0; i < 2; i++) {
-		if (ts->t[i] && timeline__close(ts->t[i], err, sizeof(err))) {
-			gs_err("%s", err);
-			code = GS_EXIT_RUNTIME;
-		}
-		ts->t[i] = NULL;
-	}
-	return code;
 }
 
 int bad_option(const char *cmd, int opt, char **argv)

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* What run, attach and report share: options, the live trace driver, report output. */
+/* What run, attach and report share: their options, and the live session's entry. */
 #ifndef GS_CMD_COMMON_H
 #define GS_CMD_COMMON_H
 
@@ -36,31 +36,12 @@ struct trace_opts {
 	const char *memmap_path;		 /* the memory map (SVG) at the end */
 };
 
-/* The timelines a command writes, fed the same records as its model. */
-struct timelines {
-	struct timeline *t[2];
-};
-/* Open those the options ask for: 0, or a message and -1 (none left open). */
-int timelines__open(struct timelines *ts, const struct trace_opts *o);
-void timelines__add(struct timelines *ts, const struct model *m, const struct gs_hdr *ev);
-/* Finish them: 0, or messages and GS_EXIT_RUNTIME. */
-int timelines__close(struct timelines *ts);
-/* --folded FILE: the stacks of a model, folded ("-": stdout). 0 or GS_EXIT_RUNTIME. */
-int write_folded(const struct model *m, const char *path);
-/* --memory-map FILE: the memory map of a model kept with keep_history. 0 or
- * GS_EXIT_RUNTIME. */
-int write_memory_map(const struct model *m, const char *path);
 /* -o FILE: a recording, or by its extension a Perfetto (.pftrace, .perfetto-trace) or
  * Chrome (.json) trace. */
 void set_output(struct trace_opts *o, const char *path);
 
-/* The live trace: returns the process exit code. */
+/* The live session of run and attach (cmd/trace.c): returns the exit code. */
 int trace_main(const struct trace_opts *o);
-
-/* Render the report of a model: JSON to json_path ("-" = stdout) or text to text_out.
- * 0 or GS_EXIT_RUNTIME if it could not be written. */
-int write_report(const struct model *m, const char *json_path, FILE *text_out, bool wide,
-		 size_t top);
 
 /* Options shared by run and attach: returns 1 if handled, 0 if not ours, -1 on a bad value
  * (message printed). */

@@ -8,7 +8,7 @@
  * `retain` seconds more, then forgotten, so that a long-running agent does not grow.
  *
  * With --inject-dir, programs that preload the in-process library from that directory
- * write their records into rings the agent reads (src/inject/loader.h): GPU time per
+ * write their records into rings the agent reads (src/source/inject.h): GPU time per
  * kernel, at a lower cost per call. For such a process the kernel probes' records of the
  * calls the ring has (those made since it appeared, which is before its first call reached
  * the driver) are left out, and the ring's records of calls before it are too: each call
@@ -30,15 +30,16 @@
 
 #include "analysis/model.h"
 #include "analysis/report.h"
-#include "bpf/tracer.h"
 #include "cmd/exporter.h"
 #include "core/demangle.h"
 #include "core/libfind.h"
 #include "core/names.h"
 #include "core/procfs.h"
+#include "core/session.h"
 #include "core/util.h"
-#include "inject/loader.h"
 #include "sink/prometheus.h"
+#include "source/inject.h"
+#include "source/kernel.h"
 
 #define MAX_EXITED 4096
 
@@ -48,12 +49,12 @@ struct injected {
 };
 
 struct xtrace {
-	struct tracer *tracer;		 /* NULL: no kernel probes (--no-ebpf with --inject-dir) */
+	struct session s;
+	struct kernel_source *kernel;	 /* NULL: no kernel probes (--no-ebpf with --inject-dir) */
 	struct inject *inject;		 /* NULL: no in-process plane */
 	struct hmap injected;		 /* pid -> struct injected (the polling thread's) */
 	__u64 ninjected;		 /* processes with a ring (under the lock) */
 	struct gs_ev_drops inject_drops; /* the rings', as of the last poll (under the lock) */
-	double next_scan;
 	struct model *model;
 	pthread_mutex_t lock; /* the model, against rendering */
 	unsigned int top;
@@ -64,7 +65,6 @@ struct xtrace {
 	} exited[MAX_EXITED];
 	double probed_boot_s; /* CLOCK_BOOTTIME when the libraries known at start were probed */
 	unsigned int nexited;
-	__u64 files;
 };
 
 static double mono_s(void)
@@ -86,53 +86,17 @@ static double boot_s(void)
 /* Whether the process started after `t` (seconds since boot), from /proc/PID/stat. */
 static bool started_after(__u32 pid, double t)
 {
-	char path[64], buf[1024], *p, *save = NULL, *tok;
-	unsigned long long start = 0;
-	ssize_t n;
-	int fd, field = 3;
+	__u64 mono;
+	struct timespec b, m;
 
-	snprintf(path, sizeof(path), "/proc/%u/stat", pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (proc_start_ns((pid_t)pid, &mono))
 		return false;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return false;
-	buf[n] = 0;
-	p = strrchr(buf, ')'); /* (the command may hold spaces and parentheses) */
-	if (!p)
-		return false;
-	/* After ") " comes field 3 (the state); the start time is field 22, in clock ticks
-	 * since boot. */
-	for (tok = strtok_r(p + 1, " ", &save); tok; tok = strtok_r(NULL, " ", &save), field++)
-		if (field == 22) {
-			start = strtoull(tok, NULL, 10);
-			break;
-		}
-	return start && (double)start / (double)sysconf(_SC_CLK_TCK) > t;
+	clock_gettime(CLOCK_BOOTTIME, &b);
+	clock_gettime(CLOCK_MONOTONIC, &m);
+	return (double)mono / 1e9 +
+		       ((double)(b.tv_sec - m.tv_sec) + (double)(b.tv_nsec - m.tv_nsec) / 1e9) >
+	       t;
 }
-
-static void add_file(struct xtrace *x, __u32 pid, const char *path, unsigned int kind)
-{
-	struct gs_ev_attach rec;
-	char real[PATH_MAX];
-	int r;
-
-	if (kind == GS_LIB_NONE || kind == GS_LIB_EXE)
-		return;
-	if (pid && path[0] == '/')
-		proc_root_path(pid, path, real, sizeof(real));
-	else
-		gs_strlcpy(real, path, sizeof(real));
-	r = tracer__add_file(x->tracer, real, path, kind, false, pid != 0, &rec);
-	if (r < 0)
-		gs_debug("exporter: cannot probe %s: %s", path, strerror(-r));
-	if (r > 0)
-		x->files++;
-}
-
-static void add_record(struct xtrace *x, const struct gs_hdr *ev);
 
 /* Whether pid is on the list of exited processes (its ring's end and the kernel's exit
  * record may both say so). */
@@ -144,55 +108,39 @@ static bool listed_exited(const struct xtrace *x, __u32 pid)
 	return false;
 }
 
-static void on_event(void *ctx, const struct gs_hdr *ev)
+/*
+ * What of the stream goes into the model. Process records: only the exit of a process the
+ * model knows (every process's exit comes). Calls the kernel's probes saw: not those of a
+ * process whose ring has them (since the ring appeared); a process not seen before is
+ * looked for among the rings first.
+ */
+static const struct gs_hdr *gate(void *ctx, const struct gs_hdr *ev)
 {
 	struct xtrace *x = ctx;
-	const struct gs_ev_lib *l = (const void *)ev;
 	const struct gs_ev_proc *p = (const void *)ev;
-	char path[PATH_MAX];
+	const struct injected *in;
+	bool known;
 
-	if (ev->type == GS_EV_LIB) {
-		if (l->path[0] == '/') {
-			add_file(x, l->h.pid, l->path, l->kind);
-		} else {
-			snprintf(path, sizeof(path), "/proc/%u/cwd/%s", l->h.pid, l->path);
-			add_file(x, 0, path, l->kind);
-		}
-		return;
-	}
-	if (ev->type == GS_EV_PROC && p->kind == GS_PROC_EXIT) {
-		/* Only processes the model knows (every process's exit comes here). */
+	if (ev->type == GS_EV_PROC) {
+		if (p->kind != GS_PROC_EXIT)
+			return NULL;
 		pthread_mutex_lock(&x->lock);
-		if (hmap_get(&x->model->procs, ev->pid, 0) && !listed_exited(x, ev->pid)) {
-			model__add(x->model, ev);
-			if (x->nexited < MAX_EXITED)
-				x->exited[x->nexited++] =
-					(typeof(x->exited[0])){ ev->pid, mono_s() };
-			else
-				model__forget_proc(x->model, ev->pid);
-		}
+		known = model__process(x->model, ev->pid) && !listed_exited(x, ev->pid);
 		pthread_mutex_unlock(&x->lock);
-		return;
+		return known ? ev : NULL;
 	}
-	if (ev->type == GS_EV_PROC)
-		return;
-	if (x->inject && ev->type <= GS_EV_NCCL) {
-		const struct injected *in;
-
+	if (x->inject && ev->type <= GS_EV_NCCL && ev->source != GS_SRC_INJECT) {
+		pthread_mutex_lock(&x->lock);
+		known = model__process(x->model, ev->pid) != NULL;
+		pthread_mutex_unlock(&x->lock);
 		/* A process not seen before: if it has a ring, it is there now. */
-		if (!hmap_get(&x->model->procs, ev->pid, 0))
+		if (!known)
 			inject__poll(x->inject, true, false);
 		in = hmap_get(&x->injected, ev->pid, 0);
 		if (in && ev->ts >= in->since)
-			return; /* the ring has this call */
+			return NULL; /* the ring has this call */
 	}
-	add_record(x, ev);
-}
-
-/* A ring's record (under the pid the agent knows the process by). */
-static void on_inject_event(void *ctx, const struct gs_hdr *ev)
-{
-	add_record(ctx, ev);
+	return ev;
 }
 
 static void on_ring(void *ctx, __u32 pid, __u64 created_ns, bool open)
@@ -221,24 +169,29 @@ static void on_ring(void *ctx, __u32 pid, __u64 created_ns, bool open)
 		x->ninjected--;
 		pthread_mutex_unlock(&x->lock);
 	}
-	if (!x->tracer && kill((pid_t)pid, 0) && errno == ESRCH) {
+	if (!x->kernel && kill((pid_t)pid, 0) && errno == ESRCH) {
 		/* No kernel probes to say it exited. */
-		struct gs_ev_proc e = { .h = { .type = GS_EV_PROC, .size = sizeof(e), .pid = pid },
-					.kind = GS_PROC_EXIT };
+		struct gs_ev_proc e = { .kind = GS_PROC_EXIT };
 
-		on_event(x, &e.h);
+		stream__emit(x->s.stream, &e.h, GS_EV_PROC, sizeof(e), pid);
 	}
 }
 
-static void add_record(struct xtrace *x, const struct gs_hdr *ev)
+static void add_record(void *ctx, const struct gs_hdr *ev)
 {
+	struct xtrace *x = ctx;
 	struct proc *p2;
 	bool fresh;
 
 	pthread_mutex_lock(&x->lock);
-	fresh = !hmap_get(&x->model->procs, ev->pid, 0);
+	fresh = !model__process(x->model, ev->pid);
 	model__add(x->model, ev);
-	if (fresh && (p2 = hmap_get(&x->model->procs, ev->pid, 0))) {
+	if (ev->type == GS_EV_PROC && ((const struct gs_ev_proc *)ev)->kind == GS_PROC_EXIT) {
+		if (x->nexited < MAX_EXITED)
+			x->exited[x->nexited++] = (typeof(x->exited[0])){ ev->pid, mono_s() };
+		else
+			model__forget_proc(x->model, ev->pid);
+	} else if (fresh && (p2 = (struct proc *)model__process(x->model, ev->pid))) {
 		/* Its name now, while it runs (exec records are not sent for every process). */
 		if (!p2->comm[0] && proc_comm((pid_t)ev->pid, p2->comm, sizeof(p2->comm)))
 			gs_strlcpy(p2->comm, "?", sizeof(p2->comm));
@@ -262,22 +215,17 @@ static void scan_processes(struct xtrace *x)
 	if (!d)
 		return;
 	while ((de = readdir(d))) {
-		struct map_entry *maps = NULL;
-		size_t n = 0;
 		long pid = strtol(de->d_name, NULL, 10);
 
-		if (pid <= 0 || proc_exec_files((pid_t)pid, &maps, &n))
-			continue;
-		for (size_t i = 0; i < n; i++)
-			add_file(x, (__u32)pid, maps[i].path, lib_kind_of(maps[i].path));
-		free(maps);
+		if (pid > 0)
+			kernel_source__probe_mapped(x->kernel, (__u32)pid);
 	}
 	closedir(d);
 }
 
 static void from_ldcache(const char *path, void *ctx)
 {
-	add_file(ctx, 0, path, lib_kind_of(path));
+	kernel_source__add_file(ctx, 0, path, lib_kind_of(path), false, false);
 }
 
 /* The system's libcuda and NCCL, before any program loads them. */
@@ -297,9 +245,14 @@ static void scan_ldcache(struct xtrace *x)
 	close(fd);
 	if (buf == MAP_FAILED)
 		return;
-	ldcache_lookup(buf, (size_t)st.st_size, "libcuda.so.1", from_ldcache, x);
-	ldcache_lookup(buf, (size_t)st.st_size, "libnccl.so.2", from_ldcache, x);
+	ldcache_lookup(buf, (size_t)st.st_size, "libcuda.so.1", from_ldcache, x->kernel);
+	ldcache_lookup(buf, (size_t)st.st_size, "libnccl.so.2", from_ldcache, x->kernel);
 	munmap(buf, (size_t)st.st_size);
+}
+
+static void model_free(void *obj)
+{
+	model__free(obj);
 }
 
 struct xtrace *xtrace_open(const struct xtrace_opts *o)
@@ -307,34 +260,35 @@ struct xtrace *xtrace_open(const struct xtrace_opts *o)
 	struct xtrace *x = xcalloc(1, sizeof(*x));
 	/* (8 MiB: 100 ms of events at well over 100k launches/s; its pages are resident,
 	 * mapped twice, so they count twice in RSS.) */
-	struct tracer_opts to = { .ring_bytes = 8ULL << 20,
-				  .follow = true,
-				  .no_os = true,
-				  .all = true,
-				  .on_event = on_event,
-				  .ctx = x };
-	struct inject_opts io = { .on_event = on_inject_event,
-				  .on_ring = on_ring,
-				  .ctx = x,
-				  .skip_before_ring = o->ebpf };
+	struct kernel_source_opts ko = {
+		.tracer = { .ring_bytes = 8ULL << 20, .follow = true, .no_os = true, .all = true },
+	};
+	struct inject_opts io = { .on_ring = on_ring, .ctx = x, .skip_before_ring = o->ebpf };
 
+	session__init(&x->s);
 	x->model = model__new();
+	session__own(&x->s, model_free, x->model);
 	x->top = o->top;
 	x->retain_s = o->retain_s;
 	pthread_mutex_init(&x->lock, NULL);
-	if ((o->ebpf && tracer__open(&to, &x->tracer)) ||
-	    (o->inject_dir && inject__open_agent(o->inject_dir, &io, &x->inject))) {
-		tracer__close(x->tracer);
-		model__free(x->model);
-		free(x);
+	stream__filter(x->s.stream, STREAM_ALL, gate, x);
+	/* (Libraries opened are the kernel source's to probe, nothing for the model.) */
+	stream__subscribe(x->s.stream, STREAM_ALL & ~STREAM_TYPE(GS_EV_LIB), add_record, x);
+	if ((o->ebpf && kernel_source__open(&x->s, &ko, &x->kernel)) ||
+	    (o->inject_dir && inject__open_agent(&x->s, o->inject_dir, &io, &x->inject))) {
+		xtrace_close(x);
 		return NULL;
 	}
-	if (x->tracer) {
+	if (x->kernel) {
+		kernel_source__control(x->kernel);
 		for (int i = 0; i < o->nlibs; i++)
-			add_file(x, 0, o->libs[i], lib_kind_of(o->libs[i]) ?: GS_LIB_CUDA);
+			kernel_source__add_file(x->kernel, 0, o->libs[i],
+						lib_kind_of(o->libs[i]) ?: GS_LIB_CUDA, false,
+						false);
 		scan_ldcache(x);
 		scan_processes(x);
-		gs_debug("eBPF probes on %llu libraries", (unsigned long long)x->files);
+		gs_debug("eBPF probes on %llu libraries",
+			 (unsigned long long)kernel_source__files(x->kernel));
 	}
 	x->probed_boot_s = boot_s();
 	/* Rings of programs that ran before: read on from where they are. */
@@ -345,7 +299,7 @@ struct xtrace *xtrace_open(const struct xtrace_opts *o)
 
 bool xtrace_probes(const struct xtrace *x)
 {
-	return x->tracer != NULL;
+	return x->kernel != NULL;
 }
 
 const char *xtrace_library(const struct xtrace *x)
@@ -357,21 +311,13 @@ void xtrace_poll(struct xtrace *x)
 {
 	double now;
 	unsigned int kept = 0;
-	int got = 0;
+	int got;
 
-	if (x->tracer)
-		got = tracer__poll(x->tracer, 100);
-	else
-		inject__wait(x->inject, 100);
+	got = session__poll(&x->s, 100);
 	now = mono_s();
 	if (x->inject) {
 		struct gs_ev_drops d = {};
 
-		/* (Without the probes to say a process is there, every poll looks: a short
-		 * program's ring is best read while it runs.) */
-		inject__poll(x->inject, !x->tracer || now >= x->next_scan, false);
-		if (now >= x->next_scan)
-			x->next_scan = now + 1;
 		inject__drops(x->inject, &d);
 		pthread_mutex_lock(&x->lock);
 		x->inject_drops = d;
@@ -392,7 +338,7 @@ void xtrace_poll(struct xtrace *x)
 	 * ResNet-50 training: 11% of a core, nearly all system time, before this). The first
 	 * record after a quiet spell is still read at once: a new process's ring must be
 	 * found while the process is there. */
-	if (got > 0)
+	if (got > 0 && x->kernel)
 		usleep(10000);
 }
 
@@ -404,12 +350,10 @@ void xtrace_close(struct xtrace *x)
 		return;
 	if (x->inject)
 		inject__poll(x->inject, false, false);
-	inject__close(x->inject);
-	tracer__close(x->tracer);
+	session__close(&x->s);
 	hmap_for_each (&x->injected, s)
 		free(s->val);
 	hmap_free(&x->injected);
-	model__free(x->model);
 	pthread_mutex_destroy(&x->lock);
 	free(x);
 }
@@ -756,8 +700,8 @@ void xtrace_render(struct xtrace *x, struct strbuf *sb)
 		    "(--inject-dir).");
 	prom_sample(sb, "gpuscope_inject_processes", NULL, NULL, NULL, (double)x->ninjected);
 	pthread_mutex_unlock(&x->lock);
-	if (x->tracer)
-		tracer__drops(x->tracer, &d);
+	if (x->kernel)
+		kernel_source__drops(x->kernel, &d);
 	pthread_mutex_lock(&x->lock);
 	for (int t = 0; t < GS_EV_MAX; t++)
 		d.by_type[t] += x->inject_drops.by_type[t];
@@ -780,5 +724,6 @@ void xtrace_render(struct xtrace *x, struct strbuf *sb)
 	}
 	prom_family(sb, "gpuscope_probed_libraries", "gauge",
 		    "CUDA and NCCL library files the agent has probes on.");
-	prom_sample(sb, "gpuscope_probed_libraries", NULL, NULL, NULL, (double)x->files);
+	prom_sample(sb, "gpuscope_probed_libraries", NULL, NULL, NULL,
+		    x->kernel ? (double)kernel_source__files(x->kernel) : 0);
 }

@@ -1,14 +1,18 @@
 // SPDX-License-Identifier: MIT
-/* `gpuscope report FILE`: replay a recording through the same model and report. */
+/* `gpuscope report FILE`: a session whose source is a recording, with the live session's
+ * consumers: the same model, the same report. */
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "analysis/model.h"
 #include "cmd/cmds.h"
 #include "cmd/common.h"
-#include "core/recording.h"
+#include "core/session.h"
 #include "core/util.h"
+#include "sink/outputs.h"
+#include "source/replay.h"
 
 static const char usage[] =
 	"usage: gpuscope report [options] FILE\n"
@@ -37,7 +41,19 @@ static const char usage[] =
 	"  gpuscope report train.gsrec --perfetto train.pftrace\n"
 	"  gpuscope report train.gsrec --memory-map train-memory.svg\n";
 
-int cmd_report(int argc, char **argv)
+static void model_add(void *ctx, const struct gs_hdr *ev)
+{
+	model__add(ctx, ev);
+}
+
+static void model_free(void *obj)
+{
+	model__free(obj);
+}
+
+/* Options: 0, -1 (help shown), or an exit code (a message printed). chrome, folded: the
+ * trace or the stacks go to stdout. */
+static int parse(int argc, char **argv, struct trace_opts *o, bool *chrome, bool *folded)
 {
 	static const struct option longopts[] = {
 		{ "json", optional_argument, NULL, OPT_JSON },
@@ -51,30 +67,23 @@ int cmd_report(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{},
 	};
-	struct trace_opts o = { .top = DEFAULT_TOP };
-	struct timelines tls;
-	bool chrome_stdout = false, folded_stdout = false;
-	const struct gs_hdr *ev;
-	struct recording *rec;
-	struct model *m;
-	char err[512];
-	int opt, r, code = GS_EXIT_OK;
+	int opt, r;
 
 	optind = 1;
 	opterr = 0;
 	while ((opt = getopt_long(argc, argv, ":ho:", longopts, NULL)) != -1) {
 		if (opt == 'h') {
 			fputs(usage, stdout);
-			return GS_EXIT_OK;
+			return -1;
 		}
 		if (opt == '?' || opt == ':')
 			return bad_option("report", opt, argv);
 		if (opt == OPT_FORMAT && !strcmp(optarg, "chrome")) {
-			chrome_stdout = true;
+			*chrome = true;
 			continue;
 		}
 		if (opt == OPT_FORMAT && !strcmp(optarg, "folded")) {
-			folded_stdout = true;
+			*folded = true;
 			continue;
 		}
 		if (opt == 'o') {
@@ -82,7 +91,7 @@ int cmd_report(int argc, char **argv)
 			       "OUT");
 			return GS_EXIT_USAGE;
 		}
-		r = parse_trace_opt(&o, opt, optarg);
+		r = parse_trace_opt(o, opt, optarg);
 		if (r <= 0) {
 			if (r == 0)
 				gs_err("report: unknown option (see gpuscope report --help)");
@@ -94,64 +103,87 @@ int cmd_report(int argc, char **argv)
 		       optind >= argc ? "which recording?" : "one recording at a time");
 		return GS_EXIT_USAGE;
 	}
-	if (chrome_stdout) {
-		if (o.chrome_path || o.json_path) {
+	if (*chrome) {
+		if (o->chrome_path || o->json_path) {
 			gs_err("report: --format chrome writes the trace on stdout: not with "
 			       "--chrome "
 			       "or --json");
 			return GS_EXIT_USAGE;
 		}
-		o.chrome_path = "-";
+		o->chrome_path = "-";
 	}
-	if (o.perfetto_path && !strcmp(o.perfetto_path, "-") && isatty(STDOUT_FILENO)) {
+	if (*folded)
+		o->folded_path = "-";
+	if (o->perfetto_path && !strcmp(o->perfetto_path, "-") && isatty(STDOUT_FILENO)) {
 		gs_err("report: a Perfetto trace is binary: give a file, or redirect stdout");
 		return GS_EXIT_USAGE;
 	}
-	rec = recording__open(argv[optind], err, sizeof(err));
-	if (!rec) {
+	return 0;
+}
+
+int cmd_report(int argc, char **argv)
+{
+	struct trace_opts o = { .top = DEFAULT_TOP };
+	bool chrome_stdout = false, folded_stdout = false, bad;
+	struct output_paths paths;
+	struct outputs out;
+	struct session s;
+	struct replay *rp;
+	struct model *m;
+	const char *why;
+	char err[512];
+	int r, code = GS_EXIT_OK;
+
+	r = parse(argc, argv, &o, &chrome_stdout, &folded_stdout);
+	if (r)
+		return r < 0 ? GS_EXIT_OK : r;
+	session__init(&s);
+	rp = replay__open(&s, argv[optind], err, sizeof(err));
+	if (!rp) {
 		gs_err("%s", err);
+		session__close(&s);
 		return GS_EXIT_RUNTIME;
 	}
-	if (timelines__open(&tls, &o)) {
-		recording__close(rec);
+	paths = (struct output_paths){ .json = o.json_path,
+				       .perfetto = o.perfetto_path,
+				       .chrome = o.chrome_path,
+				       .folded = o.folded_path,
+				       .memmap = o.memmap_path };
+	if (outputs__open(&out, &paths)) {
+		session__close(&s);
 		return GS_EXIT_RUNTIME;
 	}
 	m = model__new();
-	m->keep_history = o.memmap_path != NULL;
-	while ((r = recording__next(rec, &ev, err, sizeof(err))) > 0) {
-		model__add(m, ev);
-		timelines__add(&tls, m, ev);
-	}
-	if (r < 0) {
-		gs_warn("%s: %s; the report covers the %llu records before it", argv[optind], err,
-			(unsigned long long)m->events);
+	model__keep_history(m, o.memmap_path != NULL);
+	session__own(&s, model_free, m);
+	stream__subscribe(s.stream, STREAM_ALL, model_add, m);
+	outputs__subscribe(&out, s.stream, m);
+	session__finish(&s);
+	replay__done(rp, &bad, &why);
+	if (bad) {
+		gs_warn("%s: %s; the report covers the %llu records before it", argv[optind], why,
+			(unsigned long long)stream__records(s.stream));
 		code = GS_EXIT_RUNTIME;
 	}
-	if (!m->have_end)
+	if (!model__ended(m))
 		model__findings_settle(m, true); /* (the end record would have) */
-	if (r >= 0 && !m->have_end) {
+	if (!bad && !model__ended(m)) {
 		gs_warn("%s: the recording ends without its end record (gpuscope was stopped "
 			"abruptly, or the file was cut); the report covers what was recorded",
 			argv[optind]);
 		code = GS_EXIT_RUNTIME;
 	}
-	recording__close(rec);
-	r = timelines__close(&tls);
-	code = code ? code : r;
-	if (folded_stdout)
-		o.folded_path = "-";
-	if (o.folded_path) {
-		r = write_folded(m, o.folded_path);
-		code = code ? code : r;
+	{
+		/* A trace or stacks on stdout is all that goes there. */
+		bool stdout_taken = chrome_stdout || folded_stdout ||
+				    (o.perfetto_path && !strcmp(o.perfetto_path, "-"));
+		struct outputs_end e = { .analyses = true,
+					 .text = stdout_taken ? NULL : stdout,
+					 .wide = o.wide,
+					 .top = o.top };
+
+		r = outputs__close(&out, &e);
 	}
-	if (o.memmap_path) {
-		r = write_memory_map(m, o.memmap_path);
-		code = code ? code : r;
-	}
-	/* A trace or stacks on stdout is all that goes there. */
-	r = chrome_stdout || folded_stdout || (o.perfetto_path && !strcmp(o.perfetto_path, "-"))
-		    ? 0
-		    : write_report(m, o.json_path, stdout, o.wide, o.top);
-	model__free(m);
+	session__close(&s);
 	return r ? r : code;
 }

@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: MIT
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/event.h"
+#include "core/output.h"
 #include "core/recording.h"
 #include "core/util.h"
 
@@ -37,10 +39,11 @@ static struct recording *rec_new(FILE *f, const char *path, bool writing)
 struct recording *recording__create(const char *path)
 {
 	struct file_header fh = { .version = GS_REC_VERSION, .header_size = sizeof(fh) };
-	FILE *f = strcmp(path, "-") ? fopen(path, "wb") : stdout;
+	char err[PATH_MAX + 128];
+	FILE *f = output_open("create recording", path, err, sizeof(err));
 
 	if (!f) {
-		gs_err("cannot create recording '%s': %s", path, strerror(errno));
+		gs_err("%s", err);
 		return NULL;
 	}
 	memcpy(fh.magic, GS_REC_MAGIC, sizeof(fh.magic));

@@ -206,9 +206,9 @@ struct httpd *httpd__start(int listen_fd, bool ipv6, httpd_respond_fn fn, void *
 		(unsigned int)HTTPD_THREADS, MHD_OPTION_CONNECTION_LIMIT,
 		(unsigned int)HTTPD_CONNECTIONS, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
 		(unsigned int)HTTPD_PER_ADDRESS, MHD_OPTION_CONNECTION_TIMEOUT, 10U,
-		MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)64 * 1024,
-		MHD_OPTION_NOTIFY_CONNECTION, notify, h, MHD_OPTION_NOTIFY_COMPLETED, completed, h,
-		MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_END);
+		MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)64 * 1024, MHD_OPTION_NOTIFY_CONNECTION,
+		notify, h, MHD_OPTION_NOTIFY_COMPLETED, completed, h, MHD_OPTION_EXTERNAL_LOGGER,
+		mhd_log, NULL, MHD_OPTION_END);
 	if (!h->d) {
 		snprintf(err, errlen, "the HTTP server did not start");
 		goto fail;

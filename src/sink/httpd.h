@@ -15,10 +15,10 @@
 #include <stddef.h>
 #include <linux/types.h>
 
-#define HTTPD_THREADS	   4
-#define HTTPD_CONNECTIONS  512
-#define HTTPD_PER_ADDRESS  128
-#define HTTPD_DEADLINE_S   5
+#define HTTPD_THREADS	  4
+#define HTTPD_CONNECTIONS 512
+#define HTTPD_PER_ADDRESS 128
+#define HTTPD_DEADLINE_S  5
 
 struct httpd;
 struct httpd_reply;

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "core/hmap.h"
+#include "core/output.h"
 #include "core/pb.h"
 #include "core/util.h"
 #include "sink/timeline.h"
@@ -323,15 +324,8 @@ static const struct tl_writer_ops perfetto_ops = {
 /* Open `path` for a trace writer ("-": stdout). */
 FILE *timeline__open_file(const char *path, bool *own, char *err, size_t errlen)
 {
-	FILE *f;
-
 	*own = strcmp(path, "-") != 0;
-	if (!*own)
-		return stdout;
-	f = fopen(path, "we");
-	if (!f)
-		snprintf(err, errlen, "cannot write the trace to '%s': %s", path, strerror(errno));
-	return f;
+	return output_open("write the trace to", path, err, errlen);
 }
 
 struct timeline *timeline__open_perfetto(const char *path, char *err, size_t errlen)

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* gpuscope's side of the in-process plane (see loader.h). */
+/* gpuscope's side of the in-process plane, a source of the session (see inject.h). */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -19,7 +19,8 @@
 #include "core/procfs.h"
 #include "core/shmring.h"
 #include "core/util.h"
-#include "inject/loader.h"
+#include "core/hmap.h"
+#include "source/inject.h"
 
 #ifndef GS_INJECT_SO
 #error "GS_INJECT_SO names the built library to carry (set by the Makefile)"
@@ -72,7 +73,13 @@ struct ring {
 
 struct inject {
 	struct inject_opts o;
+	struct stream *s;
 	bool agent;
+	/* run: processes of the session held in the stream before a ring of theirs is open
+	 * (pid -> 1, or 2 once it exited: released at the next scan that finds no ring) */
+	struct hmap pending;
+	__u64 next_scan;  /* (gs_now_ns) */
+	__u64 scan_every; /* ns */
 	int lock_fd;
 	int watch_fd; /* the agent: inotify on its directory (-1: none), a ring is found at once */
 	struct ring_counts retired; /* the agent: counters of rings read out and removed */
@@ -195,10 +202,13 @@ static int replace_library(const char *path)
 	return 0;
 }
 
-int inject__open_agent(const char *dir, const struct inject_opts *o, struct inject **out)
+static void inject__close(struct inject *in);
+static const struct source_ops ops;
+static void track(void *ctx, const struct gs_hdr *ev);
+
+/* Checks of the agent's directory, which processes of any user write to. 0 or -1. */
+static int agent_dir_ok(const char *dir)
 {
-	struct inject *in;
-	char path[PATH_MAX + 32];
 	struct stat st;
 
 	if (strlen(dir) >= PATH_MAX - 64 || dir[0] != '/') {
@@ -220,9 +230,35 @@ int inject__open_agent(const char *dir, const struct inject_opts *o, struct inje
 		gs_err("%s may be written by anyone but is not sticky (chmod +t it)", dir);
 		return -1;
 	}
-	in = xcalloc(1, sizeof(*in));
+	return 0;
+}
+
+static struct inject *inject_new(struct session *s, const struct inject_opts *o)
+{
+	struct inject *in = xcalloc(1, sizeof(*in));
+
 	in->o = *o;
+	in->s = s->stream;
+	in->lock_fd = -1;
+	in->watch_fd = -1;
+	if (!in->o.uid)
+		in->o.uid = geteuid();
+	return in;
+}
+
+int inject__open_agent(struct session *s, const char *dir, const struct inject_opts *o,
+		       struct inject **out)
+{
+	struct inject *in;
+	char path[PATH_MAX + 32];
+
+	if (agent_dir_ok(dir))
+		return -1;
+	in = inject_new(s, o);
 	in->agent = true;
+	/* (With the kernel's probes, which see every process's calls, a scan a second; new
+	 * processes are looked for at once. Without, every poll.) */
+	in->scan_every = o->skip_before_ring ? 1000000000ULL : 0;
 	gs_strlcpy(in->dir, dir, sizeof(in->dir));
 	/* (A short program's ring is best found while it runs: its process is the proof of
 	 * whose it is.) */
@@ -251,14 +287,11 @@ int inject__open_agent(const char *dir, const struct inject_opts *o, struct inje
 		goto fail;
 	}
 	gs_debug("in-process plane for the node: %s", dir);
+	session__add_source(s, &ops, in);
 	*out = in;
 	return 0;
 fail:
-	if (in->lock_fd >= 0)
-		close(in->lock_fd);
-	if (in->watch_fd >= 0)
-		close(in->watch_fd);
-	free(in);
+	inject__close(in);
 	return -1;
 }
 
@@ -292,24 +325,20 @@ size_t inject__rings(const struct inject *in)
 	return n;
 }
 
-int inject__open(const struct inject_opts *o, struct inject **out)
+int inject__open(struct session *s, const struct inject_opts *o, struct inject **out)
 {
-	struct inject *in = xcalloc(1, sizeof(*in));
+	struct inject *in = inject_new(s, o);
 	const char *tmp = getenv("TMPDIR");
 	const char *so_base;
 
-	in->o = *o;
-	in->lock_fd = -1;
-	in->watch_fd = -1;
-	if (!in->o.uid)
-		in->o.uid = geteuid();
+	in->scan_every = 100000000ULL;
 	/* Rings in shared memory; /tmp will do where there is none. */
 	if (make_dir("/dev/shm", in->dir, sizeof(in->dir)) &&
 	    make_dir("/tmp", in->dir, sizeof(in->dir))) {
 		gs_err("cannot create a session directory in /dev/shm or /tmp: %s",
 		       strerror(errno));
-		free(in);
-		return -1;
+		in->dir[0] = 0;
+		goto fail;
 	}
 	/* The library must be mapped executable: not from a noexec mount (a container's
 	 * /dev/shm often is). */
@@ -325,48 +354,53 @@ int inject__open(const struct inject_opts *o, struct inject **out)
 			gs_err("--inject: no directory to put the library in that allows executing "
 			       "it (/dev/shm, $TMPDIR, /tmp, /var/tmp and /run are noexec or not "
 			       "writable)");
-			remove_dir(in->dir);
-			free(in);
-			return -1;
+			goto fail;
 		}
 	}
 	if (snprintf(in->so_path, sizeof(in->so_path), "%s/%s", so_base, SO_NAME) >=
 		    (int)sizeof(in->so_path) ||
 	    write_library(in->so_path)) {
 		gs_err("cannot write %s: %s", in->so_path, strerror(errno));
-		inject__close(in);
-		return -1;
+		goto fail;
 	}
 	gs_debug("in-process plane: session %s, library %s", in->dir, in->so_path);
+	stream__subscribe(s->stream, STREAM_TYPE(GS_EV_PROC), track, in);
+	session__add_source(s, &ops, in);
 	*out = in;
 	return 0;
+fail:
+	inject__close(in);
+	return -1;
 }
 
-void inject__close(struct inject *in)
+static void inject__close(struct inject *in)
 {
+	struct hmap_slot *sl;
+
 	if (!in)
 		return;
 	for (size_t i = 0; i < in->n; i++)
 		if (!in->rings[i].done)
 			shmring_close(&in->rings[i].r);
 	free(in->rings);
+	hmap_for_each (&in->pending, sl)
+		stream__release(in->s, (__u32)sl->k1);
+	hmap_free(&in->pending);
+	if (in->lock_fd >= 0)
+		close(in->lock_fd);
+	if (in->watch_fd >= 0)
+		close(in->watch_fd);
 	if (in->agent) {
 		/* Programs keep the library and their rings; a restarted agent reads on. */
-		close(in->lock_fd);
-		if (in->watch_fd >= 0)
-			close(in->watch_fd);
-		free(in);
-		return;
-	}
-	/* For debugging the plane itself: leave the rings to look at. */
-	if (getenv("GPUSCOPE_KEEP_SESSION")) {
+	} else if (getenv("GPUSCOPE_KEEP_SESSION")) {
+		/* For debugging the plane itself: leave the rings to look at. */
 		gs_info("in-process session kept: %s", in->dir);
-		free(in);
-		return;
+	} else {
+		if (in->dir[0])
+			remove_dir(in->dir);
+		if (in->so_dir[0])
+			remove_dir(in->so_dir);
 	}
-	remove_dir(in->dir);
-	if (in->so_dir[0])
-		remove_dir(in->so_dir);
 	free(in);
 }
 
@@ -557,6 +591,9 @@ static void open_ring(struct inject *in, DIR *d, const char *name, int fd, const
 		r->created = GS_MIN(r->r.h->created_ns, now);
 		if (proc_start_ns((pid_t)pid, &start) == 0)
 			r->created = GS_MAX(r->created, start);
+		/* Held until read to the end (the hold made for it, if any, is its now). */
+		if (!hmap_del(&in->pending, pid, 0))
+			stream__hold(in->s, pid);
 		if (in->o.on_ring)
 			in->o.on_ring(in->o.ctx, pid, r->created, true);
 	}
@@ -609,6 +646,50 @@ static void scan(struct inject *in)
 	closedir(d);
 }
 
+/*
+ * The session's processes that may still make a ring are held in the stream (run; see
+ * inject.h): from their fork or exec until a ring of theirs is open, or until a scan after
+ * their exit finds none (a ring appears before the process's first call, so before it can
+ * have exited).
+ */
+static void track(void *ctx, const struct gs_hdr *ev)
+{
+	struct inject *in = ctx;
+	const struct gs_ev_proc *p = (const void *)ev;
+	void *st = hmap_get(&in->pending, ev->pid, 0);
+
+	if (p->kind == GS_PROC_FORK || p->kind == GS_PROC_EXEC || p->kind == GS_PROC_FOUND) {
+		if (!st) {
+			hmap_put(&in->pending, ev->pid, 0, (void *)1);
+			stream__hold(in->s, ev->pid);
+		}
+	} else if (p->kind == GS_PROC_EXIT && st) {
+		hmap_put(&in->pending, ev->pid, 0, (void *)2);
+	}
+}
+
+static void release_gone(struct inject *in, bool all)
+{
+	struct hmap_slot *sl;
+	__u64 *gone = NULL;
+	size_t n = 0, cap = 0;
+
+	hmap_for_each (&in->pending, sl) {
+		if (!all && sl->val != (void *)2)
+			continue;
+		if (n == cap) {
+			cap = cap ? 2 * cap : 16;
+			gone = xrealloc(gone, cap * sizeof(*gone));
+		}
+		gone[n++] = sl->k1;
+	}
+	for (size_t i = 0; i < n; i++) {
+		hmap_del(&in->pending, gone[i], 0);
+		stream__release(in->s, (__u32)gone[i]);
+	}
+	free(gone);
+}
+
 /* The header's counters as the agent takes them (see inject__drops). */
 static __u64 accept(__u64 prev, __u64 claimed, __u64 bound)
 {
@@ -641,6 +722,7 @@ static void finish(struct inject *in, struct ring *r, bool lost)
 		in->rings_lost++;
 	if (in->o.on_ring)
 		in->o.on_ring(in->o.ctx, r->pid, r->created, false);
+	stream__release(in->s, r->pid);
 	if (in->agent) {
 		char path[PATH_MAX + 80];
 
@@ -669,7 +751,14 @@ static void agent_record(void *ctx, const struct gs_hdr *ev)
 		return;
 	memcpy(&rec, ev, ev->size);
 	rec.h.pid = in->cur->pid;
-	in->o.on_event(in->o.ctx, &rec.h);
+	stream__push(in->s, &rec.h);
+}
+
+static void run_record(void *ctx, const struct gs_hdr *ev)
+{
+	struct inject *in = ctx;
+
+	stream__push(in->s, ev);
 }
 
 /* The agent's rings, once read out to the end, leave the array (it runs for days). */
@@ -700,6 +789,7 @@ int inject__poll(struct inject *in, bool do_scan, bool final)
 	if (do_scan || final) {
 		scan(in);
 		in->scans++;
+		release_gone(in, final);
 	}
 	for (size_t i = 0; i < in->n; i++) {
 		struct ring *r = &in->rings[i];
@@ -719,11 +809,8 @@ int inject__poll(struct inject *in, bool do_scan, bool final)
 		else
 			dead = final || gone(r->pid);
 		in->cur = r;
-		if (in->agent)
-			n = shmring_drain(&r->r, agent_record, in, &busy, err, sizeof(err));
-		else
-			n = shmring_drain(&r->r, in->o.on_event, in->o.ctx, &busy, err,
-					  sizeof(err));
+		n = shmring_drain(&r->r, in->agent ? agent_record : run_record, in, &busy, err,
+				  sizeof(err));
 		if (n < 0) {
 			gs_warn("in-process ring of pid %u: %s; reading it stops here", r->pid,
 				err);
@@ -774,3 +861,42 @@ __u64 inject__drops_total(const struct inject *in)
 		n += d.by_type[t];
 	return n;
 }
+
+static int poll_fn(void *obj, int timeout_ms)
+{
+	struct inject *in = obj;
+	__u64 now;
+	bool do_scan;
+
+	/* (The agent without the kernel's probes: the first source, it waits for a ring.) */
+	if (timeout_ms > 0)
+		inject__wait(in, timeout_ms);
+	now = gs_now_ns();
+	do_scan = now >= in->next_scan;
+	if (do_scan)
+		in->next_scan = now + in->scan_every;
+	return inject__poll(in, do_scan, false);
+}
+
+static void finish_fn(void *obj)
+{
+	inject__poll(obj, true, true);
+}
+
+static void drops_fn(void *obj, struct gs_ev_drops *d)
+{
+	inject__drops(obj, d);
+}
+
+static void close_fn(void *obj)
+{
+	inject__close(obj);
+}
+
+static const struct source_ops ops = {
+	.name = "inject",
+	.poll = poll_fn,
+	.finish = finish_fn,
+	.drops = drops_fn,
+	.close = close_fn,
+};

@@ -1,17 +1,21 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * gpuscope's side of the in-process plane (the library itself is the rest of src/inject/).
+ * gpuscope's side of the in-process plane, a source of the session (the library that runs
+ * inside the traced program is src/inject/).
  *
  * A session directory holds the library, written out from the copy gpuscope carries, and
  * one ring per traced process (<pid>.ring, see core/shmring.h). The traced command gets
- * LD_PRELOAD and the variables that tell the library where the session is; gpuscope finds
- * the rings as they appear and drains them into the same path as the kernel's events.
+ * LD_PRELOAD and the variables that tell the library where the session is; the source finds
+ * the rings as they appear and drains them into the stream. A process is held in the stream
+ * (core/stream.h) until its ring is read to the end, or until it exited with none, so that
+ * nothing of it is retired before its last records are in.
  */
-#ifndef GS_INJECT_LOADER_H
-#define GS_INJECT_LOADER_H
+#ifndef GS_SOURCE_INJECT_H
+#define GS_SOURCE_INJECT_H
 
 #include <stdbool.h>
 #include <sys/types.h>
+#include "core/session.h"
 #include "gpuscope/event.h"
 
 struct inject;
@@ -24,8 +28,7 @@ struct inject_opts {
 	const char *probe_bundle, *probe_out;
 	__u64 ring_bytes;  /* per process */
 	__u32 stack_every; /* call stacks: 0 none, else every Nth launch, allocations, failures */
-	void (*on_event)(void *ctx, const struct gs_hdr *ev);
-	void *ctx;
+	void *ctx;	   /* (for on_ring and traced) */
 	/* The node agent's side (inject__open_agent). A ring is read once the process that
 	 * maps it is found (its pid on this side of any pid namespace: its records get that
 	 * pid); on_ring says when (created: when the ring appeared, on the process's clock)
@@ -42,8 +45,9 @@ struct inject_opts {
 	bool (*traced)(void *ctx, __u32 pid);
 };
 
-/* Create the session directory and write the library into it. 0, or -1 with a message. */
-int inject__open(const struct inject_opts *o, struct inject **out);
+/* Create the session directory and write the library into it; a source of s. 0, or -1
+ * with a message. */
+int inject__open(struct session *s, const struct inject_opts *o, struct inject **out);
 /*
  * The node agent's directory (gpuscope exporter --inject-dir): created if missing (mode
  * 1777, as /tmp: processes of any user put their rings there), the library written into
@@ -51,13 +55,13 @@ int inject__open(const struct inject_opts *o, struct inject **out);
  * acts only then). Rings of processes that are gone are read out and removed. 0, or -1
  * with a message.
  */
-int inject__open_agent(const char *dir, const struct inject_opts *o, struct inject **out);
+int inject__open_agent(struct session *s, const char *dir, const struct inject_opts *o,
+		       struct inject **out);
 /* The library's path (in the session or agent directory). */
 const char *inject__library(const struct inject *in);
 /* Rings being read now. */
 size_t inject__rings(const struct inject *in);
-/* Remove the session (rings and library); the agent's: its lock, and rings it has read. */
-void inject__close(struct inject *in);
+/* (The session closes it: the session's rings and library removed; the agent's lock.) */
 /* The environment for the traced command: `env` with LD_PRELOAD and the session's
  * variables set (NULL-terminated, allocated; free with inject__free_env). */
 char **inject__env(const struct inject *in, char *const *env);
