@@ -6,16 +6,18 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
-#include "analysis/model.h"
+#include "core/spawn.h"
+#include "gpuscope/event.h"
 
 #define DEFAULT_RING_BYTES (16ULL << 20)
 #define DEFAULT_TOP	   20
 
 struct trace_opts {
-	__u32 mode;	   /* GS_MODE_RUN or GS_MODE_ATTACH */
-	char **argv;	   /* run: the command */
-	pid_t pid;	   /* attach: the process */
-	double duration_s; /* attach: 0 until the process exits or SIGINT */
+	__u32 mode;		/* GS_MODE_RUN or GS_MODE_ATTACH */
+	char **argv;		/* run: the command */
+	struct spawn_user user; /* run -u: whom it runs as */
+	pid_t pid;		/* attach: the process */
+	double duration_s;	/* attach: 0 until the process exits or SIGINT */
 	bool follow, quiet, wide;
 	bool isolate;	   /* per-process uprobes (see bpf/tracer.h) */
 	bool no_os;	   /* without the OS plane */

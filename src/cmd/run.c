@@ -2,6 +2,7 @@
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cmd/cmds.h"
 #include "cmd/common.h"
@@ -23,12 +24,15 @@ static const char usage[] =
 	"                         of each kernel)\n"
 	"      --device-code      with --inject: read the device code the program loads: which\n"
 	"                         modules and kernels have PTX (what device-side probes can be\n"
-	"                         put in) and which SASS only\n" TRACE_OPTIONS_HELP "\n"
+	"                         put in) and which SASS only\n"
+	"  -u, --user USER        run COMMAND as USER (a name or uid: its uid, group and\n"
+	"                         groups), gpuscope staying root\n" TRACE_OPTIONS_HELP "\n"
 	"examples:\n"
 	"  sudo gpuscope run -- python train.py\n"
 	"  sudo gpuscope run -o train.gsrec -- torchrun --nproc-per-node 8 train.py\n"
 	"  sudo gpuscope run --json=report.json -q -- ./vector_add\n"
 	"  sudo gpuscope run --inject -- python train.py\n"
+	"  sudo gpuscope run -u $USER -o train.gsrec -- python train.py\n"
 	"  sudo gpuscope run --inject -o train.pftrace -- python train.py   # ui.perfetto.dev\n"
 	"  sudo gpuscope run --folded train.folded -q -- python train.py\n";
 
@@ -57,6 +61,7 @@ int cmd_run(int argc, char **argv)
 		{ "inject", no_argument, NULL, OPT_INJECT },
 		{ "gpu-time", required_argument, NULL, OPT_GPU_TIME },
 		{ "device-code", no_argument, NULL, OPT_DEVICE_CODE },
+		{ "user", required_argument, NULL, 'u' },
 		{},
 	};
 	struct trace_opts o = { .mode = GS_MODE_RUN,
@@ -72,7 +77,7 @@ int cmd_run(int argc, char **argv)
 	optind = 1;
 	opterr = 0;
 	/* '+': stop at the first non-option, which begins the command. */
-	while ((opt = getopt_long(argc, argv, "+:o:qvh", longopts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "+:o:u:qvh", longopts, NULL)) != -1) {
 		if (opt == 'h') {
 			fputs(usage, stdout);
 			return GS_EXIT_OK;
@@ -85,6 +90,19 @@ int cmd_run(int argc, char **argv)
 		}
 		if (opt == OPT_DEVICE_CODE) {
 			o.device_code = true;
+			continue;
+		}
+		if (opt == 'u') {
+			char err[256];
+
+			if (spawn_user_lookup(optarg, &o.user, err, sizeof(err))) {
+				gs_err("run: --user: %s", err);
+				return GS_EXIT_USAGE;
+			}
+			if (geteuid() != 0) {
+				gs_err("run: --user needs gpuscope to run as root");
+				return GS_EXIT_USAGE;
+			}
 			continue;
 		}
 		if (opt == OPT_GPU_TIME) {

@@ -207,7 +207,7 @@ static int trace_run(struct trace *tr)
 	__u32 flags = 0;
 	pid_t child;
 
-	child = spawn(tr->exe, o->argv, envp, &go_fd, &err_fd);
+	child = spawn(tr->exe, o->argv, envp, &o->user, &go_fd, &err_fd);
 	if (envp != environ)
 		inject__free_env(envp);
 	if (child < 0) {
@@ -233,7 +233,11 @@ static int trace_run(struct trace *tr)
 	close(err_fd);
 	if (r == sizeof(exec_err)) {
 		waitpid(child, NULL, 0);
-		gs_err("cannot execute '%s': %s", tr->exe, strerror(exec_err));
+		if (exec_err < 0)
+			gs_err("cannot run '%s' as user %s: %s", tr->exe, o->user.name,
+			       strerror(-exec_err));
+		else
+			gs_err("cannot execute '%s': %s", tr->exe, strerror(exec_err));
 		return GS_EXIT_RUNTIME;
 	}
 	status = run_loop(tr, child, &flags);
@@ -375,6 +379,11 @@ static int build(struct trace *tr)
 					  .stack_every = o->stack_every,
 					  .traced = traced_pid,
 					  .ctx = tr };
+
+		if (o->user.set) {
+			io.uid = o->user.uid;
+			io.gid = o->user.gid;
+		}
 
 		if (inject__open(&tr->s, &io, &tr->inject))
 			return GS_EXIT_RUNTIME;

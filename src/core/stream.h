@@ -26,7 +26,7 @@
 #include <stdbool.h>
 #include "gpuscope/event.h"
 
-#define STREAM_ALL (~0ULL)
+#define STREAM_ALL     (~0ULL)
 #define STREAM_TYPE(t) (1ULL << (t))
 
 struct stream;

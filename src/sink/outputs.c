@@ -39,11 +39,14 @@ int outputs__open(struct outputs *o, const struct output_paths *p)
 		goto fail_msg;
 	if (p->chrome && !(o->tl[1] = timeline__open_chrome(p->chrome, err, sizeof(err))))
 		goto fail_msg;
-	if (p->json && !(o->json = output_open("write the JSON report to", p->json, err, sizeof(err))))
+	if (p->json &&
+	    !(o->json = output_open("write the JSON report to", p->json, err, sizeof(err))))
 		goto fail_msg;
-	if (p->folded && !(o->folded = output_open("write the folded stacks to", p->folded, err, sizeof(err))))
+	if (p->folded &&
+	    !(o->folded = output_open("write the folded stacks to", p->folded, err, sizeof(err))))
 		goto fail_msg;
-	if (p->memmap && !(o->memmap = output_open("write the memory map to", p->memmap, err, sizeof(err))))
+	if (p->memmap &&
+	    !(o->memmap = output_open("write the memory map to", p->memmap, err, sizeof(err))))
 		goto fail_msg;
 	return GS_EXIT_OK;
 fail_msg:

@@ -15,10 +15,10 @@
 #include "sink/timeline.h"
 
 struct output_paths {
-	const char *record;		/* the recording */
-	const char *json;		/* the report as JSON; NULL: text */
-	const char *perfetto, *chrome;	/* timelines */
-	const char *folded, *memmap;	/* at the end */
+	const char *record;	       /* the recording */
+	const char *json;	       /* the report as JSON; NULL: text */
+	const char *perfetto, *chrome; /* timelines */
+	const char *folded, *memmap;   /* at the end */
 };
 
 struct outputs {

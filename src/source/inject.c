@@ -363,6 +363,15 @@ int inject__open(struct session *s, const struct inject_opts *o, struct inject *
 		gs_err("cannot write %s: %s", in->so_path, strerror(errno));
 		goto fail;
 	}
+	/* Run as another user (run -u), the command makes its rings in the session's
+	 * directory and loads the library from it. */
+	if (in->o.uid != geteuid() &&
+	    (chown(in->dir, in->o.uid, in->o.gid) ||
+	     (in->so_dir[0] && chown(in->so_dir, in->o.uid, in->o.gid)))) {
+		gs_err("cannot give the session directory to uid %u: %s", (unsigned)in->o.uid,
+		       strerror(errno));
+		goto fail;
+	}
 	gs_debug("in-process plane: session %s, library %s", in->dir, in->so_path);
 	stream__subscribe(s->stream, STREAM_TYPE(GS_EV_PROC), track, in);
 	session__add_source(s, &ops, in);

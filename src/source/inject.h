@@ -40,8 +40,10 @@ struct inject_opts {
 	/* A ring is attributed only with proof of its owner: its file belongs to the user the
 	 * process runs as, and the process maps it; a `run` session also takes a ring of a
 	 * process that is gone if the file belongs to the user it runs the command as (uid; 0
-	 * with root) and `traced` says the pid was one of its processes (NULL: none). */
+	 * with root) and `traced` says the pid was one of its processes (NULL: none). A
+	 * session's directories are that user's (uid, gid), for it to make its rings there. */
 	uid_t uid;
+	gid_t gid;
 	bool (*traced)(void *ctx, __u32 pid);
 };
 

@@ -28,7 +28,8 @@ static void sample(struct nvml_source *n)
 			 (g->have & (1u << NF_POWER) ? GS_NVML_POWER : 0) |
 			 (g->have & (1u << NF_TEMP) ? GS_NVML_TEMP : 0) |
 			 (g->have & (1u << NF_CLOCK_SM) ? GS_NVML_CLOCK : 0) |
-			 (g->have & (1u << NF_GPM) ? GS_NVML_GPM : 0) | (g->lost ? GS_NVML_LOST : 0);
+			 (g->have & (1u << NF_GPM) ? GS_NVML_GPM : 0) |
+			 (g->lost ? GS_NVML_LOST : 0);
 		e.util_gpu = g->util_gpu;
 		e.util_mem = g->util_mem;
 		e.mem_used = g->mem_used;

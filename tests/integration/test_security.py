@@ -3,8 +3,12 @@ writes, a library that must never end its program, slow HTTP peers, outputs of a
 session. Each test here failed on the code before its fix."""
 import json
 import os
+import pathlib
+import shutil
+import signal
 import socket
 import struct
+import tempfile
 import threading
 import time
 import urllib.request
@@ -192,3 +196,120 @@ def test_slow_clients_do_not_block_scrapes(agent):
         t.join()
         for s in socks:
             s.close()
+
+
+# ---- 6. sudo gpuscope run: the program runs as its user, the outputs are the user's -----
+
+@pytest.fixture
+def shared_dir():
+    """A directory the unprivileged user (nobody) can reach and write to."""
+    d = tempfile.mkdtemp(prefix="gs-shared-", dir="/tmp")
+    os.chmod(d, 0o777)
+    yield pathlib.Path(d)
+    shutil.rmtree(d, ignore_errors=True)
+
+
+@needs_root
+def test_user_option_runs_the_command_as_that_user(gs, tmp_path, shared_dir):
+    d = shared_dir
+    ids = d / "ids"
+    js = tmp_path / "r.json"
+    p = gs.run(["run", "-q", "-u", "nobody", "--json=%s" % js, "--", "/usr/bin/python3", "-c",
+                "import os; open(%r, 'w').write('%%d %%d %%s' %% (os.getuid(), os.getgid(), "
+                "os.getgroups()))" % str(ids)])
+    assert p.returncode == 0, p.stderr
+    assert ids.read_text() == "65534 65534 [65534]"
+    assert json.loads(js.read_text())["session"]["command"].startswith("/usr/bin/python3 -c")
+
+
+@needs_root
+def test_user_option_with_the_in_process_plane(gs, tmp_path, shared_dir):
+    """The rings of a command run as another user are made in the session's directory
+    and read as that user's."""
+    d = shared_dir
+    js = tmp_path / "r.json"
+    p = gs.run(["run", "-q", "-u", "nobody", "--inject", "--json=%s" % js, "--",
+                gs.wl("wl_driver")], env=gs.env(GS_TRUTH=d / "truth.json"))
+    assert p.returncode == 0, p.stderr
+    report = json.loads(js.read_text())
+    truth = json.loads((d / "truth.json").read_text())
+    assert report["kernels"]["launches"] == truth["launches"] and truth["launches"] > 0
+    assert report["drops"]["rings_lost"] == 0
+
+
+def test_user_option_bad_input(gs):
+    p = gs.run(["run", "-u", "no-such-user-here", "--", "true"])
+    assert p.returncode == 1
+    assert p.stderr.strip().splitlines() == ["gpuscope: run: --user: no user "
+                                             "'no-such-user-here'"]
+
+
+@needs_root
+def test_outputs_are_private_and_the_sudo_users(gs, tmp_path):
+    """Under sudo, what gpuscope creates is the user's who ran sudo, and private (the
+    command line and environment-derived names are in it). A file that was there keeps its
+    owner and mode."""
+    kept = tmp_path / "kept.json"
+    kept.write_text("")
+    os.chmod(kept, 0o644)
+    files = {"-o": tmp_path / "r.gsrec", "--folded": tmp_path / "f.txt",
+             "--perfetto": tmp_path / "t.pftrace", "--chrome": tmp_path / "t.json",
+             "--memory-map": tmp_path / "m.svg"}
+    args = ["run", "-q", "--json=%s" % kept]
+    for opt, path in files.items():
+        args += [opt, str(path)]
+    p = gs.run(args + ["--", gs.wl("wl_driver")],
+               env=gs.env(SUDO_UID="65534", SUDO_GID="65534", SUDO_USER="nobody",
+                          GS_TRUTH=tmp_path / "t"))
+    assert p.returncode == 0, p.stderr
+    for path in files.values():
+        st = os.stat(path)
+        assert (st.st_uid, st.st_gid, st.st_mode & 0o777) == (65534, 65534, 0o600), path
+        assert st.st_size > 0, path
+    st = os.stat(kept)
+    assert (st.st_uid, st.st_mode & 0o777) == (0, 0o644) and st.st_size > 0
+
+
+@pytest.mark.parametrize("opt", ["-o", "--json", "--folded", "--memory-map", "--perfetto"])
+def test_output_paths_are_checked_before_the_command_runs(gs, tmp_path, opt):
+    marker = tmp_path / "ran"
+    bad = str(tmp_path / "no" / "such" / "dir" / "out")
+    p = gs.run(["run", "-q"] + ([opt + "=" + bad] if opt == "--json" else [opt, bad]) +
+               ["--", "touch", str(marker)])
+    assert p.returncode == 2
+    assert len(p.stderr.strip().splitlines()) == 1 and "No such file or directory" in p.stderr
+    assert not marker.exists()
+
+
+# ---- 7. small ones: SIGTERM's status, a report written onto a directory ----------------------
+
+@needs_root
+def test_sigterm_to_gpuscope_alone_is_143(gs, tmp_path):
+    from conftest import wait_for
+    from test_faults import start
+    gate = tmp_path / "gate"
+    tracer = start(gs, ["run", "-q", "--", gs.wl("wl_driver"), "--wait", str(gate)])
+    child = None
+    try:
+        wait_for(str(gate) + ".ready")
+        child = int(open("/proc/%d/task/%d/children" % (tracer.pid, tracer.pid)).read())
+        tracer.send_signal(signal.SIGTERM)
+        out, err = tracer.communicate(timeout=30)
+        assert tracer.returncode == 128 + signal.SIGTERM, err
+        assert "still running and will not be traced further" in err
+    finally:
+        if tracer.poll() is None:
+            tracer.proc.kill()
+        if child:
+            os.kill(child, signal.SIGKILL)
+
+
+def test_report_onto_a_directory(gs, tmp_path):
+    marker = tmp_path / "ran"
+    for args in (["--json=%s" % tmp_path], ["--folded", str(tmp_path)], ["-o", str(tmp_path)]):
+        p = gs.run(["run", "-q"] + args + ["--", "touch", str(marker)])
+        assert p.returncode == 2
+        lines = p.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].endswith(
+            "'%s': it is a directory (give a file name)" % tmp_path), lines
+        assert not marker.exists()
