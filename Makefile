@@ -115,7 +115,7 @@ ASAN_FLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-s
 $(eval $(call flavour,obj,))
 $(eval $(call flavour,asan,$(ASAN_FLAGS)))
 $(eval $(call flavour,static,-DGS_STATIC_BUILD))
-$(foreach f,obj asan static,$(OUTPUT)/$(f)/src/main.o $(OUTPUT)/$(f)/src/cmd/exporter.o): $(OUTPUT)/version.h
+$(foreach f,obj asan static,$(foreach o,src/main.o src/cmd/exporter.o src/source/host.o,$(OUTPUT)/$(f)/$(o))): $(OUTPUT)/version.h
 # gpuscope carries the in-process library inside it (see src/source/inject.c).
 $(foreach f,obj asan static,$(OUTPUT)/$(f)/src/source/inject.o): $(INJECT_SO)
 $(foreach f,obj asan static,$(OUTPUT)/$(f)/src/cmd/probe.o): $(PROBE_OBJS)

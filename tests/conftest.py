@@ -68,7 +68,9 @@ class Runner:
             [self.wl(workload_args[0])] + list(workload_args[1:])
         p = self.run(args, env=env, check_rc=rc)
         report = json.loads(report_path.read_text())
-        truth = json.loads(truth_path.read_text()) if truth_path.exists() else {}
+        if not truth_path.exists():
+            pytest.fail("%s wrote no ground truth (%s)" % (workload_args[0], truth_path))
+        truth = json.loads(truth_path.read_text())
         return report, truth, p
 
 

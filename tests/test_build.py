@@ -9,27 +9,39 @@ import pytest
 from conftest import OUT, ROOT
 
 FUZZ_SECONDS = int(os.environ.get("GS_FUZZ_SECONDS", "20"))
-UNIT = sorted(glob.glob(os.path.join(OUT, "unit", "test_*")) +
-              glob.glob(os.path.join(OUT, "unit-asan", "test_*")))
-FUZZ = sorted(glob.glob(os.path.join(OUT, "fuzz", "fuzz_*")))
+
+
+def _built_from(pattern, *outdirs):
+    """The binaries make builds from the sources matching pattern, one per output folder:
+    from the sources, so one that was not built fails rather than goes untested."""
+    names = sorted(os.path.basename(s)[:-2] for s in glob.glob(os.path.join(ROOT, pattern)))
+    return [os.path.join(OUT, d, n) for d in outdirs for n in names]
+
+
+UNIT = _built_from("tests/unit/test_*.c", "unit", "unit-asan")
+FUZZ = _built_from("tests/fuzz/fuzz_*.c", "fuzz")
 
 
 @pytest.mark.parametrize("binary", UNIT, ids=[os.path.relpath(u, OUT) for u in UNIT])
 def test_unit(binary):
+    assert os.path.exists(binary), "%s not built (make unit)" % binary
     p = subprocess.run([binary], cwd=ROOT, capture_output=True, text=True, timeout=300,
                        env=dict(os.environ, GS_OUTPUT=OUT))
     assert p.returncode == 0, p.stdout + p.stderr
 
 
-def test_unit_tests_exist():
-    assert len(UNIT) >= 12, "make unit first"
-    assert len(FUZZ) >= 4, "make fuzz first"
+def test_every_source_has_its_binary():
+    assert UNIT and FUZZ
+    missing = [b for b in UNIT + FUZZ if not os.path.exists(b)]
+    assert missing == [], "not built (make unit fuzz): %s" % missing
 
 
 @pytest.mark.parametrize("binary", FUZZ, ids=[os.path.basename(f) for f in FUZZ])
 def test_fuzz(binary, tmp_path):
     name = os.path.basename(binary)[len("fuzz_"):]
     seeds = os.path.join(ROOT, "tests", "fuzz", "seeds", name)
+    assert os.path.exists(binary), "%s not built (make fuzz)" % binary
+    assert glob.glob(os.path.join(seeds, "*")), "no seeds in %s" % seeds
     regressions = sorted(glob.glob(os.path.join(ROOT, "tests", "fuzz", "regressions",
                                                 name + "-*")))
     if regressions:
@@ -59,3 +71,110 @@ def test_static_build_runs_without_libraries():
     assert "not a dynamic executable" in ldd.stdout + ldd.stderr
     p = subprocess.run([binary, "--version"], capture_output=True, text=True)
     assert p.returncode == 0 and p.stdout.startswith("gpuscope ")
+
+
+def _defined_and_used(obj):
+    """The global symbols an object file defines, and those it uses."""
+    out = subprocess.run(["nm", obj], capture_output=True, text=True, check=True).stdout
+    defined, used = set(), set()
+    for line in out.splitlines():
+        parts = line.split()
+        if len(parts) == 2 and parts[0] == "U":
+            used.add(parts[1])
+        elif len(parts) == 3 and parts[1] in "TDBRCGSWV":
+            defined.add(parts[2])
+    return defined, used
+
+
+def _circles(nodes, edges):
+    """The strongly connected components of more than one node (Tarjan, iterative)."""
+    index, low, on, stack, found, counter = {}, {}, set(), [], [], [0]
+    for root in nodes:
+        if root in index:
+            continue
+        work = [(root, iter(sorted(edges.get(root, ()))))]
+        index[root] = low[root] = counter[0]
+        counter[0] += 1
+        stack.append(root)
+        on.add(root)
+        while work:
+            v, it = work[-1]
+            w = next(it, None)
+            if w is not None:
+                if w not in index:
+                    index[w] = low[w] = counter[0]
+                    counter[0] += 1
+                    stack.append(w)
+                    on.add(w)
+                    work.append((w, iter(sorted(edges.get(w, ())))))
+                elif w in on:
+                    low[v] = min(low[v], index[w])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[v])
+            if low[v] == index[v]:
+                comp = []
+                while True:
+                    w = stack.pop()
+                    on.discard(w)
+                    comp.append(w)
+                    if w == v:
+                        break
+                if len(comp) > 1:
+                    found.append(sorted(comp))
+    return found
+
+
+def _dependencies(objdir, sources):
+    """File A depends on file B when A uses a symbol B defines: an edge per pair."""
+    defs, uses = {}, {}
+    for src in sources:
+        obj = os.path.join(objdir, src[:-2] + ".o")
+        assert os.path.exists(obj), "%s not built (make all)" % obj
+        defs[src], uses[src] = _defined_and_used(obj)
+    owner = {s: f for f, d in defs.items() for s in d}
+    edges = {f: {owner[s] for s in u if s in owner and owner[s] != f} for f, u in uses.items()}
+    return edges
+
+
+def _folder(src):
+    parts = src.split("/")
+    return parts[1] if len(parts) > 2 else "."
+
+
+@pytest.mark.parametrize("plane", ["gpuscope", "inject"])
+def test_no_dependency_circles(plane):
+    """No circle of uses among the files of one folder of src/, nor among its folders: each
+    layer uses only those below it (docs/architecture.md)."""
+    os.chdir(ROOT)
+    if plane == "gpuscope":
+        sources = [s for s in glob.glob("src/**/*.c", recursive=True)
+                   if not s.startswith(("src/inject/", "src/probes/", "src/static/"))
+                   and not s.endswith(".bpf.c")]
+        objdir = os.path.join(OUT, "obj")
+    else:
+        sources = glob.glob("src/inject/*.c")
+        objdir = os.path.join(OUT, "pic")
+    edges = _dependencies(objdir, sorted(sources))
+    within = {f: {g for g in e if _folder(g) == _folder(f)} for f, e in edges.items()}
+    assert _circles(sorted(edges), within) == []
+    folders = {}
+    for f, e in edges.items():
+        folders.setdefault(_folder(f), set()).update(
+            _folder(g) for g in e if _folder(g) != _folder(f))
+    assert _circles(sorted(folders), folders) == []
+
+
+def test_no_include_circles_among_folders():
+    """Headers and sources of one folder of src/ include no folder that includes it back."""
+    edges = {}
+    for path in glob.glob(os.path.join(ROOT, "src", "**", "*.[ch]"), recursive=True):
+        folder = _folder(os.path.relpath(path, ROOT))
+        with open(path, encoding="utf-8") as f:
+            for line in f:
+                if line.startswith('#include "') and "/" in line:
+                    other = line.split('"')[1].split("/")[0]
+                    if other != folder and other != "gpuscope":
+                        edges.setdefault(folder, set()).add(other)
+    assert _circles(sorted(edges), edges) == []

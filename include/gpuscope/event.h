@@ -51,6 +51,11 @@ enum gs_event_type {
 	GS_EV_NVML = 22,      /* NVML sampler: one GPU's device metrics */
 	GS_EV_DEVCODE = 23,   /* in-process plane: device code a process loaded, and its kernels */
 	GS_EV_PROBE_OUT = 24, /* in-process plane: a record a device-side probe wrote */
+	GS_EV_HOST = 25,      /* gpuscope: the machine, at the start of a session */
+	GS_EV_GPU_INFO = 26,  /* NVML: a GPU's identity, at the start of a session */
+	GS_EV_PROC_INFO = 27, /* gpuscope: a process's command line and cgroup */
+	GS_EV_BLOCKDEV = 28,  /* gpuscope: the name of a block device the OS plane saw */
+	GS_EV_RETIRE = 29,    /* gpuscope: every record of an exited process has been delivered */
 	GS_EV_MAX,
 };
 
@@ -554,6 +559,68 @@ struct gs_ev_probe_out {
 	__u16 map;	 /* the ring: its index among the probe object's maps */
 	__u16 len;	 /* bytes of data */
 	__u8 data[GS_PROBE_OUT_MAX];
+};
+
+/*
+ * Host facts: what gpuscope read from the machine while it traced, recorded once so that a
+ * recording renders as the live run did (nothing is read from /proc or /sys at render
+ * time). Strings are NUL-terminated within their fields.
+ */
+#define GS_HOST_STR 96
+#define GS_GPUS_MAX 64 /* GPU indexes a host record may name */
+struct gs_ev_host {
+	struct gs_hdr h; /* pid/tid 0 */
+	__u32 cpus;	 /* online */
+	__u32 pad;
+	__u64 memory;	       /* bytes (MemTotal) */
+	char hostname[64];     /* uname nodename */
+	char kernel[64];       /* uname release */
+	char arch[16];	       /* uname machine */
+	char os[GS_HOST_STR];  /* os-release PRETTY_NAME */
+	char cpu[GS_HOST_STR]; /* /proc/cpuinfo model name */
+	char driver[32];       /* NVIDIA kernel driver version, "" without one */
+	char gpuscope[32];     /* gpuscope's version */
+	char boot_id[40];      /* /proc/sys/kernel/random/boot_id: the machine's boot */
+};
+
+struct gs_ev_gpu_info {
+	struct gs_hdr h; /* pid/tid 0 */
+	__s32 gpu;	 /* NVML index (the timelines' and GS_EV_NVML's) */
+	__u32 minor;	 /* /dev/nvidiaN */
+	__u64 memory;	 /* bytes */
+	char name[GS_HOST_STR];
+	char uuid[64];
+	char pci_bus_id[40];
+	char driver[32]; /* NVML's driver version */
+};
+
+/* A process's command line and control group, read when gpuscope first saw the process
+ * (and again after an exec). The command line's arguments are separated by spaces; one
+ * longer than the field is cut (cmdline_truncated). Records are cut after the command
+ * line's NUL (h.size, a multiple of 8). */
+#define GS_CMDLINE_MAX 1024
+#define GS_CGROUP_MAX  256
+struct gs_ev_proc_info {
+	struct gs_hdr h; /* pid: the process */
+	__u32 uid;	 /* real uid */
+	__u16 cmdline_len;
+	__u8 cmdline_truncated;
+	__u8 pad;
+	char cgroup[GS_CGROUP_MAX]; /* cgroup v2 path ("0::" line), "" if none */
+	char cmdline[GS_CMDLINE_MAX];
+};
+
+struct gs_ev_blockdev {
+	struct gs_hdr h; /* pid/tid 0 */
+	__u32 dev;	 /* as gs_ev_block's: major << 20 | minor */
+	__u32 pad;
+	char name[32]; /* /sys/dev/block/M:m/uevent DEVNAME */
+};
+
+/* A process is retired (core/stream.h): it exited and no source holds more of its records.
+ * Recorded, so that a replay retires it where the live run did. */
+struct gs_ev_retire {
+	struct gs_hdr h; /* pid: the process */
 };
 
 /* Largest record of any type. */

@@ -22,32 +22,71 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analysis/model.h"
+#include "analysis/findings.h"
 #include "core/demangle.h"
+#include "core/hmap.h"
 #include "core/util.h"
 
-#define FINDING_MIN_NS 1000000ULL  /* a gap worth a finding */
-#define LAUNCH_GAP_NS  10000000ULL /* without GPU times: launches this far apart */
-#define SETTLE_NS      2000000ULL  /* see defer() */
-#define MERGE_NS       1000000ULL  /* history: closer than this, one span */
+#define FINDING_MIN_NS	 1000000ULL  /* a gap worth a finding */
+#define LAUNCH_GAP_NS	 10000000ULL /* without GPU times: launches this far apart */
+#define SETTLE_NS	 2000000ULL  /* see defer() */
+#define MERGE_NS	 1000000ULL  /* history: closer than this, one span */
+#define THREAD_HIST	 128
+#define PENDING_FINDINGS 64
 
-static struct thread_os *history(struct model *m, __u32 tid)
+/* A thread's recent OS activity (rings of THREAD_HIST). */
+struct thread_os {
+	__u32 pid;
+	struct {
+		__u64 start, end, off_ns; /* off_ns: of the span, the time off the CPU */
+		__s32 syscall;
+		__u32 reason;
+	} off[THREAD_HIST];
+	struct {
+		__u64 start, end, bytes;
+		__u32 dev, count; /* requests of one device that overlap in time, merged */
+	} io[THREAD_HIST];
+	struct {
+		__u64 start, end;
+		__u32 count, major;
+	} faults[THREAD_HIST];
+	unsigned int noff, nio, nfaults; /* written so far */
+};
+
+struct findings {
+	struct model *m;
+	struct hmap threads_os;	  /* tid -> struct thread_os */
+	struct hmap launch_ends;  /* (pid, stream) -> boxed end of the last launch call */
+	struct hmap stream_waits; /* (pid, stream) -> boxed time of its last cuStreamWaitEvent */
+	/* the longest ones, longest first; all of them counted */
+	struct finding list[MAX_FINDINGS];
+	size_t n;
+	__u64 total;
+	struct finding recent[RECENT_FINDINGS]; /* finding n at [n % RECENT_FINDINGS] */
+	/* Gaps whose OS records may still be on their way (defer()). */
+	struct pending_finding {
+		struct finding f;
+		__u64 from, until;
+	} pending[PENDING_FINDINGS];
+	unsigned int npending;
+	__u64 os_clock; /* the latest time an OS record was written at */
+};
+
+static void settle(struct findings *fs, bool all);
+
+static struct thread_os *history(struct findings *fs, __u32 tid)
 {
-	struct thread_os *t = hmap_get(&m->threads_os, tid, 0);
+	struct thread_os *t = hmap_get_or_new(&fs->threads_os, tid, 0, sizeof(*t));
 
-	if (!t) {
-		t = xcalloc(1, sizeof(*t));
-		hmap_put(&m->threads_os, tid, 0, t);
-	}
 	return t;
 }
 
-void model__history_add(struct model *m, const struct gs_hdr *ev)
+static void history_add(struct findings *fs, const struct gs_hdr *ev)
 {
 	const struct gs_ev_offcpu *o = (const void *)ev;
 	const struct gs_ev_block *b = (const void *)ev;
 	const struct gs_ev_faults *f = (const void *)ev;
-	struct thread_os *t = history(m, ev->tid);
+	struct thread_os *t = history(fs, ev->tid);
 	__u64 written = ev->type == GS_EV_OFFCPU  ? o->h.ts + o->dur_ns
 			: ev->type == GS_EV_BLOCK ? b->h.ts + b->dur_ns
 						  : f->last_ts;
@@ -110,10 +149,10 @@ void model__history_add(struct model *m, const struct gs_hdr *ev)
 		t->faults[i].major = f->major;
 		break;
 	}
-	if (written > m->os_clock) {
-		m->os_clock = written;
-		if (m->npending_findings)
-			model__findings_settle(m, false);
+	if (written > fs->os_clock) {
+		fs->os_clock = written;
+		if (fs->npending)
+			settle(fs, false);
 	}
 }
 
@@ -190,11 +229,12 @@ static void explain(const struct thread_os *t, __u64 from, __u64 to, struct find
 
 /* The thread of the same process blocked longest in [from, to), while the launching
  * thread slept (a data loader reading from disk while the trainer waits for it). */
-static void other_threads(const struct model *m, __u32 tid, __u64 from, __u64 to, struct finding *f)
+static void other_threads(const struct findings *fs, __u32 tid, __u64 from, __u64 to,
+			  struct finding *f)
 {
 	struct hmap_slot *s;
 
-	hmap_for_each (&m->threads_os, s) {
+	hmap_for_each (&fs->threads_os, s) {
 		const struct thread_os *t = s->val;
 		struct finding g = { 0 };
 
@@ -235,28 +275,41 @@ static int longer_first(const void *a, const void *b)
 	return x->gap_ns < y->gap_ns ? 1 : x->gap_ns > y->gap_ns ? -1 : 0;
 }
 
-static void keep(struct model *m, const struct finding *f)
+static void keep(struct findings *fs, const struct finding *f)
 {
-	m->recent_findings[m->findings_total++ % RECENT_FINDINGS] = *f;
-	if (m->nfindings < MAX_FINDINGS)
-		m->findings[m->nfindings++] = *f;
-	else if (f->gap_ns > m->findings[MAX_FINDINGS - 1].gap_ns)
-		m->findings[MAX_FINDINGS - 1] = *f;
+	fs->recent[fs->total++ % RECENT_FINDINGS] = *f;
+	if (fs->n < MAX_FINDINGS)
+		fs->list[fs->n++] = *f;
+	else if (f->gap_ns > fs->list[MAX_FINDINGS - 1].gap_ns)
+		fs->list[MAX_FINDINGS - 1] = *f;
 	else
 		return;
-	qsort(m->findings, m->nfindings, sizeof(*f), longer_first);
+	qsort(fs->list, fs->n, sizeof(*f), longer_first);
+}
+
+/* A block device's name as recorded, else "major:minor". */
+static void dev_name(const struct findings *fs, __u32 dev, char *buf, size_t n)
+{
+	const char *name = model__blockdev_name(fs->m, dev);
+
+	if (name && name[0])
+		snprintf(buf, n, "%s", name);
+	else
+		snprintf(buf, n, "%u:%u", dev >> 20, dev & 0xfffff);
 }
 
 /* What the thread (and, asleep, the others) did in [from, until): then the finding. */
-static void resolve(struct model *m, struct finding *f, __u64 from, __u64 until)
+static void resolve(struct findings *fs, struct finding *f, __u64 from, __u64 until)
 {
-	const struct thread_os *t = hmap_get(&m->threads_os, f->tid, 0);
+	const struct thread_os *t = hmap_get(&fs->threads_os, f->tid, 0);
 
 	if (t)
 		explain(t, from, until, f);
 	if (f->cause == CAUSE_BLOCKED)
-		other_threads(m, f->tid, from, until, f);
-	keep(m, f);
+		other_threads(fs, f->tid, from, until, f);
+	dev_name(fs, f->io_dev, f->io_dev_name, sizeof(f->io_dev_name));
+	dev_name(fs, f->other_io_dev, f->other_io_dev_name, sizeof(f->other_io_dev_name));
+	keep(fs, f);
 }
 
 /*
@@ -266,41 +319,48 @@ static void resolve(struct model *m, struct finding *f, __u64 from, __u64 until)
  * written SETTLE_NS past the window's end has been seen (records come out of the kernel's
  * ring in the order they were written), or when the session ends.
  */
-static void defer(struct model *m, const struct finding *f, __u64 from, __u64 until)
+static void defer(struct findings *fs, const struct finding *f, __u64 from, __u64 until)
 {
 	struct pending_finding *p;
 
-	if (m->npending_findings == PENDING_FINDINGS) {
-		p = &m->pending_findings[0];
-		resolve(m, &p->f, p->from, p->until);
+	if (fs->npending == PENDING_FINDINGS) {
+		p = &fs->pending[0];
+		resolve(fs, &p->f, p->from, p->until);
 		memmove(p, p + 1, (PENDING_FINDINGS - 1) * sizeof(*p));
-		m->npending_findings--;
+		fs->npending--;
 	}
-	p = &m->pending_findings[m->npending_findings++];
+	p = &fs->pending[fs->npending++];
 	p->f = *f;
 	p->from = from;
 	p->until = until;
-	model__findings_settle(m, false);
+	settle(fs, false);
 }
 
-void model__findings_settle(struct model *m, bool all)
+/* Explain the pending findings whose records must all be in by now (all: every one; pid:
+ * that process's, whose records are all in once it is retired). */
+static void settle_some(struct findings *fs, bool all, __u32 pid)
 {
 	unsigned int kept = 0;
 
-	for (unsigned int i = 0; i < m->npending_findings; i++) {
-		struct pending_finding *p = &m->pending_findings[i];
+	for (unsigned int i = 0; i < fs->npending; i++) {
+		struct pending_finding *p = &fs->pending[i];
 
-		if (all || p->until + SETTLE_NS <= m->os_clock)
-			resolve(m, &p->f, p->from, p->until);
+		if (all || p->until + SETTLE_NS <= fs->os_clock || (pid && p->f.pid == pid))
+			resolve(fs, &p->f, p->from, p->until);
 		else
-			m->pending_findings[kept++] = *p;
+			fs->pending[kept++] = *p;
 	}
-	m->npending_findings = kept;
+	fs->npending = kept;
 }
 
-static bool os_plane(const struct model *m)
+static void settle(struct findings *fs, bool all)
 {
-	return m->have_start && (m->start.flags & GS_SESSION_OS);
+	settle_some(fs, all, 0);
+}
+
+void findings__settle(struct findings *fs)
+{
+	settle(fs, true);
 }
 
 /*
@@ -309,20 +369,21 @@ static bool os_plane(const struct model *m)
  * run dry (unless enough was queued), and what the launching thread did meanwhile is
  * explained as for an idle stream.
  */
-void model__launch_gap(struct model *m, const struct gs_ev_launch *l)
+static void launch_gap(struct findings *fs, const struct gs_ev_launch *l)
 {
-	__u64 *last = hmap_get(&m->launch_ends, l->h.pid, l->stream), from;
+	__u64 *last = hmap_get(&fs->launch_ends, l->h.pid, l->stream), from;
+	const struct gs_ev_session *start = model__start(fs->m);
 	struct finding f = { 0 };
 
 	if (!last) {
 		last = xcalloc(1, sizeof(*last));
-		hmap_put(&m->launch_ends, l->h.pid, l->stream, last);
+		hmap_put(&fs->launch_ends, l->h.pid, l->stream, last);
 	}
 	from = *last;
 	*last = GS_MAX(*last, l->h.ts + l->c.dur_ns);
 	/* (With GPU times, idle streams are found from them instead.) */
-	if (!from || l->h.ts < from + LAUNCH_GAP_NS || !os_plane(m) ||
-	    ((m->start.flags & GS_SESSION_INJECT) && m->start.gpu_time))
+	if (!from || l->h.ts < from + LAUNCH_GAP_NS || !model__os_plane(fs->m) ||
+	    ((start->flags & GS_SESSION_INJECT) && start->gpu_time))
 		return;
 	f.launch_gap = true;
 	f.gap_start = from;
@@ -333,18 +394,19 @@ void model__launch_gap(struct model *m, const struct gs_ev_launch *l)
 	f.device = -1;
 	f.cause = CAUSE_ON_CPU;
 	f.syscall = -1;
-	defer(m, &f, from, l->h.ts);
+	defer(fs, &f, from, l->h.ts);
 }
 
-void model__explain_gap(struct model *m, const struct gs_ev_gpu *e, __u64 gap_start, __u64 start)
+static void on_gap(void *ctx, const struct gs_ev_gpu *e, __u64 gap_start, __u64 start)
 {
+	struct findings *fs = ctx;
 	__u64 late_from = gap_start, until = GS_MIN(e->h.ts, start);
 	struct finding f = { 0 };
 
 	/* Only gaps the launch call itself explains: it came after the stream went idle. */
 	/* (Without the OS plane nothing says what the thread did.) */
 	if (start - gap_start < FINDING_MIN_NS || until <= late_from ||
-	    until - late_from < FINDING_MIN_NS || !os_plane(m))
+	    until - late_from < FINDING_MIN_NS || !model__os_plane(fs->m))
 		return;
 	f.gap_start = gap_start;
 	f.gap_ns = start - gap_start;
@@ -355,23 +417,19 @@ void model__explain_gap(struct model *m, const struct gs_ev_gpu *e, __u64 gap_st
 	f.device = e->device;
 	f.cause = CAUSE_ON_CPU;
 	f.syscall = -1;
-	defer(m, &f, late_from, until);
+	defer(fs, &f, late_from, until);
 }
 
 /* ---- kernels that waited in queue ------------------------------------------------------ */
 
-void model__stream_waited(struct model *m, const struct gs_ev_sync *e)
+static void stream_waited(struct findings *fs, const struct gs_ev_sync *e)
 {
 	__u64 key = model__stream_key(e->handle, e->h.tid, e->c.api);
 	__u64 *ts;
 
 	if (e->c.result)
 		return;
-	ts = hmap_get(&m->stream_waits, e->h.pid, key);
-	if (!ts) {
-		ts = xcalloc(1, sizeof(*ts));
-		hmap_put(&m->stream_waits, e->h.pid, key, ts);
-	}
+	ts = hmap_get_or_new(&fs->stream_waits, e->h.pid, key, sizeof(*ts));
 	*ts = e->h.ts;
 }
 
@@ -387,12 +445,13 @@ static void short_kernel(const struct model *m, __u32 pid, __u64 func, char *out
 	free(full);
 }
 
-void model__queue_wait(struct model *m, const struct gs_ev_gpu *e, const struct dev_stat *d,
-		       __u64 key, __u64 prev_call, __u64 ready, __u64 start)
+static void on_queue_wait(void *ctx, const struct gs_ev_gpu *e, __u64 key, __u64 prev_call,
+			  __u64 ready, __u64 start, const struct gpu_op *recent, unsigned int n)
 {
-	const __u64 *waited = hmap_get(&m->stream_waits, e->h.pid, key);
+	struct findings *fs = ctx;
+	const struct model *m = fs->m;
+	const __u64 *waited = hmap_get(&fs->stream_waits, e->h.pid, key);
 	struct finding f = { 0 };
-	unsigned int n = GS_MIN(d->nrecent, DEV_RECENT);
 
 	f.gap_start = ready;
 	f.gap_ns = start - ready;
@@ -405,20 +464,19 @@ void model__queue_wait(struct model *m, const struct gs_ev_gpu *e, const struct 
 	f.after_event_wait = waited && *waited >= prev_call && *waited <= e->h.ts;
 	/* The other stream that ran longest in [ready, start), over its recent operations. */
 	for (unsigned int i = 0; i < n; i++) {
-		const struct dev_op *a = &d->recent[i];
+		const struct gpu_op *a = &recent[i];
 		__u64 total = 0;
 		bool seen = false;
 
 		if (a->pid == e->h.pid && a->stream == key)
 			continue;
 		for (unsigned int k = 0; k < i && !seen; k++)
-			seen = d->recent[k].pid == a->pid && d->recent[k].stream == a->stream;
+			seen = recent[k].pid == a->pid && recent[k].stream == a->stream;
 		if (seen)
 			continue;
 		for (unsigned int k = i; k < n; k++)
-			if (d->recent[k].pid == a->pid && d->recent[k].stream == a->stream)
-				total +=
-					overlap(d->recent[k].start, d->recent[k].end, ready, start);
+			if (recent[k].pid == a->pid && recent[k].stream == a->stream)
+				total += overlap(recent[k].start, recent[k].end, ready, start);
 		if (total > f.busy_ns) {
 			f.busy_ns = total;
 			f.busy_pid = a->pid;
@@ -427,20 +485,100 @@ void model__queue_wait(struct model *m, const struct gs_ev_gpu *e, const struct 
 		}
 	}
 	short_kernel(m, e->h.pid, e->func, f.kernel, sizeof(f.kernel));
-	keep(m, &f);
+	keep(fs, &f);
 }
 
-void model__findings_free(struct model *m)
-{
-	struct hmap_slot *s;
+/* ---- the stream, the model, the ends ------------------------------------------------------- */
 
-	hmap_for_each (&m->threads_os, s)
-		free(s->val);
-	hmap_free(&m->threads_os);
-	hmap_for_each (&m->launch_ends, s)
-		free(s->val);
-	hmap_free(&m->launch_ends);
-	hmap_for_each (&m->stream_waits, s)
-		free(s->val);
-	hmap_free(&m->stream_waits);
+static void on_record(void *ctx, const struct gs_hdr *ev)
+{
+	struct findings *fs = ctx;
+	const struct gs_ev_sync *s = (const void *)ev;
+
+	switch (ev->type) {
+	case GS_EV_OFFCPU:
+	case GS_EV_FAULTS:
+	case GS_EV_BLOCK:
+		history_add(fs, ev);
+		break;
+	case GS_EV_LAUNCH:
+		launch_gap(fs, (const void *)ev);
+		break;
+	case GS_EV_SYNC:
+		if (s->c.api == GS_API_CU_STREAM_WAIT_EVENT ||
+		    s->c.api == GS_API_CU_STREAM_WAIT_EVENT_PTSZ)
+			stream_waited(fs, s);
+		break;
+	case GS_EV_SESSION:
+		if (((const struct gs_ev_session *)ev)->kind == GS_SESSION_END)
+			settle(fs, true);
+		break;
+	}
+}
+
+static bool thread_of(void *ctx, const struct hmap_slot *s)
+{
+	return ((const struct thread_os *)s->val)->pid == *(const __u32 *)ctx;
+}
+
+/* A process retired: its OS records are all in, its findings are explained, its threads'
+ * history goes. */
+static void on_retire(void *ctx, __u32 pid)
+{
+	struct findings *fs = ctx;
+
+	settle_some(fs, false, pid);
+	hmap_drop_if(&fs->threads_os, thread_of, &pid, free);
+	hmap_drop_key(&fs->launch_ends, false, 0, pid, free);
+	hmap_drop_key(&fs->stream_waits, false, 0, pid, free);
+}
+
+static const struct model_observer observer = {
+	.gap = on_gap, .queue_wait = on_queue_wait, .retire = on_retire, .forget = on_retire
+};
+
+struct findings *findings__attach(struct stream *s, struct model *m)
+{
+	struct findings *fs = xcalloc(1, sizeof(*fs));
+
+	fs->m = m;
+	model__observe(m, &observer, fs);
+	stream__subscribe(s,
+			  STREAM_TYPE(GS_EV_OFFCPU) | STREAM_TYPE(GS_EV_FAULTS) |
+				  STREAM_TYPE(GS_EV_BLOCK) | STREAM_TYPE(GS_EV_LAUNCH) |
+				  STREAM_TYPE(GS_EV_SYNC) | STREAM_TYPE(GS_EV_SESSION),
+			  on_record, fs);
+	return fs;
+}
+
+static void free_values(struct hmap *h)
+{
+	hmap_free_with(h, NULL);
+}
+
+void findings__free(struct findings *fs)
+{
+	if (!fs)
+		return;
+	free_values(&fs->threads_os);
+	free_values(&fs->launch_ends);
+	free_values(&fs->stream_waits);
+	free(fs);
+}
+
+const struct finding *findings__list(const struct findings *fs, size_t *n)
+{
+	*n = fs->n;
+	return fs->list;
+}
+
+__u64 findings__total(const struct findings *fs)
+{
+	return fs->total;
+}
+
+const struct finding *findings__recent(const struct findings *fs, __u64 n)
+{
+	return n < fs->total && fs->total - n <= RECENT_FINDINGS ? &fs->recent[n % RECENT_FINDINGS]
+								 : NULL;
 }

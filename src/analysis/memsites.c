@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * Memory analyses: allocation sites, leak suspicion, out-of-memory context, fragmentation
- * over time, and the history the memory map is drawn from (see model.h).
+ * Memory analyses (see memsites.h): sites, their sampling and the trend test, out-of-memory
+ * context, fragmentation, the memory map's history.
  *
  * Leaks. A site's outstanding bytes are sampled at a process's ticks (every 10 ms of its
  * records at first, slower as samples pile up). The test looks at the later half of what
@@ -21,26 +21,15 @@
  * piece large enough. Unclear: NVML saw enough free, yet the process's ranges do not
  * show fragmentation.
  */
-#include <ctype.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "analysis/model.h"
-#include "core/demangle.h"
-#include "core/util.h"
+#include "analysis/memsites_int.h"
 #include "core/names.h"
-#include "gpuscope/cuda_abi.h"
+#include "core/util.h"
 
-#define TICK_NS		10000000ULL /* first sampling interval */
-#define MIN_WINDOW	8	    /* samples for a trend test */
-#define LEAK_CONFIDENCE 0.999
-#define LEAK_MIN_GROWTH (1ULL << 20) /* bytes over the window: less is not worth a finding */
-/* The window's least span: a site younger than twice this is not judged. A young site is
- * often in its first rise (a training step's first forward pass: activations pile up
- * until the backward pass frees them); the later half of a second of life holds a fall. */
-#define LEAK_MIN_WINDOW_NS 500000000ULL
+#define TICK_NS 10000000ULL /* first sampling interval */
 #define CU_OUT_OF_MEMORY \
 	2 /* CUDA_ERROR_OUT_OF_MEMORY (cudaErrorMemoryAllocation is the runtime's) */
 
@@ -50,37 +39,48 @@ struct last_stack {
 	const struct stack_entry *e;
 };
 
-void model__site_stack(struct model *m, const struct gs_hdr *h, const struct stack_entry *e)
+static struct ms_proc *ms_proc(struct memsites *ms, __u32 pid)
 {
-	struct last_stack *l = hmap_get(&m->last_stack, h->tid, h->pid);
+	struct ms_proc *p = hmap_get(&ms->procs, pid, 0);
 
-	if (!l) {
-		l = xcalloc(1, sizeof(*l));
-		hmap_put(&m->last_stack, h->tid, h->pid, l);
+	if (!p) {
+		p = xcalloc(1, sizeof(*p));
+		p->pid = pid;
+		hmap_put(&ms->procs, pid, 0, p);
 	}
+	return p;
+}
+
+static void on_stack(void *ctx, const struct gs_hdr *h, const struct stack_entry *e)
+{
+	struct memsites *ms = ctx;
+	struct last_stack *l = hmap_get_or_new(&ms->last_stack, h->tid, h->pid, sizeof(*l));
+
 	l->ts = h->ts;
 	l->api = e->api;
 	l->e = e;
 }
 
-struct mem_site *model__site_of(struct model *m, struct proc *p, const struct gs_ev_mem *e,
-				int kind)
+/* The site of an allocation being made (created on first use). */
+static struct mem_site *site_of(struct memsites *ms, const struct gs_ev_mem *e, int kind)
 {
-	const struct last_stack *l = hmap_get(&m->last_stack, e->h.tid, e->h.pid);
+	const struct last_stack *l = hmap_get(&ms->last_stack, e->h.tid, e->h.pid);
 	const struct stack_entry *st = l && l->ts == e->h.ts && l->api == e->c.api ? l->e : NULL;
 	__u64 key = st ? (__u64)(uintptr_t)st : (1ULL << 63) | (__u64)e->c.api << 8 | (__u64)kind;
-	struct mem_site *s = hmap_get(&m->sites, e->h.pid, key);
+	struct mem_site *s = hmap_get(&ms->sites, e->h.pid, key);
+	struct ms_proc *p;
 
 	if (s)
 		return s;
+	p = ms_proc(ms, e->h.pid);
 	s = xcalloc(1, sizeof(*s));
 	s->pid = e->h.pid;
-	s->id = ++m->next_site;
+	s->id = ++ms->next_site;
 	s->api = e->c.api;
 	s->kind = (__u8)kind;
 	s->stack = st;
 	s->first_ts = e->h.ts;
-	hmap_put(&m->sites, e->h.pid, key, s);
+	hmap_put(&ms->sites, e->h.pid, key, s);
 	if (p->nsites == p->sites_cap) {
 		p->sites_cap = p->sites_cap ? 2 * p->sites_cap : 16;
 		p->sites = xrealloc(p->sites, p->sites_cap * sizeof(*p->sites));
@@ -89,41 +89,23 @@ struct mem_site *model__site_of(struct model *m, struct proc *p, const struct gs
 	return s;
 }
 
-static __u32 hist_add(struct model *m, const struct mem_hist *h)
+static __u32 hist_add(struct memsites *ms, const struct mem_hist *h)
 {
-	if (!m->keep_history)
+	if (!ms->keep_history)
 		return NO_HIST;
-	if (m->nhist == MEM_HIST_MAX) {
-		m->hist_truncated = true;
+	if (ms->nhist == MEM_HIST_MAX) {
+		ms->hist_truncated = true;
 		return NO_HIST;
 	}
-	if (m->nhist == m->hist_cap) {
-		m->hist_cap = m->hist_cap ? 2 * m->hist_cap : 4096;
-		m->hist = xrealloc(m->hist, m->hist_cap * sizeof(*m->hist));
+	if (ms->nhist == ms->hist_cap) {
+		ms->hist_cap = ms->hist_cap ? 2 * ms->hist_cap : 4096;
+		ms->hist = xrealloc(ms->hist, ms->hist_cap * sizeof(*ms->hist));
 	}
-	m->hist[m->nhist] = *h;
-	return (__u32)m->nhist++;
+	ms->hist[ms->nhist] = *h;
+	return (__u32)ms->nhist++;
 }
 
-void model__site_alloc(struct model *m, struct proc *p, struct range *r, const struct gs_ev_mem *e)
-{
-	struct mem_site *s = model__site_of(m, p, e, r->kind == MK_MAPPING ? MK_DEVICE : r->kind);
-	struct mem_hist h = { .addr = r->addr,
-			      .size = r->size,
-			      .t0 = e->h.ts,
-			      .pid = e->h.pid,
-			      .site = s->id,
-			      .api = e->c.api,
-			      .device = r->device,
-			      .kind = r->kind };
-
-	r->site = s;
-	r->hist = hist_add(m, &h);
-	if (r->kind != MK_MAPPING) /* (a mapping's bytes are its physical handle's) */
-		model__site_add(s, r->size, e->h.ts);
-}
-
-void model__site_add(struct mem_site *s, __u64 bytes, __u64 ts)
+static void site_add(struct mem_site *s, __u64 bytes, __u64 ts)
 {
 	s->allocs++;
 	s->alloc_bytes += bytes;
@@ -133,7 +115,7 @@ void model__site_add(struct mem_site *s, __u64 bytes, __u64 ts)
 	s->last_ts = ts;
 }
 
-void model__site_sub(struct mem_site *s, __u64 bytes, __u64 ts)
+static void site_sub(struct mem_site *s, __u64 bytes, __u64 ts)
 {
 	s->frees++;
 	s->live_bytes -= GS_MIN(bytes, s->live_bytes);
@@ -141,90 +123,62 @@ void model__site_sub(struct mem_site *s, __u64 bytes, __u64 ts)
 	s->last_ts = ts;
 }
 
-void model__site_free(struct model *m, struct range *r, __u64 ts)
+static void on_alloc(void *ctx, const struct model_alloc *a, const struct gs_ev_mem *e)
 {
-	if (r->hist != NO_HIST && r->hist < m->nhist)
-		m->hist[r->hist].t1 = ts;
-	if (r->site && r->kind != MK_MAPPING)
-		model__site_sub(r->site, r->size, ts);
+	struct memsites *ms = ctx;
+	struct mem_site *s = site_of(ms, e, a->kind == MK_MAPPING ? MK_DEVICE : a->kind);
+	struct ms_live *l = xmalloc(sizeof(*l));
+	struct mem_hist h = { .addr = a->addr,
+			      .size = a->size,
+			      .t0 = e->h.ts,
+			      .pid = e->h.pid,
+			      .site = s->id,
+			      .api = e->c.api,
+			      .device = a->device,
+			      .kind = a->kind };
+
+	l->site = s;
+	l->hist = hist_add(ms, &h);
+	free(hmap_put(&ms->live, a->pid, a->addr, l));
+	if (a->kind != MK_MAPPING) /* (a mapping's bytes are its physical handle's) */
+		site_add(s, a->size, e->h.ts);
 }
 
-/* ---- the process's address space on one device ----------------------------------------- */
-
-struct space {
-	int slot;
-	bool any;
-	__u64 prev_end, first, live, holes, largest, ranges, stranded, largest_stranded;
-};
-
-static void strand(struct space *sp, __u64 bytes)
+static void on_free(void *ctx, const struct model_alloc *a, __u64 ts)
 {
-	sp->stranded += bytes;
-	sp->largest_stranded = GS_MAX(sp->largest_stranded, bytes);
-}
+	struct memsites *ms = ctx;
+	struct ms_live *l = hmap_del(&ms->live, a->pid, a->addr);
 
-static void space_visit(const struct range *r, void *ctx)
-{
-	struct space *sp = ctx;
-
-	if ((r->kind != MK_DEVICE && r->kind != MK_MAPPING) ||
-	    model__mem_slot(r->device) != sp->slot)
+	if (!l)
 		return;
-	if (sp->any && r->addr > sp->prev_end) {
-		__u64 hole = r->addr - sp->prev_end;
-
-		__u64 head_end = (sp->prev_end + MEM_PAGE - 1) / MEM_PAGE * MEM_PAGE,
-		      tail_start = r->addr / MEM_PAGE * MEM_PAGE;
-
-		sp->holes += hole;
-		sp->largest = GS_MAX(sp->largest, hole);
-		/* The free part of the page the last range ends in and of the page this one
-		 * starts in (one piece if that is the same page). */
-		if (tail_start < head_end) {
-			strand(sp, hole);
-		} else {
-			strand(sp, head_end - sp->prev_end);
-			strand(sp, r->addr - tail_start);
-		}
-	}
-	if (!sp->any)
-		sp->first = r->addr;
-	sp->any = true;
-	sp->prev_end = GS_MAX(sp->prev_end, r->addr + r->size);
-	sp->live += r->size;
-	sp->ranges++;
+	if (l->hist != NO_HIST && l->hist < ms->nhist)
+		ms->hist[l->hist].t1 = ts;
+	if (a->kind != MK_MAPPING)
+		site_sub(l->site, a->size, ts);
+	free(l);
 }
 
-static void space_of(const struct proc *p, int slot, struct space *sp)
+static void on_vmm_create(void *ctx, const struct gs_ev_mem *e)
 {
-	memset(sp, 0, sizeof(*sp));
-	sp->slot = slot;
-	model__walk_ranges(p, space_visit, sp);
+	struct memsites *ms = ctx;
+	struct mem_site *s = site_of(ms, e, MK_DEVICE);
+
+	site_add(s, e->size, e->h.ts);
+	hmap_put(&ms->vmm, e->h.pid, e->addr, s);
 }
 
-void model__frag_now(const struct proc *p, int slot, __u64 ts, struct frag_sample *out)
+static void on_vmm_free(void *ctx, __u32 pid, __u64 handle, __u64 size, __u64 ts)
 {
-	struct space sp;
+	struct memsites *ms = ctx;
+	struct mem_site *s = hmap_del(&ms->vmm, pid, handle);
 
-	space_of(p, slot, &sp);
-	out->ts = ts;
-	out->live = sp.live;
-	out->holes = sp.holes;
-	out->largest_hole = sp.largest;
-	out->ranges = sp.ranges;
-	out->stranded = sp.stranded;
-	out->largest_stranded = sp.largest_stranded;
+	if (s)
+		site_sub(s, size, ts);
 }
-
-double model__frag_score(const struct frag_sample *s)
-{
-	return s->stranded ? (double)s->stranded / (double)(s->stranded + s->live) : 0.0;
-}
-
-static void judge(struct model *m, struct mem_site *s, __u64 now);
-static void count_suspects(struct proc *p);
 
 /* ---- sampling --------------------------------------------------------------------------- */
+
+static void judge(struct memsites *ms, struct mem_site *s, __u64 now);
 
 static void site_sample(struct mem_site *s, __u64 ts)
 {
@@ -237,12 +191,13 @@ static void site_sample(struct mem_site *s, __u64 ts)
 	s->samples[s->nsamples++].bytes = s->live_bytes;
 }
 
-static void frag_sample(struct proc *p, int slot, __u64 ts)
+static void frag_sample(struct memsites *ms, struct ms_proc *p, const struct model_proc *mp,
+			int slot, __u64 ts)
 {
 	struct mem_frag *f = p->frag[slot];
 
 	if (!f) {
-		if (!p->dev_in_use[slot])
+		if (!mp->dev_in_use[slot])
 			return;
 		f = p->frag[slot] = xcalloc(1, sizeof(*f));
 	}
@@ -251,27 +206,38 @@ static void frag_sample(struct proc *p, int slot, __u64 ts)
 			f->s[i] = f->s[2 * i + 1];
 		f->n = SITE_SAMPLES / 2;
 	}
-	model__frag_now(p, slot, ts, &f->s[f->n++]);
+	memsites__frag_now(ms, p->pid, slot, ts, &f->s[f->n++]);
 }
 
-void model__mem_tick(struct model *m, struct proc *p, __u64 ts, bool force)
+static void count_suspects(struct ms_proc *p)
 {
-	if (!p->nsites || (!force && ts < p->sample_next))
+	p->leak_sites = 0;
+	for (size_t i = 0; i < p->nsites; i++)
+		p->leak_sites += p->sites[i]->suspected;
+}
+
+static void on_tick(void *ctx, __u32 pid, __u64 ts, bool force)
+{
+	struct memsites *ms = ctx;
+	struct ms_proc *p = hmap_get(&ms->procs, pid, 0);
+	struct model_proc mp;
+
+	if (!p || !p->nsites || (!force && ts < p->sample_next) || !model__process(ms->m, pid, &mp))
 		return;
 	if (!p->sample_every)
 		p->sample_every = TICK_NS;
 	for (size_t i = 0; i < p->nsites; i++)
 		site_sample(p->sites[i], ts);
 	for (int slot = 0; slot <= MEM_DEVS; slot++)
-		frag_sample(p, slot, ts);
+		frag_sample(ms, p, &mp, slot, ts);
 	/* Leaks, live: every 8th tick, and the last. */
 	if (force || p->nticks % 8 == 7) {
 		__u64 before = p->leak_sites;
 
 		for (size_t i = 0; i < p->nsites; i++)
-			judge(m, p->sites[i], ts);
+			judge(ms, p->sites[i], ts);
 		count_suspects(p);
-		m->leak_sites = m->leak_sites - GS_MIN(before, m->leak_sites) + p->leak_sites;
+		ms->leak_sites = ms->leak_sites - GS_MIN(before, ms->leak_sites) + p->leak_sites;
 	}
 	/* As the samples fill, half of them go: sample half as often from then on. */
 	if (++p->nticks % (SITE_SAMPLES / 2) == 0)
@@ -281,106 +247,21 @@ void model__mem_tick(struct model *m, struct proc *p, __u64 ts, bool force)
 
 /* ---- the trend test --------------------------------------------------------------------- */
 
-static int cmp_double(const void *a, const void *b)
+/* Re-test a site; a newly suspected one is noted (timelines show it). The cheap half of the
+ * test first: the window's bytes rising in each third (no site can be suspected otherwise),
+ * O(samples) where the trend test is O(samples^2): the live check runs it on every site of
+ * a process every 8th tick. */
+static void judge(struct memsites *ms, struct mem_site *s, __u64 now)
 {
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-static int cmp_u64(const void *a, const void *b)
-{
-	__u64 x = *(const __u64 *)a, y = *(const __u64 *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-void model__site_trend(const struct mem_site *s, __u64 now, struct leak_test *t)
-{
-	__u64 ts[SITE_SAMPLES + 1], xs[SITE_SAMPLES + 1], sorted[SITE_SAMPLES + 1];
-	double slopes[(SITE_SAMPLES + 1) * SITE_SAMPLES / 2], var, z;
-	__u64 from = s->first_ts + (now - GS_MIN(now, s->first_ts)) / 2;
-	unsigned int n = 0, ns = 0;
-	long long S = 0;
-	bool grows = true;
-
-	memset(t, 0, sizeof(*t));
-	for (unsigned int i = 0; i < s->nsamples; i++)
-		if (s->samples[i].ts >= from) {
-			ts[n] = s->samples[i].ts;
-			xs[n++] = s->samples[i].bytes;
-		}
-	if (!n || ts[n - 1] < now) { /* as it is now */
-		ts[n] = now;
-		xs[n++] = s->live_bytes;
-	}
-	t->n = n;
-	t->from = ts[0];
-	t->to = ts[n - 1];
-	t->growth = (__s64)xs[n - 1] - (__s64)xs[0];
-	if (n < MIN_WINDOW || s->kind == MK_HOST) /* (page-locked host memory: not the GPU's) */
-		return;
-	for (unsigned int i = 0; i < n; i++)
-		for (unsigned int j = i + 1; j < n; j++) {
-			S += xs[j] > xs[i] ? 1 : xs[j] < xs[i] ? -1 : 0;
-			if (ts[j] > ts[i])
-				slopes[ns++] = ((double)xs[j] - (double)xs[i]) /
-					       ((double)(ts[j] - ts[i]) / 1e9);
-		}
-	/* Var(S) with ties: n(n-1)(2n+5) less t(t-1)(2t+5) per group of t equal values. */
-	var = (double)n * (n - 1) * (2 * n + 5);
-	memcpy(sorted, xs, n * sizeof(*xs));
-	qsort(sorted, n, sizeof(*sorted), cmp_u64);
-	for (unsigned int i = 0, j; i < n; i = j) {
-		for (j = i + 1; j < n && sorted[j] == sorted[i]; j++)
-			;
-		var -= (double)(j - i) * (j - i - 1) * (2 * (j - i) + 5);
-	}
-	var /= 18;
-	z = S > 0 && var > 0 ? ((double)S - 1) / sqrt(var) : 0;
-	t->confidence = 0.5 * erfc(-z / M_SQRT2);
-	if (ns) {
-		qsort(slopes, ns, sizeof(*slopes), cmp_double);
-		t->slope_bps = ns % 2 ? slopes[ns / 2] : (slopes[ns / 2 - 1] + slopes[ns / 2]) / 2;
-	}
-	/* Rising in each third of the window, not in one step. */
-	for (unsigned int k = 0; k < 3; k++)
-		grows &= xs[(k + 1) * (n - 1) / 3] > xs[k * (n - 1) / 3];
-	t->suspected = t->confidence >= LEAK_CONFIDENCE && t->growth >= (__s64)LEAK_MIN_GROWTH &&
-		       t->to - t->from >= LEAK_MIN_WINDOW_NS && t->slope_bps > 0 && grows;
-}
-
-/* Re-test a site; a newly suspected one is noted (timelines show it). */
-/* The cheap half of the test: whether the window's bytes rise in each third (no site can
- * be suspected otherwise). O(samples), where the trend test is O(samples^2): the live
- * check runs it on every site of a process every 8th tick. */
-static bool rises_in_thirds(const struct mem_site *s, __u64 now)
-{
-	__u64 from = s->first_ts + (now - GS_MIN(now, s->first_ts)) / 2, xs[SITE_SAMPLES + 1];
-	unsigned int n = 0;
-
-	for (unsigned int i = 0; i < s->nsamples; i++)
-		if (s->samples[i].ts >= from)
-			xs[n++] = s->samples[i].bytes;
-	if (!n || s->samples[s->nsamples - 1].ts < now)
-		xs[n++] = s->live_bytes;
-	if (n < MIN_WINDOW)
-		return false;
-	for (unsigned int k = 0; k < 3; k++)
-		if (xs[(k + 1) * (n - 1) / 3] <= xs[k * (n - 1) / 3])
-			return false;
-	return true;
-}
-
-static void judge(struct model *m, struct mem_site *s, __u64 now)
-{
+	__u64 xs[SITE_SAMPLES + 1];
+	unsigned int n = memsites__window(s, now, NULL, xs);
 	struct leak_test t;
 
-	if (!rises_in_thirds(s, now)) {
+	if (n < MIN_WINDOW || !memsites__in_thirds(xs, n)) {
 		s->suspected = false;
 		return;
 	}
-	model__site_trend(s, now, &t);
+	memsites__trend(s, now, &t);
 	s->suspected = t.suspected;
 	if (t.suspected) {
 		/* (Kept: a site that grew for a while and then stopped is still worth
@@ -389,34 +270,37 @@ static void judge(struct model *m, struct mem_site *s, __u64 now)
 		s->suspected_last = now;
 	}
 	if (t.suspected && !s->suspected_since) {
+		struct memsites_leak *l = &ms->recent[ms->leaks_total++ % RECENT_LEAKS];
+
 		s->suspected_since = now;
-		m->recent_leaks[m->leaks_total++ % RECENT_FINDINGS] = s;
+		l->pid = s->pid;
+		l->since = now;
+		memsites__trend(s, s->suspected_since, &l->t);
+		memsites__label(ms, s, 4, l->label, sizeof(l->label));
+		l->live_bytes = s->live_bytes;
 	}
 }
 
-static void count_suspects(struct proc *p)
-{
-	p->leak_sites = 0;
-	for (size_t i = 0; i < p->nsites; i++)
-		p->leak_sites += p->sites[i]->suspected;
-}
-
-__u64 model__leaks_check(struct model *m, __u64 now)
+__u64 memsites__leaks_check(struct memsites *ms, __u64 now)
 {
 	struct hmap_slot *sl;
 	__u64 n = 0;
 
-	hmap_for_each (&m->procs, sl) {
-		struct proc *p = sl->val;
+	hmap_for_each (&ms->procs, sl) {
+		struct ms_proc *p = sl->val;
+		struct model_proc mp;
 		/* (A process that exited: as of its end.) */
-		__u64 at = p->exited && p->end_ts ? p->end_ts : now;
+		__u64 at = model__process(ms->m, p->pid, &mp) && mp.exited && mp.end_ts ? mp.end_ts
+											: now;
 
+		if (p->retired)
+			continue;
 		for (size_t i = 0; i < p->nsites; i++)
-			judge(m, p->sites[i], at);
+			judge(ms, p->sites[i], at);
 		count_suspects(p);
 		n += p->leak_sites;
 	}
-	m->leak_sites = n;
+	ms->leak_sites = n;
 	return n;
 }
 
@@ -429,31 +313,47 @@ static int more_live(const void *a, const void *b)
 	return x->live_bytes < y->live_bytes ? 1 : x->live_bytes > y->live_bytes ? -1 : 0;
 }
 
-void model__site_failed(struct model *m, struct proc *p, const struct gs_ev_mem *e, int device)
+struct others_ctx {
+	__u32 pid;
+	int slot;
+	struct oom_finding *o;
+};
+
+static void other_proc(void *ctx, const struct model_proc *q)
 {
-	int kind = e->op == GS_MEM_ALLOC_MANAGED ? MK_MANAGED
-		   : e->op == GS_MEM_ALLOC_HOST	 ? MK_HOST
-						 : MK_DEVICE;
-	struct mem_site *s = model__site_of(m, p, e, kind);
+	struct others_ctx *c = ctx;
+
+	if (q->pid == c->pid || q->exited || !q->dev_in_use[c->slot])
+		return;
+	c->o->others++;
+	c->o->others_bytes += q->dev_in_use[c->slot];
+}
+
+static const char *site_label_by_id(const struct memsites *ms, const struct ms_proc *p, __u32 id,
+				    char *buf, size_t n)
+{
+	buf[0] = 0;
+	for (size_t i = 0; p && i < p->nsites; i++)
+		if (p->sites[i]->id == id) {
+			memsites__label(ms, p->sites[i], 4, buf, n);
+			break;
+		}
+	return buf;
+}
+
+static void oom(struct memsites *ms, struct ms_proc *p, const struct gs_ev_mem *e, int device,
+		const struct mem_site *s)
+{
+	struct rep_oom *ro = &ms->last_oom;
+	struct oom_finding *o = &ro->o;
 	int slot = model__mem_slot(device);
-	struct oom_finding *o = &m->last_oom;
+	struct others_ctx oc = { e->h.pid, slot, o };
+	struct model_proc mp = { 0 };
 	struct mem_site **by;
-	struct mem_hist h = { .size = e->size,
-			      .t0 = e->h.ts,
-			      .pid = e->h.pid,
-			      .site = s->id,
-			      .api = e->c.api,
-			      .device = (__s8)(device <= 127 ? device : -1),
-			      .kind = (__u8)kind,
-			      .failed = true };
-	struct hmap_slot *sl;
 	struct space sp;
 
-	s->failed++;
-	hist_add(m, &h);
-	if (e->c.result != CU_OUT_OF_MEMORY)
-		return;
-	memset(o, 0, sizeof(*o));
+	memset(ro, 0, sizeof(*ro));
+	model__process(ms->m, e->h.pid, &mp);
 	o->ts = e->h.ts;
 	o->pid = e->h.pid;
 	o->tid = e->h.tid;
@@ -461,22 +361,12 @@ void model__site_failed(struct model *m, struct proc *p, const struct gs_ev_mem 
 	o->device = device;
 	o->requested = e->size;
 	o->site = s->id;
-	o->live_dev = p->dev_in_use[slot];
-	o->live_all = p->in_use[MK_DEVICE];
-	if (device >= 0 && device < MEM_DEVS && m->nvml_mem[device].have) {
-		o->have_nvml = true;
-		o->nvml_used = m->nvml_mem[device].used;
-		o->nvml_total = m->nvml_mem[device].total;
-	}
-	hmap_for_each (&m->procs, sl) {
-		const struct proc *q = sl->val;
-
-		if (q == p || q->exited || !q->dev_in_use[slot])
-			continue;
-		o->others++;
-		o->others_bytes += q->dev_in_use[slot];
-	}
-	space_of(p, slot, &sp);
+	o->live_dev = mp.dev_in_use[slot];
+	o->live_all = mp.in_use[MK_DEVICE];
+	if (device >= 0 && device < MEM_DEVS)
+		o->have_nvml = model__nvml_memory(ms->m, device, &o->nvml_used, &o->nvml_total);
+	model__each_process(ms->m, other_proc, &oc);
+	memsites__space(ms, e->h.pid, slot, &sp);
 	o->holes = sp.holes;
 	o->largest_hole = sp.largest;
 	o->span = sp.any ? sp.prev_end - sp.first : 0;
@@ -503,131 +393,135 @@ void model__site_failed(struct model *m, struct proc *p, const struct gs_ev_mem 
 	else
 		o->cause = o->have_nvml ? OOM_UNCLEAR : OOM_EXHAUSTION;
 	p->ooms[o->cause]++;
-	if (m->nooms < MAX_OOMS)
-		m->ooms[m->nooms++] = *o;
-	m->ooms_total++;
+	/* (Named now: the sites' stacks go with their process.) */
+	site_label_by_id(ms, p, o->site, ro->site, sizeof(ro->site));
+	for (unsigned int k = 0; k < o->ntop; k++)
+		site_label_by_id(ms, p, o->top[k].site, ro->top[k], sizeof(ro->top[k]));
+	if (ms->nooms < MAX_OOMS)
+		ms->ooms[ms->nooms++] = *ro;
+	ms->ooms_total++;
 }
 
-void model__nvml_seen(struct model *m, const struct gs_hdr *ev)
+static void on_failed(void *ctx, const struct gs_ev_mem *e, int device)
 {
-	const struct gs_ev_nvml *n = (const void *)ev;
+	struct memsites *ms = ctx;
+	int kind = e->op == GS_MEM_ALLOC_MANAGED ? MK_MANAGED
+		   : e->op == GS_MEM_ALLOC_HOST	 ? MK_HOST
+						 : MK_DEVICE;
+	struct mem_site *s = site_of(ms, e, kind);
+	struct mem_hist h = { .size = e->size,
+			      .t0 = e->h.ts,
+			      .pid = e->h.pid,
+			      .site = s->id,
+			      .api = e->c.api,
+			      .device = (__s8)(device <= 127 ? device : -1),
+			      .kind = (__u8)kind,
+			      .failed = true };
 
-	if (n->gpu < 0 || n->gpu >= MEM_DEVS || !(n->have & GS_NVML_MEMORY))
+	s->failed++;
+	hist_add(ms, &h);
+	if (e->c.result == CU_OUT_OF_MEMORY)
+		oom(ms, ms_proc(ms, e->h.pid), e, device, s);
+}
+
+/* ---- a process retired or forgotten ------------------------------------------------------- */
+
+static void site_free(void *v)
+{
+	struct mem_site *s = v;
+
+	for (unsigned int i = 0; s->names && i < s->nnames; i++)
+		free(s->names[i]);
+	free(s->names);
+	free(s);
+}
+
+static void proc_free(void *v)
+{
+	struct ms_proc *p = v;
+
+	free(p->sites);
+	for (int i = 0; i <= MEM_DEVS; i++)
+		free(p->frag[i]);
+	free(p);
+}
+
+/* What is kept of a process only while it lives: where its allocations came from. */
+static void drop_live(struct memsites *ms, __u32 pid)
+{
+	hmap_drop_key(&ms->live, false, 0, pid, free);
+	hmap_drop_key(&ms->vmm, false, 0, pid, NULL);
+	hmap_drop_key(&ms->last_stack, true, 0, pid, free);
+}
+
+static void on_retire(void *ctx, __u32 pid)
+{
+	struct memsites *ms = ctx;
+	struct ms_proc *p = hmap_get(&ms->procs, pid, 0);
+
+	if (!p || p->retired)
 		return;
-	m->nvml_mem[n->gpu].have = true;
-	m->nvml_mem[n->gpu].ts = ev->ts;
-	m->nvml_mem[n->gpu].used = n->mem_used;
-	m->nvml_mem[n->gpu].total = n->mem_total;
-}
-
-/* ---- names and cleanup ----------------------------------------------------------------- */
-
-/* A frame the symboliser could only place in its file ("libcudart.so.13+0x41b5e"). */
-static bool only_placed(const char *sym)
-{
-	const char *plus = strstr(sym, "+0x");
-
-	if (!plus || plus == sym || strpbrk(sym, "(: "))
-		return false;
-	for (plus += 3; *plus; plus++)
-		if (!isxdigit((unsigned char)*plus))
-			return false;
-	return true;
-}
-
-void model__site_label(const struct model *m, const struct mem_site *s, unsigned int frames,
-		       char *buf, size_t n)
-{
-	unsigned int first = 0;
-	size_t len = 0;
-
-	buf[0] = 0;
-	if (!s->stack || !s->stack->nframes) {
-		snprintf(buf, n, "%s (no stack)", api_name(s->api));
+	memsites__retire_report(ms, p);
+	p->retired = true;
+	drop_live(ms, pid);
+	if (ms->keep_history) {
+		/* (The memory map draws it at the end: its sites' names and its fragmentation
+		 * stay.) */
+		for (size_t i = 0; i < p->nsites; i++)
+			memsites__keep_names(ms, p->sites[i]);
 		return;
 	}
-	/* The innermost frames are often inside a stripped library the call went through
-	 * (cudart's cudaMalloc calling cuMemAlloc): the label starts at the first named frame,
-	 * where there is one. */
-	for (unsigned int i = 0; i < s->stack->nframes; i++) {
-		const char *sym = model__symbol(m, s->pid, s->stack->ip[i]);
-
-		if (!sym)
-			break;
-		if (!only_placed(sym)) {
-			first = i;
-			break;
-		}
-	}
-	for (unsigned int i = first; i < s->stack->nframes && i - first < frames && len + 1 < n;
-	     i++) {
-		const char *sym = model__symbol(m, s->pid, s->stack->ip[i]);
-		char *d = sym ? demangle(sym) : NULL;
-		char hex[32], *paren;
-
-		if (!d) {
-			/* Past a named frame, an unnamed one is where the frame-pointer chain
-			 * left code that keeps one (what follows is not frames): stop. The
-			 * innermost is shown as an address. */
-			if (i > first)
-				break;
-			snprintf(hex, sizeof(hex), "0x%llx", (unsigned long long)s->stack->ip[i]);
-			d = xstrdup(hex);
-		}
-		/* (Without its parameters: "f(int, char const*)" reads as "f".) */
-		paren = strchr(d, '(');
-		if (paren && paren != d)
-			*paren = 0;
-		len += (size_t)snprintf(buf + len, n - len, "%s%s", i > first ? " < " : "", d);
-		free(d);
+	hmap_drop_key(&ms->sites, false, 0, pid, site_free);
+	free(p->sites);
+	p->sites = NULL;
+	p->nsites = p->sites_cap = 0;
+	for (int i = 0; i <= MEM_DEVS; i++) {
+		free(p->frag[i]);
+		p->frag[i] = NULL;
 	}
 }
 
-void model__sites_forget(struct model *m, __u32 pid)
+static void on_forget(void *ctx, __u32 pid)
 {
-	struct proc *p = hmap_get(&m->procs, pid, 0);
-	struct hmap_slot *sl;
-	__u64 *keys = NULL;
-	size_t n = 0;
+	struct memsites *ms = ctx;
+	struct ms_proc *p = hmap_del(&ms->procs, pid, 0);
 
-	hmap_for_each (&m->sites, sl)
-		if (sl->k1 == pid) {
-			keys = xrealloc(keys, (n + 1) * sizeof(*keys));
-			keys[n++] = sl->k2;
-		}
-	for (size_t i = 0; i < n; i++)
-		free(hmap_del(&m->sites, pid, keys[i]));
-	free(keys);
-	keys = NULL;
-	n = 0;
-	hmap_for_each (&m->last_stack, sl)
-		if (sl->k2 == pid) {
-			keys = xrealloc(keys, (n + 1) * sizeof(*keys));
-			keys[n++] = sl->k1;
-		}
-	for (size_t i = 0; i < n; i++)
-		free(hmap_del(&m->last_stack, keys[i], pid));
-	free(keys);
-	if (p) {
-		free(p->sites);
-		p->sites = NULL;
-		p->nsites = p->sites_cap = 0;
-		for (int i = 0; i <= MEM_DEVS; i++) {
-			free(p->frag[i]);
-			p->frag[i] = NULL;
-		}
-	}
+	drop_live(ms, pid);
+	hmap_drop_key(&ms->sites, false, 0, pid, site_free);
+	if (p)
+		proc_free(p);
 }
 
-void model__sites_free(struct model *m)
-{
-	struct hmap_slot *sl;
+static const struct model_observer observer = { .alloc = on_alloc,
+						.free = on_free,
+						.vmm_create = on_vmm_create,
+						.vmm_free = on_vmm_free,
+						.failed = on_failed,
+						.tick = on_tick,
+						.stack = on_stack,
+						.retire = on_retire,
+						.forget = on_forget };
 
-	hmap_for_each (&m->sites, sl)
-		free(sl->val);
-	hmap_free(&m->sites);
-	hmap_for_each (&m->last_stack, sl)
-		free(sl->val);
-	hmap_free(&m->last_stack);
-	free(m->hist);
+struct memsites *memsites__attach(struct model *m, bool keep_history)
+{
+	struct memsites *ms = xcalloc(1, sizeof(*ms));
+
+	ms->m = m;
+	ms->keep_history = keep_history;
+	model__observe(m, &observer, ms);
+	return ms;
+}
+
+void memsites__free(struct memsites *ms)
+{
+	if (!ms)
+		return;
+	hmap_free_with(&ms->procs, proc_free);
+	hmap_free_with(&ms->sites, site_free);
+	hmap_free_with(&ms->live, NULL);
+	hmap_free(&ms->vmm);
+	hmap_free_with(&ms->last_stack, NULL);
+	free(ms->hist);
+	free(ms->retired_frags);
+	free(ms);
 }

@@ -3,16 +3,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analysis/report.h"
+#include "analysis/findings.h"
+#include "analysis/memsites.h"
+#include "analysis/report_int.h"
 #include "core/demangle.h"
 #include "core/names.h"
 #include "core/util.h"
 
 /* Three-way comparison without the overflow of a subtraction. */
-#define CMP3(a, b) ((a) < (b) ? -1 : (a) > (b))
 
 /* ---- kernels ---------------------------------------------------------------------------- */
 
+/* A kernel's statistics with its name: a live process's handle, or a retired name's. */
 struct named_kstat {
 	const char *name;
 	const struct kstat *k;
@@ -36,53 +38,19 @@ static int by_name(const void *a, const void *b)
 	return c;
 }
 
-static void merge_shapes(struct rep_kernel *rk, const struct kstat *k)
+static void rep_of(struct rep_kernel *rk, const struct kstat *k)
 {
-	rk->other_shapes += k->other_shapes;
-	for (int i = 0; i < KSTAT_SHAPES && k->shapes[i].count; i++) {
-		const struct kshape *s = &k->shapes[i];
-		int j;
-
-		for (j = 0; j < KSTAT_SHAPES && rk->shapes[j].count; j++)
-			if (!memcmp(rk->shapes[j].grid, s->grid, sizeof(s->grid)) &&
-			    !memcmp(rk->shapes[j].block, s->block, sizeof(s->block)) &&
-			    rk->shapes[j].shmem == s->shmem)
-				break;
-		if (j == KSTAT_SHAPES) {
-			rk->other_shapes += s->count;
-			continue;
-		}
-		if (!rk->shapes[j].count)
-			rk->shapes[j] = *s;
-		else
-			rk->shapes[j].count += s->count;
-	}
-}
-
-static void merge_apis(struct rep_kernel *rk, const struct kstat *k)
-{
-	for (int i = 0; i < KSTAT_APIS && k->apis[i].count; i++)
-		for (int j = 0; j < KSTAT_APIS; j++) {
-			if (!rk->apis[j].count)
-				rk->apis[j].api = k->apis[i].api;
-			if (rk->apis[j].api == k->apis[i].api) {
-				rk->apis[j].count += k->apis[i].count;
-				break;
-			}
-		}
-}
-
-static void merge_kstat(struct rep_kernel *rk, const struct kstat *k)
-{
-	rk->launches += k->launches;
-	rk->captured += k->captured;
-	rk->graph_runs += k->graph_runs;
-	rk->errors += k->errors;
-	rk->call_ns += k->call_ns;
-	rk->flags |= k->flags;
-	merge_shapes(rk, k);
-	merge_apis(rk, k);
-	report__merge_gpu(rk, k);
+	rk->nprocs = k->nprocs;
+	rk->launches = k->launches;
+	rk->captured = k->captured;
+	rk->graph_runs = k->graph_runs;
+	rk->errors = k->errors;
+	rk->call_ns = k->call_ns;
+	rk->flags = k->flags;
+	memcpy(rk->shapes, k->shapes, sizeof(rk->shapes));
+	rk->other_shapes = k->other_shapes;
+	memcpy(rk->apis, k->apis, sizeof(rk->apis));
+	rk->gpu = k->gpu; /* (its own: the merged entry's is not freed) */
 }
 
 static int by_runs(const void *a, const void *b)
@@ -95,12 +63,13 @@ static int by_runs(const void *a, const void *b)
 		return rx < ry ? 1 : -1;
 	if (strcmp(x->display, y->display))
 		return strcmp(x->display, y->display);
-	return CMP3(x->pid, y->pid);
+	return GS_CMP(x->pid, y->pid);
 }
 
 static void build_kernels(struct report *r, const struct model *m)
 {
-	struct named_kstat *v = xcalloc(m->kernels.len + 1, sizeof(*v));
+	struct named_kstat *v = xcalloc(m->kernels.len + m->retired_kernels.len + 1, sizeof(*v));
+	struct kstat *acc;
 	const struct hmap_slot *s;
 	size_t n = 0;
 
@@ -110,21 +79,25 @@ static void build_kernels(struct report *r, const struct model *m)
 		v[n].k = k;
 		v[n++].name = model__kernel_name(m, k->pid, k->handle);
 	}
+	hmap_for_each (&m->retired_kernels, s) {
+		const struct kstat *k = s->val;
+
+		v[n].k = k;
+		v[n++].name = k->name;
+	}
 	qsort(v, n, sizeof(*v), by_name);
 	r->kernels = xcalloc(n + 1, sizeof(*r->kernels));
+	acc = xcalloc(n + 1, sizeof(*acc));
 	for (size_t i = 0; i < n; i++) {
 		struct rep_kernel *rk;
 
 		if (v[i].name && r->nkernels && r->kernels[r->nkernels - 1].mangled &&
 		    !strcmp(r->kernels[r->nkernels - 1].mangled, v[i].name)) {
-			rk = &r->kernels[r->nkernels - 1];
-			rk->nprocs++;
-			merge_kstat(rk, v[i].k);
+			model__kstat_merge(&acc[r->nkernels - 1], v[i].k);
 			continue;
 		}
-		rk = &r->kernels[r->nkernels++];
-		rk->pid = v[i].k->pid;
-		rk->nprocs = 1;
+		rk = &r->kernels[r->nkernels];
+		model__kstat_merge(&acc[r->nkernels++], v[i].k);
 		if (v[i].name) {
 			rk->mangled = xstrdup(v[i].name);
 			rk->display = demangle(v[i].name);
@@ -138,14 +111,18 @@ static void build_kernels(struct report *r, const struct model *m)
 			r->unknown_kernels++;
 			r->unknown_launches += v[i].k->launches;
 		}
-		merge_kstat(rk, v[i].k);
 	}
+	for (size_t i = 0; i < r->nkernels; i++) {
+		rep_of(&r->kernels[i], &acc[i]);
+		r->kernels[i].pid = acc[i].pid;
+	}
+	free(acc);
 	free(v);
 	qsort(r->kernels, r->nkernels, sizeof(*r->kernels), by_runs);
 	r->launches = m->launches;
 	r->launch_errors = m->launch_errors;
 	r->graph_launches = m->graph_launches;
-	r->graphs = m->graph_execs.len;
+	r->graphs = m->graph_execs.len + m->retired_graphs;
 	r->nameless = m->nameless;
 	for (size_t i = 0; i < r->nkernels; i++)
 		r->kernel_runs_in_graphs += r->kernels[i].graph_runs;
@@ -192,7 +169,7 @@ static void add_outstanding(struct outstanding_ctx *c, __u16 api, __u8 kind, __u
 			    __u64 ts, __u32 tid)
 {
 	struct report *r = c->r;
-	struct rep_alloc a = { c->p->pid, tid, api, kind, addr, size, ts };
+	struct rep_alloc a = { c->p->s.pid, tid, api, kind, addr, size, ts };
 	size_t i;
 
 	r->outstanding_count[kind]++;
@@ -227,17 +204,59 @@ static int by_bytes(const void *a, const void *b)
 	if (bx != by)
 		return bx < by ? 1 : -1;
 	if (x->api != y->api)
-		return CMP3(x->api, y->api);
+		return GS_CMP(x->api, y->api);
 	if (x->kind != y->kind)
-		return CMP3(x->kind, y->kind);
-	return CMP3(x->size, y->size);
+		return GS_CMP(x->kind, y->kind);
+	return GS_CMP(x->size, y->size);
 }
 
 static int by_pid(const void *a, const void *b)
 {
 	const struct rep_proc *x = a, *y = b;
 
-	return CMP3(x->pid, y->pid);
+	return GS_CMP(x->s.pid, y->s.pid);
+}
+
+static void rep_proc_of(struct rep_proc *rp, const struct proc *p)
+{
+	rp->s = p->s;
+	rp->cmdline = p->s.cmdline ? xstrdup(p->s.cmdline) : NULL;
+	rp->cgroup = p->s.cgroup ? xstrdup(p->s.cgroup) : NULL;
+	rp->s.cmdline = rp->s.cgroup = NULL; /* (the model's: the report's own are above) */
+	rp->has_os = p->os != NULL;
+	model__os_result(p->os, &rp->os);
+}
+
+/* What retired processes never freed (summed when they were retired). */
+static void retired_outstanding(struct report *r, const struct model *m, struct outstanding_ctx *c)
+{
+	for (size_t i = 0; i < m->nretired_allocs; i++) {
+		const struct retired_alloc *a = &m->retired_allocs[i];
+		size_t k;
+
+		r->outstanding_count[a->kind] += a->count;
+		r->outstanding_bytes[a->kind] += a->size * a->count;
+		for (k = 0; k < r->noutstanding; k++)
+			if (r->outstanding[k].api == a->api && r->outstanding[k].kind == a->kind &&
+			    r->outstanding[k].size == a->size)
+				break;
+		if (k == r->noutstanding) {
+			if (r->noutstanding == c->cap) {
+				c->cap = c->cap ? c->cap * 2 : 16;
+				r->outstanding =
+					xrealloc(r->outstanding, c->cap * sizeof(*r->outstanding));
+			}
+			r->outstanding[k] = (struct rep_outstanding){ a->api, a->kind, a->size, 0 };
+			r->noutstanding++;
+		}
+		r->outstanding[k].count += a->count;
+	}
+	for (size_t i = 0; i < m->nretired_largest; i++) {
+		const struct model_alloc *l = &m->retired_largest[i];
+		struct rep_alloc a = { l->pid, l->tid, l->api, l->kind, l->addr, l->size, l->ts };
+
+		note_largest(r, &a);
+	}
 }
 
 static void build_memory(struct report *r, const struct model *m)
@@ -270,35 +289,17 @@ static void build_memory(struct report *r, const struct model *m)
 
 			add_outstanding(&ctx, h->api, MK_DEVICE, h->handle, h->size, h->ts, h->tid);
 		}
-		rp->pid = p->pid;
-		rp->ppid = p->ppid;
-		memcpy(rp->comm, p->comm, sizeof(rp->comm));
-		rp->os = p->os;
-		memcpy(rp->exe, p->exe, sizeof(rp->exe));
-		rp->complete = p->complete;
-		rp->exited = p->exited;
-		rp->exit_code = p->exit_code;
-		rp->launches = p->launches;
-		memcpy(rp->peak, p->peak, sizeof(rp->peak));
-		memcpy(rp->dev_peak, p->dev_peak, sizeof(rp->dev_peak));
-		memcpy(rp->dev_in_use, p->dev_in_use, sizeof(rp->dev_in_use));
+		rep_proc_of(rp, p);
 		for (int k = 0; k < MEM_KINDS; k++)
-			rp->outstanding[k] = r->outstanding_bytes[k] - before[k];
-		rp->allocs = p->allocs;
-		rp->frees = p->frees;
-		rp->failed_allocs = p->failed_allocs;
-		rp->untracked_frees = p->untracked_frees;
-		rp->reserved = p->reserved;
-		rp->pool_in_use = p->pool_in_use;
-		rp->pool_peak = p->pool_peak;
-		rp->vmm_physical = p->vmm_physical;
-		rp->vmm_mapped = p->vmm_mapped;
-		r->allocs += p->allocs;
-		r->frees += p->frees;
-		r->failed_allocs += p->failed_allocs;
-		r->untracked_frees += p->untracked_frees;
-		r->reserved += p->reserved;
+			rp->outstanding[k] =
+				r->outstanding_bytes[k] - before[k] + p->outstanding[k];
+		r->allocs += p->s.allocs;
+		r->frees += p->s.frees;
+		r->failed_allocs += p->s.failed_allocs;
+		r->untracked_frees += p->s.untracked_frees;
+		r->reserved += p->s.reserved;
 	}
+	retired_outstanding(r, m, &ctx);
 	qsort(r->procs, r->nprocs, sizeof(*r->procs), by_pid);
 	if (r->noutstanding)
 		qsort(r->outstanding, r->noutstanding, sizeof(*r->outstanding), by_bytes);
@@ -312,7 +313,7 @@ static int by_total(const void *a, const void *b)
 
 	if (x->s.total_ns != y->s.total_ns)
 		return x->s.total_ns < y->s.total_ns ? 1 : -1;
-	return CMP3(x->api, y->api);
+	return GS_CMP(x->api, y->api);
 }
 
 static int by_count(const void *a, const void *b)
@@ -322,8 +323,8 @@ static int by_count(const void *a, const void *b)
 	if (x->count != y->count)
 		return x->count < y->count ? 1 : -1;
 	if (x->api != y->api)
-		return CMP3(x->api, y->api);
-	return CMP3(x->result, y->result);
+		return GS_CMP(x->api, y->api);
+	return GS_CMP(x->result, y->result);
 }
 
 static int by_comm(const void *a, const void *b)
@@ -331,10 +332,10 @@ static int by_comm(const void *a, const void *b)
 	const struct comm_entry *x = a, *y = b;
 
 	if (x->pid != y->pid)
-		return CMP3(x->pid, y->pid);
+		return GS_CMP(x->pid, y->pid);
 	if (x->rank != y->rank)
-		return CMP3(x->rank, y->rank);
-	return CMP3(x->comm, y->comm);
+		return GS_CMP(x->rank, y->rank);
+	return GS_CMP(x->comm, y->comm);
 }
 
 static void build_transfers(struct report *r, const struct model *m)
@@ -385,6 +386,38 @@ static void build_errors(struct report *r, const struct model *m)
 	}
 }
 
+static void build_host(struct report *r, const struct model *m)
+{
+	const struct hmap_slot *s;
+
+	if (model__host(m)) {
+		r->host = *model__host(m);
+		r->has_host = true;
+	}
+	r->gpus_info = xcalloc(GS_GPUS_MAX, sizeof(*r->gpus_info));
+	for (int i = 0; i < GS_GPUS_MAX; i++)
+		if (model__gpu_info(m, i))
+			r->gpus_info[r->ngpus_info++] = *model__gpu_info(m, i);
+	r->blockdevs = xcalloc(m->blockdevs.len + 1, sizeof(*r->blockdevs));
+	hmap_for_each (&m->blockdevs, s) {
+		r->blockdevs[r->nblockdevs].dev = (__u32)s->k1;
+		gs_strlcpy(r->blockdevs[r->nblockdevs].name, s->val,
+			   sizeof(r->blockdevs[r->nblockdevs].name));
+		r->nblockdevs++;
+	}
+}
+
+const char *report__dev_name(const struct report *r, __u32 dev, char *buf, size_t n)
+{
+	for (size_t i = 0; i < r->nblockdevs; i++)
+		if (r->blockdevs[i].dev == dev && r->blockdevs[i].name[0]) {
+			snprintf(buf, n, "%s", r->blockdevs[i].name);
+			return buf;
+		}
+	snprintf(buf, n, "%u:%u", dev >> 20, dev & 0xfffff);
+	return buf;
+}
+
 static void build_session(struct report *r, const struct model *m)
 {
 	r->exit_status = -1;
@@ -406,13 +439,15 @@ static void build_session(struct report *r, const struct model *m)
 		r->duration_ns = m->last_ts > r->start_ts ? m->last_ts - r->start_ts : 0;
 	}
 	r->complete_recording = m->have_start && m->have_end;
+	build_host(r, m);
 	r->libs = xcalloc(m->nlibs + 1, sizeof(*r->libs));
 	if (m->nlibs)
 		memcpy(r->libs, m->libs, m->nlibs * sizeof(*r->libs));
 	r->nlibs = m->nlibs;
 }
 
-struct report *report__build(const struct model *m)
+struct report *report__build(const struct model *m, const struct findings *f,
+			     const struct memsites *ms)
 {
 	struct report *r = xcalloc(1, sizeof(*r));
 
@@ -423,15 +458,20 @@ struct report *report__build(const struct model *m)
 	build_transfers(r, m);
 	build_errors(r, m);
 	report__build_gpu(r, m);
-	report__build_memory(r, m);
+	if (ms)
+		memsites__report(ms, r, r->start_ts, m->last_ts);
 	report__build_devcode(r, m);
-	r->os_plane = m->have_start && (m->start.flags & GS_SESSION_OS);
-	r->os = &m->os;
+	r->os_plane = model__os_plane(m);
+	model__os_result(&m->os, &r->os);
 	r->os_min_us = m->have_start ? m->start.os_min_us : 0;
-	r->findings = m->findings;
-	r->nfindings = m->nfindings;
-	r->findings_total = m->findings_total;
-	r->t0 = m->have_start ? m->start.h.ts : m->first_ts;
+	if (f) {
+		const struct finding *list = findings__list(f, &r->nfindings);
+
+		r->findings = xcalloc(r->nfindings + 1, sizeof(*r->findings));
+		memcpy(r->findings, list, r->nfindings * sizeof(*list));
+		r->findings_total = findings__total(f);
+	}
+	r->t0 = r->start_ts;
 	r->os_events = m->os_events;
 	return r;
 }
@@ -441,8 +481,19 @@ void report__free(struct report *r)
 	if (!r)
 		return;
 	report__free_gpu(r);
-	report__free_memory(r);
 	report__free_devcode(r);
+	free(r->sites);
+	free(r->ooms);
+	free(r->frags);
+	free(r->findings);
+	os_result_free(&r->os);
+	for (size_t i = 0; i < r->nprocs; i++) {
+		os_result_free(&r->procs[i].os);
+		free(r->procs[i].cmdline);
+		free(r->procs[i].cgroup);
+	}
+	free(r->gpus_info);
+	free(r->blockdevs);
 	for (size_t i = 0; i < r->nkernels; i++) {
 		free(r->kernels[i].mangled);
 		free(r->kernels[i].display);

@@ -1,12 +1,18 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The end-of-trace report: the model's findings, merged across processes, sorted and ready
- * to render. Sinks (text, JSON) only format what is here.
+ * The end-of-trace report: what the model knows and what its analyses found, merged across
+ * processes, sorted and ready to render. Plain values: sinks (text, JSON) only format what
+ * is here, and never see the model.
  */
 #ifndef GS_ANALYSIS_REPORT_H
 #define GS_ANALYSIS_REPORT_H
 
-#include "analysis/model.h"
+#include <stddef.h>
+#include "analysis/results.h"
+
+struct model;
+struct findings;
+struct memsites;
 
 struct rep_kernel {
 	char *mangled; /* NULL: never named (attached after the name was looked up) */
@@ -18,16 +24,8 @@ struct rep_kernel {
 	__u32 flags;
 	struct kshape shapes[KSTAT_SHAPES];
 	__u64 other_shapes;
-	struct {
-		__u16 api;
-		__u64 count;
-	} apis[KSTAT_APIS];
+	struct kapi_count apis[KSTAT_APIS];
 	struct gpu_stat *gpu; /* NULL: no GPU time for it */
-};
-
-struct rep_api_count {
-	__u16 api;
-	__u64 count;
 };
 
 struct rep_outstanding {
@@ -44,17 +42,11 @@ struct rep_alloc {
 };
 
 struct rep_proc {
-	__u32 pid, ppid;
-	char comm[16];
-	char exe[256];
-	bool complete, exited;
-	__s32 exit_code;
-	__u64 launches;
-	__u64 peak[MEM_KINDS], outstanding[MEM_KINDS];
-	__u64 dev_peak[MEM_DEVS + 1], dev_in_use[MEM_DEVS + 1]; /* device memory per device */
-	__u64 allocs, frees, failed_allocs, untracked_frees, reserved;
-	__u64 pool_in_use, pool_peak, vmm_physical, vmm_mapped; /* device memory by allocator */
-	const struct os_stat *os; /* the model's; NULL without OS records */
+	struct model_proc s;	      /* (its strings: below) */
+	__u64 outstanding[MEM_KINDS]; /* what it had not freed at the end */
+	bool has_os;		      /* OS records of it came */
+	struct os_result os;
+	char *cmdline, *cgroup; /* NULL: not recorded */
 };
 
 /* Memory analyses (report_memory.c). */
@@ -121,6 +113,16 @@ struct report {
 	bool follow, complete_recording;
 	__u64 start_ts, duration_ns, start_realtime_ns;
 	__u64 events;
+	/* host facts, as recorded */
+	bool has_host;
+	struct gs_ev_host host;
+	struct gs_ev_gpu_info *gpus_info; /* by index */
+	size_t ngpus_info;
+	struct {
+		__u32 dev;
+		char name[32];
+	} * blockdevs;
+	size_t nblockdevs;
 
 	struct gs_ev_attach *libs;
 	size_t nlibs;
@@ -132,13 +134,13 @@ struct report {
 	size_t nkernels;
 	__u64 launches, launch_errors, graph_launches, graphs, kernel_runs_in_graphs;
 	__u64 unknown_kernels, unknown_launches, nameless;
-	struct rep_api_count *launch_apis;
+	struct kapi_count *launch_apis;
 	size_t nlaunch_apis;
 
 	/* memory */
 	__u64 peak[MEM_KINDS], in_use_end[MEM_KINDS];
 	__u64 allocs, frees, failed_allocs, untracked_frees, reserved;
-	struct rep_api_count *alloc_apis; /* successful allocations per function */
+	struct kapi_count *alloc_apis; /* successful allocations per function */
 	__u64 *alloc_api_bytes;
 	size_t nalloc_apis;
 	struct rep_outstanding *outstanding;
@@ -193,38 +195,32 @@ struct report {
 	struct gpu_stat graph_gpu;   /* all graph launches */
 	struct stream_stat *streams; /* most busy first */
 	size_t nstreams;
-	struct dev_stat *devices; /* by ordinal; merged, nothing pending */
+	struct dev_busy *devices; /* by ordinal; merged, nothing pending */
 	size_t ndevices;
 
-	/* the OS plane (the model's aggregates; valid while the model is) */
+	/* the OS plane */
 	bool os_plane;
 	__u32 os_min_us;
-	const struct finding *findings; /* the model's, longest first */
+	struct finding *findings; /* longest first */
 	size_t nfindings;
 	__u64 findings_total, t0; /* t0: the session's start, for times in findings */
-	const struct os_stat *os;
+	struct os_result os;
 	__u64 os_events;
 };
 
-struct report *report__build(const struct model *m);
-/* internal: the GPU part (report_gpu.c) */
-void report__merge_gpu(struct rep_kernel *rk, const struct kstat *k);
-void report__build_gpu(struct report *r, const struct model *m);
-void report__free_gpu(struct report *r);
-void report__build_memory(struct report *r, const struct model *m);
-void report__build_devcode(struct report *r, const struct model *m);
-void report__free_devcode(struct report *r);
+/* The report of a model and its analyses (f, ms: NULL if not attached). */
+struct report *report__build(const struct model *m, const struct findings *f,
+			     const struct memsites *ms);
+void report__free(struct report *r);
 const char *devcode_kind_name(unsigned int kind);
-void report__free_memory(struct report *r);
 /* An OOM cause as a label or JSON value ("exhaustion"), and as a sentence has it. */
 const char *oom_cause_key(unsigned int cause);
 const char *oom_cause_name(unsigned int cause);
-/* An OOM finding with its sites named (times as they are). */
-void report__oom_of(const struct model *m, const struct oom_finding *o, struct rep_oom *out);
 /* The caching allocator a site's label shows the call came through, NULL if none known. */
 const char *report__caching_allocator(const char *label);
+/* A block device's recorded name, else "major:minor". */
+const char *report__dev_name(const struct report *r, __u32 dev, char *buf, size_t n);
 /* One line saying what an OOM finding found. */
 const char *report__oom_text(const struct rep_oom *o, char *buf, size_t n);
-void report__free(struct report *r);
 
 #endif

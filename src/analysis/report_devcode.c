@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analysis/report.h"
+#include "analysis/report_int.h"
 #include "core/util.h"
 
 #define REP_DEVMODS 64

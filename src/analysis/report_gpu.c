@@ -3,35 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analysis/report.h"
+#include "analysis/report_int.h"
 #include "core/util.h"
-
-#define CMP3(a, b) ((a) < (b) ? -1 : (a) > (b))
-
-static void merge_stat(struct gpu_stat *into, const struct gpu_stat *g)
-{
-	if (!into->count)
-		into->min_ns = g->min_ns;
-	into->count += g->count;
-	into->total_ns += g->total_ns;
-	into->min_ns = GS_MIN(into->min_ns, g->min_ns);
-	into->max_ns = GS_MAX(into->max_ns, g->max_ns);
-	into->queue_ns += g->queue_ns;
-	into->idle_starts += g->idle_starts;
-	into->gated += g->gated;
-	into->start_unknown += g->start_unknown;
-	hist__merge(&into->dur, &g->dur);
-	hist__merge(&into->queue, &g->queue);
-}
-
-void report__merge_gpu(struct rep_kernel *rk, const struct kstat *k)
-{
-	if (!k->gpu || (!k->gpu->count && !k->gpu->start_unknown))
-		return;
-	if (!rk->gpu)
-		rk->gpu = xcalloc(1, sizeof(*rk->gpu));
-	merge_stat(rk->gpu, k->gpu);
-}
 
 static const struct report *sort_r; /* qsort has no context argument */
 
@@ -52,19 +25,19 @@ static int by_busy(const void *a, const void *b)
 	if (x->busy_ns != y->busy_ns)
 		return x->busy_ns < y->busy_ns ? 1 : -1;
 	if (x->pid != y->pid)
-		return CMP3(x->pid, y->pid);
-	return CMP3(x->stream, y->stream);
+		return GS_CMP(x->pid, y->pid);
+	return GS_CMP(x->stream, y->stream);
 }
 
 static int by_device(const void *a, const void *b)
 {
-	const struct dev_stat *x = a, *y = b;
+	const struct dev_busy *x = a, *y = b;
 
-	return CMP3(x->device, y->device);
+	return GS_CMP(x->device, y->device);
 }
 
 /* A device's totals with everything pending merged, leaving the model as it is. */
-static void device_final(const struct dev_stat *d, struct dev_stat *out)
+static void device_final(const struct dev_stat *d, struct dev_busy *out)
 {
 	struct dev_stat t = *d;
 
@@ -77,12 +50,9 @@ static void device_final(const struct dev_stat *d, struct dev_stat *out)
 	}
 	model__dev_flush(&t, UINT64_MAX);
 	if (t.have_cur)
-		t.busy_ns += t.cur_end - t.cur_start;
-	t.have_cur = false;
+		t.b.busy_ns += t.cur_end - t.cur_start;
 	free(t.pending);
-	t.pending = NULL;
-	t.npending = t.cap = 0;
-	*out = t;
+	*out = t.b;
 }
 
 void report__build_gpu(struct report *r, const struct model *m)
@@ -109,8 +79,10 @@ void report__build_gpu(struct report *r, const struct model *m)
 		const struct kstat *k = s->val;
 
 		if (k->gpu && k->gpu->count)
-			merge_stat(&r->graph_gpu, k->gpu);
+			model__gpu_merge(&r->graph_gpu, k->gpu);
 	}
+	if (m->retired_graph_gpu.count)
+		model__gpu_merge(&r->graph_gpu, &m->retired_graph_gpu);
 	r->streams = xcalloc(m->streams.len + 1, sizeof(*r->streams));
 	hmap_for_each (&m->streams, s)
 		r->streams[n++] = *(const struct stream_stat *)s->val;

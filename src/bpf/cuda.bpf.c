@@ -108,88 +108,47 @@ int BPF_KRETPROBE(ret_kname, long rc)
 	return 0;
 }
 
-SEC("uretprobe")
-int BPF_KRETPROBE(ret_mem, long rc)
+/* A call of one family returned: a stack if it failed (and for every allocation, where
+ * leaks come from), then its record. Inlined with constant arguments per family. */
+static __always_inline int returned(struct pt_regs *ctx, long rc, __u16 type, __u32 size)
 {
 	const struct gs_api_desc *d;
 	struct call_state st;
-	struct gs_ev_mem *e;
+	void *e;
 	__u64 now;
 
 	d = gs_returning(ctx, &st, &now);
-	if (!d)
+	/* (Other calls: only failures, and those always recorded.) */
+	if (!d || (type == GS_EV_API && (__s32)rc == 0 && !(d->flags & GS_AF_ALWAYS)))
 		return 0;
-	/* Every allocation (where leaks come from), every failure; frees: no. */
-	if (gs_failed(rc) || d->shape == GS_SH_M_ALLOC || d->shape == GS_SH_M_PITCH ||
-	    d->shape == GS_SH_M_ASYNC || d->shape == GS_SH_M_POOL || d->shape == GS_SH_M_CREATE)
+	if (gs_failed(rc) ||
+	    (type == GS_EV_MEM &&
+	     (d->shape == GS_SH_M_ALLOC || d->shape == GS_SH_M_PITCH || d->shape == GS_SH_M_ASYNC ||
+	      d->shape == GS_SH_M_POOL || d->shape == GS_SH_M_CREATE)))
 		gs_emit_stack(ctx, &st, 0, false);
-	e = gs_reserve_call(sizeof(*e), GS_EV_MEM, &st, now, (__s32)rc);
+	e = gs_reserve_call(size, type, &st, now, (__s32)rc);
 	if (!e)
 		return 0;
-	gs_decode_mem(d, st.args, (__s32)rc == 0, e);
+	if (type == GS_EV_MEM)
+		gs_decode_mem(d, st.args, (__s32)rc == 0, e);
+	else if (type == GS_EV_COPY)
+		gs_decode_copy(d, st.args, e);
+	else if (type == GS_EV_SYNC)
+		gs_decode_sync(d, st.args, e);
+	else
+		gs_decode_api(d, st.args, (__s32)rc == 0, e);
 	bpf_ringbuf_submit(e, 0);
 	return 0;
 }
 
-SEC("uretprobe")
-int BPF_KRETPROBE(ret_copy, long rc)
-{
-	const struct gs_api_desc *d;
-	struct call_state st;
-	struct gs_ev_copy *e;
-	__u64 now;
-
-	d = gs_returning(ctx, &st, &now);
-	if (!d)
-		return 0;
-	if (gs_failed(rc))
-		gs_emit_stack(ctx, &st, 0, false);
-	e = gs_reserve_call(sizeof(*e), GS_EV_COPY, &st, now, (__s32)rc);
-	if (!e)
-		return 0;
-	gs_decode_copy(d, st.args, e);
-	bpf_ringbuf_submit(e, 0);
-	return 0;
-}
-
-SEC("uretprobe")
-int BPF_KRETPROBE(ret_sync, long rc)
-{
-	const struct gs_api_desc *d;
-	struct call_state st;
-	struct gs_ev_sync *e;
-	__u64 now;
-
-	d = gs_returning(ctx, &st, &now);
-	if (!d)
-		return 0;
-	if (gs_failed(rc))
-		gs_emit_stack(ctx, &st, 0, false);
-	e = gs_reserve_call(sizeof(*e), GS_EV_SYNC, &st, now, (__s32)rc);
-	if (!e)
-		return 0;
-	gs_decode_sync(d, st.args, e);
-	bpf_ringbuf_submit(e, 0);
-	return 0;
-}
-
-SEC("uretprobe")
-int BPF_KRETPROBE(ret_api, long rc)
-{
-	const struct gs_api_desc *d;
-	struct call_state st;
-	struct gs_ev_api *e;
-	__u64 now;
-
-	d = gs_returning(ctx, &st, &now);
-	if (!d || ((__s32)rc == 0 && !(d->flags & GS_AF_ALWAYS)))
-		return 0;
-	if (gs_failed(rc))
-		gs_emit_stack(ctx, &st, 0, false);
-	e = gs_reserve_call(sizeof(*e), GS_EV_API, &st, now, (__s32)rc);
-	if (!e)
-		return 0;
-	gs_decode_api(d, st.args, (__s32)rc == 0, e);
-	bpf_ringbuf_submit(e, 0);
-	return 0;
-}
+/* clang-format off */
+#define RETURNED(prog, type, ev)						\
+	SEC("uretprobe") int BPF_KRETPROBE(prog, long rc)			\
+	{									\
+		return returned(ctx, rc, type, sizeof(struct ev));		\
+	}
+RETURNED(ret_mem, GS_EV_MEM, gs_ev_mem)
+RETURNED(ret_copy, GS_EV_COPY, gs_ev_copy)
+RETURNED(ret_sync, GS_EV_SYNC, gs_ev_sync)
+RETURNED(ret_api, GS_EV_API, gs_ev_api)
+/* clang-format on */

@@ -670,17 +670,6 @@ void tracer__drops(const struct tracer *t, struct gs_ev_drops *d)
 	d->lost_calls += t->cuda->bss->lost_calls + t->nccl->bss->lost_calls;
 }
 
-__u64 tracer__drops_total(const struct tracer *t)
-{
-	struct gs_ev_drops d = {};
-	__u64 sum = 0;
-
-	tracer__drops(t, &d);
-	for (int i = 0; i < GS_EV_MAX; i++)
-		sum += d.by_type[i];
-	return sum;
-}
-
 bool tracer__watches_libs(const struct tracer *t)
 {
 	return t->watch_libs;

@@ -57,7 +57,6 @@ int tracer__drain(struct tracer *t);
 int tracer__finish(struct tracer *t);
 /* Cumulative drop counters, added into d (the header is left to the caller). */
 void tracer__drops(const struct tracer *t, struct gs_ev_drops *d);
-__u64 tracer__drops_total(const struct tracer *t);
 /* Whether libraries opened after the start are noticed (needs tracefs). */
 bool tracer__watches_libs(const struct tracer *t);
 

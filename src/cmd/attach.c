@@ -25,8 +25,8 @@ static const char usage[] =
 int cmd_attach(int argc, char **argv)
 {
 	static const struct option longopts[] = {
-		{ "pid", required_argument, NULL, 'p' },
-		{ "duration", required_argument, NULL, 'd' },
+		OPT_ARG("pid", 'p'),
+		OPT_ARG("duration", 'd'),
 		TRACE_LONGOPTS,
 		{},
 	};

@@ -129,14 +129,10 @@ static bool has_kernel(const struct ptx_rewrite_stats *st, const char *name)
 int cmd_bpf2ptx(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "program", required_argument, NULL, 'p' },
-		{ "sm", required_argument, NULL, 's' },
-		{ "run", required_argument, NULL, 'r' },
-		{ "into", required_argument, NULL, 'i' },
-		{ "launch-param", no_argument, NULL, 'L' },
-		{ "kernel", required_argument, NULL, 'k' },
-		{ "help", no_argument, NULL, 'h' },
-		{},
+		OPT_ARG("program", 'p'),       OPT_ARG("sm", 's'),
+		OPT_ARG("run", 'r'),	       OPT_ARG("into", 'i'),
+		OPT_FLAG("launch-param", 'L'), OPT_ARG("kernel", 'k'),
+		OPT_FLAG("help", 'h'),	       {},
 	};
 	const char *only = NULL, *run_hex = NULL, *into = NULL, *kernel = NULL;
 	bool launch_param = false;

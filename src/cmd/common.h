@@ -81,25 +81,24 @@ enum {
 #define DEFAULT_OS_MIN_NS 10000ULL
 
 /* The options run and attach share: getopt_long entries, and their lines of --help. */
-#define TRACE_LONGOPTS                                                                             \
-	{ "output", required_argument, NULL, 'o' }, { "json", optional_argument, NULL, OPT_JSON }, \
-		{ "format", required_argument, NULL, OPT_FORMAT },                                 \
-		{ "perfetto", required_argument, NULL, OPT_PERFETTO },                             \
-		{ "chrome", required_argument, NULL, OPT_CHROME },                                 \
-		{ "no-os", no_argument, NULL, OPT_NO_OS },                                         \
-		{ "no-nvml", no_argument, NULL, OPT_NO_NVML },                                     \
-		{ "os-min-us", required_argument, NULL, OPT_OS_MIN },                              \
-		{ "stacks", required_argument, NULL, OPT_STACKS },                                 \
-		{ "folded", required_argument, NULL, OPT_FOLDED },                                 \
-		{ "memory-map", required_argument, NULL, OPT_MEMORY_MAP },                         \
-		{ "no-follow", no_argument, NULL, OPT_NO_FOLLOW },                                 \
-		{ "isolate", no_argument, NULL, OPT_ISOLATE },                                     \
-		{ "buffer-size", required_argument, NULL, OPT_BUFFER },                            \
-		{ "top", required_argument, NULL, OPT_TOP },                                       \
-		{ "wide", no_argument, NULL, OPT_WIDE }, { "quiet", no_argument, NULL, 'q' },      \
-		{ "verbose", no_argument, NULL, 'v' },                                             \
-	{                                                                                          \
-		"help", no_argument, NULL, 'h'                                                     \
+/* getopt_long entries: an option with an argument, without one, with an optional one. */
+/* clang-format off */
+#define OPT_ARG(name, val)   { name, required_argument, NULL, val }
+#define OPT_FLAG(name, val)  { name, no_argument, NULL, val }
+#define OPT_MAYBE(name, val) { name, optional_argument, NULL, val }
+/* clang-format on */
+
+#define TRACE_LONGOPTS                                                                        \
+	OPT_ARG("output", 'o'), OPT_MAYBE("json", OPT_JSON), OPT_ARG("format", OPT_FORMAT),   \
+		OPT_ARG("perfetto", OPT_PERFETTO), OPT_ARG("chrome", OPT_CHROME),             \
+		OPT_FLAG("no-os", OPT_NO_OS), OPT_FLAG("no-nvml", OPT_NO_NVML),               \
+		OPT_ARG("os-min-us", OPT_OS_MIN), OPT_ARG("stacks", OPT_STACKS),              \
+		OPT_ARG("folded", OPT_FOLDED), OPT_ARG("memory-map", OPT_MEMORY_MAP),         \
+		OPT_FLAG("no-follow", OPT_NO_FOLLOW), OPT_FLAG("isolate", OPT_ISOLATE),       \
+		OPT_ARG("buffer-size", OPT_BUFFER), OPT_ARG("top", OPT_TOP),                  \
+		OPT_FLAG("wide", OPT_WIDE), OPT_FLAG("quiet", 'q'), OPT_FLAG("verbose", 'v'), \
+	{                                                                                     \
+		"help", no_argument, NULL, 'h'                                                \
 	}
 
 #define TRACE_OPTIONS_HELP                                                                        \

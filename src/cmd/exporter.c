@@ -585,18 +585,12 @@ static void usage(FILE *f)
 int cmd_exporter(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "listen", required_argument, NULL, 'l' },
-		{ "interval", required_argument, NULL, 'i' },
-		{ "slow-every", required_argument, NULL, 'S' },
-		{ "no-nvml", no_argument, NULL, 'N' },
-		{ "dcgm-labels", no_argument, NULL, 'D' },
-		{ "no-ebpf", no_argument, NULL, 'E' },
-		{ "lib", required_argument, NULL, 'L' },
-		{ "top-kernels", required_argument, NULL, 'K' },
-		{ "retain", required_argument, NULL, 'R' },
-		{ "inject-dir", required_argument, NULL, 'J' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
+		OPT_ARG("listen", 'l'),	      OPT_ARG("interval", 'i'),
+		OPT_ARG("slow-every", 'S'),   OPT_FLAG("no-nvml", 'N'),
+		OPT_FLAG("dcgm-labels", 'D'), OPT_FLAG("no-ebpf", 'E'),
+		OPT_ARG("lib", 'L'),	      OPT_ARG("top-kernels", 'K'),
+		OPT_ARG("retain", 'R'),	      OPT_ARG("inject-dir", 'J'),
+		OPT_FLAG("help", 'h'),	      { NULL, 0, NULL, 0 },
 	};
 	struct exporter ex = {
 		.interval_s = 1, .slow_every = 10, .top_kernels = 10, .retain_s = 60

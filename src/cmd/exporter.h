@@ -7,6 +7,7 @@
 #include <stddef.h>
 
 #include "core/util.h"
+#include "sink/prom_procs.h"
 
 struct xtrace;
 
@@ -32,22 +33,8 @@ void xtrace_poll(struct xtrace *x);
 void xtrace_render(struct xtrace *x, struct strbuf *sb);
 void xtrace_close(struct xtrace *x);
 
-/* For gpuscope top: the processes seen, and a process's kernels by shown name, most
- * launched first (*out: to free). */
-struct xproc {
-	__u32 pid;
-	char comm[16];
-	bool exited;
-	__u64 launches, copy_bytes, sync_ns;
-	__u64 mem, peak; /* device memory, all GPUs */
-};
-
-struct xkernel {
-	char name[96];
-	__u64 launches, call_ns;
-	__u64 gpu_count, gpu_ns; /* launches timed on the GPU, and their time */
-};
-
+/* For gpuscope top: the processes seen, and a process's kernels by shown name (see
+ * sink/prom_procs.h). */
 size_t xtrace_procs(struct xtrace *x, struct xproc *out, size_t max);
 size_t xtrace_kernels(struct xtrace *x, __u32 pid, struct xkernel **out);
 

@@ -90,9 +90,9 @@ static int write_all(const unsigned char *p, size_t n)
 int cmd_fatbin(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "ptx-for", required_argument, NULL, 'p' },
-		{ "extract", required_argument, NULL, 'x' },
-		{ "help", no_argument, NULL, 'h' },
+		OPT_ARG("ptx-for", 'p'),
+		OPT_ARG("extract", 'x'),
+		OPT_FLAG("help", 'h'),
 		{},
 	};
 	__u32 sm = 0, index = 0;

@@ -370,14 +370,10 @@ static int take_opt(struct popts *o, int opt, char **argv)
 int cmd_probe(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "kernel", required_argument, NULL, 'k' },
-		{ "threads", required_argument, NULL, 'T' },
-		{ "keep", required_argument, NULL, 'o' },
-		{ "replay", required_argument, NULL, 'R' },
-		{ "records", required_argument, NULL, 'N' },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "help", no_argument, NULL, 'h' },
-		{},
+		OPT_ARG("kernel", 'k'),	 OPT_ARG("threads", 'T'),
+		OPT_ARG("keep", 'o'),	 OPT_ARG("replay", 'R'),
+		OPT_ARG("records", 'N'), OPT_FLAG("verbose", 'v'),
+		OPT_FLAG("help", 'h'),	 {},
 	};
 	struct popts o = { .threads = DEFAULT_THREADS, .records = 100 };
 	const char *what;

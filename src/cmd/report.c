@@ -6,7 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "analysis/model.h"
+#include "analysis/analyses.h"
 #include "cmd/cmds.h"
 #include "cmd/common.h"
 #include "core/session.h"
@@ -41,14 +41,9 @@ static const char usage[] =
 	"  gpuscope report train.gsrec --perfetto train.pftrace\n"
 	"  gpuscope report train.gsrec --memory-map train-memory.svg\n";
 
-static void model_add(void *ctx, const struct gs_hdr *ev)
+static void analyses_free(void *obj)
 {
-	model__add(ctx, ev);
-}
-
-static void model_free(void *obj)
-{
-	model__free(obj);
+	analyses__free(obj);
 }
 
 /* Options: 0, -1 (help shown), or an exit code (a message printed). chrome, folded: the
@@ -56,15 +51,15 @@ static void model_free(void *obj)
 static int parse(int argc, char **argv, struct trace_opts *o, bool *chrome, bool *folded)
 {
 	static const struct option longopts[] = {
-		{ "json", optional_argument, NULL, OPT_JSON },
-		{ "format", required_argument, NULL, OPT_FORMAT },
-		{ "perfetto", required_argument, NULL, OPT_PERFETTO },
-		{ "chrome", required_argument, NULL, OPT_CHROME },
-		{ "folded", required_argument, NULL, OPT_FOLDED },
-		{ "memory-map", required_argument, NULL, OPT_MEMORY_MAP },
-		{ "top", required_argument, NULL, OPT_TOP },
-		{ "wide", no_argument, NULL, OPT_WIDE },
-		{ "help", no_argument, NULL, 'h' },
+		OPT_MAYBE("json", OPT_JSON),
+		OPT_ARG("format", OPT_FORMAT),
+		OPT_ARG("perfetto", OPT_PERFETTO),
+		OPT_ARG("chrome", OPT_CHROME),
+		OPT_ARG("folded", OPT_FOLDED),
+		OPT_ARG("memory-map", OPT_MEMORY_MAP),
+		OPT_ARG("top", OPT_TOP),
+		OPT_FLAG("wide", OPT_WIDE),
+		OPT_FLAG("help", 'h'),
 		{},
 	};
 	int opt, r;
@@ -129,7 +124,7 @@ int cmd_report(int argc, char **argv)
 	struct outputs out;
 	struct session s;
 	struct replay *rp;
-	struct model *m;
+	struct analyses an;
 	const char *why;
 	char err[512];
 	int r, code = GS_EXIT_OK;
@@ -153,11 +148,15 @@ int cmd_report(int argc, char **argv)
 		session__close(&s);
 		return GS_EXIT_RUNTIME;
 	}
-	m = model__new();
-	model__keep_history(m, o.memmap_path != NULL);
-	session__own(&s, model_free, m);
-	stream__subscribe(s.stream, STREAM_ALL, model_add, m);
-	outputs__subscribe(&out, s.stream, m);
+	{
+		struct analyses_opts ao = { .findings = true,
+					    .retire = true,
+					    .keep_history = o.memmap_path != NULL };
+
+		analyses__attach(&an, s.stream, &ao);
+	}
+	session__own(&s, analyses_free, &an);
+	outputs__subscribe(&out, s.stream, &an);
 	session__finish(&s);
 	replay__done(rp, &bad, &why);
 	if (bad) {
@@ -165,9 +164,9 @@ int cmd_report(int argc, char **argv)
 			(unsigned long long)stream__records(s.stream));
 		code = GS_EXIT_RUNTIME;
 	}
-	if (!model__ended(m))
-		model__findings_settle(m, true); /* (the end record would have) */
-	if (!bad && !model__ended(m)) {
+	if (!model__ended(an.model))
+		findings__settle(an.findings); /* (the end record would have) */
+	if (!bad && !model__ended(an.model)) {
 		gs_warn("%s: the recording ends without its end record (gpuscope was stopped "
 			"abruptly, or the file was cut); the report covers what was recorded",
 			argv[optind]);

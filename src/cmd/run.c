@@ -58,10 +58,10 @@ int cmd_run(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		TRACE_LONGOPTS,
-		{ "inject", no_argument, NULL, OPT_INJECT },
-		{ "gpu-time", required_argument, NULL, OPT_GPU_TIME },
-		{ "device-code", no_argument, NULL, OPT_DEVICE_CODE },
-		{ "user", required_argument, NULL, 'u' },
+		OPT_FLAG("inject", OPT_INJECT),
+		OPT_ARG("gpu-time", OPT_GPU_TIME),
+		OPT_FLAG("device-code", OPT_DEVICE_CODE),
+		OPT_ARG("user", 'u'),
 		{},
 	};
 	struct trace_opts o = { .mode = GS_MODE_RUN,

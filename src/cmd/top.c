@@ -254,14 +254,9 @@ static void usage(FILE *f)
 int cmd_top(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "interval", required_argument, NULL, 'i' },
-		{ "once", no_argument, NULL, 'O' },
-		{ "json", no_argument, NULL, 'J' },
-		{ "lib", required_argument, NULL, 'L' },
-		{ "no-ebpf", no_argument, NULL, 'E' },
-		{ "no-nvml", no_argument, NULL, 'N' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
+		OPT_ARG("interval", 'i'), OPT_FLAG("once", 'O'),    OPT_FLAG("json", 'J'),
+		OPT_ARG("lib", 'L'),	  OPT_FLAG("no-ebpf", 'E'), OPT_FLAG("no-nvml", 'N'),
+		OPT_FLAG("help", 'h'),	  { NULL, 0, NULL, 0 },
 	};
 	double interval = 1;
 	bool once = false, as_json = false, no_ebpf = false, no_nvml = false;

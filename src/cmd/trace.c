@@ -17,7 +17,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "analysis/model.h"
+#include "analysis/analyses.h"
 #include "cmd/common.h"
 #include "core/libfind.h"
 #include "core/procfs.h"
@@ -26,6 +26,7 @@
 #include "core/util.h"
 #include "sink/outputs.h"
 #include "sink/sinks.h"
+#include "source/host.h"
 #include "source/inject.h"
 #include "source/kernel.h"
 #include "source/nvml.h"
@@ -36,7 +37,7 @@ struct trace {
 	struct session s;
 	struct kernel_source *kernel;
 	struct inject *inject; /* run --inject: the in-process plane */
-	struct model *model;
+	struct analyses an;
 	struct symbols *symbols;
 	struct outputs out;
 	struct status status;
@@ -46,14 +47,9 @@ struct trace {
 	__s32 target_exit_code;
 };
 
-static void model_add(void *ctx, const struct gs_hdr *ev)
+static void analyses_free(void *obj)
 {
-	model__add(ctx, ev);
-}
-
-static void model_free(void *obj)
-{
-	model__free(obj);
+	analyses__free(obj);
 }
 
 static void symbols_free(void *obj)
@@ -78,7 +74,7 @@ static bool traced_pid(void *ctx, __u32 pid)
 {
 	const struct trace *tr = ctx;
 
-	return model__process(tr->model, pid) != NULL;
+	return model__process(tr->an.model, pid, NULL);
 }
 
 static void session_record(struct trace *tr, __u32 kind, __s32 exit_status, __u32 flags)
@@ -137,7 +133,7 @@ static __u64 status_start(struct trace *tr)
 	__u64 now = gs_now_ns();
 
 	if (!tr->o->quiet)
-		status__line(&tr->status, stderr, tr->model, 0, now);
+		status__line(&tr->status, stderr, &tr->an, 0, now);
 	return now + 1000000000ULL;
 }
 
@@ -147,7 +143,7 @@ static void status_tick(struct trace *tr, __u64 *next)
 
 	if (tr->o->quiet || now < *next)
 		return;
-	status__line(&tr->status, stderr, tr->model, session__drops_total(&tr->s), now);
+	status__line(&tr->status, stderr, &tr->an, session__drops_total(&tr->s), now);
 	*next = now + 1000000000ULL;
 }
 
@@ -216,13 +212,14 @@ static int trace_run(struct trace *tr)
 	}
 	tr->target = (__u32)child;
 	session_record(tr, GS_SESSION_START, -1, 0);
+	session__start(&tr->s);
 	if (kernel_source__track(tr->kernel, tr->target)) {
 		close(go_fd); /* the child exits without running anything */
 		waitpid(child, NULL, 0);
 		return GS_EXIT_RUNTIME;
 	}
 	kernel_source__probe_command(tr->kernel, tr->exe);
-	if (!model__libraries(tr->model))
+	if (!model__libraries(tr->an.model))
 		gs_info("no CUDA library found yet for '%s'; probing whatever it loads", tr->exe);
 	if (write(go_fd, "x", 1) != 1) {
 		gs_err("cannot start '%s': %s", o->argv[0], strerror(errno));
@@ -262,6 +259,7 @@ static int trace_attach(struct trace *tr)
 	tr->target = (__u32)o->pid;
 	proc_comm(o->pid, comm, sizeof(comm));
 	session_record(tr, GS_SESSION_START, -1, 0);
+	session__start(&tr->s);
 	found_record(tr, tr->target);
 	if (kernel_source__track(tr->kernel, tr->target))
 		return GS_EXIT_RUNTIME;
@@ -270,7 +268,7 @@ static int trace_attach(struct trace *tr)
 		gs_err("cannot read the mappings of pid %d: %s", (int)o->pid, strerror(-r));
 		return GS_EXIT_RUNTIME;
 	}
-	if (!model__libraries(tr->model)) {
+	if (!model__libraries(tr->an.model)) {
 		gs_err("process %d (%s) has no CUDA or NCCL library loaded (libcuda.so.1, "
 		       "libcudart, libnccl): nothing to trace; to trace a program from its start, "
 		       "use gpuscope run",
@@ -357,14 +355,17 @@ static int build(struct trace *tr)
 		.attach_records = true,
 	};
 
-	tr->model = model__new();
-	model__keep_history(tr->model, o->memmap_path != NULL);
-	session__own(&tr->s, model_free, tr->model);
-	stream__subscribe(tr->s.stream, STREAM_ALL, model_add, tr->model);
-	outputs__subscribe(&tr->out, tr->s.stream, tr->model);
+	struct analyses_opts ao = { .findings = true,
+				    .retire = true,
+				    .keep_history = o->memmap_path != NULL };
+
+	analyses__attach(&tr->an, tr->s.stream, &ao);
+	session__own(&tr->s, analyses_free, &tr->an);
+	outputs__subscribe(&tr->out, tr->s.stream, &tr->an);
 	stream__subscribe(tr->s.stream, STREAM_TYPE(GS_EV_PROC), watch_target, tr);
 	tr->symbols = symbols__attach(tr->s.stream);
 	session__own(&tr->s, symbols_free, tr->symbols);
+	host_source__open(&tr->s, true);
 	if (kernel_source__open(&tr->s, &ko, &tr->kernel))
 		return GS_EXIT_RUNTIME;
 	kernel_source__control(tr->kernel);
@@ -419,7 +420,7 @@ int trace_main(const struct trace_opts *options)
 	if (!code)
 		code = opts.mode == GS_MODE_RUN ? trace_run(&tr) : trace_attach(&tr);
 	{
-		struct outputs_end e = { .analyses = model__ended(tr.model),
+		struct outputs_end e = { .analyses = model__ended(tr.an.model),
 					 .text = opts.no_report ? NULL : stderr,
 					 .wide = opts.wide,
 					 .top = opts.top };

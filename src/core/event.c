@@ -30,6 +30,13 @@ _Static_assert(sizeof(struct gs_ev_block) == 56, "gs_ev_block");
 _Static_assert(sizeof(struct gs_ev_net) == 40, "gs_ev_net");
 _Static_assert(sizeof(struct gs_ev_syscall) == 64, "gs_ev_syscall");
 _Static_assert(sizeof(struct gs_ev_stack) == 40 + 8 * GS_STACK_MAX, "gs_ev_stack");
+_Static_assert(sizeof(struct gs_ev_host) == 24 + 16 + 64 + 64 + 16 + 2 * GS_HOST_STR + 32 + 32 + 40,
+	       "gs_ev_host");
+_Static_assert(sizeof(struct gs_ev_gpu_info) == 24 + 16 + GS_HOST_STR + 64 + 40 + 32,
+	       "gs_ev_gpu_info");
+_Static_assert(sizeof(struct gs_ev_proc_info) == 24 + 8 + GS_CGROUP_MAX + GS_CMDLINE_MAX,
+	       "gs_ev_proc_info");
+_Static_assert(sizeof(struct gs_ev_blockdev) == 24 + 8 + 32, "gs_ev_blockdev");
 _Static_assert(offsetof(struct gs_ev_devcode, name) == 64, "gs_ev_devcode");
 _Static_assert(offsetof(struct gs_ev_symbol, name) == 40, "gs_ev_symbol");
 _Static_assert(offsetof(struct gs_ev_probe_out, data) == 40, "gs_ev_probe_out");
@@ -60,6 +67,11 @@ static const size_t sizes[GS_EV_MAX] = {
 	[GS_EV_NVML] = sizeof(struct gs_ev_nvml),
 	[GS_EV_DEVCODE] = sizeof(struct gs_ev_devcode),
 	[GS_EV_PROBE_OUT] = sizeof(struct gs_ev_probe_out),
+	[GS_EV_HOST] = sizeof(struct gs_ev_host),
+	[GS_EV_GPU_INFO] = sizeof(struct gs_ev_gpu_info),
+	[GS_EV_PROC_INFO] = sizeof(struct gs_ev_proc_info),
+	[GS_EV_BLOCKDEV] = sizeof(struct gs_ev_blockdev),
+	[GS_EV_RETIRE] = sizeof(struct gs_ev_retire),
 };
 
 /* Which family of API a record type may carry. */
@@ -99,6 +111,11 @@ static int check_call(const struct gs_hdr *h, const char **why)
 	if (fam && descs[c->api].family != fam)
 		FAIL("API id does not belong to the record type");
 	return 0;
+}
+
+static bool terminated(const char *s, size_t n)
+{
+	return memchr(s, 0, n) != NULL;
 }
 
 int gs_event_check(const void *buf, size_t len, const char **why)
@@ -173,9 +190,52 @@ int gs_event_check(const void *buf, size_t len, const char **why)
 			FAIL("symbol name not terminated within its record");
 		return 0;
 	}
+	if (h->type == GS_EV_PROC_INFO) {
+		const struct gs_ev_proc_info *i = buf;
+
+		if (len < offsetof(struct gs_ev_proc_info, cmdline) + 1 || len > want)
+			FAIL("process record of impossible size");
+		if (i->cmdline_len >= len - offsetof(struct gs_ev_proc_info, cmdline) ||
+		    i->cmdline[i->cmdline_len] != 0 || i->cmdline_truncated > 1 ||
+		    !terminated(i->cgroup, sizeof(i->cgroup)))
+			FAIL("process record's strings not terminated within it");
+		return 0;
+	}
 	if (len != want)
 		FAIL("record size wrong for its type");
 	switch (h->type) {
+	case GS_EV_HOST: {
+		const struct gs_ev_host *x = buf;
+
+		if (!terminated(x->hostname, sizeof(x->hostname)) ||
+		    !terminated(x->kernel, sizeof(x->kernel)) ||
+		    !terminated(x->arch, sizeof(x->arch)) || !terminated(x->os, sizeof(x->os)) ||
+		    !terminated(x->cpu, sizeof(x->cpu)) ||
+		    !terminated(x->driver, sizeof(x->driver)) ||
+		    !terminated(x->gpuscope, sizeof(x->gpuscope)) ||
+		    !terminated(x->boot_id, sizeof(x->boot_id)))
+			FAIL("host record's strings not terminated within it");
+		return 0;
+	}
+	case GS_EV_GPU_INFO: {
+		const struct gs_ev_gpu_info *g = buf;
+
+		if (g->gpu < 0 || g->gpu >= GS_GPUS_MAX)
+			FAIL("GPU index out of range");
+		if (!terminated(g->name, sizeof(g->name)) ||
+		    !terminated(g->uuid, sizeof(g->uuid)) ||
+		    !terminated(g->pci_bus_id, sizeof(g->pci_bus_id)) ||
+		    !terminated(g->driver, sizeof(g->driver)))
+			FAIL("GPU record's strings not terminated within it");
+		return 0;
+	}
+	case GS_EV_BLOCKDEV: {
+		const struct gs_ev_blockdev *b = buf;
+
+		if (!terminated(b->name, sizeof(b->name)))
+			FAIL("block device record's name not terminated within it");
+		return 0;
+	}
 	case GS_EV_NVML: {
 		const struct gs_ev_nvml *n = buf;
 

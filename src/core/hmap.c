@@ -87,6 +87,64 @@ void *hmap_put(struct hmap *m, __u64 k1, __u64 k2, void *val)
 		gs_out_of_memory(m->cap * 2 * sizeof(*m->slots));
 	return prev;
 }
+
+void *hmap_get_or_new(struct hmap *m, __u64 k1, __u64 k2, size_t size)
+{
+	void *v = hmap_get(m, k1, k2);
+
+	if (!v) {
+		v = xcalloc(1, size);
+		hmap_put(m, k1, k2, v);
+	}
+	return v;
+}
+
+size_t hmap_drop_if(struct hmap *m, bool (*pred)(void *ctx, const struct hmap_slot *s), void *ctx,
+		    void (*free_fn)(void *))
+{
+	struct hmap_slot *s, *doomed = NULL;
+	size_t n = 0, cap = 0;
+
+	/* (Collected first: deleting shifts the table under an iteration.) */
+	hmap_for_each (m, s) {
+		if (!pred(ctx, s))
+			continue;
+		if (n == cap) {
+			cap = cap ? 2 * cap : 16;
+			doomed = xrealloc(doomed, cap * sizeof(*doomed));
+		}
+		doomed[n++] = *s;
+	}
+	for (size_t i = 0; i < n; i++) {
+		void *v = hmap_del(m, doomed[i].k1, doomed[i].k2);
+
+		if (free_fn)
+			free_fn(v);
+	}
+	free(doomed);
+	return n;
+}
+
+struct key_match {
+	bool second;
+	unsigned int shift;
+	__u64 key;
+};
+
+static bool key_matches(void *ctx, const struct hmap_slot *s)
+{
+	const struct key_match *k = ctx;
+
+	return (k->second ? s->k2 : s->k1) >> k->shift == k->key;
+}
+
+size_t hmap_drop_key(struct hmap *m, bool second, unsigned int shift, __u64 key,
+		     void (*free_fn)(void *))
+{
+	struct key_match k = { .second = second, .shift = shift, .key = key };
+
+	return hmap_drop_if(m, key_matches, &k, free_fn);
+}
 #endif
 
 void *hmap_del(struct hmap *m, __u64 k1, __u64 k2)
@@ -112,6 +170,15 @@ void *hmap_del(struct hmap *m, __u64 k1, __u64 k2)
 	m->slots[i].val = NULL;
 	m->len--;
 	return val;
+}
+
+void hmap_free_with(struct hmap *m, void (*fn)(void *))
+{
+	struct hmap_slot *s;
+
+	hmap_for_each (m, s)
+		(fn ? fn : free)(s->val);
+	hmap_free(m);
 }
 
 void hmap_free(struct hmap *m)

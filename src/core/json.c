@@ -43,6 +43,9 @@ static int utf8_len(const unsigned char *s)
 
 void json_write_string(FILE *f, const char *str)
 {
+	static const char *const escapes[128] = {
+		['"'] = "\\\"", ['\\'] = "\\\\", ['\n'] = "\\n", ['\r'] = "\\r", ['\t'] = "\\t"
+	};
 	const unsigned char *s = (const unsigned char *)str;
 
 	fputc('"', f);
@@ -59,28 +62,12 @@ void json_write_string(FILE *f, const char *str)
 			s += n;
 			continue;
 		}
-		switch (*s) {
-		case '"':
-			fputs("\\\"", f);
-			break;
-		case '\\':
-			fputs("\\\\", f);
-			break;
-		case '\n':
-			fputs("\\n", f);
-			break;
-		case '\r':
-			fputs("\\r", f);
-			break;
-		case '\t':
-			fputs("\\t", f);
-			break;
-		default:
-			if (*s < 0x20 || *s == 0x7f)
-				fprintf(f, "\\u%04x", *s);
-			else
-				fputc(*s, f);
-		}
+		if (*s < sizeof(escapes) / sizeof(escapes[0]) && escapes[*s])
+			fputs(escapes[*s], f);
+		else if (*s < 0x20 || *s == 0x7f)
+			fprintf(f, "\\u%04x", *s);
+		else
+			fputc(*s, f);
 		s++;
 	}
 	fputc('"', f);
@@ -154,6 +141,12 @@ void json_str(struct json *j, const char *key, const char *v)
 		json_write_string(j->f, v);
 	else
 		fputs("null", j->f);
+}
+
+void json_u64s(struct json *j, const void *base, const struct jfield *f, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		json_u64(j, f[i].key, *(const __u64 *)((const char *)base + f[i].off));
 }
 
 void json_u64(struct json *j, const char *key, __u64 v)

@@ -22,6 +22,21 @@ void json_obj_end(struct json *j);
 void json_arr_begin(struct json *j, const char *key);
 void json_arr_end(struct json *j);
 void json_str(struct json *j, const char *key, const char *v); /* NULL -> null */
+/* Counters of a struct as members: a table of keys and __u64 fields (JU64), written in
+ * its order. */
+struct jfield {
+	const char *key;
+	size_t off;
+};
+#define JU64(type, key, field)                                                           \
+	{                                                                                \
+		key, offsetof(type, field) +                                             \
+			     0 * sizeof(struct {                                         \
+				     int u64 : sizeof(((type *)0)->field) == 8 ? 1 : -1; \
+			     })                                                          \
+	}
+#define JSON_U64S(j, base, table) json_u64s(j, base, table, sizeof(table) / sizeof((table)[0]))
+void json_u64s(struct json *j, const void *base, const struct jfield *f, size_t n);
 void json_u64(struct json *j, const char *key, __u64 v);
 void json_i64(struct json *j, const char *key, __s64 v);
 void json_f64(struct json *j, const char *key, double v); /* NaN/inf -> null */

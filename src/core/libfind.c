@@ -170,7 +170,8 @@ int ldcache_lookup(const void *buf, size_t len, const char *name,
 	return seen;
 }
 
-static void search_ldcache(struct lib_list *l)
+void ldcache_each(const char *const *names, size_t n, void (*fn)(const char *path, void *ctx),
+		  void *ctx)
 {
 	int fd = open("/etc/ld.so.cache", O_RDONLY | O_CLOEXEC);
 	struct stat st;
@@ -186,9 +187,14 @@ static void search_ldcache(struct lib_list *l)
 	close(fd);
 	if (m == MAP_FAILED)
 		return;
-	for (size_t i = 0; i < ARRAY_SIZE(sonames); i++)
-		ldcache_lookup(m, (size_t)st.st_size, sonames[i], add_cb, l);
+	for (size_t i = 0; i < n; i++)
+		ldcache_lookup(m, (size_t)st.st_size, names[i], fn, ctx);
 	munmap(m, (size_t)st.st_size);
+}
+
+static void search_ldcache(struct lib_list *l)
+{
+	ldcache_each(sonames, ARRAY_SIZE(sonames), add_cb, l);
 }
 
 static void search_glob(struct lib_list *l, const char *pattern)

@@ -33,6 +33,9 @@ unsigned int lib_kind_of(const char *path);
 /* ld.so.cache: call fn for every entry whose name is `name`. Returns entries seen or -1. */
 int ldcache_lookup(const void *buf, size_t len, const char *name,
 		   void (*fn)(const char *path, void *ctx), void *ctx);
+/* The system's /etc/ld.so.cache: fn for every entry of each of the n names. */
+void ldcache_each(const char *const *names, size_t n, void (*fn)(const char *path, void *ctx),
+		  void *ctx);
 
 /* Resolve `cmd` as execvp would (PATH search unless it has a '/'). 0, or -errno. */
 int resolve_command(const char *cmd, char *out, size_t n);

@@ -219,6 +219,11 @@ const char *event_type_name(unsigned int type)
 		[GS_EV_NVML] = "nvml",
 		[GS_EV_DEVCODE] = "devcode",
 		[GS_EV_PROBE_OUT] = "probe_out",
+		[GS_EV_HOST] = "host",
+		[GS_EV_GPU_INFO] = "gpu_info",
+		[GS_EV_PROC_INFO] = "proc_info",
+		[GS_EV_BLOCKDEV] = "blockdev",
+		[GS_EV_RETIRE] = "retire",
 	};
 
 	return type < GS_EV_MAX ? n[type] : "?";

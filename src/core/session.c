@@ -27,10 +27,7 @@ void session__init(struct session *s)
 
 void session__add_source(struct session *s, const struct source_ops *ops, void *obj)
 {
-	if (s->nsrc == SESSION_MAX) {
-		gs_err("internal: more than %d sources in a session", SESSION_MAX);
-		abort();
-	}
+	gs_check_room(s->nsrc, SESSION_MAX, "sources in a session");
 	s->src[s->nsrc].ops = ops;
 	s->src[s->nsrc++].obj = obj;
 }
@@ -39,10 +36,7 @@ void session__own(struct session *s, void (*close)(void *obj), void *obj)
 {
 	if (!obj)
 		return;
-	if (s->nown == SESSION_MAX) {
-		gs_err("internal: more than %d consumers owned by a session", SESSION_MAX);
-		abort();
-	}
+	gs_check_room(s->nown, SESSION_MAX, "consumers owned by a session");
 	s->own[s->nown].close = close;
 	s->own[s->nown++].obj = obj;
 }
@@ -70,6 +64,13 @@ int session__poll(struct session *s, int timeout_ms)
 		total += n > 0 ? n : 0;
 	}
 	return total;
+}
+
+void session__start(struct session *s)
+{
+	for (unsigned int i = 0; i < s->nsrc; i++)
+		if (s->src[i].ops->start)
+			s->src[i].ops->start(s->src[i].obj);
 }
 
 void session__finish(struct session *s)

@@ -5,8 +5,8 @@
  * and report are each a session; they differ in their sources and in what consumes the
  * stream.
  *
- * A source is an object with a table of operations (struct source_ops): poll delivers what
- * it has into the stream, finish delivers the rest at the end, drops adds its loss
+ * A source is an object with a table of operations (struct source_ops): start pushes the
+ * facts known at the start (the machine, the GPUs), poll delivers what it has into the stream, finish delivers the rest at the end, drops adds its loss
  * counters, close frees it. Consumers and filters subscribe to the stream directly
  * (core/stream.h); a consumer that must be closed with the session is added with
  * session__own, and is closed after every source (so that what the sources deliver last
@@ -23,6 +23,8 @@
 
 struct source_ops {
 	const char *name;
+	/* The session starts (its start record is in the stream): push what is known now. */
+	void (*start)(void *obj);
 	/* Deliver what is ready, waiting at most timeout_ms for it: records delivered (>= 0). */
 	int (*poll)(void *obj, int timeout_ms);
 	/* The session ends: deliver everything still to come. */
@@ -56,6 +58,8 @@ void session__add_source(struct session *s, const struct source_ops *ops, void *
 void session__own(struct session *s, void (*close)(void *obj), void *obj);
 /* SIGINT, SIGTERM and SIGHUP are noted in s (SIGPIPE ignored); one session a process. */
 void session__catch_signals(struct session *s);
+/* The session's start record is in the stream: every source's start facts follow it. */
+void session__start(struct session *s);
 /* One round: every source polled; the first waits up to timeout_ms. Records delivered. */
 int session__poll(struct session *s, int timeout_ms);
 /* The end: every source delivers the rest. */

@@ -31,6 +31,7 @@ struct stream {
 	unsigned int nretire;
 	struct hmap lives; /* pid -> struct life */
 	__u64 records;
+	bool replay; /* retire at the recorded retire records only */
 };
 
 struct stream *stream__new(void)
@@ -40,22 +41,15 @@ struct stream *stream__new(void)
 
 void stream__free(struct stream *s)
 {
-	struct hmap_slot *sl;
-
 	if (!s)
 		return;
-	hmap_for_each (&s->lives, sl)
-		free(sl->val);
-	hmap_free(&s->lives);
+	hmap_free_with(&s->lives, NULL);
 	free(s);
 }
 
 static void add_stage(struct stage *v, unsigned int *n, const struct stage *st)
 {
-	if (*n == MAX_STAGES) {
-		gs_err("internal: more than %d stages on the event stream", MAX_STAGES);
-		abort();
-	}
+	gs_check_room(*n, MAX_STAGES, "stages on the event stream");
 	v[(*n)++] = *st;
 }
 
@@ -73,35 +67,34 @@ void stream__filter(struct stream *s, __u64 types, stream_filter_fn fn, void *ct
 
 void stream__on_retire(struct stream *s, stream_retire_fn fn, void *ctx)
 {
-	if (s->nretire == MAX_STAGES) {
-		gs_err("internal: more than %d retire callbacks on the event stream", MAX_STAGES);
-		abort();
-	}
+	gs_check_room(s->nretire, MAX_STAGES, "retire callbacks on the event stream");
 	s->retire[s->nretire].fn = fn;
 	s->retire[s->nretire++].ctx = ctx;
 }
 
 static struct life *life_of(struct stream *s, __u32 pid)
 {
-	struct life *l = hmap_get(&s->lives, pid, 0);
+	struct life *l = hmap_get_or_new(&s->lives, pid, 0, sizeof(*l));
 
-	if (!l) {
-		l = xcalloc(1, sizeof(*l));
-		hmap_put(&s->lives, pid, 0, l);
-	}
 	return l;
 }
 
-/* The process is done when its exit is in and no source holds it. */
+/* The process is done when its exit is in and no source holds it: a retire record says so
+ * (the callbacks are called when it has been delivered). */
 static void maybe_retire(struct stream *s, __u32 pid)
 {
 	struct life *l = hmap_get(&s->lives, pid, 0);
+	struct gs_ev_retire r;
 
 	if (!l || !l->exited || l->holds)
 		return;
 	free(hmap_del(&s->lives, pid, 0));
-	for (unsigned int i = 0; i < s->nretire; i++)
-		s->retire[i].fn(s->retire[i].ctx, pid);
+	stream__emit(s, &r.h, GS_EV_RETIRE, sizeof(r), pid);
+}
+
+void stream__replay(struct stream *s)
+{
+	s->replay = true;
 }
 
 void stream__push(struct stream *s, const struct gs_hdr *ev)
@@ -117,8 +110,12 @@ void stream__push(struct stream *s, const struct gs_hdr *ev)
 	for (unsigned int i = 0; i < s->nconsumers; i++)
 		if (s->consumers[i].types & bit)
 			s->consumers[i].fn(s->consumers[i].ctx, ev);
-	if (ev->type == GS_EV_PROC && ((const struct gs_ev_proc *)ev)->kind == GS_PROC_EXIT &&
-	    s->nretire) {
+	if (ev->type == GS_EV_RETIRE && ev->source == GS_SRC_GPUSCOPE) {
+		for (unsigned int i = 0; i < s->nretire; i++)
+			s->retire[i].fn(s->retire[i].ctx, ev->pid);
+	} else if (ev->type == GS_EV_PROC &&
+		   ((const struct gs_ev_proc *)ev)->kind == GS_PROC_EXIT && s->nretire &&
+		   !s->replay) {
 		life_of(s, ev->pid)->exited = true;
 		maybe_retire(s, ev->pid);
 	}

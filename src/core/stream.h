@@ -14,8 +14,10 @@
  *  - one clock: every time is CLOCK_MONOTONIC nanoseconds; records gpuscope makes itself
  *    (stream__emit) are stamped here;
  *  - a process's end: once its exit record has been delivered and no source still holds
- *    records of it (stream__hold), the retire callbacks are called once, so consumers can
- *    free what they keep per process while it ran.
+ *    records of it (stream__hold), a retire record (GS_EV_RETIRE) goes to every consumer,
+ *    then the retire callbacks are called once, so consumers can free what they keep per
+ *    process while it ran. A replay retires at the recorded retire records instead, so a
+ *    process's state goes where it went in the live run.
  *
  * Push is re-entrant: a filter or a consumer may push (an attach record for a library a
  * process opened); such a record is delivered whole before the one that caused it goes on.
@@ -51,6 +53,8 @@ void stream__push(struct stream *s, const struct gs_hdr *ev);
 /* A record gpuscope makes: its header is filled (type, size, pid, source gpuscope, now). */
 void stream__emit(struct stream *s, struct gs_hdr *h, __u16 type, __u32 size, __u32 pid);
 
+/* The records are a recording's: retire at its retire records only. */
+void stream__replay(struct stream *s);
 /* A source that will deliver more of pid's records holds it until it releases it. */
 void stream__hold(struct stream *s, __u32 pid);
 void stream__release(struct stream *s, __u32 pid);

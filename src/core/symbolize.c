@@ -56,8 +56,10 @@ static void jit_free(struct proc_dwfl *p)
 	p->njit = 0;
 }
 
-static void proc_free(struct proc_dwfl *p)
+static void proc_free(void *v)
 {
+	struct proc_dwfl *p = v;
+
 	if (p->dwfl)
 		dwfl_end(p->dwfl);
 	jit_free(p);
@@ -134,13 +136,9 @@ void symbolizer__forget(struct symbolizer *s, __u32 pid)
 
 void symbolizer__free(struct symbolizer *s)
 {
-	struct hmap_slot *slot;
-
 	if (!s)
 		return;
-	hmap_for_each (&s->procs, slot)
-		proc_free(slot->val);
-	hmap_free(&s->procs);
+	hmap_free_with(&s->procs, proc_free);
 	free(s);
 }
 

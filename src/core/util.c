@@ -101,6 +101,14 @@ __u64 gs_realtime_ns(void)
 	return clock_ns(CLOCK_REALTIME);
 }
 
+void gs_check_room(unsigned int n, unsigned int max, const char *what)
+{
+	if (n < max)
+		return;
+	gs_err("internal: more than %u %s", max, what);
+	abort();
+}
+
 char *fmt_bytes(char *buf, size_t n, double bytes)
 {
 	static const char *units[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB" };
@@ -117,41 +125,45 @@ char *fmt_bytes(char *buf, size_t n, double bytes)
 	return buf;
 }
 
+/* A value in the first unit whose bound it is under (the last: any), scaled by it. */
+struct unit {
+	double below, scale;
+	const char *fmt;
+};
+
+static char *scaled(char *buf, size_t n, double v, const struct unit *u)
+{
+	while (u->below && v >= u->below)
+		u++;
+	snprintf(buf, n, u->fmt, v / u->scale);
+	return buf;
+}
+
+static const struct unit durations[] = { { 1e3, 1, "%.0f ns" },
+					 { 1e6, 1e3, "%.1f us" },
+					 { 1e9, 1e6, "%.1f ms" },
+					 { 0, 1e9, "%.2f s" } },
+			 counts[] = { { 1e4, 1, "%.0f" },
+				      { 1e6, 1e3, "%.1fk" },
+				      { 1e9, 1e6, "%.1fM" },
+				      { 0, 1e9, "%.1fG" } },
+			 rates[] = { { 1e6, 1e3, "%.1f KB/s" },
+				     { 1e9, 1e6, "%.1f MB/s" },
+				     { 0, 1e9, "%.1f GB/s" } };
+
 char *fmt_dur(char *buf, size_t n, double ns)
 {
-	if (ns < 1e3)
-		snprintf(buf, n, "%.0f ns", ns);
-	else if (ns < 1e6)
-		snprintf(buf, n, "%.1f us", ns / 1e3);
-	else if (ns < 1e9)
-		snprintf(buf, n, "%.1f ms", ns / 1e6);
-	else
-		snprintf(buf, n, "%.2f s", ns / 1e9);
-	return buf;
+	return scaled(buf, n, ns, durations);
 }
 
 char *fmt_count(char *buf, size_t n, double v)
 {
-	if (v < 1e4)
-		snprintf(buf, n, "%.0f", v);
-	else if (v < 1e6)
-		snprintf(buf, n, "%.1fk", v / 1e3);
-	else if (v < 1e9)
-		snprintf(buf, n, "%.1fM", v / 1e6);
-	else
-		snprintf(buf, n, "%.1fG", v / 1e9);
-	return buf;
+	return scaled(buf, n, v, counts);
 }
 
 char *fmt_rate(char *buf, size_t n, double bps)
 {
-	if (bps < 1e6)
-		snprintf(buf, n, "%.1f KB/s", bps / 1e3);
-	else if (bps < 1e9)
-		snprintf(buf, n, "%.1f MB/s", bps / 1e6);
-	else
-		snprintf(buf, n, "%.1f GB/s", bps / 1e9);
-	return buf;
+	return scaled(buf, n, bps, rates);
 }
 
 int parse_size(const char *s, __u64 *out)

@@ -10,6 +10,7 @@
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 #define GS_MIN(a, b)  ((a) < (b) ? (a) : (b))
+#define GS_CMP(a, b)  ((a) < (b) ? -1 : (a) > (b)) /* for qsort: -1, 0 or 1 */
 #define GS_MAX(a, b)  ((a) > (b) ? (a) : (b))
 #define GS_STR_(x)    #x
 #define GS_STR(x)     GS_STR_(x)
@@ -43,6 +44,9 @@ void gs_out_of_memory(size_t n) __attribute__((noreturn));
 /* Raise the soft limit of open files to `want` (0: to the hard limit), as far as the hard
  * limit goes. */
 void gs_raise_fd_limit(unsigned long want);
+/* One of gpuscope's own fixed tables is full (n entries of max): a bug in gpuscope, not
+ * in what it reads; says so and aborts. */
+void gs_check_room(unsigned int n, unsigned int max, const char *what);
 
 __u64 gs_now_ns(void);	    /* CLOCK_MONOTONIC, the event clock */
 __u64 gs_realtime_ns(void); /* CLOCK_REALTIME */

@@ -2,7 +2,6 @@
 /* Gates that hold a stream's work back until it is all queued (see gate.h). */
 #include <linux/futex.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,17 +40,8 @@ static void *watch(void *arg);
 
 static void start_watcher(void)
 {
-	sigset_t all, old;
-	pthread_t th;
-
-	/* No signal of the program is ever delivered to our thread. */
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	if (pthread_create(&th, NULL, watch, NULL) == 0) {
-		pthread_detach(th);
+	if (gs_thread(watch))
 		G.watcher = true;
-	}
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
 static void *first(const char *a, const char *b)

@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: MIT
 /* GPU start and end times (see gputime.h). */
 #include <pthread.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <sys/prctl.h>
 #include <string.h>
@@ -424,18 +423,10 @@ static void calibrate_overhead(struct ctx_slot *c)
 
 static void start_harvester(void)
 {
-	sigset_t all, old;
-	pthread_t th;
-
-	/* No signal of the program is ever delivered to our thread. */
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	if (pthread_create(&th, NULL, harvest, NULL) == 0) {
-		pthread_detach(th);
+	if (gs_thread(harvest)) {
 		T.harvester = true;
 		atexit(flush_at_exit);
 	}
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
 /* The slot of the current context, set up on first use (stream, device, reference). */

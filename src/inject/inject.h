@@ -4,11 +4,20 @@
  * `gpuscope run --inject`, it stands between the program and the CUDA driver for every
  * caller -- symbols bound at load time, dlsym lookups, and the entry points cuGetProcAddress
  * hands out (cudart, cuBLAS, Triton and NCCL use that) -- and writes the same records as
- * the kernel probes into a shared-memory ring that gpuscope drains.
+ * the kernel probes into a shared-memory ring that gpuscope drains (src/source/inject.c).
  *
- * Files: inject.c (activation, the process's ring, record emission), wrap.c (the wrappers,
- * generated from the API table), resolve.c (finding the real driver functions, dlsym and
- * cuGetProcAddress), gputime.c (GPU start/end times of launches and copies).
+ * Files, each using only those above it:
+ *   clock.c    the clock of every record;
+ *   ring.c     the process's ring, record emission, per-thread state;
+ *   resolve.c  the real driver functions, and where a call came from;
+ *   gate.c     (gate.h) what may be timed: no stream in capture;
+ *   devcode.c  what a loaded module's image holds (GS_EV_DEVCODE);
+ *   stacks.c   call stacks by the unwinder;
+ *   probe.c    device-side probes: eBPF programs run in instrumented kernels;
+ *   gputime.c  (gputime.h) GPU start and end times of launches and copies;
+ *   wrap.c     the wrappers, generated from the API table;
+ *   handout.c  dlsym and cuGetProcAddress answered with our wrappers;
+ *   inject.c   activation (the constructor) and what a fork resets.
  */
 #ifndef GS_INJECT_H
 #define GS_INJECT_H
@@ -21,15 +30,60 @@
 
 typedef int (*gs_fn)(__u64, __u64, __u64, __u64, __u64, __u64, __u64, __u64, __u64, __u64, __u64);
 
-/* inject.c */
+/* clock.c */
+__u64 gs_clock(void) GS_HIDDEN;
+void gs_clock_init(void) GS_HIDDEN;
+
+/* ring.c */
 extern bool gs_active; /* a gpuscope session is there to read what we write */
+/* How deep this thread is in our wrappers (wrap.c keeps it). */
+extern __thread int gs_depth __attribute__((tls_model("initial-exec")));
+/* Whether this thread is inside a wrapper called from inside another (a signal handler). */
+bool gs_nested(void) GS_HIDDEN;
+/* The ring to make at the first record: in dir (the agent's: named with a random part). */
+void gs_ring_init(const char *dir, bool agent, __u64 ring_bytes) GS_HIDDEN;
+void gs_ring_after_fork(void) GS_HIDDEN;
+/* A thread of ours, detached, that no signal of the program is delivered to: true if it
+ * started. */
+bool gs_thread(void *(*fn)(void *)) GS_HIDDEN;
 /* Records: reserve in this process's ring (NULL if full or inactive), then commit. */
 void *gs_emit_reserve(__u32 size, __u16 type) GS_HIDDEN;
 void gs_emit_commit(void *rec) GS_HIDDEN;
+void gs_fill_hdr(struct gs_hdr *h, __u16 type, __u32 size, __u64 ts) GS_HIDDEN;
 /* Make the ring now if there is none yet (before the first call reaches the driver). */
 void gs_ring_prepare(void) GS_HIDDEN;
-/* After a successful module or library load: what the image held (devcode.c). handle_ptr:
- * where the call wrote the CUmodule/CUlibrary; image: what it was given. */
+/* Counters in the ring's header. */
+void gs_count_unwrapped(void) GS_HIDDEN;
+void gs_count_gate_forced(void) GS_HIDDEN;
+
+/* resolve.c */
+/* The real driver function behind an API of the table (resolved on first use). */
+gs_fn gs_real(unsigned int api) GS_HIDDEN;
+/* What dlsym or cuGetProcAddress returned for it (replace: even if one is known). */
+void gs_real_learn(unsigned int api, void *p, bool replace) GS_HIDDEN;
+/* Any other libcuda function, by name (NULL while libcuda is not loaded). */
+void *gs_real_by_name(const char *name) GS_HIDDEN;
+/* glibc's dlsym (not ours), and libcuda's handle once it is loaded (else NULL). */
+void *gs_real_sym(void *handle, const char *name) GS_HIDDEN;
+void *gs_libcuda(void) GS_HIDDEN;
+void gs_resolve_init(void) GS_HIDDEN;
+/*
+ * Whether another copy of this library was loaded before this one (preloaded, and also
+ * dlopen'ed by path; or a gpuscope run inside another). Then this copy stays inactive and
+ * passes every call on to the other's entry points: recorded once, into one ring (two
+ * copies would each make the process's ring, the second replacing the first).
+ */
+bool gs_resolve_other_copy(void) GS_HIDDEN;
+/* Whether two entry points are variants of one function (cuLaunchKernel, _ptsz). */
+bool gs_same_function(unsigned int a, unsigned int b) GS_HIDDEN;
+/* Whether a call into a wrapper comes from libcuda's own code. */
+bool gs_called_from_driver(void *caller) GS_HIDDEN;
+/* The return address is in our own library (a wrapper's call of the real function). */
+bool gs_called_from_self(void *caller) GS_HIDDEN;
+
+/* devcode.c */
+/* After a successful module or library load: what the image held. handle_ptr: where the
+ * call wrote the CUmodule/CUlibrary; image: what it was given. */
 void gs_devcode_loaded(unsigned int api, __u64 handle_ptr, __u64 image, __u64 ts) GS_HIDDEN;
 /* A device code file's bytes (cuModuleLoad, cuLibraryLoadFromFile: path, a NUL-terminated
  * name in this process), NUL-terminated: malloc'ed, or NULL. */
@@ -38,6 +92,12 @@ void *gs_devcode_read_file(__u64 path) GS_HIDDEN;
  * newest it can run, else the oldest; 0: the newest), whole: malloc'ed, or NULL with why. */
 char *gs_devcode_ptx(__u64 image, unsigned int sm, unsigned int *arch, char *why,
 		     size_t whylen) GS_HIDDEN;
+
+/* stacks.c: call stacks (GS_EV_STACK), by the unwinder: "0" none, else every Nth launch. */
+void gs_stacks_init(const char *every) GS_HIDDEN;
+/* After a call returned: its stack if it is one to take (failed, an allocation, a sampled
+ * launch). ts: the call's entry time, as its record's. */
+void gs_stack_maybe(unsigned int api, __u64 ts, int result, __u64 arg) GS_HIDDEN;
 
 /* probe.c: device-side probes (GPUSCOPE_PROBE). */
 extern bool gs_probe_on GS_HIDDEN;
@@ -69,44 +129,13 @@ bool gs_probe_launch(unsigned int api, const __u64 *a, __u64 *b,
 /* After it: true if the driver refused the routed launch (then launch a, the original). */
 bool gs_probe_launched(struct gs_probe_launch *pl, int r) GS_HIDDEN;
 
-void gs_fill_hdr(struct gs_hdr *h, __u16 type, __u32 size, __u64 ts) GS_HIDDEN;
-__u64 gs_clock(void) GS_HIDDEN;
-void gs_clock_init(void) GS_HIDDEN;
-void gs_count_unwrapped(void) GS_HIDDEN;
-void gs_count_gate_forced(void) GS_HIDDEN;
-
-/* resolve.c */
-/* The real driver function behind an API of the table (resolved on first use). */
-gs_fn gs_real(unsigned int api) GS_HIDDEN;
-void gs_resolve_init(void) GS_HIDDEN;
-/*
- * Whether another copy of this library was loaded before this one (preloaded, and also
- * dlopen'ed by path; or a gpuscope run inside another). Then this copy stays inactive and
- * passes every call on to the other's entry points: recorded once, into one ring (two
- * copies would each make the process's ring, the second replacing the first).
- */
-bool gs_resolve_other_copy(void) GS_HIDDEN;
-/* Whether two entry points are variants of one function (cuLaunchKernel, _ptsz). */
-bool gs_same_function(unsigned int a, unsigned int b) GS_HIDDEN;
-/* Whether a call into a wrapper comes from libcuda's own code. */
-bool gs_called_from_driver(void *caller) GS_HIDDEN;
-/* The return address is in our own library (a wrapper's call of the real function). */
-bool gs_called_from_self(void *caller) GS_HIDDEN;
-/* Call stacks (GS_EV_STACK), by the unwinder: "0" none, else every Nth launch. */
-void gs_stacks_init(const char *every) GS_HIDDEN;
-/* After a call returned: its stack if it is one to take (failed, an allocation, a sampled
- * launch). ts: the call's entry time, as its record's. */
-void gs_stack_maybe(unsigned int api, __u64 ts, int result, __u64 arg) GS_HIDDEN;
-/* Any other libcuda function, by name (NULL while libcuda is not loaded). */
-void *gs_real_by_name(const char *name) GS_HIDDEN;
-/* The wrapper for a real driver function pointer, or the pointer itself if unknown. */
-void *gs_wrap_pointer(void *real) GS_HIDDEN;
-extern void *const gs_wrappers[GS_API_MAX] GS_HIDDEN;
-
 /* wrap.c */
-/* Whether this thread is inside a wrapper called from inside another (a signal handler). */
-bool gs_nested(void) GS_HIDDEN;
+extern void *const gs_wrappers[GS_API_MAX] GS_HIDDEN;
 int gs_call(unsigned int api, void *caller, __u64 a0, __u64 a1, __u64 a2, __u64 a3, __u64 a4,
 	    __u64 a5, __u64 a6, __u64 a7, __u64 a8, __u64 a9, __u64 a10) GS_HIDDEN;
+
+/* handout.c */
+/* The wrapper for a real driver function pointer, or the pointer itself if unknown. */
+void *gs_wrap_pointer(void *real) GS_HIDDEN;
 
 #endif

@@ -1,19 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
- * Where calls come from, and where they go.
- *
- * A program reaches the driver three ways; all three must land in our wrappers:
- *  - symbols bound by the dynamic loader: our exported names come first (LD_PRELOAD);
- *  - dlsym(handle, "cu...") on a dlopen'ed libcuda: dlsym is interposed, and a driver
- *    function of the table found in libcuda is answered with its wrapper;
- *  - cuGetProcAddress[_v2], which cudart, cuBLAS, NCCL and Triton use: the returned
- *    pointer is matched against the addresses of libcuda's exported functions, and the
- *    matching wrapper is handed out instead (a version-specific entry point such as
- *    cuLaunchKernel_ptsz is itself an exported function of the table).
- *
- * dlsym(RTLD_NEXT, ...) means "the next definition after the caller", so glibc looks at
- * its return address. The interposer is therefore an assembly trampoline that jumps (not
- * calls) to the real dlsym for RTLD_NEXT, leaving the caller's return address in place.
+ * Where calls go: the real driver functions behind our wrappers (resolved on first use, or
+ * learnt from what dlsym and cuGetProcAddress returned: handout.c), and where a call into
+ * a wrapper came from (libcuda's own code, our own, the kernel's uretprobe trampoline).
  */
 #include <dlfcn.h>
 #include <link.h>
@@ -26,19 +15,11 @@
 #include "core/names.h"
 #include "inject/inject.h"
 
-#if !defined(__x86_64__)
-#error "the in-process plane's dlsym trampoline is written for x86-64"
-#endif
-
 typedef void *(*dlsym_fn)(void *, const char *);
-typedef int (*gpa_fn)(const char *, void **, int, __u64);
-typedef int (*gpa2_fn)(const char *, void **, int, __u64, int *);
 
 GS_HIDDEN void *gs_real_dlsym; /* glibc's dlsym */
 static void *real_fn[GS_API_MAX];
-static void *cuda_addr[GS_API_MAX]; /* libcuda's exported functions, for matching */
-static void *real_gpa, *real_gpa2, *cuda_handle;
-static int addrs_ready;
+static void *cuda_handle;
 
 GS_HIDDEN void *gs_resolve_dlsym(void)
 {
@@ -53,7 +34,7 @@ GS_HIDDEN void *gs_resolve_dlsym(void)
 	return p;
 }
 
-static void *real_dlsym(void *handle, const char *name)
+void *gs_real_sym(void *handle, const char *name)
 {
 	dlsym_fn f = (dlsym_fn)gs_resolve_dlsym();
 
@@ -110,8 +91,7 @@ bool gs_called_from_self(void *caller)
 	return pc >= self_lo && pc < self_hi;
 }
 
-/* libcuda, wherever and however it was loaded (by its soname), once it is. */
-static void *libcuda(void)
+void *gs_libcuda(void)
 {
 	void *h = __atomic_load_n(&cuda_handle, __ATOMIC_ACQUIRE);
 	struct link_map *lm;
@@ -260,7 +240,7 @@ __asm__(".globl gpuscope_inject_instance\n\t.type gpuscope_inject_instance, @obj
 
 bool gs_resolve_other_copy(void)
 {
-	const void *first = real_dlsym(RTLD_DEFAULT, "gpuscope_inject_instance");
+	const void *first = gs_real_sym(RTLD_DEFAULT, "gpuscope_inject_instance");
 
 	forward = first && first != (const void *)&gs_instance;
 	return forward;
@@ -273,12 +253,12 @@ gs_fn gs_real(unsigned int api)
 	if (p)
 		return (gs_fn)p;
 	/* The other copy's wrapper (never one of our own: that would call itself). */
-	if (forward && (p = real_dlsym(RTLD_DEFAULT, api_name(api))) && !gs_called_from_self(p)) {
+	if (forward && (p = gs_real_sym(RTLD_DEFAULT, api_name(api))) && !gs_called_from_self(p)) {
 		__atomic_store_n(&real_fn[api], p, __ATOMIC_RELEASE);
 		return (gs_fn)p;
 	}
-	h = libcuda();
-	p = real_dlsym(h ? h : RTLD_NEXT, api_name(api));
+	h = gs_libcuda();
+	p = gs_real_sym(h ? h : RTLD_NEXT, api_name(api));
 	if (p)
 		__atomic_store_n(&real_fn[api], p, __ATOMIC_RELEASE);
 	return (gs_fn)p;
@@ -286,178 +266,18 @@ gs_fn gs_real(unsigned int api)
 
 void *gs_real_by_name(const char *name)
 {
-	void *h = libcuda();
+	void *h = gs_libcuda();
 
-	return h ? real_dlsym(h, name) : NULL;
+	return h ? gs_real_sym(h, name) : NULL;
 }
 
-static void learn_addresses(void)
+void gs_real_learn(unsigned int api, void *p, bool replace)
 {
-	void *h;
+	void *expected = NULL;
 
-	if (__atomic_load_n(&addrs_ready, __ATOMIC_ACQUIRE) || !(h = libcuda()))
-		return;
-	for (unsigned int a = 1; a < GS_API_MAX; a++)
-		if (gs_wrappers[a])
-			cuda_addr[a] = real_dlsym(h, api_name(a));
-	__atomic_store_n(&addrs_ready, 1, __ATOMIC_RELEASE);
-}
-
-int cuGetProcAddress(const char *symbol, void **pfn, int version, __u64 flags);
-int cuGetProcAddress_v2(const char *symbol, void **pfn, int version, __u64 flags, int *status);
-
-void *gs_wrap_pointer(void *p)
-{
-	if (!p)
-		return p;
-	if (p == real_gpa)
-		return (void *)cuGetProcAddress;
-	if (p == real_gpa2)
-		return (void *)cuGetProcAddress_v2;
-	learn_addresses();
-	for (unsigned int a = 1; a < GS_API_MAX; a++)
-		if (cuda_addr[a] == p && gs_wrappers[a]) {
-			void *expected = NULL;
-
-			__atomic_compare_exchange_n(&real_fn[a], &expected, p, false,
-						    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
-			return gs_wrappers[a];
-		}
-	return p;
-}
-
-static bool in_libcuda(void *p)
-{
-	const char *base;
-	Dl_info info;
-
-	if (!dladdr(p, &info) || !info.dli_fname)
-		return false;
-	base = strrchr(info.dli_fname, '/');
-	base = base ? base + 1 : info.dli_fname;
-	return !strncmp(base, "libcuda.so", 10);
-}
-
-/* dlsym for every handle but RTLD_NEXT (see the trampoline). */
-GS_HIDDEN void *gs_dlsym_c(void *handle, const char *name)
-{
-	void *p = real_dlsym(handle, name);
-	int api;
-
-	if (!p || !name || name[0] != 'c' || name[1] != 'u' || !in_libcuda(p))
-		return p;
-	if (!strcmp(name, "cuGetProcAddress")) {
-		real_gpa = p;
-		return (void *)cuGetProcAddress;
-	}
-	if (!strcmp(name, "cuGetProcAddress_v2")) {
-		real_gpa2 = p;
-		return (void *)cuGetProcAddress_v2;
-	}
-	api = api_lookup(name);
-	if (api <= 0 || !gs_wrappers[api])
-		return p;
-	__atomic_store_n(&real_fn[api], p, __ATOMIC_RELEASE);
-	return gs_wrappers[api];
-}
-
-__asm__(".text\n"
-	".globl dlsym\n"
-	".type dlsym, @function\n"
-	"dlsym:\n"
-	"	cmpq $-1, %rdi\n" /* RTLD_NEXT */
-	"	jne gs_dlsym_c\n"
-	"	movq gs_real_dlsym(%rip), %rax\n"
-	"	testq %rax, %rax\n"
-	"	jz 1f\n"
-	"	jmp *%rax\n"
-	"1:	pushq %rdi\n"
-	"	pushq %rsi\n"
-	"	subq $8, %rsp\n"
-	"	call gs_resolve_dlsym\n"
-	"	addq $8, %rsp\n"
-	"	popq %rsi\n"
-	"	popq %rdi\n"
-	"	jmp *%rax\n"
-	".size dlsym, .-dlsym\n");
-
-/* A driver entry point asked for by name that could not be matched to a wrapper. */
-static void note_unwrapped(const char *symbol, void *p)
-{
-	char v2[128];
-
-	if (!symbol || strlen(symbol) > 100 || p == NULL)
-		return;
-	snprintf(v2, sizeof(v2), "%s_v2", symbol);
-	if (api_lookup(symbol) > 0 || api_lookup(v2) > 0) {
-		gs_count_unwrapped();
-		/* For diagnosing the plane itself: which ones. */
-		if (getenv("GPUSCOPE_INJECT_DEBUG")) {
-			Dl_info info = { 0 };
-
-			dladdr(p, &info);
-			fprintf(stderr, "gpuscope-inject: %s handed out unwrapped (%p = %s+%#lx)\n",
-				symbol, p, info.dli_sname ? info.dli_sname : "?",
-				(unsigned long)((char *)p - (char *)info.dli_saddr));
-		}
-	}
-}
-
-/* One of our own entry points (the driver may hand back what dlsym gave it). */
-static bool ours(void *p)
-{
-	if (p == (void *)cuGetProcAddress || p == (void *)cuGetProcAddress_v2)
-		return true;
-	for (unsigned int a = 1; a < GS_API_MAX; a++)
-		if (gs_wrappers[a] == p)
-			return true;
-	return false;
-}
-
-static void *wrap_result(const char *symbol, void *p)
-{
-	void *w = gs_wrap_pointer(p);
-
-	if (w == p && gs_active && !ours(p))
-		note_unwrapped(symbol, p);
-	return w;
-}
-
-static void *real_gpa_fn(void **slot, const char *name)
-{
-	void *p = __atomic_load_n(slot, __ATOMIC_ACQUIRE), *h;
-
-	if (!p && (h = libcuda())) {
-		p = real_dlsym(h, name);
-		__atomic_store_n(slot, p, __ATOMIC_RELEASE);
-	}
-	return p;
-}
-
-__attribute__((visibility("default"))) int cuGetProcAddress(const char *symbol, void **pfn,
-							    int version, __u64 flags)
-{
-	gpa_fn f = (gpa_fn)real_gpa_fn(&real_gpa, "cuGetProcAddress");
-	int r;
-
-	if (!f)
-		return 3; /* CUDA_ERROR_NOT_INITIALIZED */
-	r = f(symbol, pfn, version, flags);
-	if (r == 0 && pfn)
-		*pfn = wrap_result(symbol, *pfn);
-	return r;
-}
-
-__attribute__((visibility("default"))) int
-cuGetProcAddress_v2(const char *symbol, void **pfn, int version, __u64 flags, int *status)
-{
-	gpa2_fn f = (gpa2_fn)real_gpa_fn(&real_gpa2, "cuGetProcAddress_v2");
-	int r;
-
-	if (!f)
-		return 3;
-	r = f(symbol, pfn, version, flags, status);
-	if (r == 0 && pfn)
-		*pfn = wrap_result(symbol, *pfn);
-	return r;
+	if (replace)
+		__atomic_store_n(&real_fn[api], p, __ATOMIC_RELEASE);
+	else
+		__atomic_compare_exchange_n(&real_fn[api], &expected, p, false, __ATOMIC_ACQ_REL,
+					    __ATOMIC_ACQUIRE);
 }

@@ -26,14 +26,8 @@
 #include "inject/inject.h"
 
 /* Descriptors are read only after the driver accepted the call: then they were valid. */
-static __thread int tl_depth __attribute__((tls_model("initial-exec")));
 static __thread unsigned int tl_outer_api __attribute__((tls_model("initial-exec")));
 static __thread int tl_read_ok __attribute__((tls_model("initial-exec")));
-
-bool gs_nested(void)
-{
-	return tl_depth > 1;
-}
 
 static inline int inproc_read(void *dst, __u64 n, __u64 addr)
 {
@@ -244,7 +238,7 @@ int gs_call(unsigned int api, void *caller, __u64 a0, __u64 a1, __u64 a2, __u64 
 	if (!gs_active)
 		return real(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10);
 	gs_ring_prepare();
-	if (tl_depth) {
+	if (gs_depth) {
 		/* The driver calling itself, or tail-calling a variant of the same function
 		 * from the real function our wrapper called (so returning into our code). The
 		 * same function from anywhere else is a new call: a signal handler that
@@ -252,17 +246,17 @@ int gs_call(unsigned int api, void *caller, __u64 a0, __u64 a1, __u64 a2, __u64 
 		if (gs_called_from_driver(caller) ||
 		    (gs_same_function(api, tl_outer_api) && gs_called_from_self(caller)))
 			return real(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10);
-		tl_depth++;
+		gs_depth++;
 		t0 = gs_clock();
 		r = real(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10);
 		t1 = gs_clock();
 		saved_errno = errno;
 		emit(api, caller, a, r, t0, t1);
 		errno = saved_errno;
-		tl_depth--;
+		gs_depth--;
 		return r;
 	}
-	tl_depth++;
+	gs_depth++;
 	tl_outer_api = api;
 	saved_errno = errno;
 	if (timed_call(d, a, &stream, &func, &kind) && gs_timing_wanted(func))
@@ -336,7 +330,7 @@ int gs_call(unsigned int api, void *caller, __u64 a0, __u64 a1, __u64 a2, __u64 
 	if (r == 0 && waits_for_gpu(api, d))
 		gs_timing_synced();
 	errno = saved_errno;
-	tl_depth--;
+	gs_depth--;
 	return r;
 }
 

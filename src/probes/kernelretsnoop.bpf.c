@@ -10,28 +10,13 @@
 
 #define BUCKETS 40
 
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, u32);
-	__type(value, u64);
-} start SEC(".maps");
+U64_MAP(start, BPF_MAP_TYPE_PERCPU_ARRAY, 1);
 
 /* [kernel][stripe][bucket] */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, MAX_KERNELS *STRIPES *BUCKETS);
-	__type(key, u32);
-	__type(value, u64);
-} hist SEC(".maps");
+U64_MAP(hist, BPF_MAP_TYPE_ARRAY, MAX_KERNELS *STRIPES *BUCKETS);
 
 /* [kernel][stripe]: threads, sum of ns, max ns, the slowest thread (block << 32 | y << 16 | x) */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, MAX_KERNELS *STRIPES * 4);
-	__type(key, u32);
-	__type(value, u64);
-} stats SEC(".maps");
+U64_MAP(stats, BPF_MAP_TYPE_ARRAY, MAX_KERNELS *STRIPES * 4);
 
 SEC("gpu/entry/*") int on_entry(struct gs_probe_ctx *c)
 {

@@ -8,12 +8,7 @@
 #include "probe.bpf.h"
 
 /* [kernel][kind: load, store][stripe]: accesses, requests, sectors, bytes */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, MAX_KERNELS * 2 * STRIPES * 4);
-	__type(key, u32);
-	__type(value, u64);
-} access SEC(".maps");
+U64_MAP(access, BPF_MAP_TYPE_ARRAY, MAX_KERNELS * 2 * STRIPES * 4);
 
 SEC("gpu/mem/*") int on_access(struct gs_probe_ctx *c)
 {

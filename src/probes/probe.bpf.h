@@ -17,6 +17,15 @@ typedef long long s64;
 #define __uint(name, val) int(*name)[val]
 #define __type(name, val) typeof(val) *name
 
+/* A map of u64 counters by a u32 index (type: BPF_MAP_TYPE_ARRAY or _PERCPU_ARRAY). */
+#define U64_MAP(name, map_type, entries)      \
+	struct {                              \
+		__uint(type, map_type);       \
+		__uint(max_entries, entries); \
+		__type(key, u32);             \
+		__type(value, u64);           \
+	} name SEC(".maps")
+
 #define BPF_MAP_TYPE_HASH	  1
 #define BPF_MAP_TYPE_ARRAY	  2
 #define BPF_MAP_TYPE_PERCPU_ARRAY 6

@@ -9,12 +9,7 @@
 #define SMAP_KERNELS 256
 
 /* per kernel (the first SMAP_KERNELS) and SM: blocks, warps */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, SMAP_KERNELS *MAX_SMS * 2);
-	__type(key, u32);
-	__type(value, u64);
-} sms SEC(".maps");
+U64_MAP(sms, BPF_MAP_TYPE_ARRAY, SMAP_KERNELS *MAX_SMS * 2);
 
 SEC("gpu/entry/*") int on_entry(struct gs_probe_ctx *c)
 {

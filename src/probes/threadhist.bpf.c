@@ -11,29 +11,14 @@
 #define EXACT	64
 #define BUCKETS (EXACT + 58)
 
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, u32);
-	__type(value, u64);
-} work SEC(".maps");
+U64_MAP(work, BPF_MAP_TYPE_PERCPU_ARRAY, 1);
 
 /* [kernel][stripe][bucket]: threads with n accesses, n < 64; then [2^i, 2^(i+1)), i >= 6 */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, MAX_KERNELS *STRIPES *BUCKETS);
-	__type(key, u32);
-	__type(value, u64);
-} hist SEC(".maps");
+U64_MAP(hist, BPF_MAP_TYPE_ARRAY, MAX_KERNELS *STRIPES *BUCKETS);
 
 /* [kernel][stripe]: threads, accesses, the most, the busiest thread (block << 32 | y << 16
  * | x), threads per block */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, MAX_KERNELS *STRIPES * 5);
-	__type(key, u32);
-	__type(value, u64);
-} stats SEC(".maps");
+U64_MAP(stats, BPF_MAP_TYPE_ARRAY, MAX_KERNELS *STRIPES * 5);
 
 SEC("gpu/mem/*") int on_access(struct gs_probe_ctx *c)
 {

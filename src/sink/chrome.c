@@ -58,16 +58,14 @@ static void meta(struct chrome *c, const char *what, __u32 pid, __u32 tid, const
 static void c_track(void *w, const struct tl_track *t)
 {
 	struct chrome *c = w;
-	struct ctrack *ct = hmap_get(&c->tracks, t->uuid, 0);
+	struct ctrack *ct = hmap_get_or_new(&c->tracks, t->uuid, 0, sizeof(*ct));
 
-	if (!ct) {
-		ct = xcalloc(1, sizeof(*ct));
-		hmap_put(&c->tracks, t->uuid, 0, ct);
-	}
 	switch (t->kind) {
 	case TL_PROCESS:
 		ct->pid = t->pid;
 		meta(c, "process_name", t->pid, 0, t->name);
+		if (t->cmdline)
+			meta(c, "process_labels", t->pid, 0, t->cmdline);
 		break;
 	case TL_THREAD:
 		ct->pid = t->pid;
@@ -216,13 +214,11 @@ static int c_close(void *w)
 	return err;
 }
 
-static const struct tl_writer_ops chrome_ops = {
-	.track = c_track,
-	.slice = c_slice,
-	.instant = c_instant,
-	.counter = c_counter,
-	.close = c_close,
-};
+static const struct tl_writer_ops chrome_ops = { .track = c_track,
+						 .slice = c_slice,
+						 .instant = c_instant,
+						 .counter = c_counter,
+						 .close = c_close };
 
 struct timeline *timeline__open_chrome(const char *path, char *err, size_t errlen)
 {

@@ -47,43 +47,51 @@ static int by_text(const void *a, const void *b)
 	return strcmp(((const struct line *)a)->text, ((const struct line *)b)->text);
 }
 
+struct lines {
+	struct line *v;
+	size_t n, cap;
+};
+
+static void add_stack(void *ctx, const struct model_stack *e)
+{
+	struct lines *ls = ctx;
+	char *buf = NULL;
+	size_t len = 0, cap = 0;
+	int top = (int)e->nframes - 1;
+
+	append(&buf, &len, &cap, e->comm && e->comm[0] ? e->comm : "?", false);
+	/* Outermost frames without a name are where the frame-pointer chain left the code
+	 * that keeps one: not frames. */
+	while (top > 0 && !e->frames[top])
+		top--;
+	for (int i = top; i >= 0; i--) {
+		if (e->frames[i])
+			append_name(&buf, &len, &cap, e->frames[i]);
+		/* Unnamed: one [unknown] for a run of them (code without frame pointers sends
+		 * the chain through garbage before it finds its way). */
+		else if (i == top || e->frames[i + 1])
+			append(&buf, &len, &cap, "[unknown]", true);
+	}
+	append(&buf, &len, &cap, api_name(e->api), true);
+	if (e->kernel)
+		append_name(&buf, &len, &cap, e->kernel);
+	if (ls->n == ls->cap) {
+		ls->cap = ls->cap ? 2 * ls->cap : 64;
+		ls->v = xrealloc(ls->v, ls->cap * sizeof(*ls->v));
+	}
+	ls->v[ls->n].text = buf;
+	ls->v[ls->n++].count = e->count;
+}
+
 int folded__write(FILE *f, const struct model *m)
 {
-	struct line *lines = xcalloc(m->stacks.len + 1, sizeof(*lines));
-	struct hmap_slot *s;
-	size_t n = 0;
+	struct lines ls = { 0 };
+	struct line *lines;
+	size_t n;
 
-	hmap_for_each (&m->stacks, s) {
-		const struct stack_entry *e = s->val;
-		const struct proc *p = hmap_get(&m->procs, e->pid, 0);
-		char *buf = NULL;
-		size_t len = 0, cap = 0;
-		const char *k;
-
-		int top = e->nframes - 1;
-
-		append(&buf, &len, &cap, p && p->comm[0] ? p->comm : "?", false);
-		/* Outermost frames without a name are where the frame-pointer chain left the
-		 * code that keeps one: not frames. */
-		while (top > 0 && !model__symbol(m, e->pid, e->ip[top]))
-			top--;
-		for (int i = top; i >= 0; i--) {
-			const char *name = model__symbol(m, e->pid, e->ip[i]);
-
-			if (name)
-				append_name(&buf, &len, &cap, name);
-			/* Unnamed: one [unknown] for a run of them (code without frame
-			 * pointers sends the chain through garbage before it finds its way). */
-			else if (i == top || model__symbol(m, e->pid, e->ip[i + 1]))
-				append(&buf, &len, &cap, "[unknown]", true);
-		}
-		append(&buf, &len, &cap, api_name(e->api), true);
-		k = e->arg ? model__kernel_name(m, e->pid, e->arg) : NULL;
-		if (k)
-			append_name(&buf, &len, &cap, k);
-		lines[n].text = buf;
-		lines[n++].count = e->count;
-	}
+	model__each_stack(m, add_stack, &ls);
+	lines = ls.v;
+	n = ls.n;
 	qsort(lines, n, sizeof(*lines), by_text);
 	for (size_t i = 0; i < n; i++) {
 		__u64 count = lines[i].count;

@@ -19,8 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analysis/model.h"
-#include "analysis/report.h"
+#include "analysis/analyses.h"
 #include "core/names.h"
 #include "core/util.h"
 #include "sink/sinks.h"
@@ -77,7 +76,7 @@ static int slot_of(const struct mem_hist *h)
 	return model__mem_slot(h->device);
 }
 
-static void build_axis(struct axis *ax, struct mem_hist **v, size_t n)
+static void build_axis(struct axis *ax, const struct mem_hist **v, size_t n)
 {
 	double cap, used = 0;
 
@@ -133,25 +132,15 @@ static double axis_at(const struct axis *ax, __u64 addr)
 
 static void xml_text(FILE *f, const char *s)
 {
-	for (; *s; s++) {
-		switch (*s) {
-		case '<':
-			fputs("&lt;", f);
-			break;
-		case '>':
-			fputs("&gt;", f);
-			break;
-		case '&':
-			fputs("&amp;", f);
-			break;
-		case '"':
-			fputs("&quot;", f);
-			break;
-		default:
-			if ((unsigned char)*s >= 0x20)
-				fputc(*s, f);
-		}
-	}
+	static const char *const entities[128] = {
+		['<'] = "&lt;", ['>'] = "&gt;", ['&'] = "&amp;", ['"'] = "&quot;"
+	};
+
+	for (const unsigned char *c = (const unsigned char *)s; *c; c++)
+		if (*c < 128 && entities[*c])
+			fputs(entities[*c], f);
+		else if (*c >= 0x20)
+			fputc(*c, f);
 }
 
 static void site_colour(__u32 site, char *buf, size_t n)
@@ -159,18 +148,17 @@ static void site_colour(__u32 site, char *buf, size_t n)
 	snprintf(buf, n, "hsl(%u,62%%,52%%)", (unsigned int)((site * 137.508) + 200) % 360);
 }
 
-static const struct mem_site *site_by_id(const struct model *m, __u32 pid, __u32 id)
+/* A site's label ("?" if not known). */
+static void site_label(const struct analyses *a, __u32 pid, __u32 id, unsigned int frames,
+		       char *buf, size_t n)
 {
-	const struct proc *p = hmap_get(&m->procs, pid, 0);
-
-	for (size_t i = 0; p && i < p->nsites; i++)
-		if (p->sites[i]->id == id)
-			return p->sites[i];
-	return NULL;
+	memsites__site_label(a->memsites, pid, id, frames, buf, n);
+	if (!buf[0])
+		snprintf(buf, n, "?");
 }
 
 struct drawn {
-	struct mem_hist *h;
+	const struct mem_hist *h;
 	double x0, x1, y0, y1, area;
 };
 
@@ -207,7 +195,8 @@ static size_t common_frames(char labels[][SITE_STACK], size_t n)
 	return best;
 }
 
-static void legend(FILE *f, const struct model *m, struct mem_hist **v, size_t nv, double y)
+static void legend(FILE *f, const struct analyses *an, const struct mem_hist **v, size_t nv,
+		   double y)
 {
 	struct {
 		__u32 site, pid;
@@ -231,14 +220,8 @@ static void legend(FILE *f, const struct model *m, struct mem_hist **v, size_t n
 	}
 	/* Sites' labels often share their first frames (an allocator's own functions): the
 	 * legend shows where they part, three frames from there. */
-	for (; n < 6 && top[n].site; n++) {
-		const struct mem_site *s = site_by_id(m, top[n].pid, top[n].site);
-
-		if (s)
-			model__site_label(m, s, 16, stacks[n], sizeof(stacks[n]));
-		else
-			snprintf(stacks[n], sizeof(stacks[n]), "?");
-	}
+	for (; n < 6 && top[n].site; n++)
+		site_label(an, top[n].pid, top[n].site, 16, stacks[n], sizeof(stacks[n]));
 	skip = common_frames(stacks, n);
 	for (size_t k = 0; k < n; k++) {
 		double x = PLOT_X + (double)(k % 2) * (PLOT_W / 2.0), yy = y + (double)(k / 2) * 15;
@@ -267,10 +250,14 @@ static void legend(FILE *f, const struct model *m, struct mem_hist **v, size_t n
 }
 
 /* t0: the trace's start (times are given from it); a0..t1: the time axis. */
-static void panel_draw(FILE *f, const struct model *m, const struct panel *pn, struct mem_hist **v,
-		       size_t nv, double top, __u64 t0, __u64 a0, __u64 t1)
+static void panel_draw(FILE *f, const struct analyses *an, const struct panel *pn,
+		       const struct mem_hist **v, size_t nv, double top, __u64 t0, __u64 a0,
+		       __u64 t1)
 {
-	const struct proc *p = hmap_get(&m->procs, pn->pid, 0);
+	const char *comm = model__comm(an->model, pn->pid);
+	size_t nhist;
+	bool truncated;
+	const struct mem_hist *hist = memsites__history(an->memsites, &nhist, &truncated);
 	double span = (double)(t1 > a0 ? t1 - a0 : 1), plot_top = top + 40;
 	struct drawn *d = xcalloc(nv + 1, sizeof(*d));
 	static float grid[GRID_H][GRID_W];
@@ -284,7 +271,7 @@ static void panel_draw(FILE *f, const struct model *m, const struct panel *pn, s
 	fprintf(f, "<g class=\"panel\" data-pid=\"%u\" data-gpu=\"%d\">\n", pn->pid,
 		pn->slot < MEM_DEVS ? pn->slot : -1);
 	fprintf(f, "<text x=\"%d\" y=\"%.1f\" class=\"title\">pid %u ", PLOT_X, top + 20, pn->pid);
-	xml_text(f, p && p->comm[0] ? p->comm : "?");
+	xml_text(f, comm[0] ? comm : "?");
 	if (pn->slot < MEM_DEVS)
 		fprintf(f, ", GPU %d", pn->slot);
 	else
@@ -297,7 +284,7 @@ static void panel_draw(FILE *f, const struct model *m, const struct panel *pn, s
 		PLOT_X, plot_top, PLOT_W, PLOT_H);
 	/* Blocks: where they fall, then the largest one by one, the rest into cells. */
 	for (size_t i = 0; i < nv; i++) {
-		struct mem_hist *h = v[i];
+		const struct mem_hist *h = v[i];
 		__u64 end = h->t1 ? h->t1 : t1;
 		struct drawn *x = &d[nd++];
 
@@ -313,14 +300,9 @@ static void panel_draw(FILE *f, const struct model *m, const struct panel *pn, s
 	qsort(d, nd, sizeof(*d), bigger);
 	for (size_t i = 0; i < nd; i++) {
 		struct drawn *x = &d[i];
-		const struct mem_site *s;
 
 		if (nrects < MAX_RECTS && x->x1 - x->x0 >= 2 && x->y1 - x->y0 >= 2) {
-			s = site_by_id(m, x->h->pid, x->h->site);
-			if (s)
-				model__site_label(m, s, 3, label, sizeof(label));
-			else
-				snprintf(label, sizeof(label), "?");
+			site_label(an, x->h->pid, x->h->site, 3, label, sizeof(label));
 			site_colour(x->h->site, colour, sizeof(colour));
 			fprintf(f,
 				"<rect class=\"alloc\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" "
@@ -396,8 +378,8 @@ static void panel_draw(FILE *f, const struct model *m, const struct panel *pn, s
 		}
 	}
 	/* Failures. */
-	for (size_t i = 0; i < m->nhist; i++) {
-		const struct mem_hist *h = &m->hist[i];
+	for (size_t i = 0; i < nhist; i++) {
+		const struct mem_hist *h = &hist[i];
 		double x;
 
 		if (!h->failed || h->pid != pn->pid ||
@@ -429,7 +411,9 @@ static void panel_draw(FILE *f, const struct model *m, const struct panel *pn, s
 	}
 	/* Fragmentation under it. */
 	{
-		const struct mem_frag *fr = p ? p->frag[pn->slot] : NULL;
+		unsigned int nfr;
+		const struct frag_sample *fr =
+			memsites__frag(an->memsites, pn->pid, pn->slot, &nfr);
 		double fy = plot_top + PLOT_H + 30;
 
 		fprintf(f,
@@ -439,26 +423,24 @@ static void panel_draw(FILE *f, const struct model *m, const struct panel *pn, s
 			"<text x=\"%d\" y=\"%.1f\" class=\"small\" "
 			"text-anchor=\"end\">0..1</text>\n",
 			PLOT_X, fy, PLOT_W, FRAG_H, PLOT_X - 4, fy + 24, PLOT_X - 4, fy + 38);
-		if (fr && fr->n) {
+		if (fr && nfr) {
 			fprintf(f, "<polyline class=\"frag\" fill=\"none\" stroke=\"#b05000\" "
 				   "stroke-width=\"1.2\" points=\"");
 			/* (A step: a sample holds until the next.) */
-			for (unsigned int i = 0; i < fr->n; i++) {
-				double x = PLOT_X +
-					   (double)(fr->s[i].ts > a0 ? fr->s[i].ts - a0 : 0) /
-						   span * PLOT_W,
-				       y = fy + FRAG_H - model__frag_score(&fr->s[i]) * FRAG_H;
+			for (unsigned int i = 0; i < nfr; i++) {
+				double x = PLOT_X + (double)(fr[i].ts > a0 ? fr[i].ts - a0 : 0) /
+							    span * PLOT_W,
+				       y = fy + FRAG_H - frag_score(&fr[i]) * FRAG_H;
 
 				if (i)
 					fprintf(f, "%.1f,%.1f ", x,
-						fy + FRAG_H -
-							model__frag_score(&fr->s[i - 1]) * FRAG_H);
+						fy + FRAG_H - frag_score(&fr[i - 1]) * FRAG_H);
 				fprintf(f, "%.1f,%.1f ", x, y);
 			}
 			fprintf(f, "\"/>\n");
 		}
 	}
-	legend(f, m, v, nv, plot_top + PLOT_H + FRAG_H + 50);
+	legend(f, an, v, nv, plot_top + PLOT_H + FRAG_H + 50);
 	fprintf(f,
 		"<text x=\"%d\" y=\"%.1f\" class=\"small\">%zu drawn one by one, the rest (%zu "
 		"cells) summed; %s of address space shown</text>\n",
@@ -475,15 +457,22 @@ static int more_bytes(const void *a, const void *b)
 	return x->bytes < y->bytes ? 1 : x->bytes > y->bytes ? -1 : 0;
 }
 
-int memmap__write(FILE *f, const struct model *m)
+int memmap__write(FILE *f, const struct analyses *an)
 {
 	struct panel *pn = NULL;
-	size_t npn = 0, shown;
-	__u64 t0 = m->have_start ? m->start.h.ts : m->first_ts, t1 = m->last_ts, a0 = t1;
+	size_t npn = 0, shown, nhist;
+	struct model_counters c;
+	bool truncated;
+	const struct mem_hist *hist = memsites__history(an->memsites, &nhist, &truncated);
+	__u64 t0, t1, a0;
 	double height;
 
-	for (size_t i = 0; i < m->nhist; i++) {
-		const struct mem_hist *h = &m->hist[i];
+	model__counters(an->model, &c);
+	t0 = c.t0;
+	t1 = c.last_ts;
+	a0 = t1;
+	for (size_t i = 0; i < nhist; i++) {
+		const struct mem_hist *h = &hist[i];
 		size_t k;
 
 		if (!drawn_kind(h) && !h->failed)
@@ -530,8 +519,8 @@ int memmap__write(FILE *f, const struct model *m)
 		"use).</text>\n",
 		W, height, W, height);
 	fprintf(f, "<text x=\"20\" y=\"76\" class=\"small\">%zu allocations recorded over %.3f s",
-		m->nhist, (double)(t1 > t0 ? t1 - t0 : 0) / 1e9);
-	if (m->hist_truncated)
+		nhist, (double)(t1 > t0 ? t1 - t0 : 0) / 1e9);
+	if (truncated)
 		fprintf(f, " (the first %u only)", MEM_HIST_MAX);
 	if (a0 > t0)
 		fprintf(f, "; time from the first allocation, at %.3f s", (double)(a0 - t0) / 1e9);
@@ -545,17 +534,17 @@ int memmap__write(FILE *f, const struct model *m)
 			"recorded</text>\n",
 			PLOT_X, HEADER_H + 40);
 	for (size_t k = 0; k < shown; k++) {
-		struct mem_hist **v = xcalloc(pn[k].n + 1, sizeof(*v));
+		const struct mem_hist **v = xcalloc(pn[k].n + 1, sizeof(*v));
 		size_t nv = 0;
 
-		for (size_t i = 0; i < m->nhist; i++) {
-			struct mem_hist *h = &m->hist[i];
+		for (size_t i = 0; i < nhist; i++) {
+			const struct mem_hist *h = &hist[i];
 
 			if (!h->failed && drawn_kind(h) && h->pid == pn[k].pid &&
 			    slot_of(h) == pn[k].slot)
 				v[nv++] = h;
 		}
-		panel_draw(f, m, &pn[k], v, nv, HEADER_H + (double)k * PANEL_H, t0, a0, t1);
+		panel_draw(f, an, &pn[k], v, nv, HEADER_H + (double)k * PANEL_H, t0, a0, t1);
 		free(v);
 	}
 	fprintf(f, "</svg>\n");

@@ -4,7 +4,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "analysis/report.h"
 #include "core/output.h"
 #include "core/util.h"
 #include "sink/outputs.h"
@@ -64,19 +63,19 @@ static void add(void *ctx, const struct gs_hdr *ev)
 		o->record_failed = true;
 	for (int i = 0; i < 2; i++)
 		if (o->tl[i])
-			timeline__add(o->tl[i], o->m, ev);
+			timeline__add(o->tl[i], o->a, ev);
 }
 
-void outputs__subscribe(struct outputs *o, struct stream *s, const struct model *m)
+void outputs__subscribe(struct outputs *o, struct stream *s, const struct analyses *a)
 {
-	o->m = m;
+	o->a = a;
 	if (o->rec || o->tl[0] || o->tl[1])
 		stream__subscribe(s, STREAM_ALL, add, o);
 }
 
 static int write_report(struct outputs *o, const struct outputs_end *e)
 {
-	struct report *r = report__build(o->m);
+	struct report *r = analyses__report(o->a);
 	struct text_opts to = { .wide = e->wide, .top = e->top };
 	int code = GS_EXIT_OK;
 
@@ -106,12 +105,12 @@ int outputs__close(struct outputs *o, const struct outputs_end *e)
 			code = GS_EXIT_RUNTIME;
 		}
 	if (o->memmap) {
-		r = e->analyses && memmap__write(o->memmap, o->m);
+		r = e->analyses && memmap__write(o->memmap, o->a);
 		r = finish_file(o->memmap, "the memory map to", o->p.memmap, r);
 		code = code ?: r;
 	}
 	if (o->folded) {
-		r = e->analyses && folded__write(o->folded, o->m);
+		r = e->analyses && folded__write(o->folded, o->a->model);
 		r = finish_file(o->folded, "the folded stacks to", o->p.folded, r);
 		code = code ?: r;
 	}

@@ -27,14 +27,14 @@ struct outputs {
 	bool record_failed;
 	struct timeline *tl[2];
 	FILE *json, *folded, *memmap;
-	const struct model *m;
+	const struct analyses *a;
 };
 
 /* Open the files the paths name ("-": stdout). 0, or GS_EXIT_RUNTIME with one message and
  * nothing left open. */
 int outputs__open(struct outputs *o, const struct output_paths *p);
-/* The recording and the timelines take every record (the timelines after the model m). */
-void outputs__subscribe(struct outputs *o, struct stream *s, const struct model *m);
+/* The recording and the timelines take every record (the timelines after the model: a). */
+void outputs__subscribe(struct outputs *o, struct stream *s, const struct analyses *a);
 
 struct outputs_end {
 	bool analyses; /* write the report, folded stacks and the memory map */

@@ -37,6 +37,7 @@ enum {
 	TD_PARENT = 5,
 	TD_COUNTER = 8,
 	PD_PID = 1,
+	PD_CMDLINE = 2,
 	PD_NAME = 6,
 	THD_PID = 1,
 	THD_TID = 2,
@@ -172,6 +173,8 @@ static void p_track(void *w, const struct tl_track *t)
 	case TL_PROCESS:
 		sub = pb_begin(&p->pkt, TD_PROCESS);
 		pb_varint(&p->pkt, PD_PID, t->pid);
+		if (t->cmdline)
+			pb_string(&p->pkt, PD_CMDLINE, t->cmdline);
 		pb_string(&p->pkt, PD_NAME, t->name);
 		pb_end(&p->pkt, sub);
 		break;
@@ -313,13 +316,11 @@ static int p_close(void *w)
 	return err;
 }
 
-static const struct tl_writer_ops perfetto_ops = {
-	.track = p_track,
-	.slice = p_slice,
-	.instant = p_instant,
-	.counter = p_counter,
-	.close = p_close,
-};
+static const struct tl_writer_ops perfetto_ops = { .track = p_track,
+						   .slice = p_slice,
+						   .instant = p_instant,
+						   .counter = p_counter,
+						   .close = p_close };
 
 /* Open `path` for a trace writer ("-": stdout). */
 FILE *timeline__open_file(const char *path, bool *own, char *err, size_t errlen)

@@ -13,26 +13,13 @@ void prom_labels_add(struct prom_labels *ls, const char *name, const char *value
 		ls->l[ls->n++] = (struct prom_label){ name, value };
 }
 
-/* HELP text: backslash and newline escaped. */
-static void help_text(struct strbuf *sb, const char *s)
+/* HELP text: backslash and newline escaped; a label value (quoted): double quotes too. */
+static void escaped(struct strbuf *sb, const char *s, bool quoted)
 {
 	for (; *s; s++) {
 		if (*s == '\\')
 			sb_puts(sb, "\\\\");
-		else if (*s == '\n')
-			sb_puts(sb, "\\n");
-		else
-			sb_putc(sb, *s);
-	}
-}
-
-/* A label value: backslash, double quote and newline escaped. */
-static void label_value(struct strbuf *sb, const char *s)
-{
-	for (; *s; s++) {
-		if (*s == '\\')
-			sb_puts(sb, "\\\\");
-		else if (*s == '"')
+		else if (*s == '"' && quoted)
 			sb_puts(sb, "\\\"");
 		else if (*s == '\n')
 			sb_puts(sb, "\\n");
@@ -44,7 +31,7 @@ static void label_value(struct strbuf *sb, const char *s)
 void prom_family(struct strbuf *sb, const char *name, const char *type, const char *help)
 {
 	sb_printf(sb, "# HELP %s ", name);
-	help_text(sb, help);
+	escaped(sb, help, false);
 	sb_printf(sb, "\n# TYPE %s %s\n", name, type);
 }
 
@@ -82,13 +69,13 @@ static void labels(struct strbuf *sb, const struct prom_labels *ls, const char *
 
 	for (int i = 0; ls && i < ls->n; i++) {
 		sb_printf(sb, "%s%s=\"", any ? "," : "{", ls->l[i].name);
-		label_value(sb, ls->l[i].value);
+		escaped(sb, ls->l[i].value, true);
 		sb_putc(sb, '"');
 		any = true;
 	}
 	if (extra_name && extra_value) {
 		sb_printf(sb, "%s%s=\"", any ? "," : "{", extra_name);
-		label_value(sb, extra_value);
+		escaped(sb, extra_value, true);
 		sb_putc(sb, '"');
 		any = true;
 	}

@@ -51,6 +51,59 @@ static void session(struct json *j, const struct report *r)
 	json_arr_end(j);
 }
 
+/* The machine and its GPUs, as recorded at the start (null: the recording has none). */
+static void host(struct json *j, const struct report *r)
+{
+	const struct gs_ev_host *h = &r->host;
+
+	if (!r->has_host && !r->ngpus_info) {
+		json_str(j, "host", NULL);
+		return;
+	}
+	json_obj_begin(j, "host");
+	json_str(j, "hostname", r->has_host ? h->hostname : NULL);
+	json_str(j, "kernel", r->has_host ? h->kernel : NULL);
+	json_str(j, "arch", r->has_host ? h->arch : NULL);
+	json_str(j, "os", r->has_host && h->os[0] ? h->os : NULL);
+	json_str(j, "cpu", r->has_host && h->cpu[0] ? h->cpu : NULL);
+	json_u64(j, "cpus", h->cpus);
+	json_u64(j, "memory_bytes", h->memory);
+	json_str(j, "nvidia_driver", h->driver[0] ? h->driver : NULL);
+	json_str(j, "boot_id", h->boot_id[0] ? h->boot_id : NULL);
+	json_str(j, "gpuscope_version", r->has_host ? h->gpuscope : NULL);
+	json_arr_begin(j, "gpus");
+	for (size_t i = 0; i < r->ngpus_info; i++) {
+		const struct gs_ev_gpu_info *g = &r->gpus_info[i];
+
+		json_obj_begin(j, NULL);
+		json_i64(j, "index", g->gpu);
+		json_str(j, "name", g->name);
+		json_str(j, "uuid", g->uuid);
+		json_str(j, "pci_bus_id", g->pci_bus_id);
+		json_u64(j, "memory_bytes", g->memory);
+		json_u64(j, "minor", g->minor);
+		json_str(j, "driver", g->driver[0] ? g->driver : NULL);
+		json_obj_end(j);
+	}
+	json_arr_end(j);
+	json_obj_end(j);
+}
+
+static const struct jfield proc_calls[] = {
+	JU64(struct rep_proc, "allocations", s.allocs), JU64(struct rep_proc, "frees", s.frees),
+	JU64(struct rep_proc, "failed_allocations", s.failed_allocs),
+	JU64(struct rep_proc, "untracked_frees", s.untracked_frees),
+	JU64(struct rep_proc, "reserved_bytes", s.reserved)
+};
+
+static const struct jfield proc_by_allocator[] = {
+	JU64(struct rep_proc, "pool_bytes", s.pool_in_use),
+	JU64(struct rep_proc, "pool_peak_bytes", s.pool_peak),
+	JU64(struct rep_proc, "vmm_physical_bytes", s.vmm_physical),
+	JU64(struct rep_proc, "vmm_mapped_bytes", s.vmm_mapped),
+	JU64(struct rep_proc, "vmm_reserved_bytes", s.reserved)
+};
+
 static void processes(struct json *j, const struct report *r)
 {
 	json_arr_begin(j, "processes");
@@ -58,42 +111,41 @@ static void processes(struct json *j, const struct report *r)
 		const struct rep_proc *p = &r->procs[i];
 
 		json_obj_begin(j, NULL);
-		json_u64(j, "pid", p->pid);
-		json_u64(j, "ppid", p->ppid);
-		json_str(j, "comm", p->comm);
-		json_str(j, "exe", p->exe);
-		json_bool(j, "traced_from_start", p->complete);
-		json_bool(j, "exited", p->exited);
-		json_i64(j, "exit_status", p->exited ? p->exit_code : -1);
-		json_u64(j, "launches", p->launches);
-		by_kind(j, "peak_bytes", p->peak);
+		json_u64(j, "pid", p->s.pid);
+		json_u64(j, "ppid", p->s.ppid);
+		json_str(j, "comm", p->s.comm);
+		json_str(j, "exe", p->s.exe);
+		json_str(j, "command_line", p->cmdline);
+		json_bool(j, "command_line_cut", p->s.cmdline_truncated);
+		json_str(j, "cgroup", p->cgroup);
+		if (p->cmdline)
+			json_u64(j, "uid", p->s.uid);
+		else
+			json_str(j, "uid", NULL);
+		json_bool(j, "traced_from_start", p->s.complete);
+		json_bool(j, "exited", p->s.exited);
+		json_i64(j, "exit_status", p->s.exited ? p->s.exit_code : -1);
+		json_u64(j, "launches", p->s.launches);
+		by_kind(j, "peak_bytes", p->s.peak);
 		by_kind(j, "outstanding_bytes", p->outstanding);
 		/* Device memory per device (null: a device not known, or beyond the 16th). */
 		json_arr_begin(j, "devices");
 		for (int d = 0; d <= MEM_DEVS; d++) {
-			if (!p->dev_peak[d])
+			if (!p->s.dev_peak[d])
 				continue;
 			json_obj_begin(j, NULL);
 			if (d < MEM_DEVS)
 				json_u64(j, "device", (__u64)d);
 			else
 				json_str(j, "device", NULL);
-			json_u64(j, "peak_bytes", p->dev_peak[d]);
-			json_u64(j, "outstanding_bytes", p->dev_in_use[d]);
+			json_u64(j, "peak_bytes", p->s.dev_peak[d]);
+			json_u64(j, "outstanding_bytes", p->s.dev_in_use[d]);
 			json_obj_end(j);
 		}
 		json_arr_end(j);
-		json_u64(j, "allocations", p->allocs);
-		json_u64(j, "frees", p->frees);
-		json_u64(j, "failed_allocations", p->failed_allocs);
-		json_u64(j, "untracked_frees", p->untracked_frees);
-		json_u64(j, "reserved_bytes", p->reserved);
+		JSON_U64S(j, p, proc_calls);
 		json_obj_begin(j, "device_memory_by_allocator");
-		json_u64(j, "pool_bytes", p->pool_in_use);
-		json_u64(j, "pool_peak_bytes", p->pool_peak);
-		json_u64(j, "vmm_physical_bytes", p->vmm_physical);
-		json_u64(j, "vmm_mapped_bytes", p->vmm_mapped);
-		json_u64(j, "vmm_reserved_bytes", p->reserved);
+		JSON_U64S(j, p, proc_by_allocator);
 		json_obj_end(j);
 		json_obj_end(j);
 	}
@@ -101,6 +153,11 @@ static void processes(struct json *j, const struct report *r)
 }
 
 static void gpu_stat(struct json *j, const char *key, const struct gpu_stat *g);
+
+static const struct jfield kernel_counts[] = { JU64(struct rep_kernel, "launches", launches),
+					       JU64(struct rep_kernel, "captured", captured),
+					       JU64(struct rep_kernel, "graph_runs", graph_runs),
+					       JU64(struct rep_kernel, "failed", errors) };
 
 static void kernel(struct json *j, const struct rep_kernel *k)
 {
@@ -112,10 +169,7 @@ static void kernel(struct json *j, const struct rep_kernel *k)
 		json_u64(j, "pid", k->pid);
 	}
 	json_u64(j, "processes", k->nprocs);
-	json_u64(j, "launches", k->launches);
-	json_u64(j, "captured", k->captured);
-	json_u64(j, "graph_runs", k->graph_runs);
-	json_u64(j, "failed", k->errors);
+	JSON_U64S(j, k, kernel_counts);
 	json_f64(j, "call_time_s", (double)k->call_ns / 1e9);
 	json_bool(j, "cooperative", k->flags & GS_LAUNCH_COOPERATIVE);
 	json_bool(j, "cluster", k->flags & GS_LAUNCH_CLUSTER);
@@ -146,16 +200,20 @@ static void kernel(struct json *j, const struct rep_kernel *k)
 	json_obj_end(j);
 }
 
+static const struct jfield kernel_totals[] = {
+	JU64(struct report, "launches", launches),
+	JU64(struct report, "failed", launch_errors),
+	JU64(struct report, "graph_launches", graph_launches),
+	JU64(struct report, "graphs", graphs),
+	JU64(struct report, "runs_in_graphs", kernel_runs_in_graphs),
+	JU64(struct report, "unnamed", unknown_kernels),
+	JU64(struct report, "unnamed_launches", unknown_launches)
+};
+
 static void kernels(struct json *j, const struct report *r)
 {
 	json_obj_begin(j, "kernels");
-	json_u64(j, "launches", r->launches);
-	json_u64(j, "failed", r->launch_errors);
-	json_u64(j, "graph_launches", r->graph_launches);
-	json_u64(j, "graphs", r->graphs);
-	json_u64(j, "runs_in_graphs", r->kernel_runs_in_graphs);
-	json_u64(j, "unnamed", r->unknown_kernels);
-	json_u64(j, "unnamed_launches", r->unknown_launches);
+	JSON_U64S(j, r, kernel_totals);
 	json_obj_begin(j, "by_api");
 	for (size_t i = 0; i < r->nlaunch_apis; i++)
 		json_u64(j, api_name(r->launch_apis[i].api), r->launch_apis[i].count);
@@ -172,6 +230,14 @@ static void secs(struct json *j, const char *key, __u64 ns)
 	json_f64(j, key, (double)ns / 1e9);
 }
 
+static const struct jfield site_counts[] = { JU64(struct rep_site, "outstanding_bytes", live_bytes),
+					     JU64(struct rep_site, "outstanding_count", live_count),
+					     JU64(struct rep_site, "peak_bytes", peak_bytes),
+					     JU64(struct rep_site, "allocations", allocs),
+					     JU64(struct rep_site, "allocated_bytes", alloc_bytes),
+					     JU64(struct rep_site, "frees", frees),
+					     JU64(struct rep_site, "failed", failed) };
+
 static void site(struct json *j, const struct rep_site *s)
 {
 	json_obj_begin(j, NULL);
@@ -181,13 +247,7 @@ static void site(struct json *j, const struct rep_site *s)
 	json_str(j, "stack", s->stack);
 	json_str(j, "api", api_name(s->api));
 	json_str(j, "kind", kind_names[s->kind]);
-	json_u64(j, "outstanding_bytes", s->live_bytes);
-	json_u64(j, "outstanding_count", s->live_count);
-	json_u64(j, "peak_bytes", s->peak_bytes);
-	json_u64(j, "allocations", s->allocs);
-	json_u64(j, "allocated_bytes", s->alloc_bytes);
-	json_u64(j, "frees", s->frees);
-	json_u64(j, "failed", s->failed);
+	JSON_U64S(j, s, site_counts);
 	json_bool(j, "process_exited", s->exited);
 	json_obj_begin(j, "leak");
 	json_bool(j, "suspected", s->leak.suspected);
@@ -228,6 +288,15 @@ static void site(struct json *j, const struct rep_site *s)
 	json_obj_end(j);
 }
 
+static const struct jfield oom_sizes[] = {
+	JU64(struct oom_finding, "other_processes_bytes", others_bytes),
+	JU64(struct oom_finding, "free_between_allocations_bytes", holes),
+	JU64(struct oom_finding, "largest_free_range_bytes", largest_hole),
+	JU64(struct oom_finding, "address_span_bytes", span),
+	JU64(struct oom_finding, "stranded_bytes", stranded),
+	JU64(struct oom_finding, "largest_stranded_bytes", largest_stranded)
+};
+
 static void oom(struct json *j, const struct rep_oom *ro)
 {
 	const struct oom_finding *o = &ro->o;
@@ -253,12 +322,7 @@ static void oom(struct json *j, const struct rep_oom *ro)
 		json_str(j, "nvml_free_bytes", NULL);
 	}
 	json_u64(j, "other_processes", o->others);
-	json_u64(j, "other_processes_bytes", o->others_bytes);
-	json_u64(j, "free_between_allocations_bytes", o->holes);
-	json_u64(j, "largest_free_range_bytes", o->largest_hole);
-	json_u64(j, "address_span_bytes", o->span);
-	json_u64(j, "stranded_bytes", o->stranded);
-	json_u64(j, "largest_stranded_bytes", o->largest_stranded);
+	JSON_U64S(j, o, oom_sizes);
 	json_u64(j, "site", o->site);
 	json_str(j, "where", ro->site);
 	json_str(j, "caching_allocator", report__caching_allocator(ro->site));
@@ -275,17 +339,21 @@ static void oom(struct json *j, const struct rep_oom *ro)
 	json_obj_end(j);
 }
 
+static const struct jfield frag_sizes[] = {
+	JU64(struct frag_sample, "live_bytes", live),
+	JU64(struct frag_sample, "free_between_bytes", holes),
+	JU64(struct frag_sample, "largest_free_range_bytes", largest_hole),
+	JU64(struct frag_sample, "stranded_bytes", stranded),
+	JU64(struct frag_sample, "largest_stranded_bytes", largest_stranded),
+	JU64(struct frag_sample, "allocations", ranges)
+};
+
 static void frag_sample_json(struct json *j, const char *key, const struct frag_sample *f)
 {
 	json_obj_begin(j, key);
 	secs(j, "time_s", f->ts);
-	json_f64(j, "score", model__frag_score(f));
-	json_u64(j, "live_bytes", f->live);
-	json_u64(j, "free_between_bytes", f->holes);
-	json_u64(j, "largest_free_range_bytes", f->largest_hole);
-	json_u64(j, "stranded_bytes", f->stranded);
-	json_u64(j, "largest_stranded_bytes", f->largest_stranded);
-	json_u64(j, "allocations", f->ranges);
+	json_f64(j, "score", frag_score(f));
+	JSON_U64S(j, f, frag_sizes);
 	json_obj_end(j);
 }
 
@@ -317,16 +385,19 @@ static void memory_analyses(struct json *j, const struct report *r)
 	json_arr_end(j);
 }
 
+static const struct jfield memory_calls[] = {
+	JU64(struct report, "allocations", allocs), JU64(struct report, "frees", frees),
+	JU64(struct report, "failed_allocations", failed_allocs),
+	JU64(struct report, "untracked_frees", untracked_frees),
+	JU64(struct report, "reserved_bytes", reserved)
+};
+
 static void memory(struct json *j, const struct report *r)
 {
 	json_obj_begin(j, "memory");
 	by_kind(j, "peak_bytes", r->peak);
 	by_kind(j, "in_use_end_bytes", r->in_use_end);
-	json_u64(j, "allocations", r->allocs);
-	json_u64(j, "frees", r->frees);
-	json_u64(j, "failed_allocations", r->failed_allocs);
-	json_u64(j, "untracked_frees", r->untracked_frees);
-	json_u64(j, "reserved_bytes", r->reserved);
+	JSON_U64S(j, r, memory_calls);
 	json_obj_begin(j, "by_api");
 	for (size_t i = 0; i < r->nalloc_apis; i++) {
 		json_obj_begin(j, api_name(r->alloc_apis[i].api));
@@ -369,6 +440,15 @@ static void memory(struct json *j, const struct report *r)
 	json_obj_end(j);
 }
 
+static const struct jfield copy_counts[] = { JU64(struct copy_stat, "count", count),
+					     JU64(struct copy_stat, "bytes", bytes),
+					     JU64(struct copy_stat, "sync_count", sync_count),
+					     JU64(struct copy_stat, "sync_bytes", sync_bytes) };
+
+static const struct jfield copy_async[] = { JU64(struct copy_stat, "async_count", async_count),
+					    JU64(struct copy_stat, "async_bytes", async_bytes),
+					    JU64(struct copy_stat, "failed", errors) };
+
 static void copies(struct json *j, const struct report *r)
 {
 	json_obj_begin(j, "copies");
@@ -378,16 +458,11 @@ static void copies(struct json *j, const struct report *r)
 		if (!s->count && !s->errors)
 			continue;
 		json_obj_begin(j, copy_kind_name(k));
-		json_u64(j, "count", s->count);
-		json_u64(j, "bytes", s->bytes);
-		json_u64(j, "sync_count", s->sync_count);
-		json_u64(j, "sync_bytes", s->sync_bytes);
+		JSON_U64S(j, s, copy_counts);
 		json_f64(j, "sync_time_s", (double)s->sync_ns / 1e9);
 		json_f64(j, "sync_bytes_per_s",
 			 s->sync_ns ? (double)s->sync_bytes * 1e9 / (double)s->sync_ns : 0);
-		json_u64(j, "async_count", s->async_count);
-		json_u64(j, "async_bytes", s->async_bytes);
-		json_u64(j, "failed", s->errors);
+		JSON_U64S(j, s, copy_async);
 		json_obj_end(j);
 	}
 	json_obj_end(j);
@@ -445,6 +520,12 @@ static void nccl(struct json *j, const struct report *r)
 	json_obj_end(j);
 }
 
+static const struct jfield losses[] = { JU64(struct report, "lost_calls", lost_calls),
+					JU64(struct report, "unreadable_names", nameless),
+					JU64(struct report, "unwrapped_entry_points", unwrapped),
+					JU64(struct report, "rings_lost", rings_lost),
+					JU64(struct report, "gates_forced", gates_forced) };
+
 static void errors(struct json *j, const struct report *r)
 {
 	json_arr_begin(j, "errors");
@@ -469,13 +550,14 @@ static void errors(struct json *j, const struct report *r)
 		if (r->drops[t])
 			json_u64(j, event_type_name(t), r->drops[t]);
 	json_obj_end(j);
-	json_u64(j, "lost_calls", r->lost_calls);
-	json_u64(j, "unreadable_names", r->nameless);
-	json_u64(j, "unwrapped_entry_points", r->unwrapped);
-	json_u64(j, "rings_lost", r->rings_lost);
-	json_u64(j, "gates_forced", r->gates_forced);
+	JSON_U64S(j, r, losses);
 	json_obj_end(j);
 }
+
+static const struct jfield gpu_stat_counts[] = {
+	JU64(struct gpu_stat, "idle_stream_starts", idle_starts),
+	JU64(struct gpu_stat, "gated", gated), JU64(struct gpu_stat, "start_unknown", start_unknown)
+};
 
 static void gpu_stat(struct json *j, const char *key, const struct gpu_stat *g)
 {
@@ -497,11 +579,30 @@ static void gpu_stat(struct json *j, const char *key, const struct gpu_stat *g)
 	json_u64(j, "queue_mean_ns", g->queue_ns / n);
 	json_u64(j, "queue_p50_ns", hist__quantile(&g->queue, 0.5));
 	json_u64(j, "queue_p99_ns", hist__quantile(&g->queue, 0.99));
-	json_u64(j, "idle_stream_starts", g->idle_starts);
-	json_u64(j, "gated", g->gated);
-	json_u64(j, "start_unknown", g->start_unknown);
+	JSON_U64S(j, g, gpu_stat_counts);
 	json_obj_end(j);
 }
+
+static const struct jfield gpu_totals[] = {
+	JU64(struct report, "start_unknown_late_call", gpu_start_late),
+	JU64(struct report, "start_unknown_end_late", gpu_end_late),
+	JU64(struct report, "copies_end_late", gpu_copy_end_late),
+	JU64(struct report, "kernel_ns", gpu_kernel_ns)
+};
+
+static const struct jfield device_gaps[] = {
+	JU64(struct dev_busy, "idle_ns", idle_ns), JU64(struct dev_busy, "gaps", gaps),
+	JU64(struct dev_busy, "max_gap_ns", max_gap_ns), JU64(struct dev_busy, "late", late),
+	JU64(struct dev_busy, "event_overhead_ns", overhead_ns)
+};
+
+static const struct jfield stream_gaps[] = { JU64(struct stream_stat, "idle_ns", idle_ns),
+					     JU64(struct stream_stat, "gaps", gaps),
+					     JU64(struct stream_stat, "max_gap_ns", max_gap_ns) };
+
+static const struct jfield copy_gpu[] = { JU64(struct copy_stat, "timed", gpu_count),
+					  JU64(struct copy_stat, "bytes", gpu_bytes),
+					  JU64(struct copy_stat, "gpu_ns", gpu_ns) };
 
 static void gpu(struct json *j, const struct report *r)
 {
@@ -511,25 +612,18 @@ static void gpu(struct json *j, const struct report *r)
 	json_u64(j, "records", r->gpu_records);
 	json_u64(j, "start_unknown", r->gpu_start_unknown);
 	/* of start_unknown: */
-	json_u64(j, "start_unknown_late_call", r->gpu_start_late);
-	json_u64(j, "start_unknown_end_late", r->gpu_end_late);
-	json_u64(j, "copies_end_late", r->gpu_copy_end_late);
-	json_u64(j, "kernel_ns", r->gpu_kernel_ns);
+	JSON_U64S(j, r, gpu_totals);
 	gpu_stat(j, "graphs", &r->graph_gpu);
 	json_arr_begin(j, "devices");
 	for (size_t i = 0; i < r->ndevices; i++) {
-		const struct dev_stat *d = &r->devices[i];
+		const struct dev_busy *d = &r->devices[i];
 
 		json_obj_begin(j, NULL);
 		json_i64(j, "device", d->device);
 		json_u64(j, "ops", d->ops);
 		json_u64(j, "busy_ns", d->busy_ns);
 		json_u64(j, "span_ns", d->last_end - d->first_start);
-		json_u64(j, "idle_ns", d->idle_ns);
-		json_u64(j, "gaps", d->gaps);
-		json_u64(j, "max_gap_ns", d->max_gap_ns);
-		json_u64(j, "late", d->late);
-		json_u64(j, "event_overhead_ns", d->overhead_ns);
+		JSON_U64S(j, d, device_gaps);
 		json_obj_end(j);
 	}
 	json_arr_end(j);
@@ -546,9 +640,7 @@ static void gpu(struct json *j, const struct report *r)
 		json_u64(j, "ops", s->ops);
 		json_u64(j, "busy_ns", s->busy_ns);
 		json_u64(j, "span_ns", s->last_end - s->first_start);
-		json_u64(j, "idle_ns", s->idle_ns);
-		json_u64(j, "gaps", s->gaps);
-		json_u64(j, "max_gap_ns", s->max_gap_ns);
+		JSON_U64S(j, s, stream_gaps);
 		json_obj_end(j);
 	}
 	json_arr_end(j);
@@ -559,9 +651,7 @@ static void gpu(struct json *j, const struct report *r)
 		if (!s->gpu_count)
 			continue;
 		json_obj_begin(j, copy_kind_name(k));
-		json_u64(j, "timed", s->gpu_count);
-		json_u64(j, "bytes", s->gpu_bytes);
-		json_u64(j, "gpu_ns", s->gpu_ns);
+		JSON_U64S(j, s, copy_gpu);
 		json_obj_end(j);
 	}
 	json_obj_end(j);
@@ -656,6 +746,7 @@ void report_json__write(FILE *f, const struct report *r)
 	json_obj_begin(&j, NULL);
 	json_u64(&j, "gpuscope_report", REPORT_JSON_VERSION);
 	session(&j, r);
+	host(&j, r);
 	processes(&j, r);
 	kernels(&j, r);
 	memory(&j, r);

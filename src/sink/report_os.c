@@ -6,50 +6,14 @@
 
 #include "core/json.h"
 #include "core/names.h"
-#include "core/procfs.h"
 #include "core/util.h"
 #include "gpuscope/cuda_abi.h"
 #include "sink/sinks.h"
 
-struct keyed {
-	__u64 key;
-	const void *val;
-};
-
-static int by_total(const void *a, const void *b)
-{
-	const struct sys_stat *x = ((const struct keyed *)a)->val;
-	const struct sys_stat *y = ((const struct keyed *)b)->val;
-
-	return x->total_ns < y->total_ns ? 1 : x->total_ns > y->total_ns ? -1 : 0;
-}
-
-static int by_io_total(const void *a, const void *b)
-{
-	const struct io_stat *x = ((const struct keyed *)a)->val;
-	const struct io_stat *y = ((const struct keyed *)b)->val;
-
-	return x->total_ns < y->total_ns ? 1 : x->total_ns > y->total_ns ? -1 : 0;
-}
-
-/* The entries of a map, largest total time first; the caller frees. */
-static struct keyed *sorted(const struct hmap *h, int (*cmp)(const void *, const void *))
-{
-	struct keyed *v = xcalloc(h->len + 1, sizeof(*v));
-	struct hmap_slot *s;
-	size_t n = 0;
-
-	hmap_for_each (h, s)
-		v[n++] = (struct keyed){ s->k1, s->val };
-	qsort(v, n, sizeof(*v), cmp);
-	return v;
-}
-
 void report_os_text(FILE *f, const struct report *r)
 {
-	const struct os_stat *o = r->os;
+	const struct os_result *o = &r->os;
 	char a[32], b[32], c[32], name[64];
-	struct keyed *v;
 
 	if (!r->os_plane)
 		return;
@@ -75,18 +39,16 @@ void report_os_text(FILE *f, const struct report *r)
 	if (o->faults)
 		fprintf(f, "  page faults: %llu (%llu major)\n", (unsigned long long)o->faults,
 			(unsigned long long)o->major_faults);
-	v = sorted(&o->devices, by_io_total);
-	for (size_t i = 0; i < o->devices.len; i++) {
-		const struct io_stat *s = v[i].val;
+	for (size_t i = 0; i < o->ndevices; i++) {
+		const struct io_stat *s = &o->devices[i].s;
 
 		fmt_bytes(a, sizeof(a), (double)s->bytes);
 		fmt_dur(b, sizeof(b), (double)s->total_ns / (double)s->count);
 		fmt_dur(c, sizeof(c), (double)s->max_ns);
 		fprintf(f, "  block I/O on %-8s %6llu requests, %s, mean %s, max %s%s\n",
-			block_dev_name((__u32)v[i].key, name, sizeof(name)),
+			report__dev_name(r, o->devices[i].dev, name, sizeof(name)),
 			(unsigned long long)s->count, a, b, c, s->errors ? ", with errors" : "");
 	}
-	free(v);
 	for (int d = 0; d < 2; d++)
 		for (int p = 0; p < NET_PROTOS; p++) {
 			if (!o->net_calls[d][p])
@@ -96,25 +58,33 @@ void report_os_text(FILE *f, const struct report *r)
 				d == GS_NET_SEND ? "sent" : "received", a,
 				(unsigned long long)o->net_calls[d][p]);
 		}
-	v = sorted(&o->syscalls, by_total);
-	if (o->syscalls.len)
+	if (o->nsyscalls)
 		fprintf(f, "  %-16s %8s %10s %10s\n", "system call", "calls", "total", "max");
-	for (size_t i = 0; i < o->syscalls.len; i++) {
-		const struct sys_stat *s = v[i].val;
+	for (size_t i = 0; i < o->nsyscalls; i++) {
+		const struct sys_stat *s = &o->syscalls[i].s;
 
 		fmt_dur(a, sizeof(a), (double)s->total_ns);
 		fmt_dur(b, sizeof(b), (double)s->max_ns);
-		fprintf(f, "  %-16s %8llu %10s %10s\n", syscall_name((unsigned int)v[i].key),
+		fprintf(f, "  %-16s %8llu %10s %10s\n", syscall_name(o->syscalls[i].nr),
 			(unsigned long long)s->count, a, b);
 	}
-	free(v);
 	if (o->oom_killed)
 		fprintf(f, "  a traced process was killed by the kernel's OOM killer\n");
 }
 
-static void os_json(struct json *j, const char *key, const struct os_stat *o)
+static const struct jfield io_counts[] = {
+	JU64(struct io_stat, "count", count),	    JU64(struct io_stat, "bytes", bytes),
+	JU64(struct io_stat, "total_ns", total_ns), JU64(struct io_stat, "max_ns", max_ns),
+	JU64(struct io_stat, "errors", errors),	    JU64(struct io_stat, "ends_unseen", ends_unseen)
+};
+
+static const struct jfield syscall_times[] = { JU64(struct sys_stat, "count", count),
+					       JU64(struct sys_stat, "total_ns", total_ns),
+					       JU64(struct sys_stat, "max_ns", max_ns) };
+
+static void os_json(struct json *j, const char *key, const struct report *r,
+		    const struct os_result *o)
 {
-	struct keyed *v;
 	char name[64];
 
 	json_obj_begin(j, key);
@@ -140,21 +110,14 @@ static void os_json(struct json *j, const char *key, const struct os_stat *o)
 		json_obj_end(j);
 	}
 	json_arr_begin(j, "devices");
-	v = sorted(&o->devices, by_io_total);
-	for (size_t i = 0; i < o->devices.len; i++) {
-		const struct io_stat *s = v[i].val;
+	for (size_t i = 0; i < o->ndevices; i++) {
+		const struct io_stat *s = &o->devices[i].s;
 
 		json_obj_begin(j, NULL);
-		json_str(j, "device", block_dev_name((__u32)v[i].key, name, sizeof(name)));
-		json_u64(j, "count", s->count);
-		json_u64(j, "bytes", s->bytes);
-		json_u64(j, "total_ns", s->total_ns);
-		json_u64(j, "max_ns", s->max_ns);
-		json_u64(j, "errors", s->errors);
-		json_u64(j, "ends_unseen", s->ends_unseen);
+		json_str(j, "device", report__dev_name(r, o->devices[i].dev, name, sizeof(name)));
+		JSON_U64S(j, s, io_counts);
 		json_obj_end(j);
 	}
-	free(v);
 	json_arr_end(j);
 	json_obj_end(j);
 	json_obj_begin(j, "net");
@@ -168,19 +131,15 @@ static void os_json(struct json *j, const char *key, const struct os_stat *o)
 	}
 	json_obj_end(j);
 	json_arr_begin(j, "syscalls");
-	v = sorted(&o->syscalls, by_total);
-	for (size_t i = 0; i < o->syscalls.len; i++) {
-		const struct sys_stat *s = v[i].val;
+	for (size_t i = 0; i < o->nsyscalls; i++) {
+		const struct sys_stat *s = &o->syscalls[i].s;
 
 		json_obj_begin(j, NULL);
-		json_str(j, "name", syscall_name((unsigned int)v[i].key));
-		json_u64(j, "nr", v[i].key);
-		json_u64(j, "count", s->count);
-		json_u64(j, "total_ns", s->total_ns);
-		json_u64(j, "max_ns", s->max_ns);
+		json_str(j, "name", syscall_name(o->syscalls[i].nr));
+		json_u64(j, "nr", o->syscalls[i].nr);
+		JSON_U64S(j, s, syscall_times);
 		json_obj_end(j);
 	}
-	free(v);
 	json_arr_end(j);
 	json_u64(j, "thread_exits", o->thread_exits);
 	json_bool(j, "oom_killed", o->oom_killed);
@@ -189,7 +148,7 @@ static void os_json(struct json *j, const char *key, const struct os_stat *o)
 
 void report_os_json(struct json *j, const struct report *r)
 {
-	static const struct os_stat none;
+	static const struct os_result none;
 
 	if (!r->os_plane) {
 		json_str(j, "os", NULL);
@@ -198,12 +157,12 @@ void report_os_json(struct json *j, const struct report *r)
 	json_obj_begin(j, "os");
 	json_u64(j, "min_us", r->os_min_us);
 	json_u64(j, "events", r->os_events);
-	os_json(j, "total", r->os);
+	os_json(j, "total", r, &r->os);
 	json_arr_begin(j, "processes");
 	for (size_t i = 0; i < r->nprocs; i++) {
 		json_obj_begin(j, NULL);
-		json_u64(j, "pid", r->procs[i].pid);
-		os_json(j, "os", r->procs[i].os ? r->procs[i].os : &none);
+		json_u64(j, "pid", r->procs[i].s.pid);
+		os_json(j, "os", r, r->procs[i].has_os ? &r->procs[i].os : &none);
 		json_obj_end(j);
 	}
 	json_arr_end(j);
@@ -275,7 +234,7 @@ char *finding_describe(const struct finding *f, __u64 t0, char *buf, size_t n)
 	fmt_dur(off, sizeof(off), (double)f->off_ns);
 	fmt_dur(io, sizeof(io), (double)f->io_ns);
 	fmt_bytes(bytes, sizeof(bytes), (double)f->io_bytes);
-	block_dev_name(f->io_dev, dev, sizeof(dev));
+	snprintf(dev, sizeof(dev), "%s", f->io_dev_name);
 	if (f->stream == 0 || f->stream == 1)
 		snprintf(stream, sizeof(stream), "default stream");
 	else if (f->stream == 2)
@@ -339,7 +298,7 @@ char *finding_describe(const struct finding *f, __u64 t0, char *buf, size_t n)
 
 		fmt_dur(off, sizeof(off), (double)f->other_off_ns);
 		fmt_bytes(bytes, sizeof(bytes), (double)f->other_io_bytes);
-		block_dev_name(f->other_io_dev, dev, sizeof(dev));
+		snprintf(dev, sizeof(dev), "%s", f->other_io_dev_name);
 		fmt_dur(io, sizeof(io), (double)f->other_io_ns);
 		if (f->other_cause == CAUSE_DISK && f->other_io_count &&
 		    2 * f->other_off_ns < f->other_io_ns)
@@ -387,9 +346,19 @@ void report_findings_text(FILE *f, const struct report *r)
 		fprintf(f, "  %s\n", finding_describe(&r->findings[i], r->t0, line, sizeof(line)));
 }
 
+static const struct jfield finding_times[] = { JU64(struct finding, "idle_ns", gap_ns),
+					       JU64(struct finding, "launch_late_ns", wait_ns),
+					       JU64(struct finding, "thread_off_cpu_ns", off_ns) };
+
+static const struct jfield finding_io[] = {
+	JU64(struct finding, "io_bytes", io_bytes), JU64(struct finding, "io_ns", io_ns),
+	JU64(struct finding, "page_faults", faults),
+	JU64(struct finding, "major_page_faults", major_faults)
+};
+
 void report_findings_json(struct json *j, const struct report *r)
 {
-	char line[512], dev[48], sbuf[64];
+	char line[512], sbuf[64];
 
 	json_obj_begin(j, "findings");
 	json_u64(j, "gaps", r->findings_total);
@@ -409,18 +378,12 @@ void report_findings_json(struct json *j, const struct report *r)
 		json_u64(j, "tid", x->tid);
 		json_i64(j, "device", x->device);
 		json_u64(j, "at_ns", x->gap_start > r->t0 ? x->gap_start - r->t0 : 0);
-		json_u64(j, "idle_ns", x->gap_ns);
-		json_u64(j, "launch_late_ns", x->wait_ns);
-		json_u64(j, "thread_off_cpu_ns", x->off_ns);
+		JSON_U64S(j, x, finding_times);
 		json_str(j, "syscall",
 			 x->syscall >= 0 ? syscall_name((unsigned int)x->syscall) : NULL);
-		json_str(j, "io_device",
-			 x->io_count ? block_dev_name(x->io_dev, dev, sizeof(dev)) : NULL);
+		json_str(j, "io_device", x->io_count ? x->io_dev_name : NULL);
 		json_u64(j, "io_requests", x->io_count);
-		json_u64(j, "io_bytes", x->io_bytes);
-		json_u64(j, "io_ns", x->io_ns);
-		json_u64(j, "page_faults", x->faults);
-		json_u64(j, "major_page_faults", x->major_faults);
+		JSON_U64S(j, x, finding_io);
 		if (x->cause == CAUSE_QUEUED) {
 			json_u64(j, "queued_ns", x->gap_ns);
 			json_str(j, "kernel", x->kernel);

@@ -10,6 +10,15 @@
 
 static const char *kind_names[MEM_KINDS] = { "device", "managed", "host" };
 
+/* Bytes over time as a rate, "-" without time. */
+static char *rate(char *buf, size_t n, __u64 bytes, __u64 ns)
+{
+	if (ns)
+		return fmt_rate(buf, n, (double)bytes * 1e9 / (double)ns);
+	snprintf(buf, n, "-");
+	return buf;
+}
+
 static void heading(FILE *f, const char *title)
 {
 	fprintf(f, "\n%s\n", title);
@@ -27,6 +36,64 @@ static void describe_exit(char *buf, size_t n, __s32 status)
 		snprintf(buf, n, "status 0x%x", status);
 }
 
+/* A recorded string for a terminal: control characters shown as '?', cut to n - 1 bytes. */
+static const char *safe(const char *s, char *buf, size_t n)
+{
+	size_t i;
+
+	for (i = 0; s && s[i] && i + 1 < n; i++)
+		buf[i] = (unsigned char)s[i] < 0x20 || s[i] == 0x7f ? '?' : s[i];
+	buf[i] = 0;
+	return buf;
+}
+
+/* The machine and its GPUs, as recorded. */
+static void host(FILE *f, const struct report *r)
+{
+	const struct gs_ev_host *h = &r->host;
+	char a[128], b[128], c[128], mem[32];
+
+	if (r->has_host) {
+		fmt_bytes(mem, sizeof(mem), (double)h->memory);
+		fprintf(f, "  host: %s, Linux %s", safe(h->hostname, a, sizeof(a)),
+			safe(h->kernel, b, sizeof(b)));
+		if (h->os[0])
+			fprintf(f, " (%s)", safe(h->os, a, sizeof(a)));
+		fprintf(f, ", %s, %u CPUs", safe(h->arch, a, sizeof(a)), h->cpus);
+		if (h->cpu[0])
+			fprintf(f, " (%s)", safe(h->cpu, a, sizeof(a)));
+		fprintf(f, ", %s memory", mem);
+		if (h->driver[0])
+			fprintf(f, ", NVIDIA driver %s", safe(h->driver, a, sizeof(a)));
+		fputc('\n', f);
+	}
+	for (size_t i = 0; i < r->ngpus_info; i++) {
+		const struct gs_ev_gpu_info *g = &r->gpus_info[i];
+
+		fmt_bytes(mem, sizeof(mem), (double)g->memory);
+		fprintf(f, "  GPU %d: %s, %s, %s, %s\n", g->gpu, safe(g->name, a, sizeof(a)), mem,
+			safe(g->pci_bus_id, b, sizeof(b)), safe(g->uuid, c, sizeof(c)));
+	}
+}
+
+/* The traced process's command line and cgroup (attach: the command is only its name). */
+static void target(FILE *f, const struct report *r)
+{
+	char line[GS_CMDLINE_MAX], cg[GS_CGROUP_MAX];
+
+	for (size_t i = 0; i < r->nprocs; i++) {
+		const struct rep_proc *p = &r->procs[i];
+
+		if ((__s32)p->s.pid != r->target_pid || !p->cmdline)
+			continue;
+		if (r->mode == GS_MODE_ATTACH)
+			fprintf(f, "  command line: %s%s\n", safe(p->cmdline, line, sizeof(line)),
+				p->s.cmdline_truncated ? " ..." : "");
+		if (p->cgroup && strcmp(p->cgroup, "/"))
+			fprintf(f, "  cgroup: %s\n", safe(p->cgroup, cg, sizeof(cg)));
+	}
+}
+
 static void session(FILE *f, const struct report *r)
 {
 	char dur[32], ex[64];
@@ -42,6 +109,8 @@ static void session(FILE *f, const struct report *r)
 	} else {
 		fprintf(f, "gpuscope report: %s of events (no session record)\n", dur);
 	}
+	host(f, r);
+	target(f, r);
 	if (r->flags & GS_SESSION_INTERRUPTED)
 		fprintf(f, "  stopped by a signal before the traced command ended\n");
 	if (r->flags & GS_SESSION_TARGET_LOST)
@@ -62,23 +131,26 @@ static void session(FILE *f, const struct report *r)
 			"on libcuda\n");
 }
 
-static void processes(FILE *f, const struct report *r)
+static void processes(FILE *f, const struct report *r, const struct text_opts *o)
 {
-	char peak[32], out[32], ex[64];
+	char peak[32], out[32], ex[64], line[GS_CMDLINE_MAX];
 
 	if (r->nprocs < 2)
 		return;
 	heading(f, "Processes");
-	fprintf(f, "  %7s %7s  %-16s %10s %12s %12s  %s\n", "pid", "ppid", "command", "launches",
-		"peak device", "outstanding", "end");
+	fprintf(f, "  %7s %7s  %-16s %10s %12s %12s  %-20s  %s\n", "pid", "ppid", "command",
+		"launches", "peak device", "outstanding", "end", "command line");
 	for (size_t i = 0; i < r->nprocs; i++) {
 		const struct rep_proc *p = &r->procs[i];
 
-		fmt_bytes(peak, sizeof(peak), (double)p->peak[MK_DEVICE]);
+		fmt_bytes(peak, sizeof(peak), (double)p->s.peak[MK_DEVICE]);
 		fmt_bytes(out, sizeof(out), (double)p->outstanding[MK_DEVICE]);
-		describe_exit(ex, sizeof(ex), p->exited ? p->exit_code : -1);
-		fprintf(f, "  %7u %7u  %-16s %10llu %12s %12s  %s\n", p->pid, p->ppid,
-			p->comm[0] ? p->comm : "?", (unsigned long long)p->launches, peak, out, ex);
+		describe_exit(ex, sizeof(ex), p->s.exited ? p->s.exit_code : -1);
+		/* (The command line last: cut to 60 bytes unless --wide.) */
+		safe(p->cmdline, line, o->wide ? sizeof(line) : 61);
+		fprintf(f, "  %7u %7u  %-16s %10llu %12s %12s  %-20s  %s\n", p->s.pid, p->s.ppid,
+			p->s.comm[0] ? p->s.comm : "?", (unsigned long long)p->s.launches, peak,
+			out, ex, line);
 	}
 }
 
@@ -155,16 +227,16 @@ static void per_device(FILE *f, const struct report *r)
 		int n = 0;
 
 		for (int d = 0; d <= MEM_DEVS; d++)
-			n += p->dev_peak[d] != 0;
-		if (n < 2 && !p->dev_peak[MEM_DEVS])
+			n += p->s.dev_peak[d] != 0;
+		if (n < 2 && !p->s.dev_peak[MEM_DEVS])
 			continue;
-		fprintf(f, "  pid %u device memory, peak (outstanding):", p->pid);
+		fprintf(f, "  pid %u device memory, peak (outstanding):", p->s.pid);
 		n = 0;
 		for (int d = 0; d <= MEM_DEVS; d++) {
-			if (!p->dev_peak[d])
+			if (!p->s.dev_peak[d])
 				continue;
-			fmt_bytes(a, sizeof(a), (double)p->dev_peak[d]);
-			fmt_bytes(b, sizeof(b), (double)p->dev_in_use[d]);
+			fmt_bytes(a, sizeof(a), (double)p->s.dev_peak[d]);
+			fmt_bytes(b, sizeof(b), (double)p->s.dev_in_use[d]);
 			if (d < MEM_DEVS)
 				fprintf(f, "%s GPU %d %s (%s)", n++ ? "," : "", d, a, b);
 			else
@@ -311,11 +383,10 @@ static void memory_analyses(FILE *f, const struct report *r)
 		fprintf(f,
 			"  fragmentation pid %u GPU %d: worst %.2f at %.3f s (%s free in "
 			"partly used 2 MiB pages, largest piece %s; %s live), at the end %.2f\n",
-			g->pid, g->device, model__frag_score(&g->worst), secs(g->worst.ts),
+			g->pid, g->device, frag_score(&g->worst), secs(g->worst.ts),
 			fmt_bytes(a, sizeof(a), (double)g->worst.stranded),
 			fmt_bytes(b, sizeof(b), (double)g->worst.largest_stranded),
-			fmt_bytes(c, sizeof(c), (double)g->worst.live),
-			model__frag_score(&g->last));
+			fmt_bytes(c, sizeof(c), (double)g->worst.live), frag_score(&g->last));
 	}
 }
 
@@ -338,10 +409,7 @@ static void copies(FILE *f, const struct report *r)
 			continue;
 		fmt_bytes(a, sizeof(a), (double)s->bytes);
 		fmt_dur(b, sizeof(b), (double)s->sync_ns);
-		if (s->sync_ns)
-			fmt_rate(c, sizeof(c), (double)s->sync_bytes * 1e9 / (double)s->sync_ns);
-		else
-			snprintf(c, sizeof(c), "-");
+		rate(c, sizeof(c), s->sync_bytes, s->sync_ns);
 		snprintf(d, sizeof(d), "%llu", (unsigned long long)s->errors);
 		fprintf(f, "  %-8s %8llu %12s %9llu %12s %12s %12s\n", copy_kind_name(k),
 			(unsigned long long)s->count, a, (unsigned long long)s->async_count, b, c,
@@ -514,7 +582,7 @@ static void gpu_busy(FILE *f, const struct report *r)
 	char a[32], b[32], c[32], d[32];
 
 	for (size_t i = 0; i < r->ndevices; i++) {
-		const struct dev_stat *dv = &r->devices[i];
+		const struct dev_busy *dv = &r->devices[i];
 		__u64 span = dv->last_end - dv->first_start;
 
 		fmt_dur(a, sizeof(a), (double)dv->busy_ns);
@@ -609,10 +677,7 @@ static void gpu_time(FILE *f, const struct report *r, const struct text_opts *o)
 			continue;
 		fmt_bytes(a, sizeof(a), (double)s->gpu_bytes);
 		fmt_dur(b, sizeof(b), (double)s->gpu_ns);
-		if (s->gpu_ns)
-			fmt_rate(c, sizeof(c), (double)s->gpu_bytes * 1e9 / (double)s->gpu_ns);
-		else
-			snprintf(c, sizeof(c), "-");
+		rate(c, sizeof(c), s->gpu_bytes, s->gpu_ns);
 		fprintf(f, "  async %-7s %llu timed, %s in %s on the GPU (%s)\n", copy_kind_name(k),
 			(unsigned long long)s->gpu_count, a, b, c);
 	}
@@ -705,7 +770,7 @@ static void device_code(FILE *f, const struct report *r)
 void report_text__write(FILE *f, const struct report *r, const struct text_opts *o)
 {
 	session(f, r);
-	processes(f, r);
+	processes(f, r, o);
 	kernels(f, r, o);
 	gpu_time(f, r, o);
 	memory(f, r);

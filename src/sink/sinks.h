@@ -5,7 +5,7 @@
 
 #include <stdbool.h>
 #include <stdio.h>
-#include "analysis/report.h"
+#include "analysis/analyses.h"
 
 struct text_opts {
 	bool wide;  /* full kernel names */
@@ -23,15 +23,15 @@ void report_findings_text(FILE *f, const struct report *r);
 void report_findings_json(struct json *j, const struct report *r);
 /* The model's call stacks as folded stacks: 0, or -1 if writing failed. */
 int folded__write(FILE *f, const struct model *m);
-/* The memory map of a model kept with keep_history (sink/memmap.c), as SVG: 0 or -1. */
-int memmap__write(FILE *f, const struct model *m);
+/* The memory map of analyses kept with keep_history (sink/memmap.c), as SVG: 0 or -1. */
+int memmap__write(FILE *f, const struct analyses *a);
 
 /* One line a second: rates since the previous call. */
 struct status {
 	__u64 ts, launches, copy_bytes, events, drops;
 	bool tty, printed;
 };
-void status__line(struct status *s, FILE *f, const struct model *m, __u64 drops, __u64 now);
+void status__line(struct status *s, FILE *f, const struct analyses *a, __u64 drops, __u64 now);
 void status__clear(struct status *s, FILE *f);
 
 #endif

@@ -3,43 +3,47 @@
  * otherwise (logs). */
 #include <stdio.h>
 
-#include "analysis/report.h"
 #include "core/util.h"
 #include "sink/sinks.h"
 
-void status__line(struct status *s, FILE *f, const struct model *m, __u64 drops, __u64 now)
+void status__line(struct status *s, FILE *f, const struct analyses *a, __u64 drops, __u64 now)
 {
 	char rate[32], mem[32], bytes[32], peak[32];
 	double dt = s->ts ? (double)(now - s->ts) / 1e9 : 0;
+	struct model_counters c;
+	__u64 leak_sites, ooms;
+	unsigned int last_cause;
 
+	model__counters(a->model, &c);
 	if (dt <= 0) {
 		s->ts = now;
-		s->launches = m->launches;
+		s->launches = c.launches;
 		return;
 	}
-	fmt_count(rate, sizeof(rate), (double)(m->launches - s->launches) / dt);
-	fmt_bytes(mem, sizeof(mem), (double)m->in_use[MK_DEVICE]);
-	fmt_bytes(peak, sizeof(peak), (double)m->peak[MK_DEVICE]);
-	fmt_bytes(bytes, sizeof(bytes), (double)m->copy_bytes);
+	memsites__status(a->memsites, &leak_sites, &ooms, &last_cause);
+	fmt_count(rate, sizeof(rate), (double)(c.launches - s->launches) / dt);
+	fmt_bytes(mem, sizeof(mem), (double)c.in_use[MK_DEVICE]);
+	fmt_bytes(peak, sizeof(peak), (double)c.peak[MK_DEVICE]);
+	fmt_bytes(bytes, sizeof(bytes), (double)c.copy_bytes);
 	fprintf(f,
 		"%sgpuscope: %s launches/s | %llu launches | device mem %s (peak %s) | "
 		"copied %s | %llu procs | drops %llu",
-		s->tty ? "\r\033[K" : "", rate, (unsigned long long)m->launches, mem, peak, bytes,
-		(unsigned long long)m->procs.len, (unsigned long long)drops);
+		s->tty ? "\r\033[K" : "", rate, (unsigned long long)c.launches, mem, peak, bytes,
+		(unsigned long long)c.procs, (unsigned long long)drops);
 	/* The memory analyses' findings, once there are any. */
-	if (m->leak_sites)
-		fprintf(f, " | LEAK suspected at %llu site%s", (unsigned long long)m->leak_sites,
-			m->leak_sites == 1 ? "" : "s");
-	if (m->ooms_total)
-		fprintf(f, " | OOM %llu (last: %s)", (unsigned long long)m->ooms_total,
-			oom_cause_name(m->last_oom.cause));
+	if (leak_sites)
+		fprintf(f, " | LEAK suspected at %llu site%s", (unsigned long long)leak_sites,
+			leak_sites == 1 ? "" : "s");
+	if (ooms)
+		fprintf(f, " | OOM %llu (last: %s)", (unsigned long long)ooms,
+			oom_cause_name(last_cause));
 	fputs(s->tty ? "" : "\n", f);
 	fflush(f);
 	s->printed = true;
 	s->ts = now;
-	s->launches = m->launches;
-	s->copy_bytes = m->copy_bytes;
-	s->events = m->events;
+	s->launches = c.launches;
+	s->copy_bytes = c.copy_bytes;
+	s->events = c.events;
 	s->drops = drops;
 }
 

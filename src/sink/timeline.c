@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analysis/report.h"
 #include "core/demangle.h"
+#include "core/hmap.h"
 #include "gpuscope/cuda_abi.h"
 #include "core/names.h"
 #include "core/procfs.h"
@@ -70,7 +70,8 @@ struct proc_state {
 	__u64 dev_in_use[MEM_DEVS + 1];
 	__u64 faults, major_faults, net[2][NET_PROTOS]; /* cumulative counters */
 	bool named;
-	unsigned int ticks; /* the memory analyses' samples already shown */
+	const char *cmdline; /* (the model's, interned: a new one is another pointer) */
+	unsigned int ticks;  /* the memory analyses' samples already shown */
 };
 
 struct timeline {
@@ -121,33 +122,35 @@ static bool declared(struct timeline *tl, __u64 uuid)
 
 static struct proc_state *proc_state(struct timeline *tl, __u32 pid)
 {
-	struct proc_state *p = hmap_get(&tl->procs, pid, 0);
+	struct proc_state *p = hmap_get_or_new(&tl->procs, pid, 0, sizeof(*p));
 
-	if (!p) {
-		p = xcalloc(1, sizeof(*p));
-		hmap_put(&tl->procs, pid, 0, p);
-	}
 	return p;
 }
 
 static __u64 process_track(struct timeline *tl, const struct model *m, __u32 pid)
 {
 	__u64 uuid = UUID(U_PROC, 0, pid);
-	const struct proc *p = hmap_get(&m->procs, pid, 0);
+	const char *comm = model__comm(m, pid);
 	struct proc_state *ps = proc_state(tl, pid);
+	const char *cmdline = model__cmdline(m, pid);
 	char name[300];
 
-	/* Named once the model knows the command (a record before it may not). */
-	if (declared(tl, uuid) && (ps->named || !p || !p->comm[0]))
+	/* Named once the model knows the command (a record before it may not), again when
+	 * its command line changes (an exec). */
+	if (declared(tl, uuid) && (ps->named || !comm[0]) && cmdline == ps->cmdline)
 		return uuid;
-	if (p && p->comm[0]) {
-		snprintf(name, sizeof(name), "%s", p->comm);
+	ps->cmdline = cmdline;
+	if (comm[0]) {
+		snprintf(name, sizeof(name), "%s", comm);
 		ps->named = true;
 	} else {
 		snprintf(name, sizeof(name), "pid %u", pid);
 	}
-	tl->ops->track(tl->w, &(struct tl_track){
-				      .uuid = uuid, .kind = TL_PROCESS, .pid = pid, .name = name });
+	tl->ops->track(tl->w, &(struct tl_track){ .uuid = uuid,
+						  .kind = TL_PROCESS,
+						  .pid = pid,
+						  .name = name,
+						  .cmdline = cmdline });
 	return uuid;
 }
 
@@ -340,9 +343,8 @@ static void launch(struct timeline *tl, const struct model *m, const struct gs_e
 	struct tl_event e = { .cat = NULL };
 	const struct kname *k =
 		l->flags & GS_LAUNCH_GRAPH ? NULL : kernel_name(tl, m, l->h.pid, l->func);
-	const struct proc *p = hmap_get(&m->procs, l->h.pid, 0);
 	/* Recorded into a graph, not run (the graph's launch runs it). */
-	bool captured = p && hmap_get(&p->capturing, l->stream, 0);
+	bool captured = model__capturing(m, l->h.pid, l->stream);
 	char shape[96], label[80];
 
 	snprintf(shape, sizeof(shape), "grid (%u, %u, %u) block (%u, %u, %u)", l->grid[0],
@@ -381,11 +383,11 @@ static void memory_counters(struct timeline *tl, const struct model *m, __u32 pi
 		[MK_MANAGED] = "managed memory in use",
 		[MK_HOST] = "pinned host memory in use",
 	};
-	const struct proc *p = hmap_get(&m->procs, pid, 0);
+	struct model_proc mp, *p = &mp;
 	struct proc_state *ps = proc_state(tl, pid);
 	char name[48];
 
-	if (!p)
+	if (!model__process(m, pid, &mp))
 		return;
 	/* Device memory per device (a process's total across its GPUs says little). */
 	for (int d = 0; d <= MEM_DEVS; d++) {
@@ -495,11 +497,7 @@ static void gpu(struct timeline *tl, const struct model *m, const struct gs_ev_g
 	e.track = stream_track(tl, g->device, g->h.pid, g->stream);
 	/* One stream runs one thing at a time; the event pair's own time may make
 	 * neighbours touch: keep them apart. */
-	last = hmap_get(&tl->ends, e.track, 0);
-	if (!last) {
-		last = xcalloc(1, sizeof(*last));
-		hmap_put(&tl->ends, e.track, 0, last);
-	}
+	last = hmap_get_or_new(&tl->ends, e.track, 0, sizeof(*last));
 	start = GS_MAX(start, *last);
 	end = GS_MAX(end, start + 1);
 	*last = end;
@@ -615,86 +613,85 @@ static void proc(struct timeline *tl, const struct model *m, const struct gs_ev_
  * GPU times show the stream idle, else (a gap between launch calls) on the launching
  * thread's.
  */
-static void findings(struct timeline *tl, const struct model *m)
+static void findings(struct timeline *tl, const struct analyses *a)
 {
+	struct model_counters c;
 	char text[512];
 
-	/* (More than the ring holds at once cannot happen: at most PENDING_FINDINGS are
-	 * settled by one record.) */
-	if (m->findings_total - tl->findings > RECENT_FINDINGS)
-		tl->findings = m->findings_total - RECENT_FINDINGS;
-	for (; tl->findings < m->findings_total; tl->findings++) {
-		const struct finding *f = &m->recent_findings[tl->findings % RECENT_FINDINGS];
+	if (!a->findings)
+		return;
+	model__counters(a->model, &c);
+	/* (More than the ring holds at once cannot happen: at most a few are settled by one
+	 * record.) */
+	if (findings__total(a->findings) - tl->findings > RECENT_FINDINGS)
+		tl->findings = findings__total(a->findings) - RECENT_FINDINGS;
+	for (; tl->findings < findings__total(a->findings); tl->findings++) {
+		const struct finding *f = findings__recent(a->findings, tl->findings);
 		struct tl_event e = { .ts = f->gap_start, .cat = "finding" };
 
 		if (f->launch_gap) {
-			e.track = thread_track(tl, m, f->pid, f->tid);
+			e.track = thread_track(tl, a->model, f->pid, f->tid);
 			e.name = "no launch: stream waiting";
 		} else {
 			e.track = stream_track(tl, f->device, f->pid, f->stream);
 			e.name = f->cause == CAUSE_QUEUED ? "kernel waiting on the GPU"
 							  : "idle: waiting for a launch";
 		}
-		arg_str(&e, "finding",
-			finding_describe(f, m->have_start ? m->start.h.ts : m->first_ts, text,
-					 sizeof(text)));
+		arg_str(&e, "finding", finding_describe(f, c.t0, text, sizeof(text)));
 		tl->ops->instant(tl->w, &e);
 	}
 }
 
 /* ---- memory analyses: OOM findings, suspected leaks, fragmentation ---------------------- */
 
-static void memory_findings(struct timeline *tl, const struct model *m, __u32 pid)
+static void memory_findings(struct timeline *tl, const struct analyses *a, __u32 pid)
 {
-	const struct proc *p = hmap_get(&m->procs, pid, 0);
+	const struct model *m = a->model;
+	const struct memsites *ms = a->memsites;
 	struct proc_state *ps;
 	char text[1536], name[64];
+	unsigned int ticks;
 
-	if (m->ooms_total != tl->ooms) {
+	if (memsites__ooms_total(ms) != tl->ooms) {
 		struct rep_oom ro;
-		struct tl_event e = { .ts = m->last_oom.ts,
-				      .cat = "finding",
-				      .name = "out of memory" };
+		struct tl_event e = { .cat = "finding", .name = "out of memory" };
 
-		report__oom_of(m, &m->last_oom, &ro);
+		memsites__last_oom(ms, &ro);
+		e.ts = ro.o.ts;
 		e.track = thread_track(tl, m, ro.o.pid, ro.o.tid);
 		arg_str(&e, "finding", report__oom_text(&ro, text, sizeof(text)));
 		arg_str(&e, "cause", oom_cause_name(ro.o.cause));
 		arg_u64(&e, "requested", ro.o.requested);
 		arg_str(&e, "site", ro.site);
 		tl->ops->instant(tl->w, &e);
-		tl->ooms = m->ooms_total;
+		tl->ooms = memsites__ooms_total(ms);
 	}
-	if (m->leaks_total - tl->leaks > RECENT_FINDINGS)
-		tl->leaks = m->leaks_total - RECENT_FINDINGS;
-	for (; tl->leaks < m->leaks_total; tl->leaks++) {
-		const struct mem_site *s = m->recent_leaks[tl->leaks % RECENT_FINDINGS];
-		struct tl_event e = { .ts = s->suspected_since,
-				      .cat = "finding",
-				      .name = "suspected leak" };
-		char label[SITE_LABEL], rate[32];
-		struct leak_test t;
+	if (memsites__leaks_total(ms) - tl->leaks > RECENT_LEAKS)
+		tl->leaks = memsites__leaks_total(ms) - RECENT_LEAKS;
+	for (; tl->leaks < memsites__leaks_total(ms); tl->leaks++) {
+		const struct memsites_leak *l = memsites__leak(ms, tl->leaks);
+		struct tl_event e = { .ts = l->since, .cat = "finding", .name = "suspected leak" };
+		char rate[32];
 
-		model__site_trend(s, s->suspected_since, &t);
-		model__site_label(m, s, 4, label, sizeof(label));
 		snprintf(text, sizeof(text),
 			 "allocations at %s keep growing: +%s/s, confidence %.4f%% over %u samples",
-			 label, fmt_bytes(rate, sizeof(rate), t.slope_bps), 100 * t.confidence,
-			 t.n);
-		e.track = thread_track(tl, m, s->pid, s->pid);
+			 l->label, fmt_bytes(rate, sizeof(rate), l->t.slope_bps),
+			 100 * l->t.confidence, l->t.n);
+		e.track = thread_track(tl, m, l->pid, l->pid);
 		arg_str(&e, "finding", text);
-		arg_str(&e, "site", label);
-		arg_u64(&e, "outstanding", s->live_bytes);
+		arg_str(&e, "site", l->label);
+		arg_u64(&e, "outstanding", l->live_bytes);
 		tl->ops->instant(tl->w, &e);
 	}
 	/* Fragmentation, at each of the process's samples. */
-	if (!p || !p->nticks || (ps = proc_state(tl, pid))->ticks == p->nticks)
+	ticks = memsites__ticks(ms, pid);
+	if (!ticks || (ps = proc_state(tl, pid))->ticks == ticks)
 		return;
-	ps->ticks = p->nticks;
+	ps->ticks = ticks;
 	for (int d = 0; d <= MEM_DEVS; d++) {
-		const struct mem_frag *f = p->frag[d];
+		struct frag_sample f;
 
-		if (!f || !f->n)
+		if (!memsites__frag_last(ms, pid, d, &f))
 			continue;
 		if (d < MEM_DEVS)
 			snprintf(name, sizeof(name), "fragmentation (GPU %d)", d);
@@ -703,7 +700,7 @@ static void memory_findings(struct timeline *tl, const struct model *m, __u32 pi
 		tl->ops->counter(
 			tl->w,
 			counter_track(tl, m, pid, (enum counter_kind)(C_FRAG + d), name, false),
-			f->s[f->n - 1].ts, model__frag_score(&f->s[f->n - 1]));
+			f.ts, frag_score(&f));
 	}
 }
 
@@ -908,8 +905,10 @@ static void os_event(struct timeline *tl, const struct model *m, const struct gs
 	}
 }
 
-void timeline__add(struct timeline *tl, const struct model *m, const struct gs_hdr *ev)
+void timeline__add(struct timeline *tl, const struct analyses *a, const struct gs_hdr *ev)
 {
+	const struct model *m = a->model;
+
 	const struct gs_ev_session *s = (const void *)ev;
 	const struct gs_ev_mem *mem = (const void *)ev;
 	const struct gs_ev_sync *sy = (const void *)ev;
@@ -971,9 +970,9 @@ void timeline__add(struct timeline *tl, const struct model *m, const struct gs_h
 	default:
 		break;
 	}
-	if (m->findings_total != tl->findings)
-		findings(tl, m);
-	memory_findings(tl, m, ev->pid);
+	if (a->findings && findings__total(a->findings) != tl->findings)
+		findings(tl, a);
+	memory_findings(tl, a, ev->pid);
 }
 
 int timeline__close(struct timeline *tl, char *err, size_t errlen)
@@ -991,12 +990,8 @@ int timeline__close(struct timeline *tl, char *err, size_t errlen)
 		free(s->val);
 	hmap_for_each (&tl->procs, s)
 		free(s->val);
-	hmap_for_each (&tl->io, s)
-		free(s->val);
-	hmap_free(&tl->io);
-	hmap_for_each (&tl->stacks, s)
-		free(s->val);
-	hmap_free(&tl->stacks);
+	hmap_free_with(&tl->io, NULL);
+	hmap_free_with(&tl->stacks, NULL);
 	hmap_free(&tl->knames);
 	hmap_free(&tl->ends);
 	hmap_free(&tl->procs);

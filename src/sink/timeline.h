@@ -28,7 +28,7 @@
 
 #include <stdbool.h>
 #include <stdio.h>
-#include "analysis/model.h"
+#include "analysis/analyses.h"
 
 enum tl_track_kind {
 	TL_PROCESS = 1,
@@ -42,10 +42,11 @@ enum tl_track_kind {
 struct tl_track {
 	__u64 uuid, parent; /* parent 0: top level */
 	enum tl_track_kind kind;
-	__u32 pid, tid;	  /* TL_THREAD: both; process tracks and children: pid */
-	__s32 device;	  /* TL_GPU, TL_GPU_STREAM */
-	const char *name; /* process name, thread name, track name */
-	bool bytes;	  /* TL_COUNTER: the value is a size in bytes */
+	__u32 pid, tid;	     /* TL_THREAD: both; process tracks and children: pid */
+	__s32 device;	     /* TL_GPU, TL_GPU_STREAM */
+	const char *name;    /* process name, thread name, track name */
+	const char *cmdline; /* TL_PROCESS: its command line if recorded, else NULL */
+	bool bytes;	     /* TL_COUNTER: the value is a size in bytes */
 };
 
 enum tl_arg_type {
@@ -96,8 +97,9 @@ struct timeline;
  * NULL with a message in err. */
 struct timeline *timeline__open_perfetto(const char *path, char *err, size_t errlen);
 struct timeline *timeline__open_chrome(const char *path, char *err, size_t errlen);
-/* After model__add of the same record (names and memory come from the model). */
-void timeline__add(struct timeline *tl, const struct model *m, const struct gs_hdr *ev);
+/* After the model has the same record (names and memory come from it, findings from its
+ * analyses). */
+void timeline__add(struct timeline *tl, const struct analyses *a, const struct gs_hdr *ev);
 /* 0, or a message in err. Frees tl either way. */
 int timeline__close(struct timeline *tl, char *err, size_t errlen);
 

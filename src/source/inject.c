@@ -860,17 +860,6 @@ void inject__drops(const struct inject *in, struct gs_ev_drops *d)
 	d->rings_lost += in->rings_lost;
 }
 
-__u64 inject__drops_total(const struct inject *in)
-{
-	struct gs_ev_drops d = {};
-	__u64 n = 0;
-
-	inject__drops(in, &d);
-	for (int t = 0; t < GS_EV_MAX; t++)
-		n += d.by_type[t];
-	return n;
-}
-
 static int poll_fn(void *obj, int timeout_ms)
 {
 	struct inject *in = obj;
@@ -903,9 +892,5 @@ static void close_fn(void *obj)
 }
 
 static const struct source_ops ops = {
-	.name = "inject",
-	.poll = poll_fn,
-	.finish = finish_fn,
-	.drops = drops_fn,
-	.close = close_fn,
+	.name = "inject", .poll = poll_fn, .finish = finish_fn, .drops = drops_fn, .close = close_fn
 };

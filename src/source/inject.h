@@ -81,6 +81,5 @@ int inject__wait(struct inject *in, int timeout_ms);
  * more than a process could have counted in the ring's life (RING_MAX_RATE a second). A
  * ring that was refused (no proof of its owner, over its user's share) counts as lost. */
 void inject__drops(const struct inject *in, struct gs_ev_drops *d);
-__u64 inject__drops_total(const struct inject *in);
 
 #endif

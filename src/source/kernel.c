@@ -128,21 +128,15 @@ static void drops_fn(void *obj, struct gs_ev_drops *d)
 	kernel_source__drops(obj, d);
 }
 
+/* (Detaching waits for the kernel's RCU grace periods.) */
 static void close_fn(void *obj)
 {
-	struct kernel_source *k = obj;
-
-	/* (Detaching waits for the kernel's RCU grace periods.) */
-	tracer__close(k->t);
-	free(k);
+	tracer__close(((struct kernel_source *)obj)->t);
+	free(obj);
 }
 
 static const struct source_ops ops = {
-	.name = "kernel",
-	.poll = poll_fn,
-	.finish = finish_fn,
-	.drops = drops_fn,
-	.close = close_fn,
+	.name = "kernel", .poll = poll_fn, .finish = finish_fn, .drops = drops_fn, .close = close_fn
 };
 
 int kernel_source__open(struct session *s, const struct kernel_source_opts *o,

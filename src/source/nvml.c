@@ -13,7 +13,7 @@ struct nvml_source {
 	struct nvml_gpu g[NVML_MAX_DEVICES];
 };
 
-static void sample(struct nvml_source *n)
+static unsigned int sample(struct nvml_source *n)
 {
 	unsigned int count;
 
@@ -47,6 +47,36 @@ static void sample(struct nvml_source *n)
 		e.h.ts = gs_now_ns();
 		stream__push(n->s, &e.h);
 	}
+	return count;
+}
+
+/* Each GPU's identity, once, at the start. */
+static void start_fn(void *obj)
+{
+	struct nvml_source *n = obj;
+	const char *driver = nvml_driver_version(n->nvml);
+	unsigned int count;
+
+	/* (A first sample: the memory size comes with it.) */
+	n->next = gs_now_ns() + 1000000000ULL;
+	count = sample(n);
+	for (unsigned int i = 0; i < count; i++) {
+		const struct nvml_gpu *g = &n->g[i];
+		struct gs_ev_gpu_info e = { .gpu = g->index, .minor = g->minor };
+
+		if (g->index < 0 || g->index >= GS_GPUS_MAX)
+			continue;
+		e.memory = g->mem_total;
+		gs_strlcpy(e.name, g->name, sizeof(e.name));
+		gs_strlcpy(e.uuid, g->uuid, sizeof(e.uuid));
+		gs_strlcpy(e.pci_bus_id, g->pci_bus_id, sizeof(e.pci_bus_id));
+		gs_strlcpy(e.driver, driver ? driver : "", sizeof(e.driver));
+		e.h.type = GS_EV_GPU_INFO;
+		e.h.source = GS_SRC_NVML;
+		e.h.size = sizeof(e);
+		e.h.ts = gs_now_ns();
+		stream__push(n->s, &e.h);
+	}
 }
 
 static int poll_fn(void *obj, int timeout_ms)
@@ -64,16 +94,12 @@ static int poll_fn(void *obj, int timeout_ms)
 
 static void close_fn(void *obj)
 {
-	struct nvml_source *n = obj;
-
-	nvml_close(n->nvml);
-	free(n);
+	nvml_close(((struct nvml_source *)obj)->nvml);
+	free(obj);
 }
 
 static const struct source_ops ops = {
-	.name = "nvml",
-	.poll = poll_fn,
-	.close = close_fn,
+	.name = "nvml", .start = start_fn, .poll = poll_fn, .close = close_fn
 };
 
 void nvml_source__open(struct session *s)

@@ -44,17 +44,12 @@ static void finish_fn(void *obj)
 
 static void close_fn(void *obj)
 {
-	struct replay *r = obj;
-
-	recording__close(r->rec);
-	free(r);
+	recording__close(((struct replay *)obj)->rec);
+	free(obj);
 }
 
 static const struct source_ops ops = {
-	.name = "recording",
-	.poll = poll_fn,
-	.finish = finish_fn,
-	.close = close_fn,
+	.name = "recording", .poll = poll_fn, .finish = finish_fn, .close = close_fn
 };
 
 struct replay *replay__open(struct session *s, const char *path, char *err, size_t errlen)
@@ -67,6 +62,7 @@ struct replay *replay__open(struct session *s, const char *path, char *err, size
 	r = xcalloc(1, sizeof(*r));
 	r->rec = rec;
 	r->s = s->stream;
+	stream__replay(s->stream);
 	session__add_source(s, &ops, r);
 	return r;
 }

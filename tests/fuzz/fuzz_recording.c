@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: MIT
-/* A recording of arbitrary bytes through the reader, the model, the report and both
+/* A recording of arbitrary bytes through the reader, the stream, the model and its analyses, the report and both
  * renderers: whatever the file holds, no crash and no undefined behaviour. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "analysis/report.h"
+#include "analysis/analyses.h"
 #include "core/recording.h"
 #include "sink/sinks.h"
 
@@ -15,8 +15,9 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
 	struct text_opts to = { .top = 20 };
 	const struct gs_hdr *ev;
 	struct recording *rec;
+	struct analyses A;
 	struct report *r;
-	struct model *m;
+	struct stream *s;
 	FILE *devnull;
 	int fd = mkstemp(path);
 
@@ -30,17 +31,20 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
 	close(fd);
 	rec = recording__open(path, err, sizeof(err));
 	if (rec) {
-		m = model__new();
+		s = stream__new();
+		analyses__attach(&A, s,
+				 &(struct analyses_opts){ .findings = true, .retire = true });
 		while (recording__next(rec, &ev, err, sizeof(err)) > 0)
-			model__add(m, ev);
+			stream__push(s, ev);
 		recording__close(rec);
-		r = report__build(m);
+		r = analyses__report(&A);
 		devnull = fopen("/dev/null", "w");
 		report_text__write(devnull, r, &to);
 		report_json__write(devnull, r);
 		fclose(devnull);
 		report__free(r);
-		model__free(m);
+		analyses__free(&A);
+		stream__free(s);
 	}
 	unlink(path);
 	return 0;

@@ -16,6 +16,8 @@ trace driver -- "$out/workloads/wl_driver"
 trace runtime -- "$out/workloads/wl_runtime"
 trace nccl -- "$out/workloads/wl_nccl"
 trace inject --inject -- "$out/workloads/wl_driver"
+# The OS plane, and host facts of every kind (block devices: the file is read from $out).
+trace os -- "$out/workloads/wl_os" "$out"
 # Device code records: PTX text, and the test fatbin seeds (a fatbin with PTX and SASS, one
 # with SASS only).
 trace devcode --inject --device-code -- "$out/workloads/wl_devcode" \
@@ -32,7 +34,7 @@ FAKECUDA_RING_RECORDS=3 "$out/gpuscope" probe -o "$tmp/keep" "$tmp/ring.o" -- \
 	"$out/workloads/wl_probe" "$tmp/k.ptx" >/dev/null
 cp "$tmp/keep/events.gsrec" "$seeds/recording/probe.gsrec"
 # The records target reads bare records: a recording without its 16-byte header.
-for f in driver inject devcode probe; do
+for f in driver inject devcode probe os; do
 	tail -c +17 "$seeds/recording/$f.gsrec" >"$seeds/records/$f.bin"
 done
 ls -l "$seeds/recording" "$seeds/records"

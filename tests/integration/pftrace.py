@@ -119,6 +119,7 @@ class Trace:
                     (thread and one(thread, "thread_name")),
                     "pid": one(proc, "pid") if proc else one(thread, "pid") if thread else None,
                     "tid": one(thread, "tid") if thread else None,
+                    "cmdline": proc.get("cmdline", []) if proc else [],
                     "kind": "process" if proc else "thread" if thread else
                     "counter" if "counter" in t else "track",
                     "unit": one(one(t, "counter"), "unit") if "counter" in t else None}

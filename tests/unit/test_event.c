@@ -103,9 +103,51 @@ static void enum_fields_checked(void **state)
 	assert_int_equal(gs_event_check(&s, sizeof(s), &why), 0);
 }
 
+/* Host facts: strings must end within their fields; a process record is cut after its
+ * command line. */
+static void host_facts_checked(void **state)
+{
+	static struct gs_ev_host h;
+	static struct gs_ev_gpu_info g;
+	static struct gs_ev_proc_info i;
+	static struct gs_ev_blockdev b;
+	const char *why;
+	__u32 cut = (__u32)offsetof(struct gs_ev_proc_info, cmdline) + 8;
+
+	(void)state;
+	hdr(&h, GS_EV_HOST, sizeof(h), 0, 1);
+	h.h.source = GS_SRC_GPUSCOPE;
+	assert_int_equal(gs_event_check(&h, sizeof(h), &why), 0);
+	memset(h.cpu, 'x', sizeof(h.cpu));
+	assert_int_equal(gs_event_check(&h, sizeof(h), &why), -1);
+	hdr(&g, GS_EV_GPU_INFO, sizeof(g), 0, 1);
+	g.gpu = GS_GPUS_MAX;
+	assert_int_equal(gs_event_check(&g, sizeof(g), &why), -1);
+	g.gpu = 3;
+	assert_int_equal(gs_event_check(&g, sizeof(g), &why), 0);
+	memset(g.uuid, 'x', sizeof(g.uuid));
+	assert_int_equal(gs_event_check(&g, sizeof(g), &why), -1);
+	hdr(&i, GS_EV_PROC_INFO, cut, 7, 1);
+	memcpy(i.cmdline, "a b", 4);
+	i.cmdline_len = 3;
+	assert_int_equal(gs_event_check(&i, cut, &why), 0);
+	i.cmdline_len = 8; /* (its NUL past the record's end) */
+	assert_int_equal(gs_event_check(&i, cut, &why), -1);
+	i.cmdline_len = 3;
+	memset(i.cgroup, 'c', sizeof(i.cgroup));
+	assert_int_equal(gs_event_check(&i, cut, &why), -1);
+	i.cgroup[0] = 0;
+	i.h.size = sizeof(i) + 8;
+	assert_int_equal(gs_event_check(&i, sizeof(i) + 8, &why), -1);
+	hdr(&b, GS_EV_BLOCKDEV, sizeof(b), 0, 1);
+	assert_int_equal(gs_event_check(&b, sizeof(b), &why), 0);
+	memset(b.name, 'd', sizeof(b.name));
+	assert_int_equal(gs_event_check(&b, sizeof(b), &why), -1);
+}
+
 static const struct CMUnitTest tests[] = {
 	cmocka_unit_test(valid_launch_passes),	    cmocka_unit_test(wrong_sizes_fail),
 	cmocka_unit_test(bad_type_source_api_fail), cmocka_unit_test(kname_bounds),
-	cmocka_unit_test(enum_fields_checked),
+	cmocka_unit_test(enum_fields_checked),	    cmocka_unit_test(host_facts_checked),
 };
 UNIT_MAIN(tests)

@@ -5,8 +5,10 @@
  * directions from pointers, NCCL byte counts, merging and ordering in the report.
  */
 #include "unit.h"
-#include "analysis/model.h"
-#include "analysis/report.h"
+#include "analysis/analyses.h"
+#include "analysis/memsites_int.h"
+#include "analysis/model_int.h"
+#include "core/stream.h"
 #include "sink/sinks.h"
 #include "core/util.h"
 
@@ -17,6 +19,33 @@
 #define MIB (1ULL << 20)
 
 static __u64 now = 1000;
+
+/* The model and its analyses on a stream, as a session builds them (white box: this test
+ * sees the model's and the memory analyses' state). */
+static struct stream *S;
+static struct analyses A;
+
+static struct model *setup(void)
+{
+	struct analyses_opts o = { .findings = true };
+
+	S = stream__new();
+	analyses__attach(&A, S, &o);
+	return A.model;
+}
+
+static void teardown(void)
+{
+	analyses__free(&A);
+	stream__free(S);
+	S = NULL;
+}
+
+static void push(struct model *m, const struct gs_hdr *h)
+{
+	(void)m;
+	stream__push(S, h);
+}
 
 static void mem(struct model *m, __u32 pid, __u16 api, __u32 op, __u64 addr, __u64 size, __u64 aux,
 		__s32 result)
@@ -31,7 +60,7 @@ static void mem(struct model *m, __u32 pid, __u16 api, __u32 op, __u64 addr, __u
 	e.size = size;
 	e.aux = aux;
 	e.device = -1;
-	model__add(m, &e.h);
+	push(m, &e.h);
 }
 
 static void launch(struct model *m, __u32 pid, __u16 api, __u64 func, __u64 stream, __u32 gx,
@@ -48,7 +77,7 @@ static void launch(struct model *m, __u32 pid, __u16 api, __u64 func, __u64 stre
 	e.block[0] = 128;
 	e.block[1] = e.block[2] = 1;
 	e.flags = flags;
-	model__add(m, &e.h);
+	push(m, &e.h);
 }
 
 static void kname(struct model *m, __u32 pid, __u64 handle, __u8 ns, const char *name)
@@ -61,7 +90,7 @@ static void kname(struct model *m, __u32 pid, __u64 handle, __u8 ns, const char 
 	e.ns = ns;
 	e.len = (__u16)n;
 	memcpy(e.name, name, n + 1);
-	model__add(m, &e.h);
+	push(m, &e.h);
 }
 
 static void kalias(struct model *m, __u32 pid, __u64 handle, __u64 target, __u8 ns)
@@ -72,7 +101,7 @@ static void kalias(struct model *m, __u32 pid, __u64 handle, __u64 target, __u8 
 	e.handle = handle;
 	e.target = target;
 	e.target_ns = ns;
-	model__add(m, &e.h);
+	push(m, &e.h);
 }
 
 static void api(struct model *m, __u32 pid, __u16 id, __u64 arg0, __u64 arg1, __u64 out,
@@ -86,7 +115,7 @@ static void api(struct model *m, __u32 pid, __u16 id, __u64 arg0, __u64 arg1, __
 	e.arg0 = arg0;
 	e.arg1 = arg1;
 	e.out = out;
-	model__add(m, &e.h);
+	push(m, &e.h);
 }
 
 static void copy(struct model *m, __u32 pid, __u16 id, __u32 kind, __u64 dst, __u64 src,
@@ -101,7 +130,7 @@ static void copy(struct model *m, __u32 pid, __u16 id, __u32 kind, __u64 dst, __
 	e.dst = dst;
 	e.src = src;
 	e.bytes = bytes;
-	model__add(m, &e.h);
+	push(m, &e.h);
 }
 
 static void session_start(struct model *m, __u32 mode, __u32 pid)
@@ -113,12 +142,12 @@ static void session_start(struct model *m, __u32 mode, __u32 pid)
 	s.kind = GS_SESSION_START;
 	s.mode = mode;
 	s.target_pid = (__s32)pid;
-	model__add(m, &s.h);
+	push(m, &s.h);
 }
 
 static void linear_alloc_free(void **state)
 {
-	struct model *m = model__new();
+	struct model *m = setup();
 	struct proc *p;
 
 	(void)state;
@@ -129,19 +158,19 @@ static void linear_alloc_free(void **state)
 	mem(m, 1, GS_API_CU_MEM_FREE, GS_MEM_FREE, 0x1000010, 0, 0, 0); /* inside, not start */
 	mem(m, 1, GS_API_CU_MEM_FREE, GS_MEM_FREE, 0, 0, 0, 0);		/* cuMemFree(0) */
 	p = model__proc(m, 1);
-	assert_int_equal(p->in_use[MK_DEVICE], 2 * MIB);
-	assert_int_equal(p->peak[MK_DEVICE], 3 * MIB);
-	assert_int_equal(p->allocs, 2);
-	assert_int_equal(p->frees, 1);
-	assert_int_equal(p->failed_allocs, 1);
-	assert_int_equal(p->untracked_frees, 1);
+	assert_int_equal(p->s.in_use[MK_DEVICE], 2 * MIB);
+	assert_int_equal(p->s.peak[MK_DEVICE], 3 * MIB);
+	assert_int_equal(p->s.allocs, 2);
+	assert_int_equal(p->s.frees, 1);
+	assert_int_equal(p->s.failed_allocs, 1);
+	assert_int_equal(p->s.untracked_frees, 1);
 	assert_int_equal(m->alloc_calls[GS_API_CU_MEM_ALLOC], 2);
-	model__free(m);
+	teardown();
 }
 
 static void vmm_lifetime(void **state)
 {
-	struct model *m = model__new();
+	struct model *m = setup();
 	struct proc *p;
 
 	(void)state;
@@ -151,27 +180,27 @@ static void vmm_lifetime(void **state)
 	mem(m, 1, GS_API_CU_MEM_MAP, GS_MEM_VMM_MAP, 0x40000000, 2 * MIB, 0xaa, 0);
 	mem(m, 1, GS_API_CU_MEM_MAP, GS_MEM_VMM_MAP, 0x40200000, 2 * MIB, 0xbb, 0);
 	p = model__proc(m, 1);
-	assert_int_equal(p->in_use[MK_DEVICE], 4 * MIB);
-	assert_int_equal(p->reserved, 8 * MIB);
+	assert_int_equal(p->s.in_use[MK_DEVICE], 4 * MIB);
+	assert_int_equal(p->s.reserved, 8 * MIB);
 	/* Released while mapped: the driver keeps it until the unmap. */
 	mem(m, 1, GS_API_CU_MEM_RELEASE, GS_MEM_VMM_RELEASE, 0xaa, 0, 0, 0);
-	assert_int_equal(p->in_use[MK_DEVICE], 4 * MIB);
+	assert_int_equal(p->s.in_use[MK_DEVICE], 4 * MIB);
 	/* One unmap covering both mappings. */
 	mem(m, 1, GS_API_CU_MEM_UNMAP, GS_MEM_VMM_UNMAP, 0x40000000, 4 * MIB, 0, 0);
-	assert_int_equal(p->in_use[MK_DEVICE], 2 * MIB);
+	assert_int_equal(p->s.in_use[MK_DEVICE], 2 * MIB);
 	mem(m, 1, GS_API_CU_MEM_RELEASE, GS_MEM_VMM_RELEASE, 0xbb, 0, 0, 0);
-	assert_int_equal(p->in_use[MK_DEVICE], 0);
-	assert_int_equal(p->frees, 2);
+	assert_int_equal(p->s.in_use[MK_DEVICE], 0);
+	assert_int_equal(p->s.frees, 2);
 	mem(m, 1, GS_API_CU_MEM_RELEASE, GS_MEM_VMM_RELEASE, 0xcc, 0, 0, 0);
-	assert_int_equal(p->untracked_frees, 1);
+	assert_int_equal(p->s.untracked_frees, 1);
 	mem(m, 1, GS_API_CU_MEM_ADDRESS_FREE, GS_MEM_VA_FREE, 0x40000000, 8 * MIB, 0, 0);
-	assert_int_equal(p->reserved, 0);
-	model__free(m);
+	assert_int_equal(p->s.reserved, 0);
+	teardown();
 }
 
 static void overlap_replaces_stale_range(void **state)
 {
-	struct model *m = model__new();
+	struct model *m = setup();
 	struct proc *p;
 
 	(void)state;
@@ -179,17 +208,17 @@ static void overlap_replaces_stale_range(void **state)
 	mem(m, 1, GS_API_CU_MEM_ALLOC, GS_MEM_ALLOC, 0x1000000, 4 * MIB, 0, 0);
 	mem(m, 1, GS_API_CU_MEM_ALLOC, GS_MEM_ALLOC, 0x1100000, MIB, 0, 0);
 	p = model__proc(m, 1);
-	assert_int_equal(p->in_use[MK_DEVICE], MIB);
-	assert_int_equal(p->nranges, 1);
+	assert_int_equal(p->s.in_use[MK_DEVICE], MIB);
+	assert_int_equal(p->s.nranges, 1);
 	/* A range that would wrap around the address space is clamped, not looped on. */
 	mem(m, 1, GS_API_CU_MEM_ALLOC, GS_MEM_ALLOC, ~0ULL - 10, 100, 0, 0);
-	assert_int_equal(p->nranges, 2);
-	model__free(m);
+	assert_int_equal(p->s.nranges, 2);
+	teardown();
 }
 
 static void names_through_aliases(void **state)
 {
-	struct model *m = model__new();
+	struct model *m = setup();
 
 	(void)state;
 	kname(m, 1, 0x100, GS_NS_DRIVER, "_Z6vecAddPKfS0_Pfi");
@@ -205,12 +234,12 @@ static void names_through_aliases(void **state)
 	kalias(m, 1, 0x500, 0x600, GS_NS_DRIVER);
 	kalias(m, 1, 0x600, 0x500, GS_NS_DRIVER);
 	assert_null(model__kernel_name(m, 1, 0x500));
-	model__free(m);
+	teardown();
 }
 
 static void graphs_count_runs(void **state)
 {
-	struct model *m = model__new();
+	struct model *m = setup();
 	struct report *r;
 
 	(void)state;
@@ -223,7 +252,7 @@ static void graphs_count_runs(void **state)
 	api(m, 1, GS_API_CU_GRAPH_INSTANTIATE, 0, 0x9000, 0xe000, 0);
 	for (int i = 0; i < 5; i++)
 		launch(m, 1, GS_API_CU_GRAPH_LAUNCH, 0xe000, 0x88, 0, GS_LAUNCH_GRAPH);
-	r = report__build(m);
+	r = analyses__report(&A);
 	assert_int_equal(r->nkernels, 1);
 	assert_int_equal(r->kernels[0].launches, 3);
 	assert_int_equal(r->kernels[0].captured, 2);
@@ -231,12 +260,12 @@ static void graphs_count_runs(void **state)
 	assert_int_equal(r->graph_launches, 5);
 	assert_int_equal(r->launches, 3);
 	report__free(r);
-	model__free(m);
+	teardown();
 }
 
 static void copy_direction_from_pointers(void **state)
 {
-	struct model *m = model__new();
+	struct model *m = setup();
 
 	(void)state;
 	session_start(m, GS_MODE_RUN, 1); /* traced from the start: unknown pointers are host */
@@ -256,12 +285,12 @@ static void copy_direction_from_pointers(void **state)
 	assert_int_equal(m->copies[GS_COPY_HTOH].bytes, 7);
 	assert_int_equal(m->copies[GS_COPY_UNKNOWN].bytes, 5);
 	assert_int_equal(m->copies[GS_COPY_HTOD].sync_ns, 2000);
-	model__free(m);
+	teardown();
 }
 
 static void nccl_bytes_use_comm_size(void **state)
 {
-	struct model *m = model__new();
+	struct model *m = setup();
 	struct gs_ev_nccl e;
 
 	(void)state;
@@ -271,32 +300,32 @@ static void nccl_bytes_use_comm_size(void **state)
 	e.comm = 0xc0;
 	e.nranks = 8;
 	e.rank = 3;
-	model__add(m, &e.h);
+	push(m, &e.h);
 	e.c.api = GS_API_NCCL_ALL_GATHER;
 	e.op = GS_NCCL_ALL_GATHER;
 	e.count = 1000;
 	e.datatype = 9; /* bfloat16 */
-	model__add(m, &e.h);
+	push(m, &e.h);
 	e.comm = 0xc1; /* never initialised while traced */
-	model__add(m, &e.h);
+	push(m, &e.h);
 	e.c.api = GS_API_NCCL_ALL_REDUCE;
 	e.op = GS_NCCL_ALL_REDUCE;
 	e.comm = 0xc0;
 	e.datatype = 7; /* float32 */
-	model__add(m, &e.h);
+	push(m, &e.h);
 	e.c.result = 4;
-	model__add(m, &e.h);
+	push(m, &e.h);
 	assert_int_equal(m->nccl[GS_NCCL_ALL_GATHER].bytes, 1000 * 2 * 8 + 1000 * 2);
 	assert_int_equal(m->nccl[GS_NCCL_ALL_GATHER].unknown_size, 1);
 	assert_int_equal(m->nccl[GS_NCCL_ALL_REDUCE].bytes, 4000);
 	assert_int_equal(m->nccl[GS_NCCL_ALL_REDUCE].calls, 2);
 	assert_int_equal(m->nccl[GS_NCCL_ALL_REDUCE].errors, 1);
-	model__free(m);
+	teardown();
 }
 
 static void report_merges_and_orders(void **state)
 {
-	struct model *m = model__new();
+	struct model *m = setup();
 	struct report *r;
 
 	(void)state;
@@ -313,7 +342,7 @@ static void report_merges_and_orders(void **state)
 	mem(m, 1, GS_API_CU_MEM_ALLOC, GS_MEM_ALLOC, 0x1000000, MIB, 0, 0);
 	mem(m, 1, GS_API_CU_MEM_ALLOC, GS_MEM_ALLOC, 0x2000000, MIB, 0, 0);
 	mem(m, 2, GS_API_CU_MEM_CREATE, GS_MEM_VMM_CREATE, 0xaa, 2 * MIB, 0, 0);
-	r = report__build(m);
+	r = analyses__report(&A);
 	assert_int_equal(r->nkernels, 3);
 	assert_string_equal(r->kernels[0].display, "a()");
 	assert_int_equal(r->kernels[0].launches, 7);
@@ -332,12 +361,12 @@ static void report_merges_and_orders(void **state)
 	assert_int_equal(r->largest[0].size, 2 * MIB);
 	assert_int_equal(r->nprocs, 2);
 	report__free(r);
-	model__free(m);
+	teardown();
 }
 
 static void errors_exclude_polling(void **state)
 {
-	struct model *m = model__new();
+	struct model *m = setup();
 	struct gs_ev_sync s;
 	struct report *r;
 
@@ -345,17 +374,17 @@ static void errors_exclude_polling(void **state)
 	hdr(&s, GS_EV_SYNC, sizeof(s), 1, now++);
 	s.c.api = GS_API_CU_STREAM_QUERY;
 	s.c.result = 600;
-	model__add(m, &s.h);
+	push(m, &s.h);
 	s.c.api = GS_API_CU_STREAM_SYNCHRONIZE;
 	s.c.result = 700;
-	model__add(m, &s.h);
-	r = report__build(m);
+	push(m, &s.h);
+	r = analyses__report(&A);
 	assert_int_equal(r->nerrors, 1);
 	assert_int_equal(r->errors[0].api, GS_API_CU_STREAM_SYNCHRONIZE);
 	assert_int_equal(r->errors[0].result, 700);
 	assert_int_equal(m->syncs[GS_API_CU_STREAM_QUERY].not_ready, 1);
 	report__free(r);
-	model__free(m);
+	teardown();
 }
 
 /*
@@ -365,7 +394,7 @@ static void errors_exclude_polling(void **state)
  */
 static void gpu_records_flush_amortised(void **state)
 {
-	struct model *m = model__new();
+	struct model *m = setup();
 	struct gs_ev_gpu e;
 	struct dev_stat *d;
 	__u64 t0 = 3000000000ULL, n = 300000;
@@ -383,18 +412,18 @@ static void gpu_records_flush_amortised(void **state)
 		e.func = 0x1234;
 		e.kind = GS_GPU_KERNEL;
 		e.flags = GS_GPU_GATED;
-		model__add(m, &e.h);
+		push(m, &e.h);
 	}
 	d = hmap_get(&m->devices, 1, 0);
 	assert_non_null(d);
-	assert_true(d->flushes > 0 && d->flushes <= 8);
-	r = report__build(m);
+	assert_true(d->b.flushes > 0 && d->b.flushes <= 8);
+	r = analyses__report(&A);
 	assert_int_equal(r->ndevices, 1);
 	assert_int_equal(r->devices[0].ops, n);
 	assert_int_equal(r->devices[0].busy_ns, n * 1000);
 	assert_int_equal(r->devices[0].gaps, n - 1);
 	report__free(r);
-	model__free(m);
+	teardown();
 }
 
 /*
@@ -405,7 +434,7 @@ static void gpu_records_flush_amortised(void **state)
  */
 static void gpu_idle_start_after_a_long_call(void **state)
 {
-	struct model *m = model__new();
+	struct model *m = setup();
 	struct gs_ev_gpu e;
 	struct report *r;
 	const struct gpu_stat *g;
@@ -422,9 +451,9 @@ static void gpu_idle_start_after_a_long_call(void **state)
 		e.func = 0x1234;
 		e.kind = GS_GPU_KERNEL;
 		e.flags = GS_GPU_IDLE_STREAM;
-		model__add(m, &e.h);
+		push(m, &e.h);
 	}
-	r = report__build(m);
+	r = analyses__report(&A);
 	assert_int_equal(r->gpu_start_unknown, 1);
 	assert_int_equal(r->gpu_start_late, 1);
 	assert_int_equal(r->nkernels, 1);
@@ -436,7 +465,7 @@ static void gpu_idle_start_after_a_long_call(void **state)
 	assert_int_equal(g->min_ns, 195000);
 	assert_int_equal(g->max_ns, 195000);
 	report__free(r);
-	model__free(m);
+	teardown();
 }
 
 /*
@@ -446,7 +475,7 @@ static void gpu_idle_start_after_a_long_call(void **state)
  */
 static void gpu_end_recorded_late(void **state)
 {
-	struct model *m = model__new();
+	struct model *m = setup();
 	struct gs_ev_gpu e;
 	struct report *r;
 	const struct gpu_stat *g;
@@ -465,9 +494,9 @@ static void gpu_end_recorded_late(void **state)
 		e.copy_kind = i == 2 ? GS_COPY_HTOD : 0;
 		e.bytes = i == 2 ? 4096 : 0;
 		e.flags = i ? GS_GPU_END_LATE : 0;
-		model__add(m, &e.h);
+		push(m, &e.h);
 	}
-	r = report__build(m);
+	r = analyses__report(&A);
 	assert_int_equal(r->gpu_start_unknown, 1);
 	assert_int_equal(r->gpu_end_late, 1);
 	assert_int_equal(r->gpu_start_late, 0);
@@ -478,7 +507,7 @@ static void gpu_end_recorded_late(void **state)
 	assert_int_equal(g->max_ns, 300000);
 	assert_int_equal(m->copies[GS_COPY_HTOD].gpu_count, 0);
 	report__free(r);
-	model__free(m);
+	teardown();
 }
 
 /* A site with samples every_ns apart (20 ms unless set): bytes(i) for i in [0, n). */
@@ -542,64 +571,65 @@ static void leak_trend(void **state)
 	/* Rising all along: suspected, at its rate (64 KiB per 20 ms). */
 	site_of(s, 60, growing);
 	end = s->samples[59].ts;
-	model__site_trend(s, end, &t);
+	memsites__trend(s, end, &t);
 	assert_true(t.suspected);
 	assert_true(t.confidence > 0.9999);
 	assert_true(t.slope_bps > 3.2e6 && t.slope_bps < 3.3e6);
 	assert_int_equal(t.growth, 29 * 65536);
 	assert_int_equal(t.n, 30); /* the later half */
 	site_of(s, 60, noisy_growth);
-	model__site_trend(s, end, &t);
+	memsites__trend(s, end, &t);
 	assert_true(t.suspected);
 	/* Going up and down, a cache that grew early then stayed, a single step: no. */
 	site_of(s, 60, steady);
-	model__site_trend(s, end, &t);
+	memsites__trend(s, end, &t);
 	assert_false(t.suspected);
 	assert_true(t.confidence < 0.9);
 	site_of(s, 60, warm_then_flat);
-	model__site_trend(s, end, &t);
+	memsites__trend(s, end, &t);
 	assert_false(t.suspected);
 	site_of(s, 60, one_step);
-	model__site_trend(s, end, &t);
+	memsites__trend(s, end, &t);
 	assert_false(t.suspected);
 	assert_true(t.confidence > 0.999); /* (a trend to Mann-Kendall, not a leak) */
 	/* Steps in each third of the window: a leak in bursts. */
 	site_of(s, 60, three_steps);
-	model__site_trend(s, end, &t);
+	memsites__trend(s, end, &t);
 	assert_true(t.suspected);
 	/* A steady trend of 4 KiB a sample: under 1 MiB over the window, not worth a finding
 	 * (a short-lived site's noise on a GPU looked like this). */
 	site_of(s, 60, trickle);
-	model__site_trend(s, end, &t);
+	memsites__trend(s, end, &t);
 	assert_false(t.suspected);
 	assert_true(t.confidence > 0.9999);
 	/* The same rise over 0.6 s: too young to judge (a first forward pass looks like
 	 * this); a window under half a second is not enough. */
 	every_ns = 10000000ULL;
 	site_of(s, 60, growing);
-	model__site_trend(s, s->samples[59].ts, &t);
+	memsites__trend(s, s->samples[59].ts, &t);
 	assert_false(t.suspected);
 	assert_true(t.confidence > 0.9999);
 	every_ns = 20000000ULL;
 	/* Too few samples to say; page-locked host memory is not the GPU's. */
 	site_of(s, 12, growing);
-	model__site_trend(s, s->samples[11].ts, &t);
+	memsites__trend(s, s->samples[11].ts, &t);
 	assert_false(t.suspected);
 	site_of(s, 60, growing);
 	s->kind = MK_HOST;
-	model__site_trend(s, end, &t);
+	memsites__trend(s, end, &t);
 	assert_false(t.suspected);
 	/* Idle since: as of much later, the window holds the flat present. */
 	site_of(s, 60, growing);
-	model__site_trend(s, end + 10ULL * 1000000000ULL, &t);
+	memsites__trend(s, end + 10ULL * 1000000000ULL, &t);
 	assert_false(t.suspected);
 	free(s);
 }
 
 static void oom_causes(void **state)
 {
-	struct model *m = model__new();
+	struct model *m = setup();
 	__u64 base = 0x100000000ULL;
+	struct ms_proc *msp;
 	struct proc *p;
 
 	(void)state;
@@ -610,36 +640,37 @@ static void oom_causes(void **state)
 	mem(m, 7, GS_API_CU_MEM_FREE, GS_MEM_FREE, base + MIB, 0, 0, 0);
 	mem(m, 7, GS_API_CU_MEM_FREE, GS_MEM_FREE, base + 3 * MIB, 0, 0, 0);
 	mem(m, 7, GS_API_CU_MEM_ALLOC, GS_MEM_ALLOC, 0, 2 * MIB, 0, 2);
-	assert_int_equal(m->ooms_total, 1);
-	assert_int_equal(m->ooms[0].cause, OOM_FRAGMENTATION);
-	assert_int_equal(m->ooms[0].holes, 2 * MIB);
-	assert_int_equal(m->ooms[0].largest_hole, MIB);
-	assert_int_equal(m->ooms[0].live_all, 4 * MIB);
-	assert_int_equal(m->ooms[0].span, 6 * MIB);
-	assert_int_equal(m->ooms[0].requested, 2 * MIB);
+	assert_int_equal(A.memsites->ooms_total, 1);
+	assert_int_equal(A.memsites->ooms[0].o.cause, OOM_FRAGMENTATION);
+	assert_int_equal(A.memsites->ooms[0].o.holes, 2 * MIB);
+	assert_int_equal(A.memsites->ooms[0].o.largest_hole, MIB);
+	assert_int_equal(A.memsites->ooms[0].o.live_all, 4 * MIB);
+	assert_int_equal(A.memsites->ooms[0].o.span, 6 * MIB);
+	assert_int_equal(A.memsites->ooms[0].o.requested, 2 * MIB);
 	/* More than is free between them at all: exhaustion. */
 	mem(m, 7, GS_API_CU_MEM_ALLOC, GS_MEM_ALLOC, 0, 3 * MIB, 0, 2);
-	assert_int_equal(m->ooms[1].cause, OOM_EXHAUSTION);
+	assert_int_equal(A.memsites->ooms[1].o.cause, OOM_EXHAUSTION);
 	/* 3 MiB free in one piece, 3 MiB asked: not fragmentation either. */
 	mem(m, 7, GS_API_CU_MEM_FREE, GS_MEM_FREE, base + 2 * MIB, 0, 0, 0);
 	mem(m, 7, GS_API_CU_MEM_ALLOC, GS_MEM_ALLOC, 0, 3 * MIB, 0, 2);
-	assert_int_equal(m->ooms[2].cause, OOM_EXHAUSTION);
-	assert_int_equal(m->ooms[2].largest_hole, 3 * MIB);
+	assert_int_equal(A.memsites->ooms[2].o.cause, OOM_EXHAUSTION);
+	assert_int_equal(A.memsites->ooms[2].o.largest_hole, 3 * MIB);
 	p = hmap_get(&m->procs, 7, 0);
-	assert_int_equal(p->ooms[OOM_EXHAUSTION], 2);
-	assert_int_equal(p->ooms[OOM_FRAGMENTATION], 1);
+	msp = hmap_get(&A.memsites->procs, 7, 0);
+	assert_int_equal(msp->ooms[OOM_EXHAUSTION], 2);
+	assert_int_equal(msp->ooms[OOM_FRAGMENTATION], 1);
 	/* Any other failure is not an OOM. */
 	mem(m, 7, GS_API_CU_MEM_ALLOC, GS_MEM_ALLOC, 0, 2 * MIB, 0, 1);
-	assert_int_equal(m->ooms_total, 3);
-	assert_int_equal(p->failed_allocs, 4);
-	model__free(m);
+	assert_int_equal(A.memsites->ooms_total, 3);
+	assert_int_equal(p->s.failed_allocs, 4);
+	teardown();
 }
 
 /* Whole free 2 MiB pages are memory the driver can place anywhere: holes of them are not
  * fragmentation, however many; only the free part of partly used pages is. */
 static void oom_pages(void **state)
 {
-	struct model *m = model__new();
+	struct model *m = setup();
 	__u64 base = 0x200000000ULL;
 	struct frag_sample f;
 	struct proc *p;
@@ -650,28 +681,29 @@ static void oom_pages(void **state)
 	mem(m, 8, GS_API_CU_MEM_FREE, GS_MEM_FREE, base + 4 * MIB, 0, 0, 0);
 	mem(m, 8, GS_API_CU_MEM_FREE, GS_MEM_FREE, base + 12 * MIB, 0, 0, 0);
 	mem(m, 8, GS_API_CU_MEM_ALLOC, GS_MEM_ALLOC, 0, 8 * MIB, 0, 2);
-	assert_int_equal(m->ooms[0].cause, OOM_EXHAUSTION);
-	assert_int_equal(m->ooms[0].holes, 8 * MIB);
-	assert_int_equal(m->ooms[0].stranded, 0);
+	assert_int_equal(A.memsites->ooms[0].o.cause, OOM_EXHAUSTION);
+	assert_int_equal(A.memsites->ooms[0].o.holes, 8 * MIB);
+	assert_int_equal(A.memsites->ooms[0].o.stranded, 0);
 	p = hmap_get(&m->procs, 8, 0);
-	model__frag_now(p, model__mem_slot(-1), 1, &f);
-	assert_true(model__frag_score(&f) == 0.0);
+	assert_non_null(p);
+	memsites__frag_now(A.memsites, 8, model__mem_slot(-1), 1, &f);
+	assert_true(frag_score(&f) == 0.0);
 	/* A 3 MiB allocation leaves 1 MiB of its second page; a 512 KiB one 1.5 MiB of its
 	 * page: 2.5 MiB stranded, the largest piece 1.5 MiB. 2 MiB asked: fragmentation. */
 	mem(m, 8, GS_API_CU_MEM_ALLOC, GS_MEM_ALLOC, base + 24 * MIB, 3 * MIB, 0, 0);
 	mem(m, 8, GS_API_CU_MEM_ALLOC, GS_MEM_ALLOC, base + 28 * MIB, MIB / 2, 0, 0);
 	mem(m, 8, GS_API_CU_MEM_ALLOC, GS_MEM_ALLOC, base + 32 * MIB, 2 * MIB, 0, 0);
 	mem(m, 8, GS_API_CU_MEM_ALLOC, GS_MEM_ALLOC, 0, 2 * MIB, 0, 2);
-	assert_int_equal(m->ooms[1].stranded, 5 * MIB / 2);
-	assert_int_equal(m->ooms[1].largest_stranded, 3 * MIB / 2);
-	assert_int_equal(m->ooms[1].cause, OOM_FRAGMENTATION);
+	assert_int_equal(A.memsites->ooms[1].o.stranded, 5 * MIB / 2);
+	assert_int_equal(A.memsites->ooms[1].o.largest_stranded, 3 * MIB / 2);
+	assert_int_equal(A.memsites->ooms[1].o.cause, OOM_FRAGMENTATION);
 	/* 1 MiB would fit in a piece: not fragmentation. */
 	mem(m, 8, GS_API_CU_MEM_ALLOC, GS_MEM_ALLOC, 0, MIB, 0, 2);
-	assert_int_equal(m->ooms[2].cause, OOM_EXHAUSTION);
-	model__frag_now(p, model__mem_slot(-1), 2, &f);
+	assert_int_equal(A.memsites->ooms[2].o.cause, OOM_EXHAUSTION);
+	memsites__frag_now(A.memsites, 8, model__mem_slot(-1), 2, &f);
 	assert_int_equal(f.live, 16 * MIB + 3 * MIB + MIB / 2 + 2 * MIB);
-	assert_true(fabs(model__frag_score(&f) - 2.5 / (2.5 + 21.5)) < 1e-9);
-	model__free(m);
+	assert_true(fabs(frag_score(&f) - 2.5 / (2.5 + 21.5)) < 1e-9);
+	teardown();
 }
 
 /* An OOM that came through a caching allocator says what the driver level cannot see. */
@@ -701,7 +733,7 @@ static void oom_through_a_cache(void **state)
  * in a stripped library (cudart under cudaMalloc) are skipped. */
 static void site_labels(void **state)
 {
-	struct model *m = model__new();
+	struct model *m = setup();
 	struct stack_entry *st = calloc(1, sizeof(*st));
 	struct mem_site *s = calloc(1, sizeof(*s));
 	char buf[256];
@@ -718,15 +750,15 @@ static void site_labels(void **state)
 	hmap_put(&m->symbols, 9, 0x1004, strdup("main"));
 	s->pid = 9;
 	s->stack = st;
-	model__site_label(m, s, 2, buf, sizeof(buf));
+	memsites__label(A.memsites, s, 2, buf, sizeof(buf));
 	assert_string_equal(buf, "cudaMalloc < c10::cuda::alloc");
-	model__site_label(m, s, 4, buf, sizeof(buf));
+	memsites__label(A.memsites, s, 4, buf, sizeof(buf));
 	assert_string_equal(buf, "cudaMalloc < c10::cuda::alloc < main");
 	/* Nothing named at all: the placed frames it has. */
 	st->nframes = 2;
-	model__site_label(m, s, 4, buf, sizeof(buf));
+	memsites__label(A.memsites, s, 4, buf, sizeof(buf));
 	assert_string_equal(buf, "libcudart.so.13+0x41b5e < libcudart.so.13+0x146f3");
-	model__free(m);
+	teardown();
 	free(s);
 	free(st);
 }
@@ -736,12 +768,14 @@ static void site_labels(void **state)
  * cause, and the text says the thread was on the CPU issuing it. */
 static void finding_on_cpu_issuing_io(void **state)
 {
-	struct model *m = model__new();
+	struct model *m = setup();
 	const __u64 ms = 1000000, t0 = 10 * ms;
 	struct gs_ev_session s;
 	struct gs_ev_block b;
 	struct gs_ev_offcpu o;
+	const struct finding *fl;
 	char text[512];
+	size_t nf;
 
 	(void)state;
 	hdr(&s, GS_EV_SESSION, sizeof(s), 7, t0);
@@ -750,7 +784,7 @@ static void finding_on_cpu_issuing_io(void **state)
 	s.mode = GS_MODE_RUN;
 	s.flags = GS_SESSION_OS;
 	s.target_pid = 7;
-	model__add(m, &s.h);
+	push(m, &s.h);
 	now = t0 + ms;
 	launch(m, 7, GS_API_CU_LAUNCH_KERNEL, 0x10, 0x20, 1, 0);
 	/* 800 requests of 64 KiB, 60 us apart, 50 us each; off the CPU once, 2 ms. */
@@ -761,28 +795,29 @@ static void finding_on_cpu_issuing_io(void **state)
 		b.bytes = 64 << 10;
 		b.dev = 254 << 20;
 		b.op = GS_BLOCK_READ;
-		model__add(m, &b.h);
+		push(m, &b.h);
 	}
 	hdr(&o, GS_EV_OFFCPU, sizeof(o), 7, t0 + 20 * ms);
 	o.h.source = GS_SRC_TRACEPOINT;
 	o.dur_ns = 2 * ms;
 	o.reason = GS_OFFCPU_DISK;
 	o.syscall = 17; /* pread64 */
-	model__add(m, &o.h);
+	push(m, &o.h);
 	now = t0 + 52 * ms;
 	launch(m, 7, GS_API_CU_LAUNCH_KERNEL, 0x10, 0x20, 1, 0);
-	model__findings_settle(m, true);
-	assert_int_equal(m->nfindings, 1);
-	assert_int_equal(m->findings[0].cause, CAUSE_DISK);
-	assert_int_equal(m->findings[0].io_count, 800);
-	assert_int_equal(m->findings[0].io_bytes, 800ULL << 16);
-	assert_true(m->findings[0].io_ns > 45 * ms && m->findings[0].io_ns < 50 * ms);
-	assert_int_equal(m->findings[0].off_ns, 2 * ms);
-	finding_describe(&m->findings[0], t0, text, sizeof(text));
+	findings__settle(A.findings);
+	fl = findings__list(A.findings, &nf);
+	assert_int_equal(nf, 1);
+	assert_int_equal(fl[0].cause, CAUSE_DISK);
+	assert_int_equal(fl[0].io_count, 800);
+	assert_int_equal(fl[0].io_bytes, 800ULL << 16);
+	assert_true(fl[0].io_ns > 45 * ms && fl[0].io_ns < 50 * ms);
+	assert_int_equal(fl[0].off_ns, 2 * ms);
+	finding_describe(&fl[0], t0, text, sizeof(text));
 	assert_non_null(
 		strstr(text, "launching thread 7 was on the CPU issuing I/O in pread64() on "));
 	assert_non_null(strstr(text, "(800 requests, 50.0 MiB; off the CPU only 2.0 ms)"));
-	model__free(m);
+	teardown();
 }
 
 static const struct CMUnitTest tests[] = {

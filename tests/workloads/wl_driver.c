@@ -5,7 +5,7 @@
  * ground truth (truth.h).
  *
  *   wl_driver [--loops N] [--threads T] [--fork N] [--exec-child] [--mini]
- *             [--wait FILE] [--burst N] [--entry-points] [--signal N]
+ *             [--wait FILE] [--burst N] [--entry-points] [--signal N] [--note TEXT]
  *
  * --wait FILE   resolve kernel names, then create FILE.ready and wait until FILE exists
  *               before doing anything else (for late attach: the names are missed);
@@ -18,6 +18,7 @@
  *               cuGetProcAddress, cuGetProcAddress_v2 and dlsym on libcuda
  * --signal N    also: N launches while a 20 us timer's signal handler polls an event
  *               with cuEventQuery (a CUDA call from a signal handler)
+ * --note TEXT   ignored (a command line of a given length)
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -500,6 +501,8 @@ int main(int argc, char **argv)
 			exec_child = true;
 		else if (!strcmp(argv[i], "--mini"))
 			is_mini = true;
+		else if (!strcmp(argv[i], "--note") && i + 1 < argc)
+			i++;
 		else {
 			fprintf(stderr, "wl_driver: unknown argument %s\n", argv[i]);
 			return 2;

@@ -25,7 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analysis/model.h"
+#include "analysis/model_int.h"
 #include "core/names.h"
 #include "core/util.h"
 #include "gpuscope/cuda_abi.h"
@@ -98,9 +98,12 @@ static void add_stream(struct model *m, const struct gs_ev_gpu *e, __u64 submitt
 	/* A kernel that started well after it could have: it waited for something else. */
 	ready = s->ops ? GS_MAX(submitted, s->last_end) : submitted;
 	if (submitted && (e->kind == GS_GPU_KERNEL || e->kind == GS_GPU_GRAPH) &&
-	    start >= ready + QUEUE_WAIT_NS)
-		model__queue_wait(m, e, device_of(m, e->device), key, s->ops ? s->last_call : 0,
-				  ready, start);
+	    start >= ready + QUEUE_WAIT_NS) {
+		const struct dev_stat *d = device_of(m, e->device);
+
+		MODEL_NOTIFY(m, queue_wait, e, key, s->ops ? s->last_call : 0, ready, start,
+			     d->recent, GS_MIN(d->nrecent, DEV_RECENT));
+	}
 	s->last_call = e->h.ts;
 	/* A stream runs its work in order: a gap is the time from one end to the next start;
 	 * what is closer than a gap continues the busy time from the previous end. */
@@ -109,7 +112,7 @@ static void add_stream(struct model *m, const struct gs_ev_gpu *e, __u64 submitt
 		__u64 gap = start - s->last_end;
 
 		s->gaps++;
-		model__explain_gap(m, e, s->last_end, start);
+		MODEL_NOTIFY(m, gap, e, s->last_end, start);
 		s->idle_ns += gap;
 		s->max_gap_ns = GS_MAX(s->max_gap_ns, gap);
 	} else if (s->ops) {
@@ -129,12 +132,12 @@ static void dev_merge(struct dev_stat *d, __u64 start, __u64 end)
 		d->cur_start = start;
 		d->cur_end = end;
 		d->have_cur = true;
-		d->first_start = start;
+		d->b.first_start = start;
 		return;
 	}
 	if (start < d->cur_start) {
 		/* Behind what is already final: extend what can be extended. */
-		d->late++;
+		d->b.late++;
 		d->cur_end = GS_MAX(d->cur_end, end);
 		return;
 	}
@@ -142,10 +145,10 @@ static void dev_merge(struct dev_stat *d, __u64 start, __u64 end)
 		d->cur_end = GS_MAX(d->cur_end, end);
 		return;
 	}
-	d->busy_ns += d->cur_end - d->cur_start;
-	d->gaps++;
-	d->idle_ns += start - d->cur_end;
-	d->max_gap_ns = GS_MAX(d->max_gap_ns, start - d->cur_end);
+	d->b.busy_ns += d->cur_end - d->cur_start;
+	d->b.gaps++;
+	d->b.idle_ns += start - d->cur_end;
+	d->b.max_gap_ns = GS_MAX(d->b.max_gap_ns, start - d->cur_end);
 	d->cur_start = start;
 	d->cur_end = end;
 }
@@ -162,7 +165,7 @@ void model__dev_flush(struct dev_stat *d, __u64 upto)
 {
 	size_t keep = 0;
 
-	d->flushes++;
+	d->b.flushes++;
 	qsort(d->pending, d->npending, sizeof(*d->pending), by_start);
 	for (size_t i = 0; i < d->npending; i++) {
 		if (d->pending[i].start < upto)
@@ -183,7 +186,7 @@ static struct dev_stat *device_of(struct model *m, __s32 device)
 
 	if (!d) {
 		d = xcalloc(1, sizeof(*d));
-		d->device = device;
+		d->b.device = device;
 		hmap_put(&m->devices, (__u64)(__s64)device + 1, 0, d);
 	}
 	return d;
@@ -206,17 +209,17 @@ static void add_calibration(struct model *m, const struct gs_ev_gpu *e)
 	d->cal[d->ncal++] = e->end_ns - e->start_ns;
 	memcpy(v, d->cal, d->ncal * sizeof(v[0]));
 	qsort(v, d->ncal, sizeof(v[0]), cmp_u64);
-	d->overhead_ns = v[d->ncal / 2];
+	d->b.overhead_ns = v[d->ncal / 2];
 }
 
 static void add_device(struct model *m, const struct gs_ev_gpu *e, __u64 start, __u64 end)
 {
 	struct dev_stat *d = device_of(m, e->device);
 
-	d->ops++;
-	d->last_end = GS_MAX(d->last_end, end);
+	d->b.ops++;
+	d->b.last_end = GS_MAX(d->b.last_end, end);
 	d->recent[d->nrecent++ % DEV_RECENT] =
-		(struct dev_op){ .start = start,
+		(struct gpu_op){ .start = start,
 				 .end = end,
 				 .stream = model__stream_key(e->stream, e->h.tid, 0),
 				 .func = e->func,
@@ -235,8 +238,9 @@ static void add_device(struct model *m, const struct gs_ev_gpu *e, __u64 start, 
 
 /* ---- records --------------------------------------------------------------------------- */
 
-void model__gpu_add(struct model *m, const struct gs_ev_gpu *e)
+void model__gpu_add(struct model *m, const struct gs_hdr *ev)
 {
+	const struct gs_ev_gpu *e = (const void *)ev;
 	bool gated = e->flags & GS_GPU_GATED,
 	     launch = e->kind == GS_GPU_KERNEL || e->kind == GS_GPU_GRAPH;
 	/* Ungated, work cannot start before it was submitted: a launch's at the end of its
@@ -257,7 +261,7 @@ void model__gpu_add(struct model *m, const struct gs_ev_gpu *e)
 		model__context_seen(m, e->h.pid, e->ctx, e->device);
 	/* Kernels: what the event pair adds, half on each side (its split is not known); a
 	 * start taken from the call rather than from its event has no event's share. */
-	overhead = launch ? GS_MIN(device_of(m, e->device)->overhead_ns, end - start) : 0;
+	overhead = launch ? GS_MIN(device_of(m, e->device)->b.overhead_ns, end - start) : 0;
 	if (!idle)
 		start += overhead / 2;
 	end -= overhead - overhead / 2;
@@ -322,9 +326,7 @@ void model__gpu_free(struct model *m)
 		free(((struct kstat *)s->val)->gpu);
 	hmap_for_each (&m->graph_execs, s)
 		free(((struct kstat *)s->val)->gpu);
-	hmap_for_each (&m->streams, s)
-		free(s->val);
-	hmap_free(&m->streams);
+	hmap_free_with(&m->streams, NULL);
 	hmap_for_each (&m->devices, s) {
 		free(((struct dev_stat *)s->val)->pending);
 		free(s->val);

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analysis/model.h"
+#include "analysis/model_int.h"
 #include "core/util.h"
 
 static __u64 name_hash(const char *s)
@@ -20,8 +20,9 @@ static __u64 name_hash(const char *s)
 	return h;
 }
 
-void model__devcode_add(struct model *m, const struct gs_ev_devcode *e)
+void model__devcode_add(struct model *m, const struct gs_hdr *ev)
 {
+	const struct gs_ev_devcode *e = (const void *)ev;
 	struct dev_module *d = hmap_get(&m->devmods, e->h.pid, e->scope);
 
 	if (!e->kernel) {

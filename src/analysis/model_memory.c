@@ -5,13 +5,14 @@
  * unmapped everywhere (the driver keeps released memory while a mapping uses it). Managed
  * and page-locked host memory are counted apart. A free of an address the model does not
  * know (attached late, or a wrong pointer that the driver rejects anyway) is counted, not
- * guessed at.
+ * guessed at. Observers are told of every range that becomes live or goes, every VMM
+ * physical handle, and every failed allocation.
  */
 #include <search.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "analysis/model.h"
+#include "analysis/model_int.h"
 #include "core/util.h"
 
 static __u64 span(const struct range *r)
@@ -44,6 +45,20 @@ int model__mem_slot(int device)
 	return device >= 0 && device < MEM_DEVS ? device : MEM_DEVS;
 }
 
+static void public_of(const struct range *r, __u32 pid, struct model_alloc *a)
+{
+	*a = (struct model_alloc){ .addr = r->addr,
+				   .size = r->size,
+				   .ts = r->ts,
+				   .handle = r->handle,
+				   .pid = pid,
+				   .tid = r->tid,
+				   .api = r->api,
+				   .kind = r->kind,
+				   .device = r->device,
+				   .pooled = r->pooled };
+}
+
 /* ---- contexts: which device a call was made for --------------------------------------- */
 
 #define CTX_DEPTH 16
@@ -70,12 +85,8 @@ void model__context_seen(struct model *m, __u32 pid, __u64 ctx, __s32 device)
 
 static struct ctx_stack *ctx_stack(struct model *m, __u32 pid, __u32 tid)
 {
-	struct ctx_stack *t = hmap_get(&m->thread_ctx, tid, pid);
+	struct ctx_stack *t = hmap_get_or_new(&m->thread_ctx, tid, pid, sizeof(*t));
 
-	if (!t) {
-		t = xcalloc(1, sizeof(*t));
-		hmap_put(&m->thread_ctx, tid, pid, t);
-	}
 	return t;
 }
 
@@ -160,50 +171,57 @@ static void use(struct model *m, struct proc *p, int kind, int device, __u64 byt
 {
 	int i = model__mem_slot(device);
 
-	p->in_use[kind] += bytes;
-	if (p->in_use[kind] > p->peak[kind])
-		p->peak[kind] = p->in_use[kind];
+	p->s.in_use[kind] += bytes;
+	if (p->s.in_use[kind] > p->s.peak[kind])
+		p->s.peak[kind] = p->s.in_use[kind];
 	m->in_use[kind] += bytes;
 	if (m->in_use[kind] > m->peak[kind])
 		m->peak[kind] = m->in_use[kind];
 	if (kind != MK_DEVICE)
 		return;
-	p->dev_in_use[i] += bytes;
-	if (p->dev_in_use[i] > p->dev_peak[i])
-		p->dev_peak[i] = p->dev_in_use[i];
+	p->s.dev_in_use[i] += bytes;
+	if (p->s.dev_in_use[i] > p->s.dev_peak[i])
+		p->s.dev_peak[i] = p->s.dev_in_use[i];
 }
 
 static void unuse(struct model *m, struct proc *p, int kind, int device, __u64 bytes)
 {
 	int i = model__mem_slot(device);
 
-	p->in_use[kind] -= GS_MIN(bytes, p->in_use[kind]);
+	p->s.in_use[kind] -= GS_MIN(bytes, p->s.in_use[kind]);
 	m->in_use[kind] -= GS_MIN(bytes, m->in_use[kind]);
 	if (kind == MK_DEVICE)
-		p->dev_in_use[i] -= GS_MIN(bytes, p->dev_in_use[i]);
+		p->s.dev_in_use[i] -= GS_MIN(bytes, p->s.dev_in_use[i]);
 }
 
 static void range_remove(struct model *m, struct proc *p, struct range *r, __u64 ts)
 {
+	struct model_alloc a;
+
 	if (!tdelete(r, &p->ranges, range_cmp))
 		return;
-	p->nranges--;
+	p->s.nranges--;
 	if (r->kind < MEM_KINDS)
 		unuse(m, p, r->kind, r->device, r->size);
 	if (r->pooled)
-		p->pool_in_use -= GS_MIN(r->size, p->pool_in_use);
+		p->s.pool_in_use -= GS_MIN(r->size, p->s.pool_in_use);
 	if (r->kind == MK_MAPPING)
-		p->vmm_mapped -= GS_MIN(r->size, p->vmm_mapped);
-	model__site_free(m, r, ts);
+		p->s.vmm_mapped -= GS_MIN(r->size, p->s.vmm_mapped);
+	public_of(r, p->s.pid, &a);
+	MODEL_NOTIFY(m, free, &a, ts);
 	free(r);
 }
 
-static struct vmm_handle *vmm_get(struct proc *p, __u64 handle);
+static struct vmm_handle *vmm_get(struct proc *p, __u64 handle)
+{
+	return hmap_get(&p->vmm, handle, 0);
+}
 
 static void range_insert(struct model *m, struct proc *p, const struct gs_ev_mem *e, int kind,
 			 __u64 handle)
 {
 	struct range *r = xcalloc(1, sizeof(*r));
+	struct model_alloc a;
 	void **old;
 	int dev;
 
@@ -222,13 +240,12 @@ static void range_insert(struct model *m, struct proc *p, const struct gs_ev_mem
 	r->device = (__s8)(dev <= 127 ? dev : -1);
 	r->handle = handle;
 	r->pooled = e->op == GS_MEM_ALLOC_ASYNC;
-	r->hist = NO_HIST;
 	/* An overlap means a free we never saw: the old range is gone. */
 	while ((old = tfind(r, &p->ranges, range_cmp))) {
-		__u64 before = p->nranges;
+		__u64 before = p->s.nranges;
 
 		range_remove(m, p, *old, e->h.ts);
-		if (p->nranges == before)
+		if (p->s.nranges == before)
 			break;
 	}
 	old = tsearch(r, &p->ranges, range_cmp);
@@ -236,21 +253,17 @@ static void range_insert(struct model *m, struct proc *p, const struct gs_ev_mem
 		free(r);
 		return;
 	}
-	p->nranges++;
+	p->s.nranges++;
 	if (kind < MEM_KINDS)
 		use(m, p, kind, r->device, r->size);
 	if (r->pooled) {
-		p->pool_in_use += r->size;
-		p->pool_peak = GS_MAX(p->pool_peak, p->pool_in_use);
+		p->s.pool_in_use += r->size;
+		p->s.pool_peak = GS_MAX(p->s.pool_peak, p->s.pool_in_use);
 	}
 	if (kind == MK_MAPPING)
-		p->vmm_mapped += r->size;
-	model__site_alloc(m, p, r, e);
-}
-
-static struct vmm_handle *vmm_get(struct proc *p, __u64 handle)
-{
-	return hmap_get(&p->vmm, handle, 0);
+		p->s.vmm_mapped += r->size;
+	public_of(r, p->s.pid, &a);
+	MODEL_NOTIFY(m, alloc, &a, e);
 }
 
 static void vmm_maybe_free(struct model *m, struct proc *p, struct vmm_handle *v, __u64 ts)
@@ -258,10 +271,9 @@ static void vmm_maybe_free(struct model *m, struct proc *p, struct vmm_handle *v
 	if (!v->released || v->mapped)
 		return;
 	unuse(m, p, MK_DEVICE, v->device, v->size);
-	p->vmm_physical -= GS_MIN(v->size, p->vmm_physical);
-	if (v->site)
-		model__site_sub(v->site, v->size, ts);
-	p->frees++;
+	p->s.vmm_physical -= GS_MIN(v->size, p->s.vmm_physical);
+	MODEL_NOTIFY(m, vmm_free, p->s.pid, v->handle, v->size, ts);
+	p->s.frees++;
 	hmap_del(&p->vmm, v->handle, 0);
 	free(v);
 }
@@ -274,11 +286,11 @@ static void free_linear(struct model *m, struct proc *p, const struct gs_ev_mem 
 		return; /* cuMemFree(0) does nothing */
 	r = range_at(p, e->addr);
 	if (!r || r->addr != e->addr || r->kind == MK_MAPPING) {
-		p->untracked_frees++;
+		p->s.untracked_frees++;
 		return;
 	}
 	range_remove(m, p, r, e->h.ts);
-	p->frees++;
+	p->s.frees++;
 }
 
 /* cuMemUnmap may cover several mappings. */
@@ -305,20 +317,60 @@ static void unmap(struct model *m, struct proc *p, const struct gs_ev_mem *e)
 		at = next;
 	}
 	if (!any)
-		p->untracked_frees++;
+		p->s.untracked_frees++;
 }
 
 static void count_alloc(struct model *m, struct proc *p, const struct gs_ev_mem *e)
 {
-	p->allocs++;
+	p->s.allocs++;
 	m->alloc_calls[e->c.api]++;
 	m->alloc_bytes[e->c.api] += e->size;
+}
+
+static void vmm_create(struct model *m, struct proc *p, const struct gs_ev_mem *e)
+{
+	struct vmm_handle *v = xcalloc(1, sizeof(*v));
+
+	v->handle = e->addr;
+	v->size = e->size;
+	v->ts = e->h.ts;
+	v->tid = e->h.tid;
+	v->device = device_of_call(m, p, &e->h, e->device);
+	v->api = e->c.api;
+	MODEL_NOTIFY(m, vmm_create, e);
+	use(m, p, MK_DEVICE, v->device, e->size);
+	p->s.vmm_physical += e->size;
+	v = hmap_put(&p->vmm, e->addr, 0, v);
+	if (v) { /* a handle value reused without a release we saw */
+		unuse(m, p, MK_DEVICE, v->device, v->size);
+		p->s.vmm_physical -= GS_MIN(v->size, p->s.vmm_physical);
+		MODEL_NOTIFY(m, vmm_free, p->s.pid, v->handle, v->size, e->h.ts);
+		free(v);
+	}
+	count_alloc(m, p, e);
+}
+
+static void reserve(struct proc *p, const struct gs_ev_mem *e)
+{
+	struct range *r;
+
+	if (e->op == GS_MEM_VA_RESERVE) {
+		r = xcalloc(1, sizeof(*r));
+		r->addr = e->addr;
+		r->size = e->size;
+		r->ts = e->h.ts;
+		r->api = e->c.api;
+		free(hmap_put(&p->resv, e->addr, 0, r));
+		p->s.reserved += e->size;
+	} else if ((r = hmap_del(&p->resv, e->addr, 0))) {
+		p->s.reserved -= GS_MIN(r->size, p->s.reserved);
+		free(r);
+	}
 }
 
 void model__memory_add(struct model *m, struct proc *p, const struct gs_ev_mem *e)
 {
 	struct vmm_handle *v;
-	struct range *r;
 
 	if (e->c.result) {
 		switch (e->op) {
@@ -327,8 +379,8 @@ void model__memory_add(struct model *m, struct proc *p, const struct gs_ev_mem *
 		case GS_MEM_ALLOC_HOST:
 		case GS_MEM_ALLOC_ASYNC:
 		case GS_MEM_VMM_CREATE:
-			p->failed_allocs++;
-			model__site_failed(m, p, e, device_of_call(m, p, &e->h, e->device));
+			p->s.failed_allocs++;
+			MODEL_NOTIFY(m, failed, e, device_of_call(m, p, &e->h, e->device));
 			break;
 		}
 		return;
@@ -353,31 +405,12 @@ void model__memory_add(struct model *m, struct proc *p, const struct gs_ev_mem *
 		free_linear(m, p, e);
 		break;
 	case GS_MEM_VMM_CREATE:
-		v = xcalloc(1, sizeof(*v));
-		v->handle = e->addr;
-		v->size = e->size;
-		v->ts = e->h.ts;
-		v->tid = e->h.tid;
-		v->device = device_of_call(m, p, &e->h, e->device);
-		v->api = e->c.api;
-		v->site = model__site_of(m, p, e, MK_DEVICE);
-		model__site_add(v->site, e->size, e->h.ts);
-		use(m, p, MK_DEVICE, v->device, e->size);
-		p->vmm_physical += e->size;
-		v = hmap_put(&p->vmm, e->addr, 0, v);
-		if (v) { /* a handle value reused without a release we saw */
-			unuse(m, p, MK_DEVICE, v->device, v->size);
-			p->vmm_physical -= GS_MIN(v->size, p->vmm_physical);
-			if (v->site)
-				model__site_sub(v->site, v->size, e->h.ts);
-			free(v);
-		}
-		count_alloc(m, p, e);
+		vmm_create(m, p, e);
 		break;
 	case GS_MEM_VMM_RELEASE:
 		v = vmm_get(p, e->addr);
 		if (!v) {
-			p->untracked_frees++;
+			p->s.untracked_frees++;
 			break;
 		}
 		v->released = true;
@@ -393,27 +426,15 @@ void model__memory_add(struct model *m, struct proc *p, const struct gs_ev_mem *
 		unmap(m, p, e);
 		break;
 	case GS_MEM_VA_RESERVE:
-		r = xcalloc(1, sizeof(*r));
-		r->addr = e->addr;
-		r->size = e->size;
-		r->ts = e->h.ts;
-		r->api = e->c.api;
-		free(hmap_put(&p->resv, e->addr, 0, r));
-		p->reserved += e->size;
-		break;
 	case GS_MEM_VA_FREE:
-		r = hmap_del(&p->resv, e->addr, 0);
-		if (r) {
-			p->reserved -= GS_MIN(r->size, p->reserved);
-			free(r);
-		}
+		reserve(p, e);
 		break;
 	}
 }
 
 int model__classify(const struct model *m, __u32 pid, __u64 addr)
 {
-	const struct proc *p = hmap_get(&m->procs, pid, 0);
+	const struct proc *p = model__proc_get(m, pid);
 	const struct range *r;
 
 	if (!p)
@@ -421,7 +442,23 @@ int model__classify(const struct model *m, __u32 pid, __u64 addr)
 	r = range_at(p, addr);
 	if (r)
 		return r->kind == MK_MAPPING ? MK_DEVICE : r->kind;
-	return p->complete ? MK_HOST : -1;
+	return p->s.complete ? MK_HOST : -1;
+}
+
+unsigned int model__copy_direction(const struct model *m, __u32 pid, unsigned int kind,
+				   __u64 dst_addr, __u64 src_addr)
+{
+	int dst, src;
+
+	if (kind != GS_COPY_DEFAULT)
+		return kind;
+	dst = model__classify(m, pid, dst_addr);
+	src = model__classify(m, pid, src_addr);
+	if (dst < 0 || src < 0)
+		return GS_COPY_UNKNOWN;
+	if (src == MK_HOST)
+		return dst == MK_HOST ? GS_COPY_HTOH : GS_COPY_HTOD;
+	return dst == MK_HOST ? GS_COPY_DTOH : GS_COPY_DTOD;
 }
 
 struct walk_ctx {
@@ -445,19 +482,122 @@ void model__walk_ranges(const struct proc *p, void (*fn)(const struct range *r, 
 	twalk_r(p->ranges, walk_action, &w);
 }
 
-void model__memory_free(struct proc *p)
+struct each_ctx {
+	__u32 pid;
+	void (*fn)(void *ctx, const struct model_alloc *a);
+	void *ctx;
+};
+
+static void each_visit(const struct range *r, void *ctx)
 {
+	struct each_ctx *c = ctx;
+	struct model_alloc a;
+
+	public_of(r, c->pid, &a);
+	c->fn(c->ctx, &a);
+}
+
+void model__each_alloc(const struct model *m, __u32 pid,
+		       void (*fn)(void *ctx, const struct model_alloc *a), void *ctx)
+{
+	const struct proc *p = model__proc_get(m, pid);
+	struct each_ctx c = { pid, fn, ctx };
+
+	if (p)
+		model__walk_ranges(p, each_visit, &c);
+}
+
+bool model__nvml_memory(const struct model *m, int gpu, __u64 *used, __u64 *total)
+{
+	if (gpu < 0 || gpu >= MEM_DEVS || !m->nvml_mem[gpu].have)
+		return false;
+	*used = m->nvml_mem[gpu].used;
+	*total = m->nvml_mem[gpu].total;
+	return true;
+}
+
+/* ---- a retired process: its outstanding allocations summed, the rest freed ---------------- */
+
+static void retired_largest(struct model *m, const struct model_alloc *a)
+{
+	size_t i = m->nretired_largest < 10 ? m->nretired_largest++ : 9;
+
+	if (i == 9 && m->nretired_largest == 10 && m->retired_largest[i].size >= a->size)
+		return;
+	m->retired_largest[i] = *a;
+	/* (As the report keeps them: by size, then address.) */
+	while (i > 0 && (m->retired_largest[i - 1].size < m->retired_largest[i].size ||
+			 (m->retired_largest[i - 1].size == m->retired_largest[i].size &&
+			  m->retired_largest[i - 1].addr > m->retired_largest[i].addr))) {
+		struct model_alloc t = m->retired_largest[i - 1];
+
+		m->retired_largest[i - 1] = m->retired_largest[i];
+		m->retired_largest[i] = t;
+		i--;
+	}
+}
+
+static void retired_alloc(struct model *m, struct proc *p, const struct model_alloc *a)
+{
+	size_t i;
+
+	p->outstanding[a->kind] += a->size;
+	for (i = 0; i < m->nretired_allocs; i++)
+		if (m->retired_allocs[i].api == a->api && m->retired_allocs[i].kind == a->kind &&
+		    m->retired_allocs[i].size == a->size)
+			break;
+	if (i == m->nretired_allocs) {
+		m->retired_allocs = xrealloc(m->retired_allocs,
+					     (m->nretired_allocs + 1) * sizeof(*m->retired_allocs));
+		m->retired_allocs[m->nretired_allocs++] =
+			(struct retired_alloc){ a->api, a->kind, a->size, 0 };
+	}
+	m->retired_allocs[i].count++;
+	retired_largest(m, a);
+}
+
+struct retire_ctx {
+	struct model *m;
+	struct proc *p;
+};
+
+static void retire_visit(const struct range *r, void *ctx)
+{
+	struct retire_ctx *c = ctx;
+	struct model_alloc a;
+
+	if (r->kind >= MEM_KINDS)
+		return;
+	public_of(r, c->p->s.pid, &a);
+	retired_alloc(c->m, c->p, &a);
+}
+
+void model__memory_retire(struct model *m, struct proc *p)
+{
+	struct retire_ctx c = { m, p };
 	struct hmap_slot *s;
 
+	model__walk_ranges(p, retire_visit, &c);
+	hmap_for_each (&p->vmm, s) {
+		const struct vmm_handle *h = s->val;
+		struct model_alloc a = { .addr = h->handle,
+					 .size = h->size,
+					 .ts = h->ts,
+					 .pid = p->s.pid,
+					 .tid = h->tid,
+					 .api = h->api,
+					 .kind = MK_DEVICE };
+
+		retired_alloc(m, p, &a);
+	}
+	model__memory_free(p);
+}
+
+void model__memory_free(struct proc *p)
+{
 	tdestroy(p->ranges, free);
 	p->ranges = NULL;
-	hmap_for_each (&p->vmm, s)
-		free(s->val);
-	hmap_free(&p->vmm);
-	hmap_for_each (&p->resv, s)
-		free(s->val);
-	hmap_free(&p->resv);
-	hmap_for_each (&p->ctx_dev, s)
-		free(s->val);
-	hmap_free(&p->ctx_dev);
+	hmap_free_with(&p->vmm, NULL);
+	hmap_free_with(&p->resv, NULL);
+	hmap_free_with(&p->ctx_dev, NULL);
 }

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
-/* The OS plane's records, aggregated per process and for the run (see model.h). */
+/* The OS plane's records, aggregated per process and for the run (see model_int.h). */
 #include <stdlib.h>
+#include <string.h>
 
-#include "analysis/model.h"
+#include "analysis/model_int.h"
 #include "core/util.h"
 
 #define AF_INET_     2
@@ -49,11 +50,7 @@ static void add(struct os_stat *o, const struct gs_hdr *ev)
 		break;
 	case GS_EV_BLOCK:
 		io_add(&o->io[b->op], b);
-		dev = hmap_get(&o->devices, b->dev, 0);
-		if (!dev) {
-			dev = xcalloc(1, sizeof(*dev));
-			hmap_put(&o->devices, b->dev, 0, dev);
-		}
+		dev = hmap_get_or_new(&o->devices, b->dev, 0, sizeof(*dev));
 		io_add(dev, b);
 		break;
 	case GS_EV_NET:
@@ -61,11 +58,7 @@ static void add(struct os_stat *o, const struct gs_hdr *ev)
 		o->net_bytes[n->dir][model__net_proto(n->family, n->protocol)] += n->bytes;
 		break;
 	case GS_EV_SYSCALL:
-		ss = hmap_get(&o->syscalls, sc->nr, 0);
-		if (!ss) {
-			ss = xcalloc(1, sizeof(*ss));
-			hmap_put(&o->syscalls, sc->nr, 0, ss);
-		}
+		ss = hmap_get_or_new(&o->syscalls, sc->nr, 0, sizeof(*ss));
 		ss->count++;
 		ss->total_ns += sc->dur_ns;
 		ss->max_ns = GS_MAX(ss->max_ns, sc->dur_ns);
@@ -92,14 +85,58 @@ void model__os_add(struct model *m, const struct gs_hdr *ev)
 
 void model__os_free(struct os_stat *o)
 {
-	struct hmap_slot *s;
-
 	if (!o)
 		return;
+	hmap_free_with(&o->syscalls, NULL);
+	hmap_free_with(&o->devices, NULL);
+}
+
+static int syscall_order(const void *a, const void *b)
+{
+	const struct os_syscall *x = a, *y = b;
+
+	return x->s.total_ns < y->s.total_ns ? 1 : x->s.total_ns > y->s.total_ns ? -1 : 0;
+}
+
+static int device_order(const void *a, const void *b)
+{
+	const struct os_device *x = a, *y = b;
+
+	return x->s.total_ns < y->s.total_ns ? 1 : x->s.total_ns > y->s.total_ns ? -1 : 0;
+}
+
+void model__os_result(const struct os_stat *o, struct os_result *out)
+{
+	const struct hmap_slot *s;
+
+	memset(out, 0, sizeof(*out));
+	if (!o)
+		return;
+	memcpy(out->offcpu_count, o->offcpu_count, sizeof(out->offcpu_count));
+	memcpy(out->offcpu_ns, o->offcpu_ns, sizeof(out->offcpu_ns));
+	out->runq_ns = o->runq_ns;
+	out->faults = o->faults;
+	out->major_faults = o->major_faults;
+	memcpy(out->io, o->io, sizeof(out->io));
+	memcpy(out->net_calls, o->net_calls, sizeof(out->net_calls));
+	memcpy(out->net_bytes, o->net_bytes, sizeof(out->net_bytes));
+	out->thread_exits = o->thread_exits;
+	out->oom_killed = o->oom_killed;
+	out->syscalls = xcalloc(o->syscalls.len + 1, sizeof(*out->syscalls));
 	hmap_for_each (&o->syscalls, s)
-		free(s->val);
+		out->syscalls[out->nsyscalls++] =
+			(struct os_syscall){ (__u32)s->k1, *(const struct sys_stat *)s->val };
+	qsort(out->syscalls, out->nsyscalls, sizeof(*out->syscalls), syscall_order);
+	out->devices = xcalloc(o->devices.len + 1, sizeof(*out->devices));
 	hmap_for_each (&o->devices, s)
-		free(s->val);
-	hmap_free(&o->syscalls);
-	hmap_free(&o->devices);
+		out->devices[out->ndevices++] =
+			(struct os_device){ (__u32)s->k1, *(const struct io_stat *)s->val };
+	qsort(out->devices, out->ndevices, sizeof(*out->devices), device_order);
+}
+
+void os_result_free(struct os_result *r)
+{
+	free(r->syscalls);
+	free(r->devices);
+	memset(r, 0, sizeof(*r));
 }

@@ -6,29 +6,15 @@
  * reduce-scatter count the per-rank count times the communicator's size.
  */
 #include <stdlib.h>
+#include <string.h>
 
-#include "analysis/model.h"
+#include "analysis/model_int.h"
 #include "core/names.h"
 #include "core/util.h"
 
-unsigned int model__copy_direction(const struct model *m, __u32 pid, unsigned int kind,
-				   __u64 dst_addr, __u64 src_addr)
+void model__copy_add(struct model *m, const struct gs_hdr *ev)
 {
-	int dst, src;
-
-	if (kind != GS_COPY_DEFAULT)
-		return kind;
-	dst = model__classify(m, pid, dst_addr);
-	src = model__classify(m, pid, src_addr);
-	if (dst < 0 || src < 0)
-		return GS_COPY_UNKNOWN;
-	if (src == MK_HOST)
-		return dst == MK_HOST ? GS_COPY_HTOH : GS_COPY_HTOD;
-	return dst == MK_HOST ? GS_COPY_DTOH : GS_COPY_DTOD;
-}
-
-static void add_copy(struct model *m, const struct gs_ev_copy *e)
-{
+	const struct gs_ev_copy *e = (const void *)ev;
 	struct copy_stat *s =
 		&m->copies[model__copy_direction(m, e->h.pid, e->kind, e->dst, e->src)];
 
@@ -39,7 +25,7 @@ static void add_copy(struct model *m, const struct gs_ev_copy *e)
 	s->count++;
 	s->bytes += e->bytes;
 	m->copy_bytes += e->bytes;
-	model__proc(m, e->h.pid)->copy_bytes += e->bytes;
+	model__proc(m, e->h.pid)->s.copy_bytes += e->bytes;
 	if (e->flags & GS_COPY_ASYNC) {
 		s->async_count++;
 		s->async_bytes += e->bytes;
@@ -54,19 +40,18 @@ const __u64 nccl_bucket_ns[NCCL_BUCKETS] = { 10000ULL,	    100000ULL,	  1000000U
 					     10000000ULL,   100000000ULL, 1000000000ULL,
 					     10000000000ULL };
 
-static void add_sync(struct model *m, const struct gs_ev_sync *e)
+void model__sync_add(struct model *m, const struct gs_hdr *ev)
 {
+	const struct gs_ev_sync *e = (const void *)ev;
 	struct sync_stat *s = &m->syncs[e->c.api];
 
 	s->calls++;
 	s->total_ns += e->c.dur_ns;
-	model__proc(m, e->h.pid)->sync_ns += e->c.dur_ns;
+	model__proc(m, e->h.pid)->s.sync_ns += e->c.dur_ns;
 	if (e->c.dur_ns > s->max_ns)
 		s->max_ns = e->c.dur_ns;
 	if (result_is_status(e->c.api, e->c.result))
 		s->not_ready++;
-	if (e->c.api == GS_API_CU_STREAM_WAIT_EVENT || e->c.api == GS_API_CU_STREAM_WAIT_EVENT_PTSZ)
-		model__stream_waited(m, e);
 }
 
 static struct comm_entry *comm_get(struct model *m, __u32 pid, __u64 comm)
@@ -83,8 +68,9 @@ static struct comm_entry *comm_get(struct model *m, __u32 pid, __u64 comm)
 	return c;
 }
 
-static void add_nccl(struct model *m, const struct gs_ev_nccl *e)
+void model__nccl_add(struct model *m, const struct gs_hdr *ev)
 {
+	const struct gs_ev_nccl *e = (const void *)ev;
 	struct nccl_stat *s;
 	struct comm_entry *c;
 	__u64 bytes;
@@ -135,17 +121,26 @@ static void add_nccl(struct model *m, const struct gs_ev_nccl *e)
 	s->bytes += bytes;
 }
 
-void model__transfers_add(struct model *m, const struct gs_hdr *ev)
+void model__copies(const struct model *m, struct copy_stat out[GS_COPY_KIND_MAX])
 {
-	switch (ev->type) {
-	case GS_EV_COPY:
-		add_copy(m, (const void *)ev);
-		break;
-	case GS_EV_SYNC:
-		add_sync(m, (const void *)ev);
-		break;
-	case GS_EV_NCCL:
-		add_nccl(m, (const void *)ev);
-		break;
-	}
+	memcpy(out, m->copies, sizeof(m->copies));
+}
+
+const struct sync_stat *model__sync(const struct model *m, unsigned int api)
+{
+	return api < GS_API_MAX ? &m->syncs[api] : NULL;
+}
+
+const struct nccl_stat *model__nccl(const struct model *m, unsigned int op)
+{
+	return op < NCCL_OPS ? &m->nccl[op] : NULL;
+}
+
+void model__each_error(const struct model *m, void (*fn)(void *ctx, const struct err_stat *e),
+		       void *ctx)
+{
+	const struct hmap_slot *s;
+
+	hmap_for_each (&m->errors, s)
+		fn(ctx, s->val);
 }

@@ -1,0 +1,42 @@
+// SPDX-License-Identifier: MIT
+/* The model and its analyses, built together (see analyses.h). */
+#include <string.h>
+
+#include "analysis/analyses.h"
+
+static void model_add(void *ctx, const struct gs_hdr *ev)
+{
+	model__add(ctx, ev);
+}
+
+static void model_retire(void *ctx, __u32 pid)
+{
+	model__retire(ctx, pid);
+}
+
+void analyses__attach(struct analyses *a, struct stream *s, const struct analyses_opts *o)
+{
+	memset(a, 0, sizeof(*a));
+	a->model = model__new();
+	model__keep_history(a->model, o->keep_history);
+	if (!o->caller_feeds)
+		stream__subscribe(s, STREAM_ALL, model_add, a->model);
+	a->memsites = memsites__attach(a->model, o->keep_history);
+	if (o->findings)
+		a->findings = findings__attach(s, a->model);
+	if (o->retire)
+		stream__on_retire(s, model_retire, a->model);
+}
+
+void analyses__free(struct analyses *a)
+{
+	findings__free(a->findings);
+	memsites__free(a->memsites);
+	model__free(a->model);
+	memset(a, 0, sizeof(*a));
+}
+
+struct report *analyses__report(const struct analyses *a)
+{
+	return report__build(a->model, a->findings, a->memsites);
+}

@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The model and the analyses that observe it, built together on a session's stream: the
+ * model first among its consumers, then the analyses, and the model told when a process is
+ * retired. What sinks are handed: they ask the model's queries and the analyses' results.
+ */
+#ifndef GS_ANALYSIS_ANALYSES_H
+#define GS_ANALYSIS_ANALYSES_H
+
+#include "analysis/findings.h"
+#include "analysis/memsites.h"
+#include "analysis/model.h"
+#include "analysis/report.h"
+#include "core/stream.h"
+
+struct analyses {
+	struct model *model;
+	struct findings *findings; /* NULL: not asked for */
+	struct memsites *memsites;
+};
+
+struct analyses_opts {
+	bool findings;	   /* the cross-layer findings (run, attach, report) */
+	bool retire;	   /* fold and free a process once it is retired (not the agent's) */
+	bool keep_history; /* every allocation, for the memory map */
+	bool caller_feeds; /* the model is not subscribed: its user feeds it (model__add) */
+};
+
+void analyses__attach(struct analyses *a, struct stream *s, const struct analyses_opts *o);
+void analyses__free(struct analyses *a);
+/* The report of the model and its analyses (report__free it). */
+struct report *analyses__report(const struct analyses *a);
+
+#endif

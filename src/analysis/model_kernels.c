@@ -1,0 +1,457 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Kernels: names per handle (and the aliases between handles), launch statistics per
+ * handle, stream capture and graphs. Launches captured into a graph are counted as
+ * launches and marked captured; each launch of an instantiated graph then adds one run to
+ * every kernel its capture recorded. A retired process's kernels are merged into one entry
+ * per name (its handles and names are process-local and go with it).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/model_int.h"
+#include "core/util.h"
+
+#define NAME_KEY(pid, ns) ((__u64)(pid) << 1 | (ns))
+
+void model__name_add(struct model *m, const struct gs_hdr *ev)
+{
+	const struct gs_ev_kname *e = (const void *)ev;
+	struct name_entry *n;
+
+	if (e->len == 0) {
+		m->nameless++;
+		return;
+	}
+	n = hmap_get(&m->names, NAME_KEY(e->h.pid, e->ns), e->handle);
+	if (!n) {
+		n = xcalloc(1, sizeof(*n));
+		hmap_put(&m->names, NAME_KEY(e->h.pid, e->ns), e->handle, n);
+	} else if (!strcmp(n->name, e->name)) {
+		return;
+	} else {
+		free(n->name);
+	}
+	n->name = xstrdup(e->name);
+	n->api = e->api;
+	n->ns = e->ns;
+}
+
+void model__alias_add(struct model *m, const struct gs_hdr *ev)
+{
+	const struct gs_ev_kalias *e = (const void *)ev;
+	struct alias_entry *a = hmap_get_or_new(&m->aliases, e->h.pid, e->handle, sizeof(*a));
+
+	a->target = e->target;
+	a->ns = e->target_ns;
+}
+
+const char *model__kernel_name(const struct model *m, __u32 pid, __u64 handle)
+{
+	__u8 ns = GS_NS_DRIVER;
+
+	/* Alias chains are short (function -> kernel -> host stub); bound them anyway. */
+	for (int hop = 0; hop < 4; hop++) {
+		const struct name_entry *n = hmap_get(&m->names, NAME_KEY(pid, ns), handle);
+		const struct alias_entry *a;
+
+		if (n)
+			return n->name;
+		if (ns != GS_NS_DRIVER)
+			return NULL;
+		a = hmap_get(&m->aliases, pid, handle);
+		if (!a)
+			return NULL;
+		handle = a->target;
+		ns = a->ns;
+	}
+	return NULL;
+}
+
+struct kstat *model__kstat(struct hmap *h, __u32 pid, __u64 handle)
+{
+	struct kstat *k = hmap_get(h, pid, handle);
+
+	if (!k) {
+		k = xcalloc(1, sizeof(*k));
+		k->pid = pid;
+		k->handle = handle;
+		hmap_put(h, pid, handle, k);
+	}
+	return k;
+}
+
+static void count_shape(struct kstat *k, const struct gs_ev_launch *e)
+{
+	for (int i = 0; i < KSTAT_SHAPES; i++) {
+		struct kshape *s = &k->shapes[i];
+
+		if (s->count == 0) {
+			memcpy(s->grid, e->grid, sizeof(s->grid));
+			memcpy(s->block, e->block, sizeof(s->block));
+			s->shmem = e->shmem;
+		}
+		if (!memcmp(s->grid, e->grid, sizeof(s->grid)) &&
+		    !memcmp(s->block, e->block, sizeof(s->block)) && s->shmem == e->shmem) {
+			s->count++;
+			return;
+		}
+	}
+	k->other_shapes++;
+}
+
+static void count_api(struct kstat *k, __u16 api)
+{
+	for (int i = 0; i < KSTAT_APIS; i++) {
+		if (k->apis[i].count == 0)
+			k->apis[i].api = api;
+		if (k->apis[i].api == api) {
+			k->apis[i].count++;
+			return;
+		}
+	}
+}
+
+static void capture_add(struct capture *c, __u64 handle)
+{
+	for (size_t i = 0; i < c->n; i++)
+		if (c->k[i].handle == handle) {
+			c->k[i].count++;
+			return;
+		}
+	if (c->n == c->cap) {
+		c->cap = c->cap ? c->cap * 2 : 8;
+		c->k = xrealloc(c->k, c->cap * sizeof(*c->k));
+	}
+	c->k[c->n].handle = handle;
+	c->k[c->n++].count = 1;
+}
+
+static void graph_launch(struct model *m, struct proc *p, const struct gs_ev_launch *e)
+{
+	struct kstat *g = model__kstat(&m->graph_execs, e->h.pid, e->func);
+	__u64 *graph;
+	struct capture *c;
+
+	m->graph_launches++;
+	if (e->c.result) {
+		g->errors++;
+		return;
+	}
+	g->launches++;
+	g->call_ns += e->c.dur_ns;
+	graph = hmap_get(&p->execs, e->func, 0);
+	c = graph ? hmap_get(&p->graphs, *graph, 0) : NULL;
+	for (size_t i = 0; c && i < c->n; i++)
+		model__kstat(&m->kernels, e->h.pid, c->k[i].handle)->graph_runs += c->k[i].count;
+}
+
+void model__launch_add(struct model *m, const struct gs_hdr *ev)
+{
+	const struct gs_ev_launch *e = (const void *)ev;
+	struct proc *p = model__proc(m, e->h.pid);
+	struct capture *cap;
+	struct kstat *k;
+
+	model__note_error(m, &e->h, &e->c);
+	m->api_calls[e->c.api]++;
+	if (e->flags & GS_LAUNCH_GRAPH) {
+		graph_launch(m, p, e);
+		return;
+	}
+	k = model__kstat(&m->kernels, e->h.pid, e->func);
+	if (e->c.result) {
+		k->errors++;
+		m->launch_errors++;
+		return;
+	}
+	k->launches++;
+	k->call_ns += e->c.dur_ns;
+	k->flags |= e->flags;
+	count_shape(k, e);
+	count_api(k, e->c.api);
+	p->s.launches++;
+	m->launches++;
+	cap = hmap_get(&p->capturing, e->stream, 0);
+	if (cap) {
+		k->captured++;
+		capture_add(cap, e->func);
+	}
+}
+
+static void free_capture(void *v)
+{
+	struct capture *c = v;
+
+	if (c) {
+		free(c->k);
+		free(c);
+	}
+}
+
+/* Stream capture and graph instantiation, from API records. */
+void model__api_add(struct model *m, const struct gs_hdr *ev)
+{
+	const struct gs_ev_api *e = (const void *)ev;
+	struct proc *p;
+	__u64 *graph;
+
+	if (e->c.result)
+		return;
+	p = model__proc(m, e->h.pid);
+	switch (e->c.api) {
+	case GS_API_CU_STREAM_BEGIN_CAPTURE:
+	case GS_API_CU_STREAM_BEGIN_CAPTURE_PTSZ:
+	case GS_API_CU_STREAM_BEGIN_CAPTURE_V1:
+	case GS_API_CU_STREAM_BEGIN_CAPTURE_V1_PTSZ:
+		free_capture(
+			hmap_put(&p->capturing, e->arg0, 0, xcalloc(1, sizeof(struct capture))));
+		break;
+	case GS_API_CU_STREAM_END_CAPTURE:
+	case GS_API_CU_STREAM_END_CAPTURE_PTSZ: {
+		struct capture *c = hmap_del(&p->capturing, e->arg0, 0);
+
+		if (c)
+			free_capture(hmap_put(&p->graphs, e->out, 0, c));
+		break;
+	}
+	case GS_API_CU_GRAPH_INSTANTIATE:
+	case GS_API_CU_GRAPH_INSTANTIATE_PARAMS:
+	case GS_API_CU_GRAPH_INSTANTIATE_PARAMS_PTSZ:
+		graph = xmalloc(sizeof(*graph));
+		*graph = e->arg1;
+		free(hmap_put(&p->execs, e->out, 0, graph));
+		break;
+	}
+}
+
+bool model__capturing(const struct model *m, __u32 pid, __u64 stream)
+{
+	const struct proc *p = model__proc_get(m, pid);
+
+	return p && hmap_get(&p->capturing, stream, 0);
+}
+
+/* ---- merging: the report's kernels by name, and a retired process's ----------------------- */
+
+static void merge_shapes(struct kstat *into, const struct kstat *k)
+{
+	into->other_shapes += k->other_shapes;
+	for (int i = 0; i < KSTAT_SHAPES && k->shapes[i].count; i++) {
+		const struct kshape *s = &k->shapes[i];
+		int j;
+
+		for (j = 0; j < KSTAT_SHAPES && into->shapes[j].count; j++)
+			if (!memcmp(into->shapes[j].grid, s->grid, sizeof(s->grid)) &&
+			    !memcmp(into->shapes[j].block, s->block, sizeof(s->block)) &&
+			    into->shapes[j].shmem == s->shmem)
+				break;
+		if (j == KSTAT_SHAPES) {
+			into->other_shapes += s->count;
+			continue;
+		}
+		if (!into->shapes[j].count)
+			into->shapes[j] = *s;
+		else
+			into->shapes[j].count += s->count;
+	}
+}
+
+static void merge_apis(struct kstat *into, const struct kstat *k)
+{
+	for (int i = 0; i < KSTAT_APIS && k->apis[i].count; i++)
+		for (int j = 0; j < KSTAT_APIS; j++) {
+			if (!into->apis[j].count)
+				into->apis[j].api = k->apis[i].api;
+			if (into->apis[j].api == k->apis[i].api) {
+				into->apis[j].count += k->apis[i].count;
+				break;
+			}
+		}
+}
+
+void model__gpu_merge(struct gpu_stat *into, const struct gpu_stat *g)
+{
+	if (!into->count)
+		into->min_ns = g->min_ns;
+	into->count += g->count;
+	into->total_ns += g->total_ns;
+	into->min_ns = GS_MIN(into->min_ns, g->min_ns);
+	into->max_ns = GS_MAX(into->max_ns, g->max_ns);
+	into->queue_ns += g->queue_ns;
+	into->idle_starts += g->idle_starts;
+	into->gated += g->gated;
+	into->start_unknown += g->start_unknown;
+	hist__merge(&into->dur, &g->dur);
+	hist__merge(&into->queue, &g->queue);
+}
+
+void model__kstat_merge(struct kstat *into, const struct kstat *k)
+{
+	into->launches += k->launches;
+	into->captured += k->captured;
+	into->graph_runs += k->graph_runs;
+	into->errors += k->errors;
+	into->call_ns += k->call_ns;
+	into->flags |= k->flags;
+	merge_shapes(into, k);
+	merge_apis(into, k);
+	if (k->gpu && (k->gpu->count || k->gpu->start_unknown)) {
+		if (!into->gpu)
+			into->gpu = xcalloc(1, sizeof(*into->gpu));
+		model__gpu_merge(into->gpu, k->gpu);
+	}
+	/* (Named, the first process; each kernel handle merged counts once.) */
+	into->pid = into->nprocs ? GS_MIN(into->pid, k->pid) : k->pid;
+	into->nprocs += k->nprocs ? k->nprocs : 1;
+}
+
+static __u64 name_hash(const char *s)
+{
+	__u64 h = 0xcbf29ce484222325ULL; /* FNV-1a */
+
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 0x100000001b3ULL;
+	return h;
+}
+
+/* A retired process's kernel's entry: by name (probing on the hash), or by handle. */
+static struct kstat *retired_of(struct model *m, const char *name, __u32 pid, __u64 handle)
+{
+	struct kstat *k;
+	__u64 h;
+
+	if (!name) {
+		k = hmap_get(&m->retired_kernels, handle, (__u64)pid + (1ULL << 32));
+		if (!k) {
+			k = xcalloc(1, sizeof(*k));
+			k->handle = handle;
+			k->pid = pid;
+			hmap_put(&m->retired_kernels, handle, (__u64)pid + (1ULL << 32), k);
+		}
+		return k;
+	}
+	for (h = name_hash(name);; h++) {
+		k = hmap_get(&m->retired_kernels, h, 0);
+		if (!k || !strcmp(k->name, name))
+			break;
+	}
+	if (!k) {
+		k = xcalloc(1, sizeof(*k));
+		k->name = xstrdup(name);
+		k->pid = pid;
+		hmap_put(&m->retired_kernels, h, 0, k);
+	}
+	return k;
+}
+
+static void free_kstat(void *v)
+{
+	struct kstat *k = v;
+
+	free(k->gpu);
+	free(k->name);
+	free(k);
+}
+
+static void free_name(void *v)
+{
+	free(((struct name_entry *)v)->name);
+	free(v);
+}
+
+static int by_handle(const void *a, const void *b)
+{
+	const struct kstat *x = *(const struct kstat *const *)a,
+			   *y = *(const struct kstat *const *)b;
+
+	return GS_CMP(x->handle, y->handle);
+}
+
+void model__kernels_retire(struct model *m, struct proc *p)
+{
+	const struct kstat **v = NULL;
+	struct hmap_slot *s;
+	size_t n = 0, cap = 0;
+
+	/* In handle order, as the report merges a live process's handles of one name: the
+	 * merged shapes' order does not depend on the table's. */
+	hmap_for_each (&m->kernels, s) {
+		const struct kstat *k = s->val;
+
+		if (k->pid != p->s.pid)
+			continue;
+		if (n == cap) {
+			cap = cap ? 2 * cap : 16;
+			v = xrealloc(v, cap * sizeof(*v));
+		}
+		v[n++] = k;
+	}
+	if (n)
+		qsort(v, n, sizeof(*v), by_handle);
+	for (size_t i = 0; i < n; i++)
+		model__kstat_merge(retired_of(m, model__kernel_name(m, v[i]->pid, v[i]->handle),
+					      v[i]->pid, v[i]->handle),
+				   v[i]);
+	free(v);
+	hmap_for_each (&m->graph_execs, s) {
+		const struct kstat *k = s->val;
+
+		if (k->pid != p->s.pid)
+			continue;
+		m->retired_graphs++;
+		if (k->gpu && k->gpu->count)
+			model__gpu_merge(&m->retired_graph_gpu, k->gpu);
+	}
+	model__kernels_forget(m, p->s.pid);
+	model__captures_free(p);
+}
+
+void model__kernels_forget(struct model *m, __u32 pid)
+{
+	hmap_drop_key(&m->kernels, false, 0, pid, free_kstat);
+	hmap_drop_key(&m->graph_execs, false, 0, pid, free_kstat);
+	hmap_drop_key(&m->names, false, 1, pid, free_name);
+	hmap_drop_key(&m->aliases, false, 0, pid, free);
+}
+
+void model__captures_free(struct proc *p)
+{
+	hmap_free_with(&p->capturing, free_capture);
+	hmap_free_with(&p->graphs, free_capture);
+	hmap_free_with(&p->execs, NULL);
+}
+
+void model__kernels_free(struct model *m)
+{
+	hmap_free_with(&m->names, free_name);
+	hmap_free_with(&m->aliases, NULL);
+	hmap_free_with(&m->kernels, free_kstat);
+	hmap_free_with(&m->graph_execs, free_kstat);
+	hmap_free_with(&m->retired_kernels, free_kstat);
+}
+
+void model__each_kernel(const struct model *m, __u32 pid,
+			void (*fn)(void *ctx, const struct model_kernel *k), void *ctx)
+{
+	const struct hmap_slot *s;
+
+	hmap_for_each (&m->kernels, s) {
+		const struct kstat *k = s->val;
+		struct model_kernel out;
+
+		if ((pid && k->pid != pid) || !k->launches)
+			continue;
+		out = (struct model_kernel){ .pid = k->pid,
+					     .handle = k->handle,
+					     .name = model__kernel_name(m, k->pid, k->handle),
+					     .launches = k->launches,
+					     .captured = k->captured,
+					     .graph_runs = k->graph_runs,
+					     .errors = k->errors,
+					     .call_ns = k->call_ns,
+					     .gpu_count = k->gpu ? k->gpu->count : 0,
+					     .gpu_ns = k->gpu ? k->gpu->total_ns : 0 };
+		fn(ctx, &out);
+	}
+}

@@ -1,0 +1,164 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The process's ring, and what every record carries.
+ *
+ * The ring is created at the first wrapped call, before the driver is called, so a process
+ * that never uses CUDA (a shell the program starts, say) costs nothing, and the ring is
+ * there before the driver sees the call (the agent, which also probes libcuda from the
+ * kernel, knows from it which calls the ring has). A forked child creates its own. Rings
+ * are found by their names in the session's directory: <pid>.ring, or with the agent,
+ * where processes of several pid namespaces meet, <pid>-<random>.ring.
+ *
+ * Owns the per-thread state every file reads: the thread's id and how deep it is in our
+ * wrappers.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "core/shmring.h"
+#include "inject/inject.h"
+
+bool gs_active GS_HIDDEN;
+__thread int gs_depth GS_HIDDEN __attribute__((tls_model("initial-exec")));
+
+static struct {
+	char dir[PATH_MAX];
+	__u64 ring_bytes;
+	__u32 pid;
+	bool agent; /* the node agent's directory, not a gpuscope run's session */
+	struct shmring ring;
+	int ring_state; /* 0 none yet, 1 ready, -1 failed; atomic */
+	pthread_mutex_t lock;
+} g = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+static __thread __u32 tl_tid __attribute__((tls_model("initial-exec")));
+
+void gs_ring_init(const char *dir, bool agent, __u64 ring_bytes)
+{
+	snprintf(g.dir, sizeof(g.dir), "%s", dir);
+	g.agent = agent;
+	g.pid = (__u32)getpid();
+	g.ring_bytes = ring_bytes;
+	if (g.ring_bytes < GS_SHMRING_MIN || g.ring_bytes > GS_SHMRING_MAX ||
+	    (g.ring_bytes & (g.ring_bytes - 1)))
+		g.ring_bytes = 16ULL << 20;
+}
+
+void gs_ring_after_fork(void)
+{
+	/* The parent's ring stays mapped but is the parent's: make our own at the next record. */
+	g.pid = (__u32)getpid();
+	tl_tid = 0;
+	__atomic_store_n(&g.ring_state, 0, __ATOMIC_RELEASE);
+	pthread_mutex_init(&g.lock, NULL);
+}
+
+bool gs_thread(void *(*fn)(void *))
+{
+	sigset_t all, old;
+	pthread_t th;
+	bool ok;
+
+	/* No signal of the program is ever delivered to our thread. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	ok = pthread_create(&th, NULL, fn, NULL) == 0;
+	if (ok)
+		pthread_detach(th);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return ok;
+}
+
+bool gs_nested(void)
+{
+	return gs_depth > 1;
+}
+
+static bool make_ring(void)
+{
+	char path[PATH_MAX + 32];
+	int state;
+
+	/* A call from a signal handler may have interrupted this very thread here: it must
+	 * not wait for the lock (its record is lost, the only one that can be). */
+	if (gs_nested()) {
+		if (pthread_mutex_trylock(&g.lock))
+			return false;
+	} else {
+		pthread_mutex_lock(&g.lock);
+	}
+	state = __atomic_load_n(&g.ring_state, __ATOMIC_ACQUIRE);
+	if (state == 0) {
+		int err = -ENOSPC;
+
+		if (g.agent) {
+			__u64 nonce = 0;
+
+			if (getrandom(&nonce, sizeof(nonce), GRND_NONBLOCK) != sizeof(nonce))
+				nonce = gs_clock() ^ ((__u64)g.pid << 40);
+			snprintf(path, sizeof(path), "%s/%u-%016llx.ring", g.dir, g.pid,
+				 (unsigned long long)nonce);
+		} else {
+			snprintf(path, sizeof(path), "%s/%u.ring", g.dir, g.pid);
+		}
+		/* Where shared memory is short (a container's /dev/shm), a smaller ring. */
+		for (__u64 n = g.ring_bytes; n >= GS_SHMRING_MIN && err == -ENOSPC; n /= 2)
+			err = shmring_create(&g.ring, path, n, g.pid, gs_clock());
+		state = err ? -1 : 1;
+		__atomic_store_n(&g.ring_state, state, __ATOMIC_RELEASE);
+	}
+	pthread_mutex_unlock(&g.lock);
+	return state == 1;
+}
+
+void *gs_emit_reserve(__u32 size, __u16 type)
+{
+	int state = __atomic_load_n(&g.ring_state, __ATOMIC_ACQUIRE);
+
+	if (state < 0 || (state == 0 && !make_ring()))
+		return NULL;
+	return shmring_reserve(&g.ring, size, type);
+}
+
+void gs_ring_prepare(void)
+{
+	if (__atomic_load_n(&g.ring_state, __ATOMIC_ACQUIRE) == 0)
+		make_ring();
+}
+
+void gs_emit_commit(void *rec)
+{
+	shmring_commit(&g.ring, rec);
+}
+
+void gs_fill_hdr(struct gs_hdr *h, __u16 type, __u32 size, __u64 ts)
+{
+	if (!tl_tid)
+		tl_tid = (__u32)syscall(SYS_gettid);
+	h->type = type;
+	h->source = GS_SRC_INJECT;
+	h->flags = 0;
+	h->size = size;
+	h->ts = ts;
+	h->pid = g.pid;
+	h->tid = tl_tid;
+}
+
+void gs_count_gate_forced(void)
+{
+	if (__atomic_load_n(&g.ring_state, __ATOMIC_ACQUIRE) == 1)
+		__atomic_fetch_add(&g.ring.h->gates_forced, 1, __ATOMIC_RELAXED);
+}
+
+void gs_count_unwrapped(void)
+{
+	if (gs_active && (__atomic_load_n(&g.ring_state, __ATOMIC_ACQUIRE) == 1 || make_ring()))
+		__atomic_fetch_add(&g.ring.h->unwrapped, 1, __ATOMIC_RELAXED);
+}
