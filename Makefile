@@ -15,14 +15,14 @@ VMLINUX_BTF ?= /sys/kernel/btf/vmlinux
 VERSION   := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
 
 APT_BUILD := make gcc clang llvm bpftool libbpf-dev libelf-dev libdw-dev zlib1g-dev libzstd-dev \
-	     liblzma-dev libbz2-dev pkg-config libmicrohttpd-dev
+	     liblzma-dev libbz2-dev pkg-config libmicrohttpd-dev libiberty-dev liblz4-dev
 APT_TEST  := python3 python3-pytest libcmocka-dev clang-format libclang-rt-14-dev procps \
 	     protobuf-compiler prometheus librsvg2-bin python3-pil
 
 WARN      := -Wall -Wextra -Werror -Wno-missing-field-initializers
 CFLAGS    ?= -O2 -g
 CPPFLAGS  := -D_GNU_SOURCE -Iinclude -Isrc -I$(OUTPUT)
-LDLIBS    := -lbpf -ldw -lelf -lz -lzstd -lstdc++ -lmicrohttpd -ldl -lpthread -lm
+LDLIBS    := -lbpf -ldw -lelf -lz -lzstd -llz4 -liberty -lmicrohttpd -ldl -lpthread -lm
 # (libmicrohttpd.a refers to GnuTLS for HTTPS, which the exporter does not serve: the static
 # build links stand-ins that fail, instead of GnuTLS and its own dependencies.)
 STATIC_LDLIBS := $(LDLIBS) -llzma -lbz2
@@ -50,6 +50,11 @@ INJECT_OBJS := $(patsubst %.c,$(OUTPUT)/pic/%.o,$(INJECT_SRCS))
 INJECT_CFLAGS := -fPIC -fvisibility=hidden -ftls-model=initial-exec -fno-strict-aliasing \
 		 -DGS_IN_TARGET
 
+# NVML for the static build: a small dynamically linked helper it carries (src/nvml/proxy.c).
+NVML_HELPER      := $(OUTPUT)/gpuscope-nvml
+NVML_HELPER_OBJS := $(patsubst %.c,$(OUTPUT)/obj/%.o,src/nvml/helper/main.c src/nvml/nvml.c \
+		      src/core/util.c src/core/xalloc.c src/core/alloc.c)
+
 OBJS       = $(patsubst %.c,$(OUTPUT)/$(1)/%.o,$(LIB_SRCS) $(MAIN_SRC))
 LIB_OBJS   = $(patsubst %.c,$(OUTPUT)/$(1)/%.o,$(LIB_SRCS))
 
@@ -63,7 +68,7 @@ msg = @printf '  %-7s %s\n' '$(1)' '$(2)';
 endif
 
 .PHONY: all static asan fakes demo demo-ptx deps-build test deps unit fuzz format format-check clean FORCE
-all: $(OUTPUT)/gpuscope fakes
+all: $(OUTPUT)/gpuscope $(NVML_HELPER) fakes
 
 # The version, rewritten only when `git describe` changes, so objects rebuild when it does.
 $(OUTPUT)/version.h: FORCE
@@ -109,7 +114,7 @@ $(OUTPUT)/$(1)/%.o: %.c $(SKELS) $(wildcard include/gpuscope/*.h src/*/*.h)
 	@mkdir -p $$(@D)
 	$$(call msg,CC,$$@)
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) $(2) -DGS_INJECT_SO='"$(INJECT_SO)"' \
-		-DGS_PROBES_DIR='"$(OUTPUT)/probes"' -c $$< -o $$@
+		-DGS_PROBES_DIR='"$(OUTPUT)/probes"' -DGS_NVML_HELPER='"$(NVML_HELPER)"' -c $$< -o $$@
 endef
 ASAN_FLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 $(eval $(call flavour,obj,))
@@ -119,6 +124,7 @@ $(foreach f,obj asan static,$(foreach o,src/main.o src/cmd/exporter.o src/source
 # gpuscope carries the in-process library inside it (see src/source/inject.c).
 $(foreach f,obj asan static,$(OUTPUT)/$(f)/src/source/inject.o): $(INJECT_SO)
 $(foreach f,obj asan static,$(OUTPUT)/$(f)/src/cmd/probe.o): $(PROBE_OBJS)
+$(OUTPUT)/static/src/nvml/proxy.o: $(NVML_HELPER)
 
 $(OUTPUT)/pic/%.o: %.c $(wildcard include/gpuscope/*.h src/*/*.h)
 	@mkdir -p $(@D)
@@ -128,11 +134,15 @@ $(OUTPUT)/pic/%.o: %.c $(wildcard include/gpuscope/*.h src/*/*.h)
 $(INJECT_SO): $(INJECT_OBJS)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) -shared -Wl,-z,defs -Wl,-z,now -Wl,-soname,libgpuscope-inject.so $(CFLAGS) $^ \
-		-Wl,--exclude-libs,ALL -Wl,-Bstatic -lzstd -Wl,-Bdynamic -ldl -lpthread -o $@
+		-Wl,--exclude-libs,ALL -Wl,-Bstatic -lzstd -llz4 -Wl,-Bdynamic -ldl -lpthread -o $@
 
 $(OUTPUT)/gpuscope: $(call OBJS,obj)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $^ $(LDLIBS) -o $@
+
+$(NVML_HELPER): $(NVML_HELPER_OBJS)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) $^ -ldl -lpthread -o $@
 
 $(OUTPUT)/asan/gpuscope: $(call OBJS,asan)
 	$(call msg,LINK,$@)

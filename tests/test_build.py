@@ -178,3 +178,54 @@ def test_no_include_circles_among_folders():
                     if other != folder and other != "gpuscope":
                         edges.setdefault(folder, set()).add(other)
     assert _circles(sorted(edges), edges) == []
+
+
+def test_static_build_serves_nvml_through_its_helper(tmp_path):
+    """A static binary cannot load libnvidia-ml (its C library is not the system's): it runs
+    the dynamically linked helper it carries, and serves the GPUs' metrics as the dynamic
+    build does (here from the NVML test double)."""
+    import socket
+    import time
+    import urllib.request
+
+    p = subprocess.run(["make", "-s", "static"], cwd=ROOT, capture_output=True, text=True,
+                       timeout=900)
+    assert p.returncode == 0, p.stdout + p.stderr
+    script = tmp_path / "nvml.script"
+    script.write_text("gpus 2\ndriver 580.65.06\ngpu0.util 42\ngpu1.util 7\n")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = dict(os.environ, GPUSCOPE_NVML=os.path.join(OUT, "fakes", "libnvidia-ml.so.1"),
+               FAKENVML_SCRIPT=str(script))
+    agent = subprocess.Popen([os.path.join(OUT, "static", "gpuscope"), "exporter", "--listen",
+                              "127.0.0.1:%d" % port, "--no-ebpf"], env=env,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        body, deadline = "", time.time() + 30
+        while "DCGM_FI_DEV_GPU_UTIL" not in body and time.time() < deadline:
+            time.sleep(0.2)
+            try:
+                body = urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port,
+                                              timeout=5).read().decode()
+            except OSError:
+                pass
+        util = {l.split("gpu=\"")[1][0]: float(l.split()[-1]) for l in body.splitlines()
+                if l.startswith("DCGM_FI_DEV_GPU_UTIL{")}
+        assert util == {"0": 42.0, "1": 7.0}, body[-2000:]
+        # Through the helper (a static dlopen of the double would work on this machine).
+        helpers = []
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                with open("/proc/%s/status" % pid) as f:
+                    st = dict(l.split(":\t", 1) for l in f.read().splitlines() if ":\t" in l)
+            except OSError:
+                continue
+            if st.get("PPid") == str(agent.pid) and st.get("Name") == "gpuscope-nvml":
+                helpers.append(pid)
+        assert len(helpers) == 1
+    finally:
+        agent.terminate()
+        _, err = agent.communicate(timeout=30)
+    assert agent.returncode == 0, err
+    assert "NVML loaded" in err

@@ -161,13 +161,13 @@ $(OUTPUT)/unit/test_target_alloc: tests/unit/test_target_alloc.c tests/unit/unit
 				  $(patsubst %.c,$(OUTPUT)/pic/%.o,$(TARGET_SRCS))
 	@mkdir -p $(@D)
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) -DGS_IN_TARGET $< $(filter %.o,$^) -lzstd -lcmocka \
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) -DGS_IN_TARGET $< $(filter %.o,$^) -lzstd -llz4 -lcmocka \
 		-o $@
 $(OUTPUT)/unit-asan/test_target_alloc: tests/unit/test_target_alloc.c tests/unit/unit.h \
 				       $(patsubst %.c,$(OUTPUT)/target-asan/%.o,$(TARGET_SRCS))
 	@mkdir -p $(@D)
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(CPPFLAGS) $(ASAN_FLAGS) $(WARN) -DGS_IN_TARGET $< $(filter %.o,$^) -lzstd \
+	$(Q)$(CC) $(CPPFLAGS) $(ASAN_FLAGS) $(WARN) -DGS_IN_TARGET $< $(filter %.o,$^) -lzstd -llz4 \
 		-lcmocka -o $@
 
 $(OUTPUT)/unit/alias_lib.so: tests/unit/alias_lib.c
@@ -196,7 +196,7 @@ $(OUTPUT)/fuzz/%: tests/fuzz/%.c $(FUZZ_LIB_OBJS)
 	@mkdir -p $(@D)
 	$(call msg,CC,$@)
 	$(Q)$(CLANG) $(CPPFLAGS) $(FUZZ_FLAGS) -fsanitize=fuzzer -Wall -Werror $< $(FUZZ_LIB_OBJS) \
-		-lbpf -ldw -lelf -lz -lzstd -lstdc++ -lm -o $@
+		-lbpf -ldw -lelf -lz -lzstd -llz4 -liberty -lstdc++ -lm -o $@
 
 fuzz: $(FUZZ_BINS)
 

@@ -2,26 +2,23 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <libiberty/demangle.h>
+#undef ARRAY_SIZE /* (libiberty's: ours is in util.h) */
+
 #include "core/demangle.h"
 #include "core/util.h"
-
-char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
 
 char *demangle(const char *name)
 {
 	char *d;
-	int status = 0;
 
 	if (!name)
 		return xstrdup("");
 	if (strncmp(name, "_Z", 2))
 		return xstrdup(name);
-	d = __cxa_demangle(name, NULL, NULL, &status);
-	if (status != 0 || !d) {
-		free(d);
-		return xstrdup(name);
-	}
-	return d;
+	/* (libiberty's demangler: bounded recursion on hostile names.) */
+	d = cplus_demangle(name, DMGL_PARAMS | DMGL_ANSI);
+	return d ? d : xstrdup(name);
 }
 
 static int max_depth(const char *s, char open, char close)

@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <limits.h>
+#include <lz4.h>
 #include <zstd.h>
 
 #include "core/alloc.h"
@@ -149,53 +151,13 @@ void fatbin_free(struct fatbin *fb)
 
 long fatbin_lz_decode(const unsigned char *in, size_t n, unsigned char *out, size_t cap)
 {
-	const unsigned char *ip = in, *end = in + n;
-	size_t op = 0;
+	int got;
 
-	while (ip < end) {
-		unsigned int token = *ip++;
-		size_t lit = token >> 4, mlen, offset;
-
-		if (lit == 15) {
-			unsigned int x;
-
-			do {
-				if (ip == end)
-					return -1;
-				x = *ip++;
-				lit += x;
-			} while (x == 255);
-		}
-		if (lit > (size_t)(end - ip) || lit > cap - op)
-			return -1;
-		memcpy(out + op, ip, lit);
-		ip += lit;
-		op += lit;
-		if (ip == end)
-			break; /* the last sequence: literals only */
-		if (end - ip < 2)
-			return -1;
-		offset = rd16(ip);
-		ip += 2;
-		if (!offset || offset > op)
-			return -1;
-		mlen = (token & 15) + 4;
-		if ((token & 15) == 15) {
-			unsigned int x;
-
-			do {
-				if (ip == end)
-					return -1;
-				x = *ip++;
-				mlen += x;
-			} while (x == 255);
-		}
-		if (mlen > cap - op)
-			return -1;
-		for (size_t i = 0; i < mlen; i++, op++) /* (may overlap: byte by byte) */
-			out[op] = out[op - offset];
-	}
-	return (long)op;
+	/* (The "LZ" entries of nvcc --compress-mode=speed are LZ4 blocks.) */
+	if (n > INT_MAX || cap > INT_MAX)
+		return -1;
+	got = LZ4_decompress_safe((const char *)in, (char *)out, (int)n, (int)cap);
+	return got < 0 ? -1 : got;
 }
 
 int fatbin_payload(const struct fatbin_entry *e, unsigned char **out, size_t *n, char *err,

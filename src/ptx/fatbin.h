@@ -76,8 +76,8 @@ bool fatbin_has_elf(const struct fatbin *fb, unsigned int sm);
  * caller parses up to what it knows is mapped.)
  */
 const void *fatbin_wrapper_data(const void *wrapper, unsigned int *version);
-/* Decode an LZ4-style block (exposed for tests): bytes written, or -1 if corrupt or if the
- * output would exceed cap. */
+/* Decode an LZ4 block (liblz4; exposed for tests): bytes written, or -1 if corrupt or if
+ * the output would exceed cap. */
 long fatbin_lz_decode(const unsigned char *in, size_t n, unsigned char *out, size_t cap);
 const char *fatbin_kind_name(unsigned int kind);
 const char *fatbin_compression_name(unsigned int c);
