@@ -11,6 +11,10 @@ every launch's.
 
     python overhead.py --gpuscope PATH --out DIR [--reps-tiny 5] [--reps-resnet 3]
                        [--modes untraced,inject-off,...] [--workloads tinyops,resnet50]
+                       [--baseline PATH]
+
+A mode "base:MODE" is MODE with the --baseline gpuscope (another build, compared in the
+same interleaved job).
 """
 import argparse
 import json
@@ -33,15 +37,26 @@ GS_ENV = {"inject-nogates": {"GPUSCOPE_NO_GATES": "1"},
           "inject-h10ms": {"GPUSCOPE_HARVEST_US": "10000"}}
 
 
+BASELINE = None
+
+
+def gs_mode(mode):
+    """The gpuscope options of a mode and the binary that runs it (None: not gpuscope)."""
+    if mode.startswith("base:"):
+        return GS_OPTS.get(mode[5:]), BASELINE
+    return GS_OPTS.get(mode), None
+
+
 def run(mode, workload, gs, out):
     cmd = [sys.executable, os.path.join(HERE, "workload.py"), workload]
     report = None
+    opts, other = gs_mode(mode)
     if mode == "torch-profiler":
         cmd.append("--profile")
-    elif mode in GS_OPTS:
-        report = os.path.join(out, "gs-%s-%s.json" % (mode, workload))
-        cmd = [gs, "run", "-q", "--json=%s" % report] + GS_OPTS[mode] + ["--"] + cmd
-    env = dict(os.environ, **GS_ENV.get(mode, {}))
+    elif opts is not None:
+        report = os.path.join(out, "gs-%s-%s.json" % (mode.replace(":", "-"), workload))
+        cmd = [other or gs, "run", "-q", "--json=%s" % report] + opts + ["--"] + cmd
+    env = dict(os.environ, **GS_ENV.get(mode.replace("base:", ""), {}))
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env)
     if p.returncode:
         raise RuntimeError("%s %s failed (%d):\n%s" % (mode, workload, p.returncode,
@@ -76,7 +91,7 @@ def bench(workload, reps, gs, out, modes):
             r = run(mode, workload, gs, out)
             got[mode] = r["per_iter_s"]
             per_mode[mode].append(r["per_iter_s"])
-            if mode in GS_OPTS:
+            if gs_mode(mode)[0] is not None:
                 extra[mode] = {k: v for k, v in r.items() if k.startswith("gpuscope_")}
             print("  %-9s rep %d %-15s %.3f us/iter" % (workload, rep, mode,
                                                       r["per_iter_s"] * 1e6), flush=True)
@@ -102,7 +117,10 @@ def main():
     ap.add_argument("--reps-resnet", type=int, default=3)
     ap.add_argument("--modes", default=",".join(MODES))
     ap.add_argument("--workloads", default="tinyops,resnet50")
+    ap.add_argument("--baseline", help="another gpuscope, for the base:MODE modes")
     args = ap.parse_args()
+    global BASELINE
+    BASELINE = args.baseline
     modes = args.modes.split(",")
     os.makedirs(args.out, exist_ok=True)
     t0 = time.time()

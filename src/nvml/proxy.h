@@ -18,7 +18,10 @@ struct nvml_proxy_hello {
 	char driver[96];
 };
 
-enum { NVML_PROXY_SNAPSHOT = 1, NVML_PROXY_SAMPLE = 2 };
+enum {
+	NVML_PROXY_SNAPSHOT = 1,
+	NVML_PROXY_SAMPLE = 2
+};
 
 struct nvml_proxy_request {
 	__u32 op;
