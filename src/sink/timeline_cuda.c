@@ -41,7 +41,8 @@ void tl_launch(struct timeline *tl, const struct model *m, const struct gs_ev_la
 		return;
 	/* No GPU time: the launch as an instant on its stream's launch track. */
 	snprintf(label, sizeof(label), "launches on stream 0x%llx", (unsigned long long)l->stream);
-	e = (struct tl_event){ .track = tl_child_track(tl, m, l->h.pid, U_LAUNCHES, l->stream, label),
+	e = (struct tl_event){ .track = tl_child_track(tl, m, l->h.pid, U_LAUNCHES, l->stream,
+						       label),
 			       .ts = l->h.ts + l->c.dur_ns,
 			       .name = l->flags & GS_LAUNCH_GRAPH ? "graph"
 				       : k			  ? k->short_
@@ -74,7 +75,7 @@ void tl_memory_counters(struct timeline *tl, const struct model *m, __u32 pid, _
 			snprintf(name, sizeof(name), "device memory in use (GPU ?)");
 		tl->ops->counter(tl->w,
 				 tl_counter_track(tl, m, pid, (enum counter_kind)(C_DEV_MEMORY + d),
-					       name, true),
+						  name, true),
 				 ts, (double)p->dev_in_use[d]);
 		ps->dev_in_use[d] = p->dev_in_use[d];
 	}
@@ -83,7 +84,7 @@ void tl_memory_counters(struct timeline *tl, const struct model *m, __u32 pid, _
 			continue;
 		tl->ops->counter(tl->w,
 				 tl_counter_track(tl, m, pid, (enum counter_kind)(C_MEMORY + k),
-					       names[k], true),
+						  names[k], true),
 				 ts, (double)p->in_use[k]);
 		ps->in_use[k] = p->in_use[k];
 	}
@@ -98,7 +99,8 @@ static void copy_bandwidth(struct timeline *tl, const struct model *m, __u32 pid
 	if (end <= start || !bytes)
 		return;
 	snprintf(name, sizeof(name), "copy %s GB/s", copy_kind_name(direction));
-	track = tl_counter_track(tl, m, pid, (enum counter_kind)(C_COPY_BW + direction), name, false);
+	track = tl_counter_track(tl, m, pid, (enum counter_kind)(C_COPY_BW + direction), name,
+				 false);
 	tl->ops->counter(tl->w, track, start, (double)bytes / (double)(end - start));
 	tl->ops->counter(tl->w, track, end, 0);
 }
@@ -207,10 +209,10 @@ void tl_gpu(struct timeline *tl, const struct model *m, const struct gs_ev_gpu *
 	tl_arg_hex(&e, "stream", g->stream);
 	tl_arg_u64(&e, "launching thread", g->h.tid);
 	tl_arg_str(&e, "timing",
-		unknown			  ? "start unknown (the call waited inside the driver)"
-		: g->flags & GS_GPU_GATED ? "exact (gated)"
-		: start != g->start_ns	  ? "start from the call (idle stream)"
-					  : "events");
+		   unknown		     ? "start unknown (the call waited inside the driver)"
+		   : g->flags & GS_GPU_GATED ? "exact (gated)"
+		   : start != g->start_ns    ? "start from the call (idle stream)"
+					     : "events");
 	tl->ops->slice(tl->w, &e);
 	if (g->kind == GS_GPU_COPY)
 		copy_bandwidth(tl, m, g->h.pid,

@@ -93,21 +93,21 @@ bool tl_declared(struct timeline *tl, __u64 uuid);
 struct proc_state *tl_proc_state(struct timeline *tl, __u32 pid);
 __u64 tl_process_track(struct timeline *tl, const struct model *m, __u32 pid);
 __u64 tl_thread_track(struct timeline *tl, const struct model *m, __u32 pid, __u32 tid);
-__u64 tl_child_track(struct timeline *tl, const struct model *m, __u32 pid, int space,
-			 __u64 key, const char *name);
+__u64 tl_child_track(struct timeline *tl, const struct model *m, __u32 pid, int space, __u64 key,
+		     const char *name);
 __u64 tl_gpu_track(struct timeline *tl, __s32 device);
 __u64 tl_stream_track(struct timeline *tl, __s32 device, __u32 pid, __u64 stream);
 __u64 tl_counter_track(struct timeline *tl, const struct model *m, __u32 pid,
-			   enum counter_kind kind, const char *name, bool bytes);
+		       enum counter_kind kind, const char *name, bool bytes);
 const struct kname *tl_kernel_name(struct timeline *tl, const struct model *m, __u32 pid,
-				       __u64 handle);
+				   __u64 handle);
 void tl_arg_str(struct tl_event *e, const char *key, const char *v);
 void tl_arg_u64(struct tl_event *e, const char *key, __u64 v);
 void tl_arg_hex(struct tl_event *e, const char *key, __u64 v);
 void tl_arg_result(struct tl_event *e, const struct gs_call *c);
 void tl_stack(struct timeline *tl, const struct model *m, const struct gs_ev_stack *s);
 void tl_call_slice(struct timeline *tl, const struct model *m, const struct gs_hdr *h,
-		       const struct gs_call *c, struct tl_event *e);
+		   const struct gs_call *c, struct tl_event *e);
 
 /* timeline_cuda.c */
 void tl_launch(struct timeline *tl, const struct model *m, const struct gs_ev_launch *l);

@@ -103,8 +103,8 @@ static void cumulative(struct timeline *tl, const struct model *m, __u32 pid, in
 		       const char *name, __u64 *total, __u64 add, __u64 ts, bool bytes)
 {
 	*total += add;
-	tl->ops->counter(tl->w, tl_counter_track(tl, m, pid, (enum counter_kind)kind, name, bytes), ts,
-			 (double)*total);
+	tl->ops->counter(tl->w, tl_counter_track(tl, m, pid, (enum counter_kind)kind, name, bytes),
+			 ts, (double)*total);
 }
 
 static void block_io(struct timeline *tl, const struct model *m, const struct gs_ev_block *b)
@@ -172,9 +172,9 @@ static void fault_batch(struct timeline *tl, const struct model *m, const struct
 	tl_arg_hex(&e, "first address", f->addr);
 	tl_arg_hex(&e, "first instruction", f->ip);
 	tl_arg_str(&e, "first access",
-		f->error_code & 16  ? "instruction fetch"
-		: f->error_code & 2 ? "write"
-				    : "read");
+		   f->error_code & 16  ? "instruction fetch"
+		   : f->error_code & 2 ? "write"
+				       : "read");
 	tl_arg_u64(&e, "over ns", f->last_ts - f->h.ts);
 	tl->ops->instant(tl->w, &e);
 }
