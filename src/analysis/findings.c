@@ -499,7 +499,10 @@ static void on_record(void *ctx, const struct gs_hdr *ev)
 	case GS_EV_OFFCPU:
 	case GS_EV_FAULTS:
 	case GS_EV_BLOCK:
-		history_add(fs, ev);
+		/* (A retired process's findings are settled: what its threads did after its
+		 * exit record, in records that came later, explains nothing.) */
+		if (!model__retired(fs->m, ev->pid))
+			history_add(fs, ev);
 		break;
 	case GS_EV_LAUNCH:
 		launch_gap(fs, (const void *)ev);

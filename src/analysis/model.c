@@ -41,6 +41,9 @@ static void proc_free(void *v)
 	proc_release(p);
 	model__os_free(p->os);
 	free(p->os);
+	if (p->os_done)
+		os_result_free(p->os_done);
+	free(p->os_done);
 	free(p);
 }
 
@@ -58,6 +61,8 @@ void model__retire(struct model *m, __u32 pid)
 	model__memory_retire(m, p);
 	hmap_drop_key(&m->thread_ctx, true, 0, pid, free);
 	proc_release(p);
+	p->os_done = model__os_fold(p->os);
+	p->os = NULL;
 	p->retired = true;
 }
 

@@ -99,6 +99,8 @@ void model__each_process(const struct model *m, void (*fn)(void *ctx, const stru
 			 void *ctx);
 /* The command name of a process ("" if not known), valid while the model is. */
 const char *model__comm(const struct model *m, __u32 pid);
+/* Whether the stream has retired it: every record of it is in, what it held folded. */
+bool model__retired(const struct model *m, __u32 pid);
 /* Its command line (NULL if not recorded), interned: valid while the model is, and another
  * pointer once it changes. */
 const char *model__cmdline(const struct model *m, __u32 pid);

@@ -62,16 +62,17 @@ struct os_stat {
 };
 
 struct proc {
-	struct model_proc s;   /* (what model__process copies out) */
-	bool retired;	       /* folded: only s and os are left */
-	void *ranges;	       /* tsearch tree of struct range */
-	struct hmap vmm;       /* handle -> struct vmm_handle */
-	struct hmap resv;      /* va -> struct range (MK_MAPPING kind unused) */
-	struct hmap capturing; /* stream -> struct capture */
-	struct hmap graphs;    /* graph -> struct capture */
-	struct hmap execs;     /* graph exec -> graph (value: boxed __u64) */
-	struct hmap ctx_dev;   /* CUcontext -> boxed __s32 device (creation, or GPU records) */
-	struct os_stat *os;    /* NULL until an OS plane record */
+	struct model_proc s;	   /* (what model__process copies out) */
+	bool retired;		   /* folded: only s and os are left */
+	void *ranges;		   /* tsearch tree of struct range */
+	struct hmap vmm;	   /* handle -> struct vmm_handle */
+	struct hmap resv;	   /* va -> struct range (MK_MAPPING kind unused) */
+	struct hmap capturing;	   /* stream -> struct capture */
+	struct hmap graphs;	   /* graph -> struct capture */
+	struct hmap execs;	   /* graph exec -> graph (value: boxed __u64) */
+	struct hmap ctx_dev;	   /* CUcontext -> boxed __s32 device (creation, or GPU records) */
+	struct os_stat *os;	   /* NULL until an OS plane record (retired: folded below) */
+	struct os_result *os_done; /* retired: its OS aggregates, compact (NULL: none) */
 	__u64 outstanding[MEM_KINDS]; /* retired: the bytes it never freed */
 };
 
@@ -278,6 +279,9 @@ void model__os_free(struct os_stat *o);
 /* The aggregates as a result (sorted lists allocated: os_result_free). */
 void model__os_result(const struct os_stat *o, struct os_result *out);
 void os_result_free(struct os_result *r);
+/* A retired process's: its aggregates as a result, the table freed (NULL stays NULL). */
+struct os_result *model__os_fold(struct os_stat *o);
+void os_result_copy(const struct os_result *from, struct os_result *to);
 
 /* model_stacks.c */
 void model__stack_add(struct model *m, const struct gs_hdr *ev);

@@ -72,14 +72,50 @@ static void add(struct os_stat *o, const struct gs_hdr *ev)
 	}
 }
 
+/* A retired process's result back into a table (freed), for a record that came late. */
+static struct os_stat *unfold(struct os_result *r)
+{
+	struct os_stat *o = xcalloc(1, sizeof(*o));
+
+	if (!r)
+		return o;
+	memcpy(o->offcpu_count, r->offcpu_count, sizeof(o->offcpu_count));
+	memcpy(o->offcpu_ns, r->offcpu_ns, sizeof(o->offcpu_ns));
+	o->runq_ns = r->runq_ns;
+	o->faults = r->faults;
+	o->major_faults = r->major_faults;
+	memcpy(o->io, r->io, sizeof(o->io));
+	memcpy(o->net_calls, r->net_calls, sizeof(o->net_calls));
+	memcpy(o->net_bytes, r->net_bytes, sizeof(o->net_bytes));
+	o->thread_exits = r->thread_exits;
+	o->oom_killed = r->oom_killed;
+	for (size_t i = 0; i < r->nsyscalls; i++)
+		*(struct sys_stat *)hmap_get_or_new(&o->syscalls, r->syscalls[i].nr, 0,
+						    sizeof(struct sys_stat)) = r->syscalls[i].s;
+	for (size_t i = 0; i < r->ndevices; i++)
+		*(struct io_stat *)hmap_get_or_new(&o->devices, r->devices[i].dev, 0,
+						   sizeof(struct io_stat)) = r->devices[i].s;
+	os_result_free(r);
+	free(r);
+	return o;
+}
+
 void model__os_add(struct model *m, const struct gs_hdr *ev)
 {
 	struct proc *p = model__proc(m, ev->pid);
 
-	if (!p->os)
-		p->os = xcalloc(1, sizeof(*p->os));
 	m->os_events++;
 	add(&m->os, ev);
+	if (p->retired) { /* a late record (a source's last flush): unfolded, added, folded */
+		p->os = unfold(p->os_done);
+		p->os_done = NULL;
+		add(p->os, ev);
+		p->os_done = model__os_fold(p->os);
+		p->os = NULL;
+		return;
+	}
+	if (!p->os)
+		p->os = xcalloc(1, sizeof(*p->os));
 	add(p->os, ev);
 }
 
@@ -132,6 +168,35 @@ void model__os_result(const struct os_stat *o, struct os_result *out)
 		out->devices[out->ndevices++] =
 			(struct os_device){ (__u32)s->k1, *(const struct io_stat *)s->val };
 	qsort(out->devices, out->ndevices, sizeof(*out->devices), device_order);
+}
+
+struct os_result *model__os_fold(struct os_stat *o)
+{
+	struct os_result *r;
+
+	if (!o)
+		return NULL;
+	r = xmalloc(sizeof(*r));
+	model__os_result(o, r);
+	/* (Exactly sized: kept for every process a session saw.) */
+	r->syscalls = r->nsyscalls ? xrealloc(r->syscalls, r->nsyscalls * sizeof(*r->syscalls))
+				   : (free(r->syscalls), NULL);
+	r->devices = r->ndevices ? xrealloc(r->devices, r->ndevices * sizeof(*r->devices))
+				 : (free(r->devices), NULL);
+	model__os_free(o);
+	free(o);
+	return r;
+}
+
+void os_result_copy(const struct os_result *from, struct os_result *to)
+{
+	*to = *from;
+	to->syscalls = xcalloc(from->nsyscalls + 1, sizeof(*to->syscalls));
+	if (from->nsyscalls)
+		memcpy(to->syscalls, from->syscalls, from->nsyscalls * sizeof(*to->syscalls));
+	to->devices = xcalloc(from->ndevices + 1, sizeof(*to->devices));
+	if (from->ndevices)
+		memcpy(to->devices, from->devices, from->ndevices * sizeof(*to->devices));
 }
 
 void os_result_free(struct os_result *r)

@@ -32,6 +32,13 @@ const char *model__comm(const struct model *m, __u32 pid)
 	return p ? p->s.comm : "";
 }
 
+bool model__retired(const struct model *m, __u32 pid)
+{
+	const struct proc *p = model__proc_get(m, pid);
+
+	return p && p->retired;
+}
+
 const char *model__cmdline(const struct model *m, __u32 pid)
 {
 	const struct proc *p = model__proc_get(m, pid);

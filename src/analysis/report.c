@@ -223,8 +223,11 @@ static void rep_proc_of(struct rep_proc *rp, const struct proc *p)
 	rp->cmdline = p->s.cmdline ? xstrdup(p->s.cmdline) : NULL;
 	rp->cgroup = p->s.cgroup ? xstrdup(p->s.cgroup) : NULL;
 	rp->s.cmdline = rp->s.cgroup = NULL; /* (the model's: the report's own are above) */
-	rp->has_os = p->os != NULL;
-	model__os_result(p->os, &rp->os);
+	rp->has_os = p->os || p->os_done;
+	if (p->os_done)
+		os_result_copy(p->os_done, &rp->os);
+	else
+		model__os_result(p->os, &rp->os);
 }
 
 /* What retired processes never freed (summed when they were retired). */

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
@@ -69,8 +70,9 @@ bool proc_maps_file(pid_t pid, unsigned int major, unsigned int minor, __u64 ino
 	return found;
 }
 
-pid_t proc_find_mapper(pid_t hint, unsigned int major, unsigned int minor, __u64 ino)
+pid_t proc_find_mapper(pid_t hint, unsigned int major, unsigned int minor, __u64 ino, uid_t uid)
 {
+	struct stat st;
 	struct dirent *de;
 	pid_t found = 0;
 	DIR *d;
@@ -83,7 +85,9 @@ pid_t proc_find_mapper(pid_t hint, unsigned int major, unsigned int minor, __u64
 	while (!found && (de = readdir(d))) {
 		long pid = strtol(de->d_name, NULL, 10);
 
-		if (pid > 0 && pid != hint && proc_maps_file((pid_t)pid, major, minor, ino))
+		/* (Only the processes of that user: another user's many processes cost nothing.) */
+		if (pid > 0 && pid != hint && fstatat(dirfd(d), de->d_name, &st, 0) == 0 &&
+		    st.st_uid == uid && proc_maps_file((pid_t)pid, major, minor, ino))
 			found = (pid_t)pid;
 	}
 	closedir(d);

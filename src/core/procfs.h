@@ -22,9 +22,9 @@ int proc_exec_files(pid_t pid, struct map_entry **out, size_t *n);
 
 /* Whether pid maps the file (device major:minor, inode) (a shared-memory ring, say). */
 bool proc_maps_file(pid_t pid, unsigned int major, unsigned int minor, __u64 ino);
-/* The process that maps that file: `hint` if it does, else the first found in /proc; 0 if
- * none does. */
-pid_t proc_find_mapper(pid_t hint, unsigned int major, unsigned int minor, __u64 ino);
+/* The process that maps that file: `hint` if it does, else the first of the processes of
+ * `uid` found in /proc; 0 if none does. */
+pid_t proc_find_mapper(pid_t hint, unsigned int major, unsigned int minor, __u64 ino, uid_t uid);
 
 bool proc_exists(pid_t pid);
 int proc_comm(pid_t pid, char *buf, size_t n);

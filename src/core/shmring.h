@@ -43,8 +43,9 @@ struct shmring_hdr {
 	__u32 version;
 	__u32 hdr_size;
 	__u64 data_size;
-	__u32 pid; /* the producing process */
-	__u32 pad;
+	__u32 pid;     /* the producing process */
+	__u32 claimed; /* set by the agent once it has proved whose the ring is (its process
+			* waits for it a little at exit: see inject/ring.c) */
 	__u64 created_ns;
 	__u64 head __attribute__((aligned(64))); /* bytes reserved by producers */
 	__u64 tail __attribute__((aligned(64))); /* bytes consumed */
@@ -96,6 +97,8 @@ int shmring_drain(struct shmring *r, void (*fn)(void *ctx, const struct gs_hdr *
 int shmring_read_hdr(const struct shmring *r, struct shmring_hdr *out, char *err, size_t errlen);
 /* The producer's reservation position (untrusted), into *head: 0 or -1 as above. */
 int shmring_read_head(const struct shmring *r, __u64 *head, char *err, size_t errlen);
+/* Tell the producer its ring is claimed (the agent, once it knows whose it is): 0 or -1. */
+int shmring_claim(struct shmring *r, char *err, size_t errlen);
 void shmring_close(struct shmring *r);
 
 #endif

@@ -234,6 +234,18 @@ int shmring_read_head(const struct shmring *r, __u64 *head, char *err, size_t er
 	return guarded((struct shmring *)r, load_head, head, err, errlen);
 }
 
+static int store_claim(struct shmring *r, void *arg)
+{
+	(void)arg;
+	__atomic_store_n(&r->h->claimed, 1, __ATOMIC_RELEASE);
+	return 0;
+}
+
+int shmring_claim(struct shmring *r, char *err, size_t errlen)
+{
+	return guarded(r, store_claim, NULL, err, errlen);
+}
+
 void shmring_close(struct shmring *r)
 {
 	if (r->map)

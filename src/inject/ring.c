@@ -17,6 +17,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 #include <sys/syscall.h>
@@ -35,10 +36,26 @@ static struct {
 	bool agent; /* the node agent's directory, not a gpuscope run's session */
 	struct shmring ring;
 	int ring_state; /* 0 none yet, 1 ready, -1 failed; atomic */
+	bool exit_wait; /* wait_claimed registered */
 	pthread_mutex_t lock;
 } g = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 static __thread __u32 tl_tid __attribute__((tls_model("initial-exec")));
+
+/* With the agent, a ring is read only once the agent has seen a process of the file's owner
+ * map it (docs/security.md). A short program may end before a busy agent has looked: at
+ * exit, a process whose ring is not claimed yet gives the agent up to CLAIM_WAIT_MS. (Once;
+ * nothing else ever waits for the agent.) */
+#define CLAIM_WAIT_MS 250
+
+static void wait_claimed(void)
+{
+	if (__atomic_load_n(&g.ring_state, __ATOMIC_ACQUIRE) != 1 || g.pid != (__u32)getpid())
+		return;
+	for (int i = 0; i < CLAIM_WAIT_MS && !__atomic_load_n(&g.ring.h->claimed, __ATOMIC_ACQUIRE);
+	     i++)
+		usleep(1000);
+}
 
 void gs_ring_init(const char *dir, bool agent, __u64 ring_bytes)
 {
@@ -113,6 +130,8 @@ static bool make_ring(void)
 			err = shmring_create(&g.ring, path, n, g.pid, gs_clock());
 		state = err ? -1 : 1;
 		__atomic_store_n(&g.ring_state, state, __ATOMIC_RELEASE);
+		if (state == 1 && g.agent && !g.exit_wait) /* (a forked child inherits it) */
+			g.exit_wait = atexit(wait_claimed) == 0;
 	}
 	pthread_mutex_unlock(&g.lock);
 	return state == 1;

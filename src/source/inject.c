@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,6 +49,9 @@ extern const unsigned char gs_inject_so[], gs_inject_so_end[];
 #define RINGS_PER_USER	  64
 #define RINGS_MAX	  1024
 #define SEARCHES_PER_SCAN 16
+#define FRESH_MAX	  1024
+#define FULL_SCAN_NS	  1000000000ULL
+#define NAME_LEN	  64
 #define REFUSED_MAX	  4096
 /* A producer's counters are believed up to this many events a second of its ring's life. */
 #define RING_MAX_RATE 100000000ULL
@@ -68,7 +72,7 @@ struct ring {
 	__u64 created; /* on the producer's clock, bounded by its process's life */
 	bool done;     /* closed: its counters are kept in `seen` */
 	struct ring_counts seen;
-	char name[64]; /* in the directory */
+	char name[NAME_LEN]; /* in the directory */
 };
 
 struct inject {
@@ -82,12 +86,18 @@ struct inject {
 	__u64 scan_every; /* ns */
 	int lock_fd;
 	int watch_fd; /* the agent: inotify on its directory (-1: none), a ring is found at once */
-	struct ring_counts retired; /* the agent: counters of rings read out and removed */
-	struct {
-		dev_t dev;
-		ino_t ino;
-	} refused[REFUSED_MAX]; /* files refused and left in place: not looked at again */
-	unsigned int nrefused;
+	struct ring_counts retired; /* counters of rings read out and removed */
+	/* Files refused and left in place, not looked at again: (inode, device) -> their
+	 * change time in ns + 1 (a file made later may get the same inode). At most
+	 * REFUSED_MAX: then forgotten at once, and refused again as they are met. */
+	struct hmap refused;
+	struct hmap open; /* (inode, device) of the rings open: (void *)1 */
+	/* The agent: names inotify announced since the last look (beyond FRESH_MAX, or when
+	 * inotify lost some, the whole directory is read instead), and when it last was. */
+	char (*fresh)[NAME_LEN];
+	unsigned int nfresh;
+	bool rescan;
+	__u64 last_full;
 	struct ring *cur; /* the ring being drained (the agent's record callback) */
 	unsigned int scans;
 	char dir[PATH_MAX];    /* rings (and the library, where it may be executed from) */
@@ -96,7 +106,37 @@ struct inject {
 	struct ring *rings;
 	size_t n, cap;
 	__u64 rings_lost;
+	__u64 warn_window;	    /* (gs_now_ns) when the current minute of warnings began */
+	unsigned int warned, muted; /* in it: warnings given, and held back */
 };
+
+/* A warning about one ring. Whoever may write a ring may make it fail: at most 10 a minute,
+ * so that another user cannot flood the agent's log (the rest are counted, and said). */
+#define RING_WARNINGS_PER_MIN 10
+
+__attribute__((format(printf, 2, 3))) static void ring_warn(struct inject *in, const char *fmt, ...)
+{
+	__u64 now = gs_now_ns();
+	char msg[512];
+	va_list ap;
+
+	if (now - in->warn_window >= 60000000000ULL) {
+		if (in->muted)
+			gs_warn("%u more warnings about in-process rings in the last minute",
+				in->muted);
+		in->warn_window = now;
+		in->warned = in->muted = 0;
+	}
+	if (in->warned >= RING_WARNINGS_PER_MIN) {
+		in->muted++;
+		return;
+	}
+	in->warned++;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	gs_warn("%s", msg);
+}
 
 /* Remove a session directory and what is in it (flat: rings and the library). */
 static void remove_dir(const char *dir)
@@ -268,6 +308,8 @@ int inject__open_agent(struct session *s, const char *dir, const struct inject_o
 		close(in->watch_fd);
 		in->watch_fd = -1;
 	}
+	if (in->watch_fd >= 0)
+		in->fresh = xcalloc(FRESH_MAX, NAME_LEN);
 	snprintf(path, sizeof(path), "%s/agent.lock", dir);
 	in->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
 	if (in->lock_fd < 0 || fchmod(in->lock_fd, 0644)) {
@@ -298,17 +340,12 @@ fail:
 int inject__wait(struct inject *in, int timeout_ms)
 {
 	struct pollfd p = { .fd = in->watch_fd, .events = POLLIN };
-	char buf[4096];
 
 	if (in->watch_fd < 0) {
 		poll(NULL, 0, timeout_ms);
 		return 0;
 	}
-	if (poll(&p, 1, timeout_ms) <= 0)
-		return 0;
-	while (read(in->watch_fd, buf, sizeof(buf)) > 0)
-		;
-	return 1;
+	return poll(&p, 1, timeout_ms) > 0; /* (read by the next look) */
 }
 
 const char *inject__library(const struct inject *in)
@@ -395,6 +432,9 @@ static void inject__close(struct inject *in)
 	hmap_for_each (&in->pending, sl)
 		stream__release(in->s, (__u32)sl->k1);
 	hmap_free(&in->pending);
+	hmap_free(&in->refused);
+	hmap_free(&in->open);
+	free(in->fresh);
 	if (in->lock_fd >= 0)
 		close(in->lock_fd);
 	if (in->watch_fd >= 0)
@@ -499,12 +539,15 @@ static __u32 ring_pid(const char *name)
 	return !strcmp(end, ".ring") ? (__u32)pid : 0;
 }
 
+static void *file_tag(const struct stat *st)
+{
+	return (void *)(uintptr_t)((__u64)st->st_ctim.tv_sec * 1000000000ULL +
+				   (__u64)st->st_ctim.tv_nsec + 1);
+}
+
 static bool was_refused(const struct inject *in, const struct stat *st)
 {
-	for (unsigned int i = 0; i < GS_MIN(in->nrefused, REFUSED_MAX); i++)
-		if (in->refused[i].dev == st->st_dev && in->refused[i].ino == st->st_ino)
-			return true;
-	return false;
+	return hmap_get(&in->refused, st->st_ino, st->st_dev) == file_tag(st);
 }
 
 /* A ring file not read: counted lost, and removed (the agent) or remembered (it stays). */
@@ -515,9 +558,9 @@ static void refuse(struct inject *in, DIR *d, const char *name, const struct sta
 	in->rings_lost++;
 	if (remove && unlinkat(dirfd(d), name, 0) == 0)
 		return;
-	in->refused[in->nrefused % REFUSED_MAX].dev = st->st_dev;
-	in->refused[in->nrefused % REFUSED_MAX].ino = st->st_ino;
-	in->nrefused++;
+	if (in->refused.len >= REFUSED_MAX)
+		hmap_free(&in->refused);
+	hmap_put(&in->refused, st->st_ino, st->st_dev, file_tag(st));
 }
 
 /*
@@ -525,7 +568,8 @@ static void refuse(struct inject *in, DIR *d, const char *name, const struct sta
  * says), or -1 to look again at the next scan. Proof: a process that maps the file and runs
  * as the file's owner (the agent looks for it on this side of any pid namespace, from the
  * named pid; the name alone proves nothing); for `run`, also one of its processes, gone
- * now, if the file belongs to the user it runs the command as.
+ * now, if the file belongs to the user it runs the command as. Without `searches`, no
+ * search of every process: -1 where one is needed.
  */
 static long ring_owner(struct inject *in, __u32 named, const struct stat *st,
 		       unsigned int *searches, const char **why)
@@ -540,10 +584,10 @@ static long ring_owner(struct inject *in, __u32 named, const struct stat *st,
 	if (proc_maps_file((pid_t)named, ma, mi, st->st_ino))
 		mapper = (pid_t)named;
 	else if (in->agent) {
-		if (*searches >= SEARCHES_PER_SCAN)
+		if (!searches || *searches >= SEARCHES_PER_SCAN)
 			return -1;
 		++*searches;
-		mapper = proc_find_mapper((pid_t)named, ma, mi, st->st_ino);
+		mapper = proc_find_mapper((pid_t)named, ma, mi, st->st_ino, st->st_uid);
 	}
 	if (mapper) {
 		if (!proc_runs_as(mapper, st->st_uid)) {
@@ -590,12 +634,15 @@ static void open_ring(struct inject *in, DIR *d, const char *name, int fd, const
 	r->pid = pid;
 	gs_strlcpy(r->name, name, sizeof(r->name));
 	if (shmring_open_fd(&r->r, fd, err, sizeof(err))) {
-		gs_warn("in-process ring of pid %u: %s; its events are lost", pid, err);
+		ring_warn(in, "in-process ring of pid %u: %s; its events are lost", pid, err);
 		r->done = true;
 		in->rings_lost++;
 		if (in->agent)
 			unlinkat(dirfd(d), name, 0);
 	} else {
+		hmap_put(&in->open, r->ino, r->dev, (void *)1);
+		if (in->agent)
+			shmring_claim(&r->r, err, sizeof(err)); /* (cut: the first read says so) */
 		/* (The header's word: bounded by the process's life, where that is known.) */
 		r->created = GS_MIN(r->r.h->created_ns, now);
 		if (proc_start_ns((pid_t)pid, &start) == 0)
@@ -610,48 +657,98 @@ static void open_ring(struct inject *in, DIR *d, const char *name, int fd, const
 	gs_debug("in-process ring of pid %u found", pid);
 }
 
-static void scan(struct inject *in)
+/* One file of the directory: opened, refused, or left for later (-1). */
+static int consider(struct inject *in, DIR *d, const char *name, unsigned int *searches)
 {
-	unsigned int searches = 0;
-	struct dirent *de;
+	__u32 named = ring_pid(name);
+	const char *why = NULL;
 	struct stat st;
-	DIR *d = opendir(in->dir);
+	size_t all;
+	long pid;
+	int fd;
 
+	if (!named || fstatat(dirfd(d), name, &st, AT_SYMLINK_NOFOLLOW) || !S_ISREG(st.st_mode) ||
+	    was_refused(in, &st))
+		return 0;
+	/* (A process that execs makes a new ring under the same name.) */
+	if (hmap_get(&in->open, st.st_ino, st.st_dev))
+		return 0;
+	pid = ring_owner(in, named, &st, searches, &why);
+	if (pid < 0)
+		return -1;
+	if (!pid) {
+		refuse(in, d, name, &st, why, in->agent || in->o.skip_before_ring);
+		return 0;
+	}
+	if (rings_open(in, st.st_uid, &all) >= RINGS_PER_USER || all >= RINGS_MAX) {
+		refuse(in, d, name, &st, "its user has too many rings open", false);
+		return 0;
+	}
+	fd = openat(dirfd(d), name, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return 0;
+	open_ring(in, d, name, fd, &st, (__u32)pid);
+	close(fd);
+	return 0;
+}
+
+/* The names inotify announced (the agent). */
+static void read_watch(struct inject *in)
+{
+	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+	ssize_t n;
+
+	while ((n = read(in->watch_fd, buf, sizeof(buf))) > 0)
+		for (char *p = buf; p + sizeof(struct inotify_event) <= buf + n;) {
+			const struct inotify_event *e = (const void *)p;
+
+			p += sizeof(*e) + e->len;
+			if (e->mask & IN_Q_OVERFLOW)
+				in->rescan = true;
+			else if (e->len && ring_pid(e->name) && in->nfresh < FRESH_MAX &&
+				 strlen(e->name) < NAME_LEN)
+				gs_strlcpy(in->fresh[in->nfresh++], e->name, NAME_LEN);
+			else if (e->len && ring_pid(e->name))
+				in->rescan = true;
+		}
+}
+
+/* New rings: first those whose named process maps them (cheap, and how a program finds its
+ * ring), then at most SEARCHES_PER_SCAN that need every process looked at, so that files
+ * which need a search cannot delay the others. The agent looks at the names inotify gave
+ * it, and reads the whole directory once a second (a directory another user fills with
+ * thousands of files is not read at every round); `run`, and a full look, read it all. */
+static void scan(struct inject *in, bool full)
+{
+	char later[SEARCHES_PER_SCAN][NAME_LEN];
+	unsigned int searches = 0, nlater = 0, nfresh;
+	__u64 now = gs_now_ns();
+	struct dirent *de;
+	DIR *d;
+
+	if (in->watch_fd >= 0)
+		read_watch(in);
+	full |= in->watch_fd < 0 || in->rescan || now - in->last_full >= FULL_SCAN_NS;
+	if (!full && !in->nfresh)
+		return;
+	d = opendir(in->dir);
 	if (!d)
 		return;
-	while ((de = readdir(d))) {
-		__u32 named = ring_pid(de->d_name);
-		const char *why = NULL;
-		bool known = false;
-		size_t all;
-		long pid;
-		int fd;
-
-		if (!named || fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) ||
-		    !S_ISREG(st.st_mode) || was_refused(in, &st))
-			continue;
-		/* A process that execs makes a new ring under the same name. */
-		for (size_t i = 0; i < in->n && !known; i++)
-			known = in->rings[i].dev == st.st_dev && in->rings[i].ino == st.st_ino;
-		if (known)
-			continue;
-		pid = ring_owner(in, named, &st, &searches, &why);
-		if (pid < 0)
-			continue;
-		if (!pid) {
-			refuse(in, d, de->d_name, &st, why, in->agent || in->o.skip_before_ring);
-			continue;
-		}
-		if (rings_open(in, st.st_uid, &all) >= RINGS_PER_USER || all >= RINGS_MAX) {
-			refuse(in, d, de->d_name, &st, "its user has too many rings open", false);
-			continue;
-		}
-		fd = openat(dirfd(d), de->d_name, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
-		if (fd < 0)
-			continue;
-		open_ring(in, d, de->d_name, fd, &st, (__u32)pid);
-		close(fd);
+	nfresh = full ? 0 : in->nfresh;
+	if (full) {
+		in->rescan = false;
+		in->last_full = now;
 	}
+	in->nfresh = 0;
+	for (unsigned int i = 0; !full && i < nfresh; i++)
+		if (consider(in, d, in->fresh[i], NULL) < 0 && nlater < SEARCHES_PER_SCAN)
+			gs_strlcpy(later[nlater++], in->fresh[i], NAME_LEN);
+	while (full && (de = readdir(d)))
+		if (consider(in, d, de->d_name, NULL) < 0 && nlater < SEARCHES_PER_SCAN &&
+		    strlen(de->d_name) < NAME_LEN)
+			gs_strlcpy(later[nlater++], de->d_name, NAME_LEN);
+	for (unsigned int i = 0; i < nlater; i++)
+		consider(in, d, later[i], &searches);
 	closedir(d);
 }
 
@@ -726,17 +823,24 @@ static void finish(struct inject *in, struct ring *r, bool lost)
 {
 	read_counts(r);
 	shmring_close(&r->r);
+	hmap_del(&in->open, r->ino, r->dev);
 	r->done = true;
 	if (lost)
 		in->rings_lost++;
 	if (in->o.on_ring)
 		in->o.on_ring(in->o.ctx, r->pid, r->created, false);
 	stream__release(in->s, r->pid);
-	if (in->agent) {
+	/* Read out: its file goes (16 MiB of shared memory a process; a job of thousands of
+	 * short processes filled /dev/shm). Run's are named by pid alone: only if the name
+	 * is still this file's. */
+	{
 		char path[PATH_MAX + 80];
+		struct stat st;
 
 		snprintf(path, sizeof(path), "%s/%s", in->dir, r->name);
-		unlink(path);
+		if (in->agent ||
+		    (lstat(path, &st) == 0 && st.st_dev == r->dev && st.st_ino == r->ino))
+			unlink(path);
 	}
 }
 
@@ -770,7 +874,8 @@ static void run_record(void *ctx, const struct gs_hdr *ev)
 	stream__push(in->s, ev);
 }
 
-/* The agent's rings, once read out to the end, leave the array (it runs for days). */
+/* Rings read out to the end leave the array, their counters kept (a session may see
+ * thousands of processes; the agent runs for days). */
 static void retire(struct inject *in)
 {
 	size_t k = 0;
@@ -796,9 +901,11 @@ int inject__poll(struct inject *in, bool do_scan, bool final)
 	int total = 0;
 
 	if (do_scan || final) {
-		scan(in);
+		scan(in, final);
 		in->scans++;
 		release_gone(in, final);
+	} else if (in->watch_fd >= 0) {
+		scan(in, false); /* (what inotify announced, at once) */
 	}
 	for (size_t i = 0; i < in->n; i++) {
 		struct ring *r = &in->rings[i];
@@ -821,8 +928,8 @@ int inject__poll(struct inject *in, bool do_scan, bool final)
 		n = shmring_drain(&r->r, in->agent ? agent_record : run_record, in, &busy, err,
 				  sizeof(err));
 		if (n < 0) {
-			gs_warn("in-process ring of pid %u: %s; reading it stops here", r->pid,
-				err);
+			ring_warn(in, "in-process ring of pid %u: %s; reading it stops here",
+				  r->pid, err);
 			finish(in, r, true);
 			continue;
 		}
@@ -838,8 +945,7 @@ int inject__poll(struct inject *in, bool do_scan, bool final)
 			finish(in, r, cut || busy || head != r->r.tail);
 		}
 	}
-	if (in->agent)
-		retire(in);
+	retire(in);
 	return total;
 }
 
