@@ -202,13 +202,12 @@ struct dev_state {
 };
 
 struct nvml {
+	struct nvml_totals t; /* (first: totals.c reads it) */
 	void *lib;
 	struct nvml_fns f;
-	char driver[96];
 	unsigned int ndev;
 	struct dev_state dev[NVML_MAX_DEVICES];
-	struct nvml_call_stat stats[NF_COUNT];
-	__u64 errors, samples;
+	__u64 samples;
 	pthread_mutex_t lock; /* the XID thread against samples and snapshots */
 	pthread_t events;
 	nvset set;
@@ -280,7 +279,7 @@ struct nvml *nvml_open(char *err, size_t errlen)
 		goto fail;
 	}
 	if (n->f.driver_version)
-		n->f.driver_version(n->driver, sizeof(n->driver));
+		n->f.driver_version(n->t.driver, sizeof(n->t.driver));
 	r = n->f.count(&count);
 	if (r != NV_SUCCESS) {
 		snprintf(err, errlen, "NVML cannot count GPUs: %s", nv_error(n, r));
@@ -319,17 +318,17 @@ fail:
 /* ---- sampling ----------------------------------------------------------------------------- */
 
 /* Time one call of a field; a field the GPU does not support is not asked again. */
-#define CALL(n, d, field, expr)                                 \
-	({                                                      \
-		__u64 t0_ = mono_ns(), dt_;                     \
-		nvret r_ = (expr);                              \
-		struct nvml_call_stat *s_ = &(n)->stats[field]; \
-		dt_ = mono_ns() - t0_;                          \
-		s_->calls++;                                    \
-		s_->total_ns += dt_;                            \
-		s_->max_ns = GS_MAX(s_->max_ns, dt_);           \
-		note(n, d, field, r_);                          \
-		r_;                                             \
+#define CALL(n, d, field, expr)                                   \
+	({                                                        \
+		__u64 t0_ = mono_ns(), dt_;                       \
+		nvret r_ = (expr);                                \
+		struct nvml_call_stat *s_ = &(n)->t.stats[field]; \
+		dt_ = mono_ns() - t0_;                            \
+		s_->calls++;                                      \
+		s_->total_ns += dt_;                              \
+		s_->max_ns = GS_MAX(s_->max_ns, dt_);             \
+		note(n, d, field, r_);                            \
+		r_;                                               \
 	})
 
 static void note(struct nvml *n, struct dev_state *d, enum nvml_field f, nvret r)
@@ -346,8 +345,8 @@ static void note(struct nvml *n, struct dev_state *d, enum nvml_field f, nvret r
 	}
 	if (r == NV_GPU_IS_LOST)
 		d->g.lost = true;
-	n->stats[f].errors++;
-	n->errors++;
+	n->t.stats[f].errors++;
+	n->t.errors++;
 }
 
 static bool wanted(const struct dev_state *d, enum nvml_field f)
@@ -705,21 +704,6 @@ unsigned int nvml_snapshot(struct nvml *n, struct nvml_gpu *out, unsigned int ma
 		out[i] = n->dev[i].g;
 	pthread_mutex_unlock(&n->lock);
 	return k;
-}
-
-const char *nvml_driver_version(const struct nvml *n)
-{
-	return n->driver;
-}
-
-void nvml_call_stats(struct nvml *n, struct nvml_call_stat out[NF_COUNT])
-{
-	memcpy(out, n->stats, sizeof(n->stats));
-}
-
-__u64 nvml_errors(struct nvml *n)
-{
-	return n->errors;
 }
 
 void nvml_close(struct nvml *n)

@@ -95,6 +95,14 @@ struct nvml_call_stat {
 
 struct nvml;
 
+/* What either side's struct nvml (nvml.c: NVML itself; proxy.c: its helper) begins with,
+ * for the getters of totals.c. */
+struct nvml_totals {
+	char driver[96];
+	struct nvml_call_stat stats[NF_COUNT];
+	__u64 errors;
+};
+
 /* Load and initialise. NULL with *err set (one line) when NVML is not there or fails:
  * callers go on without device metrics. */
 struct nvml *nvml_open(char *err, size_t errlen);

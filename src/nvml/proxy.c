@@ -43,14 +43,12 @@ extern const unsigned char gs_nvml_helper[], gs_nvml_helper_end[];
 #define REPLY_MS 10000
 
 struct nvml {
+	struct nvml_totals t; /* (first: totals.c reads it) */
 	pid_t pid;
 	int fd; /* our end of the socket pair */
 	bool dead;
-	char driver[96];
 	unsigned int ndev;
 	struct nvml_gpu g[NVML_MAX_DEVICES];
-	struct nvml_call_stat stats[NF_COUNT];
-	__u64 errors;
 };
 
 /* n bytes from the helper within ms: 0, or -1. */
@@ -141,7 +139,7 @@ struct nvml *nvml_open(char *err, size_t errlen)
 		snprintf(err, errlen, "%s", hello.err);
 		goto fail;
 	}
-	gs_strlcpy(n->driver, hello.driver, sizeof(n->driver));
+	gs_strlcpy(n->t.driver, hello.driver, sizeof(n->t.driver));
 	return n;
 fail:
 	stop_helper(n);
@@ -168,8 +166,8 @@ static void ask(struct nvml *n, __u32 op, unsigned int slow_every)
 		return;
 	}
 	n->ndev = rep.count;
-	n->errors = rep.errors;
-	memcpy(n->stats, rep.stats, sizeof(n->stats));
+	n->t.errors = rep.errors;
+	memcpy(n->t.stats, rep.stats, sizeof(n->t.stats));
 }
 
 void nvml_sample(struct nvml *n, unsigned int slow_every)
@@ -185,21 +183,6 @@ unsigned int nvml_snapshot(struct nvml *n, struct nvml_gpu *out, unsigned int ma
 	k = GS_MIN(max, n->ndev);
 	memcpy(out, n->g, k * sizeof(*out));
 	return k;
-}
-
-const char *nvml_driver_version(const struct nvml *n)
-{
-	return n->driver;
-}
-
-void nvml_call_stats(struct nvml *n, struct nvml_call_stat out[NF_COUNT])
-{
-	memcpy(out, n->stats, sizeof(n->stats));
-}
-
-__u64 nvml_errors(struct nvml *n)
-{
-	return n->errors;
 }
 
 void nvml_close(struct nvml *n)
