@@ -85,7 +85,8 @@ def value(metrics, name, **want):
 
 
 class Agent:
-    def __init__(self, binary, tmp, script=SCRIPT, args=(), env=None, ebpf=False):
+    def __init__(self, binary, tmp, script=SCRIPT, args=(), env=None, ebpf=False,
+                 err_file=None):
         self.script = tmp / "nvml.script"
         self.script.write_text(script)
         self.stats = tmp / "nvml.stats"
@@ -96,8 +97,9 @@ class Agent:
         self.p = subprocess.Popen([binary, "exporter", "--listen", "127.0.0.1:%d" % self.port,
                                    "--interval", "0.1"] +
                                   (list(args) if ebpf else ["--no-ebpf"] + list(args)),
-                                  env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                  text=True)
+                                  env=e, stdout=subprocess.PIPE, text=True,
+                                  stderr=open(err_file, "w") if err_file else subprocess.PIPE)
+        self.err_file = err_file
         deadline = time.time() + 20
         while True:
             try:
@@ -134,6 +136,8 @@ class Agent:
     def stop(self):
         self.p.send_signal(signal.SIGTERM)
         out, err = self.p.communicate(timeout=20)
+        if self.err_file:  # (a file where the agent may say much: a pipe would fill)
+            err = open(self.err_file).read()
         return self.p.returncode, err
 
 

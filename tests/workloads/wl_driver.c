@@ -6,11 +6,16 @@
  *
  *   wl_driver [--loops N] [--threads T] [--fork N] [--exec-child] [--mini]
  *             [--wait FILE] [--burst N] [--entry-points] [--signal N] [--note TEXT]
+ *             [--rate R] [--seconds S] [--count FILE]
  *
  * --wait FILE   resolve kernel names, then create FILE.ready and wait until FILE exists
  *               before doing anything else (for late attach: the names are missed);
  *               FILE.done is created when the work is done
  * --burst N     only: N launches back to back after the --wait gate (drop accounting)
+ * --rate R      the burst paced at R launches a second at most (0: as fast as it can)
+ * --seconds S   the burst ends after S seconds, or N launches if N is given first
+ * --count FILE  the burst's launches that have returned, kept in FILE (8 bytes, mapped, so
+ *               that they are there when the process is killed mid-burst)
  * --fork N      N forked children each run the mini scenario
  * --exec-child  one child execs this program with --mini
  * --mini        init, 7 launches of vecAdd, one 1 MiB allocation left outstanding
@@ -22,6 +27,7 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -29,9 +35,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/time.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "fake_cuda.h"
@@ -466,19 +474,68 @@ static void signal_calls(int n)
 	fprintf(stderr, "wl_driver: %d calls from the signal handler\n", (int)sig_calls);
 }
 
-static void burst(int n)
+static double now_s(void)
 {
-	for (int i = 0; i < n; i++)
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static volatile long long *count_file(const char *path)
+{
+	long long *p;
+	int fd;
+
+	if (!path)
+		return NULL;
+	fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
+	if (fd < 0 || ftruncate(fd, sizeof(*p))) {
+		perror(path);
+		exit(2);
+	}
+	p = mmap(NULL, sizeof(*p), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	if (p == MAP_FAILED) {
+		perror(path);
+		exit(2);
+	}
+	return p;
+}
+
+/* n launches (0: no bound) or seconds of them, at most rate a second (0: no bound). */
+static void burst(long long n, double rate, double seconds, const char *count_path)
+{
+	volatile long long *count = count_file(count_path);
+	double t0 = now_s();
+	long long i = 0;
+
+	while (!n || i < n) {
+		if ((i & 1023) == 0 && (rate > 0 || seconds > 0)) {
+			double t = now_s() - t0;
+
+			if (seconds > 0 && t >= seconds)
+				break;
+			if (rate > 0 && (double)i > rate * t)
+				usleep((useconds_t)(((double)i / rate - t) * 1e6));
+		}
 		CHECK(cuLaunchKernel((CUfunction)k_add, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL), 0);
-	truth_add(n, "launch:%s", VECADD);
-	truth_add(n, "launches");
+		i++;
+		if (count)
+			__atomic_store_n(count, i, __ATOMIC_RELEASE);
+	}
+	truth_add(i, "launch:%s", VECADD);
+	truth_add(i, "launches");
+	fprintf(stderr, "wl_driver: %lld launches in %.3f s\n", i, now_s() - t0);
 }
 
 int main(int argc, char **argv)
 {
-	int loops = 1, threads = 0, nfork = 0, nburst = 0, nsignal = 0;
+	int loops = 1, threads = 0, nfork = 0, nsignal = 0;
+	long long nburst = 0;
+	double rate = 0, seconds = 0;
 	bool exec_child = false, is_mini = false, gpa = false;
-	const char *wait = NULL;
+	const char *wait = NULL, *count = NULL;
 	pid_t kids[64];
 	int nkids = 0;
 
@@ -490,7 +547,13 @@ int main(int argc, char **argv)
 		else if (!strcmp(argv[i], "--fork") && i + 1 < argc)
 			nfork = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--burst") && i + 1 < argc)
-			nburst = atoi(argv[++i]);
+			nburst = atoll(argv[++i]);
+		else if (!strcmp(argv[i], "--rate") && i + 1 < argc)
+			rate = atof(argv[++i]);
+		else if (!strcmp(argv[i], "--seconds") && i + 1 < argc)
+			seconds = atof(argv[++i]);
+		else if (!strcmp(argv[i], "--count") && i + 1 < argc)
+			count = argv[++i];
 		else if (!strcmp(argv[i], "--wait") && i + 1 < argc)
 			wait = argv[++i];
 		else if (!strcmp(argv[i], "--signal") && i + 1 < argc)
@@ -547,8 +610,8 @@ int main(int argc, char **argv)
 	init_names();
 	if (wait)
 		wait_gate(wait);
-	if (nburst)
-		burst(nburst);
+	if (nburst || seconds > 0)
+		burst(nburst, rate, seconds, count);
 	else
 		scenario(loops, threads);
 	if (gpa)
