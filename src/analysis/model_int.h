@@ -50,13 +50,7 @@ struct capture {
 
 /* The OS plane's records, aggregated (model_os.c), for a process and for the run. */
 struct os_stat {
-	__u64 offcpu_count[GS_OFFCPU_OTHER + 1], offcpu_ns[GS_OFFCPU_OTHER + 1]; /* by reason */
-	__u64 runq_ns;
-	__u64 faults, major_faults;
-	struct io_stat io[GS_BLOCK_OTHER + 1];
-	__u64 net_calls[2][NET_PROTOS], net_bytes[2][NET_PROTOS];
-	__u64 thread_exits;
-	bool oom_killed;
+	struct os_result c;   /* the counters (its lists unused: the tables below) */
 	struct hmap syscalls; /* nr -> struct sys_stat */
 	struct hmap devices;  /* dev -> struct io_stat */
 };

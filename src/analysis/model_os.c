@@ -40,22 +40,22 @@ static void add(struct os_stat *o, const struct gs_hdr *ev)
 
 	switch (ev->type) {
 	case GS_EV_OFFCPU:
-		o->offcpu_count[off->reason]++;
-		o->offcpu_ns[off->reason] += off->dur_ns;
-		o->runq_ns += off->runq_ns;
+		o->c.offcpu_count[off->reason]++;
+		o->c.offcpu_ns[off->reason] += off->dur_ns;
+		o->c.runq_ns += off->runq_ns;
 		break;
 	case GS_EV_FAULTS:
-		o->faults += f->count;
-		o->major_faults += f->major;
+		o->c.faults += f->count;
+		o->c.major_faults += f->major;
 		break;
 	case GS_EV_BLOCK:
-		io_add(&o->io[b->op], b);
+		io_add(&o->c.io[b->op], b);
 		dev = hmap_get_or_new(&o->devices, b->dev, 0, sizeof(*dev));
 		io_add(dev, b);
 		break;
 	case GS_EV_NET:
-		o->net_calls[n->dir][model__net_proto(n->family, n->protocol)]++;
-		o->net_bytes[n->dir][model__net_proto(n->family, n->protocol)] += n->bytes;
+		o->c.net_calls[n->dir][model__net_proto(n->family, n->protocol)]++;
+		o->c.net_bytes[n->dir][model__net_proto(n->family, n->protocol)] += n->bytes;
 		break;
 	case GS_EV_SYSCALL:
 		ss = hmap_get_or_new(&o->syscalls, sc->nr, 0, sizeof(*ss));
@@ -65,9 +65,9 @@ static void add(struct os_stat *o, const struct gs_hdr *ev)
 		break;
 	case GS_EV_PROC:
 		if (((const struct gs_ev_proc *)ev)->kind == GS_PROC_THREAD_EXIT)
-			o->thread_exits++;
+			o->c.thread_exits++;
 		else if (((const struct gs_ev_proc *)ev)->kind == GS_PROC_OOM_KILL)
-			o->oom_killed = true;
+			o->c.oom_killed = true;
 		break;
 	}
 }
@@ -79,16 +79,10 @@ static struct os_stat *unfold(struct os_result *r)
 
 	if (!r)
 		return o;
-	memcpy(o->offcpu_count, r->offcpu_count, sizeof(o->offcpu_count));
-	memcpy(o->offcpu_ns, r->offcpu_ns, sizeof(o->offcpu_ns));
-	o->runq_ns = r->runq_ns;
-	o->faults = r->faults;
-	o->major_faults = r->major_faults;
-	memcpy(o->io, r->io, sizeof(o->io));
-	memcpy(o->net_calls, r->net_calls, sizeof(o->net_calls));
-	memcpy(o->net_bytes, r->net_bytes, sizeof(o->net_bytes));
-	o->thread_exits = r->thread_exits;
-	o->oom_killed = r->oom_killed;
+	o->c = *r;
+	o->c.syscalls = NULL;
+	o->c.devices = NULL;
+	o->c.nsyscalls = o->c.ndevices = 0;
 	for (size_t i = 0; i < r->nsyscalls; i++)
 		*(struct sys_stat *)hmap_get_or_new(&o->syscalls, r->syscalls[i].nr, 0,
 						    sizeof(struct sys_stat)) = r->syscalls[i].s;
@@ -148,16 +142,7 @@ void model__os_result(const struct os_stat *o, struct os_result *out)
 	memset(out, 0, sizeof(*out));
 	if (!o)
 		return;
-	memcpy(out->offcpu_count, o->offcpu_count, sizeof(out->offcpu_count));
-	memcpy(out->offcpu_ns, o->offcpu_ns, sizeof(out->offcpu_ns));
-	out->runq_ns = o->runq_ns;
-	out->faults = o->faults;
-	out->major_faults = o->major_faults;
-	memcpy(out->io, o->io, sizeof(out->io));
-	memcpy(out->net_calls, o->net_calls, sizeof(out->net_calls));
-	memcpy(out->net_bytes, o->net_bytes, sizeof(out->net_bytes));
-	out->thread_exits = o->thread_exits;
-	out->oom_killed = o->oom_killed;
+	*out = o->c;
 	out->syscalls = xcalloc(o->syscalls.len + 1, sizeof(*out->syscalls));
 	hmap_for_each (&o->syscalls, s)
 		out->syscalls[out->nsyscalls++] =

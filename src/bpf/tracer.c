@@ -200,6 +200,20 @@ static bool have_uprobe_multi(void)
 	return fd < 0 && err == EINVAL;
 }
 
+/* A skeleton loaded with the first one's ring buffer and table of tracked processes. */
+static int load_sharing(struct bpf_object_skeleton *skel, struct bpf_map *events,
+			struct bpf_map *tracked, int events_fd, int tracked_fd, const char *what,
+			const char *hint)
+{
+	int err = bpf_map__reuse_fd(events, events_fd);
+
+	err = err ?: bpf_map__reuse_fd(tracked, tracked_fd);
+	err = err ?: bpf_object__load_skeleton(skel);
+	if (err)
+		gs_err("cannot load %s into the kernel: %s%s", what, strerror(-err), hint);
+	return err;
+}
+
 static int load_objects(struct tracer *t)
 {
 	int err, events_fd, tracked_fd;
@@ -239,13 +253,10 @@ static int load_objects(struct tracer *t)
 	}
 	events_fd = bpf_map__fd(t->cuda->maps.events);
 	tracked_fd = bpf_map__fd(t->cuda->maps.tracked);
-	err = bpf_map__reuse_fd(t->nccl->maps.events, events_fd);
-	err = err ?: bpf_map__reuse_fd(t->nccl->maps.tracked, tracked_fd);
-	err = err ?: nccl_bpf__load(t->nccl);
-	if (err) {
-		gs_err("cannot load the NCCL probes into the kernel: %s", strerror(-err));
+	err = load_sharing(t->nccl->skeleton, t->nccl->maps.events, t->nccl->maps.tracked,
+			   events_fd, tracked_fd, "the NCCL probes", "");
+	if (err)
 		return err;
-	}
 	t->proc->rodata->follow_children = t->opts.follow;
 	t->proc->rodata->track_all = t->opts.all;
 	t->watch_libs = have_tracefs();
@@ -253,13 +264,10 @@ static int load_objects(struct tracer *t)
 		bpf_program__set_autoload(t->proc->progs.lib_open_enter, false);
 		bpf_program__set_autoload(t->proc->progs.lib_open_exit, false);
 	}
-	err = bpf_map__reuse_fd(t->proc->maps.events, events_fd);
-	err = err ?: bpf_map__reuse_fd(t->proc->maps.tracked, tracked_fd);
-	err = err ?: proc_bpf__load(t->proc);
-	if (err) {
-		gs_err("cannot load the process tracepoints into the kernel: %s", strerror(-err));
+	err = load_sharing(t->proc->skeleton, t->proc->maps.events, t->proc->maps.tracked,
+			   events_fd, tracked_fd, "the process tracepoints", "");
+	if (err)
 		return err;
-	}
 	if (t->opts.no_os)
 		return 0;
 	t->os = os_bpf__open();
@@ -276,15 +284,8 @@ static int load_objects(struct tracer *t)
 		bpf_program__set_autoload(t->os->progs.os_rq_insert, false);
 	else
 		bpf_program__set_autoload(t->os->progs.os_rq_start, false);
-	err = bpf_map__reuse_fd(t->os->maps.events, events_fd);
-	err = err ?: bpf_map__reuse_fd(t->os->maps.tracked, tracked_fd);
-	err = err ?: os_bpf__load(t->os);
-	if (err) {
-		gs_err("cannot load the OS tracepoints into the kernel: %s (--no-os goes without)",
-		       strerror(-err));
-		return err;
-	}
-	return 0;
+	return load_sharing(t->os->skeleton, t->os->maps.events, t->os->maps.tracked, events_fd,
+			    tracked_fd, "the OS tracepoints", " (--no-os goes without)");
 }
 
 int tracer__open(const struct tracer_opts *o, struct tracer **out)

@@ -76,15 +76,7 @@ static const unsigned char *elf_fatbin(const unsigned char *map, size_t len, siz
 
 static int write_all(const unsigned char *p, size_t n)
 {
-	while (n) {
-		ssize_t w = write(STDOUT_FILENO, p, n);
-
-		if (w <= 0)
-			return -1;
-		p += w;
-		n -= (size_t)w;
-	}
-	return 0;
+	return gs_io_full(STDOUT_FILENO, (void *)p, n, true);
 }
 
 int cmd_fatbin(int argc, char **argv)

@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: MIT
 #include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "core/alloc.h"
 #include "core/util.h"
@@ -29,44 +32,37 @@ static void vmsg(const char *prefix, const char *fmt, va_list ap)
 	fprintf(stderr, "gpuscope: %s%s\n", prefix, line);
 }
 
-void gs_err(const char *fmt, ...)
+/* The four kinds of message: a prefix, and the least verbosity at which each is said. */
+#define GS_MESSAGE(name, prefix, least)  \
+	void name(const char *fmt, ...)  \
+	{                                \
+		va_list ap;              \
+                                         \
+		if (verbosity < (least)) \
+			return;          \
+		va_start(ap, fmt);       \
+		vmsg(prefix, fmt, ap);   \
+		va_end(ap);              \
+	}
+
+GS_MESSAGE(gs_err, "", INT_MIN)
+GS_MESSAGE(gs_warn, "warning: ", INT_MIN)
+GS_MESSAGE(gs_info, "", 0)
+GS_MESSAGE(gs_debug, "debug: ", 1)
+
+int gs_io_full(int fd, void *p, size_t n, bool out)
 {
-	va_list ap;
+	char *c = p;
 
-	va_start(ap, fmt);
-	vmsg("", fmt, ap);
-	va_end(ap);
-}
+	while (n) {
+		ssize_t k = out ? write(fd, c, n) : read(fd, c, n);
 
-void gs_warn(const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vmsg("warning: ", fmt, ap);
-	va_end(ap);
-}
-
-void gs_info(const char *fmt, ...)
-{
-	va_list ap;
-
-	if (verbosity < 0)
-		return;
-	va_start(ap, fmt);
-	vmsg("", fmt, ap);
-	va_end(ap);
-}
-
-void gs_debug(const char *fmt, ...)
-{
-	va_list ap;
-
-	if (verbosity < 1)
-		return;
-	va_start(ap, fmt);
-	vmsg("debug: ", fmt, ap);
-	va_end(ap);
+		if (k <= 0)
+			return -1;
+		c += k;
+		n -= (size_t)k;
+	}
+	return 0;
 }
 
 void gs_raise_fd_limit(unsigned long want)

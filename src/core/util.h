@@ -43,6 +43,9 @@ void gs_out_of_memory(size_t n) __attribute__((noreturn));
 
 /* Raise the soft limit of open files to `want` (0: to the hard limit), as far as the hard
  * limit goes. */
+/* n bytes written to fd (out) or read from it, in as many calls as it takes: 0, or -1 (an
+ * error, or the end of the file first). */
+int gs_io_full(int fd, void *p, size_t n, bool out);
 void gs_raise_fd_limit(unsigned long want);
 /* One of gpuscope's own fixed tables is full (n entries of max): a bug in gpuscope, not
  * in what it reads; says so and aborts. */

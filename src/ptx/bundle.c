@@ -80,6 +80,7 @@ static bool name_ok(const char *s)
 int bundle_parse(const char *buf, size_t len, struct bundle *b, char *err, size_t errlen)
 {
 	const char *p = buf, *end = buf + len;
+	const char *why = NULL; /* (NULL: a bad line) */
 	char line[1200];
 
 	memset(b, 0, sizeof(*b));
@@ -103,7 +104,7 @@ int bundle_parse(const char *buf, size_t len, struct bundle *b, char *err, size_
 						    : !m->value_size) ||
 			    !m->max_entries || m->key_size > 256 || m->value_size > (1u << 20) ||
 			    !bundle_map_bytes(m))
-				goto bad;
+				goto fail;
 			b->nmaps++;
 		} else if (!strncmp(line, "probe ", 6)) {
 			struct ptx_probe *pr = &b->probes[b->nprobes];
@@ -111,7 +112,7 @@ int bundle_parse(const char *buf, size_t len, struct bundle *b, char *err, size_
 			if (b->nprobes == BUNDLE_MAX_PROBES ||
 			    sscanf(line, "probe %d %1023s %255s", &point, a, c) != 3 ||
 			    point < PTX_ENTRY || point > PTX_MEM || !name_ok(a) || !name_ok(c))
-				goto bad;
+				goto fail;
 			pr->point = (enum ptx_point)point;
 			pr->kernel = gs_strdup(a);
 			pr->func = gs_strdup(c);
@@ -120,23 +121,24 @@ int bundle_parse(const char *buf, size_t len, struct bundle *b, char *err, size_
 				goto oom;
 		} else if (sscanf(line, "funcs %llu", &n) == 1) {
 			if (n > (size_t)(end - p))
-				goto bad;
+				goto fail;
 			b->funcs = gs_strndup(p, n);
 			if (!b->funcs)
 				goto oom;
 			if (strlen(b->funcs) != n)
-				goto bad;
+				goto fail;
 			return 0;
 		} else {
-			goto bad;
+			goto fail;
 		}
 	}
-bad:
-	snprintf(err, errlen, "probe bundle: bad or truncated line '%.60s'", line);
-	bundle_free(b);
-	return -1;
 oom:
-	snprintf(err, errlen, "probe bundle: out of memory");
+	why = "out of memory";
+fail:
+	if (why)
+		snprintf(err, errlen, "probe bundle: %s", why);
+	else
+		snprintf(err, errlen, "probe bundle: bad or truncated line '%.60s'", line);
 	bundle_free(b);
 	return -1;
 }
@@ -166,6 +168,7 @@ int snapshot_parse(const unsigned char *buf, size_t len, size_t nmaps, struct sn
 		   char *err, size_t errlen)
 {
 	const char *p = (const char *)buf, *end = p + len;
+	const char *why = NULL; /* (NULL: a bad line) */
 	size_t kcap = 0, ccap = 0;
 	char line[1200];
 
@@ -210,12 +213,12 @@ int snapshot_parse(const unsigned char *buf, size_t len, size_t nmaps, struct sn
 			if (!c->data || !c->bytes)
 				goto oom;
 			if (sscanf(line, "ctx %d %u", &c->device, &c->sm) != 2)
-				goto bad;
+				goto fail;
 		} else if (sscanf(line, "data %u %llu", &m, &n) == 2) {
 			struct snap_ctx *c = s->nctx ? &s->ctx[s->nctx - 1] : NULL;
 
 			if (!c || m >= nmaps || c->data[m] || n > (size_t)(end - p) || !n)
-				goto bad;
+				goto fail;
 			c->data[m] = gs_malloc(n);
 			if (!c->data[m])
 				goto oom;
@@ -223,18 +226,18 @@ int snapshot_parse(const unsigned char *buf, size_t len, size_t nmaps, struct sn
 			c->bytes[m] = n;
 			p += n;
 		} else {
-			goto bad;
+			goto fail;
 		}
 	}
-	snprintf(err, errlen, "probe snapshot: cut short (no end line)");
-	snapshot_free(s);
-	return -1;
-bad:
-	snprintf(err, errlen, "probe snapshot: bad line '%.60s'", line);
-	snapshot_free(s);
-	return -1;
+	why = "cut short (no end line)";
+	goto fail;
 oom:
-	snprintf(err, errlen, "probe snapshot: out of memory");
+	why = "out of memory";
+fail:
+	if (why)
+		snprintf(err, errlen, "probe snapshot: %s", why);
+	else
+		snprintf(err, errlen, "probe snapshot: bad line '%.60s'", line);
 	snapshot_free(s);
 	return -1;
 }

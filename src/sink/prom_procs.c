@@ -338,6 +338,21 @@ static void transfers(struct strbuf *sb, const struct model *m)
 	}
 }
 
+/* Families of one series a process (or a few, by a label), each from its walk. */
+static const struct {
+	const char *name, *type, *help;
+	void (*series)(void *ctx, const struct model_proc *p);
+} pfamilies[] = {
+	{ "gpuscope_oom_total", "counter",
+	  "Allocations that failed for lack of device memory, by what explains it "
+	  "(exhaustion, fragmentation, unclear).",
+	  oom_series },
+	{ "gpuscope_memory_fragmentation_ratio", "gauge",
+	  "Fragmentation of a process's device allocations: the free share of the 2 MiB "
+	  "pages they occupy, by GPU.",
+	  frag_series },
+};
+
 void prom_procs__render(struct strbuf *sb, const struct prom_procs_in *in)
 {
 	const struct model *m = in->a->model;
@@ -369,14 +384,10 @@ void prom_procs__render(struct strbuf *sb, const struct prom_procs_in *in)
 	prom_family(sb, "gpuscope_memory_leak_suspected_bytes", "gauge",
 		    "Bytes outstanding at the allocation sites suspected of leaking.");
 	model__each_process(m, leak_series, &w);
-	prom_family(sb, "gpuscope_oom_total", "counter",
-		    "Allocations that failed for lack of device memory, by what explains it "
-		    "(exhaustion, fragmentation, unclear).");
-	model__each_process(m, oom_series, &w);
-	prom_family(sb, "gpuscope_memory_fragmentation_ratio", "gauge",
-		    "Fragmentation of a process's device allocations: the free share of the 2 MiB "
-		    "pages they occupy, by GPU.");
-	model__each_process(m, frag_series, &w);
+	for (size_t i = 0; i < sizeof(pfamilies) / sizeof(pfamilies[0]); i++) {
+		prom_family(sb, pfamilies[i].name, pfamilies[i].type, pfamilies[i].help);
+		model__each_process(m, pfamilies[i].series, &w);
+	}
 	transfers(sb, m);
 	prom_family(sb, "gpuscope_cuda_errors_total", "counter",
 		    "CUDA and NCCL calls that failed, by call and error.");

@@ -499,6 +499,20 @@ static void errors(FILE *f, const struct report *r)
 
 static void losses(FILE *f, const struct report *r)
 {
+	const struct {
+		__u64 n;
+		const char *what;
+	} notes[] = {
+		{ r->nameless, "kernel names could not be read from the process" },
+		{ r->unwrapped, "driver entry points were handed out unwrapped: calls through "
+				"them are not traced" },
+		{ r->gates_forced, "GPU timing gates opened by the watchdog: a launch call "
+				   "blocked behind one; those launches' times may include "
+				   "waiting" },
+		{ r->rings_lost, "in-process rings stopped early (a process died while writing, "
+				 "or the ring was damaged)" },
+	};
+
 	heading(f, "Events");
 	fprintf(f, "  %llu events, %llu dropped because the ring buffer was full",
 		(unsigned long long)r->events, (unsigned long long)r->drops_total);
@@ -514,25 +528,9 @@ static void losses(FILE *f, const struct report *r)
 					(unsigned long long)r->drops[t]);
 		fprintf(f, " (a larger --buffer-size keeps more)\n");
 	}
-	if (r->nameless)
-		fprintf(f, "  %llu kernel names could not be read from the process\n",
-			(unsigned long long)r->nameless);
-	if (r->unwrapped)
-		fprintf(f,
-			"  %llu driver entry points were handed out unwrapped: calls through them "
-			"are not traced\n",
-			(unsigned long long)r->unwrapped);
-	if (r->gates_forced)
-		fprintf(f,
-			"  %llu GPU timing gates opened by the watchdog: a launch call blocked "
-			"behind "
-			"one; those launches' times may include waiting\n",
-			(unsigned long long)r->gates_forced);
-	if (r->rings_lost)
-		fprintf(f,
-			"  %llu in-process rings stopped early (a process died while writing, or "
-			"the ring was damaged)\n",
-			(unsigned long long)r->rings_lost);
+	for (size_t i = 0; i < sizeof(notes) / sizeof(notes[0]); i++)
+		if (notes[i].n)
+			fprintf(f, "  %llu %s\n", (unsigned long long)notes[i].n, notes[i].what);
 }
 
 static void gpu_mode_str(char *buf, size_t n, __u32 mode)

@@ -13,37 +13,18 @@
 
 #include "nvml/nvml.h"
 #include "nvml/proxy.h"
+#include "core/util.h"
 
 static struct nvml_gpu g[NVML_MAX_DEVICES];
 
 static int put(const void *p, size_t n)
 {
-	const char *c = p;
-
-	while (n) {
-		ssize_t w = write(STDOUT_FILENO, c, n);
-
-		if (w <= 0)
-			return -1;
-		c += w;
-		n -= (size_t)w;
-	}
-	return 0;
+	return gs_io_full(STDOUT_FILENO, (void *)p, n, true);
 }
 
 static int get(void *p, size_t n)
 {
-	char *c = p;
-
-	while (n) {
-		ssize_t r = read(STDIN_FILENO, c, n);
-
-		if (r <= 0)
-			return -1;
-		c += r;
-		n -= (size_t)r;
-	}
-	return 0;
+	return gs_io_full(STDIN_FILENO, p, n, false);
 }
 
 int main(void)
