@@ -183,7 +183,7 @@ FUZZ_BINS := $(patsubst tests/fuzz/%.c,$(OUTPUT)/fuzz/%,$(FUZZ_SRCS))
 FUZZ_FLAGS := -O1 -g -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all \
 	      -Wno-unknown-warning-option
 # Parsers and the model: what untrusted bytes reach (no BPF, no commands, no HTTP server).
-FUZZ_LIB_SRCS := $(filter-out src/sink/httpd.c,\
+FUZZ_LIB_SRCS := $(filter-out src/sink/httpd.c src/sink/prom_gpus.c,\
 		   $(wildcard src/core/*.c src/analysis/*.c src/sink/*.c src/ptx/*.c))
 FUZZ_LIB_OBJS := $(patsubst %.c,$(OUTPUT)/fuzz-obj/%.o,$(FUZZ_LIB_SRCS))
 

@@ -1,0 +1,303 @@
+// SPDX-License-Identifier: MIT
+/* The agent's GPU families (see prom_gpus.h). */
+#include <stdio.h>
+#include <string.h>
+
+#include "core/util.h"
+#include "sink/prom_gpus.h"
+#include "sink/prometheus.h"
+
+struct gpu_labels {
+	char gpu[16], device[32];
+	struct prom_labels ls;
+};
+
+static void identity(const struct prom_gpus_in *in, const struct nvml_gpu *g, struct gpu_labels *gl)
+{
+	snprintf(gl->gpu, sizeof(gl->gpu), "%d", g->index);
+	snprintf(gl->device, sizeof(gl->device), "nvidia%u", g->minor);
+	gl->ls.n = 0;
+	prom_labels_add(&gl->ls, "gpu", gl->gpu);
+	prom_labels_add(&gl->ls, in->dcgm_labels ? "UUID" : "uuid", g->uuid);
+	prom_labels_add(&gl->ls, "pci_bus_id", g->pci_bus_id);
+	prom_labels_add(&gl->ls, "device", gl->device);
+	prom_labels_add(&gl->ls, in->dcgm_labels ? "modelName" : "model_name", g->name);
+	prom_labels_add(&gl->ls, in->dcgm_labels ? "Hostname" : "hostname", in->hostname);
+}
+
+/* A value of one field for every GPU that has it (series of a failed field are left out,
+ * not shown as 0). */
+typedef double (*field_fn)(const struct nvml_gpu *g);
+
+static void device_family(struct strbuf *sb, const struct gpu_labels *gl, const struct nvml_gpu *g,
+			  unsigned int n, bool dcgm, const char *name, const char *type,
+			  const char *help, enum nvml_field f, field_fn fn)
+{
+	bool any = false;
+
+	/* The DCGM exporter's counters have no _total suffix, which Prometheus's lint wants:
+	 * untyped, unless its exact output is asked for. (PromQL's rate() takes either.) */
+	if (!strcmp(type, "counter") && !dcgm)
+		type = "untyped";
+
+	for (unsigned int i = 0; i < n; i++) {
+		if (!(g[i].have & (1u << f)))
+			continue;
+		if (!any)
+			prom_family(sb, name, type, help);
+		any = true;
+		prom_sample(sb, name, &gl[i].ls, NULL, NULL, fn(&g[i]));
+	}
+}
+
+static double f_util(const struct nvml_gpu *g)
+{
+	return g->util_gpu;
+}
+static double f_mem_util(const struct nvml_gpu *g)
+{
+	return g->util_mem;
+}
+static double f_fb_free(const struct nvml_gpu *g)
+{
+	return (double)g->mem_free / 1048576.0;
+}
+static double f_fb_used(const struct nvml_gpu *g)
+{
+	return (double)g->mem_used / 1048576.0;
+}
+static double f_fb_reserved(const struct nvml_gpu *g)
+{
+	return (double)g->mem_reserved / 1048576.0;
+}
+static double f_fb_total(const struct nvml_gpu *g)
+{
+	return (double)g->mem_total;
+}
+static double f_power(const struct nvml_gpu *g)
+{
+	return g->power_mw / 1000.0;
+}
+static double f_energy(const struct nvml_gpu *g)
+{
+	return (double)g->energy_mj;
+}
+static double f_temp(const struct nvml_gpu *g)
+{
+	return g->temp_c;
+}
+static double f_sm_clock(const struct nvml_gpu *g)
+{
+	return g->clock_sm_mhz;
+}
+static double f_mem_clock(const struct nvml_gpu *g)
+{
+	return g->clock_mem_mhz;
+}
+static double f_reasons(const struct nvml_gpu *g)
+{
+	return (double)g->clock_reasons;
+}
+static double f_pstate(const struct nvml_gpu *g)
+{
+	return g->pstate;
+}
+static double f_sm_active(const struct nvml_gpu *g)
+{
+	return g->sm_active;
+}
+static double f_sm_occupancy(const struct nvml_gpu *g)
+{
+	return g->sm_occupancy;
+}
+static double f_tensor(const struct nvml_gpu *g)
+{
+	return g->tensor_active;
+}
+static double f_dram(const struct nvml_gpu *g)
+{
+	return g->dram_active;
+}
+static double f_gr(const struct nvml_gpu *g)
+{
+	return g->gr_active;
+}
+static double f_pcie_tx(const struct nvml_gpu *g)
+{
+	return g->pcie_tx_bps;
+}
+static double f_pcie_rx(const struct nvml_gpu *g)
+{
+	return g->pcie_rx_bps;
+}
+static double f_nvlink_tx(const struct nvml_gpu *g)
+{
+	return g->nvlink_tx_bps;
+}
+static double f_nvlink_rx(const struct nvml_gpu *g)
+{
+	return g->nvlink_rx_bps;
+}
+static double f_ecc_c(const struct nvml_gpu *g)
+{
+	return (double)g->ecc_corrected;
+}
+static double f_ecc_u(const struct nvml_gpu *g)
+{
+	return (double)g->ecc_uncorrected;
+}
+static double f_remap_c(const struct nvml_gpu *g)
+{
+	return g->remap_corrected;
+}
+static double f_remap_u(const struct nvml_gpu *g)
+{
+	return g->remap_uncorrected;
+}
+static double f_remap_fail(const struct nvml_gpu *g)
+{
+	return g->remap_failure;
+}
+
+/* The device families, in the order they are served: the DCGM exporter's names. */
+static const struct device_field {
+	const char *name, *type, *help;
+	enum nvml_field field;
+	field_fn fn;
+} device_fields[] = {
+	{ "DCGM_FI_DEV_GPU_UTIL", "gauge", "GPU utilization (in %): time a kernel was running.",
+	  NF_UTIL, f_util },
+	{ "DCGM_FI_DEV_MEM_COPY_UTIL", "gauge", "Memory utilization (in %).", NF_UTIL, f_mem_util },
+	{ "DCGM_FI_DEV_FB_FREE", "gauge", "Frame buffer memory free (in MiB).", NF_MEMORY,
+	  f_fb_free },
+	{ "DCGM_FI_DEV_FB_USED", "gauge", "Frame buffer memory used (in MiB).", NF_MEMORY,
+	  f_fb_used },
+	{ "DCGM_FI_DEV_FB_RESERVED", "gauge", "Frame buffer memory reserved (in MiB).", NF_MEMORY,
+	  f_fb_reserved },
+	{ "gpuscope_gpu_memory_total_bytes", "gauge", "Frame buffer memory installed (bytes).",
+	  NF_MEMORY, f_fb_total },
+	{ "DCGM_FI_DEV_POWER_USAGE", "gauge", "Power draw (in W).", NF_POWER, f_power },
+	{ "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "counter",
+	  "Total energy consumption since the driver loaded (in mJ).", NF_ENERGY, f_energy },
+	{ "DCGM_FI_DEV_GPU_TEMP", "gauge", "GPU temperature (in C).", NF_TEMP, f_temp },
+	{ "DCGM_FI_DEV_SM_CLOCK", "gauge", "SM clock frequency (in MHz).", NF_CLOCK_SM,
+	  f_sm_clock },
+	{ "DCGM_FI_DEV_MEM_CLOCK", "gauge", "Memory clock frequency (in MHz).", NF_CLOCK_MEM,
+	  f_mem_clock },
+	{ "DCGM_FI_DEV_CLOCKS_EVENT_REASONS", "gauge",
+	  "Why the clocks are held down (NVML clock event reason bits).", NF_CLOCK_REASONS,
+	  f_reasons },
+	{ "DCGM_FI_DEV_PSTATE", "gauge", "Performance state (0-15).", NF_PSTATE, f_pstate },
+	{ "DCGM_FI_PROF_GR_ENGINE_ACTIVE", "gauge",
+	  "Ratio of time the graphics engine is active (GPM).", NF_GPM, f_gr },
+	{ "DCGM_FI_PROF_SM_ACTIVE", "gauge",
+	  "Ratio of cycles an SM has at least one warp assigned (GPM).", NF_GPM, f_sm_active },
+	{ "DCGM_FI_PROF_SM_OCCUPANCY", "gauge", "Ratio of warps resident to the maximum (GPM).",
+	  NF_GPM, f_sm_occupancy },
+	{ "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "gauge",
+	  "Ratio of cycles the tensor pipes are active (GPM).", NF_GPM, f_tensor },
+	{ "DCGM_FI_PROF_DRAM_ACTIVE", "gauge",
+	  "Ratio of cycles the memory interface is active (GPM).", NF_GPM, f_dram },
+	{ "DCGM_FI_PROF_PCIE_TX_BYTES", "gauge",
+	  "PCIe bytes transmitted per second (GPM, or the PCIe counters).", NF_GPM, f_pcie_tx },
+	{ "DCGM_FI_PROF_PCIE_RX_BYTES", "gauge",
+	  "PCIe bytes received per second (GPM, or the PCIe counters).", NF_GPM, f_pcie_rx },
+	{ "DCGM_FI_PROF_NVLINK_TX_BYTES", "gauge", "NVLink bytes transmitted per second (GPM).",
+	  NF_GPM, f_nvlink_tx },
+	{ "DCGM_FI_PROF_NVLINK_RX_BYTES", "gauge", "NVLink bytes received per second (GPM).",
+	  NF_GPM, f_nvlink_rx },
+	{ "DCGM_FI_DEV_ECC_SBE_VOL_TOTAL", "counter",
+	  "Single-bit (corrected) ECC errors since the driver loaded.", NF_ECC, f_ecc_c },
+	{ "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "counter",
+	  "Double-bit (uncorrected) ECC errors since the driver loaded.", NF_ECC, f_ecc_u },
+	{ "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS", "counter",
+	  "Rows remapped for correctable errors.", NF_REMAP, f_remap_c },
+	{ "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", "counter",
+	  "Rows remapped for uncorrectable errors.", NF_REMAP, f_remap_u },
+	{ "DCGM_FI_DEV_ROW_REMAP_FAILURE", "gauge", "Whether row remapping has failed.", NF_REMAP,
+	  f_remap_fail },
+};
+
+void prom_gpus__render(struct strbuf *sb, const struct prom_gpus_in *in)
+{
+	static struct gpu_labels gl[NVML_MAX_DEVICES];
+	const struct nvml_gpu *g = in->g;
+	const struct nvml_call_stat *st = in->stats;
+	unsigned int n = GS_MIN(in->n, (unsigned int)NVML_MAX_DEVICES);
+	bool any;
+
+	for (unsigned int i = 0; i < n; i++)
+		identity(in, &g[i], &gl[i]);
+	for (size_t i = 0; i < ARRAY_SIZE(device_fields); i++)
+		device_family(sb, gl, g, n, in->dcgm_labels, device_fields[i].name,
+			      device_fields[i].type, device_fields[i].help, device_fields[i].field,
+			      device_fields[i].fn);
+	/* XIDs: the last one as the DCGM exporter has it, and a count of them. */
+	prom_family(sb, "DCGM_FI_DEV_XID_ERRORS", "gauge", "Value of the last XID error seen.");
+	for (unsigned int i = 0; i < n; i++)
+		prom_sample(sb, "DCGM_FI_DEV_XID_ERRORS", &gl[i].ls, NULL, NULL,
+			    (double)g[i].last_xid);
+	prom_family(sb, "gpuscope_xid_errors_total", "counter",
+		    "XID errors reported by the driver since the agent started.");
+	for (unsigned int i = 0; i < n; i++)
+		prom_sample(sb, "gpuscope_xid_errors_total", &gl[i].ls, NULL, NULL,
+			    (double)g[i].xid_count);
+	prom_family(sb, "gpuscope_gpu_lost", "gauge",
+		    "1 if the GPU fell off the bus (NVML: GPU is lost, or XID 79); it is no "
+		    "longer sampled.");
+	for (unsigned int i = 0; i < n; i++)
+		prom_sample(sb, "gpuscope_gpu_lost", &gl[i].ls, NULL, NULL, g[i].lost);
+	/* Per process, from NVML's process list (slow tier). */
+	any = false;
+	for (unsigned int i = 0; i < n; i++) {
+		for (unsigned int k = 0; k < g[i].nprocs && (g[i].have & (1u << NF_PROCS)); k++) {
+			char pid[16];
+
+			if (g[i].procs[k].used_bytes == ~0ULL)
+				continue;
+			if (!any)
+				prom_family(sb, "gpuscope_gpu_process_memory_bytes", "gauge",
+					    "GPU memory a process uses (NVML).");
+			any = true;
+			snprintf(pid, sizeof(pid), "%u", g[i].procs[k].pid);
+			prom_sample(sb, "gpuscope_gpu_process_memory_bytes", &gl[i].ls, "pid", pid,
+				    (double)g[i].procs[k].used_bytes);
+		}
+	}
+	any = false;
+	for (unsigned int i = 0; i < n; i++) {
+		for (unsigned int k = 0; k < g[i].nprocs && (g[i].have & (1u << NF_PROC_UTIL));
+		     k++) {
+			char pid[16];
+
+			if (g[i].procs[k].sm_util < 0)
+				continue;
+			if (!any)
+				prom_family(sb, "gpuscope_gpu_process_sm_utilization_ratio",
+					    "gauge",
+					    "Ratio of time a process had a kernel running (NVML).");
+			any = true;
+			snprintf(pid, sizeof(pid), "%u", g[i].procs[k].pid);
+			prom_sample(sb, "gpuscope_gpu_process_sm_utilization_ratio", &gl[i].ls,
+				    "pid", pid, g[i].procs[k].sm_util / 100.0);
+		}
+	}
+	/* What NVML costs us, per field. */
+	prom_family(sb, "gpuscope_nvml_calls_total", "counter", "NVML calls made, by field.");
+	for (int f = 0; f < NF_COUNT; f++)
+		if (st[f].calls)
+			prom_sample(sb, "gpuscope_nvml_calls_total", NULL, "field",
+				    nvml_field_name((enum nvml_field)f), (double)st[f].calls);
+	prom_family(sb, "gpuscope_nvml_call_seconds_total", "counter",
+		    "Time spent in NVML calls, by field.");
+	for (int f = 0; f < NF_COUNT; f++)
+		if (st[f].calls)
+			prom_sample(sb, "gpuscope_nvml_call_seconds_total", NULL, "field",
+				    nvml_field_name((enum nvml_field)f), st[f].total_ns / 1e9);
+	prom_family(sb, "gpuscope_nvml_errors_total", "counter",
+		    "NVML calls that failed at run time, by field.");
+	for (int f = 0; f < NF_COUNT; f++)
+		if (st[f].calls)
+			prom_sample(sb, "gpuscope_nvml_errors_total", NULL, "field",
+				    nvml_field_name((enum nvml_field)f), (double)st[f].errors);
+}
