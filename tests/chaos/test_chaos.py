@@ -258,12 +258,13 @@ while time.time() < end:
             time.sleep(rnd.uniform(0.05, 0.3))
             r.truncate()
             r.close()
+            os.unlink(r.path)
         elif kind == "forge":
             forge()
             time.sleep(0.05)
-        elif kind == "flood":
-            held += [Ring(d) for _ in range(100)]
-            time.sleep(0.5)
+        elif kind == "flood":  # (past the user's share of 64, held a second)
+            held += [Ring(d) for _ in range(70)]
+            time.sleep(1)
         else:  # garbage records, and positions that point anywhere
             r = Ring(d)
             for _ in range(20):
@@ -272,8 +273,13 @@ while time.time() < end:
                 struct.pack_into("<Q", r.map, 64, rnd.getrandbits(rnd.choice((8, 20, 64))))
                 time.sleep(0.02)
             held.append(r)
-        while len(held) > 100:
-            held.pop(0).close()
+        while len(held) > 70:  # (let go, and gone: the disk is not filled)
+            r = held.pop(0)
+            r.close()
+            try:
+                os.unlink(r.path)
+            except OSError:
+                pass
     except OSError:
         time.sleep(0.05)
 """
