@@ -191,20 +191,21 @@ def test_disk_full_while_recording(gsr, tmp_path, plane, small_disk):
 @needs_root
 @pytest.mark.parametrize("plane", PLANES)
 def test_ring_overflow_counted_exactly(gsr, tmp_path, plane):
-    """Launches asked for at 2 M a second (as many as the plane lets through; the kernel's
-    ring made small for the probes), for 3 s here and 60 s in make chaos: every launch the
-    program made is seen or counted dropped, one for one."""
+    """Launches asked for at 2 M a second by two threads (as many as the plane lets through),
+    into the smallest ring, for 3 s here and 60 s in make chaos: every launch the program
+    made is seen or counted dropped, one for one."""
     seconds = size(3, 60)
-    extra = ["--buffer-size", "4096"] if plane == "uprobe" else []
-    r, truth, p = gsr.trace(["wl_driver", "--seconds", str(seconds), "--rate", "2000000"],
-                            opts=opts(plane) + extra)
+    extra = ["--buffer-size", "4096" if plane == "uprobe" else "65536"]  # (the least)
+    r, truth, p = gsr.trace(["wl_driver", "--seconds", str(seconds), "--rate", "2000000",
+                             "--threads", "2"], opts=opts(plane) + extra)
     made = truth["launches"]
     seen, dropped = r["kernels"]["launches"], launch_drops(r)
     assert seen + dropped == made, (seen, dropped, made)
     events = r["session"]["events"] + r["drops"]["total"]
     row("ring overflow", plane,
-        "launches asked at 2 M/s for %d s%s" % (seconds, ", a 4 KiB kernel ring" if extra
-                                                else ""), 1, made, seen + dropped, 0,
+        "launches asked at 2 M/s by 2 threads for %d s, a %s ring" % (
+            seconds, "4 KiB kernel" if plane == "uprobe" else "64 KiB in-process"), 1, made,
+        seen + dropped, 0,
         "%.2f M launches/s, %.2f M records/s made; %d launches dropped and counted"
         % (made / seconds / 1e6, events / seconds / 1e6, dropped))
 

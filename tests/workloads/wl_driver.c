@@ -16,6 +16,7 @@
  * --seconds S   the burst ends after S seconds, or N launches if N is given first
  * --count FILE  the burst's launches that have returned, kept in FILE (8 bytes, mapped, so
  *               that they are there when the process is killed mid-burst)
+ * --threads T   with --burst or --seconds: T threads share the burst (and its rate)
  * --fork N      N forked children each run the mini scenario
  * --exec-child  one child execs this program with --mini
  * --mini        init, 7 launches of vecAdd, one 1 MiB allocation left outstanding
@@ -503,30 +504,66 @@ static volatile long long *count_file(const char *path)
 	return p;
 }
 
-/* n launches (0: no bound) or seconds of them, at most rate a second (0: no bound). */
-static void burst(long long n, double rate, double seconds, const char *count_path)
+struct burst_arg {
+	long long n;	      /* 0: no bound */
+	double rate, seconds; /* 0: no bound */
+	volatile long long *count;
+	long long done;
+};
+
+static void *burst_thread(void *p)
 {
-	volatile long long *count = count_file(count_path);
+	struct burst_arg *a = p;
 	double t0 = now_s();
 	long long i = 0;
 
-	while (!n || i < n) {
-		if ((i & 1023) == 0 && (rate > 0 || seconds > 0)) {
+	while (!a->n || i < a->n) {
+		if ((i & 1023) == 0 && (a->rate > 0 || a->seconds > 0)) {
 			double t = now_s() - t0;
 
-			if (seconds > 0 && t >= seconds)
+			if (a->seconds > 0 && t >= a->seconds)
 				break;
-			if (rate > 0 && (double)i > rate * t)
-				usleep((useconds_t)(((double)i / rate - t) * 1e6));
+			if (a->rate > 0 && (double)i > a->rate * t)
+				usleep((useconds_t)(((double)i / a->rate - t) * 1e6));
 		}
 		CHECK(cuLaunchKernel((CUfunction)k_add, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL), 0);
 		i++;
-		if (count)
-			__atomic_store_n(count, i, __ATOMIC_RELEASE);
+		if (a->count)
+			__atomic_add_fetch(a->count, 1, __ATOMIC_RELEASE);
 	}
-	truth_add(i, "launch:%s", VECADD);
-	truth_add(i, "launches");
-	fprintf(stderr, "wl_driver: %lld launches in %.3f s\n", i, now_s() - t0);
+	a->done = i;
+	return NULL;
+}
+
+/* n launches (0: no bound) or seconds of them, at most rate a second (0: no bound), by
+ * `threads` threads (0: this one) sharing them. */
+static void burst(long long n, double rate, double seconds, const char *count_path, int threads)
+{
+	struct burst_arg a[16];
+	pthread_t tids[16];
+	int k = threads < 1 ? 1 : threads > 16 ? 16 : threads;
+	double t0 = now_s();
+	long long total = 0;
+
+	for (int t = 0; t < k; t++) {
+		a[t] = (struct burst_arg){ .n = n / k + (t < n % k),
+					   .rate = rate / k,
+					   .seconds = seconds };
+		a[t].count = t ? a[0].count : count_file(count_path);
+	}
+	if (threads < 1) {
+		burst_thread(&a[0]);
+	} else {
+		for (int t = 0; t < k; t++)
+			CHECK(pthread_create(&tids[t], NULL, burst_thread, &a[t]), 0);
+		for (int t = 0; t < k; t++)
+			pthread_join(tids[t], NULL);
+	}
+	for (int t = 0; t < k; t++)
+		total += a[t].done;
+	truth_add(total, "launch:%s", VECADD);
+	truth_add(total, "launches");
+	fprintf(stderr, "wl_driver: %lld launches in %.3f s\n", total, now_s() - t0);
 }
 
 int main(int argc, char **argv)
@@ -611,7 +648,7 @@ int main(int argc, char **argv)
 	if (wait)
 		wait_gate(wait);
 	if (nburst || seconds > 0)
-		burst(nburst, rate, seconds, count);
+		burst(nburst, rate, seconds, count, threads);
 	else
 		scenario(loops, threads);
 	if (gpa)
