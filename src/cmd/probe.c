@@ -4,7 +4,7 @@
  * kernels. The object's programs are translated to PTX here (ptx/translate.c), handed to
  * the in-process plane in a bundle (ptx/bundle.h), which puts them into the kernels as they
  * are loaded and launched (inject/probe.c) and writes the maps out; what they hold is shown
- * at the end: by the tool's own view (cmd/probe_tools.c), or, for a user's object, map by
+ * at the end: by the tool's own view (sink/probe_views.c), or, for a user's object, map by
  * map.
  */
 #include <dirent.h>
@@ -18,7 +18,7 @@
 
 #include "cmd/cmds.h"
 #include "cmd/common.h"
-#include "cmd/probe.h"
+#include "sink/probe_tools.h"
 #include "core/util.h"
 #include "ptx/bpfobj.h"
 #include "ptx/bundle.h"

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* `gpuscope probe`: what the snapshots hold, and the tools' views of it (probe_tools.c). */
-#ifndef GS_CMD_PROBE_H
-#define GS_CMD_PROBE_H
+/* `gpuscope probe`'s results: what the snapshots hold, and the tools' views of it
+ * (probe_maps.c, probe_views.c). */
+#ifndef GS_SINK_PROBE_TOOLS_H
+#define GS_SINK_PROBE_TOOLS_H
 
 #include <stdbool.h>
 #include <stdio.h>
