@@ -101,6 +101,15 @@ void model__free(struct model *m)
 
 /* ---- processes and the session ------------------------------------------------------------- */
 
+/* The record's file, bounded by its field (a ring's bytes may not end it), interned. */
+static const char *intern_path(struct model *m, const struct gs_ev_proc *e)
+{
+	char path[sizeof(e->path) + 1];
+
+	gs_strlcpy(path, e->path, sizeof(path));
+	return model__intern(m, path);
+}
+
 static void add_proc_event(struct model *m, const struct gs_hdr *ev)
 {
 	const struct gs_ev_proc *e = (const void *)ev;
@@ -120,7 +129,7 @@ static void add_proc_event(struct model *m, const struct gs_hdr *ev)
 		if (e->ppid && !p->s.ppid)
 			p->s.ppid = e->ppid;
 		gs_strlcpy(p->s.comm, e->comm, sizeof(p->s.comm));
-		gs_strlcpy(p->s.exe, e->path, sizeof(p->s.exe));
+		p->s.exe = intern_path(m, e);
 		break;
 	case GS_PROC_EXIT:
 		p->s.exited = true;
@@ -135,7 +144,7 @@ static void add_proc_event(struct model *m, const struct gs_hdr *ev)
 		p->s.ppid = e->ppid;
 		p->s.complete = false;
 		gs_strlcpy(p->s.comm, e->comm, sizeof(p->s.comm));
-		gs_strlcpy(p->s.exe, e->path, sizeof(p->s.exe));
+		p->s.exe = intern_path(m, e);
 		break;
 	}
 }

@@ -222,7 +222,8 @@ static void rep_proc_of(struct rep_proc *rp, const struct proc *p)
 	rp->s = p->s;
 	rp->cmdline = p->s.cmdline ? xstrdup(p->s.cmdline) : NULL;
 	rp->cgroup = p->s.cgroup ? xstrdup(p->s.cgroup) : NULL;
-	rp->s.cmdline = rp->s.cgroup = NULL; /* (the model's: the report's own are above) */
+	rp->exe = xstrdup(p->s.exe ? p->s.exe : "");
+	rp->s.cmdline = rp->s.cgroup = rp->s.exe = NULL; /* (the model's: the report's own) */
 	rp->has_os = p->os || p->os_done;
 	if (p->os_done)
 		os_result_copy(p->os_done, &rp->os);
@@ -494,6 +495,7 @@ void report__free(struct report *r)
 		os_result_free(&r->procs[i].os);
 		free(r->procs[i].cmdline);
 		free(r->procs[i].cgroup);
+		free(r->procs[i].exe);
 	}
 	free(r->gpus_info);
 	free(r->blockdevs);

@@ -47,6 +47,7 @@ struct rep_proc {
 	bool has_os;		      /* OS records of it came */
 	struct os_result os;
 	char *cmdline, *cgroup; /* NULL: not recorded */
+	char *exe;
 };
 
 /* Memory analyses (report_memory.c). */

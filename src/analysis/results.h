@@ -37,8 +37,8 @@ struct model_alloc {
 struct model_proc {
 	__u32 pid, ppid;
 	char comm[16];
-	char exe[256];
-	bool complete; /* seen from its start: every allocation is known */
+	const char *exe; /* interned ("" until a record names it) */
+	bool complete;	 /* seen from its start: every allocation is known */
 	bool exited;
 	__s32 exit_code;
 	__u64 start_ts, end_ts;

@@ -114,7 +114,7 @@ static void processes(struct json *j, const struct report *r)
 		json_u64(j, "pid", p->s.pid);
 		json_u64(j, "ppid", p->s.ppid);
 		json_str(j, "comm", p->s.comm);
-		json_str(j, "exe", p->s.exe);
+		json_str(j, "exe", p->exe);
 		json_str(j, "command_line", p->cmdline);
 		json_bool(j, "command_line_cut", p->s.cmdline_truncated);
 		json_str(j, "cgroup", p->cgroup);
