@@ -31,21 +31,11 @@
 /* The agent holds an exclusive lock on DIR/agent.lock for as long as it runs. */
 static bool agent_alive(const char *dir, const struct stat *st)
 {
-	char path[PATH_MAX];
-	bool alive;
-	int fd;
-
 	if (st->st_uid != 0 && st->st_uid != geteuid())
 		return false;
 	if ((st->st_mode & S_IWOTH) && !(st->st_mode & S_ISVTX))
 		return false;
-	snprintf(path, sizeof(path), "%s/agent.lock", dir);
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	if (fd < 0)
-		return false;
-	alive = flock(fd, LOCK_SH | LOCK_NB) && errno == EWOULDBLOCK;
-	close(fd); /* (drops the lock if we got it: then nobody is there) */
-	return alive;
+	return gs_agent_locked(dir);
 }
 
 /* The session's directory, if one is really there; agent: the node agent's. */

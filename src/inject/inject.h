@@ -35,6 +35,8 @@ __u64 gs_clock(void) GS_HIDDEN;
 void gs_clock_init(void) GS_HIDDEN;
 
 /* ring.c */
+/* Whether the agent holds its lock on DIR/agent.lock (it runs). */
+bool gs_agent_locked(const char *dir) GS_HIDDEN;
 extern bool gs_active; /* a gpuscope session is there to read what we write */
 /* How deep this thread is in our wrappers (wrap.c keeps it). */
 extern __thread int gs_depth __attribute__((tls_model("initial-exec")));

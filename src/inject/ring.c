@@ -13,12 +13,14 @@
  * wrappers.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/random.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -42,19 +44,37 @@ static struct {
 
 static __thread __u32 tl_tid __attribute__((tls_model("initial-exec")));
 
+bool gs_agent_locked(const char *dir)
+{
+	char path[PATH_MAX + 16];
+	bool held;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/agent.lock", dir);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return false;
+	held = flock(fd, LOCK_SH | LOCK_NB) && errno == EWOULDBLOCK;
+	close(fd); /* (drops the lock if we got it: then nobody is there) */
+	return held;
+}
+
 /* With the agent, a ring is read only once the agent has seen a process of the file's owner
  * map it (docs/security.md). A short program may end before a busy agent has looked: at
- * exit, a process whose ring is not claimed yet gives the agent up to CLAIM_WAIT_MS. (Once;
- * nothing else ever waits for the agent.) */
-#define CLAIM_WAIT_MS 250
+ * exit, a process whose ring is not claimed yet gives the agent up to CLAIM_WAIT_MS, for as
+ * long as the agent is there. (Once; nothing else ever waits for the agent.) */
+#define CLAIM_WAIT_MS 1000
 
 static void wait_claimed(void)
 {
 	if (__atomic_load_n(&g.ring_state, __ATOMIC_ACQUIRE) != 1 || g.pid != (__u32)getpid())
 		return;
 	for (int i = 0; i < CLAIM_WAIT_MS && !__atomic_load_n(&g.ring.h->claimed, __ATOMIC_ACQUIRE);
-	     i++)
+	     i++) {
+		if (i % 100 == 0 && !gs_agent_locked(g.dir))
+			return;
 		usleep(1000);
+	}
 }
 
 void gs_ring_init(const char *dir, bool agent, __u64 ring_bytes)

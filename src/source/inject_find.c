@@ -191,15 +191,17 @@ static int consider(struct inject *in, DIR *d, const char *name, unsigned int *s
 	/* (A process that execs makes a new ring under the same name.) */
 	if (hmap_get(&in->open, st.st_ino, st.st_dev))
 		return 0;
+	/* (Before the proof, which reads a process's maps: a user past the share costs the
+	 * agent a stat a file.) */
+	if (rings_open(in, st.st_uid, &all) >= RINGS_PER_USER || all >= RINGS_MAX) {
+		refuse(in, d, name, &st, "its user has too many rings open", false);
+		return 0;
+	}
 	pid = ring_owner(in, named, &st, searches, &why);
 	if (pid < 0)
 		return -1;
 	if (!pid) {
 		refuse(in, d, name, &st, why, in->agent || in->o.skip_before_ring);
-		return 0;
-	}
-	if (rings_open(in, st.st_uid, &all) >= RINGS_PER_USER || all >= RINGS_MAX) {
-		refuse(in, d, name, &st, "its user has too many rings open", false);
 		return 0;
 	}
 	fd = openat(dirfd(d), name, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
