@@ -24,8 +24,11 @@ def machine():
 
 
 def commit():
+    here = os.path.dirname(os.path.abspath(__file__))
+    # (A copied tree's index is stale: refreshed, it says "dirty" only for real changes.)
+    subprocess.run(["git", "update-index", "-q", "--refresh"], capture_output=True, cwd=here)
     p = subprocess.run(["git", "describe", "--always", "--dirty"], capture_output=True,
-                       text=True, cwd=os.path.dirname(os.path.abspath(__file__)))
+                       text=True, cwd=here)
     return p.stdout.strip() or "?"
 
 

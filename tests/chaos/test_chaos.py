@@ -63,6 +63,10 @@ def proc_in(report, pid):
     return found[0]
 
 
+def build_of(gs):
+    return "ASan" if "/asan/" in gs.binary else "release"
+
+
 def launch_drops(report):
     return report["drops"]["by_type"].get("launch", 0)
 
@@ -368,9 +372,9 @@ def test_hostile_ring_writers(gs, tmp_path, shared_dir):
             rc, err = a.stop()
             assert rc == 0, err
             assert "ERROR: AddressSanitizer" not in err and "runtime error" not in err, err
-    row("hostile ring writers", "agent",
+    row("hostile ring writers", "agent (%s)" % build_of(gs),
         "%d processes of another user for %d s: rings truncated under the agent, named after "
-        "the victim, forged counters and sizes, 100 at a time, random records and positions"
+        "the victim, forged counters and sizes, 70 at a time, random records and positions"
         % (clients, seconds), runs, made, kept, made - kept,
         "the agent up and serving; %d hostile rings refused or lost; victim's %d runs "
         "counted exactly, nothing attributed to the named pid" % (lost, runs))
@@ -439,7 +443,7 @@ def test_slow_http_clients(gs, tmp_path):
     assert rc == 0 and "ERROR: AddressSanitizer" not in err, err
     assert not failed, failed[:5]
     assert cut >= clients // 3, cut
-    row("slow HTTP clients", "exporter",
+    row("slow HTTP clients", "exporter (%s)" % build_of(gs),
         "%d peers from the scraper's address for %d s (trickling, silent, not reading; "
         "back when cut)" % (clients, seconds), len(lat) + len(failed), len(lat) + len(failed),
         len(lat), len(failed), "scrape latency median %.1f ms, max %.0f ms; %d slow "
