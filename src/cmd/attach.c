@@ -30,11 +30,7 @@ int cmd_attach(int argc, char **argv)
 		TRACE_LONGOPTS,
 		{},
 	};
-	struct trace_opts o = { .mode = GS_MODE_ATTACH,
-				.follow = true,
-				.top = DEFAULT_TOP,
-				.ring_bytes = DEFAULT_RING_BYTES,
-				.os_min_ns = DEFAULT_OS_MIN_NS,
+	struct trace_opts o = { TRACE_OPTS_DEFAULTS, .mode = GS_MODE_ATTACH,
 				.stack_every = DEFAULT_STACK_EVERY };
 	__u32 pid = 0;
 	int opt, r;
@@ -63,13 +59,9 @@ int cmd_attach(int argc, char **argv)
 			}
 			continue;
 		}
-		r = parse_trace_opt(&o, opt, optarg);
-		if (r < 0)
-			return GS_EXIT_USAGE;
-		if (r == 0) {
-			gs_err("attach: unknown option (see gpuscope attach --help)");
-			return GS_EXIT_USAGE;
-		}
+		r = trace_opt(&o, opt, optarg, "attach");
+		if (r)
+			return r;
 	}
 	if (optind < argc) {
 		gs_err("attach: unexpected argument '%s'", argv[optind]);

@@ -167,3 +167,12 @@ int check_privileges(void)
 	       bpf ? "" : "CAP_BPF", !bpf && !perfmon ? " and " : "", perfmon ? "" : "CAP_PERFMON");
 	return -EPERM;
 }
+
+int trace_opt(struct trace_opts *o, int opt, const char *arg, const char *cmd)
+{
+	int r = parse_trace_opt(o, opt, arg);
+
+	if (r == 0)
+		gs_err("%s: unknown option (see gpuscope %s --help)", cmd, cmd);
+	return r > 0 ? 0 : GS_EXIT_USAGE;
+}

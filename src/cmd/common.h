@@ -48,6 +48,14 @@ int trace_main(const struct trace_opts *o);
 /* Options shared by run and attach: returns 1 if handled, 0 if not ours, -1 on a bad value
  * (message printed). */
 int parse_trace_opt(struct trace_opts *o, int opt, const char *arg);
+/* parse_trace_opt, saying so for an option `gpuscope CMD` does not know: 0, or
+ * GS_EXIT_USAGE. */
+int trace_opt(struct trace_opts *o, int opt, const char *arg, const char *cmd);
+
+/* What run, attach and probe start from (probe takes no stacks). */
+#define TRACE_OPTS_DEFAULTS                                                   \
+	.follow = true, .top = DEFAULT_TOP, .ring_bytes = DEFAULT_RING_BYTES, \
+	.os_min_ns = DEFAULT_OS_MIN_NS
 
 /* The one-line message for getopt's '?' or ':' (opterr must be 0); returns GS_EXIT_USAGE. */
 int bad_option(const char *cmd, int opt, char **argv);

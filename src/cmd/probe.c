@@ -468,21 +468,12 @@ int cmd_probe(int argc, char **argv)
 	chmod(path, 0644);
 	bundle_free(&b);
 	{
-		struct trace_opts to = { .mode = GS_MODE_RUN,
-					 .follow = true,
-					 .quiet = true,
-					 .no_os = true,
-					 .no_nvml = true,
-					 .top = DEFAULT_TOP,
-					 .ring_bytes = DEFAULT_RING_BYTES,
-					 .os_min_ns = DEFAULT_OS_MIN_NS,
-					 .inject = true,
-					 .gpu_time = 0,
-					 .probe_bundle = path,
-					 .probe_out = dir,
-					 .record_path = events,
-					 .no_report = true,
-					 .argv = argv + optind };
+		struct trace_opts to = { TRACE_OPTS_DEFAULTS, .mode = GS_MODE_RUN,
+					 .quiet = true,	      .no_os = true,
+					 .no_nvml = true,     .inject = true,
+					 .gpu_time = 0,	      .probe_bundle = path,
+					 .probe_out = dir,    .record_path = events,
+					 .no_report = true,   .argv = argv + optind };
 
 		code = trace_main(&to);
 		r = show(dir, t, o.verbose, o.records);

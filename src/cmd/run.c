@@ -64,13 +64,8 @@ int cmd_run(int argc, char **argv)
 		OPT_ARG("user", 'u'),
 		{},
 	};
-	struct trace_opts o = { .mode = GS_MODE_RUN,
-				.follow = true,
-				.top = DEFAULT_TOP,
-				.ring_bytes = DEFAULT_RING_BYTES,
-				.os_min_ns = DEFAULT_OS_MIN_NS,
-				.stack_every = DEFAULT_STACK_EVERY,
-				.gpu_time = 1 };
+	struct trace_opts o = { TRACE_OPTS_DEFAULTS, .mode = GS_MODE_RUN, .gpu_time = 1,
+				.stack_every = DEFAULT_STACK_EVERY };
 	bool gpu_time_set = false;
 	int opt, r;
 
@@ -111,13 +106,9 @@ int cmd_run(int argc, char **argv)
 			gpu_time_set = true;
 			continue;
 		}
-		r = parse_trace_opt(&o, opt, optarg);
-		if (r < 0)
-			return GS_EXIT_USAGE;
-		if (r == 0) {
-			gs_err("run: unknown option (see gpuscope run --help)");
-			return GS_EXIT_USAGE;
-		}
+		r = trace_opt(&o, opt, optarg, "run");
+		if (r)
+			return r;
 	}
 	if (gpu_time_set && !o.inject) {
 		gs_err("run: --gpu-time needs --inject (GPU times come from the in-process plane)");

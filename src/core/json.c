@@ -186,3 +186,15 @@ void json_finish(struct json *j)
 {
 	fputc('\n', j->f);
 }
+
+void json_rows(struct json *j, const char *key, const void *rows, size_t n, size_t size,
+	       void (*row)(struct json *j, const void *r))
+{
+	json_arr_begin(j, key);
+	for (size_t i = 0; i < n; i++) {
+		json_obj_begin(j, NULL);
+		row(j, (const char *)rows + i * size);
+		json_obj_end(j);
+	}
+	json_arr_end(j);
+}

@@ -42,7 +42,10 @@ void json_i64(struct json *j, const char *key, __s64 v);
 void json_f64(struct json *j, const char *key, double v); /* NaN/inf -> null */
 void json_bool(struct json *j, const char *key, bool v);
 void json_hex(struct json *j, const char *key, __u64 v); /* "0x..." string */
-void json_finish(struct json *j);			 /* trailing newline */
+/* key: an array of an object for each of n rows of `size` bytes, each written by row(). */
+void json_rows(struct json *j, const char *key, const void *rows, size_t n, size_t size,
+	       void (*row)(struct json *j, const void *r));
+void json_finish(struct json *j); /* trailing newline */
 /* Write s as a JSON string (quotes included). */
 void json_write_string(FILE *f, const char *s);
 

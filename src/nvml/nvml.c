@@ -3,6 +3,7 @@
  * Debian, and only the stable ABI of the few calls used here is needed. */
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -130,9 +131,23 @@ enum {
 	GPM_NVLINK_TX = 61,
 };
 
-static const unsigned int gpm_ids[] = { GPM_GRAPHICS, GPM_SM,	     GPM_SM_OCCUPANCY,
-					GPM_TENSOR,   GPM_DRAM,	     GPM_PCIE_TX,
-					GPM_PCIE_RX,  GPM_NVLINK_RX, GPM_NVLINK_TX };
+/* The GPM metrics asked for: where each goes in struct nvml_gpu, and its scale (percent to
+ * a ratio, MiB/s to bytes/s). */
+static const struct {
+	unsigned int id;
+	size_t off;
+	double scale;
+} gpm_ids[] = {
+	{ GPM_GRAPHICS, offsetof(struct nvml_gpu, gr_active), 0.01 },
+	{ GPM_SM, offsetof(struct nvml_gpu, sm_active), 0.01 },
+	{ GPM_SM_OCCUPANCY, offsetof(struct nvml_gpu, sm_occupancy), 0.01 },
+	{ GPM_TENSOR, offsetof(struct nvml_gpu, tensor_active), 0.01 },
+	{ GPM_DRAM, offsetof(struct nvml_gpu, dram_active), 0.01 },
+	{ GPM_PCIE_TX, offsetof(struct nvml_gpu, pcie_tx_bps), 1048576.0 },
+	{ GPM_PCIE_RX, offsetof(struct nvml_gpu, pcie_rx_bps), 1048576.0 },
+	{ GPM_NVLINK_RX, offsetof(struct nvml_gpu, nvlink_rx_bps), 1048576.0 },
+	{ GPM_NVLINK_TX, offsetof(struct nvml_gpu, nvlink_tx_bps), 1048576.0 },
+};
 #define NGPM (sizeof(gpm_ids) / sizeof(gpm_ids[0]))
 
 /* Entry points, each with the names to try, newest first. */
@@ -393,7 +408,7 @@ static void sample_gpm(struct nvml *n, struct dev_state *d)
 	mg->sample1 = d->gpm[0];
 	mg->sample2 = d->gpm[1];
 	for (unsigned int i = 0; i < NGPM; i++)
-		mg->metrics[i].metric_id = gpm_ids[i];
+		mg->metrics[i].metric_id = gpm_ids[i].id;
 	r = n->f.gpm_metrics(mg);
 	if (r == NV_SUCCESS) {
 		for (unsigned int i = 0; i < NGPM; i++) {
@@ -401,35 +416,10 @@ static void sample_gpm(struct nvml *n, struct dev_state *d)
 
 			if (mg->metrics[i].ret != NV_SUCCESS)
 				v = 0;
-			switch (mg->metrics[i].metric_id) {
-			case GPM_GRAPHICS:
-				d->g.gr_active = v / 100;
-				break;
-			case GPM_SM:
-				d->g.sm_active = v / 100;
-				break;
-			case GPM_SM_OCCUPANCY:
-				d->g.sm_occupancy = v / 100;
-				break;
-			case GPM_TENSOR:
-				d->g.tensor_active = v / 100;
-				break;
-			case GPM_DRAM:
-				d->g.dram_active = v / 100;
-				break;
-			case GPM_PCIE_TX:
-				d->g.pcie_tx_bps = v * 1048576.0;
-				break;
-			case GPM_PCIE_RX:
-				d->g.pcie_rx_bps = v * 1048576.0;
-				break;
-			case GPM_NVLINK_TX:
-				d->g.nvlink_tx_bps = v * 1048576.0;
-				break;
-			case GPM_NVLINK_RX:
-				d->g.nvlink_rx_bps = v * 1048576.0;
-				break;
-			}
+			for (unsigned int j = 0; j < NGPM; j++)
+				if (gpm_ids[j].id == mg->metrics[i].metric_id)
+					*(double *)((char *)&d->g + gpm_ids[j].off) =
+						v * gpm_ids[j].scale;
 		}
 	} else {
 		note(n, d, NF_GPM, r);

@@ -218,13 +218,94 @@ static const struct device_field {
 	  f_remap_fail },
 };
 
+/* A family every GPU has a value of. */
+static void gpu_family(struct strbuf *sb, const struct gpu_labels *gl, const struct nvml_gpu *g,
+		       unsigned int n, const char *name, const char *type, const char *help,
+		       field_fn fn)
+{
+	prom_family(sb, name, type, help);
+	for (unsigned int i = 0; i < n; i++)
+		prom_sample(sb, name, &gl[i].ls, NULL, NULL, fn(&g[i]));
+}
+
+static double f_last_xid(const struct nvml_gpu *g)
+{
+	return (double)g->last_xid;
+}
+
+static double f_xid_count(const struct nvml_gpu *g)
+{
+	return (double)g->xid_count;
+}
+
+static double f_lost(const struct nvml_gpu *g)
+{
+	return g->lost;
+}
+
+/* A family of NVML's processes of each GPU that has `field` (a value below 0: none). */
+static void proc_family(struct strbuf *sb, const struct gpu_labels *gl, const struct nvml_gpu *g,
+			unsigned int n, enum nvml_field field, const char *name, const char *help,
+			double (*fn)(const struct nvml_proc *p))
+{
+	bool any = false;
+
+	for (unsigned int i = 0; i < n; i++)
+		for (unsigned int k = 0; k < g[i].nprocs && (g[i].have & (1u << field)); k++) {
+			double v = fn(&g[i].procs[k]);
+			char pid[16];
+
+			if (v < 0)
+				continue;
+			if (!any)
+				prom_family(sb, name, "gauge", help);
+			any = true;
+			snprintf(pid, sizeof(pid), "%u", g[i].procs[k].pid);
+			prom_sample(sb, name, &gl[i].ls, "pid", pid, v);
+		}
+}
+
+static double p_memory(const struct nvml_proc *p)
+{
+	return p->used_bytes == ~0ULL ? -1 : (double)p->used_bytes;
+}
+
+static double p_sm_util(const struct nvml_proc *p)
+{
+	return p->sm_util < 0 ? -1 : p->sm_util / 100.0;
+}
+
+static double c_calls(const struct nvml_call_stat *c)
+{
+	return (double)c->calls;
+}
+
+static double c_seconds(const struct nvml_call_stat *c)
+{
+	return c->total_ns / 1e9;
+}
+
+static double c_errors(const struct nvml_call_stat *c)
+{
+	return (double)c->errors;
+}
+
+/* What NVML costs, per field. */
+static const struct {
+	const char *name, *help;
+	double (*fn)(const struct nvml_call_stat *c);
+} costs[] = {
+	{ "gpuscope_nvml_calls_total", "NVML calls made, by field.", c_calls },
+	{ "gpuscope_nvml_call_seconds_total", "Time spent in NVML calls, by field.", c_seconds },
+	{ "gpuscope_nvml_errors_total", "NVML calls that failed at run time, by field.", c_errors },
+};
+
 void prom_gpus__render(struct strbuf *sb, const struct prom_gpus_in *in)
 {
 	static struct gpu_labels gl[NVML_MAX_DEVICES];
 	const struct nvml_gpu *g = in->g;
 	const struct nvml_call_stat *st = in->stats;
 	unsigned int n = GS_MIN(in->n, (unsigned int)NVML_MAX_DEVICES);
-	bool any;
 
 	for (unsigned int i = 0; i < n; i++)
 		identity(in, &g[i], &gl[i]);
@@ -232,72 +313,27 @@ void prom_gpus__render(struct strbuf *sb, const struct prom_gpus_in *in)
 		device_family(sb, gl, g, n, in->dcgm_labels, device_fields[i].name,
 			      device_fields[i].type, device_fields[i].help, device_fields[i].field,
 			      device_fields[i].fn);
-	/* XIDs: the last one as the DCGM exporter has it, and a count of them. */
-	prom_family(sb, "DCGM_FI_DEV_XID_ERRORS", "gauge", "Value of the last XID error seen.");
-	for (unsigned int i = 0; i < n; i++)
-		prom_sample(sb, "DCGM_FI_DEV_XID_ERRORS", &gl[i].ls, NULL, NULL,
-			    (double)g[i].last_xid);
-	prom_family(sb, "gpuscope_xid_errors_total", "counter",
-		    "XID errors reported by the driver since the agent started.");
-	for (unsigned int i = 0; i < n; i++)
-		prom_sample(sb, "gpuscope_xid_errors_total", &gl[i].ls, NULL, NULL,
-			    (double)g[i].xid_count);
-	prom_family(sb, "gpuscope_gpu_lost", "gauge",
-		    "1 if the GPU fell off the bus (NVML: GPU is lost, or XID 79); it is no "
-		    "longer sampled.");
-	for (unsigned int i = 0; i < n; i++)
-		prom_sample(sb, "gpuscope_gpu_lost", &gl[i].ls, NULL, NULL, g[i].lost);
+	/* XIDs: the last one as the DCGM exporter has it, and a count of them; lost GPUs. */
+	gpu_family(sb, gl, g, n, "DCGM_FI_DEV_XID_ERRORS", "gauge",
+		   "Value of the last XID error seen.", f_last_xid);
+	gpu_family(sb, gl, g, n, "gpuscope_xid_errors_total", "counter",
+		   "XID errors reported by the driver since the agent started.", f_xid_count);
+	gpu_family(sb, gl, g, n, "gpuscope_gpu_lost", "gauge",
+		   "1 if the GPU fell off the bus (NVML: GPU is lost, or XID 79); it is no "
+		   "longer sampled.",
+		   f_lost);
 	/* Per process, from NVML's process list (slow tier). */
-	any = false;
-	for (unsigned int i = 0; i < n; i++) {
-		for (unsigned int k = 0; k < g[i].nprocs && (g[i].have & (1u << NF_PROCS)); k++) {
-			char pid[16];
-
-			if (g[i].procs[k].used_bytes == ~0ULL)
-				continue;
-			if (!any)
-				prom_family(sb, "gpuscope_gpu_process_memory_bytes", "gauge",
-					    "GPU memory a process uses (NVML).");
-			any = true;
-			snprintf(pid, sizeof(pid), "%u", g[i].procs[k].pid);
-			prom_sample(sb, "gpuscope_gpu_process_memory_bytes", &gl[i].ls, "pid", pid,
-				    (double)g[i].procs[k].used_bytes);
-		}
-	}
-	any = false;
-	for (unsigned int i = 0; i < n; i++) {
-		for (unsigned int k = 0; k < g[i].nprocs && (g[i].have & (1u << NF_PROC_UTIL));
-		     k++) {
-			char pid[16];
-
-			if (g[i].procs[k].sm_util < 0)
-				continue;
-			if (!any)
-				prom_family(sb, "gpuscope_gpu_process_sm_utilization_ratio",
-					    "gauge",
-					    "Ratio of time a process had a kernel running (NVML).");
-			any = true;
-			snprintf(pid, sizeof(pid), "%u", g[i].procs[k].pid);
-			prom_sample(sb, "gpuscope_gpu_process_sm_utilization_ratio", &gl[i].ls,
-				    "pid", pid, g[i].procs[k].sm_util / 100.0);
-		}
-	}
+	proc_family(sb, gl, g, n, NF_PROCS, "gpuscope_gpu_process_memory_bytes",
+		    "GPU memory a process uses (NVML).", p_memory);
+	proc_family(sb, gl, g, n, NF_PROC_UTIL, "gpuscope_gpu_process_sm_utilization_ratio",
+		    "Ratio of time a process had a kernel running (NVML).", p_sm_util);
 	/* What NVML costs us, per field. */
-	prom_family(sb, "gpuscope_nvml_calls_total", "counter", "NVML calls made, by field.");
-	for (int f = 0; f < NF_COUNT; f++)
-		if (st[f].calls)
-			prom_sample(sb, "gpuscope_nvml_calls_total", NULL, "field",
-				    nvml_field_name((enum nvml_field)f), (double)st[f].calls);
-	prom_family(sb, "gpuscope_nvml_call_seconds_total", "counter",
-		    "Time spent in NVML calls, by field.");
-	for (int f = 0; f < NF_COUNT; f++)
-		if (st[f].calls)
-			prom_sample(sb, "gpuscope_nvml_call_seconds_total", NULL, "field",
-				    nvml_field_name((enum nvml_field)f), st[f].total_ns / 1e9);
-	prom_family(sb, "gpuscope_nvml_errors_total", "counter",
-		    "NVML calls that failed at run time, by field.");
-	for (int f = 0; f < NF_COUNT; f++)
-		if (st[f].calls)
-			prom_sample(sb, "gpuscope_nvml_errors_total", NULL, "field",
-				    nvml_field_name((enum nvml_field)f), (double)st[f].errors);
+	for (size_t c = 0; c < ARRAY_SIZE(costs); c++) {
+		prom_family(sb, costs[c].name, "counter", costs[c].help);
+		for (int f = 0; f < NF_COUNT; f++)
+			if (st[f].calls)
+				prom_sample(sb, costs[c].name, NULL, "field",
+					    nvml_field_name((enum nvml_field)f),
+					    costs[c].fn(&st[f]));
+	}
 }
