@@ -13,7 +13,8 @@
  *   gate.c     (gate.h) what may be timed: no stream in capture;
  *   devcode.c  what a loaded module's image holds (GS_EV_DEVCODE);
  *   stacks.c   call stacks by the unwinder;
- *   probe.c    device-side probes: eBPF programs run in instrumented kernels;
+ *   probe.c    device-side probes: eBPF programs run in instrumented kernels (with
+ *              probe_ctx.c and probe_jit.c below it: probe_int.h);
  *   gputime.c  (gputime.h) GPU start and end times of launches and copies;
  *   wrap.c     the wrappers, generated from the API table;
  *   handout.c  dlsym and cuGetProcAddress answered with our wrappers;
@@ -101,7 +102,7 @@ void gs_stacks_init(const char *every) GS_HIDDEN;
  * launch). ts: the call's entry time, as its record's. */
 void gs_stack_maybe(unsigned int api, __u64 ts, int result, __u64 arg) GS_HIDDEN;
 
-/* probe.c: device-side probes (GPUSCOPE_PROBE). */
+/* probe.c, probe_jit.c: device-side probes (GPUSCOPE_PROBE). */
 extern bool gs_probe_on GS_HIDDEN;
 #define GS_PROBE_SMALL 64
 struct gs_probe_launch { /* what a routed launch needs until it returns */
