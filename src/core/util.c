@@ -162,6 +162,14 @@ char *fmt_rate(char *buf, size_t n, double bps)
 	return scaled(buf, n, bps, rates);
 }
 
+char *fmt_rate_over(char *buf, size_t n, __u64 bytes, __u64 ns)
+{
+	if (ns)
+		return fmt_rate(buf, n, (double)bytes * 1e9 / (double)ns);
+	snprintf(buf, n, "-");
+	return buf;
+}
+
 int parse_size(const char *s, __u64 *out)
 {
 	unsigned long long v;

@@ -59,6 +59,8 @@ char *fmt_bytes(char *buf, size_t n, double bytes);	 /* "1.50 GiB" */
 char *fmt_dur(char *buf, size_t n, double ns);		 /* "12.3 ms" */
 char *fmt_count(char *buf, size_t n, double v);		 /* "12.3k" */
 char *fmt_rate(char *buf, size_t n, double bytes_per_s); /* "12.3 GB/s" */
+/* Bytes over a time as a rate; "-" without time. */
+char *fmt_rate_over(char *buf, size_t n, __u64 bytes, __u64 ns);
 
 /* Parse a non-negative integer with an optional K/M/G (binary) suffix. */
 int parse_size(const char *s, __u64 *out);

@@ -152,8 +152,6 @@ static void processes(struct json *j, const struct report *r)
 	json_arr_end(j);
 }
 
-static void gpu_stat(struct json *j, const char *key, const struct gpu_stat *g);
-
 static const struct jfield kernel_counts[] = { JU64(struct rep_kernel, "launches", launches),
 					       JU64(struct rep_kernel, "captured", captured),
 					       JU64(struct rep_kernel, "graph_runs", graph_runs),
@@ -196,7 +194,7 @@ static void kernel(struct json *j, const struct rep_kernel *k)
 	for (int a = 0; a < KSTAT_APIS && k->apis[a].count; a++)
 		json_u64(j, api_name(k->apis[a].api), k->apis[a].count);
 	json_obj_end(j);
-	gpu_stat(j, "gpu", k->gpu);
+	report_gpu_stat_json(j, "gpu", k->gpu);
 	json_obj_end(j);
 }
 
@@ -554,190 +552,6 @@ static void errors(struct json *j, const struct report *r)
 	json_obj_end(j);
 }
 
-static const struct jfield gpu_stat_counts[] = {
-	JU64(struct gpu_stat, "idle_stream_starts", idle_starts),
-	JU64(struct gpu_stat, "gated", gated), JU64(struct gpu_stat, "start_unknown", start_unknown)
-};
-
-static void gpu_stat(struct json *j, const char *key, const struct gpu_stat *g)
-{
-	/* (Launches none of which could be timed: all figures 0, and why in start_unknown.) */
-	__u64 n = g && g->count ? g->count : 1;
-
-	if (!g || (!g->count && !g->start_unknown)) {
-		json_str(j, key, NULL);
-		return;
-	}
-	json_obj_begin(j, key);
-	json_u64(j, "timed", g->count);
-	json_u64(j, "total_ns", g->total_ns);
-	json_u64(j, "mean_ns", g->total_ns / n);
-	json_u64(j, "min_ns", g->count ? g->min_ns : 0);
-	json_u64(j, "max_ns", g->max_ns);
-	json_u64(j, "p50_ns", hist__quantile(&g->dur, 0.5));
-	json_u64(j, "p99_ns", hist__quantile(&g->dur, 0.99));
-	json_u64(j, "queue_mean_ns", g->queue_ns / n);
-	json_u64(j, "queue_p50_ns", hist__quantile(&g->queue, 0.5));
-	json_u64(j, "queue_p99_ns", hist__quantile(&g->queue, 0.99));
-	JSON_U64S(j, g, gpu_stat_counts);
-	json_obj_end(j);
-}
-
-static const struct jfield gpu_totals[] = {
-	JU64(struct report, "start_unknown_late_call", gpu_start_late),
-	JU64(struct report, "start_unknown_end_late", gpu_end_late),
-	JU64(struct report, "copies_end_late", gpu_copy_end_late),
-	JU64(struct report, "kernel_ns", gpu_kernel_ns)
-};
-
-static const struct jfield device_gaps[] = {
-	JU64(struct dev_busy, "idle_ns", idle_ns), JU64(struct dev_busy, "gaps", gaps),
-	JU64(struct dev_busy, "max_gap_ns", max_gap_ns), JU64(struct dev_busy, "late", late),
-	JU64(struct dev_busy, "event_overhead_ns", overhead_ns)
-};
-
-static const struct jfield stream_gaps[] = { JU64(struct stream_stat, "idle_ns", idle_ns),
-					     JU64(struct stream_stat, "gaps", gaps),
-					     JU64(struct stream_stat, "max_gap_ns", max_gap_ns) };
-
-static const struct jfield copy_gpu[] = { JU64(struct copy_stat, "timed", gpu_count),
-					  JU64(struct copy_stat, "bytes", gpu_bytes),
-					  JU64(struct copy_stat, "gpu_ns", gpu_ns) };
-
-static void gpu(struct json *j, const struct report *r)
-{
-	json_obj_begin(j, "gpu");
-	json_bool(j, "inject", r->inject);
-	json_u64(j, "every", r->gpu_time); /* 0 off, 1 every launch, N every Nth */
-	json_u64(j, "records", r->gpu_records);
-	json_u64(j, "start_unknown", r->gpu_start_unknown);
-	/* of start_unknown: */
-	JSON_U64S(j, r, gpu_totals);
-	gpu_stat(j, "graphs", &r->graph_gpu);
-	json_arr_begin(j, "devices");
-	for (size_t i = 0; i < r->ndevices; i++) {
-		const struct dev_busy *d = &r->devices[i];
-
-		json_obj_begin(j, NULL);
-		json_i64(j, "device", d->device);
-		json_u64(j, "ops", d->ops);
-		json_u64(j, "busy_ns", d->busy_ns);
-		json_u64(j, "span_ns", d->last_end - d->first_start);
-		JSON_U64S(j, d, device_gaps);
-		json_obj_end(j);
-	}
-	json_arr_end(j);
-	json_arr_begin(j, "streams");
-	for (size_t i = 0; i < r->nstreams; i++) {
-		const struct stream_stat *s = &r->streams[i];
-
-		json_obj_begin(j, NULL);
-		json_u64(j, "pid", s->pid);
-		json_hex(j, "stream", s->stream);
-		if (s->tid)
-			json_u64(j, "thread", s->tid);
-		json_i64(j, "device", s->device);
-		json_u64(j, "ops", s->ops);
-		json_u64(j, "busy_ns", s->busy_ns);
-		json_u64(j, "span_ns", s->last_end - s->first_start);
-		JSON_U64S(j, s, stream_gaps);
-		json_obj_end(j);
-	}
-	json_arr_end(j);
-	json_obj_begin(j, "copies");
-	for (int k = 0; k < GS_COPY_KIND_MAX; k++) {
-		const struct copy_stat *s = &r->copies[k];
-
-		if (!s->gpu_count)
-			continue;
-		json_obj_begin(j, copy_kind_name(k));
-		JSON_U64S(j, s, copy_gpu);
-		json_obj_end(j);
-	}
-	json_obj_end(j);
-	json_obj_end(j);
-}
-
-static void arch_or_null(struct json *j, const char *key, unsigned int arch)
-{
-	if (arch)
-		json_u64(j, key, arch);
-	else
-		json_str(j, key, NULL);
-}
-
-/* What device code was read in-process (--device-code); absent when none was. */
-static void device_code(struct json *j, const struct report *r)
-{
-	if (r->probe_records) {
-		json_obj_begin(j, "device_probes");
-		json_u64(j, "ring_records", r->probe_records);
-		json_u64(j, "ring_bytes", r->probe_bytes);
-		json_obj_end(j);
-	}
-	if (!r->devmods_total)
-		return;
-	json_obj_begin(j, "device_code");
-	json_u64(j, "modules_total", r->devmods_total);
-	json_arr_begin(j, "modules");
-	for (size_t i = 0; i < r->ndevmods; i++) {
-		const struct dev_module *d = &r->devmods[i];
-
-		json_obj_begin(j, NULL);
-		json_u64(j, "pid", d->pid);
-		json_hex(j, "handle", d->scope);
-		json_str(j, "kind", devcode_kind_name(d->kind));
-		json_str(j, "loaded_by", api_name(d->api));
-		json_u64(j, "bytes", d->bytes);
-		arch_or_null(j, "ptx_arch", d->ptx_arch);
-		arch_or_null(j, "sass_arch", d->sass_arch);
-		arch_or_null(j, "sass_arch_lowest", d->sass_arch_low);
-		json_u64(j, "ptx_entries", d->nptx);
-		json_u64(j, "sass_entries", d->nsass);
-		json_u64(j, "kernels", d->nkernels);
-		json_u64(j, "kernels_with_ptx", d->with_ptx);
-		json_str(j, "error", d->why);
-		json_obj_end(j);
-	}
-	json_arr_end(j);
-	json_obj_begin(j, "kernels");
-	json_u64(j, "total", r->devkernels);
-	json_u64(j, "with_ptx", r->devkernels_ptx);
-	json_u64(j, "sass_only", r->devkernels - r->devkernels_ptx - r->devkernels_mixed);
-	json_u64(j, "mixed", r->devkernels_mixed);
-	json_obj_end(j);
-	/* Each launched kernel: whether device-side probes can go in it. */
-	json_arr_begin(j, "launched");
-	for (size_t i = 0; i < r->nkernels; i++) {
-		const struct rep_kernel *k = &r->kernels[i];
-
-		if (!k->mangled)
-			continue;
-		json_obj_begin(j, NULL);
-		json_str(j, "kernel", k->mangled);
-		json_u64(j, "launches", k->launches);
-		json_u64(j, "modules_with_ptx", r->kernel_ptx[i]);
-		json_u64(j, "modules_without_ptx", r->kernel_sass[i]);
-		if (!r->kernel_ptx[i] && !r->kernel_sass[i]) {
-			json_str(j, "has_ptx", NULL);
-			json_str(j, "why",
-				 "its module was not read (loaded before tracing, or "
-				 "from a file with cuModuleLoad)");
-		} else {
-			/* (true only if every module it came from has PTX for it) */
-			json_bool(j, "has_ptx", !r->kernel_sass[i]);
-			json_str(j, "why",
-				 !r->kernel_sass[i] ? NULL
-				 : r->kernel_ptx[i]
-					 ? "SASS only in some of the modules it was loaded from"
-					 : "SASS only: its module has no PTX for it");
-		}
-		json_obj_end(j);
-	}
-	json_arr_end(j);
-	json_obj_end(j);
-}
-
 void report_json__write(FILE *f, const struct report *r)
 {
 	struct json j;
@@ -754,8 +568,8 @@ void report_json__write(FILE *f, const struct report *r)
 	syncs(&j, r);
 	nccl(&j, r);
 	errors(&j, r);
-	gpu(&j, r);
-	device_code(&j, r);
+	report_gpu_json(&j, r);
+	report_devcode_json(&j, r);
 	report_os_json(&j, r);
 	report_findings_json(&j, r);
 	json_obj_end(&j);

@@ -10,15 +10,6 @@
 
 static const char *kind_names[MEM_KINDS] = { "device", "managed", "host" };
 
-/* Bytes over time as a rate, "-" without time. */
-static char *rate(char *buf, size_t n, __u64 bytes, __u64 ns)
-{
-	if (ns)
-		return fmt_rate(buf, n, (double)bytes * 1e9 / (double)ns);
-	snprintf(buf, n, "-");
-	return buf;
-}
-
 static void heading(FILE *f, const char *title)
 {
 	fprintf(f, "\n%s\n", title);
@@ -409,7 +400,7 @@ static void copies(FILE *f, const struct report *r)
 			continue;
 		fmt_bytes(a, sizeof(a), (double)s->bytes);
 		fmt_dur(b, sizeof(b), (double)s->sync_ns);
-		rate(c, sizeof(c), s->sync_bytes, s->sync_ns);
+		fmt_rate_over(c, sizeof(c), s->sync_bytes, s->sync_ns);
 		snprintf(d, sizeof(d), "%llu", (unsigned long long)s->errors);
 		fprintf(f, "  %-8s %8llu %12s %9llu %12s %12s %12s\n", copy_kind_name(k),
 			(unsigned long long)s->count, a, (unsigned long long)s->async_count, b, c,
@@ -533,247 +524,15 @@ static void losses(FILE *f, const struct report *r)
 			fprintf(f, "  %llu %s\n", (unsigned long long)notes[i].n, notes[i].what);
 }
 
-static void gpu_mode_str(char *buf, size_t n, __u32 mode)
-{
-	if (mode == 1)
-		snprintf(buf, n, "every launch and asynchronous copy");
-	else
-		snprintf(buf, n, "every %uth launch of each kernel", mode);
-}
-
-static void gpu_kernels(FILE *f, const struct report *r, const struct text_opts *o)
-{
-	char name[1024], tot[32], mean[32], p50[32], p99[32], q50[32];
-	size_t shown = GS_MIN(r->ngpu_kernels, o->top);
-
-	fmt_dur(tot, sizeof(tot), (double)r->gpu_kernel_ns);
-	fprintf(f, "  kernels: %s on the GPU\n", tot);
-	fprintf(f, "  %9s %10s %6s %10s %10s %10s %10s  %s\n", "timed", "GPU total", "share",
-		"mean", "p50", "p99", "queue p50", "kernel");
-	for (size_t i = 0; i < shown; i++) {
-		const struct rep_kernel *k = &r->kernels[r->gpu_order[i]];
-		const struct gpu_stat *g = k->gpu;
-
-		if (o->wide)
-			gs_strlcpy(name, k->display, sizeof(name));
-		else
-			shorten_name(k->display, 60, name, sizeof(name));
-		fmt_dur(tot, sizeof(tot), (double)g->total_ns);
-		fmt_dur(mean, sizeof(mean), (double)g->total_ns / (double)g->count);
-		fmt_dur(p50, sizeof(p50), (double)hist__quantile(&g->dur, 0.5));
-		fmt_dur(p99, sizeof(p99), (double)hist__quantile(&g->dur, 0.99));
-		fmt_dur(q50, sizeof(q50), (double)hist__quantile(&g->queue, 0.5));
-		fprintf(f, "  %9llu %10s %5.1f%% %10s %10s %10s %10s  %s\n",
-			(unsigned long long)g->count, tot,
-			r->gpu_kernel_ns ? 100.0 * (double)g->total_ns / (double)r->gpu_kernel_ns
-					 : 0,
-			mean, p50, p99, q50, name);
-	}
-	if (shown < r->ngpu_kernels)
-		fprintf(f, "  ... %zu more kernels (--top N, or --json for all)\n",
-			r->ngpu_kernels - shown);
-	fprintf(f, "  (queue: from the launch call to the kernel starting on the GPU)\n");
-}
-
-static void gpu_busy(FILE *f, const struct report *r)
-{
-	char a[32], b[32], c[32], d[32];
-
-	for (size_t i = 0; i < r->ndevices; i++) {
-		const struct dev_busy *dv = &r->devices[i];
-		__u64 span = dv->last_end - dv->first_start;
-
-		fmt_dur(a, sizeof(a), (double)dv->busy_ns);
-		fmt_dur(b, sizeof(b), (double)span);
-		fmt_dur(c, sizeof(c), (double)dv->idle_ns);
-		fmt_dur(d, sizeof(d), (double)dv->max_gap_ns);
-		if (dv->device >= 0)
-			fprintf(f, "  device %d: ", dv->device);
-		else
-			fprintf(f, "  device ?: ");
-		fprintf(f, "busy %s of %s (%.1f%%), idle %s in %llu gaps (longest %s)\n", a, b,
-			span ? 100.0 * (double)dv->busy_ns / (double)span : 0, c,
-			(unsigned long long)dv->gaps, d);
-	}
-	if (!r->nstreams)
-		return;
-	fprintf(f, "  %8s %18s %7s %10s %10s %10s %8s %12s\n", "pid", "stream", "device", "ops",
-		"busy", "idle", "gaps", "longest gap");
-	for (size_t i = 0; i < r->nstreams && i < 10; i++) {
-		const struct stream_stat *s = &r->streams[i];
-		char sid[24], dev[12];
-
-		if (s->tid)
-			snprintf(sid, sizeof(sid), "tid %u default", s->tid);
-		else if (!s->stream)
-			snprintf(sid, sizeof(sid), "legacy default");
-		else
-			snprintf(sid, sizeof(sid), "0x%llx", (unsigned long long)s->stream);
-		snprintf(dev, sizeof(dev), s->device >= 0 ? "%d" : "?", s->device);
-		fmt_dur(a, sizeof(a), (double)s->busy_ns);
-		fmt_dur(c, sizeof(c), (double)s->idle_ns);
-		fmt_dur(d, sizeof(d), (double)s->max_gap_ns);
-		fprintf(f, "  %8u %18s %7s %10llu %10s %10s %8llu %12s\n", s->pid, sid, dev,
-			(unsigned long long)s->ops, a, c, (unsigned long long)s->gaps, d);
-	}
-	if (r->nstreams > 10)
-		fprintf(f, "  ... %zu more streams (--json for all)\n", r->nstreams - 10);
-}
-
-static void gpu_time(FILE *f, const struct report *r, const struct text_opts *o)
-{
-	char mode[64], a[32], b[32], c[32];
-
-	if (!r->inject)
-		return;
-	heading(f, "GPU time");
-	if (!r->gpu_time) {
-		fprintf(f, "  not measured (--gpu-time=off)\n");
-		return;
-	}
-	gpu_mode_str(mode, sizeof(mode), r->gpu_time);
-	fprintf(f, "  from CUDA events around %s; %llu operations recorded\n", mode,
-		(unsigned long long)r->gpu_records);
-	if (!r->gpu_records)
-		return;
-	if (r->gpu_start_unknown - r->gpu_start_late - r->gpu_end_late)
-		fprintf(f,
-			"  %llu of them launches with no GPU time: the call waited for the GPU "
-			"inside the driver (e.g. to grow local memory), so when the kernel started "
-			"is not known\n",
-			(unsigned long long)(r->gpu_start_unknown - r->gpu_start_late -
-					     r->gpu_end_late));
-	if (r->gpu_start_late)
-		fprintf(f,
-			"  %llu of them launches with no GPU time: not gated, on an idle stream, "
-			"their call went on over 50 us after the start event (the thread "
-			"descheduled?), so when the kernel started is not known\n",
-			(unsigned long long)r->gpu_start_late);
-	if (r->gpu_end_late || r->gpu_copy_end_late)
-		fprintf(f,
-			"  %llu launches and %llu copies with no GPU time: not gated, their end "
-			"event was recorded over 50 us after the call returned (the thread "
-			"descheduled?) and completed soon after, so when the work ended is not "
-			"known\n",
-			(unsigned long long)r->gpu_end_late,
-			(unsigned long long)r->gpu_copy_end_late);
-	/* Busy and idle need every operation of a stream; sampled runs show kernels only. */
-	if (r->gpu_time == 1)
-		gpu_busy(f, r);
-	if (r->ngpu_kernels)
-		gpu_kernels(f, r, o);
-	if (r->graph_gpu.count) {
-		fmt_dur(a, sizeof(a), (double)r->graph_gpu.total_ns);
-		fmt_dur(b, sizeof(b), (double)r->graph_gpu.total_ns / (double)r->graph_gpu.count);
-		fprintf(f, "  graph launches: %llu timed, %s on the GPU (mean %s)\n",
-			(unsigned long long)r->graph_gpu.count, a, b);
-	}
-	for (int k = 0; k < GS_COPY_KIND_MAX; k++) {
-		const struct copy_stat *s = &r->copies[k];
-
-		if (!s->gpu_count)
-			continue;
-		fmt_bytes(a, sizeof(a), (double)s->gpu_bytes);
-		fmt_dur(b, sizeof(b), (double)s->gpu_ns);
-		rate(c, sizeof(c), s->gpu_bytes, s->gpu_ns);
-		fprintf(f, "  async %-7s %llu timed, %s in %s on the GPU (%s)\n", copy_kind_name(k),
-			(unsigned long long)s->gpu_count, a, b, c);
-	}
-}
-
-/* "sm_90", "sm_80-120" (low to high), or "-". */
-static void arch_range(char *buf, size_t n, const char *pre, unsigned int low, unsigned int high)
-{
-	if (!high)
-		snprintf(buf, n, "-");
-	else if (low && low != high)
-		snprintf(buf, n, "%s_%u-%u", pre, low, high);
-	else
-		snprintf(buf, n, "%s_%u", pre, high);
-}
-
-/* Device code read in-process (--device-code): what device-side probes can go in. */
-static void device_code(FILE *f, const struct report *r)
-{
-	unsigned int kinds[GS_CODE_KIND_MAX] = { 0 }, failed = 0, unread = 0, sass = 0;
-	char a[32], b[32], c[64], name[128];
-
-	if (r->probe_records)
-		fprintf(f,
-			"\nDevice-side probes wrote %llu record%s (%llu bytes) into GPU ring "
-			"buffers\n",
-			(unsigned long long)r->probe_records, r->probe_records == 1 ? "" : "s",
-			(unsigned long long)r->probe_bytes);
-	if (!r->devmods_total)
-		return;
-	heading(f, "Device code (read in-process; PTX is what device-side probes go in)");
-	for (size_t i = 0; i < r->ndevmods; i++) {
-		kinds[r->devmods[i].kind < GS_CODE_KIND_MAX ? r->devmods[i].kind : 0]++;
-		failed += r->devmods[i].why != NULL;
-	}
-	fprintf(f,
-		"  %llu module%s loaded (%u fatbin, %u PTX, %u cubin, %u unknown); %u not fully "
-		"read\n",
-		(unsigned long long)r->devmods_total, r->devmods_total == 1 ? "" : "s",
-		kinds[GS_CODE_FATBIN], kinds[GS_CODE_PTX], kinds[GS_CODE_CUBIN],
-		kinds[GS_CODE_UNKNOWN], failed);
-	fprintf(f,
-		"  %llu kernels in them: %llu with PTX, %llu SASS only, %llu with PTX in some "
-		"modules and not in others\n",
-		(unsigned long long)r->devkernels, (unsigned long long)r->devkernels_ptx,
-		(unsigned long long)(r->devkernels - r->devkernels_ptx - r->devkernels_mixed),
-		(unsigned long long)r->devkernels_mixed);
-	fprintf(f, "  %-18s %-7s %-20s %10s %-11s %-10s %s\n", "module", "kind", "loaded by",
-		"bytes", "PTX (max)", "SASS", "kernels");
-	for (size_t i = 0; i < r->ndevmods; i++) {
-		const struct dev_module *d = &r->devmods[i];
-
-		arch_range(a, sizeof(a), "compute", 0, d->ptx_arch);
-		arch_range(b, sizeof(b), "sm", d->sass_arch_low, d->sass_arch);
-		fprintf(f, "  0x%-16llx %-7s %-20s %10s %-11s %-10s %u (%u with PTX)%s%s\n",
-			(unsigned long long)d->scope, devcode_kind_name(d->kind), api_name(d->api),
-			fmt_bytes(c, sizeof(c), (double)d->bytes), a, b, d->nkernels, d->with_ptx,
-			d->why ? ": " : "", d->why ? d->why : "");
-	}
-	for (size_t i = 0; i < r->nkernels; i++) {
-		sass += r->kernel_sass[i] > 0;
-		unread += r->kernels[i].mangled && !r->kernel_ptx[i] && !r->kernel_sass[i];
-	}
-	if (sass) {
-		fprintf(f, "  launched kernels that device-side probes cannot go in (no PTX):\n");
-		for (size_t i = 0; i < r->nkernels; i++) {
-			const struct rep_kernel *k = &r->kernels[i];
-
-			if (!r->kernel_sass[i])
-				continue;
-			shorten_name(k->display, 60, name, sizeof(name));
-			arch_range(a, sizeof(a), "sm", r->kernel_sass_arch_low[i],
-				   r->kernel_sass_arch[i]);
-			if (r->kernel_ptx[i])
-				snprintf(c, sizeof(c), "SASS only (%s) in %u of %u modules", a,
-					 r->kernel_sass[i], r->kernel_sass[i] + r->kernel_ptx[i]);
-			else
-				snprintf(c, sizeof(c), "SASS only (%s)", a);
-			fprintf(f, "  %10llu launches  %-60s %s\n", (unsigned long long)k->launches,
-				name, c);
-		}
-	}
-	if (unread)
-		fprintf(f,
-			"  %u launched kernel%s from modules not read (loaded before tracing, or "
-			"from a file with cuModuleLoad)\n",
-			unread, unread == 1 ? "" : "s");
-}
-
 void report_text__write(FILE *f, const struct report *r, const struct text_opts *o)
 {
 	session(f, r);
 	processes(f, r, o);
 	kernels(f, r, o);
-	gpu_time(f, r, o);
+	report_gpu_text(f, r, o);
 	memory(f, r);
 	memory_analyses(f, r);
-	device_code(f, r);
+	report_devcode_text(f, r);
 	copies(f, r);
 	syncs(f, r);
 	nccl(f, r);

@@ -16,6 +16,12 @@ void report_text__write(FILE *f, const struct report *r, const struct text_opts 
 void report_json__write(FILE *f, const struct report *r);
 struct json;
 void report_os_text(FILE *f, const struct report *r);
+/* report_gpu.c: GPU time by kernel and by GPU, and the device code loaded. */
+void report_gpu_text(FILE *f, const struct report *r, const struct text_opts *o);
+void report_devcode_text(FILE *f, const struct report *r);
+void report_gpu_stat_json(struct json *j, const char *key, const struct gpu_stat *g);
+void report_gpu_json(struct json *j, const struct report *r);
+void report_devcode_json(struct json *j, const struct report *r);
 void report_os_json(struct json *j, const struct report *r);
 /* One line saying what a finding found; t0: the session's start (times are from it). */
 char *finding_describe(const struct finding *f, __u64 t0, char *buf, size_t n);
