@@ -50,114 +50,43 @@ static void device_family(struct strbuf *sb, const struct gpu_labels *gl, const 
 	}
 }
 
-static double f_util(const struct nvml_gpu *g)
-{
-	return g->util_gpu;
-}
-static double f_mem_util(const struct nvml_gpu *g)
-{
-	return g->util_mem;
-}
-static double f_fb_free(const struct nvml_gpu *g)
-{
-	return (double)g->mem_free / 1048576.0;
-}
-static double f_fb_used(const struct nvml_gpu *g)
-{
-	return (double)g->mem_used / 1048576.0;
-}
-static double f_fb_reserved(const struct nvml_gpu *g)
-{
-	return (double)g->mem_reserved / 1048576.0;
-}
-static double f_fb_total(const struct nvml_gpu *g)
-{
-	return (double)g->mem_total;
-}
-static double f_power(const struct nvml_gpu *g)
-{
-	return g->power_mw / 1000.0;
-}
-static double f_energy(const struct nvml_gpu *g)
-{
-	return (double)g->energy_mj;
-}
-static double f_temp(const struct nvml_gpu *g)
-{
-	return g->temp_c;
-}
-static double f_sm_clock(const struct nvml_gpu *g)
-{
-	return g->clock_sm_mhz;
-}
-static double f_mem_clock(const struct nvml_gpu *g)
-{
-	return g->clock_mem_mhz;
-}
-static double f_reasons(const struct nvml_gpu *g)
-{
-	return (double)g->clock_reasons;
-}
-static double f_pstate(const struct nvml_gpu *g)
-{
-	return g->pstate;
-}
-static double f_sm_active(const struct nvml_gpu *g)
-{
-	return g->sm_active;
-}
-static double f_sm_occupancy(const struct nvml_gpu *g)
-{
-	return g->sm_occupancy;
-}
-static double f_tensor(const struct nvml_gpu *g)
-{
-	return g->tensor_active;
-}
-static double f_dram(const struct nvml_gpu *g)
-{
-	return g->dram_active;
-}
-static double f_gr(const struct nvml_gpu *g)
-{
-	return g->gr_active;
-}
-static double f_pcie_tx(const struct nvml_gpu *g)
-{
-	return g->pcie_tx_bps;
-}
-static double f_pcie_rx(const struct nvml_gpu *g)
-{
-	return g->pcie_rx_bps;
-}
-static double f_nvlink_tx(const struct nvml_gpu *g)
-{
-	return g->nvlink_tx_bps;
-}
-static double f_nvlink_rx(const struct nvml_gpu *g)
-{
-	return g->nvlink_rx_bps;
-}
-static double f_ecc_c(const struct nvml_gpu *g)
-{
-	return (double)g->ecc_corrected;
-}
-static double f_ecc_u(const struct nvml_gpu *g)
-{
-	return (double)g->ecc_uncorrected;
-}
-static double f_remap_c(const struct nvml_gpu *g)
-{
-	return g->remap_corrected;
-}
-static double f_remap_u(const struct nvml_gpu *g)
-{
-	return g->remap_uncorrected;
-}
-static double f_remap_fail(const struct nvml_gpu *g)
-{
-	return g->remap_failure;
-}
+/* A field's value as served, from a GPU's sample. */
+#define GPU_FIELD(name, expr)                        \
+	static double name(const struct nvml_gpu *g) \
+	{                                            \
+		return (double)(expr);               \
+	}
+
+GPU_FIELD(f_util, g->util_gpu)
+GPU_FIELD(f_mem_util, g->util_mem)
+GPU_FIELD(f_fb_free, (double)g->mem_free / 1048576.0)
+GPU_FIELD(f_fb_used, (double)g->mem_used / 1048576.0)
+GPU_FIELD(f_fb_reserved, (double)g->mem_reserved / 1048576.0)
+GPU_FIELD(f_fb_total, g->mem_total)
+GPU_FIELD(f_power, g->power_mw / 1000.0)
+GPU_FIELD(f_energy, g->energy_mj)
+GPU_FIELD(f_temp, g->temp_c)
+GPU_FIELD(f_sm_clock, g->clock_sm_mhz)
+GPU_FIELD(f_mem_clock, g->clock_mem_mhz)
+GPU_FIELD(f_reasons, g->clock_reasons)
+GPU_FIELD(f_pstate, g->pstate)
+GPU_FIELD(f_sm_active, g->sm_active)
+GPU_FIELD(f_sm_occupancy, g->sm_occupancy)
+GPU_FIELD(f_tensor, g->tensor_active)
+GPU_FIELD(f_dram, g->dram_active)
+GPU_FIELD(f_gr, g->gr_active)
+GPU_FIELD(f_pcie_tx, g->pcie_tx_bps)
+GPU_FIELD(f_pcie_rx, g->pcie_rx_bps)
+GPU_FIELD(f_nvlink_tx, g->nvlink_tx_bps)
+GPU_FIELD(f_nvlink_rx, g->nvlink_rx_bps)
+GPU_FIELD(f_ecc_c, g->ecc_corrected)
+GPU_FIELD(f_ecc_u, g->ecc_uncorrected)
+GPU_FIELD(f_remap_c, g->remap_corrected)
+GPU_FIELD(f_remap_u, g->remap_uncorrected)
+GPU_FIELD(f_remap_fail, g->remap_failure)
+GPU_FIELD(f_last_xid, g->last_xid)
+GPU_FIELD(f_xid_count, g->xid_count)
+GPU_FIELD(f_lost, g->lost)
 
 /* The device families, in the order they are served: the DCGM exporter's names. */
 static const struct device_field {
@@ -226,21 +155,6 @@ static void gpu_family(struct strbuf *sb, const struct gpu_labels *gl, const str
 	prom_family(sb, name, type, help);
 	for (unsigned int i = 0; i < n; i++)
 		prom_sample(sb, name, &gl[i].ls, NULL, NULL, fn(&g[i]));
-}
-
-static double f_last_xid(const struct nvml_gpu *g)
-{
-	return (double)g->last_xid;
-}
-
-static double f_xid_count(const struct nvml_gpu *g)
-{
-	return (double)g->xid_count;
-}
-
-static double f_lost(const struct nvml_gpu *g)
-{
-	return g->lost;
 }
 
 /* A family of NVML's processes of each GPU that has `field` (a value below 0: none). */
