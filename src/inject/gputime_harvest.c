@@ -1,0 +1,221 @@
+// SPDX-License-Identifier: MIT
+/* GPU times (gputime_int.h): the harvester, which places finished pairs of events on the
+ * host clock and emits them; also on the program's thread after a sync, and at exit. */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <time.h>
+
+#include "inject/gputime_int.h"
+
+static void *harvest(void *arg);
+static void flush_at_exit(void);
+
+void gt_start_harvester(void)
+{
+	if (gs_thread(harvest)) {
+		T.harvester = true;
+		atexit(flush_at_exit);
+	}
+}
+
+/* The reference to measure an event from: the latest taken before its call. */
+static const struct ref *ref_for(const struct ctx_slot *c, __u64 call_ts)
+{
+	const struct ref *r = &c->refs[0];
+
+	for (int i = 1; i < c->nref; i++)
+		if (c->refs[i].host_ns <= call_ts)
+			r = &c->refs[i];
+	return r;
+}
+
+static void emit_gpu(const struct ctx_slot *c, const struct pending *p, __u64 start, __u64 end)
+{
+	struct gs_ev_gpu *e = gs_emit_reserve(sizeof(*e), GS_EV_GPU);
+
+	if (!e)
+		return;
+	gs_fill_hdr(&e->h, GS_EV_GPU, sizeof(*e), p->c.call_ts);
+	e->h.tid = p->tid;
+	e->start_ns = start;
+	e->end_ns = end;
+	e->call_end_ns = p->c.call_end;
+	e->func = p->c.func;
+	e->stream = p->stream;
+	e->bytes = p->c.bytes;
+	e->dst = p->c.dst;
+	e->src = p->c.src;
+	e->ctx = (__u64)(unsigned long)c->ctx;
+	e->api = p->c.api;
+	e->kind = p->c.kind;
+	e->flags = (p->gated ? GS_GPU_GATED : 0) | (p->forced ? GS_GPU_START_UNKNOWN : 0) |
+		   (!p->gated && start < p->c.call_ts ? GS_GPU_IDLE_STREAM : 0) |
+		   (p->end_late && end < p->end_late + END_SOON_NS ? GS_GPU_END_LATE : 0);
+	e->device = c->device;
+	e->copy_kind = p->c.copy_kind;
+	e->pad = 0;
+	gs_emit_commit(e);
+}
+
+/*
+ * One pending pair: 1 done (emitted or given up), 0 not finished yet. Two driver calls per
+ * pair, not three: the elapsed time between the pair is NOT_READY until the end event is
+ * done, which is the query. (The harvester's calls compete with the program's for the
+ * driver's locks.)
+ */
+static int harvest_one(const struct pending *p)
+{
+	struct ctx_slot *c = &T.ctx[p->ci];
+	const struct ref *r;
+	float to_start, dur;
+	int q = T.cu.ev_elapsed(&dur, p->start, p->end);
+	__s64 start;
+
+	if (q == NOT_READY)
+		return 0;
+	r = ref_for(c, p->c.call_ts);
+	if (q == 0 && dur >= 0 && !T.cu.ev_elapsed(&to_start, r->event, p->start)) {
+		start = (__s64)r->host_ns + (__s64)((double)to_start * 1e6);
+		if (start > 0)
+			emit_gpu(c, p, (__u64)start, (__u64)start + (__u64)((double)dur * 1e6));
+	}
+	pthread_mutex_lock(&T.lock);
+	if (q == 0 && dur >= 0 && p->c.func &&
+	    (p->c.kind == GS_GPU_KERNEL || p->c.kind == GS_GPU_GRAPH)) {
+		struct last_dur *d = &T.dur[gt_slot_hash(p->c.func, DUR_SLOTS)];
+
+		d->func = p->c.func;
+		d->ns = (__u64)((double)dur * 1e6);
+	}
+	gt_event_put(c, p->start);
+	gt_event_put(c, p->end);
+	pthread_mutex_unlock(&T.lock);
+	return 1;
+}
+
+/* One pass over what is pending: emit what finished, keep the rest in order. Returns how
+ * many are still pending. */
+static size_t harvest_pass(void **current, bool recalibrate)
+{
+	static struct pending *batch;
+	static size_t cap;
+	size_t n, keep = 0, left;
+
+	pthread_mutex_lock(&T.harvesting);
+	if (T.stopped) {
+		pthread_mutex_unlock(&T.harvesting);
+		return 0;
+	}
+	pthread_mutex_lock(&T.lock);
+	n = T.qn;
+	if (n > cap) {
+		struct pending *b = realloc(batch, n * sizeof(*b));
+
+		if (!b) {
+			pthread_mutex_unlock(&T.lock);
+			pthread_mutex_unlock(&T.harvesting);
+			return n;
+		}
+		batch = b;
+		cap = n;
+	}
+	memcpy(batch, T.q, n * sizeof(*batch));
+	T.qn = 0;
+	pthread_mutex_unlock(&T.lock);
+	for (size_t i = 0; i < n; i++) {
+		struct ctx_slot *c = &T.ctx[batch[i].ci];
+
+		if (c->ctx != *current && !T.cu.ctx_set(c->ctx))
+			*current = c->ctx;
+		if (!harvest_one(&batch[i]))
+			batch[keep++] = batch[i];
+	}
+	for (int ci = 0; recalibrate && ci < __atomic_load_n(&T.nctx, __ATOMIC_ACQUIRE); ci++) {
+		struct ctx_slot *c = &T.ctx[ci];
+
+		if (c->broken || !c->nref || gs_clock() - c->last_cal < CALIBRATE_NS)
+			continue;
+		if (!T.cu.ctx_set(c->ctx)) {
+			*current = c->ctx;
+			gt_calibrate(c);
+		}
+	}
+	/* What is not finished goes back ahead of what came meanwhile, in order. */
+	pthread_mutex_lock(&T.lock);
+	if (keep && T.qn + keep > T.qcap) {
+		struct pending *q = realloc(T.q, (T.qn + keep) * sizeof(*q));
+
+		if (q) {
+			T.q = q;
+			T.qcap = T.qn + keep;
+		}
+	}
+	if (keep && T.qn + keep <= T.qcap) {
+		memmove(T.q + keep, T.q, T.qn * sizeof(*T.q));
+		memcpy(T.q, batch, keep * sizeof(*T.q));
+		T.qn += keep;
+	}
+	left = T.qn;
+	pthread_mutex_unlock(&T.lock);
+	pthread_mutex_unlock(&T.harvesting);
+	return left;
+}
+
+static void *harvest(void *arg)
+{
+	void *current = NULL;
+
+	(void)arg;
+	prctl(PR_SET_NAME, GS_THREAD_PREFIX "harvest"); /* (the OS plane leaves ours out) */
+	for (;;) {
+		struct timespec nap = { 0, (long)T.harvest_ns };
+
+		nanosleep(&nap, NULL);
+		harvest_pass(&current, true);
+	}
+	return NULL;
+}
+
+/*
+ * After the program waited for the GPU (a synchronisation call returned), what it waited
+ * for is finished: collect it now, on the program's thread, rather than up to a
+ * millisecond later, when a short-lived process may be gone (_exit runs no handlers). If the
+ * harvester is in a pass, wait for it: it may have taken these very events before they
+ * finished. Leaves the thread's context as it was.
+ */
+void gs_timing_synced(void)
+{
+	void *saved = NULL, *current;
+
+	/* Nothing queued may still mean a pass of the harvester holds it: pass after it. */
+	if (!T.every || !__atomic_load_n(&T.harvester, __ATOMIC_ACQUIRE) ||
+	    !__atomic_load_n(&T.have_cu, __ATOMIC_ACQUIRE) || T.cu.ctx_get(&saved))
+		return;
+	current = saved;
+	harvest_pass(&current, false);
+	if (current != saved)
+		T.cu.ctx_set(saved);
+}
+
+/*
+ * At exit, before the runtime tears its contexts down (this handler is registered after
+ * the runtime's, so it runs before it): wait a bounded time for the GPU work already
+ * timed, so the last kernels of a program get their times too. Then the harvester stops
+ * calling the driver.
+ */
+static void flush_at_exit(void)
+{
+	__u64 deadline = gs_clock() + FLUSH_NS;
+	void *current = NULL;
+
+	while (harvest_pass(&current, false) && gs_clock() < deadline) {
+		struct timespec nap = { 0, 100000 };
+
+		nanosleep(&nap, NULL);
+	}
+	pthread_mutex_lock(&T.harvesting);
+	T.stopped = true;
+	pthread_mutex_unlock(&T.harvesting);
+}

@@ -1,0 +1,155 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * GPU times of calls (see gputime.h): the state, and what the three files share.
+ *   gputime_ctx.c      the state; the driver's functions; per context: events, the
+ *                      reference events on the host clock, the calibration kernel;
+ *   gputime_harvest.c  the harvester: finished pairs placed on the host clock and emitted,
+ *                      at a sync and at exit;
+ *   gputime.c          the calls timed: sampling, gates, the queue of pending pairs.
+ * Layered: gputime.c uses gputime_harvest.c uses gputime_ctx.c.
+ */
+#ifndef GS_INJECT_GPUTIME_INT_H
+#define GS_INJECT_GPUTIME_INT_H
+
+#include <pthread.h>
+#include <stdbool.h>
+
+#include "gpuscope/cuda_abi.h"
+#include "inject/gputime.h"
+
+#define MAX_CTX	      16
+#define MAX_EVENTS    8192 /* per context: what timing may hold at once */
+#define NREF	      8
+#define CALIBRATE_NS  1000000000ULL
+#define HARVEST_NS    1000000ULL
+#define NOT_READY     600
+#define SAMPLE_SLOTS  256
+#define MAX_PENDING   (MAX_CTX * MAX_EVENTS / 2)
+#define FLUSH_NS      2000000000ULL /* at exit, how long to wait for the GPU to finish */
+#define BACKLOG_SLOTS 64	    /* streams whose queued work is estimated */
+#define DUR_SLOTS     1024	    /* kernels and graphs whose last GPU time is kept */
+#define BACKLOG_MIN   20000ULL	    /* ns of work ahead that make a gate unnecessary */
+#define FIRST_HOLD_NS 300000ULL	    /* how long a first launch may keep its gate closed */
+#define END_LATE_NS   50000ULL	    /* an end event recorded this late after its call ... */
+#define END_SOON_NS   50000ULL	    /* ... that completed this soon after: end not known */
+
+typedef int (*ev_create_fn)(void **, unsigned int);
+typedef int (*ev_record_fn)(void *, __u64);
+typedef int (*ev_query_fn)(void *);
+typedef int (*ev_elapsed_fn)(float *, void *, void *);
+typedef int (*ctx_get_fn)(void **);
+typedef int (*ctx_set_fn)(void *);
+typedef int (*ctx_dev_fn)(int *);
+typedef int (*stream_create_fn)(__u64 *, unsigned int);
+typedef int (*capturing_fn)(__u64, int *);
+typedef int (*func_is_loaded_fn)(int *, void *);
+typedef int (*func_load_fn)(void *);
+typedef int (*kernel_get_function_fn)(void **, void *);
+typedef int (*launch_fn)(void *, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+			 unsigned, __u64, void **, void **);
+
+struct ref {
+	void *event;
+	__u64 host_ns;
+};
+
+struct ctx_slot {
+	void *ctx;
+	__u64 stream; /* ours, for reference events */
+	int device;
+	bool broken; /* timing failed to set up here: never try again */
+	void **free_events;
+	int nfree, nevents;
+	struct ref refs[NREF];
+	int nref;
+	__u64 last_cal;
+	struct gs_gate gate;
+	void *prime; /* CUfunction: an empty kernel of ours (see gs_timing_begin) */
+};
+
+struct pending {
+	void *start, *end;
+	struct gs_timed_call c;
+	__u64 stream;
+	__u64 end_late; /* ungated, its end event recorded late: when that call returned */
+	__u32 tid;
+	__u8 ci;
+	bool gated, forced;
+};
+
+/*
+ * What is queued on a stream, estimated: each timed launch adds its kernel's last measured
+ * GPU time to the stream's predicted end. (Untimed work is not counted: the estimate errs
+ * towards an idle stream, which only costs a gate.)
+ */
+struct backlog {
+	__u64 stream;
+	void *ctx;
+	__u64 busy_until;
+	bool after_copy; /* its last operation we saw was a copy, a set or a graph, or we
+			  * have seen none */
+};
+
+struct last_dur {
+	__u64 func, ns;
+};
+
+struct gt_state {
+	int every;			       /* 0 off, 1 all, N every Nth */
+	struct backlog backlog[BACKLOG_SLOTS]; /* under lock */
+	struct last_dur dur[DUR_SLOTS];	       /* under lock */
+	pthread_mutex_t lock;
+	struct ctx_slot ctx[MAX_CTX];
+	int nctx;
+	struct pending *q;
+	size_t qn, qcap;
+	bool harvester;
+	__u64 harvest_ns; /* between passes */
+	bool stopped;	  /* the process is exiting: no more driver calls from the harvester */
+	__u64 first_hold_ns;
+	bool no_prime;		    /* GPUSCOPE_NO_PRIME (to compare) */
+	__u64 end_delay_ns;	    /* GPUSCOPE_END_DELAY_US (tests: a thread held up before it) */
+	pthread_mutex_t harvesting; /* one pass at a time: the harvester's or the exit flush */
+	struct {
+		ev_create_fn ev_create;
+		ev_record_fn ev_record, ev_record_ptsz;
+		ev_query_fn ev_query;
+		ev_elapsed_fn ev_elapsed;
+		ctx_get_fn ctx_get;
+		ctx_set_fn ctx_set;
+		ctx_dev_fn ctx_dev;
+		stream_create_fn stream_create;
+		capturing_fn capturing, capturing_ptsz;
+		ev_query_fn stream_query, stream_query_ptsz;
+		func_is_loaded_fn func_is_loaded; /* (CUDA 12.4 and later) */
+		func_load_fn func_load;
+		kernel_get_function_fn kernel_get_function;
+		launch_fn launch;
+	} cu;
+	bool have_cu;
+};
+extern struct gt_state T GS_HIDDEN;
+
+static inline unsigned int gt_slot_hash(__u64 v, unsigned int n)
+{
+	return (unsigned int)((v >> 4) ^ (v >> 16) ^ (v >> 28)) & (n - 1);
+}
+
+/* gputime_ctx.c */
+bool gt_load_driver(void) GS_HIDDEN;
+/* Under T.lock: an event of the context's pool (NULL when none), and one given back. */
+void *gt_event_get(struct ctx_slot *c) GS_HIDDEN;
+void gt_event_put(struct ctx_slot *c, void *ev) GS_HIDDEN;
+/* Both events of a call that goes untimed back to the pool (takes T.lock). */
+void gt_give_back(struct ctx_slot *c, struct gs_timing *t) GS_HIDDEN;
+/* A new reference event of a context (its context current on this thread). */
+void gt_calibrate(struct ctx_slot *c) GS_HIDDEN;
+/* Load a kernel's function now, as its first launch would. */
+void gt_load_ahead(__u64 handle) GS_HIDDEN;
+/* The slot of a context, set up on first use; -1 where timing cannot work there. */
+int gt_ctx_slot(void *ctx) GS_HIDDEN;
+
+/* gputime_harvest.c */
+void gt_start_harvester(void) GS_HIDDEN;
+
+#endif
