@@ -52,7 +52,7 @@ INJECT_CFLAGS := -fPIC -fvisibility=hidden -ftls-model=initial-exec -fno-strict-
 
 # NVML for the static build: a small dynamically linked helper it carries (src/nvml/proxy.c).
 NVML_HELPER      := $(OUTPUT)/gpuscope-nvml
-NVML_HELPER_OBJS := $(patsubst %.c,$(OUTPUT)/obj/%.o,src/nvml/helper/main.c src/nvml/nvml.c src/nvml/totals.c \
+NVML_HELPER_OBJS := $(patsubst %.c,$(OUTPUT)/obj/%.o,src/nvml/helper/main.c src/nvml/nvml.c src/nvml/nvml_sample.c src/nvml/totals.c \
 		      src/core/util.c src/core/xalloc.c src/core/alloc.c)
 
 OBJS       = $(patsubst %.c,$(OUTPUT)/$(1)/%.o,$(LIB_SRCS) $(MAIN_SRC))
