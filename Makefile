@@ -34,7 +34,7 @@ SKELS     := $(patsubst src/bpf/%.bpf.c,$(OUTPUT)/bpf/%.skel.h,$(BPF_SRCS))
 # Everything but main.c, so unit tests and fuzz targets link the same objects.
 LIB_SRCS  := $(wildcard src/core/*.c src/analysis/*.c src/sink/*.c src/cmd/*.c src/nvml/*.c \
 			   src/ptx/*.c src/source/*.c) \
-	     src/bpf/tracer.c
+	     src/bpf/tracer.c src/bpf/tracer_attach.c
 MAIN_SRC  := src/main.c
 
 # The in-process library: src/inject/, plus the core pieces it shares.

@@ -1,6 +1,5 @@
 // SPDX-License-Identifier: MIT
 /* gpuscope's side of the in-process plane, a source of the session (see inject.h). */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -14,7 +13,6 @@
 #include <sys/inotify.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
-#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "core/procfs.h"
@@ -22,121 +20,6 @@
 #include "core/util.h"
 #include "core/hmap.h"
 #include "source/inject_int.h"
-
-#ifndef GS_INJECT_SO
-#error "GS_INJECT_SO names the built library to carry (set by the Makefile)"
-#endif
-
-/* The library, carried inside gpuscope so that one binary is all there is to install. */
-__asm__(".section .rodata\n"
-	".balign 64\n"
-	".globl gs_inject_so\n"
-	".hidden gs_inject_so\n"
-	"gs_inject_so:\n"
-	".incbin \"" GS_INJECT_SO "\"\n"
-	".globl gs_inject_so_end\n"
-	".hidden gs_inject_so_end\n"
-	"gs_inject_so_end:\n"
-	".previous\n");
-extern const unsigned char gs_inject_so[], gs_inject_so_end[];
-
-#define SO_NAME	   "libgpuscope-inject.so"
-#define DIR_PREFIX "gpuscope-"
-
-/* Remove a session directory and what is in it (flat: rings and the library). */
-static void remove_dir(const char *dir)
-{
-	char path[PATH_MAX + 256];
-	struct dirent *de;
-	DIR *d = opendir(dir);
-
-	if (!d)
-		return;
-	while ((de = readdir(d)))
-		if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..")) {
-			snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
-			unlink(path);
-		}
-	closedir(d);
-	rmdir(dir);
-}
-
-/* Sessions of gpuscope processes that are gone (killed before they could clean up). */
-static void remove_stale(const char *base)
-{
-	char path[PATH_MAX];
-	struct dirent *de;
-	struct stat st;
-	DIR *d = opendir(base);
-
-	if (!d)
-		return;
-	while ((de = readdir(d))) {
-		long pid;
-		char *end;
-
-		if (strncmp(de->d_name, DIR_PREFIX, strlen(DIR_PREFIX)))
-			continue;
-		pid = strtol(de->d_name + strlen(DIR_PREFIX), &end, 10);
-		if (pid <= 0 || *end != '-' || (kill((pid_t)pid, 0) == 0 || errno != ESRCH))
-			continue;
-		snprintf(path, sizeof(path), "%s/%s", base, de->d_name);
-		if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == geteuid()) {
-			gs_debug("removing %s, left by gpuscope %ld", path, pid);
-			remove_dir(path);
-		}
-	}
-	closedir(d);
-}
-
-static int make_dir(const char *base, char *out, size_t n)
-{
-	struct stat st;
-
-	if (stat(base, &st) || !S_ISDIR(st.st_mode) || access(base, W_OK | X_OK))
-		return -1;
-	remove_stale(base);
-	if (snprintf(out, n, "%s/" DIR_PREFIX "%d-XXXXXX", base, (int)getpid()) >= (int)n)
-		return -1;
-	return mkdtemp(out) ? 0 : -1;
-}
-
-static bool noexec(const char *dir)
-{
-	struct statvfs sv;
-
-	return statvfs(dir, &sv) == 0 && (sv.f_flag & ST_NOEXEC);
-}
-
-static int write_library(const char *path)
-{
-	size_t len = (size_t)(gs_inject_so_end - gs_inject_so);
-	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0755);
-
-	if (fd < 0)
-		return -1;
-	/* (0755 whatever the umask: other users' programs load it from the agent's
-	 * directory) */
-	if (gs_io_full(fd, (void *)gs_inject_so, len, true) || fchmod(fd, 0755)) {
-		close(fd);
-		return -1;
-	}
-	return close(fd);
-}
-
-/* Written beside, then renamed over: a program that has the old one mapped keeps it. */
-static int replace_library(const char *path)
-{
-	char tmp[PATH_MAX + 16];
-
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	unlink(tmp);
-	if (write_library(tmp) || rename(tmp, path)) {
-		unlink(tmp);
-		return -1;
-	}
-	return 0;
-}
 
 static void inject__close(struct inject *in);
 static const struct source_ops ops;
@@ -216,11 +99,11 @@ int inject__open_agent(struct session *s, const char *dir, const struct inject_o
 		gs_err("%s is in use by another gpuscope exporter", dir);
 		goto fail;
 	}
-	snprintf(in->so_path, sizeof(in->so_path), "%s/%s", dir, SO_NAME);
-	if (noexec(dir))
+	snprintf(in->so_path, sizeof(in->so_path), "%s/%s", dir, INJ_SO_NAME);
+	if (inj_noexec(dir))
 		gs_warn("%s is on a noexec mount: programs cannot preload %s from it", dir,
 			in->so_path);
-	if (replace_library(in->so_path)) {
+	if (inj_replace_library(in->so_path)) {
 		gs_err("cannot write %s: %s", in->so_path, strerror(errno));
 		goto fail;
 	}
@@ -266,8 +149,8 @@ int inject__open(struct session *s, const struct inject_opts *o, struct inject *
 
 	in->scan_every = 100000000ULL;
 	/* Rings in shared memory; /tmp will do where there is none. */
-	if (make_dir("/dev/shm", in->dir, sizeof(in->dir)) &&
-	    make_dir("/tmp", in->dir, sizeof(in->dir))) {
+	if (inj_make_dir("/dev/shm", in->dir, sizeof(in->dir)) &&
+	    inj_make_dir("/tmp", in->dir, sizeof(in->dir))) {
 		gs_err("cannot create a session directory in /dev/shm or /tmp: %s",
 		       strerror(errno));
 		in->dir[0] = 0;
@@ -276,12 +159,12 @@ int inject__open(struct session *s, const struct inject_opts *o, struct inject *
 	/* The library must be mapped executable: not from a noexec mount (a container's
 	 * /dev/shm often is). */
 	so_base = in->dir;
-	if (noexec(in->dir)) {
+	if (inj_noexec(in->dir)) {
 		const char *bases[] = { tmp && *tmp ? tmp : "/tmp", "/var/tmp", "/run" };
 
 		for (size_t i = 0; i < 3 && !in->so_dir[0]; i++)
-			if (!noexec(bases[i]) &&
-			    make_dir(bases[i], in->so_dir, sizeof(in->so_dir)) == 0)
+			if (!inj_noexec(bases[i]) &&
+			    inj_make_dir(bases[i], in->so_dir, sizeof(in->so_dir)) == 0)
 				so_base = in->so_dir;
 		if (!in->so_dir[0]) {
 			gs_err("--inject: no directory to put the library in that allows executing "
@@ -290,9 +173,9 @@ int inject__open(struct session *s, const struct inject_opts *o, struct inject *
 			goto fail;
 		}
 	}
-	if (snprintf(in->so_path, sizeof(in->so_path), "%s/%s", so_base, SO_NAME) >=
+	if (snprintf(in->so_path, sizeof(in->so_path), "%s/%s", so_base, INJ_SO_NAME) >=
 		    (int)sizeof(in->so_path) ||
-	    write_library(in->so_path)) {
+	    inj_write_library(in->so_path)) {
 		gs_err("cannot write %s: %s", in->so_path, strerror(errno));
 		goto fail;
 	}
@@ -342,84 +225,11 @@ static void inject__close(struct inject *in)
 		gs_info("in-process session kept: %s", in->dir);
 	} else {
 		if (in->dir[0])
-			remove_dir(in->dir);
+			inj_remove_dir(in->dir);
 		if (in->so_dir[0])
-			remove_dir(in->so_dir);
+			inj_remove_dir(in->so_dir);
 	}
 	free(in);
-}
-
-static char *env_pair(const char *name, const char *value)
-{
-	struct strbuf sb = {};
-
-	sb_printf(&sb, "%s=%s", name, value);
-	return sb.buf;
-}
-
-char **inject__env(const struct inject *in, char *const *env)
-{
-	static const char *const ours[] = {
-		"LD_PRELOAD=",	      "GPUSCOPE_INJECT_DIR=", "GPUSCOPE_PID=",
-		"GPUSCOPE_GPU_TIME=", "GPUSCOPE_RING_BYTES=", "GPUSCOPE_STACKS=",
-		"GPUSCOPE_DEVCODE=",  "GPUSCOPE_PROBE=",      "GPUSCOPE_PROBE_OUT="
-	};
-	const char *preload = NULL;
-	char num[32], **out;
-	size_t n = 0, k = 0;
-
-	while (env[n])
-		n++;
-	out = xcalloc(n + sizeof(ours) / sizeof(ours[0]) + 1, sizeof(*out));
-	for (size_t i = 0; i < n; i++) {
-		bool skip = false;
-
-		for (size_t j = 0; j < sizeof(ours) / sizeof(ours[0]); j++)
-			if (!strncmp(env[i], ours[j], strlen(ours[j])))
-				skip = true;
-		if (!strncmp(env[i], "LD_PRELOAD=", 11))
-			preload = env[i] + 11;
-		if (!skip)
-			out[k++] = xstrdup(env[i]);
-	}
-	/* Ours first, so that our definitions of the driver's functions are the ones bound. */
-	if (preload && *preload) {
-		struct strbuf sb = {};
-
-		sb_printf(&sb, "LD_PRELOAD=%s:%s", in->so_path, preload);
-		out[k++] = sb.buf;
-	} else {
-		out[k++] = env_pair("LD_PRELOAD", in->so_path);
-	}
-	out[k++] = env_pair("GPUSCOPE_INJECT_DIR", in->dir);
-	snprintf(num, sizeof(num), "%d", (int)getpid());
-	out[k++] = env_pair("GPUSCOPE_PID", num);
-	if (in->o.gpu_time == 0)
-		snprintf(num, sizeof(num), "off");
-	else if (in->o.gpu_time == 1)
-		snprintf(num, sizeof(num), "all");
-	else
-		snprintf(num, sizeof(num), "%u", in->o.gpu_time);
-	out[k++] = env_pair("GPUSCOPE_GPU_TIME", num);
-	if (in->o.device_code)
-		out[k++] = env_pair("GPUSCOPE_DEVCODE", "1");
-	if (in->o.probe_bundle && in->o.probe_out) {
-		out[k++] = env_pair("GPUSCOPE_PROBE", in->o.probe_bundle);
-		out[k++] = env_pair("GPUSCOPE_PROBE_OUT", in->o.probe_out);
-	}
-	snprintf(num, sizeof(num), "%llu", (unsigned long long)in->o.ring_bytes);
-	out[k++] = env_pair("GPUSCOPE_RING_BYTES", num);
-	snprintf(num, sizeof(num), "%u", in->o.stack_every);
-	out[k++] = env_pair("GPUSCOPE_STACKS", num);
-	out[k] = NULL;
-	return out;
-}
-
-void inject__free_env(char **env)
-{
-	for (size_t i = 0; env && env[i]; i++)
-		free(env[i]);
-	free(env);
 }
 
 /* A ring file's name: <pid>.ring, or the agent's <pid>-<16 hex digits>.ring. */

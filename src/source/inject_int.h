@@ -87,6 +87,17 @@ struct inject {
  * minute, so that another user cannot flood the agent's log (the rest are counted, said). */
 #define RING_WARNINGS_PER_MIN 10
 
+/* inject_lib.c */
+#define INJ_SO_NAME "libgpuscope-inject.so"
+/* A new session directory under base (stale ones of gone gpuscopes removed first). */
+int inj_make_dir(const char *base, char *out, size_t n);
+/* A session directory and what is in it removed (flat: rings and the library). */
+void inj_remove_dir(const char *dir);
+bool inj_noexec(const char *dir);
+/* The carried library written to path (new file), or written beside and renamed over. */
+int inj_write_library(const char *path);
+int inj_replace_library(const char *path);
+
 /* inject_find.c */
 /* A warning about one ring (at most RING_WARNINGS_PER_MIN a minute). */
 void inject_warn(struct inject *in, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
