@@ -42,7 +42,8 @@ INJECT_SO   := $(OUTPUT)/libgpuscope-inject.so
 INJECT_SRCS := $(wildcard src/inject/*.c) \
 	       src/core/shmring.c src/core/names.c src/core/event.c src/core/util.c src/core/hmap.c \
 	       src/core/alloc.c \
-	       src/ptx/fatbin.c src/ptx/rewrite.c src/ptx/bundle.c src/ptx/translate.c src/ptx/translate_helpers.c \
+	       src/ptx/fatbin.c src/ptx/rewrite.c src/ptx/rewrite_modvars.c src/ptx/ptxlex.c \
+	       src/ptx/bundle.c src/ptx/translate.c src/ptx/translate_helpers.c \
 	       src/ptx/gpuring.c
 INJECT_OBJS := $(patsubst %.c,$(OUTPUT)/pic/%.o,$(INJECT_SRCS))
 # GS_IN_TARGET: nothing that can end the program (core/alloc.h); core/xalloc.c is left out, so

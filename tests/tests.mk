@@ -152,6 +152,7 @@ $(OUTPUT)/unit-asan/%: tests/unit/%.c tests/unit/unit.h $(call LIB_OBJS,asan)
 # The in-process library's parsers as the library builds them (tests/unit/test_target_alloc.c):
 # INJECT_CFLAGS (GS_IN_TARGET), plain and with ASan.
 TARGET_SRCS := src/core/alloc.c src/core/util.c src/core/hmap.c src/ptx/fatbin.c src/ptx/rewrite.c \
+	       src/ptx/rewrite_modvars.c src/ptx/ptxlex.c \
 	       src/ptx/bundle.c src/ptx/translate.c src/ptx/translate_helpers.c
 $(OUTPUT)/target-asan/%.o: %.c $(wildcard include/gpuscope/*.h src/*/*.h)
 	@mkdir -p $(@D)

@@ -5,12 +5,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/hmap.h"
 #include "core/alloc.h"
 #include "core/util.h"
+#include "ptx/ptxlex.h"
 #include "ptx/rewrite.h"
-
-#define MAX_NAME 1024
+#include "ptx/rewrite_int.h"
 
 int ptx_probe_section(const char *section, enum ptx_point *point, const char **kernel)
 {
@@ -33,82 +32,13 @@ int ptx_probe_section(const char *section, enum ptx_point *point, const char **k
 	}
 	return -1;
 }
-
-/* One line's code: comments blanked (block comments may span lines: *in_comment). */
-static void code_of(const char *line, size_t n, char *out, bool *in_comment)
-{
-	size_t i = 0;
-
-	while (i < n) {
-		if (*in_comment) {
-			if (i + 1 < n && line[i] == '*' && line[i + 1] == '/') {
-				*in_comment = false;
-				out[i] = out[i + 1] = ' ';
-				i += 2;
-			} else {
-				out[i++] = ' ';
-			}
-			continue;
-		}
-		if (i + 1 < n && line[i] == '/' && line[i + 1] == '/') {
-			while (i < n)
-				out[i++] = ' ';
-			break;
-		}
-		if (i + 1 < n && line[i] == '/' && line[i + 1] == '*') {
-			*in_comment = true;
-			out[i] = out[i + 1] = ' ';
-			i += 2;
-			continue;
-		}
-		out[i] = line[i];
-		i++;
-	}
-	out[n] = 0;
-}
-
-static const char *skip_ws(const char *s)
-{
-	while (*s == ' ' || *s == '\t' || *s == '\r')
-		s++;
-	return s;
-}
-
-static bool word(const char **s, const char *w)
-{
-	size_t n = strlen(w);
-
-	if (strncmp(*s, w, n) || (isalnum((unsigned char)(*s)[n]) || (*s)[n] == '_'))
-		return false;
-	*s = skip_ws(*s + n);
-	return true;
-}
-
-/* A kernel's name, if the line opens one (".visible .entry NAME(" and the like). */
-static bool entry_name(const char *code, char *name, size_t n)
-{
-	const char *s = skip_ws(code);
-	size_t k = 0;
-
-	while (word(&s, ".visible") || word(&s, ".weak") || word(&s, ".extern"))
-		;
-	if (!word(&s, ".entry"))
-		return false;
-	while (s[k] && (isalnum((unsigned char)s[k]) || strchr("_$.", s[k])) && k + 1 < n) {
-		name[k] = s[k];
-		k++;
-	}
-	name[k] = 0;
-	return k > 0;
-}
-
 /*
  * A ret/exit instruction on the line: where its predicate (or, without one, the
  * instruction) starts in the line, else -1. A label in front of it is left before.
  */
 static long ret_at(const char *code)
 {
-	const char *s = skip_ws(code), *start;
+	const char *s = ptx_skip_ws(code), *start;
 
 	/* LABEL: */
 	{
@@ -117,7 +47,7 @@ static long ret_at(const char *code)
 		while (*p && (isalnum((unsigned char)*p) || strchr("_$.", *p)))
 			p++;
 		if (p > s && *p == ':')
-			s = skip_ws(p + 1);
+			s = ptx_skip_ws(p + 1);
 	}
 	start = s;
 	if (*s == '@') {
@@ -126,7 +56,7 @@ static long ret_at(const char *code)
 			s++;
 		while (*s && !isspace((unsigned char)*s))
 			s++;
-		s = skip_ws(s);
+		s = ptx_skip_ws(s);
 	}
 	if (!strncmp(s, "ret", 3))
 		s += 3;
@@ -136,7 +66,7 @@ static long ret_at(const char *code)
 		return -1;
 	if (!strncmp(s, ".uni", 4))
 		s += 4;
-	s = skip_ws(s);
+	s = ptx_skip_ws(s);
 	return *s == ';' ? (long)(start - code) : -1;
 }
 
@@ -170,7 +100,7 @@ static int param_layout(const char *list, unsigned int *nparams, unsigned int *e
 	unsigned long off = 0;
 
 	*nparams = 0;
-	while (*(s = skip_ws(s))) {
+	while (*(s = ptx_skip_ws(s))) {
 		const char *e = strchr(s, ',');
 		size_t n = e ? (size_t)(e - s) : strlen(s);
 		unsigned long align = 0, tsize = 0, count = 1;
@@ -185,7 +115,7 @@ static int param_layout(const char *list, unsigned int *nparams, unsigned int *e
 				while (p < s + n && !isspace((unsigned char)*p) && *p != '[')
 					p++;
 				if (*w == '.' && p - w == 6 && !strncmp(w, ".align", 6)) {
-					align = strtoul(skip_ws(p), (char **)&p, 10);
+					align = strtoul(ptx_skip_ws(p), (char **)&p, 10);
 				} else if (*w == '.' && type_bytes(w + 1, (size_t)(p - w - 1))) {
 					tsize = type_bytes(w + 1, (size_t)(p - w - 1));
 				} else if (*w == '[' || *p == '[') {
@@ -234,7 +164,7 @@ struct access {
 
 static bool access_at(const char *code, struct access *a)
 {
-	const char *s = skip_ws(code), *op, *b, *e;
+	const char *s = ptx_skip_ws(code), *op, *b, *e;
 	unsigned int vec = 1, tsize = 0;
 	bool global = false;
 	size_t k = 0;
@@ -245,7 +175,7 @@ static bool access_at(const char *code, struct access *a)
 		while (*p && (isalnum((unsigned char)*p) || strchr("_$.", *p)))
 			p++;
 		if (p > s && *p == ':')
-			s = skip_ws(p + 1);
+			s = ptx_skip_ws(p + 1);
 	}
 	a->at = (long)(s - code);
 	a->pred[0] = 0;
@@ -255,7 +185,7 @@ static bool access_at(const char *code, struct access *a)
 			k++;
 		}
 		a->pred[k] = 0;
-		s = skip_ws(s + k);
+		s = ptx_skip_ws(s + k);
 	}
 	op = s;
 	if (!strncmp(op, "ld.", 3) || !strncmp(op, "ld ", 3))
@@ -286,19 +216,19 @@ static bool access_at(const char *code, struct access *a)
 		return false;
 	a->size = vec * tsize;
 	a->generic = !global;
-	b = skip_ws(b + 1);
+	b = ptx_skip_ws(b + 1);
 	k = 0;
 	while (b < e && (isalnum((unsigned char)*b) || strchr("_$%.", *b)) &&
 	       k + 1 < sizeof(a->base))
 		a->base[k++] = *b++;
 	a->base[k] = 0;
-	b = skip_ws(b);
+	b = ptx_skip_ws(b);
 	a->off = 0;
 	if (*b == '+' || *b == '-') {
 		char *end;
 
 		a->off = strtoll(*b == '+' ? b + 1 : b, &end, 0);
-		b = skip_ws(end);
+		b = ptx_skip_ws(end);
 	}
 	if (b != e || !k)
 		return false;
@@ -378,234 +308,6 @@ void ptx_rewrite_stats_free(struct ptx_rewrite_stats *st)
 	free(st->k);
 	st->k = NULL;
 }
-
-/* ---- module variables ----------------------------------------------------------------------- */
-
-/*
- * An instrumented module is a copy of the original, loaded apart: its __device__, __constant__
- * and __managed__ variables (module-scope .global and .const) are its own, not the ones the
- * program writes (cudaMemcpyToSymbol) and its other kernels use. A kernel that uses one,
- * itself or in a function it calls, is left alone.
- */
-struct mv_fn {
-	int var; /* the first variable it uses (an index into names), or -1 */
-	__u64 *callees;
-	size_t ncallees, cap;
-};
-
-struct modvars {
-	struct hmap vars, fns; /* a name's hash -> its index + 1 */
-	char **names;
-	size_t nvars;
-	struct mv_fn *fn;
-	size_t nfn;
-	int *kfn; /* each kernel's function */
-	size_t nk;
-	size_t fn_cap, names_cap, kfn_cap;
-	bool oom; /* what was found is not all there is: use none of it */
-};
-
-static __u64 name_hash(const char *s, size_t n)
-{
-	__u64 h = 14695981039346656037ULL;
-
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ (unsigned char)s[i]) * 1099511628211ULL;
-	return h;
-}
-
-static bool ident_char(char c)
-{
-	return isalnum((unsigned char)c) || c == '_' || c == '$';
-}
-
-static size_t ident_len(const char *s)
-{
-	size_t n = 0;
-
-	if (!isalpha((unsigned char)*s) && *s != '_' && *s != '$')
-		return 0;
-	while (ident_char(s[n]))
-		n++;
-	return n;
-}
-
-static int mv_fn_of(struct modvars *v, const char *name, size_t n)
-{
-	__u64 h = name_hash(name, n);
-	void *p = hmap_get(&v->fns, h, 0);
-
-	if (p)
-		return (int)((unsigned long)p - 1);
-	if (gs_grow(&v->fn, &v->fn_cap, v->nfn + 1, sizeof(*v->fn)) ||
-	    hmap_try_put(&v->fns, h, 0, (void *)(unsigned long)(v->nfn + 1), NULL)) {
-		v->oom = true;
-		return -1;
-	}
-	v->fn[v->nfn] = (struct mv_fn){ .var = -1 };
-	return (int)v->nfn++;
-}
-
-/* A module-scope declaration of .global or .const variables: their names. */
-static void mv_declared(struct modvars *v, const char *c)
-{
-	int paren = 0, brace = 0;
-	bool want_name = true;
-
-	while (word(&c, ".visible") || word(&c, ".weak") || word(&c, ".common"))
-		;
-	if (!word(&c, ".global") && !word(&c, ".const"))
-		return;
-	for (; *c && *c != ';'; c++) {
-		size_t n;
-
-		if (*c == '(' || *c == '[')
-			paren++;
-		else if (*c == ')' || *c == ']')
-			paren -= paren > 0;
-		else if (*c == '{')
-			brace++;
-		else if (*c == '}')
-			brace -= brace > 0;
-		else if (*c == '=' && !paren && !brace)
-			want_name = false;
-		else if (*c == ',' && !paren && !brace)
-			want_name = true;
-		else if (*c == '.' && !paren) /* .align, .b8, .attribute(...) */
-			while (ident_char(c[1]))
-				c++;
-		else if (want_name && !paren && !brace && (n = ident_len(c))) {
-			__u64 h = name_hash(c, n);
-
-			if (!hmap_get(&v->vars, h, 0)) {
-				char *name = NULL;
-
-				if (gs_grow(&v->names, &v->names_cap, v->nvars + 1,
-					    sizeof(*v->names)) ||
-				    !(name = gs_strndup(c, n)) ||
-				    hmap_try_put(&v->vars, h, 0,
-						 (void *)(unsigned long)(v->nvars + 1), NULL)) {
-					free(name);
-					v->oom = true;
-					return;
-				}
-				v->names[v->nvars++] = name;
-			}
-			want_name = false;
-			c += n - 1;
-		}
-	}
-}
-
-/* A .func line: its name (after the return parameter's parentheses, if any). */
-static const char *func_name(const char *c, size_t *n)
-{
-	while (word(&c, ".visible") || word(&c, ".weak") || word(&c, ".extern"))
-		;
-	if (!word(&c, ".func"))
-		return NULL;
-	if (*c == '(') {
-		if (!(c = strchr(c, ')')))
-			return NULL;
-		c = skip_ws(c + 1);
-	}
-	*n = ident_len(c);
-	return *n ? c : NULL;
-}
-
-/* The names a function body's line uses: variables and functions. */
-static void mv_uses(struct modvars *v, struct mv_fn *f, const char *c)
-{
-	for (const char *s = c; *s; s++) {
-		size_t n;
-		void *p;
-
-		if (!(n = ident_len(s)) || (s > c && (ident_char(s[-1]) || strchr(".%", s[-1]))))
-			continue;
-		if (f->var < 0 && (p = hmap_get(&v->vars, name_hash(s, n), 0)))
-			f->var = (int)((unsigned long)p - 1);
-		if ((p = hmap_get(&v->fns, name_hash(s, n), 0))) {
-			if (gs_grow(&f->callees, &f->cap, f->ncallees + 1, sizeof(*f->callees))) {
-				v->oom = true;
-				return;
-			}
-			f->callees[f->ncallees++] = (unsigned long)p - 1;
-		}
-		s += n - 1;
-	}
-}
-
-/* Which variable each kernel uses, itself or through the functions it calls. */
-static void mv_scan(struct modvars *v, const char *ptx, size_t len)
-{
-	char *code = gs_malloc(len + 1), name[MAX_NAME];
-	bool in_comment = false, changed = true;
-	int depth = 0, cur = -1;
-	size_t off = 0;
-
-	if (!code) {
-		v->oom = true;
-		return;
-	}
-	while (off < len && !v->oom) {
-		const char *line = ptx + off, *nl = memchr(line, '\n', len - off), *f;
-		size_t n = nl ? (size_t)(nl - line) : len - off, fn;
-
-		off += n + (nl != NULL);
-		code_of(line, n, code, &in_comment);
-		if (depth == 0) {
-			if (entry_name(code, name, sizeof(name))) {
-				/* (named by position: two kernels of one name are not PTX) */
-				char key[32];
-
-				snprintf(key, sizeof(key), ".entry %zu", v->nk);
-				cur = mv_fn_of(v, key, strlen(key));
-				if (cur < 0 ||
-				    gs_grow(&v->kfn, &v->kfn_cap, v->nk + 1, sizeof(*v->kfn))) {
-					v->oom = true;
-					break;
-				}
-				v->kfn[v->nk++] = cur;
-			} else if ((f = func_name(skip_ws(code), &fn))) {
-				cur = mv_fn_of(v, f, fn);
-			} else {
-				mv_declared(v, skip_ws(code));
-			}
-		} else if (cur >= 0) {
-			mv_declared(v, skip_ws(code)); /* (one in a function is the module's too) */
-			mv_uses(v, &v->fn[cur], code);
-		}
-		for (const char *s = code; *s; s++)
-			if (*s == '{')
-				depth++;
-			else if (*s == '}' && depth > 0 && --depth == 0)
-				cur = -1;
-	}
-	while (changed && !v->oom) {
-		changed = false;
-		for (size_t i = 0; i < v->nfn; i++)
-			for (size_t k = 0; v->fn[i].var < 0 && k < v->fn[i].ncallees; k++)
-				if (v->fn[v->fn[i].callees[k]].var >= 0) {
-					v->fn[i].var = v->fn[v->fn[i].callees[k]].var;
-					changed = true;
-				}
-	}
-	free(code);
-}
-
-static void mv_free(struct modvars *v)
-{
-	for (size_t i = 0; i < v->nvars; i++)
-		free(v->names[i]);
-	for (size_t i = 0; i < v->nfn; i++)
-		free(v->fn[i].callees);
-	free(v->names);
-	free(v->fn);
-	free(v->kfn);
-	hmap_free(&v->vars);
-	hmap_free(&v->fns);
-}
-
 int ptx_rewrite(const char *ptx, size_t len, const char *funcs, const struct ptx_probe *probes,
 		size_t nprobes, const struct ptx_rewrite_opts *opts, struct strbuf *out,
 		struct ptx_rewrite_stats *st, char *err, size_t errlen)
@@ -638,8 +340,8 @@ int ptx_rewrite(const char *ptx, size_t len, const char *funcs, const struct ptx
 
 		lineno++;
 		off += n + (nl != NULL);
-		code_of(line, n, code, &in_comment);
-		c = skip_ws(code);
+		ptx_code_of(line, n, code, &in_comment);
+		c = ptx_skip_ws(code);
 		if (!in_kernel && depth == 0) {
 			if (!strncmp(c, ".version", 8))
 				have_version = true;
@@ -653,7 +355,7 @@ int ptx_rewrite(const char *ptx, size_t len, const char *funcs, const struct ptx
 				sb_puts(&o, "\n");
 				funcs_out = true;
 			}
-			if (entry_name(code, name, sizeof(name))) {
+			if (ptx_entry_name(code, name, sizeof(name))) {
 				in_kernel = true;
 				if (gs_grow(&st->k, &kcap, st->kernels + 1, sizeof(*st->k)))
 					goto oom;
@@ -669,9 +371,8 @@ int ptx_rewrite(const char *ptx, size_t len, const char *funcs, const struct ptx
 						want[p] |= probe_matches(&probes[i], name, p);
 				any = want[PTX_ENTRY] || want[PTX_EXIT] || want[PTX_LOAD] ||
 				      want[PTX_STORE];
-				if (any && kidx < mv.nk && mv.fn[mv.kfn[kidx]].var >= 0) {
-					st->k[kidx].variable =
-						gs_strdup(mv.names[mv.fn[mv.kfn[kidx]].var]);
+				if (any && mv_kernel_var(&mv, kidx)) {
+					st->k[kidx].variable = gs_strdup(mv_kernel_var(&mv, kidx));
 					if (!st->k[kidx].variable)
 						goto oom;
 					st->variables++;
