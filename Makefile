@@ -16,7 +16,7 @@ VERSION   := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
 
 APT_BUILD := make gcc clang llvm bpftool libbpf-dev libelf-dev libdw-dev zlib1g-dev libzstd-dev \
 	     liblzma-dev libbz2-dev pkg-config libmicrohttpd-dev libiberty-dev liblz4-dev
-APT_TEST  := python3 python3-pytest libcmocka-dev clang-format libclang-rt-14-dev procps \
+APT_TEST  := python3 python3-pytest libpython3.11-dev libcmocka-dev clang-format libclang-rt-14-dev procps \
 	     protobuf-compiler prometheus librsvg2-bin python3-pil
 
 WARN      := -Wall -Wextra -Werror -Wno-missing-field-initializers

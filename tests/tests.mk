@@ -10,7 +10,8 @@ FAKES := $(FAKES_DIR)/libcuda.so.1 $(FAKES_DIR)/libcudart.so.13 $(FAKES_DIR)/lib
 WORKLOADS := $(WL_DIR)/wl_driver $(WL_DIR)/wl_runtime $(WL_DIR)/wl_static $(WL_DIR)/wl_nccl \
 	     $(WL_DIR)/rpath/bin/wl_driver_rpath $(WL_DIR)/wl_dlopen $(WL_DIR)/wl_gputime \
 	     $(WL_DIR)/wl_secure $(WL_DIR)/wl_os $(WL_DIR)/wl_stall $(WL_DIR)/wl_stack \
-	     $(WL_DIR)/wl_queue $(WL_DIR)/wl_memory $(WL_DIR)/wl_devcode $(WL_DIR)/wl_probe
+	     $(WL_DIR)/wl_queue $(WL_DIR)/wl_memory $(WL_DIR)/wl_devcode $(WL_DIR)/wl_probe \
+	     $(WL_DIR)/wl_pyfake
 
 fakes: $(FAKES) $(WORKLOADS)
 
@@ -84,6 +85,12 @@ $(WL_DIR)/wl_probe: tests/workloads/wl_probe.c $(WL_DEPS) $(FAKES_DIR)/libcuda.s
 	$(Q)$(CC) $(WL_CFLAGS) $< -o $@ -L$(FAKES_DIR) -l:libcuda.so.1
 
 # Memory problems, each site its own stack: frame pointers, nothing inlined.
+# Exports what makes it look like a Python interpreter (dlsym from the library).
+$(WL_DIR)/wl_pyfake: tests/workloads/wl_pyfake.c $(WL_DEPS) $(FAKES_DIR)/libcuda.so.1
+	@mkdir -p $(@D)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(WL_CFLAGS) -rdynamic $< -o $@ -L$(FAKES_DIR) -l:libcuda.so.1
+
 $(WL_DIR)/wl_memory: tests/workloads/wl_memory.c $(WL_DEPS) $(FAKES_DIR)/libcuda.so.1
 	@mkdir -p $(@D)
 	$(call msg,CC,$@)
@@ -137,7 +144,7 @@ $(WL_DIR)/wl_nccl: tests/workloads/wl_nccl.c $(WL_DEPS) $(FAKES_DIR)/libnccl.so.
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(OUTPUT)/unit/%,$(UNIT_SRCS)) \
 	     $(patsubst tests/unit/%.c,$(OUTPUT)/unit-asan/%,$(UNIT_SRCS)) \
-	     $(OUTPUT)/unit/alias_lib.so
+	     $(OUTPUT)/unit/alias_lib.so $(OUTPUT)/unit/pylayout
 
 $(OUTPUT)/unit/%: tests/unit/%.c tests/unit/unit.h $(call LIB_OBJS,obj)
 	@mkdir -p $(@D)
@@ -170,6 +177,12 @@ $(OUTPUT)/unit-asan/test_target_alloc: tests/unit/test_target_alloc.c tests/unit
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CPPFLAGS) $(ASAN_FLAGS) $(WARN) -DGS_IN_TARGET $< $(filter %.o,$^) -lzstd -llz4 \
 		-lcmocka -o $@
+
+# The Python layouts against CPython's own headers (libpython3.11-dev: Debian 12's Python).
+$(OUTPUT)/unit/pylayout: tests/unit/pylayout.c src/inject/pylayout.h
+	@mkdir -p $(@D)
+	$(call msg,CC,$@)
+	$(Q)$(CC) -Wall -Werror -Isrc $$(python3.11-config --includes) $< -o $@
 
 $(OUTPUT)/unit/alias_lib.so: tests/unit/alias_lib.c
 	@mkdir -p $(@D)

@@ -56,6 +56,7 @@ enum gs_event_type {
 	GS_EV_PROC_INFO = 27, /* gpuscope: a process's command line and cgroup */
 	GS_EV_BLOCKDEV = 28,  /* gpuscope: the name of a block device the OS plane saw */
 	GS_EV_RETIRE = 29,    /* gpuscope: every record of an exited process has been delivered */
+	GS_EV_PYTHON = 30,    /* a process's Python interpreter, and whether its frames are read */
 	GS_EV_MAX,
 };
 
@@ -478,6 +479,21 @@ struct gs_ev_stack {
 	__u64 ip[GS_STACK_MAX];
 };
 
+/*
+ * A Python frame in a stack (ip[]): a pseudo-address with bit 63 set (no user address has
+ * it), the code object's address (8-byte aligned) in bits 19..62 and the instruction's byte
+ * offset in its code in bits 0..18 (offsets past that are cut to it). Its name, as the
+ * plane that took it resolved it, comes in a gs_ev_symbol record:
+ * "QUALNAME (FILE:LINE)". The interpreter's own native frames are replaced by the Python
+ * frames they ran, native frames above and below kept.
+ */
+#define GS_PYFRAME_BIT	  (1ULL << 63)
+#define GS_PYFRAME_OFF	  ((1ULL << 19) - 1)
+#define GS_IS_PYFRAME(ip) (((ip)&GS_PYFRAME_BIT) != 0)
+#define GS_PYFRAME(code, off)                            \
+	(GS_PYFRAME_BIT | (((__u64)(code) >> 3) << 19) | \
+	 ((__u64)(off) < GS_PYFRAME_OFF ? (__u64)(off) : GS_PYFRAME_OFF))
+
 /* The name of an address gpuscope resolved in a process (so that a recording replays
  * with names after the process is gone). Records are cut after the name (h.size). */
 struct gs_ev_symbol {
@@ -621,6 +637,22 @@ struct gs_ev_blockdev {
  * Recorded, so that a replay retires it where the live run did. */
 struct gs_ev_retire {
 	struct gs_hdr h; /* pid: the process */
+};
+
+/* gs_ev_python.status */
+enum gs_python_status {
+	GS_PY_FRAMES = 1,      /* its frames are read: stacks carry them */
+	GS_PY_UNSUPPORTED = 2, /* no known layout for this version: native stacks only */
+	GS_PY_NO_STATE = 3,    /* the interpreter's thread states cannot be found */
+};
+
+/* A process's Python interpreter, once, when a plane first took a stack in it. */
+struct gs_ev_python {
+	struct gs_hdr h;
+	__u32 version; /* PY_VERSION_HEX: 0x030b02f0 is 3.11.2 */
+	__u16 status;  /* enum gs_python_status */
+	__u8 mixed;    /* the interpreter's native frames are replaced (found where they are) */
+	__u8 pad;
 };
 
 /* Largest record of any type. */

@@ -194,14 +194,23 @@ static bool only_placed(const char *sym)
  * innermost are often inside a stripped library the call went through: cudart's cudaMalloc
  * calling cuMemAlloc), demangled, without their parameters ("f(int, char const*)" reads as
  * "f"); up to the first unnamed one past it (where the frame-pointer chain left code that
- * keeps one: what follows is not frames). The innermost, unnamed, is its address.
+ * keeps one: what follows is not frames). The innermost, unnamed, is its address. A stack
+ * with Python frames is labelled by them alone, from the innermost: the line of the
+ * program that allocated.
  */
 static unsigned int site_names(const struct memsites *ms, const struct mem_site *s, char **out)
 {
 	const struct stack_entry *st = s->stack;
 	unsigned int first = 0, n = 0;
 
-	for (unsigned int i = 0; i < st->nframes; i++) {
+	bool python = false;
+
+	for (unsigned int i = 0; i < st->nframes && !python; i++)
+		if (GS_IS_PYFRAME(st->ip[i])) {
+			first = i;
+			python = true;
+		}
+	for (unsigned int i = 0; i < st->nframes && !python; i++) {
 		const char *sym = model__symbol(ms->m, s->pid, st->ip[i]);
 
 		if (!sym)
@@ -213,8 +222,16 @@ static unsigned int site_names(const struct memsites *ms, const struct mem_site 
 	}
 	for (unsigned int i = first; i < st->nframes && n < SITE_FRAMES; i++) {
 		const char *sym = model__symbol(ms->m, s->pid, st->ip[i]);
-		char *d = sym ? demangle(sym) : NULL, hex[32], *paren;
+		char *d, hex[32], *paren;
 
+		if (python) {
+			/* The program's Python lines, from the innermost: native frames between
+			 * them (the interpreter's) are left out. */
+			if (GS_IS_PYFRAME(st->ip[i]))
+				out[n++] = xstrdup(sym ? sym : "(unnamed Python frame)");
+			continue;
+		}
+		d = sym ? demangle(sym) : NULL;
 		if (!d) {
 			if (i > first)
 				break;

@@ -273,6 +273,7 @@ static void (*const adders[GS_EV_MAX])(struct model *m, const struct gs_hdr *ev)
 	[GS_EV_HOST] = model__facts_add,
 	[GS_EV_GPU_INFO] = model__facts_add,
 	[GS_EV_PROC_INFO] = model__facts_add,
+	[GS_EV_PYTHON] = model__facts_add,
 	[GS_EV_BLOCKDEV] = model__facts_add,
 	[GS_EV_PROBE_OUT] = add_probe_out,
 };

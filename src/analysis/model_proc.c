@@ -128,6 +128,12 @@ void model__facts_add(struct model *m, const struct gs_hdr *ev)
 		p->s.uid = i->uid;
 		p->s.cmdline_truncated = i->cmdline_truncated;
 		break;
+	case GS_EV_PYTHON:
+		p = model__proc(m, ev->pid);
+		p->s.py_version = ((const struct gs_ev_python *)ev)->version;
+		p->s.py_status = ((const struct gs_ev_python *)ev)->status;
+		p->s.py_mixed = ((const struct gs_ev_python *)ev)->mixed;
+		break;
 	case GS_EV_BLOCKDEV:
 		if (m->blockdevs.len < MAX_BLOCKDEVS || hmap_get(&m->blockdevs, b->dev, 0))
 			hmap_put(&m->blockdevs, b->dev, 0, (void *)model__intern(m, b->name));

@@ -54,6 +54,10 @@ struct model_proc {
 	const char *cmdline, *cgroup;
 	__u32 uid;
 	bool cmdline_truncated;
+	/* its Python interpreter (GS_EV_PYTHON): PY_VERSION_HEX, 0 when none was seen */
+	__u32 py_version;
+	__u16 py_status; /* enum gs_python_status */
+	bool py_mixed;	 /* the interpreter's native frames found and replaced */
 };
 
 /* The model's running totals (model__counters). */

@@ -72,6 +72,7 @@ static const size_t sizes[GS_EV_MAX] = {
 	[GS_EV_PROC_INFO] = sizeof(struct gs_ev_proc_info),
 	[GS_EV_BLOCKDEV] = sizeof(struct gs_ev_blockdev),
 	[GS_EV_RETIRE] = sizeof(struct gs_ev_retire),
+	[GS_EV_PYTHON] = sizeof(struct gs_ev_python),
 };
 
 /* Which family of API a record type may carry. */
@@ -264,6 +265,13 @@ int gs_event_check(const void *buf, size_t len, const char **why)
 
 		if (p->kind < GS_PROC_FORK || p->kind > GS_PROC_OOM_KILL)
 			FAIL("process record kind out of range");
+		return 0;
+	}
+	case GS_EV_PYTHON: {
+		const struct gs_ev_python *y = buf;
+
+		if (y->status < GS_PY_FRAMES || y->status > GS_PY_NO_STATE || y->mixed > 1)
+			FAIL("Python record field out of range");
 		return 0;
 	}
 	case GS_EV_LIB:

@@ -224,6 +224,7 @@ const char *event_type_name(unsigned int type)
 		[GS_EV_PROC_INFO] = "proc_info",
 		[GS_EV_BLOCKDEV] = "blockdev",
 		[GS_EV_RETIRE] = "retire",
+		[GS_EV_PYTHON] = "python",
 	};
 
 	return type < GS_EV_MAX ? n[type] : "?";

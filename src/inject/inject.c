@@ -72,6 +72,7 @@ static void after_fork_child(void)
 	gs_ring_after_fork();
 	gs_timing_after_fork();
 	gs_probe_after_fork();
+	gs_py_after_fork();
 }
 
 __attribute__((constructor)) static void gs_inject_init(void)

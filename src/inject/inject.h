@@ -12,6 +12,7 @@
  *   resolve.c  the real driver functions, and where a call came from;
  *   gate.c     (gate.h) what may be timed: no stream in capture;
  *   devcode.c  what a loaded module's image holds (GS_EV_DEVCODE);
+ *   pyframes.c Python frames of a stack, named (GS_EV_PYTHON, GS_EV_SYMBOL);
  *   stacks.c   call stacks by the unwinder;
  *   probe.c    device-side probes: eBPF programs run in instrumented kernels (with
  *              probe_ctx.c and probe_jit.c below it: probe_int.h);
@@ -97,6 +98,10 @@ void *gs_devcode_read_file(__u64 path) GS_HIDDEN;
 char *gs_devcode_ptx(__u64 image, unsigned int sm, unsigned int *arch, char *why,
 		     size_t whylen) GS_HIDDEN;
 
+/* pyframes.c: a stack's native frames (innermost first) with the interpreter's own replaced
+ * by the Python frames they ran, into out (at most max); the count. */
+int gs_py_stack(void *const *native, int n, __u64 *out, int max) GS_HIDDEN;
+void gs_py_after_fork(void) GS_HIDDEN;
 /* stacks.c: call stacks (GS_EV_STACK), by the unwinder: "0" none, else every Nth launch. */
 void gs_stacks_init(const char *every) GS_HIDDEN;
 /* After a call returned: its stack if it is one to take (failed, an allocation, a sampled

@@ -33,6 +33,7 @@ void gs_stack_maybe(unsigned int api, __u64 ts, int result, __u64 arg)
 {
 	const struct gs_api_desc *d = api < GS_API_MAX ? &gs_api_descs[api] : NULL;
 	void *frames[GS_STACK_MAX + 8];
+	__u64 ips[GS_STACK_MAX];
 	struct gs_ev_stack *e;
 	bool failed = result != 0 && result != 600 /* CUDA_ERROR_NOT_READY: a status */;
 	bool alloc;
@@ -52,8 +53,7 @@ void gs_stack_maybe(unsigned int api, __u64 ts, int result, __u64 arg)
 	n -= skip;
 	if (n <= 0)
 		return;
-	if (n > GS_STACK_MAX)
-		n = GS_STACK_MAX;
+	n = gs_py_stack(frames + skip, n, ips, GS_STACK_MAX);
 	e = gs_emit_reserve((__u32)(offsetof(struct gs_ev_stack, ip) + (size_t)n * 8), GS_EV_STACK);
 	if (!e)
 		return;
@@ -63,7 +63,6 @@ void gs_stack_maybe(unsigned int api, __u64 ts, int result, __u64 arg)
 	e->api = (__u16)api;
 	e->nframes = (__u16)n;
 	e->pad = 0;
-	for (int i = 0; i < n; i++)
-		e->ip[i] = (__u64)(unsigned long)frames[skip + i];
+	memcpy(e->ip, ips, (size_t)n * 8);
 	gs_emit_commit(e);
 }

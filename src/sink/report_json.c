@@ -122,6 +122,22 @@ static void processes(struct json *j, const struct report *r)
 			json_u64(j, "uid", p->s.uid);
 		else
 			json_str(j, "uid", NULL);
+		if (p->s.py_version) {
+			char v[32];
+
+			snprintf(v, sizeof(v), "%u.%u.%u", p->s.py_version >> 24,
+				 (p->s.py_version >> 16) & 0xff, (p->s.py_version >> 8) & 0xff);
+			json_obj_begin(j, "python");
+			json_str(j, "version", v);
+			json_str(j, "frames",
+				 p->s.py_status == GS_PY_FRAMES	       ? "read"
+				 : p->s.py_status == GS_PY_UNSUPPORTED ? "unsupported"
+								       : "unreadable");
+			json_bool(j, "in_place", p->s.py_mixed);
+			json_obj_end(j);
+		} else {
+			json_str(j, "python", NULL);
+		}
 		json_bool(j, "traced_from_start", p->s.complete);
 		json_bool(j, "exited", p->s.exited);
 		json_i64(j, "exit_status", p->s.exited ? p->s.exit_code : -1);

@@ -85,6 +85,41 @@ static void target(FILE *f, const struct report *r)
 	}
 }
 
+/* The Python interpreters seen: each version and what its stacks carry, with how many
+ * processes ran it (a job of many like processes is one line). */
+static void pythons(FILE *f, const struct report *r)
+{
+	for (size_t i = 0; i < r->nprocs; i++) {
+		const struct rep_proc *p = &r->procs[i];
+		unsigned int v = p->s.py_version, same = 0;
+		bool earlier = false;
+
+		if (!v)
+			continue;
+		for (size_t k = 0; k < r->nprocs; k++) {
+			const struct rep_proc *q = &r->procs[k];
+
+			if (q->s.py_version == v && q->s.py_status == p->s.py_status) {
+				earlier |= k < i;
+				same++;
+			}
+		}
+		if (earlier)
+			continue;
+		fprintf(f, "  python %u.%u.%u (%u process%s): %s\n", v >> 24, (v >> 16) & 0xff,
+			(v >> 8) & 0xff, same, same == 1 ? "" : "es",
+			p->s.py_status == GS_PY_FRAMES
+				? (p->s.py_mixed ? "Python frames in stacks, in place of the "
+						   "interpreter's"
+						 : "Python frames in stacks (outermost: the "
+						   "interpreter's "
+						   "own frames not found)")
+			: p->s.py_status == GS_PY_UNSUPPORTED
+				? "no known layout for this version: native stacks only"
+				: "its thread states cannot be read: native stacks only");
+	}
+}
+
 static void session(FILE *f, const struct report *r)
 {
 	char dur[32], ex[64];
@@ -102,6 +137,7 @@ static void session(FILE *f, const struct report *r)
 	}
 	host(f, r);
 	target(f, r);
+	pythons(f, r);
 	if (r->flags & GS_SESSION_INTERRUPTED)
 		fprintf(f, "  stopped by a signal before the traced command ended\n");
 	if (r->flags & GS_SESSION_TARGET_LOST)

@@ -37,7 +37,8 @@ static const struct gs_hdr *name_frames(void *ctx, const struct gs_hdr *ev)
 		hmap_put(&y->named, ev->pid, 0, named);
 	}
 	for (unsigned int i = 0; i < st->nframes; i++) {
-		if (hmap_get(named, st->ip[i], 0))
+		/* (Python frames are named by the plane that took them.) */
+		if (GS_IS_PYFRAME(st->ip[i]) || hmap_get(named, st->ip[i], 0))
 			continue;
 		hmap_put(named, st->ip[i], 0, (void *)1);
 		if (symbolizer__name(y->sym, ev->pid, st->ip[i], sym.name, sizeof(sym.name)))

@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Where CPython keeps what a walk of a thread's frames reads, per minor version, written
+ * from CPython's headers (x86-64, release builds): 3.10 PyFrameObject chains from the
+ * thread state; 3.11 and 3.12 _PyInterpreterFrame chains behind the thread's _PyCFrame.
+ * 3.11's is checked against Debian's headers by tests/unit/pylayout.c (make test); 3.10's
+ * and 3.12's are not checked here (3.12 is tried on the GPU machine's Python). 3.13 and
+ * later describe themselves (_Py_DebugOffsets) and are not read yet.
+ */
+#ifndef GS_INJECT_PYLAYOUT_H
+#define GS_INJECT_PYLAYOUT_H
+
+#include <stdbool.h>
+
+/* Offsets in bytes; -1: not in this version. */
+struct py_layout {
+	unsigned int minor;
+	int ts_frame;	/* PyThreadState: frame (3.10), else cframe */
+	int cframe_cur; /* _PyCFrame: current_frame; -1: ts_frame is the frame */
+	/* the frame: its code, the previous frame, the instruction (a pointer; 3.10: f_lasti,
+	 * an int in code units), 3.11's is_entry, the owner (3.11, 3.12) */
+	int f_code, f_prev, f_instr, f_entry, f_owner;
+	bool lasti_int;
+	/* the code object: co_filename, co_qualname (3.10: co_name), co_firstlineno,
+	 * co_linetable, co_code_adaptive (where its instructions start; 3.10: none) */
+	int co_filename, co_name, co_firstlineno, co_linetable, co_code;
+	int str_ascii, str_compact; /* where a compact string's characters start */
+	bool table311;		    /* the location table of 3.11 and later */
+};
+
+/* clang-format off */
+static const struct py_layout py_layouts[] = {
+	/* minor ts cf   code prev instr entry owner int   file name line table code  str     311 */
+	{ 10,    24, -1, 32,  24,  96,   -1,   -1,   true,  104, 112, 40,  120,  -1,   48, 72, false },
+	{ 11,    56, 8,  32,  48,  56,   68,   69,   false, 112, 128, 72,  136,  184,  48, 72, true },
+	{ 12,    56, 0,  0,   8,   56,   -1,   70,   false, 112, 128, 68,  136,  192,  40, 56, true },
+};
+/* clang-format on */
+
+#endif

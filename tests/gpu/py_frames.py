@@ -1,0 +1,104 @@
+"""Python frames on real PyTorch work (issue 20), run under gpuscope --inject on a GPU:
+
+    python py_frames.py gpt2 STEPS     GPT-2 (transformers, random weights) training steps;
+                                       prints the median step time after 3 (JSON)
+    python py_frames.py leak STEPS     each step keeps a 4 MiB tensor in a Python list
+    python py_frames.py check RECORDING REPORT.json SCRIPT   (no GPU: reads gpuscope's output)
+
+`check` prints, as JSON: how many launch stacks were taken and how many carry a Python
+frame, the Python frames most seen, and the leak site's name against the line of this
+file that keeps the tensors (marked `# KEEP`).
+"""
+import json
+import os
+import struct
+import sys
+import time
+
+
+def gpt2(steps):
+    import torch
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    torch.manual_seed(0)
+    cfg = GPT2Config(n_layer=4, n_embd=256, n_head=4, vocab_size=8192, n_positions=256)
+    model = GPT2LMHeadModel(cfg).cuda()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    data = torch.randint(0, cfg.vocab_size, (8, 128), device="cuda")
+    times = []
+    for _ in range(steps):
+        t0 = time.perf_counter()
+        loss = model(data, labels=data).loss
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        torch.cuda.synchronize()
+        times.append(time.perf_counter() - t0)
+    later = sorted(times[3:]) or times
+    print(json.dumps({"steps": steps, "step_ms_median": 1e3 * later[len(later) // 2]}))
+
+
+KEPT = []  # (alive until exit: a leak)
+
+
+def leak(steps):
+    import torch
+
+    x = torch.randn(1024, 1024, device="cuda")
+    for _ in range(steps):
+        KEPT.append(x * 2)  # KEEP
+        time.sleep(0.005)
+    torch.cuda.synchronize()
+
+
+def check(recording, report, script):
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "integration"))
+    import gsrec
+
+    stacks = with_py = 0
+    names, seen, by_tid = {}, {}, {}
+    for r in gsrec.records(recording):
+        if r["type"] == 21:
+            addr, n = struct.unpack_from("<QH", r["body"])
+            names[addr] = r["body"][16:16 + n].decode(errors="replace")
+        elif r["type"] == 20:
+            arg, api, n = struct.unpack_from("<QHH", r["body"])
+            ips = struct.unpack_from("<%dQ" % n, r["body"], 16)
+            if arg == 0:  # (launch stacks carry the kernel handle)
+                continue
+            stacks += 1
+            py = [ip for ip in ips if ip >> 63]
+            with_py += bool(py)
+            t = by_tid.setdefault(r["tid"], [0, 0])
+            t[0] += 1
+            t[1] += bool(py)
+            for ip in py[:1]:
+                seen[ip] = seen.get(ip, 0) + 1
+    keep = [n for n, line in enumerate(open(script), 1) if line.rstrip().endswith("# KEEP")][0]
+    rep = json.load(open(report))
+    sites = [{k: s.get(k) for k in ("where", "suspected", "grew", "outstanding_bytes")}
+             for s in rep["memory"]["sites"]]
+    # Python threads: those with a Python frame on any of their launch stacks (the others,
+    # autograd's engine threads say, run no Python).
+    py_threads = {t: v for t, v in by_tid.items() if v[1]}
+    on_py = sum(v[0] for v in py_threads.values())
+    out = {"launch_stacks": stacks, "with_python_frame": with_py,
+           "share_all": with_py / stacks if stacks else None,
+           "threads": {str(t): {"stacks": v[0], "with_python": v[1]} for t, v in by_tid.items()},
+           "share_on_python_threads": sum(v[1] for v in py_threads.values()) / on_py
+           if on_py else None,
+           "innermost_python_frames": sorted(((c, names.get(ip, hex(ip)))
+                                              for ip, c in seen.items()), reverse=True)[:8],
+           "python": [p.get("python") for p in rep["processes"]],
+           "leaks": rep["memory"]["suspected_leaks"], "sites": sites[:3],
+           "keep_line": "leak (%s:%d)" % (os.path.abspath(script), keep),
+           "leak_named_by_keep_line": any(s["where"].startswith(
+               "leak (%s:%d)" % (os.path.abspath(script), keep)) for s in sites)}
+    print(json.dumps(out, indent=1))
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "check":
+        check(*sys.argv[2:5])
+    else:
+        {"gpt2": gpt2, "leak": leak}[sys.argv[1]](int(sys.argv[2]))

@@ -1,0 +1,144 @@
+"""Python frames in stacks (issue 20), in-process plane: a Python program (Debian's python3)
+calls the CUDA test double through ctypes from known functions, a generator and a thread;
+its stacks carry the exact Python lines in place of the interpreter's frames, its memory
+sites are named by them, and a recording replays them with no process. A program that
+claims a Python version with no known layout is said to be so and keeps native stacks;
+one whose interpreter state is garbage runs on untouched."""
+import json
+import os
+import re
+import subprocess
+
+import pytest
+
+PYTHON = "/usr/bin/python3"
+SCRIPT = os.path.join(os.path.dirname(__file__), "..", "workloads", "py_cuda.py")
+
+
+def marks():
+    """`# CALL name` lines of the script: name -> 'qualname (file:line)' for lookups."""
+    out = {}
+    for n, line in enumerate(open(SCRIPT), 1):
+        m = re.search(r"# CALL (\S+)", line)
+        if m:
+            out[m.group(1)] = n
+    return out
+
+
+def frame(func, mark):
+    return "%s (%s:%d)" % (func, os.path.abspath(SCRIPT), marks()[mark])
+
+
+def folded(path):
+    out = {}
+    for line in open(path).read().splitlines():
+        stack, count = line.rsplit(" ", 1)
+        out[stack] = int(count)
+    return out
+
+
+def python_version():
+    return subprocess.run([PYTHON, "-c", "import platform; print(platform.python_version())"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+
+
+def chain(*frames):
+    return ";".join(frames)
+
+
+@pytest.fixture
+def traced(gs, tmp_path):
+    """The script under --inject, every launch's stack taken: folded, JSON and recording."""
+    paths = {k: tmp_path / ("p." + k) for k in ("folded", "json", "gsr")}
+    gs.run(["run", "-q", "--inject", "--stacks", "1", "--folded", str(paths["folded"]),
+            "--json=%s" % paths["json"], "-o", str(paths["gsr"]), "--", PYTHON,
+            os.path.abspath(SCRIPT), "--launches", "3"], check_rc=0)
+    return gs, paths
+
+
+def test_exact_python_frames(traced):
+    gs, paths = traced
+    lines = folded(paths["folded"])
+    module, main = frame("<module>", "module"), frame("main", "main")
+    step, launch = frame("Model.step", "step"), frame("launch", "launch")
+    # The interpreter's frames are replaced by the lines they ran, outermost first; the
+    # native frames of the call (ctypes) between the script and the driver are kept.
+    want = chain(module, main, step, launch)
+    got = {s: c for s, c in lines.items() if want in s}
+    assert len(got) == 1, lines
+    s, c = next(iter(got.items()))
+    assert c == 3 and s.startswith("python3;" + want + ";") and \
+        s.endswith(";cuLaunchKernel;pyKernel"), s
+    # A generator's frame sits below the loop that drives it.
+    gen = [s for s in lines if chain(frame("batches", "batches"),
+                                     frame("allocate", "allocate")) in s]
+    assert len(gen) == 1 and lines[gen[0]] == 2 and frame("main", "main-gen") in gen[0] and \
+        gen[0].endswith("cuMemAlloc_v2"), lines
+    # The failed allocation, and the thread's launch under threading's own frames.
+    assert [c for s, c in lines.items() if chain(main.replace(
+        ":%d)" % marks()["main"], ":%d)" % marks()["main-fail"]),
+        frame("too_big", "too_big")) in s] == [1], lines
+    worker = [s for s in lines if chain(frame("worker", "worker"), launch) in s]
+    assert len(worker) == 1 and "Thread.run (" in worker[0] and \
+        worker[0].endswith(";cuLaunchKernel;pyKernel"), lines
+
+
+def test_python_record_and_sites(traced):
+    gs, paths = traced
+    report = json.loads(paths["json"].read_text())
+    (proc,) = report["processes"]
+    assert proc["python"] == {"version": python_version(), "frames": "read", "in_place": True}
+    mem = report["memory"]
+    alloc = [s for s in mem["sites"] if s["outstanding_bytes"] == 2 << 20]
+    assert len(alloc) == 1 and alloc[0]["where"].startswith(
+        " < ".join([frame("allocate", "allocate"), frame("batches", "batches"),
+                    frame("main", "main-gen")])), mem["sites"]
+    (oom,) = mem["ooms"]
+    assert oom["where"].startswith(frame("too_big", "too_big") + " < "), oom["where"]
+
+
+def test_replay_names_python_frames(traced, tmp_path):
+    """The names are in the recording: the replay's folded stacks are the live run's."""
+    gs, paths = traced
+    again = tmp_path / "again.folded"
+    gs.run(["report", str(paths["gsr"]), "--folded", str(again)], check_rc=0)
+    assert folded(again) == folded(paths["folded"])
+
+
+def test_text_report_says_python(gsr):
+    p = gsr.run(["run", "--inject", "--stacks", "1", "--", PYTHON, os.path.abspath(SCRIPT)],
+                check_rc=0)
+    assert "  python %s (1 process): Python frames in stacks, in place of the " \
+        "interpreter's" % python_version() in p.stderr, p.stderr
+
+
+def test_unknown_version_keeps_native_stacks(gs, tmp_path):
+    out, js = tmp_path / "o.folded", tmp_path / "o.json"
+    gs.run(["run", "-q", "--inject", "--json=%s" % js, "--", gs.wl("wl_pyfake"), "old"],
+           check_rc=0)
+    p = gs.run(["run", "--inject", "--stacks", "1", "--folded", str(out), "--",
+                gs.wl("wl_pyfake"), "old"], check_rc=0)
+    assert "python 3.9.18 (1 process): no known layout for this version: native stacks " \
+        "only" in p.stderr, p.stderr
+    assert json.loads(js.read_text())["processes"][0]["python"] == \
+        {"version": "3.9.18", "frames": "unsupported", "in_place": False}
+    lines = folded(out)
+    assert sum(lines.values()) == 20 and all(" (" not in s for s in lines), lines
+
+
+def test_garbage_interpreter_state_harms_nothing(gs, tmp_path):
+    out = tmp_path / "g.folded"
+    p = gs.run(["run", "--inject", "--stacks", "1", "--folded", str(out), "--",
+                gs.wl("wl_pyfake"), "garbage"], check_rc=0)
+    assert "wl_pyfake: 20 launches" in p.stdout
+    lines = folded(out)
+    assert sum(c for s, c in lines.items() if s.endswith("cuLaunchKernel;leafKernel")) == 20
+
+
+def test_layout_matches_the_headers():
+    """The 3.11 layout the walker reads against Debian's CPython headers."""
+    binary = os.path.join(os.path.dirname(__file__), "..", "..", ".output", "unit", "pylayout")
+    assert os.path.exists(binary), "not built (make unit)"
+    p = subprocess.run([binary], capture_output=True, text=True)
+    assert p.returncode == 0 and "3.11 layout: 16 fields as the headers have them" in p.stdout, \
+        p.stdout

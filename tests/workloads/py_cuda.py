@@ -1,0 +1,79 @@
+"""A Python program that calls the CUDA driver (the test double) through ctypes from known
+functions, a thread and a generator, for the Python frames of stacks. Each call's line is
+marked `# CALL <name>`: the test reads the lines from this file.
+
+    py_cuda.py [--launches N]
+"""
+import ctypes
+import sys
+import threading
+
+cu = ctypes.CDLL("libcuda.so.1")
+PTX = (b".version 8.0\n.target sm_90\n.address_size 64\n"
+       b".visible .entry pyKernel(\n.param .u64 a)\n{ ret; }\n")
+
+
+def check(r, want=0):
+    if r != want:
+        sys.exit(f"CUDA call returned {r}, wanted {want}")
+
+
+def setup():
+    dev, ctx = ctypes.c_int(), ctypes.c_void_p()
+    lib, kern = ctypes.c_void_p(), ctypes.c_void_p()
+    check(cu.cuInit(0))
+    check(cu.cuDeviceGet(ctypes.byref(dev), 0))
+    check(cu.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), dev))
+    check(cu.cuCtxSetCurrent(ctx))
+    check(cu.cuLibraryLoadData(ctypes.byref(lib), PTX, None, None, 0, None, None, 0))
+    check(cu.cuLibraryGetKernel(ctypes.byref(kern), lib, b"pyKernel"))
+    return ctx, kern
+
+
+def launch(kern):
+    check(cu.cuLaunchKernel(kern, 1, 1, 1, 32, 1, 1, 0, None, None, None))  # CALL launch
+
+
+def allocate():
+    p = ctypes.c_uint64()
+    check(cu.cuMemAlloc_v2(ctypes.byref(p), ctypes.c_size_t(1 << 20)))  # CALL allocate
+    return p
+
+
+def too_big():
+    p = ctypes.c_uint64()
+    check(cu.cuMemAlloc_v2(ctypes.byref(p), ctypes.c_size_t(1 << 50)), 2)  # CALL too_big
+
+
+class Model:
+    def step(self, kern):
+        launch(kern)  # CALL step
+
+
+def batches(kern, n):
+    for i in range(n):
+        allocate()  # CALL batches
+        yield i
+
+
+def worker(ctx, kern):
+    check(cu.cuCtxSetCurrent(ctx))
+    launch(kern)  # CALL worker
+
+
+def main():
+    n = int(sys.argv[sys.argv.index("--launches") + 1]) if "--launches" in sys.argv else 3
+    ctx, kern = setup()
+    m = Model()
+    for _ in range(n):
+        m.step(kern)  # CALL main
+    for _ in batches(kern, 2):  # CALL main-gen
+        pass
+    too_big()  # CALL main-fail
+    t = threading.Thread(target=worker, args=(ctx, kern))
+    t.start()
+    t.join()
+
+
+if __name__ == "__main__":
+    main()  # CALL module
