@@ -122,8 +122,8 @@ $(eval $(call flavour,obj,))
 $(eval $(call flavour,asan,$(ASAN_FLAGS)))
 $(eval $(call flavour,static,-DGS_STATIC_BUILD))
 $(foreach f,obj asan static,$(foreach o,src/main.o src/cmd/exporter.o src/source/host.o,$(OUTPUT)/$(f)/$(o))): $(OUTPUT)/version.h
-# gpuscope carries the in-process library inside it (see src/source/inject.c).
-$(foreach f,obj asan static,$(OUTPUT)/$(f)/src/source/inject.o): $(INJECT_SO)
+# gpuscope carries the in-process library inside it (see src/source/inject_lib.c).
+$(foreach f,obj asan static,$(OUTPUT)/$(f)/src/source/inject_lib.o): $(INJECT_SO)
 $(foreach f,obj asan static,$(OUTPUT)/$(f)/src/cmd/probe.o): $(PROBE_OBJS)
 $(OUTPUT)/static/src/nvml/proxy.o: $(NVML_HELPER)
 

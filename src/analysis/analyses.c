@@ -22,6 +22,7 @@ void analyses__attach(struct analyses *a, struct stream *s, const struct analyse
 	if (!o->caller_feeds)
 		stream__subscribe(s, STREAM_ALL, model_add, a->model);
 	a->memsites = memsites__attach(a->model, o->keep_history);
+	a->pylines = pylines__attach(a->model);
 	if (o->findings)
 		a->findings = findings__attach(s, a->model);
 	if (o->retire)
@@ -32,11 +33,15 @@ void analyses__free(struct analyses *a)
 {
 	findings__free(a->findings);
 	memsites__free(a->memsites);
+	pylines__free(a->pylines);
 	model__free(a->model);
 	memset(a, 0, sizeof(*a));
 }
 
 struct report *analyses__report(const struct analyses *a)
 {
-	return report__build(a->model, a->findings, a->memsites);
+	struct report *r = report__build(a->model, a->findings, a->memsites);
+
+	pylines__report(a->pylines, r);
+	return r;
 }

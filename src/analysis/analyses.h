@@ -10,6 +10,7 @@
 #include "analysis/findings.h"
 #include "analysis/memsites.h"
 #include "analysis/model.h"
+#include "analysis/pylines.h"
 #include "analysis/report.h"
 #include "core/stream.h"
 
@@ -17,6 +18,7 @@ struct analyses {
 	struct model *model;
 	struct findings *findings; /* NULL: not asked for */
 	struct memsites *memsites;
+	struct pylines *pylines;
 };
 
 struct analyses_opts {

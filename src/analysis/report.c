@@ -487,6 +487,7 @@ void report__free(struct report *r)
 	report__free_gpu(r);
 	report__free_devcode(r);
 	free(r->sites);
+	free(r->pylines);
 	free(r->ooms);
 	free(r->frags);
 	free(r->findings);

@@ -103,6 +103,14 @@ struct rep_error {
 };
 
 #define REP_LARGEST 10
+#define REP_PYLINES 20
+
+/* A Python line's launches (analysis/pylines.h). */
+struct rep_pyline {
+	char where[GS_SYM_MAX]; /* "QUALNAME (FILE:LINE)" */
+	__u64 launches;		/* with a stack taken there */
+	__u64 timed, gpu_ns;	/* of those, timed on the GPU, and their time */
+};
 
 struct report {
 	/* session */
@@ -154,6 +162,10 @@ struct report {
 	 * then by bytes */
 	struct rep_site *sites;
 	size_t nsites;
+	/* Python lines (the most REP_PYLINES), and how many there were, launches counted */
+	struct rep_pyline *pylines;
+	size_t npylines;
+	__u64 pylines_total, pyline_launches, pyline_timed, pyline_gpu_ns;
 	__u64 sites_total, leaks, grew;
 	struct rep_oom *ooms;
 	size_t nooms;

@@ -341,7 +341,7 @@ static bool first_seen(__u64 pseudo)
 #define PAGE	  4096ULL
 
 struct window {
-	__u64 lo, hi; /* what buf holds: [lo, hi) */
+	__u64 lo, hi; /* what buf holds: [lo, hi), at its end */
 	unsigned char buf[WIN_PAGES * PAGE];
 };
 
@@ -358,7 +358,7 @@ static bool win_read(struct window *ws, void *dst, __u64 addr, size_t n)
 	for (unsigned int k = 0; k < 2; k++) {
 		w = &ws[k];
 		if (addr >= w->lo && addr + n <= w->hi && addr + n > addr) {
-			memcpy(dst, w->buf + (addr - w->lo), n);
+			memcpy(dst, w->buf + sizeof(w->buf) - (w->hi - addr), n);
 			tl_recent = k;
 			return true;
 		}
@@ -383,7 +383,7 @@ static bool win_read(struct window *ws, void *dst, __u64 addr, size_t n)
 	w->lo = top - (__u64)got;
 	if (addr < w->lo)
 		return rd(dst, addr, n);
-	memcpy(dst, w->buf + (addr - w->lo), n);
+	memcpy(dst, w->buf + sizeof(w->buf) - (w->hi - addr), n);
 	return true;
 }
 

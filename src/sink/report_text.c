@@ -27,17 +27,6 @@ static void describe_exit(char *buf, size_t n, __s32 status)
 		snprintf(buf, n, "status 0x%x", status);
 }
 
-/* A recorded string for a terminal: control characters shown as '?', cut to n - 1 bytes. */
-static const char *safe(const char *s, char *buf, size_t n)
-{
-	size_t i;
-
-	for (i = 0; s && s[i] && i + 1 < n; i++)
-		buf[i] = (unsigned char)s[i] < 0x20 || s[i] == 0x7f ? '?' : s[i];
-	buf[i] = 0;
-	return buf;
-}
-
 /* The machine and its GPUs, as recorded. */
 static void host(FILE *f, const struct report *r)
 {
@@ -46,24 +35,25 @@ static void host(FILE *f, const struct report *r)
 
 	if (r->has_host) {
 		fmt_bytes(mem, sizeof(mem), (double)h->memory);
-		fprintf(f, "  host: %s, Linux %s", safe(h->hostname, a, sizeof(a)),
-			safe(h->kernel, b, sizeof(b)));
+		fprintf(f, "  host: %s, Linux %s", safe_text(h->hostname, a, sizeof(a)),
+			safe_text(h->kernel, b, sizeof(b)));
 		if (h->os[0])
-			fprintf(f, " (%s)", safe(h->os, a, sizeof(a)));
-		fprintf(f, ", %s, %u CPUs", safe(h->arch, a, sizeof(a)), h->cpus);
+			fprintf(f, " (%s)", safe_text(h->os, a, sizeof(a)));
+		fprintf(f, ", %s, %u CPUs", safe_text(h->arch, a, sizeof(a)), h->cpus);
 		if (h->cpu[0])
-			fprintf(f, " (%s)", safe(h->cpu, a, sizeof(a)));
+			fprintf(f, " (%s)", safe_text(h->cpu, a, sizeof(a)));
 		fprintf(f, ", %s memory", mem);
 		if (h->driver[0])
-			fprintf(f, ", NVIDIA driver %s", safe(h->driver, a, sizeof(a)));
+			fprintf(f, ", NVIDIA driver %s", safe_text(h->driver, a, sizeof(a)));
 		fputc('\n', f);
 	}
 	for (size_t i = 0; i < r->ngpus_info; i++) {
 		const struct gs_ev_gpu_info *g = &r->gpus_info[i];
 
 		fmt_bytes(mem, sizeof(mem), (double)g->memory);
-		fprintf(f, "  GPU %d: %s, %s, %s, %s\n", g->gpu, safe(g->name, a, sizeof(a)), mem,
-			safe(g->pci_bus_id, b, sizeof(b)), safe(g->uuid, c, sizeof(c)));
+		fprintf(f, "  GPU %d: %s, %s, %s, %s\n", g->gpu, safe_text(g->name, a, sizeof(a)),
+			mem, safe_text(g->pci_bus_id, b, sizeof(b)),
+			safe_text(g->uuid, c, sizeof(c)));
 	}
 }
 
@@ -78,10 +68,11 @@ static void target(FILE *f, const struct report *r)
 		if ((__s32)p->s.pid != r->target_pid || !p->cmdline)
 			continue;
 		if (r->mode == GS_MODE_ATTACH)
-			fprintf(f, "  command line: %s%s\n", safe(p->cmdline, line, sizeof(line)),
+			fprintf(f, "  command line: %s%s\n",
+				safe_text(p->cmdline, line, sizeof(line)),
 				p->s.cmdline_truncated ? " ..." : "");
 		if (p->cgroup && strcmp(p->cgroup, "/"))
-			fprintf(f, "  cgroup: %s\n", safe(p->cgroup, cg, sizeof(cg)));
+			fprintf(f, "  cgroup: %s\n", safe_text(p->cgroup, cg, sizeof(cg)));
 	}
 }
 
@@ -174,7 +165,7 @@ static void processes(FILE *f, const struct report *r, const struct text_opts *o
 		fmt_bytes(out, sizeof(out), (double)p->outstanding[MK_DEVICE]);
 		describe_exit(ex, sizeof(ex), p->s.exited ? p->s.exit_code : -1);
 		/* (The command line last: cut to 60 bytes unless --wide.) */
-		safe(p->cmdline, line, o->wide ? sizeof(line) : 61);
+		safe_text(p->cmdline, line, o->wide ? sizeof(line) : 61);
 		fprintf(f, "  %7u %7u  %-16s %10llu %12s %12s  %-20s  %s\n", p->s.pid, p->s.ppid,
 			p->s.comm[0] ? p->s.comm : "?", (unsigned long long)p->s.launches, peak,
 			out, ex, line);
@@ -566,6 +557,7 @@ void report_text__write(FILE *f, const struct report *r, const struct text_opts 
 	processes(f, r, o);
 	kernels(f, r, o);
 	report_gpu_text(f, r, o);
+	report_python_text(f, r);
 	memory(f, r);
 	memory_analyses(f, r);
 	report_devcode_text(f, r);

@@ -23,6 +23,11 @@ void report_gpu_stat_json(struct json *j, const char *key, const struct gpu_stat
 void report_gpu_json(struct json *j, const struct report *r);
 void report_devcode_json(struct json *j, const struct report *r);
 void report_os_json(struct json *j, const struct report *r);
+/* report_python.c: GPU work by Python line. */
+void report_python_text(FILE *f, const struct report *r);
+void report_python_json(struct json *j, const struct report *r);
+/* A recorded string for a terminal: control characters shown as '?', cut to n - 1 bytes. */
+const char *safe_text(const char *s, char *buf, size_t n);
 /* One line saying what a finding found; t0: the session's start (times are from it). */
 char *finding_describe(const struct finding *f, __u64 t0, char *buf, size_t n);
 void report_findings_text(FILE *f, const struct report *r);

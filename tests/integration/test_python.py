@@ -42,6 +42,11 @@ def python_version():
                           capture_output=True, text=True, check=True).stdout.strip()
 
 
+def pyframes(stack):
+    """The Python frames of a folded stack, outermost first."""
+    return [f for f in stack.split(";") if re.search(r" \(.*\.py:\d+\)$", f)]
+
+
 def chain(*frames):
     return ";".join(frames)
 
@@ -67,8 +72,10 @@ def test_exact_python_frames(traced):
     got = {s: c for s, c in lines.items() if want in s}
     assert len(got) == 1, lines
     s, c = next(iter(got.items()))
-    assert c == 3 and s.startswith("python3;" + want + ";") and \
-        s.endswith(";cuLaunchKernel;pyKernel"), s
+    # Outside the script's frames only native ones (named or not, as the symboliser got to
+    # them before the process ended): the interpreter's start, ctypes, libffi.
+    assert c == 3 and pyframes(s) == [module, main, step, launch] and \
+        s.startswith("python3;") and s.endswith(";cuLaunchKernel;pyKernel"), s
     # A generator's frame sits below the loop that drives it.
     gen = [s for s in lines if chain(frame("batches", "batches"),
                                      frame("allocate", "allocate")) in s]
@@ -78,7 +85,7 @@ def test_exact_python_frames(traced):
     assert [c for s, c in lines.items() if chain(main.replace(
         ":%d)" % marks()["main"], ":%d)" % marks()["main-fail"]),
         frame("too_big", "too_big")) in s] == [1], lines
-    worker = [s for s in lines if chain(frame("worker", "worker"), launch) in s]
+    worker = [s for s in lines if frame("worker", "worker") + ";" in s]
     assert len(worker) == 1 and "Thread.run (" in worker[0] and \
         worker[0].endswith(";cuLaunchKernel;pyKernel"), lines
 
@@ -97,6 +104,27 @@ def test_python_record_and_sites(traced):
     assert oom["where"].startswith(frame("too_big", "too_big") + " < "), oom["where"]
 
 
+def test_gpu_time_by_python_line(traced):
+    """Each launch at the innermost Python frame of its stack, with its GPU time as the
+    kernel table counts it: the double runs the main thread's kernels 5 us, the worker's
+    25 us. (A launch the GPU figures leave out -- the machine descheduled its call -- is
+    counted but not timed, in both.)"""
+    gs, paths = traced
+    report = json.loads(paths["json"].read_text())
+    lines = report["python_lines"]
+    (kernel,) = report["kernels"]["list"]
+    assert lines["lines"] == 2 and lines["launches"] == 4, lines
+    assert lines["timed"] == kernel["gpu"]["timed"] and lines["timed"] >= 3, (lines, kernel)
+    assert lines["gpu_ns"] == kernel["gpu"]["total_ns"], (lines, kernel)
+    by = {l["where"]: l for l in lines["top"]}
+    worker, launch = by[frame("worker", "worker")], by[frame("launch", "launch")]
+    assert worker["launches"] == 1 and launch["launches"] == 3
+    for line, ns in ((worker, 25000), (launch, 5002)):
+        assert abs(line["gpu_ns"] - line["timed"] * ns) <= 2000 * line["timed"], line
+    if worker["timed"]:
+        assert lines["top"][0] is not launch and lines["top"][0]["where"] == worker["where"]
+
+
 def test_replay_names_python_frames(traced, tmp_path):
     """The names are in the recording: the replay's folded stacks are the live run's."""
     gs, paths = traced
@@ -110,6 +138,11 @@ def test_text_report_says_python(gsr):
                 check_rc=0)
     assert "  python %s (1 process): Python frames in stacks, in place of the " \
         "interpreter's" % python_version() in p.stderr, p.stderr
+    table = p.stderr.split("\nPython lines (")[1].split("\n\n")[0].splitlines()
+    assert table[0].startswith("the innermost Python frame of each launch whose stack was "
+                               "taken: 4 launches, "), table
+    rows = {row.split()[-2] + " " + row.split()[-1]: row.split()[0] for row in table[2:]}
+    assert rows == {frame("worker", "worker"): "1", frame("launch", "launch"): "3"}, table
 
 
 def test_unknown_version_keeps_native_stacks(gs, tmp_path):
