@@ -23,6 +23,8 @@ void analyses__attach(struct analyses *a, struct stream *s, const struct analyse
 		stream__subscribe(s, STREAM_ALL, model_add, a->model);
 	a->memsites = memsites__attach(a->model, o->keep_history);
 	a->pylines = pylines__attach(a->model);
+	if (o->findings) /* (the same commands: run, attach, report) */
+		a->steps = steps__attach(s, a->model);
 	if (o->findings)
 		a->findings = findings__attach(s, a->model);
 	if (o->retire)
@@ -34,6 +36,7 @@ void analyses__free(struct analyses *a)
 	findings__free(a->findings);
 	memsites__free(a->memsites);
 	pylines__free(a->pylines);
+	steps__free(a->steps);
 	model__free(a->model);
 	memset(a, 0, sizeof(*a));
 }
@@ -43,5 +46,7 @@ struct report *analyses__report(const struct analyses *a)
 	struct report *r = report__build(a->model, a->findings, a->memsites);
 
 	pylines__report(a->pylines, r);
+	if (a->steps)
+		steps__report(a->steps, r, a->findings);
 	return r;
 }

@@ -11,6 +11,7 @@
 #include "analysis/memsites.h"
 #include "analysis/model.h"
 #include "analysis/pylines.h"
+#include "analysis/steps.h"
 #include "analysis/report.h"
 #include "core/stream.h"
 
@@ -19,10 +20,11 @@ struct analyses {
 	struct findings *findings; /* NULL: not asked for */
 	struct memsites *memsites;
 	struct pylines *pylines;
+	struct steps *steps; /* NULL: not asked for (with the findings) */
 };
 
 struct analyses_opts {
-	bool findings;	   /* the cross-layer findings (run, attach, report) */
+	bool findings;	   /* the cross-layer findings and steps (run, attach, report) */
 	bool retire;	   /* fold and free a process once it is retired (not the agent's) */
 	bool keep_history; /* every allocation, for the memory map */
 	bool caller_feeds; /* the model is not subscribed: its user feeds it (model__add) */

@@ -41,13 +41,9 @@ struct last_stack {
 
 static struct ms_proc *ms_proc(struct memsites *ms, __u32 pid)
 {
-	struct ms_proc *p = hmap_get(&ms->procs, pid, 0);
+	struct ms_proc *p = hmap_get_or_new(&ms->procs, pid, 0, sizeof(*p));
 
-	if (!p) {
-		p = xcalloc(1, sizeof(*p));
-		p->pid = pid;
-		hmap_put(&ms->procs, pid, 0, p);
-	}
+	p->pid = pid;
 	return p;
 }
 

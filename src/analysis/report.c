@@ -486,11 +486,6 @@ void report__free(struct report *r)
 		return;
 	report__free_gpu(r);
 	report__free_devcode(r);
-	free(r->sites);
-	free(r->pylines);
-	free(r->ooms);
-	free(r->frags);
-	free(r->findings);
 	os_result_free(&r->os);
 	for (size_t i = 0; i < r->nprocs; i++) {
 		os_result_free(&r->procs[i].os);
@@ -498,21 +493,18 @@ void report__free(struct report *r)
 		free(r->procs[i].cgroup);
 		free(r->procs[i].exe);
 	}
-	free(r->gpus_info);
-	free(r->blockdevs);
 	for (size_t i = 0; i < r->nkernels; i++) {
 		free(r->kernels[i].mangled);
 		free(r->kernels[i].display);
 	}
-	free(r->kernels);
-	free(r->launch_apis);
-	free(r->alloc_apis);
-	free(r->alloc_api_bytes);
-	free(r->libs);
-	free(r->procs);
-	free(r->outstanding);
-	free(r->syncs);
-	free(r->comms);
-	free(r->errors);
+	/* (Arrays of plain items.) */
+	void *arrays[] = { r->sites,   r->pylines,     r->steps,       r->ooms,
+			   r->frags,   r->findings,    r->gpus_info,   r->blockdevs,
+			   r->kernels, r->launch_apis, r->alloc_apis,  r->alloc_api_bytes,
+			   r->libs,    r->procs,       r->outstanding, r->syncs,
+			   r->comms,   r->errors };
+
+	for (size_t i = 0; i < sizeof(arrays) / sizeof(arrays[0]); i++)
+		free(arrays[i]);
 	free(r);
 }

@@ -105,6 +105,16 @@ struct rep_error {
 #define REP_LARGEST 10
 #define REP_PYLINES 20
 
+/* A step of a loop (analysis/steps.h); times from the session's start. */
+struct rep_step {
+	__u64 start, dur;
+	__u64 launches;
+	__u64 gpu_ns;  /* its kernels' GPU time (union), 0 without GPU timing */
+	__u64 sync_ns; /* its calls' waits for the GPU */
+	bool slow;
+	__s32 finding; /* slow: the finding (r->findings) that overlaps it most, -1 none */
+};
+
 /* A Python line's launches (analysis/pylines.h). */
 struct rep_pyline {
 	char where[GS_SYM_MAX]; /* "QUALNAME (FILE:LINE)" */
@@ -162,6 +172,13 @@ struct report {
 	 * then by bytes */
 	struct rep_site *sites;
 	size_t nsites;
+	/* Steps of the process with the most (analysis/steps.h): none found if nsteps 0 */
+	__u32 steps_pid;
+	char steps_anchor_name[256];
+	struct rep_step *steps;
+	size_t nsteps;
+	__u64 step_median_ns, step_p90_ns, step_max_ns, steps_slow;
+	bool steps_gpu_timed;
 	/* Python lines (the most REP_PYLINES), and how many there were, launches counted */
 	struct rep_pyline *pylines;
 	size_t npylines;

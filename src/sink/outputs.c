@@ -99,11 +99,14 @@ int outputs__close(struct outputs *o, const struct outputs_end *e)
 
 	if (o->rec && (recording__close(o->rec) || o->record_failed))
 		code = GS_EXIT_RUNTIME;
-	for (int i = 0; i < 2; i++)
+	for (int i = 0; i < 2; i++) {
+		if (o->tl[i] && e->analyses)
+			timeline__steps(o->tl[i], o->a);
 		if (o->tl[i] && timeline__close(o->tl[i], err, sizeof(err))) {
 			gs_err("%s", err);
 			code = GS_EXIT_RUNTIME;
 		}
+	}
 	if (o->memmap) {
 		r = e->analyses && memmap__write(o->memmap, o->a);
 		r = finish_file(o->memmap, "the memory map to", o->p.memmap, r);

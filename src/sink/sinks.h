@@ -26,6 +26,9 @@ void report_os_json(struct json *j, const struct report *r);
 /* report_python.c: GPU work by Python line. */
 void report_python_text(FILE *f, const struct report *r);
 void report_python_json(struct json *j, const struct report *r);
+/* report_steps.c: the steps of a loop. */
+void report_steps_text(FILE *f, const struct report *r);
+void report_steps_json(struct json *j, const struct report *r);
 /* A recorded string for a terminal: control characters shown as '?', cut to n - 1 bytes. */
 const char *safe_text(const char *s, char *buf, size_t n);
 /* One line saying what a finding found; t0: the session's start (times are from it). */

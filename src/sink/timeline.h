@@ -100,6 +100,8 @@ struct timeline *timeline__open_chrome(const char *path, char *err, size_t errle
 /* After the model has the same record (names and memory come from it, findings from its
  * analyses). */
 void timeline__add(struct timeline *tl, const struct analyses *a, const struct gs_hdr *ev);
+/* At the end, before closing: what is only known then (the steps of a loop). */
+void timeline__steps(struct timeline *tl, const struct analyses *a);
 /* 0, or a message in err. Frees tl either way. */
 int timeline__close(struct timeline *tl, char *err, size_t errlen);
 

@@ -47,6 +47,43 @@ void tl_findings(struct timeline *tl, const struct analyses *a)
 	}
 }
 
+/* ---- steps -------------------------------------------------------------------------------- */
+
+/* The steps of the loop found (analysis/steps.h), at the end: a track of the process, a
+ * slice a step. */
+void timeline__steps(struct timeline *tl, const struct analyses *a)
+{
+	struct rep_step *v;
+	char anchor[256], name[32];
+	__u32 pid;
+	bool timed;
+	size_t n;
+	__u64 track;
+
+	if (!a->steps)
+		return;
+	n = steps__best(a->steps, &v, &pid, anchor, sizeof(anchor), &timed);
+	if (!n)
+		return;
+	track = tl_child_track(tl, a->model, pid, U_STEPS, 0, "steps");
+	for (size_t i = 0; i < n; i++) {
+		struct tl_event e = { .track = track,
+				      .ts = v[i].start,
+				      .dur = v[i].dur,
+				      .cat = "step",
+				      .name = name };
+
+		snprintf(name, sizeof(name), "step %zu", i);
+		tl_arg_u64(&e, "launches", v[i].launches);
+		if (timed)
+			tl_arg_u64(&e, "gpu_ns", v[i].gpu_ns);
+		tl_arg_u64(&e, "sync_wait_ns", v[i].sync_ns);
+		tl_arg_str(&e, "marked_by", anchor);
+		tl->ops->slice(tl->w, &e);
+	}
+	free(v);
+}
+
 /* ---- memory analyses: OOM findings, suspected leaks, fragmentation ---------------------- */
 
 void tl_memory_findings(struct timeline *tl, const struct analyses *a, __u32 pid)

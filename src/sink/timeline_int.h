@@ -28,6 +28,7 @@ enum {
 	U_BLOCK = 9,
 	U_GPU_COUNTER = 10,
 	U_PROBE_RING = 11,
+	U_STEPS = 12,
 };
 
 #define IO_LANES     32
