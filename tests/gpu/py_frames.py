@@ -3,6 +3,9 @@
     python py_frames.py gpt2 STEPS     GPT-2 (transformers, random weights) training steps;
                                        prints the median step time after 3 (JSON)
     python py_frames.py leak STEPS     each step keeps a 4 MiB tensor in a Python list
+    python py_frames.py resnet STEPS SLOW   ResNet-18 steps from a DataLoader; batch SLOW
+                                       takes 300 ms to load
+    python py_frames.py steps REPORT.json   the steps gpuscope found (no GPU)
     python py_frames.py check RECORDING REPORT.json SCRIPT   (no GPU: reads gpuscope's output)
 
 `check` prints, as JSON: how many launch stacks were taken and how many carry a Python
@@ -36,6 +39,47 @@ def gpt2(steps):
         times.append(time.perf_counter() - t0)
     later = sorted(times[3:]) or times
     print(json.dumps({"steps": steps, "step_ms_median": 1e3 * later[len(later) // 2]}))
+
+
+def resnet(steps, slow):
+    """ResNet-18 training steps fed by a DataLoader (2 workers) over synthetic images; the
+    batch `slow` takes 300 ms to load (one of its items sleeps)."""
+    import torch
+    import torch.nn.functional as F
+    import torchvision
+
+    batch = 32
+
+    class Images(torch.utils.data.Dataset):
+        def __len__(self):
+            return steps * batch
+
+        def __getitem__(self, i):
+            if i == slow * batch:
+                time.sleep(0.3)
+            return torch.randn(3, 64, 64), i % 10
+
+    torch.manual_seed(0)
+    loader = torch.utils.data.DataLoader(Images(), batch_size=batch, num_workers=2)
+    model = torchvision.models.resnet18(num_classes=10).cuda()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    for x, y in loader:
+        x, y = x.cuda(non_blocking=True), y.cuda(non_blocking=True)
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        loss.item()
+    print(json.dumps({"steps": steps, "slow": slow}))
+
+
+def steps_of(report):
+    """The steps gpuscope found, in short (no GPU)."""
+    st = json.load(open(report))["steps"]
+    print(json.dumps({k: st[k] for k in ("count", "how", "anchor_kernel", "median_ns",
+                                         "p90_ns", "max_ns", "slow", "gpu_timed")} |
+                     {"slow_steps": [(i, s["duration_ns"], s["cause"])
+                                     for i, s in enumerate(st["list"]) if s["slow"]]}))
 
 
 KEPT = []  # (alive until exit: a leak)
@@ -100,5 +144,9 @@ def check(recording, report, script):
 if __name__ == "__main__":
     if sys.argv[1] == "check":
         check(*sys.argv[2:5])
+    elif sys.argv[1] == "steps":
+        steps_of(sys.argv[2])
+    elif sys.argv[1] == "resnet":
+        resnet(int(sys.argv[2]), int(sys.argv[3]))
     else:
         {"gpt2": gpt2, "leak": leak}[sys.argv[1]](int(sys.argv[2]))
