@@ -179,7 +179,7 @@ $(OUTPUT)/unit-asan/test_target_alloc: tests/unit/test_target_alloc.c tests/unit
 		-lcmocka -o $@
 
 # The Python layouts against CPython's own headers (libpython3.11-dev: Debian 12's Python).
-$(OUTPUT)/unit/pylayout: tests/unit/pylayout.c src/inject/pylayout.h
+$(OUTPUT)/unit/pylayout: tests/unit/pylayout.c src/core/pylayout.h
 	@mkdir -p $(@D)
 	$(call msg,CC,$@)
 	$(Q)$(CC) -Wall -Werror -Isrc $$(python3.11-config --includes) $< -o $@

@@ -127,40 +127,50 @@ static __u64 covered(const struct span *v, size_t n, __u64 from, __u64 to)
 	return sum + (cur_e - cur_s);
 }
 
-/* The step count and the kernel that marks each step's start; 0 if there is no loop. */
-static size_t find_anchor(const struct sproc *p, __u64 *anchor, struct hmap *counts)
+/* The counts launched three times or more, ascending (candidate step counts); their n. */
+static size_t candidates(const struct sproc *p, struct hmap *counts, __u64 **out)
 {
 	const struct launch *l = p->launches.v;
-	struct hmap by_count = { 0 };
+	struct hmap seen = { 0 };
 	struct hmap_slot *s;
-	size_t best = 0, best_funcs = 0;
+	size_t n = 0;
 
 	for (size_t i = 0; i < p->launches.n; i++)
 		hmap_put(counts, l[i].func, 0,
 			 (void *)((uintptr_t)hmap_get(counts, l[i].func, 0) + 1));
+	*out = xcalloc(counts->len + 1, sizeof(**out));
 	hmap_for_each (counts, s) {
 		uintptr_t c = (uintptr_t)s->val;
 
-		if (c >= 3)
-			hmap_put(&by_count, c, 0,
-				 (void *)((uintptr_t)hmap_get(&by_count, c, 0) + 1));
+		if (c >= 3 && !hmap_get(&seen, c, 0)) {
+			hmap_put(&seen, c, 0, (void *)1);
+			(*out)[n++] = c;
+		}
 	}
-	hmap_for_each (&by_count, s) {
-		size_t funcs = (uintptr_t)s->val;
+	hmap_free(&seen);
+	qsort(*out, n, sizeof(**out), u64_cmp);
+	return n;
+}
 
-		if (funcs > best_funcs || (funcs == best_funcs && s->k1 > best)) {
-			best = s->k1;
-			best_funcs = funcs;
-		}
-	}
-	hmap_free(&by_count);
-	if (!best)
-		return 0;
+/* Whether most launches are of kernels launched a multiple of c times (the loop's). */
+static bool loop_dominates(const struct sproc *p, struct hmap *counts, __u64 c)
+{
+	const struct launch *l = p->launches.v;
+	size_t in = 0;
+
 	for (size_t i = 0; i < p->launches.n; i++)
-		if ((uintptr_t)hmap_get(counts, l[i].func, 0) == best) {
-			*anchor = l[i].func;
-			return best;
-		}
+		in += (uintptr_t)hmap_get(counts, l[i].func, 0) % c == 0;
+	return 2 * in >= p->launches.n;
+}
+
+/* The first kernel in the sequence launched c times. */
+static __u64 first_of_count(const struct sproc *p, struct hmap *counts, __u64 c)
+{
+	const struct launch *l = p->launches.v;
+
+	for (size_t i = 0; i < p->launches.n; i++)
+		if ((uintptr_t)hmap_get(counts, l[i].func, 0) == c)
+			return l[i].func;
 	return 0;
 }
 
@@ -199,15 +209,25 @@ static bool step_starts(const struct sproc *p, __u64 anchor, size_t steps, struc
 static void find_steps(struct steps *st, const struct sproc *p, struct found *out)
 {
 	struct hmap counts = { 0 };
-	size_t n;
-	__u64 anchor = 0, *starts, last_end = 0;
+	size_t n = 0, ncand;
+	__u64 anchor = 0, *starts, last_end = 0, *cand;
 	const struct launch *l = p->launches.v;
 	struct span *gpu = p->gpu.v, *syncs = p->syncs.v;
 
 	memset(out, 0, sizeof(*out));
-	n = find_anchor(p, &anchor, &counts);
-	starts = n ? xcalloc(n, sizeof(*starts)) : NULL;
-	if (!n || !step_starts(p, anchor, n, &counts, starts)) {
+	/* The smallest count whose kernel marks regular steps: the loop's period (a larger one
+	 * would be a part of a step, a layer's say). */
+	ncand = candidates(p, &counts, &cand);
+	starts = xcalloc(p->launches.n + 1, sizeof(*starts));
+	for (size_t i = 0; i < ncand && !n; i++) {
+		if (!loop_dominates(p, &counts, cand[i]))
+			continue;
+		anchor = first_of_count(p, &counts, cand[i]);
+		if (step_starts(p, anchor, cand[i], &counts, starts))
+			n = cand[i];
+	}
+	free(cand);
+	if (!n) {
 		hmap_free(&counts);
 		free(starts);
 		return;

@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Training (or inference) steps, found from the launch sequence alone: a loop that runs
- * the same work each time launches some kernels exactly once a step. The most common
- * launch count S among the kernels launched three times or more is the step count; the
- * kernel of that count launched first marks each step's start, and the steps are kept if
- * nearly every one of them launches each once-a-step kernel exactly once. The last step
- * ends with the work it launched (its GPU time, and the waits for it that followed).
+ * the same work each time launches some kernels exactly once a step. The step count S is
+ * the smallest launch count (of kernels launched three times or more) such that most
+ * launches are of kernels launched a multiple of S times, and the kernel of that count
+ * launched first marks regular steps: nearly every step (80%) launches each once-a-step
+ * kernel exactly once. (A larger count would be a part of a step: a layer's kernels.) The
+ * last step ends with the work it launched (its GPU time, and the waits for it that
+ * followed).
  *
  * Per step: its duration, launches, the kernels' GPU time (with the in-process plane's
  * timing: the union of the step's kernels' GPU intervals) and so the GPU's idle time, and

@@ -13,7 +13,7 @@
  * from PyGILState_GetThisThreadState (thread-specific data, no lock, no GIL needed). Only
  * the calling thread's own frames are read: they cannot change under it.
  *
- * Layouts: pylayout.h.
+ * Layouts: core/pylayout.h; names: core/pyname.c (shared with gpuscope).
  */
 #include <dlfcn.h>
 #include <stdio.h>
@@ -24,11 +24,10 @@
 #include <unistd.h>
 
 #include "inject/inject.h"
-#include "inject/pylayout.h"
+#include "core/pyname.h"
 
 #define MAX_PY	  64	 /* Python frames read, at most */
 #define NAMED_CAP 65536u /* pseudo-addresses named per process, at most */
-#define TEXT_MAX  200	 /* bytes of a name or a file name kept */
 
 #define OWNED_BY_CSTACK 3 /* 3.12: the entry frame an evaluation pushes first */
 
@@ -128,171 +127,23 @@ static void look(void)
 	announce(version, GS_PY_FRAMES);
 }
 
-/* ---- names ------------------------------------------------------------------------------ */
-
-/* A str object's text as UTF-8 (cut to TEXT_MAX bytes); "?" if it cannot be read. */
-static void read_str(__u64 obj, char *out)
-{
-	unsigned char hdr[72];
-	__u64 len;
-	__u32 state, kind;
-	size_t k = 0;
-
-	strcpy(out, "?");
-	if (!rd(hdr, obj, (size_t)Y.l->str_ascii))
-		return;
-	memcpy(&len, hdr + 16, 8);
-	memcpy(&state, hdr + 32, 4);
-	kind = (state >> 2) & 7;
-	if (!(state & (1u << 5)) || (kind != 1 && kind != 2 && kind != 4))
-		return;		 /* (not compact: not a code object's string) */
-	if (state & (1u << 6)) { /* ASCII */
-		len = len < TEXT_MAX ? len : TEXT_MAX;
-		if (rd(out, obj + (__u64)Y.l->str_ascii, len))
-			out[len] = 0;
-		return;
-	}
-	for (__u64 i = 0; i < len && k + 4 < TEXT_MAX; i++) {
-		__u32 c = 0;
-
-		if (!rd(&c, obj + (__u64)Y.l->str_compact + i * kind, kind))
-			break;
-		if (c < 0x80) {
-			out[k++] = (char)c;
-		} else if (c < 0x800) {
-			out[k++] = (char)(0xc0 | c >> 6);
-			out[k++] = (char)(0x80 | (c & 0x3f));
-		} else if (c < 0x10000) {
-			out[k++] = (char)(0xe0 | c >> 12);
-			out[k++] = (char)(0x80 | ((c >> 6) & 0x3f));
-			out[k++] = (char)(0x80 | (c & 0x3f));
-		} else {
-			out[k++] = (char)(0xf0 | c >> 18);
-			out[k++] = (char)(0x80 | ((c >> 12) & 0x3f));
-			out[k++] = (char)(0x80 | ((c >> 6) & 0x3f));
-			out[k++] = (char)(0x80 | (c & 0x3f));
-		}
-	}
-	out[k] = 0;
-}
-
-/* A bytes object's contents, read in pieces. */
-struct bytes_rd {
-	__u64 at, left;
-	unsigned char buf[256];
-	unsigned int n, i;
-};
-
-static int next_byte(struct bytes_rd *b)
-{
-	if (b->i == b->n) {
-		b->n = (unsigned int)(b->left < sizeof(b->buf) ? b->left : sizeof(b->buf));
-		if (!b->n || !rd(b->buf, b->at, b->n))
-			return -1;
-		b->at += b->n;
-		b->left -= b->n;
-		b->i = 0;
-	}
-	return b->buf[b->i++];
-}
-
-static int varint(struct bytes_rd *b)
-{
-	int v = 0, shift = 0, c;
-
-	do {
-		if ((c = next_byte(b)) < 0 || shift > 24)
-			return 0;
-		v |= (c & 63) << shift;
-		shift += 6;
-	} while (c & 64);
-	return v;
-}
-
-static int svarint(struct bytes_rd *b)
-{
-	int v = varint(b);
-
-	return v & 1 ? -(v >> 1) : v >> 1;
-}
-
-/* 3.11 and later (Objects/locations.md): the line of code unit `unit`; 0 if none. */
-static int line_311(struct bytes_rd *b, int line, __u64 unit)
-{
-	__u64 at = 0;
-	int c;
-
-	while ((c = next_byte(b)) >= 0) {
-		int code = (c >> 3) & 15, delta = 0;
-		__u64 len = (__u64)(c & 7) + 1;
-
-		if (!(c & 128))
-			return 0; /* (out of step: not a location table) */
-		if (code == 14) {
-			delta = svarint(b);
-			varint(b), varint(b), varint(b);
-		} else if (code == 13) {
-			delta = svarint(b);
-		} else if (code >= 10 && code <= 12) {
-			delta = code - 10;
-			next_byte(b), next_byte(b);
-		} else if (code < 10) {
-			next_byte(b);
-		}
-		line += delta;
-		if (unit < at + len)
-			return code == 15 ? 0 : line;
-		at += len;
-	}
-	return 0;
-}
-
-/* 3.10 (Objects/lnotab_notes.txt): pairs of (bytes, line delta); -128 no line. */
-static int line_310(struct bytes_rd *b, int line, __u64 byte)
-{
-	__u64 end = 0;
-	int sd, ld;
-
-	while ((sd = next_byte(b)) >= 0 && (ld = next_byte(b)) >= 0) {
-		bool none = ld == 128;
-
-		if (!none)
-			line += (signed char)ld;
-		end += (__u64)sd;
-		if (byte < end)
-			return none ? 0 : line;
-	}
-	return 0;
-}
-
 /* The symbol record of a Python frame: "QUALNAME (FILE:LINE)". */
+static bool self_read(void *ctx, void *dst, __u64 addr, size_t n)
+{
+	(void)ctx;
+	return rd(dst, addr, n);
+}
+
 static void name_frame(__u64 pseudo, __u64 code, __u64 off)
 {
-	const struct py_layout *l = Y.l;
+	struct py_reader r = { Y.l, self_read, NULL };
 	struct gs_ev_symbol *e;
-	char name[TEXT_MAX + 1], file[TEXT_MAX + 1], text[GS_SYM_MAX];
-	struct bytes_rd b = { 0 };
-	__u64 name_obj, file_obj, table;
-	int first = 0, line = 0;
+	char text[GS_SYM_MAX];
 	size_t len;
 	__u32 size;
 
-	if (!rd64(code + (__u64)l->co_name, &name_obj) ||
-	    !rd64(code + (__u64)l->co_filename, &file_obj) ||
-	    !rd(&first, code + (__u64)l->co_firstlineno, 4) ||
-	    !rd64(code + (__u64)l->co_linetable, &table))
+	if (!py_frame_name(&r, code, off, text, sizeof(text)))
 		return;
-	read_str(name_obj, name);
-	read_str(file_obj, file);
-	if (rd64(table + 16, &b.left)) {
-		b.at = table + 32;
-		b.left = b.left < (1u << 20) ? b.left : 0;
-		line = l->table311 ? line_311(&b, first, off / 2) : line_310(&b, first, off);
-	}
-	if (line > 0)
-		snprintf(text, sizeof(text), "%s (%s:%d)", name, file, line);
-	else
-		snprintf(text, sizeof(text), "%s (%s)", name, file);
 	len = strlen(text);
 	size = (__u32)(offsetof(struct gs_ev_symbol, name) + len + 1);
 	e = gs_emit_reserve(size, GS_EV_SYMBOL);
@@ -445,34 +296,18 @@ static int walk(__u64 *out, bool *entry)
 
 int gs_py_stack(void *const *native, int n, __u64 *out, int max)
 {
-	__u64 py[MAX_PY];
+	__u64 py[MAX_PY], ips[GS_STACK_MAX + 8];
 	bool entry[MAX_PY];
-	int np = 0, k = 0, p = 0;
+	int np = 0;
 
 	if (!Y.state)
 		look();
 	if (Y.state > 0)
 		np = walk(py, entry);
-	for (int i = 0; i < n && k < max; i++) {
-		__u64 ip = (__u64)(unsigned long)native[i];
-
-		if (p < np && Y.eval_hi && ip - 1 >= Y.eval_lo && ip - 1 < Y.eval_hi) {
-			/* This evaluation's frames in place of the interpreter's. */
-			while (p < np && k < max) {
-				bool last = entry[p];
-
-				out[k++] = py[p++];
-				if (last)
-					break;
-			}
-			continue;
-		}
-		out[k++] = ip;
-	}
-	/* Evaluations whose native frames were not found (the unwinder stopped): outermost. */
-	while (p < np && k < max)
-		out[k++] = py[p++];
-	return k;
+	n = n < (int)(sizeof(ips) / sizeof(ips[0])) ? n : (int)(sizeof(ips) / sizeof(ips[0]));
+	for (int i = 0; i < n; i++)
+		ips[i] = (__u64)(unsigned long)native[i];
+	return py_mix(ips, n, py, entry, np, Y.eval_lo, Y.eval_hi, out, max);
 }
 
 void gs_py_after_fork(void)

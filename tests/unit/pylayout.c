@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * A layout of src/inject/pylayout.h against CPython's own headers (built with
+ * A layout of src/core/pylayout.h against CPython's own headers (built with
  * Py_BUILD_CORE to reach the internal ones): every offset the walker reads must be the
  * compiler's. make test builds it with Debian's 3.11 headers; bench/python_gpu.sh with the
  * GPU machine's, where it has them. Exits 1 naming each that differs. Also prints where
@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "inject/pylayout.h"
+#include "core/pylayout.h"
 
 #define CHECK(field, want)                                                                    \
 	do {                                                                                  \

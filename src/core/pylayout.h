@@ -7,8 +7,8 @@
  * and 3.12's are not checked here (3.12 is tried on the GPU machine's Python). 3.13 and
  * later describe themselves (_Py_DebugOffsets) and are not read yet.
  */
-#ifndef GS_INJECT_PYLAYOUT_H
-#define GS_INJECT_PYLAYOUT_H
+#ifndef GS_CORE_PYLAYOUT_H
+#define GS_CORE_PYLAYOUT_H
 
 #include <stdbool.h>
 
