@@ -170,14 +170,134 @@ struct {
 	__type(value, __u64);
 } stack_count SEC(".maps");
 
+/* Processes whose Python frames are walked (gpuscope fills it: src/source/kernel_py.c). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, struct gs_py_cfg);
+} py_cfg SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64[GS_PYSTACK_MAX]);
+} py_scratch SEC(".maps");
+
+static __always_inline __u64 gs_read64(__u64 addr)
+{
+	__u64 v = 0;
+
+	bpf_probe_read_user(&v, sizeof(v), (const void *)addr);
+	return v;
+}
+
+/* A walk's state, for bpf_loop's callbacks (each verified once, whatever the count). */
+struct py_walk {
+	struct gs_py_cfg c;
+	__u64 t, f, entry;
+	__u32 n, tid;
+};
+
+/* One thread state of the list: 1 (stop) at this thread's, or at the end. */
+static long gs_py_thread(__u32 i, void *ctx)
+{
+	struct py_walk *w = ctx;
+	__s32 id = 0;
+
+	if (!w->t)
+		return 1;
+	bpf_probe_read_user(&id, sizeof(id), (const void *)(w->t + w->c.ts_tid));
+	if ((__u32)id == w->tid)
+		return 1;
+	w->t = gs_read64(w->t + w->c.ts_next);
+	return 0;
+}
+
+/* One frame: its pseudo-address into the scratch frames; 1 (stop) at the end. */
+static long gs_py_frame(__u32 i, void *ctx)
+{
+	struct py_walk *w = ctx;
+	__u32 zero = 0;
+	__u64 *frames = bpf_map_lookup_elem(&py_scratch, &zero), code, prev, off = 0;
+	__u8 owner = 0, is_entry = 0;
+
+	if (!frames || !w->f || w->n >= GS_PYSTACK_MAX)
+		return 1;
+	code = gs_read64(w->f + w->c.f_code);
+	prev = gs_read64(w->f + w->c.f_prev);
+	if (w->c.f_owner >= 0)
+		bpf_probe_read_user(&owner, 1, (const void *)(w->f + w->c.f_owner));
+	if (owner == 3) { /* 3.12: the entry frame an evaluation pushes first */
+		if (w->n)
+			w->entry |= 1ULL << ((w->n - 1) & 63);
+		w->f = prev;
+		return 0;
+	}
+	if (!code)
+		return 1;
+	if (w->c.lasti_int) {
+		__s32 lasti = 0;
+
+		bpf_probe_read_user(&lasti, sizeof(lasti), (const void *)(w->f + w->c.f_instr));
+		off = lasti > 0 ? (__u64)lasti * 2 : 0;
+	} else {
+		__u64 instr = gs_read64(w->f + w->c.f_instr), base = code + w->c.co_code;
+
+		off = instr >= base ? instr - base : 0;
+	}
+	if (w->c.f_entry >= 0)
+		bpf_probe_read_user(&is_entry, 1, (const void *)(w->f + w->c.f_entry));
+	if (is_entry || w->c.lasti_int)
+		w->entry |= 1ULL << (w->n & 63);
+	frames[w->n & (GS_PYSTACK_MAX - 1)] = GS_PYFRAME(code, off);
+	w->n++;
+	w->f = prev;
+	return 0;
+}
+
+/* This thread's Python frames, as a record just before its stack's (see gs_ev_pystack):
+ * its thread state found in the interpreter's list by its thread id, then the frames
+ * from the current one, each read with bpf_probe_read_user (a bad address reads 0). */
+static __always_inline void gs_emit_pystack(const struct gs_py_cfg *c, __u64 ts, __u64 pid_tgid)
+{
+	struct py_walk w = { .c = *c, .tid = (__u32)pid_tgid };
+	struct gs_ev_pystack *e;
+	__u32 zero = 0;
+	__u64 *frames;
+
+	w.t = gs_read64(gs_read64(w.c.runtime + w.c.rt_interp_head) + w.c.interp_threads);
+	bpf_loop(64, gs_py_thread, &w, 0);
+	if (!w.t)
+		return;
+	w.f = gs_read64(w.t + w.c.ts_frame);
+	if (w.c.cframe_cur >= 0)
+		w.f = gs_read64(w.f + w.c.cframe_cur);
+	bpf_loop(2 * GS_PYSTACK_MAX, gs_py_frame, &w, 0);
+	frames = bpf_map_lookup_elem(&py_scratch, &zero);
+	if (!w.n || !frames)
+		return;
+	e = gs_reserve(sizeof(*e), GS_EV_PYSTACK, GS_SRC_UPROBE, ts, pid_tgid);
+	if (!e)
+		return;
+	__builtin_memcpy(e->frames, frames, sizeof(e->frames));
+	e->entry = w.entry | 1ULL << ((w.n - 1) & 63);
+	e->nframes = (__u16)w.n;
+	e->pad[0] = e->pad[1] = e->pad[2] = 0;
+	e->h.size = offsetof(struct gs_ev_pystack, frames) + w.n * 8;
+	bpf_ringbuf_submit(e, 0);
+}
+
 /* The returning call's user stack, as a record just before the call's own (same ts).
  * sampled: only every stack_every-th such call. */
 static __always_inline void gs_emit_stack(struct pt_regs *ctx, const struct call_state *st,
 					  __u64 arg, bool sampled)
 {
 	struct gs_ev_stack *e;
-	__u32 zero = 0;
-	__u64 *count;
+	const struct gs_py_cfg *py;
+	__u64 pid_tgid = bpf_get_current_pid_tgid(), *count;
+	__u32 zero = 0, tgid = pid_tgid >> 32;
 	long n;
 
 	if (!stack_every)
@@ -187,7 +307,10 @@ static __always_inline void gs_emit_stack(struct pt_regs *ctx, const struct call
 		if (!count || (*count)++ % stack_every)
 			return;
 	}
-	e = gs_reserve(sizeof(*e), GS_EV_STACK, GS_SRC_UPROBE, st->ts, bpf_get_current_pid_tgid());
+	py = bpf_map_lookup_elem(&py_cfg, &tgid);
+	if (py)
+		gs_emit_pystack(py, st->ts, pid_tgid);
+	e = gs_reserve(sizeof(*e), GS_EV_STACK, GS_SRC_UPROBE, st->ts, pid_tgid);
 	if (!e)
 		return;
 	n = bpf_get_stack(ctx, e->ip, sizeof(e->ip), BPF_F_USER_STACK);

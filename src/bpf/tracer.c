@@ -131,8 +131,11 @@ static int load_objects(struct tracer *t)
 	}
 	events_fd = bpf_map__fd(t->cuda->maps.events);
 	tracked_fd = bpf_map__fd(t->cuda->maps.tracked);
-	err = load_sharing(t->nccl->skeleton, t->nccl->maps.events, t->nccl->maps.tracked,
-			   events_fd, tracked_fd, "the NCCL probes", "");
+	err = bpf_map__reuse_fd(t->nccl->maps.py_cfg, bpf_map__fd(t->cuda->maps.py_cfg));
+	err = err
+		      ?: load_sharing(t->nccl->skeleton, t->nccl->maps.events,
+				      t->nccl->maps.tracked, events_fd, tracked_fd,
+				      "the NCCL probes", "");
 	if (err)
 		return err;
 	t->proc->rodata->follow_children = t->opts.follow;
@@ -301,4 +304,15 @@ void tracer__drops(const struct tracer *t, struct gs_ev_drops *d)
 bool tracer__watches_libs(const struct tracer *t)
 {
 	return t->watch_libs;
+}
+
+int tracer__py_config(struct tracer *t, __u32 pid, const struct gs_py_cfg *c)
+{
+	return bpf_map_update_elem(bpf_map__fd(t->cuda->maps.py_cfg), &pid, c, BPF_ANY) ? -errno
+											: 0;
+}
+
+void tracer__py_forget(struct tracer *t, __u32 pid)
+{
+	bpf_map_delete_elem(bpf_map__fd(t->cuda->maps.py_cfg), &pid);
 }

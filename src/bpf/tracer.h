@@ -60,4 +60,8 @@ void tracer__drops(const struct tracer *t, struct gs_ev_drops *d);
 /* Whether libraries opened after the start are noticed (needs tracefs). */
 bool tracer__watches_libs(const struct tracer *t);
 
+/* The Python walker's facts for a process (kernel_py.c), and their removal. */
+int tracer__py_config(struct tracer *t, __u32 pid, const struct gs_py_cfg *c);
+void tracer__py_forget(struct tracer *t, __u32 pid);
+
 #endif

@@ -218,3 +218,59 @@ int elf_search_paths(const char *path, char *rpath, size_t rlen, char *runpath, 
 	close(fd);
 	return 0;
 }
+
+/* A symbol's value and size in one symbol table section; 0 if found. */
+static int find_symbol_in(Elf *e, Elf_Scn *scn, const GElf_Shdr *sh, const char *name, __u64 *value,
+			  __u64 *size)
+{
+	Elf_Data *d = elf_getdata(scn, NULL);
+	size_t n = sh->sh_entsize ? sh->sh_size / sh->sh_entsize : 0;
+
+	for (size_t i = 0; d && i < n; i++) {
+		GElf_Sym s;
+		const char *nm;
+
+		if (!gelf_getsym(d, (int)i, &s) || !s.st_value)
+			continue;
+		nm = elf_strptr(e, sh->sh_link, s.st_name);
+		if (nm && !strcmp(nm, name)) {
+			*value = s.st_value;
+			*size = s.st_size;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+int elf_find_symbol(const char *path, const char *name, __u64 *value, __u64 *size, bool *pie)
+{
+	Elf_Scn *scn = NULL;
+	GElf_Ehdr eh;
+	int fd, ret = -1;
+	Elf *e;
+
+	elf_version(EV_CURRENT);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (!e || elf_kind(e) != ELF_K_ELF || !gelf_getehdr(e, &eh))
+		goto out;
+	*pie = eh.e_type == ET_DYN;
+	/* The dynamic symbols first (always there), then the full table where it is kept. */
+	for (int pass = 0; pass < 2 && ret; pass++) {
+		scn = NULL;
+		while (ret && (scn = elf_nextscn(e, scn))) {
+			GElf_Shdr sh;
+
+			if (gelf_getshdr(scn, &sh) &&
+			    sh.sh_type == (pass ? SHT_SYMTAB : SHT_DYNSYM))
+				ret = find_symbol_in(e, scn, &sh, name, value, size);
+		}
+	}
+out:
+	if (e)
+		elf_end(e);
+	close(fd);
+	return ret;
+}

@@ -29,6 +29,10 @@ int elf_find_apis(const char *path, bool use_symtab, struct elf_apis *out, char 
 int elf_find_apis_mem(const void *buf, size_t len, bool use_symtab, struct elf_apis *out, char *err,
 		      size_t errlen);
 
+/* A symbol's value (its address in the file's own terms) and size, from the dynamic symbol
+ * table or the full one; *pie: addresses are relative to where the file is loaded. 0 or
+ * -1 (not there, or not an ELF file). */
+int elf_find_symbol(const char *path, const char *name, __u64 *value, __u64 *size, bool *pie);
 /* DT_RPATH and DT_RUNPATH of an ELF file ("" if absent); 0 or -1. */
 int elf_search_paths(const char *path, char *rpath, size_t rlen, char *runpath, size_t runlen);
 

@@ -39,6 +39,9 @@ _Static_assert(sizeof(struct gs_ev_proc_info) == 24 + 8 + GS_CGROUP_MAX + GS_CMD
 _Static_assert(sizeof(struct gs_ev_blockdev) == 24 + 8 + 32, "gs_ev_blockdev");
 _Static_assert(offsetof(struct gs_ev_devcode, name) == 64, "gs_ev_devcode");
 _Static_assert(offsetof(struct gs_ev_symbol, name) == 40, "gs_ev_symbol");
+_Static_assert(offsetof(struct gs_ev_pystack, frames) == 40, "gs_ev_pystack");
+_Static_assert(sizeof(struct gs_ev_python) == 32, "gs_ev_python");
+_Static_assert(sizeof(struct gs_py_cfg) == 40, "gs_py_cfg");
 _Static_assert(offsetof(struct gs_ev_probe_out, data) == 40, "gs_ev_probe_out");
 _Static_assert(GS_API_MAX < 65536, "api ids fit gs_call.api");
 
@@ -73,6 +76,7 @@ static const size_t sizes[GS_EV_MAX] = {
 	[GS_EV_BLOCKDEV] = sizeof(struct gs_ev_blockdev),
 	[GS_EV_RETIRE] = sizeof(struct gs_ev_retire),
 	[GS_EV_PYTHON] = sizeof(struct gs_ev_python),
+	[GS_EV_PYSTACK] = sizeof(struct gs_ev_pystack),
 };
 
 /* Which family of API a record type may carry. */
@@ -156,6 +160,15 @@ int gs_event_check(const void *buf, size_t len, const char **why)
 			FAIL("stack record's frame count disagrees with its size");
 		if (s->api == 0 || s->api >= GS_API_MAX)
 			FAIL("API id out of range");
+		return 0;
+	}
+	if (h->type == GS_EV_PYSTACK) {
+		const struct gs_ev_pystack *y = buf;
+
+		if (len < offsetof(struct gs_ev_pystack, frames) || len > want ||
+		    (len - offsetof(struct gs_ev_pystack, frames)) % 8 ||
+		    y->nframes != (len - offsetof(struct gs_ev_pystack, frames)) / 8)
+			FAIL("Python stack record's frame count disagrees with its size");
 		return 0;
 	}
 	if (h->type == GS_EV_DEVCODE) {

@@ -225,6 +225,7 @@ const char *event_type_name(unsigned int type)
 		[GS_EV_BLOCKDEV] = "blockdev",
 		[GS_EV_RETIRE] = "retire",
 		[GS_EV_PYTHON] = "python",
+		[GS_EV_PYSTACK] = "pystack",
 	};
 
 	return type < GS_EV_MAX ? n[type] : "?";

@@ -26,14 +26,18 @@ struct py_layout {
 	int co_filename, co_name, co_firstlineno, co_linetable, co_code;
 	int str_ascii, str_compact; /* where a compact string's characters start */
 	bool table311;		    /* the location table of 3.11 and later */
+	/* the thread list (the kernel probes' walker finds a thread's state there):
+	 * _PyRuntime's interpreters.head, an interpreter's threads.head, a thread state's next
+	 * and native_thread_id; -1: not known (3.10: not walked by the kernel probes) */
+	int rt_interp_head, interp_threads, ts_next, ts_tid;
 };
 
 /* clang-format off */
 static const struct py_layout py_layouts[] = {
-	/* minor ts cf   code prev instr entry owner int   file name line table code  str     311 */
-	{ 10,    24, -1, 32,  24,  96,   -1,   -1,   true,  104, 112, 40,  120,  -1,   48, 72, false },
-	{ 11,    56, 8,  32,  48,  56,   68,   69,   false, 112, 128, 72,  136,  184,  48, 72, true },
-	{ 12,    56, 0,  0,   8,   56,   -1,   70,   false, 112, 128, 68,  136,  192,  40, 56, true },
+	/* minor ts cf   code prev instr entry owner int   file name line table code  str     311    threads           */
+	{ 10,    24, -1, 32,  24,  96,   -1,   -1,   true,  104, 112, 40,  120,  -1,   48, 72, false, -1, -1,  -1, -1 },
+	{ 11,    56, 8,  32,  48,  56,   68,   69,   false, 112, 128, 72,  136,  184,  48, 72, true,  40, 16,  8,  160 },
+	{ 12,    56, 0,  0,   8,   56,   -1,   70,   false, 112, 128, 68,  136,  192,  40, 56, true,  40, 72,  8,  144 },
 };
 /* clang-format on */
 

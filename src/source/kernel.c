@@ -10,6 +10,7 @@
 #include "core/procfs.h"
 #include "core/util.h"
 #include "source/kernel.h"
+#include "source/kernel_py.h"
 
 struct kernel_source {
 	struct kernel_source_opts o;
@@ -17,6 +18,7 @@ struct kernel_source {
 	struct stream *s;
 	__u64 files;
 	struct gs_ev_kname name; /* a name record completed from the process's memory */
+	struct kernel_py *py;	 /* (owned by the session: it filters until the end) */
 };
 
 static void on_record(void *ctx, const struct gs_hdr *ev)
@@ -128,9 +130,15 @@ static void drops_fn(void *obj, struct gs_ev_drops *d)
 	kernel_source__drops(obj, d);
 }
 
+static void py_free(void *obj)
+{
+	kernel_py__free(obj);
+}
+
 /* (Detaching waits for the kernel's RCU grace periods.) */
 static void close_fn(void *obj)
 {
+	kernel_py__detach(((struct kernel_source *)obj)->py);
 	tracer__close(((struct kernel_source *)obj)->t);
 	free(obj);
 }
@@ -155,6 +163,8 @@ int kernel_source__open(struct session *s, const struct kernel_source_opts *o,
 		return err;
 	}
 	stream__filter(s->stream, STREAM_TYPE(GS_EV_KNAME), complete_name, k);
+	k->py = kernel_py__attach(s->stream, k->t);
+	session__own(s, py_free, k->py);
 	session__add_source(s, &ops, k);
 	*out = k;
 	return 0;
@@ -198,6 +208,7 @@ int kernel_source__probe_mapped(struct kernel_source *k, __u32 pid)
 	free(maps);
 	if (k->o.executables && proc_exe((pid_t)pid, exe, sizeof(exe)) == 0)
 		kernel_source__add_file(k, pid, exe, GS_LIB_EXE, true, true);
+	kernel_py__look(k->py, pid);
 	return 0;
 }
 

@@ -8,8 +8,10 @@ import json
 import os
 import re
 import subprocess
+import time
 
 import pytest
+from conftest import kill_quietly, wait_for
 
 PYTHON = "/usr/bin/python3"
 SCRIPT = os.path.join(os.path.dirname(__file__), "..", "workloads", "py_cuda.py")
@@ -173,5 +175,48 @@ def test_layout_matches_the_headers():
     binary = os.path.join(os.path.dirname(__file__), "..", "..", ".output", "unit", "pylayout")
     assert os.path.exists(binary), "not built (make unit)"
     p = subprocess.run([binary], capture_output=True, text=True)
-    assert p.returncode == 0 and "3.11 layout: 16 fields as the headers have them" in p.stdout, \
+    assert p.returncode == 0 and "3.11 layout: 20 fields as the headers have them" in p.stdout, \
         p.stdout
+
+
+def test_kernel_probes_walk_python_frames(gs, tmp_path):
+    """Without --inject: the kernel's walker reads the thread's frames (found in the
+    interpreter's thread list by its id) and gpuscope names them from the process's memory.
+    (--pause: the walker is set up when the program opens the driver library, which gpuscope
+    learns of moments later; and names are read while the process lives.)"""
+    out, js = tmp_path / "k.folded", tmp_path / "k.json"
+    gs.run(["run", "-q", "--stacks", "1", "--folded", str(out), "--json=%s" % js, "--",
+            PYTHON, os.path.abspath(SCRIPT), "--pause", "0.3"], check_rc=0)
+    lines = folded(out)
+    module, main = frame("<module>", "module"), frame("main", "main")
+    launches = {s: c for s, c in lines.items() if s.endswith(";cuLaunchKernel;pyKernel")}
+    assert launches.get(next((s for s in launches if pyframes(s) == [
+        module, main, frame("Model.step", "step"), frame("launch", "launch")]), None)) == 3, \
+        lines
+    worker = [s for s in launches if frame("worker", "worker") in s]
+    assert len(worker) == 1 and pyframes(worker[0])[-1] == frame("worker", "worker"), lines
+    (proc,) = json.loads(js.read_text())["processes"]
+    assert proc["python"]["version"] == python_version() and proc["python"]["frames"] == "read"
+
+
+def test_attach_walks_python_frames(gsr, tmp_path):
+    """gpuscope attach to a running Python program: its frames from the first stack."""
+    gate, out = tmp_path / "gate", tmp_path / "a.folded"
+    prog = subprocess.Popen([PYTHON, os.path.abspath(SCRIPT), "--wait", str(gate), "--pause",
+                             "0.5"], env=gsr.env())
+    try:
+        wait_for(str(gate) + ".ready")
+        att = subprocess.Popen([gsr.binary, "attach", "-p", str(prog.pid), "-d", "2", "-q",
+                                "--stacks", "1", "--folded", str(out)], env=gsr.env(),
+                               stderr=subprocess.PIPE, text=True)
+        time.sleep(1.0)
+        gate.touch()
+        assert prog.wait(timeout=30) == 0
+        _, err = att.communicate(timeout=60)
+        assert att.returncode == 0, err
+    finally:
+        kill_quietly(prog)
+    lines = folded(out)
+    steps = [s for s in lines if pyframes(s)[-2:] == [frame("Model.step", "step"),
+                                                      frame("launch", "launch")]]
+    assert len(steps) == 1 and lines[steps[0]] == 3, lines

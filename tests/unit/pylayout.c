@@ -59,6 +59,10 @@ int main(void)
 	CHECK(str_compact, sizeof(PyCompactUnicodeObject));
 	CHECK(lasti_int, 0);
 	CHECK(table311, 1);
+	CHECK(rt_interp_head, offsetof(_PyRuntimeState, interpreters.head));
+	CHECK(interp_threads, offsetof(PyInterpreterState, threads.head));
+	CHECK(ts_next, offsetof(PyThreadState, next));
+	CHECK(ts_tid, offsetof(PyThreadState, native_thread_id));
 	if (offsetof(PyASCIIObject, length) != 16 || offsetof(PyASCIIObject, state) != 32 ||
 	    offsetof(PyBytesObject, ob_sval) != 32 || offsetof(PyVarObject, ob_size) != 16) {
 		printf("3.%d: string or bytes header moved (the walker reads 16, 32, 16, 32)\n",

@@ -2,8 +2,15 @@
 functions, a thread and a generator, for the Python frames of stacks. Each call's line is
 marked `# CALL <name>`: the test reads the lines from this file.
 
-    py_cuda.py [--launches N]
+    py_cuda.py [--launches N] [--pause SECONDS] [--wait FILE]
+
+--pause: a pause after loading the driver, before the first call (as a program importing
+its framework makes), and before exiting: the kernel probes' Python walker is set up
+meanwhile, and the last frames are named while the process lives. --wait: after setting
+up, create FILE.ready and wait for FILE (for gpuscope attach).
 """
+import os
+import time
 import ctypes
 import sys
 import threading
@@ -62,9 +69,19 @@ def worker(ctx, kern):
     check(cu.cuLaunchKernel(kern, 10000, 1, 1, 32, 1, 1, 0, None, None, None))  # CALL worker
 
 
+def option(name, default):
+    return sys.argv[sys.argv.index(name) + 1] if name in sys.argv else default
+
+
 def main():
-    n = int(sys.argv[sys.argv.index("--launches") + 1]) if "--launches" in sys.argv else 3
+    n = int(option("--launches", 3))
+    time.sleep(float(option("--pause", 0)))
     ctx, kern = setup()
+    wait = option("--wait", None)
+    if wait:
+        open(wait + ".ready", "w").close()
+        while not os.path.exists(wait):
+            time.sleep(0.01)
     m = Model()
     for _ in range(n):
         m.step(kern)  # CALL main
@@ -75,6 +92,7 @@ def main():
     t.start()
     t.join()
     check(cu.cuCtxSynchronize())
+    time.sleep(float(option("--pause", 0)))
 
 
 if __name__ == "__main__":

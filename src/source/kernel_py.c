@@ -1,0 +1,294 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Python frames in the kernel-probe plane (see kernel_py.h). A process is looked at when it
+ * opens a CUDA library (before its first call), or at its first stack (a process attached
+ * to): is it a Python interpreter (a libpython3.X or
+ * python3.X file mapped executable, with _PyRuntime in its symbols), of which version
+ * (Py_Version in its memory, else the file's name), with a known layout? If so, the
+ * kernel's walker is told where its runtime is and how to read it (tracer__py_config),
+ * and from then on each of its stacks comes after a record of its Python frames
+ * (GS_EV_PYSTACK), which this filter puts into the stack in place of the interpreter's
+ * evaluation frames and drops. New frames are named here, from the process's memory
+ * (process_vm_readv), in symbol records: a recording needs no process. Stacks taken
+ * before a process was looked at (gpuscope reads the kernel's records moments later) have
+ * no Python frames.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+
+#include "core/elfsym.h"
+#include "core/hmap.h"
+#include "core/procfs.h"
+#include "core/pyname.h"
+#include "core/util.h"
+#include "source/kernel_py.h"
+
+#define NAMED_MAX 65536 /* Python frames named per process, at most */
+
+struct pyproc {
+	const struct py_layout *l; /* NULL: not Python, or not walked */
+	bool decided;		   /* a Python interpreter was found (walked or not) */
+	__u64 eval_lo, eval_hi;
+	struct hmap named; /* pseudo-address -> 1 */
+};
+
+struct pending {
+	__u64 ts, entry;
+	__u16 n;
+	__u64 frames[GS_PYSTACK_MAX];
+};
+
+struct kernel_py {
+	struct stream *s;
+	struct tracer *t;
+	struct hmap procs;   /* pid -> struct pyproc */
+	struct hmap pending; /* (pid, tid) -> struct pending: its latest Python frames */
+	union {
+		struct gs_ev_stack st;
+		unsigned char b[sizeof(struct gs_ev_stack)];
+	} out; /* the stack passed on */
+};
+
+static bool proc_read(void *ctx, void *dst, __u64 addr, size_t n)
+{
+	struct iovec local = { dst, n }, remote = { (void *)(unsigned long)addr, n };
+
+	return addr &&
+	       process_vm_readv((pid_t)(uintptr_t)ctx, &local, 1, &remote, 1, 0) == (ssize_t)n;
+}
+
+/* Where a symbol of a mapped file is in the process; 0 if not there. */
+static __u64 symbol_at(const struct map_entry *m, const char *name, __u64 *size)
+{
+	__u64 value, sz;
+	bool pie;
+
+	if (elf_find_symbol(m->path, name, &value, &sz, &pie))
+		return 0;
+	if (size)
+		*size = sz;
+	return pie ? value + m->start - m->offset : value;
+}
+
+/* "3.11" in a file name: its minor version, or -1. */
+static int minor_of_name(const char *path)
+{
+	const char *b = strrchr(path, '/'), *p;
+
+	b = b ? b + 1 : path;
+	p = strstr(b, "python3.");
+	return p ? atoi(p + 8) : -1;
+}
+
+static void announce(struct kernel_py *k, __u32 pid, unsigned int version, int status, bool mixed)
+{
+	struct gs_ev_python e = { .version = version, .status = (__u16)status, .mixed = mixed };
+
+	stream__emit(k->s, &e.h, GS_EV_PYTHON, sizeof(e), pid);
+}
+
+/* Is pid a Python interpreter the walker can read? Configure the walker if so. */
+static void look(struct kernel_py *k, __u32 pid, struct pyproc *pp)
+{
+	struct map_entry *maps = NULL;
+	size_t nmaps = 0;
+	const struct map_entry *py = NULL;
+	__u64 runtime = 0, vaddr, size = 0;
+	unsigned long hex = 0;
+	int minor = -1;
+
+	if (proc_exec_files((pid_t)pid, &maps, &nmaps))
+		return;
+	/* libpython first: an interpreter linked to it has its runtime there. */
+	for (int pass = 0; pass < 2 && !runtime; pass++)
+		for (size_t i = 0; i < nmaps && !runtime; i++) {
+			const char *b = strrchr(maps[i].path, '/');
+
+			b = b ? b + 1 : maps[i].path;
+			if (strncmp(b, pass ? "python3" : "libpython3", pass ? 7 : 10))
+				continue;
+			runtime = symbol_at(&maps[i], "_PyRuntime", NULL);
+			py = runtime ? &maps[i] : NULL;
+		}
+	if (!py)
+		goto out;
+	vaddr = symbol_at(py, "Py_Version", NULL);
+	if (vaddr && proc_read((void *)(uintptr_t)pid, &hex, vaddr, sizeof(hex)) && hex >> 24 == 3)
+		minor = (int)((hex >> 16) & 0xff);
+	else if ((minor = minor_of_name(py->path)) >= 0)
+		hex = 0x03000000UL | (unsigned long)minor << 16;
+	for (size_t i = 0; i < sizeof(py_layouts) / sizeof(py_layouts[0]); i++)
+		if ((int)py_layouts[i].minor == minor && py_layouts[i].rt_interp_head >= 0)
+			pp->l = &py_layouts[i];
+	if (pp->l) {
+		const struct py_layout *l = pp->l;
+		struct gs_py_cfg c = { .runtime = runtime,
+				       .rt_interp_head = (__s16)l->rt_interp_head,
+				       .interp_threads = (__s16)l->interp_threads,
+				       .ts_next = (__s16)l->ts_next,
+				       .ts_tid = (__s16)l->ts_tid,
+				       .ts_frame = (__s16)l->ts_frame,
+				       .cframe_cur = (__s16)l->cframe_cur,
+				       .f_code = (__s16)l->f_code,
+				       .f_prev = (__s16)l->f_prev,
+				       .f_instr = (__s16)l->f_instr,
+				       .f_entry = (__s16)l->f_entry,
+				       .f_owner = (__s16)l->f_owner,
+				       .co_code = (__s16)l->co_code,
+				       .lasti_int = l->lasti_int };
+
+		pp->eval_lo = symbol_at(py, "_PyEval_EvalFrameDefault", &size);
+		pp->eval_hi = pp->eval_lo ? pp->eval_lo + size : 0;
+		if (!k->t || tracer__py_config(k->t, pid, &c))
+			pp->l = NULL;
+	}
+	pp->decided = true;
+	announce(k, pid, (unsigned int)hex, pp->l ? GS_PY_FRAMES : GS_PY_UNSUPPORTED,
+		 pp->l && pp->eval_hi);
+out:
+	free(maps);
+}
+
+/* The process's Python frames named that are new (in symbol records). */
+static void name_new(struct kernel_py *k, __u32 pid, struct pyproc *pp, const __u64 *ip,
+		     unsigned int n)
+{
+	struct py_reader r = { pp->l, proc_read, (void *)(uintptr_t)pid };
+	struct gs_ev_symbol y;
+
+	for (unsigned int i = 0; i < n; i++) {
+		__u64 code = ((ip[i] & ~GS_PYFRAME_BIT) >> 19) << 3, off = ip[i] & GS_PYFRAME_OFF;
+
+		if (!GS_IS_PYFRAME(ip[i]) || hmap_get(&pp->named, ip[i], 0) ||
+		    pp->named.len >= NAMED_MAX)
+			continue;
+		hmap_put(&pp->named, ip[i], 0, (void *)1);
+		if (!py_frame_name(&r, code, off, y.name, sizeof(y.name)))
+			continue;
+		y.addr = ip[i];
+		y.len = (__u16)strlen(y.name);
+		memset(y.pad, 0, sizeof(y.pad));
+		stream__emit(k->s, &y.h, GS_EV_SYMBOL,
+			     (__u32)(offsetof(struct gs_ev_symbol, name) + y.len + 1), pid);
+	}
+}
+
+static const struct gs_hdr *filter(void *ctx, const struct gs_hdr *ev)
+{
+	struct kernel_py *k = ctx;
+	const struct gs_ev_stack *st = (const void *)ev;
+	struct pyproc *pp;
+	struct pending *p;
+	bool entry[GS_PYSTACK_MAX];
+	int n;
+
+	if (ev->type == GS_EV_LIB) {
+		/* A CUDA library opened: before the process's first call, look (again: its
+		 * interpreter may be in a library mapped since). */
+		pp = hmap_get_or_new(&k->procs, ev->pid, 0, sizeof(*pp));
+		if (!pp->decided)
+			look(k, ev->pid, pp);
+		return ev;
+	}
+	if (ev->source != GS_SRC_UPROBE)
+		return ev;
+	if (ev->type == GS_EV_PYSTACK) {
+		const struct gs_ev_pystack *y = (const void *)ev;
+
+		p = hmap_get_or_new(&k->pending, ev->pid, ev->tid, sizeof(*p));
+		p->ts = ev->ts;
+		p->entry = y->entry;
+		p->n = y->nframes;
+		memcpy(p->frames, y->frames, (size_t)y->nframes * 8);
+		return NULL; /* (into the stack it precedes) */
+	}
+	pp = hmap_get(&k->procs, ev->pid, 0);
+	if (!pp) {
+		pp = hmap_get_or_new(&k->procs, ev->pid, 0, sizeof(*pp));
+		look(k, ev->pid, pp); /* (a process attached to: its libraries were open) */
+	}
+	p = hmap_get(&k->pending, ev->pid, ev->tid);
+	if (!pp->l || !p || p->ts != ev->ts)
+		return ev;
+	for (unsigned int i = 0; i < p->n; i++)
+		entry[i] = (p->entry >> i) & 1;
+	memcpy(&k->out.st, st, offsetof(struct gs_ev_stack, ip));
+	n = py_mix(st->ip, st->nframes, p->frames, entry, p->n, pp->eval_lo, pp->eval_hi,
+		   k->out.st.ip, GS_STACK_MAX);
+	p->ts = 0;
+	k->out.st.nframes = (__u16)n;
+	k->out.st.h.size = (__u32)(offsetof(struct gs_ev_stack, ip) + (size_t)n * 8);
+	name_new(k, ev->pid, pp, k->out.st.ip, (unsigned int)n);
+	return &k->out.st.h;
+}
+
+static void forget(struct kernel_py *k, __u32 pid)
+{
+	struct pyproc *pp = hmap_del(&k->procs, pid, 0);
+
+	if (pp) {
+		if (pp->l && k->t)
+			tracer__py_forget(k->t, pid);
+		hmap_free(&pp->named);
+		free(pp);
+	}
+	hmap_drop_key(&k->pending, false, 0, pid, free);
+}
+
+static void retire(void *ctx, __u32 pid)
+{
+	forget(ctx, pid);
+}
+
+/* A new image: looked at again. */
+static const struct gs_hdr *on_exec(void *ctx, const struct gs_hdr *ev)
+{
+	if (((const struct gs_ev_proc *)ev)->kind == GS_PROC_EXEC)
+		forget(ctx, ev->pid);
+	return ev;
+}
+
+void kernel_py__look(struct kernel_py *k, __u32 pid)
+{
+	struct pyproc *pp = hmap_get_or_new(&k->procs, pid, 0, sizeof(*pp));
+
+	if (!pp->decided)
+		look(k, pid, pp);
+}
+
+struct kernel_py *kernel_py__attach(struct stream *s, struct tracer *t)
+{
+	struct kernel_py *k = xcalloc(1, sizeof(*k));
+
+	k->s = s;
+	k->t = t;
+	stream__filter(
+		s, STREAM_TYPE(GS_EV_PYSTACK) | STREAM_TYPE(GS_EV_STACK) | STREAM_TYPE(GS_EV_LIB),
+		filter, k);
+	stream__filter(s, STREAM_TYPE(GS_EV_PROC), on_exec, k);
+	stream__on_retire(s, retire, k);
+	return k;
+}
+
+void kernel_py__detach(struct kernel_py *k)
+{
+	k->t = NULL;
+}
+
+void kernel_py__free(struct kernel_py *k)
+{
+	struct hmap_slot *sl;
+
+	if (!k)
+		return;
+	hmap_for_each (&k->procs, sl) {
+		hmap_free(&((struct pyproc *)sl->val)->named);
+		free(sl->val);
+	}
+	hmap_free(&k->procs);
+	hmap_free_with(&k->pending, NULL);
+	free(k);
+}
