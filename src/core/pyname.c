@@ -70,11 +70,14 @@ static int next_byte(struct bytes_rd *b)
 {
 	if (b->i == b->n) {
 		b->n = (unsigned int)(b->left < sizeof(b->buf) ? b->left : sizeof(b->buf));
-		if (!b->n || !b->r->read(b->r->ctx, b->buf, b->at, b->n))
+		b->i = 0;
+		if (!b->n || !b->r->read(b->r->ctx, b->buf, b->at, b->n)) {
+			b->n = 0;
+			b->left = 0; /* (unreadable: the table ends here) */
 			return -1;
+		}
 		b->at += b->n;
 		b->left -= b->n;
-		b->i = 0;
 	}
 	return b->buf[b->i++];
 }
@@ -122,7 +125,8 @@ static int line_311(struct bytes_rd *b, int line, __u64 unit)
 		} else if (code < 10) {
 			next_byte(b);
 		}
-		line += delta;
+		line = (int)((unsigned int)line +
+			     (unsigned int)delta); /* (the bytes' arithmetic) */
 		if (unit < at + len)
 			return code == 15 ? 0 : line;
 		at += len;
@@ -140,7 +144,7 @@ static int line_310(struct bytes_rd *b, int line, __u64 byte)
 		bool none = ld == 128;
 
 		if (!none)
-			line += (signed char)ld;
+			line = (int)((unsigned int)line + (unsigned int)(int)(signed char)ld);
 		end += (__u64)sd;
 		if (byte < end)
 			return none ? 0 : line;
@@ -165,7 +169,8 @@ bool py_frame_name(const struct py_reader *r, __u64 code, __u64 off, char *out, 
 	read_str(r, file_obj, file);
 	if (rd64(r, table + 16, &b.left)) {
 		b.at = table + 32;
-		b.left = b.left < (1u << 20) ? b.left : 0;
+		/* (At most 64 KiB of it: its reads are bounded whatever the bytes.) */
+		b.left = b.left < (1u << 16) ? b.left : (1u << 16);
 		line = l->table311 ? line_311(&b, first, off / 2) : line_310(&b, first, off);
 	}
 	if (line > 0)

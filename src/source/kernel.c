@@ -138,7 +138,8 @@ static void py_free(void *obj)
 /* (Detaching waits for the kernel's RCU grace periods.) */
 static void close_fn(void *obj)
 {
-	kernel_py__detach(((struct kernel_source *)obj)->py);
+	if (((struct kernel_source *)obj)->py)
+		kernel_py__detach(((struct kernel_source *)obj)->py);
 	tracer__close(((struct kernel_source *)obj)->t);
 	free(obj);
 }
@@ -163,8 +164,10 @@ int kernel_source__open(struct session *s, const struct kernel_source_opts *o,
 		return err;
 	}
 	stream__filter(s->stream, STREAM_TYPE(GS_EV_KNAME), complete_name, k);
-	k->py = kernel_py__attach(s->stream, k->t);
-	session__own(s, py_free, k->py);
+	if (k->o.tracer.stack_every) { /* (Python frames go into stacks: without them, none) */
+		k->py = kernel_py__attach(s->stream, k->t);
+		session__own(s, py_free, k->py);
+	}
 	session__add_source(s, &ops, k);
 	*out = k;
 	return 0;
@@ -208,7 +211,8 @@ int kernel_source__probe_mapped(struct kernel_source *k, __u32 pid)
 	free(maps);
 	if (k->o.executables && proc_exe((pid_t)pid, exe, sizeof(exe)) == 0)
 		kernel_source__add_file(k, pid, exe, GS_LIB_EXE, true, true);
-	kernel_py__look(k->py, pid);
+	if (k->py)
+		kernel_py__look(k->py, pid);
 	return 0;
 }
 

@@ -16,6 +16,9 @@ trace driver -- "$out/workloads/wl_driver"
 trace runtime -- "$out/workloads/wl_runtime"
 trace nccl -- "$out/workloads/wl_nccl"
 trace inject --inject -- "$out/workloads/wl_driver"
+# Python frames (symbols of pseudo-addresses, the interpreter's record), both planes.
+trace python --inject --stacks 1 -- /usr/bin/python3 tests/workloads/py_cuda.py
+trace python-kernel --stacks 1 -- /usr/bin/python3 tests/workloads/py_cuda.py --pause 0.3
 # The OS plane, and host facts of every kind (block devices: the file is read from $out).
 trace os -- "$out/workloads/wl_os" "$out"
 # Device code records: PTX text, and the test fatbin seeds (a fatbin with PTX and SASS, one
@@ -34,7 +37,7 @@ FAKECUDA_RING_RECORDS=3 "$out/gpuscope" probe -o "$tmp/keep" "$tmp/ring.o" -- \
 	"$out/workloads/wl_probe" "$tmp/k.ptx" >/dev/null
 cp "$tmp/keep/events.gsrec" "$seeds/recording/probe.gsrec"
 # The records target reads bare records: a recording without its 16-byte header.
-for f in driver inject devcode probe os; do
+for f in driver inject devcode probe os python python-kernel; do
 	tail -c +17 "$seeds/recording/$f.gsrec" >"$seeds/records/$f.bin"
 done
 ls -l "$seeds/recording" "$seeds/records"
