@@ -183,6 +183,7 @@ static const struct gs_hdr *filter(void *ctx, const struct gs_hdr *ev)
 	struct pyproc *pp;
 	struct pending *p;
 	bool entry[GS_PYSTACK_MAX];
+	unsigned int native;
 	int n;
 
 	if (ev->type == GS_EV_LIB) {
@@ -210,15 +211,24 @@ static const struct gs_hdr *filter(void *ctx, const struct gs_hdr *ev)
 		pp = hmap_get_or_new(&k->procs, ev->pid, 0, sizeof(*pp));
 		look(k, ev->pid, pp); /* (a process attached to: its libraries were open) */
 	}
+	/* A frame-pointer chain that ran into other data ends at the first address no user
+	 * code has: past it, nothing is a frame (and it must not read as a Python one). */
+	for (native = 0; native < st->nframes && !GS_IS_PYFRAME(st->ip[native]); native++)
+		;
 	p = hmap_get(&k->pending, ev->pid, ev->tid);
-	if (!pp->l || !p || p->ts != ev->ts)
+	if ((!pp->l || !p || p->ts != ev->ts) && native == st->nframes)
 		return ev;
-	for (unsigned int i = 0; i < p->n; i++)
-		entry[i] = (p->entry >> i) & 1;
 	memcpy(&k->out.st, st, offsetof(struct gs_ev_stack, ip));
-	n = py_mix(st->ip, st->nframes, p->frames, entry, p->n, pp->eval_lo, pp->eval_hi,
-		   k->out.st.ip, GS_STACK_MAX);
-	p->ts = 0;
+	if (pp->l && p && p->ts == ev->ts) {
+		for (unsigned int i = 0; i < p->n; i++)
+			entry[i] = (p->entry >> i) & 1;
+		n = py_mix(st->ip, (int)native, p->frames, entry, p->n, pp->eval_lo, pp->eval_hi,
+			   k->out.st.ip, GS_STACK_MAX);
+		p->ts = 0;
+	} else {
+		n = (int)native;
+		memcpy(k->out.st.ip, st->ip, native * 8);
+	}
 	k->out.st.nframes = (__u16)n;
 	k->out.st.h.size = (__u32)(offsetof(struct gs_ev_stack, ip) + (size_t)n * 8);
 	name_new(k, ev->pid, pp, k->out.st.ip, (unsigned int)n);
