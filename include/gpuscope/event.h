@@ -57,6 +57,7 @@ enum gs_event_type {
 	GS_EV_BLOCKDEV = 28,  /* gpuscope: the name of a block device the OS plane saw */
 	GS_EV_RETIRE = 29,    /* gpuscope: every record of an exited process has been delivered */
 	GS_EV_PYTHON = 30,    /* a process's Python interpreter, and whether its frames are read */
+	GS_EV_PYSTACK = 31,   /* kernel probes: a thread's Python frames, before its stack record */
 	GS_EV_MAX,
 };
 
@@ -653,6 +654,31 @@ struct gs_ev_python {
 	__u16 status;  /* enum gs_python_status */
 	__u8 mixed;    /* the interpreter's native frames are replaced (found where they are) */
 	__u8 pad;
+};
+
+/*
+ * The kernel probes' walk of a thread's Python frames, written just before its stack record
+ * (same h.ts, pid, tid): frames innermost first (GS_PYFRAME pseudo-addresses), bit i of
+ * entry set if frame i is the outermost of one evaluation of the interpreter. gpuscope puts
+ * them into the stack record and drops this one. Cut after the last frame (h.size).
+ */
+#define GS_PYSTACK_MAX 64
+struct gs_ev_pystack {
+	struct gs_hdr h;
+	__u64 entry;
+	__u16 nframes;
+	__u16 pad[3];
+	__u64 frames[GS_PYSTACK_MAX];
+};
+
+/* What the kernel probes' walker reads, for one process (by tgid): where _PyRuntime is and
+ * its version's offsets (core/pylayout.h; -1 not there). */
+struct gs_py_cfg {
+	__u64 runtime;
+	__s16 rt_interp_head, interp_threads, ts_next, ts_tid, ts_frame, cframe_cur;
+	__s16 f_code, f_prev, f_instr, f_entry, f_owner, co_code;
+	__u8 lasti_int;
+	__u8 pad[7];
 };
 
 /* Largest record of any type. */
