@@ -14,6 +14,7 @@
  * no Python frames.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,13 +61,16 @@ static bool proc_read(void *ctx, void *dst, __u64 addr, size_t n)
 	       process_vm_readv((pid_t)(uintptr_t)ctx, &local, 1, &remote, 1, 0) == (ssize_t)n;
 }
 
-/* Where a symbol of a mapped file is in the process; 0 if not there. */
-static __u64 symbol_at(const struct map_entry *m, const char *name, __u64 *size)
+/* Where a symbol of a file pid maps is in the process; 0 if not there. (The file is opened
+ * through /proc/PID/root: a process in a container maps its own.) */
+static __u64 symbol_at(__u32 pid, const struct map_entry *m, const char *name, __u64 *size)
 {
+	char path[PATH_MAX + 64];
 	__u64 value, sz;
 	bool pie;
 
-	if (elf_find_symbol(m->path, name, &value, &sz, &pie))
+	proc_root_path((pid_t)pid, m->path, path, sizeof(path));
+	if (elf_find_symbol(path, name, &value, &sz, &pie))
 		return 0;
 	if (size)
 		*size = sz;
@@ -110,12 +114,12 @@ static void look(struct kernel_py *k, __u32 pid, struct pyproc *pp)
 			b = b ? b + 1 : maps[i].path;
 			if (strncmp(b, pass ? "python3" : "libpython3", pass ? 7 : 10))
 				continue;
-			runtime = symbol_at(&maps[i], "_PyRuntime", NULL);
+			runtime = symbol_at(pid, &maps[i], "_PyRuntime", NULL);
 			py = runtime ? &maps[i] : NULL;
 		}
 	if (!py)
 		goto out;
-	vaddr = symbol_at(py, "Py_Version", NULL);
+	vaddr = symbol_at(pid, py, "Py_Version", NULL);
 	if (vaddr && proc_read((void *)(uintptr_t)pid, &hex, vaddr, sizeof(hex)) && hex >> 24 == 3)
 		minor = (int)((hex >> 16) & 0xff);
 	else if ((minor = minor_of_name(py->path)) >= 0)
@@ -140,7 +144,7 @@ static void look(struct kernel_py *k, __u32 pid, struct pyproc *pp)
 				       .co_code = (__s16)l->co_code,
 				       .lasti_int = l->lasti_int };
 
-		pp->eval_lo = symbol_at(py, "_PyEval_EvalFrameDefault", &size);
+		pp->eval_lo = symbol_at(pid, py, "_PyEval_EvalFrameDefault", &size);
 		pp->eval_hi = pp->eval_lo ? pp->eval_lo + size : 0;
 		if (!k->t || tracer__py_config(k->t, pid, &c))
 			pp->l = NULL;
