@@ -178,11 +178,12 @@ $(OUTPUT)/unit-asan/test_target_alloc: tests/unit/test_target_alloc.c tests/unit
 	$(Q)$(CC) $(CPPFLAGS) $(ASAN_FLAGS) $(WARN) -DGS_IN_TARGET $< $(filter %.o,$^) -lzstd -llz4 \
 		-lcmocka -o $@
 
-# The Python layouts against CPython's own headers (libpython3.11-dev: Debian 12's Python).
+# The Python layouts against CPython's own headers (libpython3.11-dev: Debian 12's Python;
+# not python3.11-config, which is in python3.11-dev).
 $(OUTPUT)/unit/pylayout: tests/unit/pylayout.c src/core/pylayout.h
 	@mkdir -p $(@D)
 	$(call msg,CC,$@)
-	$(Q)$(CC) -Wall -Werror -Isrc $$(python3.11-config --includes) $< -o $@
+	$(Q)$(CC) -Wall -Werror -Isrc -I/usr/include/python3.11 $< -o $@
 
 $(OUTPUT)/unit/alias_lib.so: tests/unit/alias_lib.c
 	@mkdir -p $(@D)
