@@ -1,11 +1,21 @@
 // SPDX-License-Identifier: MIT
 /* Python frames named, and put in a native stack (see pyname.h). */
 #include <stdio.h>
+#include <stdint.h>
 #include <string.h>
+#include <sys/uio.h>
 
 #include "core/pyname.h"
 
 #define TEXT_MAX 200 /* bytes of a name or a file name kept */
+
+bool py_read_pid(void *ctx, void *dst, __u64 addr, size_t n)
+{
+	struct iovec local = { dst, n }, remote = { (void *)(unsigned long)addr, n };
+
+	return addr &&
+	       process_vm_readv((pid_t)(uintptr_t)ctx, &local, 1, &remote, 1, 0) == (ssize_t)n;
+}
 
 static bool rd64(const struct py_reader *r, __u64 addr, __u64 *v)
 {

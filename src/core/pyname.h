@@ -20,6 +20,8 @@ struct py_reader {
 	void *ctx;
 };
 
+/* struct py_reader's read for a process (ctx: its pid, as a pointer): process_vm_readv. */
+bool py_read_pid(void *ctx, void *dst, __u64 addr, size_t n);
 /* "QUALNAME (FILE:LINE)" of the instruction at byte offset off of a code object (the line
  * from its location table; none where it has none); false if the code cannot be read. */
 bool py_frame_name(const struct py_reader *r, __u64 code, __u64 off, char *out, size_t n);

@@ -330,3 +330,13 @@ char *gs_strlcpy(char *dst, const char *src, size_t n)
 	dst[i] = 0;
 	return dst;
 }
+
+const char *safe_text(const char *s, char *buf, size_t n)
+{
+	size_t i;
+
+	for (i = 0; s && s[i] && i + 1 < n; i++)
+		buf[i] = (unsigned char)s[i] < 0x20 || s[i] == 0x7f ? '?' : s[i];
+	buf[i] = 0;
+	return buf;
+}

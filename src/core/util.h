@@ -55,7 +55,9 @@ __u64 gs_now_ns(void);	    /* CLOCK_MONOTONIC, the event clock */
 __u64 gs_realtime_ns(void); /* CLOCK_REALTIME */
 
 /* Human formats; each returns buf. */
-char *fmt_bytes(char *buf, size_t n, double bytes);	 /* "1.50 GiB" */
+char *fmt_bytes(char *buf, size_t n, double bytes); /* "1.50 GiB" */
+/* A recorded string for a terminal: control characters shown as '?', cut to n - 1 bytes. */
+const char *safe_text(const char *s, char *buf, size_t n);
 char *fmt_dur(char *buf, size_t n, double ns);		 /* "12.3 ms" */
 char *fmt_count(char *buf, size_t n, double v);		 /* "12.3k" */
 char *fmt_rate(char *buf, size_t n, double bytes_per_s); /* "12.3 GB/s" */

@@ -18,6 +18,7 @@
 #include <dlfcn.h>
 #include <stdio.h>
 #include <link.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
@@ -42,9 +43,7 @@ static struct {
 
 static bool rd(void *dst, __u64 addr, size_t n)
 {
-	struct iovec local = { dst, n }, remote = { (void *)(unsigned long)addr, n };
-
-	return addr && process_vm_readv(Y.pid, &local, 1, &remote, 1, 0) == (ssize_t)n;
+	return py_read_pid((void *)(uintptr_t)Y.pid, dst, addr, n);
 }
 
 static bool rd64(__u64 addr, __u64 *v)
@@ -128,15 +127,9 @@ static void look(void)
 }
 
 /* The symbol record of a Python frame: "QUALNAME (FILE:LINE)". */
-static bool self_read(void *ctx, void *dst, __u64 addr, size_t n)
-{
-	(void)ctx;
-	return rd(dst, addr, n);
-}
-
 static void name_frame(__u64 pseudo, __u64 code, __u64 off)
 {
-	struct py_reader r = { Y.l, self_read, NULL };
+	struct py_reader r = { Y.l, py_read_pid, (void *)(uintptr_t)Y.pid };
 	struct gs_ev_symbol *e;
 	char text[GS_SYM_MAX];
 	size_t len;

@@ -7,16 +7,6 @@
 #include "core/util.h"
 #include "sink/sinks.h"
 
-const char *safe_text(const char *s, char *buf, size_t n)
-{
-	size_t i;
-
-	for (i = 0; s && s[i] && i + 1 < n; i++)
-		buf[i] = (unsigned char)s[i] < 0x20 || s[i] == 0x7f ? '?' : s[i];
-	buf[i] = 0;
-	return buf;
-}
-
 void report_python_text(FILE *f, const struct report *r)
 {
 	char t[32], m[32], line[GS_SYM_MAX];

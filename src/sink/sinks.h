@@ -29,8 +29,6 @@ void report_python_json(struct json *j, const struct report *r);
 /* report_steps.c: the steps of a loop. */
 void report_steps_text(FILE *f, const struct report *r);
 void report_steps_json(struct json *j, const struct report *r);
-/* A recorded string for a terminal: control characters shown as '?', cut to n - 1 bytes. */
-const char *safe_text(const char *s, char *buf, size_t n);
 /* One line saying what a finding found; t0: the session's start (times are from it). */
 char *finding_describe(const struct finding *f, __u64 t0, char *buf, size_t n);
 void report_findings_text(FILE *f, const struct report *r);

@@ -18,7 +18,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/uio.h>
 
 #include "core/elfsym.h"
 #include "core/hmap.h"
@@ -52,14 +51,6 @@ struct kernel_py {
 		unsigned char b[sizeof(struct gs_ev_stack)];
 	} out; /* the stack passed on */
 };
-
-static bool proc_read(void *ctx, void *dst, __u64 addr, size_t n)
-{
-	struct iovec local = { dst, n }, remote = { (void *)(unsigned long)addr, n };
-
-	return addr &&
-	       process_vm_readv((pid_t)(uintptr_t)ctx, &local, 1, &remote, 1, 0) == (ssize_t)n;
-}
 
 /* Where a symbol of a file pid maps is in the process; 0 if not there. (The file is opened
  * through /proc/PID/root: a process in a container maps its own.) */
@@ -120,7 +111,8 @@ static void look(struct kernel_py *k, __u32 pid, struct pyproc *pp)
 	if (!py)
 		goto out;
 	vaddr = symbol_at(pid, py, "Py_Version", NULL);
-	if (vaddr && proc_read((void *)(uintptr_t)pid, &hex, vaddr, sizeof(hex)) && hex >> 24 == 3)
+	if (vaddr && py_read_pid((void *)(uintptr_t)pid, &hex, vaddr, sizeof(hex)) &&
+	    hex >> 24 == 3)
 		minor = (int)((hex >> 16) & 0xff);
 	else if ((minor = minor_of_name(py->path)) >= 0)
 		hex = 0x03000000UL | (unsigned long)minor << 16;
@@ -160,7 +152,7 @@ out:
 static void name_new(struct kernel_py *k, __u32 pid, struct pyproc *pp, const __u64 *ip,
 		     unsigned int n)
 {
-	struct py_reader r = { pp->l, proc_read, (void *)(uintptr_t)pid };
+	struct py_reader r = { pp->l, py_read_pid, (void *)(uintptr_t)pid };
 	struct gs_ev_symbol y;
 
 	for (unsigned int i = 0; i < n; i++) {
