@@ -23,12 +23,24 @@ void analyses__attach(struct analyses *a, struct stream *s, const struct analyse
 		stream__subscribe(s, STREAM_ALL, model_add, a->model);
 	a->memsites = memsites__attach(a->model, o->keep_history);
 	a->pylines = pylines__attach(a->model);
-	if (o->findings) /* (the same commands: run, attach, report) */
-		a->steps = steps__attach(s, a->model);
+	if (o->findings || o->steps) { /* (run, attach, report; the agent's online) */
+		struct steps_opts so = { .func = o->step_func,
+					 .online = !o->findings,
+					 .fed = o->caller_feeds };
+
+		a->steps = steps__attach(s, a->model, &so);
+	}
 	if (o->findings)
 		a->findings = findings__attach(s, a->model);
 	if (o->retire)
 		stream__on_retire(s, model_retire, a->model);
+}
+
+void analyses__add(struct analyses *a, const struct gs_hdr *ev)
+{
+	model__add(a->model, ev);
+	if (a->steps)
+		steps__add(a->steps, ev);
 }
 
 void analyses__free(struct analyses *a)

@@ -20,18 +20,22 @@ struct analyses {
 	struct findings *findings; /* NULL: not asked for */
 	struct memsites *memsites;
 	struct pylines *pylines;
-	struct steps *steps; /* NULL: not asked for (with the findings) */
+	struct steps *steps; /* NULL: not asked for (with the findings, or o->steps) */
 };
 
 struct analyses_opts {
-	bool findings;	   /* the cross-layer findings and steps (run, attach, report) */
-	bool retire;	   /* fold and free a process once it is retired (not the agent's) */
-	bool keep_history; /* every allocation, for the memory map */
-	bool caller_feeds; /* the model is not subscribed: its user feeds it (model__add) */
+	bool findings;	       /* the cross-layer findings and steps (run, attach, report) */
+	bool retire;	       /* fold and free a process once it is retired (not the agent's) */
+	bool keep_history;     /* every allocation, for the memory map */
+	bool caller_feeds;     /* the model is not subscribed: its user feeds it (analyses__add) */
+	bool steps;	       /* the steps without the findings: the agent's, online */
+	const char *step_func; /* --step=FUNC */
 };
 
 void analyses__attach(struct analyses *a, struct stream *s, const struct analyses_opts *o);
 void analyses__free(struct analyses *a);
+/* A record, for the caller that feeds the model (caller_feeds). */
+void analyses__add(struct analyses *a, const struct gs_hdr *ev);
 /* The report of the model and its analyses (report__free it). */
 struct report *analyses__report(const struct analyses *a);
 

@@ -59,8 +59,8 @@ struct model_observer {
 	 * device's latest operations before it (n of them, in no order). */
 	void (*queue_wait)(void *ctx, const struct gs_ev_gpu *e, __u64 key, __u64 prev_call,
 			   __u64 ready, __u64 start, const struct gpu_op *recent, unsigned int n);
-	/* A kernel's or graph's GPU record counted in the GPU figures, and the duration they
-	 * took from it. */
+	/* A GPU record counted in the GPU figures (a kernel's, a graph's, a copy's or a
+	 * set's: e->kind), and the duration they took from it. */
 	void (*gpu)(void *ctx, const struct gs_ev_gpu *e, __u64 dur);
 	/* A process is about to be folded and freed: its state is still there. */
 	void (*retire)(void *ctx, __u32 pid);

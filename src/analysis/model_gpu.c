@@ -314,8 +314,7 @@ void model__gpu_add(struct model *m, const struct gs_hdr *ev)
 		c->gpu_ns += dur;
 		break;
 	}
-	if (launch)
-		MODEL_NOTIFY(m, gpu, e, dur);
+	MODEL_NOTIFY(m, gpu, e, dur);
 	add_stream(m, e, submitted, start, end);
 	add_device(m, e, start, end);
 }

@@ -85,8 +85,11 @@ static void on_stack(void *ctx, const struct gs_hdr *h, const struct stack_entry
 static void on_gpu(void *ctx, const struct gs_ev_gpu *e, __u64 dur)
 {
 	struct pylines *pl = ctx;
-	struct line *l = hmap_del(&pl->pending, (__u64)e->h.pid << 32 | e->h.tid, e->h.ts);
+	struct line *l;
 
+	if (e->kind != GS_GPU_KERNEL && e->kind != GS_GPU_GRAPH)
+		return;
+	l = hmap_del(&pl->pending, (__u64)e->h.pid << 32 | e->h.tid, e->h.ts);
 	if (!l)
 		return;
 	l->timed++;

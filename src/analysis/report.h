@@ -105,12 +105,24 @@ struct rep_error {
 #define REP_LARGEST 10
 #define REP_PYLINES 20
 
+/* Where a step's time went (analysis/steps.h): the parts sum to its duration. */
+enum step_part {
+	STEP_COMPUTE, /* the GPU ran kernels (GPU timing) */
+	STEP_NCCL,    /* it ran NCCL kernels, or the thread was in NCCL calls */
+	STEP_COPIES,  /* it ran copies, or the thread was in copy calls */
+	STEP_SYNC,    /* the thread waited for the GPU */
+	STEP_DATA,    /* the thread was blocked outside CUDA calls: the next batch, I/O */
+	STEP_HOST,    /* the rest: the thread ran (with GPU timing, the GPU idle) */
+	STEP_PARTS,
+};
+
 /* A step of a loop (analysis/steps.h); times from the session's start. */
 struct rep_step {
 	__u64 start, dur;
 	__u64 launches;
 	__u64 gpu_ns;  /* its kernels' GPU time (union), 0 without GPU timing */
-	__u64 sync_ns; /* its calls' waits for the GPU */
+	__u64 sync_ns; /* its thread's waits for the GPU */
+	__u64 part[STEP_PARTS];
 	bool slow;
 	__s32 finding; /* slow: the finding (r->findings) that overlaps it most, -1 none */
 };
@@ -175,6 +187,8 @@ struct report {
 	/* Steps of the process with the most (analysis/steps.h): none found if nsteps 0 */
 	__u32 steps_pid;
 	char steps_anchor_name[256];
+	char steps_func[128]; /* --step=FUNC, "" none */
+	bool steps_func_seen; /* a launch stack held it */
 	struct rep_step *steps;
 	size_t nsteps;
 	__u64 step_median_ns, step_p90_ns, step_max_ns, steps_slow;

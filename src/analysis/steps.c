@@ -1,50 +1,40 @@
 // SPDX-License-Identifier: MIT
-/* Steps of a loop, from the launch sequence (see steps.h). */
+/* Steps of a loop, from the launch sequence (see steps.h): what is kept of each process, the
+ * agent's online steps, and the report's part. */
 #include <stdlib.h>
 #include <string.h>
 
-#include "analysis/steps.h"
-#include "core/hmap.h"
+#include "analysis/steps_int.h"
 #include "core/names.h"
 #include "core/util.h"
 
 #define SLOW_RATIO    1.5
 #define SLOW_EXTRA_NS 1000000ULL
-#define CONSISTENT    0.8 /* of the steps that must launch each once-a-step kernel once */
+#define FIRST_TRY     1024 /* online: launches before the loop is looked for */
 
-struct span {
-	__u64 start, end;
+const double steps_le[STEPS_BUCKETS] = { 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2,
+					 0.5,	1,     2,     5,    10,	  30,	60 };
+
+const struct step_part_desc step_parts[STEP_PARTS] = {
+	{ "compute", "part_compute_ns", "compute" },
+	{ "nccl", "part_nccl_ns", "NCCL" },
+	{ "copies", "part_copies_ns", "copies" },
+	{ "sync", "part_sync_ns", "waiting for the GPU" },
+	{ "data", "part_data_ns", "blocked (data, I/O)" },
+	{ "host", "part_host_ns", "host" },
 };
 
-struct launch {
-	__u64 ts, func;
-};
-
-/* A growing array of n items of `size` bytes, at most STEPS_LAUNCHES. */
-struct arr {
-	void *v;
-	size_t n, cap;
-};
-
-struct sproc {
-	__u32 pid;
-	struct arr launches, gpu, syncs; /* struct launch, struct span, struct span */
-};
-
-/* What a retired process's steps were, kept for the report (the one with the most). */
-struct found {
-	__u32 pid;
-	__u64 anchor;
-	char anchor_name[256];
-	struct rep_step *v;
-	size_t n;
-	bool gpu_timed;
-};
+/* What the steps read of the stream (the rest comes from the model: GPU records, stacks). */
+#define RECORDS                                                                          \
+	(STREAM_TYPE(GS_EV_LAUNCH) | STREAM_TYPE(GS_EV_SYNC) | STREAM_TYPE(GS_EV_COPY) | \
+	 STREAM_TYPE(GS_EV_NCCL) | STREAM_TYPE(GS_EV_OFFCPU) | STREAM_TYPE(GS_EV_SYSCALL))
 
 struct steps {
 	struct model *m;
+	struct steps_opts o;
 	struct hmap procs; /* pid -> struct sproc */
-	struct found best;
+	struct found best; /* of the retired processes, the one with the most steps */
+	bool func_seen;
 };
 
 static void push(struct arr *a, const void *item, size_t size)
@@ -63,233 +53,209 @@ static struct sproc *sproc_of(struct steps *st, __u32 pid)
 	struct sproc *p = hmap_get_or_new(&st->procs, pid, 0, sizeof(*p));
 
 	p->pid = pid;
+	p->next_try = p->next_try ?: FIRST_TRY;
 	return p;
+}
+
+static void observe(struct steps_hist *h, __u64 ns)
+{
+	double s = (double)ns / 1e9;
+	int i = 0;
+
+	while (i < STEPS_BUCKETS && s > steps_le[i])
+		i++;
+	h->counts[i]++;
+	h->sum_s += s;
+}
+
+/* Online, the loop not known yet: look for it; found, its ended steps counted and what was
+ * kept let go. Else the oldest half dropped at STEPS_ONLINE launches. */
+static void online_try(struct steps *st, struct sproc *p)
+{
+	struct launch *l = p->launches.v;
+	struct found f;
+
+	steps_find(st->m, p, st->o.func, &f);
+	if (f.n) {
+		for (size_t i = 0; i + 1 < f.n; i++)
+			observe(&p->hist, f.v[i].dur);
+		p->locked = true;
+		p->anchor = f.anchor;
+		p->last_ts = f.v[f.n - 1].start;
+		p->since_anchor = 0;
+		for (size_t i = p->launches.n; i-- && l[i].func != p->anchor;)
+			p->since_anchor++;
+		free(f.v);
+		free(p->launches.v);
+		memset(&p->launches, 0, sizeof(p->launches));
+		return;
+	}
+	if (p->launches.n >= STEPS_ONLINE) {
+		size_t half = p->launches.n / 2;
+
+		memmove(l, l + half, (p->launches.n - half) * sizeof(*l));
+		p->launches.n -= half;
+	}
+	p->next_try = p->launches.n + FIRST_TRY * 8;
+}
+
+static void online_launch(struct steps *st, struct sproc *p, const struct launch *x)
+{
+	if (!p->locked) {
+		if (p->launches.n < STEPS_ONLINE)
+			push(&p->launches, x, sizeof(*x));
+		if (p->launches.n >= p->next_try)
+			online_try(st, p);
+		return;
+	}
+	if (x->func == p->anchor) {
+		observe(&p->hist, x->ts - GS_MIN(p->last_ts, x->ts));
+		p->last_ts = x->ts;
+		p->since_anchor = 0;
+	} else if (++p->since_anchor > STEPS_ONLINE) {
+		/* The loop ended (another began, or an evaluation): look again. */
+		p->locked = false;
+		p->next_try = FIRST_TRY;
+	}
+}
+
+static void host_span(struct steps *st, const struct gs_hdr *ev, __u64 dur, __u32 cls)
+{
+	struct span x = { ev->ts, ev->ts + dur, ev->tid, cls };
+
+	if (!st->o.online)
+		push(&sproc_of(st, ev->pid)->host, &x, sizeof(x));
+}
+
+/* A system call (of those the OS plane reports) that waits for data, a timer or a lock,
+ * rather than working for the process (mmap, munmap; ioctl: the driver's). */
+static bool waits(__u32 nr)
+{
+	return nr != 9 && nr != 11 && nr != 16;
 }
 
 static void on_record(void *ctx, const struct gs_hdr *ev)
 {
 	struct steps *st = ctx;
 
-	if (ev->type == GS_EV_LAUNCH) {
+	switch (ev->type) {
+	case GS_EV_LAUNCH: {
 		const struct gs_ev_launch *l = (const void *)ev;
-		struct launch x = { l->h.ts, l->func };
+		struct launch x = { l->h.ts, l->func, l->h.tid, 0 };
+		struct sproc *p;
 
-		if (!l->c.result)
-			push(&sproc_of(st, ev->pid)->launches, &x, sizeof(x));
-	} else if (ev->type == GS_EV_SYNC) {
-		const struct gs_ev_sync *s = (const void *)ev;
-		struct span x = { s->h.ts, s->h.ts + s->c.dur_ns };
-
-		push(&sproc_of(st, ev->pid)->syncs, &x, sizeof(x));
+		if (l->c.result)
+			break;
+		p = sproc_of(st, ev->pid);
+		if (st->o.online)
+			online_launch(st, p, &x);
+		else
+			push(&p->launches, &x, sizeof(x));
+		break;
 	}
+	case GS_EV_SYNC:
+		host_span(st, ev, ((const struct gs_ev_sync *)ev)->c.dur_ns, C_SYNC);
+		break;
+	case GS_EV_COPY:
+		host_span(st, ev, ((const struct gs_ev_copy *)ev)->c.dur_ns, C_COPY_CALL);
+		break;
+	case GS_EV_NCCL:
+		host_span(st, ev, ((const struct gs_ev_nccl *)ev)->c.dur_ns, C_NCCL_CALL);
+		break;
+	case GS_EV_SYSCALL: {
+		const struct gs_ev_syscall *c = (const void *)ev;
+
+		if (waits(c->nr))
+			host_span(st, ev, c->dur_ns, C_DATA);
+		break;
+	}
+	case GS_EV_OFFCPU: {
+		const struct gs_ev_offcpu *o = (const void *)ev;
+
+		/* (Blocked: preempted is the CPU's, not a wait.) */
+		if (o->reason == GS_OFFCPU_SLEEP || o->reason == GS_OFFCPU_DISK)
+			host_span(st, ev, o->dur_ns, C_DATA);
+		break;
+	}
+	}
+}
+
+/* --step: whether FUNC (a qualified name, or its last part) is among a name's Python
+ * frames ("QUALNAME (FILE:LINE)"). */
+static bool frame_is(const char *name, const char *func)
+{
+	const char *end = strstr(name, " (");
+	size_t n = end ? (size_t)(end - name) : strlen(name), k = strlen(func);
+
+	return n >= k && !strncmp(name + n - k, func, k) && (n == k || name[n - k - 1] == '.');
+}
+
+static void on_stack(void *ctx, const struct gs_hdr *h, const struct stack_entry *e)
+{
+	struct steps *st = ctx;
+	const struct gs_ev_stack *s = (const void *)h;
+	bool python = false, in = false;
+	struct sproc *p;
+	uintptr_t was;
+
+	(void)e;
+	if (!st->o.func || !api_desc(s->api) || api_desc(s->api)->family != GS_FAM_LAUNCH)
+		return;
+	for (unsigned int i = 0; i < s->nframes && i < GS_STACK_MAX && !in; i++) {
+		const char *name;
+
+		if (!GS_IS_PYFRAME(s->ip[i]))
+			continue;
+		python = true;
+		name = model__symbol(st->m, h->pid, s->ip[i]);
+		in = name && frame_is(name, st->o.func);
+	}
+	if (!python)
+		return; /* (a thread with no Python says nothing of FUNC) */
+	p = sproc_of(st, h->pid);
+	was = (uintptr_t)hmap_get(&p->func_in, s->arg, 0);
+	hmap_put(&p->func_in, s->arg, 0, (void *)(was | (in ? IN_FUNC : OUT_OF_FUNC)));
+	st->func_seen |= in;
 }
 
 static void on_gpu(void *ctx, const struct gs_ev_gpu *e, __u64 dur)
 {
 	struct steps *st = ctx;
-	struct span x = { e->end_ns - GS_MIN(dur, e->end_ns), e->end_ns };
+	const char *name;
+	struct span x = { e->end_ns - GS_MIN(dur, e->end_ns), e->end_ns, 0, C_GPU_COMPUTE };
 
-	push(&sproc_of(st, e->h.pid)->gpu, &x, sizeof(x));
-}
-
-static int span_cmp(const void *a, const void *b)
-{
-	const struct span *x = a, *y = b;
-
-	return x->start < y->start ? -1 : x->start > y->start;
-}
-
-static int u64_cmp(const void *a, const void *b)
-{
-	__u64 x = *(const __u64 *)a, y = *(const __u64 *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-/* The union of the spans (sorted by start) within [from, to). */
-static __u64 covered(const struct span *v, size_t n, __u64 from, __u64 to)
-{
-	__u64 sum = 0, cur_s = 0, cur_e = 0;
-
-	for (size_t i = 0; i < n && v[i].start < to; i++) {
-		__u64 s = GS_MAX(v[i].start, from), e = GS_MIN(v[i].end, to);
-
-		if (e <= s)
-			continue;
-		if (s > cur_e) {
-			sum += cur_e - cur_s;
-			cur_s = s;
-			cur_e = e;
-		} else if (e > cur_e) {
-			cur_e = e;
-		}
-	}
-	return sum + (cur_e - cur_s);
-}
-
-/* The counts launched three times or more, ascending (candidate step counts); their n. */
-static size_t candidates(const struct sproc *p, struct hmap *counts, __u64 **out)
-{
-	const struct launch *l = p->launches.v;
-	struct hmap seen = { 0 };
-	struct hmap_slot *s;
-	size_t n = 0;
-
-	for (size_t i = 0; i < p->launches.n; i++)
-		hmap_put(counts, l[i].func, 0,
-			 (void *)((uintptr_t)hmap_get(counts, l[i].func, 0) + 1));
-	*out = xcalloc(counts->len + 1, sizeof(**out));
-	hmap_for_each (counts, s) {
-		uintptr_t c = (uintptr_t)s->val;
-
-		if (c >= 3 && !hmap_get(&seen, c, 0)) {
-			hmap_put(&seen, c, 0, (void *)1);
-			(*out)[n++] = c;
-		}
-	}
-	hmap_free(&seen);
-	qsort(*out, n, sizeof(**out), u64_cmp);
-	return n;
-}
-
-/* Whether most launches are of kernels launched a multiple of c times (the loop's). */
-static bool loop_dominates(const struct sproc *p, struct hmap *counts, __u64 c)
-{
-	const struct launch *l = p->launches.v;
-	size_t in = 0;
-
-	for (size_t i = 0; i < p->launches.n; i++)
-		in += (uintptr_t)hmap_get(counts, l[i].func, 0) % c == 0;
-	return 2 * in >= p->launches.n;
-}
-
-/* The first kernel in the sequence launched c times. */
-static __u64 first_of_count(const struct sproc *p, struct hmap *counts, __u64 c)
-{
-	const struct launch *l = p->launches.v;
-
-	for (size_t i = 0; i < p->launches.n; i++)
-		if ((uintptr_t)hmap_get(counts, l[i].func, 0) == c)
-			return l[i].func;
-	return 0;
-}
-
-/* Each step's start (the anchor's launches); false if the loop is not regular enough. */
-static bool step_starts(const struct sproc *p, __u64 anchor, size_t steps, struct hmap *counts,
-			__u64 *starts)
-{
-	const struct launch *l = p->launches.v;
-	struct hmap seen = { 0 };
-	size_t k = 0, good = 0, once = 0;
-	bool ok = true;
-	struct hmap_slot *s;
-
-	hmap_for_each (counts, s)
-		once += (uintptr_t)s->val == steps;
-	for (size_t i = 0; i < p->launches.n; i++) {
-		if (l[i].func == anchor) {
-			if (k)
-				good += seen.len == once; /* (each once-a-step kernel, once) */
-			hmap_free(&seen);
-			memset(&seen, 0, sizeof(seen));
-			starts[k++] = l[i].ts;
-		}
-		if (k && (uintptr_t)hmap_get(counts, l[i].func, 0) == steps) {
-			if (hmap_get(&seen, l[i].func, 0))
-				ok = false; /* twice in a step: not a step */
-			hmap_put(&seen, l[i].func, 0, (void *)1);
-		}
-	}
-	good += seen.len == once;
-	hmap_free(&seen);
-	return ok && (double)good >= CONSISTENT * (double)steps;
-}
-
-/* The steps of a process: into out (n), or none. */
-static void find_steps(struct steps *st, const struct sproc *p, struct found *out)
-{
-	struct hmap counts = { 0 };
-	size_t n = 0, ncand;
-	__u64 anchor = 0, *starts, last_end = 0, *cand;
-	const struct launch *l = p->launches.v;
-	struct span *gpu = p->gpu.v, *syncs = p->syncs.v;
-
-	memset(out, 0, sizeof(*out));
-	/* The smallest count whose kernel marks regular steps: the loop's period (a larger one
-	 * would be a part of a step, a layer's say). */
-	ncand = candidates(p, &counts, &cand);
-	starts = xcalloc(p->launches.n + 1, sizeof(*starts));
-	for (size_t i = 0; i < ncand && !n; i++) {
-		if (!loop_dominates(p, &counts, cand[i]))
-			continue;
-		anchor = first_of_count(p, &counts, cand[i]);
-		if (step_starts(p, anchor, cand[i], &counts, starts))
-			n = cand[i];
-	}
-	free(cand);
-	if (!n) {
-		hmap_free(&counts);
-		free(starts);
+	if (st->o.online)
 		return;
+	if (e->kind == GS_GPU_COPY || e->kind == GS_GPU_MEMSET) {
+		x.cls = C_GPU_COPY;
+	} else if (e->kind == GS_GPU_KERNEL) {
+		name = model__kernel_name(st->m, e->h.pid, e->func);
+		if (name && (strstr(name, "ncclDevKernel") || strstr(name, "ncclKernel")))
+			x.cls = C_GPU_NCCL;
 	}
-	if (p->gpu.n)
-		qsort(gpu, p->gpu.n, sizeof(*gpu), span_cmp);
-	if (p->syncs.n)
-		qsort(syncs, p->syncs.n, sizeof(*syncs), span_cmp);
-	/* The last step: to its last launch of a kernel the loop launches, then the GPU work and
-	 * the waits that began by then or right after. */
-	for (size_t i = 0; i < p->launches.n; i++)
-		if ((uintptr_t)hmap_get(&counts, l[i].func, 0) % n == 0)
-			last_end = GS_MAX(last_end, l[i].ts);
-	for (size_t i = 0; i < p->syncs.n; i++)
-		if (syncs[i].start >= starts[n - 1] &&
-		    syncs[i].start <=
-			    last_end + (n > 1 ? (starts[n - 1] - starts[0]) / (n - 1) : 0))
-			last_end = GS_MAX(last_end, syncs[i].end);
-	for (size_t i = 0; i < p->gpu.n; i++)
-		if (gpu[i].start <= last_end && gpu[i].start >= starts[n - 1])
-			last_end = GS_MAX(last_end, gpu[i].end);
-	out->pid = p->pid;
-	out->anchor = anchor;
-	gs_strlcpy(out->anchor_name, model__kernel_name(st->m, p->pid, anchor) ?: "?",
-		   sizeof(out->anchor_name));
-	out->gpu_timed = p->gpu.n > 0;
-	out->n = n;
-	out->v = xcalloc(n, sizeof(*out->v));
-	for (size_t i = 0, li = 0; i < n; i++) {
-		struct rep_step *s = &out->v[i];
-		__u64 end = i + 1 < n ? starts[i + 1] : GS_MAX(last_end, starts[i]);
-
-		s->start = starts[i];
-		s->dur = end - starts[i];
-		for (; li < p->launches.n && l[li].ts < end; li++)
-			s->launches += l[li].ts >= starts[i];
-		s->gpu_ns = covered(gpu, p->gpu.n, starts[i], end);
-		s->sync_ns = covered(syncs, p->syncs.n, starts[i], end);
-		s->finding = -1;
-	}
-	hmap_free(&counts);
-	free(starts);
+	push(&sproc_of(st, e->h.pid)->gpu, &x, sizeof(x));
 }
 
 static void sproc_free(struct sproc *p)
 {
 	free(p->launches.v);
 	free(p->gpu.v);
-	free(p->syncs.v);
+	free(p->host.v);
+	hmap_free(&p->func_in);
 	free(p);
 }
 
-/* A process's end: its steps found, kept if they are the most yet. */
+/* A process's end: its steps found, kept if they are the most yet (online: nothing to keep
+ * but its histogram, until it is forgotten). */
 static void on_retire(void *ctx, __u32 pid)
 {
 	struct steps *st = ctx;
-	struct sproc *p = hmap_del(&st->procs, pid, 0);
+	struct sproc *p;
 	struct found f;
 
-	if (!p)
+	if (st->o.online || !(p = hmap_del(&st->procs, pid, 0)))
 		return;
-	find_steps(st, p, &f);
+	steps_find(st->m, p, st->o.func, &f);
 	if (f.n > st->best.n) {
 		free(st->best.v);
 		st->best = f;
@@ -307,18 +273,25 @@ static void on_forget(void *ctx, __u32 pid)
 		sproc_free(p);
 }
 
-static const struct model_observer observer = { .gpu = on_gpu,
-						.retire = on_retire,
-						.forget = on_forget };
+static const struct model_observer observer = {
+	.gpu = on_gpu, .stack = on_stack, .retire = on_retire, .forget = on_forget
+};
 
-struct steps *steps__attach(struct stream *s, struct model *m)
+struct steps *steps__attach(struct stream *s, struct model *m, const struct steps_opts *o)
 {
 	struct steps *st = xcalloc(1, sizeof(*st));
 
 	st->m = m;
+	st->o = *o;
 	model__observe(m, &observer, st);
-	stream__subscribe(s, STREAM_TYPE(GS_EV_LAUNCH) | STREAM_TYPE(GS_EV_SYNC), on_record, st);
+	if (!o->fed)
+		stream__subscribe(s, RECORDS, on_record, st);
 	return st;
+}
+
+void steps__add(struct steps *st, const struct gs_hdr *ev)
+{
+	on_record(st, ev);
 }
 
 void steps__free(struct steps *st)
@@ -332,6 +305,50 @@ void steps__free(struct steps *st)
 	hmap_free(&st->procs);
 	free(st->best.v);
 	free(st);
+}
+
+bool steps__hist(const struct steps *st, __u32 pid, struct steps_hist *out)
+{
+	const struct sproc *p = hmap_get(&st->procs, pid, 0);
+	__u64 n = 0;
+
+	if (p)
+		for (int i = 0; i <= STEPS_BUCKETS; i++)
+			n += p->hist.counts[i];
+	if (n)
+		*out = p->hist;
+	return n > 0;
+}
+
+size_t steps__best(struct steps *st, struct steps_found *out)
+{
+	struct found live = { 0 }, cand;
+	const struct found *best = &st->best;
+	struct hmap_slot *s;
+
+	/* Processes still running: as of now (their records kept: the report may come again). */
+	hmap_for_each (&st->procs, s) {
+		steps_find(st->m, s->val, st->o.func, &cand);
+		if (cand.n > live.n) {
+			free(live.v);
+			live = cand;
+		} else {
+			free(cand.v);
+		}
+	}
+	if (live.n > best->n)
+		best = &live;
+	memset(out, 0, sizeof(*out));
+	out->n = best->n;
+	out->v = out->n ? xcalloc(out->n, sizeof(*out->v)) : NULL;
+	if (out->n)
+		memcpy(out->v, best->v, out->n * sizeof(*out->v));
+	out->pid = best->pid;
+	gs_strlcpy(out->anchor, best->anchor_name, sizeof(out->anchor));
+	out->gpu_timed = best->gpu_timed;
+	out->func_seen = st->func_seen;
+	free(live.v);
+	return out->n;
 }
 
 /* The finding of the process whose idle time overlaps [from, to) most, -1 none. */
@@ -352,45 +369,27 @@ static __s32 explain(const struct finding *fs, size_t nf, __u32 pid, __u64 from,
 	return which;
 }
 
-size_t steps__best(struct steps *st, struct rep_step **out, __u32 *pid, char *anchor,
-		   size_t anchor_len, bool *gpu_timed)
+static int u64_cmp(const void *a, const void *b)
 {
-	struct found live = { 0 }, cand;
-	const struct found *best = &st->best;
-	struct hmap_slot *s;
-	size_t n;
+	__u64 x = *(const __u64 *)a, y = *(const __u64 *)b;
 
-	/* Processes still running: as of now (their records kept: the report may come again). */
-	hmap_for_each (&st->procs, s) {
-		find_steps(st, s->val, &cand);
-		if (cand.n > live.n) {
-			free(live.v);
-			live = cand;
-		} else {
-			free(cand.v);
-		}
-	}
-	if (live.n > best->n)
-		best = &live;
-	n = best->n;
-	*out = n ? xcalloc(n, sizeof(**out)) : NULL;
-	if (n)
-		memcpy(*out, best->v, n * sizeof(**out));
-	*pid = best->pid;
-	gs_strlcpy(anchor, best->anchor_name, anchor_len);
-	*gpu_timed = best->gpu_timed;
-	free(live.v);
-	return n;
+	return x < y ? -1 : x > y;
 }
 
 void steps__report(struct steps *st, struct report *r, const struct findings *f)
 {
 	const struct finding *fs = NULL;
+	struct steps_found sf;
 	size_t nf = 0;
 	__u64 *d;
 
-	r->nsteps = steps__best(st, &r->steps, &r->steps_pid, r->steps_anchor_name,
-				sizeof(r->steps_anchor_name), &r->steps_gpu_timed);
+	r->nsteps = steps__best(st, &sf);
+	r->steps = sf.v;
+	r->steps_pid = sf.pid;
+	gs_strlcpy(r->steps_anchor_name, sf.anchor, sizeof(r->steps_anchor_name));
+	r->steps_gpu_timed = sf.gpu_timed;
+	gs_strlcpy(r->steps_func, st->o.func ?: "", sizeof(r->steps_func));
+	r->steps_func_seen = sf.func_seen;
 	if (!r->nsteps)
 		return;
 	if (f)

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: MIT
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -7,6 +8,19 @@
 
 #include "cmd/common.h"
 #include "core/util.h"
+
+/* A Python (qualified) name: letters, digits, _ and dots, and <> (<module>, <lambda>). */
+static bool valid_step_func(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (!n || n > 100 || s[0] == '.' || s[n - 1] == '.')
+		return false;
+	for (; *s; s++)
+		if (!isalnum((unsigned char)*s) && !strchr("_.<>", *s))
+			return false;
+	return true;
+}
 
 int parse_trace_opt(struct trace_opts *o, int opt, const char *arg)
 {
@@ -64,6 +78,15 @@ int parse_trace_opt(struct trace_opts *o, int opt, const char *arg)
 		return 1;
 	case OPT_FOLDED:
 		o->folded_path = arg;
+		return 1;
+	case OPT_STEP:
+		if (!valid_step_func(arg)) {
+			gs_err("--step wants a Python function's name (NAME or CLASS.NAME), not "
+			       "'%.80s'",
+			       arg);
+			return -1;
+		}
+		o->step_func = arg;
 		return 1;
 	case OPT_MEMORY_MAP:
 		o->memmap_path = arg;

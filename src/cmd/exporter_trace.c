@@ -182,7 +182,7 @@ static void add_record(void *ctx, const struct gs_hdr *ev)
 
 	pthread_mutex_lock(&x->lock);
 	fresh = !model__process(x->model, ev->pid, NULL);
-	model__add(x->model, ev);
+	analyses__add(&x->an, ev);
 	if (ev->type == GS_EV_PROC && ((const struct gs_ev_proc *)ev)->kind == GS_PROC_EXIT) {
 		if (x->nexited < MAX_EXITED)
 			x->exited[x->nexited++] = (typeof(x->exited[0])){ ev->pid, mono_s() };
@@ -253,7 +253,9 @@ struct xtrace *xtrace_open(const struct xtrace_opts *o)
 	struct inject_opts io = { .on_ring = on_ring, .ctx = x, .skip_before_ring = o->ebpf };
 
 	/* (The model is fed under the lock, by add_record.) */
-	struct analyses_opts ao = { .findings = false, .retire = false, .caller_feeds = true };
+	struct analyses_opts ao = {
+		.findings = false, .retire = false, .caller_feeds = true, .steps = true
+	};
 
 	session__init(&x->s);
 	x->top = o->top;

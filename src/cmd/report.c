@@ -31,6 +31,7 @@ static const char usage[] =
 	"                     --format folded: on stdout, instead of the report\n"
 	"      --memory-map OUT  an SVG picture of the device allocations over time, by\n"
 	"                     address (failures in red), with fragmentation under it\n"
+	"      --step FUNC    the loop's steps are the calls of the Python function FUNC\n"
 	"      --top N        kernels in the text report (default 20)\n"
 	"      --wide         full kernel names\n"
 	"  -h, --help         this help\n"
@@ -56,6 +57,7 @@ static int parse(int argc, char **argv, struct trace_opts *o, bool *chrome, bool
 		OPT_ARG("perfetto", OPT_PERFETTO),
 		OPT_ARG("chrome", OPT_CHROME),
 		OPT_ARG("folded", OPT_FOLDED),
+		OPT_ARG("step", OPT_STEP),
 		OPT_ARG("memory-map", OPT_MEMORY_MAP),
 		OPT_ARG("top", OPT_TOP),
 		OPT_FLAG("wide", OPT_WIDE),
@@ -151,6 +153,7 @@ int cmd_report(int argc, char **argv)
 	{
 		struct analyses_opts ao = { .findings = true,
 					    .retire = true,
+					    .step_func = o.step_func,
 					    .keep_history = o.memmap_path != NULL };
 
 		analyses__attach(&an, s.stream, &ao);

@@ -357,7 +357,8 @@ static int build(struct trace *tr)
 
 	struct analyses_opts ao = { .findings = true,
 				    .retire = true,
-				    .keep_history = o->memmap_path != NULL };
+				    .keep_history = o->memmap_path != NULL,
+				    .step_func = o->step_func };
 
 	analyses__attach(&tr->an, tr->s.stream, &ao);
 	session__own(&tr->s, analyses_free, &tr->an);

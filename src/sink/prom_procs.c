@@ -266,6 +266,20 @@ static void oom_series(void *ctx, const struct model_proc *p)
 			    oom_cause_key((unsigned int)c), (double)mp.ooms[c]);
 }
 
+/* Steps (analysis/steps.h, online): a histogram a process, no label per step. */
+static void step_series(void *ctx, const struct model_proc *p)
+{
+	struct walk *w = ctx;
+	struct steps_hist h;
+	struct plabels pl;
+
+	if (!w->in->a->steps || !steps__hist(w->in->a->steps, p->pid, &h))
+		return;
+	proc_labels(w->in->a->model, p, &pl);
+	prom_histogram(w->sb, "gpuscope_step_duration_seconds", &pl.ls, steps_le, h.counts,
+		       STEPS_BUCKETS, h.sum_s);
+}
+
 static void frag_series(void *ctx, const struct model_proc *p)
 {
 	struct walk *w = ctx;
@@ -351,6 +365,11 @@ static const struct {
 	  "Fragmentation of a process's device allocations: the free share of the 2 MiB "
 	  "pages they occupy, by GPU.",
 	  frag_series },
+	{ "gpuscope_step_duration_seconds", "histogram",
+	  "Durations of a process's training (or inference) steps: its loop found from the "
+	  "launch sequence, a step from one launch of the kernel launched once a step to "
+	  "the next.",
+	  step_series },
 };
 
 void prom_procs__render(struct strbuf *sb, const struct prom_procs_in *in)

@@ -53,20 +53,16 @@ void tl_findings(struct timeline *tl, const struct analyses *a)
  * slice a step. */
 void timeline__steps(struct timeline *tl, const struct analyses *a)
 {
+	struct steps_found f;
 	struct rep_step *v;
-	char anchor[256], name[32];
-	__u32 pid;
-	bool timed;
-	size_t n;
+	char name[32];
 	__u64 track;
 
-	if (!a->steps)
+	if (!a->steps || !steps__best(a->steps, &f))
 		return;
-	n = steps__best(a->steps, &v, &pid, anchor, sizeof(anchor), &timed);
-	if (!n)
-		return;
-	track = tl_child_track(tl, a->model, pid, U_STEPS, 0, "steps");
-	for (size_t i = 0; i < n; i++) {
+	v = f.v;
+	track = tl_child_track(tl, a->model, f.pid, U_STEPS, 0, "steps");
+	for (size_t i = 0; i < f.n; i++) {
 		struct tl_event e = { .track = track,
 				      .ts = v[i].start,
 				      .dur = v[i].dur,
@@ -75,10 +71,13 @@ void timeline__steps(struct timeline *tl, const struct analyses *a)
 
 		snprintf(name, sizeof(name), "step %zu", i);
 		tl_arg_u64(&e, "launches", v[i].launches);
-		if (timed)
+		if (f.gpu_timed)
 			tl_arg_u64(&e, "gpu_ns", v[i].gpu_ns);
 		tl_arg_u64(&e, "sync_wait_ns", v[i].sync_ns);
-		tl_arg_str(&e, "marked_by", anchor);
+		for (int k = 0; k < STEP_PARTS; k++)
+			if (f.gpu_timed || (k != STEP_COMPUTE))
+				tl_arg_u64(&e, step_parts[k].arg, v[i].part[k]);
+		tl_arg_str(&e, "marked_by", f.anchor);
 		tl->ops->slice(tl->w, &e);
 	}
 	free(v);

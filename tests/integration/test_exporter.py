@@ -690,3 +690,33 @@ def test_memory_findings_in_the_exporter(agent, gs, tmp_path):
     p = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True,
                        text=True)
     assert p.returncode == 0 and not p.stdout + p.stderr, p.stdout + p.stderr
+
+
+@needs_root
+def test_step_durations_in_the_exporter(agent, gs, tmp_path):
+    """A training loop's steps, found online from the launch sequence: a histogram of their
+    durations per process, nothing per step (bounded labels)."""
+    steps, slow = 300, 7
+    a = agent(ebpf=True, args=FAKE_LIBS + ["--retain", "30", "--no-nvml"])
+    before = pids_of(a.metrics())
+    p = subprocess.run(["/usr/bin/python3",
+                        os.path.join(ROOT, "tests", "workloads", "py_steps.py"), str(steps),
+                        str(slow)], capture_output=True, text=True, env=gs.env(), timeout=120)
+    assert p.returncode == 0, p.stderr
+    m = a.wait_for(lambda m: pids_of(m) - before)
+    pid = (pids_of(m) - before).pop()
+    # (Every step but the last ends with the next one's first launch.)
+    m = a.wait_for(lambda m: value(m, "gpuscope_step_duration_seconds_count", pid=pid) ==
+                   steps - 1)
+    assert value(m, "gpuscope_step_duration_seconds_bucket", pid=pid, le="0.05") == steps - 2
+    assert value(m, "gpuscope_step_duration_seconds_bucket", pid=pid, le="0.1") == steps - 1
+    assert value(m, "gpuscope_step_duration_seconds_bucket", pid=pid, le="0.001") == 0
+    total = value(m, "gpuscope_step_duration_seconds_sum", pid=pid)
+    assert 0.08 + (steps - 2) * 0.002 < total < 0.08 + (steps - 2) * 0.02, total
+    assert {tuple(sorted(dict(ls))) for (n, ls) in m
+            if n.startswith("gpuscope_step_duration_seconds")} <= \
+        {("comm", "le", "pid"), ("comm", "pid")}
+    text = a.get("/metrics")[2]
+    p = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True,
+                       text=True)
+    assert p.returncode == 0 and not p.stdout + p.stderr, p.stdout + p.stderr

@@ -1,9 +1,10 @@
 """A training loop in Python over the CUDA test double (ctypes), for step detection: STEPS
-steps, each launching a forward kernel, three backward launches and an optimizer kernel,
-waiting for the GPU (as loss.item() does), then fetching the next batch from a "data
-loader" that takes 2 ms -- except after step SLOW, where it takes 80 ms (a slow disk).
+steps (train_step), each launching a forward kernel, three backward launches and an
+optimizer kernel, waiting for the GPU (as loss.item() does), then fetching the next batch
+from a "data loader" that takes 2 ms -- except after step SLOW, where it takes 80 ms (a slow
+disk). Then EVAL evaluation steps (evaluate), a kernel and a wait each (default none).
 
-    py_steps.py STEPS SLOW
+    py_steps.py STEPS SLOW [EVAL]
 """
 import ctypes
 import sys
@@ -14,7 +15,8 @@ PTX = (b".version 8.0\n.target sm_90\n.address_size 64\n"
        b".visible .entry initKernel(.param .u64 a)\n{ ret; }\n"
        b".visible .entry fwdKernel(.param .u64 a)\n{ ret; }\n"
        b".visible .entry bwdKernel(.param .u64 a)\n{ ret; }\n"
-       b".visible .entry optKernel(.param .u64 a)\n{ ret; }\n")
+       b".visible .entry optKernel(.param .u64 a)\n{ ret; }\n"
+       b".visible .entry evalKernel(.param .u64 a)\n{ ret; }\n")
 
 
 def check(r):
@@ -36,27 +38,40 @@ def load_batch(slow):
     time.sleep(0.08 if slow else 0.002)
 
 
+def train_step(fwd, bwd, opt):
+    launch(fwd, 200)
+    for _ in range(3):
+        launch(bwd, 400)
+    launch(opt, 100)
+    check(cu.cuCtxSynchronize())
+
+
+def evaluate(ev, n):
+    for _ in range(n):
+        launch(ev, 50)
+        check(cu.cuCtxSynchronize())
+
+
 def main():
     steps, slow = int(sys.argv[1]), int(sys.argv[2])
+    evals = int(sys.argv[3]) if len(sys.argv) > 3 else 0
     dev, ctx, lib = ctypes.c_int(), ctypes.c_void_p(), ctypes.c_void_p()
     check(cu.cuInit(0))
     check(cu.cuDeviceGet(ctypes.byref(dev), 0))
     check(cu.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), dev))
     check(cu.cuCtxSetCurrent(ctx))
     check(cu.cuLibraryLoadData(ctypes.byref(lib), PTX, None, None, 0, None, None, 0))
-    init, fwd, bwd, opt = (kernel(lib, n) for n in
-                           (b"initKernel", b"fwdKernel", b"bwdKernel", b"optKernel"))
+    init, fwd, bwd, opt, ev = (kernel(lib, n) for n in (b"initKernel", b"fwdKernel",
+                                                        b"bwdKernel", b"optKernel",
+                                                        b"evalKernel"))
     launch(init)
     check(cu.cuCtxSynchronize())
     load_batch(False)
     for step in range(steps):
-        launch(fwd, 200)
-        for _ in range(3):
-            launch(bwd, 400)
-        launch(opt, 100)
-        check(cu.cuCtxSynchronize())
+        train_step(fwd, bwd, opt)
         load_batch(step == slow)
-    print(f"py_steps: {steps} steps, the slow one {slow}")
+    evaluate(ev, evals)
+    print(f"py_steps: {steps} steps, the slow one {slow}, {evals} evaluation steps")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,325 @@
+// SPDX-License-Identifier: MIT
+/* Finding a process's steps and where their time went (see steps.h). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/steps_int.h"
+#include "core/util.h"
+
+#define CONSISTENT 0.8 /* of the steps that must launch each once-a-step kernel once */
+
+/* What find works on: the launches it may use (--step: not FUNC's left out), their counts
+ * by kernel, and which kernels may mark steps. */
+struct view {
+	const struct launch *l;
+	size_t n;
+	struct hmap counts;	  /* kernel -> launches */
+	const struct hmap *marks; /* --step: kernel -> IN_FUNC...; NULL: any kernel */
+};
+
+static __u64 count_of(const struct view *w, __u64 func)
+{
+	return (uintptr_t)hmap_get(&w->counts, func, 0);
+}
+
+/* Whether a kernel launched k times may be the loop's, of c steps: m times a step, and
+ * fewer than m more (a step cut short at either end: the agent's window, a detach). */
+static bool in_loop(__u64 k, __u64 c)
+{
+	return k >= c && k % c <= k / c;
+}
+
+/* Whether it is launched once a step. */
+static bool once_a_step(__u64 k, __u64 c)
+{
+	return k == c || k == c + 1;
+}
+
+static bool may_mark(const struct view *w, __u64 func)
+{
+	return !w->marks || (uintptr_t)hmap_get(w->marks, func, 0) == IN_FUNC;
+}
+
+static int span_cmp(const void *a, const void *b)
+{
+	const struct span *x = a, *y = b;
+
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+static int u64_cmp(const void *a, const void *b)
+{
+	__u64 x = *(const __u64 *)a, y = *(const __u64 *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* The union of the spans (sorted by start) of class cls (C_NCLS: all) and thread tid (0:
+ * any) within [from, to). */
+static __u64 covered(const struct span *v, size_t n, __u32 cls, __u32 tid, __u64 from, __u64 to)
+{
+	__u64 sum = 0, cur_s = 0, cur_e = 0;
+
+	for (size_t i = 0; i < n && v[i].start < to; i++) {
+		__u64 s = GS_MAX(v[i].start, from), e = GS_MIN(v[i].end, to);
+
+		if (e <= s || (cls != C_NCLS && v[i].cls != cls) || (tid && v[i].tid != tid))
+			continue;
+		if (s > cur_e) {
+			sum += cur_e - cur_s;
+			cur_s = s;
+			cur_e = e;
+		} else if (e > cur_e) {
+			cur_e = e;
+		}
+	}
+	return sum + (cur_e - cur_s);
+}
+
+/* The counts, of kernels that may mark steps, launched three times or more, ascending
+ * (candidate step counts); their n. */
+static size_t candidates(const struct view *w, __u64 **out)
+{
+	struct hmap seen = { 0 };
+	struct hmap_slot *s;
+	size_t n = 0;
+
+	*out = xcalloc(w->counts.len + 1, sizeof(**out));
+	hmap_for_each (&w->counts, s) {
+		uintptr_t c = (uintptr_t)s->val;
+
+		if (c >= 3 && may_mark(w, s->k1) && !hmap_get(&seen, c, 0)) {
+			hmap_put(&seen, c, 0, (void *)1);
+			(*out)[n++] = c;
+		}
+	}
+	hmap_free(&seen);
+	qsort(*out, n, sizeof(**out), u64_cmp);
+	return n;
+}
+
+/* Whether most launches are of kernels launched about a multiple of c times (the loop's). */
+static bool loop_dominates(const struct view *w, __u64 c)
+{
+	size_t in = 0;
+
+	for (size_t i = 0; i < w->n; i++)
+		in += in_loop(count_of(w, w->l[i].func), c);
+	return 2 * in >= w->n;
+}
+
+/* The first kernel in the sequence launched once a step that may mark steps. */
+static __u64 first_of_count(const struct view *w, __u64 c)
+{
+	for (size_t i = 0; i < w->n; i++)
+		if (once_a_step(count_of(w, w->l[i].func), c) && may_mark(w, w->l[i].func))
+			return w->l[i].func;
+	return 0;
+}
+
+/* Each step's start (the anchor's launches) and thread, of a loop of about c steps: their
+ * number, 0 if the loop is not regular enough. */
+static size_t step_starts(const struct view *w, __u64 anchor, size_t c, __u64 *starts, __u32 *tid)
+{
+	struct hmap seen = { 0 };
+	size_t k = 0, good = 0, once = 0;
+	bool ok = true;
+	struct hmap_slot *s;
+
+	hmap_for_each (&w->counts, s)
+		once += once_a_step((uintptr_t)s->val, c);
+	for (size_t i = 0; i < w->n; i++) {
+		if (w->l[i].func == anchor) {
+			if (k)
+				good += seen.len == once; /* (each once-a-step kernel, once) */
+			else
+				*tid = w->l[i].tid;
+			hmap_free(&seen);
+			memset(&seen, 0, sizeof(seen));
+			starts[k++] = w->l[i].ts;
+		}
+		if (k && once_a_step(count_of(w, w->l[i].func), c)) {
+			if (hmap_get(&seen, w->l[i].func, 0))
+				ok = false; /* twice in a step: not a step */
+			hmap_put(&seen, w->l[i].func, 0, (void *)1);
+		}
+	}
+	good += seen.len == once;
+	hmap_free(&seen);
+	return ok && (double)good >= CONSISTENT * (double)k ? k : 0;
+}
+
+/* A span's edge, for the sweep: where a class starts (+1) or ends (-1). */
+struct edge {
+	__u64 t;
+	__u32 cls;
+	__s32 d;
+};
+
+static int edge_cmp(const void *a, const void *b)
+{
+	const struct edge *x = a, *y = b;
+
+	return x->t < y->t ? -1 : x->t > y->t;
+}
+
+static void add_edges(struct edge *e, size_t *n, const struct arr *a, __u32 tid, bool host)
+{
+	const struct span *v = a->v;
+
+	for (size_t i = 0; i < a->n; i++) {
+		if ((host && v[i].tid != tid) || v[i].end <= v[i].start)
+			continue;
+		e[(*n)++] = (struct edge){ v[i].start, v[i].cls, 1 };
+		e[(*n)++] = (struct edge){ v[i].end, v[i].cls, -1 };
+	}
+}
+
+static const enum step_part part_of[C_NCLS + 1] = {
+	[C_GPU_NCCL] = STEP_NCCL,  [C_GPU_COPY] = STEP_COPIES,	[C_GPU_COMPUTE] = STEP_COMPUTE,
+	[C_NCCL_CALL] = STEP_NCCL, [C_COPY_CALL] = STEP_COPIES, [C_SYNC] = STEP_SYNC,
+	[C_DATA] = STEP_DATA,	   [C_NCLS] = STEP_HOST,
+};
+
+/* Each step's parts: its time swept once, each stretch the highest class there (GPU spans
+ * of any thread, host spans of the steps' thread). */
+static void parts(const struct sproc *p, __u32 tid, struct rep_step *v, size_t n)
+{
+	struct edge *e = xcalloc(2 * (p->gpu.n + p->host.n) + 1, sizeof(*e));
+	size_t ne = 0, ei = 0;
+	__s64 active[C_NCLS] = { 0 };
+
+	add_edges(e, &ne, &p->gpu, tid, false);
+	add_edges(e, &ne, &p->host, tid, true);
+	qsort(e, ne, sizeof(*e), edge_cmp);
+	for (size_t i = 0; i < n; i++) {
+		__u64 t = v[i].start, end = v[i].start + v[i].dur;
+
+		for (;;) {
+			__u64 next = end;
+			__u32 top = 0;
+
+			for (; ei < ne && e[ei].t <= t; ei++)
+				active[e[ei].cls] += e[ei].d;
+			if (t >= end)
+				break;
+			if (ei < ne)
+				next = GS_MIN(next, e[ei].t);
+			while (top < C_NCLS && active[top] <= 0)
+				top++;
+			v[i].part[part_of[top]] += next - t;
+			t = next;
+		}
+	}
+	free(e);
+}
+
+/* The launches find may use, and their counts (--step: none of a kernel only ever shown
+ * outside FUNC; *keep to free). */
+static void view_of(struct sproc *p, const char *func, struct view *w, struct launch **keep)
+{
+	const struct launch *l = p->launches.v;
+
+	memset(w, 0, sizeof(*w));
+	*keep = NULL;
+	w->l = l;
+	w->n = p->launches.n;
+	if (func) {
+		size_t k = 0;
+
+		*keep = xcalloc(p->launches.n + 1, sizeof(**keep));
+		for (size_t i = 0; i < p->launches.n; i++)
+			if ((uintptr_t)hmap_get(&p->func_in, l[i].func, 0) != OUT_OF_FUNC)
+				(*keep)[k++] = l[i];
+		w->l = *keep;
+		w->n = k;
+		w->marks = &p->func_in;
+	}
+	for (size_t i = 0; i < w->n; i++)
+		hmap_put(&w->counts, w->l[i].func, 0,
+			 (void *)((uintptr_t)hmap_get(&w->counts, w->l[i].func, 0) + 1));
+}
+
+/* Where the last step ends: its last launch of a kernel the loop launches, then the waits
+ * that began by then or right after (before the process's next launch, within a period),
+ * and the GPU work that began by then. */
+static __u64 last_end(const struct view *w, const struct sproc *p, __u64 c, const __u64 *starts,
+		      size_t n)
+{
+	const struct span *gpu = p->gpu.v, *host = p->host.v;
+	const struct launch *l = p->launches.v;
+	__u64 end = 0, bound = UINT64_MAX,
+	      period = n > 1 ? (starts[n - 1] - starts[0]) / (n - 1) : 0;
+
+	for (size_t i = 0; i < w->n; i++)
+		if (in_loop(count_of(w, w->l[i].func), c))
+			end = GS_MAX(end, w->l[i].ts);
+	for (size_t i = 0; i < p->launches.n && bound == UINT64_MAX; i++)
+		if (l[i].ts > end)
+			bound = l[i].ts;
+	for (size_t i = 0; i < p->host.n; i++)
+		if (host[i].cls == C_SYNC && host[i].start >= starts[n - 1] &&
+		    host[i].start <= end + period && host[i].start < bound)
+			end = GS_MAX(end, host[i].end);
+	for (size_t i = 0; i < p->gpu.n; i++)
+		if (gpu[i].start <= end && gpu[i].start >= starts[n - 1])
+			end = GS_MAX(end, gpu[i].end);
+	return GS_MAX(end, starts[n - 1]);
+}
+
+void steps_find(const struct model *m, struct sproc *p, const char *func, struct found *out)
+{
+	struct launch *keep;
+	struct view w;
+	size_t n = 0, ncand;
+	__u64 anchor = 0, *starts, *cand, c = 0, end;
+	__u32 tid = 0;
+	const struct launch *l = p->launches.v;
+	const struct span *gpu = p->gpu.v, *host = p->host.v;
+
+	memset(out, 0, sizeof(*out));
+	view_of(p, func, &w, &keep);
+	/* The smallest count whose kernel marks regular steps: the loop's period (a larger one
+	 * would be a part of a step, a layer's say). */
+	ncand = candidates(&w, &cand);
+	starts = xcalloc(w.n + 1, sizeof(*starts));
+	for (size_t i = 0; i < ncand && !n; i++) {
+		if (!loop_dominates(&w, cand[i]))
+			continue;
+		c = cand[i];
+		anchor = first_of_count(&w, c);
+		n = step_starts(&w, anchor, c, starts, &tid);
+	}
+	free(cand);
+	if (n) {
+		if (p->gpu.n)
+			qsort(p->gpu.v, p->gpu.n, sizeof(*gpu), span_cmp);
+		if (p->host.n)
+			qsort(p->host.v, p->host.n, sizeof(*host), span_cmp);
+		end = last_end(&w, p, c, starts, n);
+		out->pid = p->pid;
+		out->anchor = anchor;
+		gs_strlcpy(out->anchor_name, model__kernel_name(m, p->pid, anchor) ?: "?",
+			   sizeof(out->anchor_name));
+		out->gpu_timed = p->gpu.n > 0;
+		out->n = n;
+		out->v = xcalloc(n, sizeof(*out->v));
+	}
+	for (size_t i = 0, li = 0; i < n; i++) {
+		struct rep_step *s = &out->v[i];
+		__u64 to = i + 1 < n ? starts[i + 1] : end;
+
+		s->start = starts[i];
+		s->dur = to - starts[i];
+		for (; li < p->launches.n && l[li].ts < to; li++)
+			s->launches += l[li].ts >= starts[i];
+		s->gpu_ns = covered(gpu, p->gpu.n, C_NCLS, 0, starts[i], to);
+		s->sync_ns = covered(host, p->host.n, C_SYNC, tid, starts[i], to);
+		s->finding = -1;
+	}
+	if (n)
+		parts(p, tid, out->v, n);
+	hmap_free(&w.counts);
+	free(keep);
+	free(starts);
+}
