@@ -58,6 +58,7 @@ enum gs_event_type {
 	GS_EV_RETIRE = 29,    /* gpuscope: every record of an exited process has been delivered */
 	GS_EV_PYTHON = 30,    /* a process's Python interpreter, and whether its frames are read */
 	GS_EV_PYSTACK = 31,   /* kernel probes: a thread's Python frames, before its stack record */
+	GS_EV_PYEXC = 32,     /* kernel probes: a Python exception raised, or left uncaught */
 	GS_EV_MAX,
 };
 
@@ -678,7 +679,33 @@ struct gs_py_cfg {
 	__s16 rt_interp_head, interp_threads, ts_next, ts_tid, ts_frame, cframe_cur;
 	__s16 f_code, f_prev, f_instr, f_entry, f_owner, co_code;
 	__u8 lasti_int;
-	__u8 pad[7];
+	__u8 str_ascii; /* where a compact ASCII string's characters start */
+	__u8 pad[6];
+};
+
+/*
+ * A Python exception (the kernel probes: uprobes on the interpreter's _PyErr_SetObject,
+ * every raise, and _PyErr_Display, the default hooks' print of an uncaught one): its type's
+ * name, its message where it is an ASCII string (the value raised, or its first argument),
+ * and the raising thread's Python frames then, innermost first (GS_PYFRAME; for an uncaught
+ * one, the frames left when it is printed). Cut after the last frame (h.size).
+ */
+enum gs_pyexc_kind {
+	GS_PYEXC_RAISED = 1,
+	GS_PYEXC_UNCAUGHT = 2,
+};
+
+#define GS_PYEXC_TYPE 64
+#define GS_PYEXC_TEXT 160
+struct gs_ev_pyexc {
+	struct gs_hdr h;
+	__u8 kind; /* enum gs_pyexc_kind */
+	__u8 pad;
+	__u16 nframes;
+	__u32 pad2;
+	char type[GS_PYEXC_TYPE]; /* NUL-terminated ("" if unreadable) */
+	char text[GS_PYEXC_TEXT]; /* NUL-terminated, cut */
+	__u64 frames[GS_PYSTACK_MAX];
 };
 
 /* Largest record of any type. */

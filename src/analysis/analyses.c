@@ -30,8 +30,10 @@ void analyses__attach(struct analyses *a, struct stream *s, const struct analyse
 
 		a->steps = steps__attach(s, a->model, &so);
 	}
-	if (o->findings)
+	if (o->findings) {
 		a->findings = findings__attach(s, a->model);
+		a->pyexc = pyexc__attach(s, a->model);
+	}
 	if (o->retire)
 		stream__on_retire(s, model_retire, a->model);
 }
@@ -49,6 +51,7 @@ void analyses__free(struct analyses *a)
 	memsites__free(a->memsites);
 	pylines__free(a->pylines);
 	steps__free(a->steps);
+	pyexc__free(a->pyexc);
 	model__free(a->model);
 	memset(a, 0, sizeof(*a));
 }
@@ -58,6 +61,8 @@ struct report *analyses__report(const struct analyses *a)
 	struct report *r = report__build(a->model, a->findings, a->memsites);
 
 	pylines__report(a->pylines, r);
+	if (a->pyexc)
+		pyexc__report(a->pyexc, r);
 	if (a->steps)
 		steps__report(a->steps, r, a->findings);
 	return r;

@@ -10,6 +10,7 @@
 #include "analysis/findings.h"
 #include "analysis/memsites.h"
 #include "analysis/model.h"
+#include "analysis/pyexc.h"
 #include "analysis/pylines.h"
 #include "analysis/steps.h"
 #include "analysis/report.h"
@@ -21,6 +22,7 @@ struct analyses {
 	struct memsites *memsites;
 	struct pylines *pylines;
 	struct steps *steps; /* NULL: not asked for (with the findings, or o->steps) */
+	struct pyexc *pyexc; /* NULL: not asked for (with the findings) */
 };
 
 struct analyses_opts {

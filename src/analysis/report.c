@@ -498,11 +498,12 @@ void report__free(struct report *r)
 		free(r->kernels[i].display);
 	}
 	/* (Arrays of plain items.) */
-	void *arrays[] = { r->sites,   r->pylines,     r->steps,       r->ooms,
-			   r->frags,   r->findings,    r->gpus_info,   r->blockdevs,
-			   r->kernels, r->launch_apis, r->alloc_apis,  r->alloc_api_bytes,
-			   r->libs,    r->procs,       r->outstanding, r->syncs,
-			   r->comms,   r->errors };
+	void *arrays[] = {
+		r->pyexc,   r->pyexc_findings, r->sites,      r->pylines,	  r->steps,
+		r->ooms,    r->frags,	       r->findings,   r->gpus_info,	  r->blockdevs,
+		r->kernels, r->launch_apis,    r->alloc_apis, r->alloc_api_bytes, r->libs,
+		r->procs,   r->outstanding,    r->syncs,      r->comms,		  r->errors
+	};
 
 	for (size_t i = 0; i < sizeof(arrays) / sizeof(arrays[0]); i++)
 		free(arrays[i]);

@@ -134,6 +134,26 @@ struct rep_pyline {
 	__u64 timed, gpu_ns;	/* of those, timed on the GPU, and their time */
 };
 
+/* Python exceptions (analysis/pyexc.h): raised at a site, and the findings. */
+#define REP_PYEXC 20
+struct rep_pyexc {
+	__u32 pid;
+	char type[GS_PYEXC_TYPE];
+	char site[GS_SYM_MAX];	  /* "QUALNAME (FILE:LINE)", "" none */
+	char text[GS_PYEXC_TEXT]; /* the first raise's */
+	__u64 count;
+};
+
+struct rep_pyexc_finding {
+	__u32 pid, tid;
+	__u64 ts; /* the first, from the session's start */
+	__u64 count;
+	bool uncaught, cuda;
+	char type[GS_PYEXC_TYPE];
+	char text[GS_PYEXC_TEXT];
+	char stack[1024]; /* Python frames, innermost first, " < " between */
+};
+
 struct report {
 	/* session */
 	__u32 mode; /* enum gs_session_mode, 0 if the recording has no start record */
@@ -193,6 +213,12 @@ struct report {
 	size_t nsteps;
 	__u64 step_median_ns, step_p90_ns, step_max_ns, steps_slow;
 	bool steps_gpu_timed;
+	/* Python exceptions: the sites most raised at (REP_PYEXC), findings */
+	struct rep_pyexc *pyexc;
+	size_t npyexc;
+	__u64 pyexc_raised, pyexc_sites, pyexc_uncounted;
+	struct rep_pyexc_finding *pyexc_findings;
+	size_t npyexc_findings;
 	/* Python lines (the most REP_PYLINES), and how many there were, launches counted */
 	struct rep_pyline *pylines;
 	size_t npylines;

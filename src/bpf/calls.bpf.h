@@ -257,35 +257,45 @@ static long gs_py_frame(__u32 i, void *ctx)
 	return 0;
 }
 
-/* This thread's Python frames, as a record just before its stack's (see gs_ev_pystack):
- * its thread state found in the interpreter's list by its thread id, then the frames
- * from the current one, each read with bpf_probe_read_user (a bad address reads 0). */
-static __always_inline void gs_emit_pystack(const struct gs_py_cfg *c, __u64 ts, __u64 pid_tgid)
+/* This thread's Python frames into the scratch frames, innermost first: their number (0:
+ * none), and which are an evaluation's outermost (*entry). Its thread state is found in the
+ * interpreter's list by its thread id, then the frames are walked from the current one,
+ * each read with bpf_probe_read_user (a bad address reads 0). */
+static __always_inline __u32 gs_py_walk(const struct gs_py_cfg *c, __u64 pid_tgid, __u64 *entry)
 {
 	struct py_walk w = { .c = *c, .tid = (__u32)pid_tgid };
-	struct gs_ev_pystack *e;
-	__u32 zero = 0;
-	__u64 *frames;
 
 	w.t = gs_read64(gs_read64(w.c.runtime + w.c.rt_interp_head) + w.c.interp_threads);
 	bpf_loop(64, gs_py_thread, &w, 0);
 	if (!w.t)
-		return;
+		return 0;
 	w.f = gs_read64(w.t + w.c.ts_frame);
 	if (w.c.cframe_cur >= 0)
 		w.f = gs_read64(w.f + w.c.cframe_cur);
 	bpf_loop(2 * GS_PYSTACK_MAX, gs_py_frame, &w, 0);
+	*entry = w.n ? w.entry | 1ULL << ((w.n - 1) & 63) : 0;
+	return w.n;
+}
+
+/* This thread's Python frames, as a record just before its stack's (see gs_ev_pystack). */
+static __always_inline void gs_emit_pystack(const struct gs_py_cfg *c, __u64 ts, __u64 pid_tgid)
+{
+	struct gs_ev_pystack *e;
+	__u32 zero = 0, n;
+	__u64 *frames, entry = 0;
+
+	n = gs_py_walk(c, pid_tgid, &entry);
 	frames = bpf_map_lookup_elem(&py_scratch, &zero);
-	if (!w.n || !frames)
+	if (!n || !frames)
 		return;
 	e = gs_reserve(sizeof(*e), GS_EV_PYSTACK, GS_SRC_UPROBE, ts, pid_tgid);
 	if (!e)
 		return;
 	__builtin_memcpy(e->frames, frames, sizeof(e->frames));
-	e->entry = w.entry | 1ULL << ((w.n - 1) & 63);
-	e->nframes = (__u16)w.n;
+	e->entry = entry;
+	e->nframes = (__u16)n;
 	e->pad[0] = e->pad[1] = e->pad[2] = 0;
-	e->h.size = offsetof(struct gs_ev_pystack, frames) + w.n * 8;
+	e->h.size = offsetof(struct gs_ev_pystack, frames) + n * 8;
 	bpf_ringbuf_submit(e, 0);
 }
 

@@ -152,3 +152,87 @@ RETURNED(ret_copy, GS_EV_COPY, gs_ev_copy)
 RETURNED(ret_sync, GS_EV_SYNC, gs_ev_sync)
 RETURNED(ret_api, GS_EV_API, gs_ev_api)
 /* clang-format on */
+
+/* Python exceptions: how a probe's cookie says where the exception is. */
+enum {
+	PYEXC_RAISE = 1,
+	PYEXC_DISPLAY_FILE = 2,
+	PYEXC_DISPLAY = 3
+};
+
+/* The first 4 bytes of obj's type's name, as a little-endian number (PY_STR: "str" and its
+ * NUL; PY_TUPLE: "tupl"). */
+#define PY_STR	 0x00727473U
+#define PY_TUPLE 0x6c707574U
+
+static __always_inline __u32 py_type4(__u64 obj)
+{
+	__u32 name = 0;
+
+	bpf_probe_read_user(&name, sizeof(name), (const void *)gs_read64(gs_read64(obj + 8) + 24));
+	return name;
+}
+
+/*
+ * An exception raised (_PyErr_SetObject(tstate, type, value)) or printed as uncaught
+ * (_PyErr_Display(file, type, value, tb); PyErr_Display(type, value, tb)), in a process
+ * whose Python frames are walked: its type's name (tp_name), its text (the value if a str;
+ * else its first item if a str, of the value if a tuple (KeyError's), else of its args,
+ * a tuple at 24; a tuple's first item is at 24) and the thread's Python frames.
+ */
+SEC("uprobe")
+int BPF_KPROBE(py_exc)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid(), cookie = bpf_get_attach_cookie(ctx);
+	__u32 tgid = pid_tgid >> 32, zero = 0, n;
+	const struct gs_py_cfg *c = bpf_map_lookup_elem(&py_cfg, &tgid);
+	/* (Both read first: a context offset chosen at run time is refused.) */
+	__u64 arg2 = PT_REGS_PARM2(ctx), arg3 = PT_REGS_PARM3(ctx);
+	__u64 type, value, text, args, entry = 0, *frames;
+	struct gs_ev_pyexc *e;
+	__u32 state = 0;
+
+	if (!c)
+		return 0;
+	barrier_var(arg2);
+	barrier_var(arg3);
+	if (cookie == PYEXC_RAISE) {
+		type = arg2;
+		value = arg3;
+	} else {
+		value = cookie == PYEXC_DISPLAY_FILE ? arg3 : arg2;
+		type = gs_read64(value + 8);
+	}
+	n = gs_py_walk(c, pid_tgid, &entry);
+	frames = bpf_map_lookup_elem(&py_scratch, &zero);
+	if (!frames)
+		return 0;
+	e = gs_reserve(sizeof(*e), GS_EV_PYEXC, GS_SRC_UPROBE, bpf_ktime_get_ns(), pid_tgid);
+	if (!e)
+		return 0;
+	e->kind = cookie == PYEXC_RAISE ? GS_PYEXC_RAISED : GS_PYEXC_UNCAUGHT;
+	e->pad = 0;
+	e->pad2 = 0;
+	e->nframes = (__u16)n;
+	if (bpf_probe_read_user_str(e->type, sizeof(e->type), (const void *)gs_read64(type + 24)) <=
+	    0)
+		e->type[0] = 0;
+	/* The str: the value, or the first item of it (a tuple) or of its args. */
+	text = value;
+	if (value && py_type4(value) != PY_STR) {
+		args = py_type4(value) == PY_TUPLE ? value : gs_read64(value + 24);
+		text = args && gs_read64(args + 16) >= 1 ? gs_read64(args + 24) : 0;
+	}
+	if (text) {
+		bpf_probe_read_user(&state, sizeof(state), (const void *)(text + 32));
+		/* (compact and ascii: its characters follow its header) */
+		text = py_type4(text) == PY_STR && (state & 0x60) == 0x60 ? text + c->str_ascii : 0;
+	}
+	if (!text || bpf_probe_read_user_str(e->text, sizeof(e->text), (const void *)text) <= 0)
+		e->text[0] = 0;
+	__builtin_memcpy(e->frames, frames, sizeof(e->frames));
+	e->h.size = offsetof(struct gs_ev_pyexc, frames) +
+		    (n < GS_PYSTACK_MAX ? n : GS_PYSTACK_MAX) * 8;
+	bpf_ringbuf_submit(e, 0);
+	return 0;
+}

@@ -248,6 +248,31 @@ static int attach_file_pid(struct tracer *t, size_t fi, __u32 pid)
 	return 0;
 }
 
+int tracer__py_exceptions(struct tracer *t, const char *path, __u64 raise_off, __u64 display_off,
+			  bool display_file)
+{
+	struct bpf_program *prog = t->cuda->progs.py_exc;
+	struct linkset *ls;
+	struct stat st;
+	int err = 0;
+
+	if (stat(path, &st))
+		return -errno;
+	/* (Among the files' link sets: keyed by the file itself, bit 63 set.) */
+	if (hmap_get(&t->links, (__u64)st.st_dev | 1ULL << 63, st.st_ino))
+		return 0;
+	ls = xcalloc(1, sizeof(*ls));
+	hmap_put(&t->links, (__u64)st.st_dev | 1ULL << 63, st.st_ino, ls);
+	if (raise_off)
+		err = attach_classic(t, ls, prog, ALL_PIDS, path, raise_off, 1, false);
+	if (!err && display_off)
+		err = attach_classic(t, ls, prog, ALL_PIDS, path, display_off, display_file ? 2 : 3,
+				     false);
+	if (err)
+		gs_warn("cannot probe Python exceptions in %s: %s", path, strerror(-err));
+	return err;
+}
+
 int tracer__track(struct tracer *t, __u32 pid)
 {
 	__u32 one = 1;

@@ -77,6 +77,7 @@ static const size_t sizes[GS_EV_MAX] = {
 	[GS_EV_RETIRE] = sizeof(struct gs_ev_retire),
 	[GS_EV_PYTHON] = sizeof(struct gs_ev_python),
 	[GS_EV_PYSTACK] = sizeof(struct gs_ev_pystack),
+	[GS_EV_PYEXC] = sizeof(struct gs_ev_pyexc),
 };
 
 /* Which family of API a record type may carry. */
@@ -169,6 +170,19 @@ int gs_event_check(const void *buf, size_t len, const char **why)
 		    (len - offsetof(struct gs_ev_pystack, frames)) % 8 ||
 		    y->nframes != (len - offsetof(struct gs_ev_pystack, frames)) / 8)
 			FAIL("Python stack record's frame count disagrees with its size");
+		return 0;
+	}
+	if (h->type == GS_EV_PYEXC) {
+		const struct gs_ev_pyexc *y = buf;
+
+		if (len < offsetof(struct gs_ev_pyexc, frames) || len > want ||
+		    (len - offsetof(struct gs_ev_pyexc, frames)) % 8 ||
+		    y->nframes != (len - offsetof(struct gs_ev_pyexc, frames)) / 8)
+			FAIL("Python exception record's frame count disagrees with its size");
+		if (!terminated(y->type, sizeof(y->type)) || !terminated(y->text, sizeof(y->text)))
+			FAIL("Python exception's type or text not terminated");
+		if (y->kind < GS_PYEXC_RAISED || y->kind > GS_PYEXC_UNCAUGHT)
+			FAIL("Python exception record kind out of range");
 		return 0;
 	}
 	if (h->type == GS_EV_DEVCODE) {

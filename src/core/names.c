@@ -226,6 +226,7 @@ const char *event_type_name(unsigned int type)
 		[GS_EV_RETIRE] = "retire",
 		[GS_EV_PYTHON] = "python",
 		[GS_EV_PYSTACK] = "pystack",
+		[GS_EV_PYEXC] = "pyexc",
 	};
 
 	return type < GS_EV_MAX ? n[type] : "?";

@@ -586,6 +586,7 @@ void report_json__write(FILE *f, const struct report *r)
 	errors(&j, r);
 	report_gpu_json(&j, r);
 	report_python_json(&j, r);
+	report_pyexc_json(&j, r);
 	report_steps_json(&j, r);
 	report_devcode_json(&j, r);
 	report_os_json(&j, r);

@@ -558,6 +558,7 @@ void report_text__write(FILE *f, const struct report *r, const struct text_opts 
 	kernels(f, r, o);
 	report_gpu_text(f, r, o);
 	report_python_text(f, r);
+	report_pyexc_text(f, r);
 	report_steps_text(f, r);
 	memory(f, r);
 	memory_analyses(f, r);

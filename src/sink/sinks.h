@@ -26,6 +26,9 @@ void report_os_json(struct json *j, const struct report *r);
 /* report_python.c: GPU work by Python line. */
 void report_python_text(FILE *f, const struct report *r);
 void report_python_json(struct json *j, const struct report *r);
+/* report_pyexc.c: Python exceptions. */
+void report_pyexc_text(FILE *f, const struct report *r);
+void report_pyexc_json(struct json *j, const struct report *r);
 /* report_steps.c: the steps of a loop. */
 void report_steps_text(FILE *f, const struct report *r);
 void report_steps_json(struct json *j, const struct report *r);

@@ -11,7 +11,8 @@
  * evaluation frames and drops. New frames are named here, from the process's memory
  * (process_vm_readv), in symbol records: a recording needs no process. Stacks taken
  * before a process was looked at (gpuscope reads the kernel's records moments later) have
- * no Python frames.
+ * no Python frames. Its exceptions are probed from then on (the interpreter file's raise and
+ * uncaught-print functions, once a file): their records' frames are named here too.
  */
 #include <errno.h>
 #include <limits.h>
@@ -78,6 +79,28 @@ static int minor_of_name(const char *path)
 	return p ? atoi(p + 8) : -1;
 }
 
+/* A file offset of an address in the mapping m (its executable one); 0 if not in it. */
+static __u64 file_offset(const struct map_entry *m, __u64 addr)
+{
+	return addr && addr >= m->start && addr < m->end ? addr - m->start + m->offset : 0;
+}
+
+/* Python exceptions: the interpreter's raise and uncaught-print functions probed (once a
+ * file). */
+static void probe_exceptions(struct kernel_py *k, __u32 pid, const struct map_entry *py)
+{
+	char path[PATH_MAX + 64];
+	__u64 raise = symbol_at(pid, py, "_PyErr_SetObject", NULL),
+	      display = symbol_at(pid, py, "_PyErr_Display", NULL);
+	bool with_file = display != 0;
+
+	if (!display)
+		display = symbol_at(pid, py, "PyErr_Display", NULL);
+	proc_root_path((pid_t)pid, py->path, path, sizeof(path));
+	tracer__py_exceptions(k->t, path, file_offset(py, raise), file_offset(py, display),
+			      with_file);
+}
+
 static void announce(struct kernel_py *k, __u32 pid, unsigned int version, int status, bool mixed)
 {
 	struct gs_ev_python e = { .version = version, .status = (__u16)status, .mixed = mixed };
@@ -134,12 +157,15 @@ static void look(struct kernel_py *k, __u32 pid, struct pyproc *pp)
 				       .f_entry = (__s16)l->f_entry,
 				       .f_owner = (__s16)l->f_owner,
 				       .co_code = (__s16)l->co_code,
-				       .lasti_int = l->lasti_int };
+				       .lasti_int = l->lasti_int,
+				       .str_ascii = (__u8)l->str_ascii };
 
 		pp->eval_lo = symbol_at(pid, py, "_PyEval_EvalFrameDefault", &size);
 		pp->eval_hi = pp->eval_lo ? pp->eval_lo + size : 0;
 		if (!k->t || tracer__py_config(k->t, pid, &c))
 			pp->l = NULL;
+		else
+			probe_exceptions(k, pid, py);
 	}
 	pp->decided = true;
 	announce(k, pid, (unsigned int)hex, pp->l ? GS_PY_FRAMES : GS_PY_UNSUPPORTED,
@@ -192,6 +218,14 @@ static const struct gs_hdr *filter(void *ctx, const struct gs_hdr *ev)
 	}
 	if (ev->source != GS_SRC_UPROBE)
 		return ev;
+	if (ev->type == GS_EV_PYEXC) {
+		const struct gs_ev_pyexc *x = (const void *)ev;
+
+		pp = hmap_get(&k->procs, ev->pid, 0);
+		if (pp && pp->l)
+			name_new(k, ev->pid, pp, x->frames, x->nframes);
+		return ev;
+	}
 	if (ev->type == GS_EV_PYSTACK) {
 		const struct gs_ev_pystack *y = (const void *)ev;
 
@@ -271,9 +305,10 @@ struct kernel_py *kernel_py__attach(struct stream *s, struct tracer *t)
 
 	k->s = s;
 	k->t = t;
-	stream__filter(
-		s, STREAM_TYPE(GS_EV_PYSTACK) | STREAM_TYPE(GS_EV_STACK) | STREAM_TYPE(GS_EV_LIB),
-		filter, k);
+	stream__filter(s,
+		       STREAM_TYPE(GS_EV_PYSTACK) | STREAM_TYPE(GS_EV_STACK) |
+			       STREAM_TYPE(GS_EV_LIB) | STREAM_TYPE(GS_EV_PYEXC),
+		       filter, k);
 	stream__filter(s, STREAM_TYPE(GS_EV_PROC), on_exec, k);
 	stream__on_retire(s, retire, k);
 	return k;

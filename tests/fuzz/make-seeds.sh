@@ -19,6 +19,8 @@ trace inject --inject -- "$out/workloads/wl_driver"
 # Python frames (symbols of pseudo-addresses, the interpreter's record), both planes.
 trace python --inject --stacks 1 -- /usr/bin/python3 tests/workloads/py_cuda.py
 trace python-kernel --stacks 1 -- /usr/bin/python3 tests/workloads/py_cuda.py --pause 0.3
+# Python exceptions: raised, with a CUDA error's text, uncaught in a thread and in main.
+trace python-exc -- /usr/bin/python3 tests/workloads/py_exc.py 3 thread main || true
 # The OS plane, and host facts of every kind (block devices: the file is read from $out).
 trace os -- "$out/workloads/wl_os" "$out"
 # Device code records: PTX text, and the test fatbin seeds (a fatbin with PTX and SASS, one
@@ -37,7 +39,7 @@ FAKECUDA_RING_RECORDS=3 "$out/gpuscope" probe -o "$tmp/keep" "$tmp/ring.o" -- \
 	"$out/workloads/wl_probe" "$tmp/k.ptx" >/dev/null
 cp "$tmp/keep/events.gsrec" "$seeds/recording/probe.gsrec"
 # The records target reads bare records: a recording without its 16-byte header.
-for f in driver inject devcode probe os python python-kernel; do
+for f in driver inject devcode probe os python python-kernel python-exc; do
 	tail -c +17 "$seeds/recording/$f.gsrec" >"$seeds/records/$f.bin"
 done
 ls -l "$seeds/recording" "$seeds/records"

@@ -8,7 +8,6 @@ import json
 import os
 import re
 import subprocess
-import time
 
 import pytest
 from conftest import kill_quietly, wait_for
@@ -209,7 +208,8 @@ def test_attach_walks_python_frames(gsr, tmp_path):
         att = subprocess.Popen([gsr.binary, "attach", "-p", str(prog.pid), "-d", "2", "-q",
                                 "--stacks", "1", "--folded", str(out)], env=gsr.env(),
                                stderr=subprocess.PIPE, text=True)
-        time.sleep(1.0)
+        line = att.stderr.readline()  # (its probes are in place)
+        assert "attached to pid" in line, line
         gate.touch()
         assert prog.wait(timeout=30) == 0
         _, err = att.communicate(timeout=60)
@@ -220,3 +220,60 @@ def test_attach_walks_python_frames(gsr, tmp_path):
     steps = [s for s in lines if pyframes(s)[-2:] == [frame("Model.step", "step"),
                                                       frame("launch", "launch")]]
     assert len(steps) == 1 and lines[steps[0]] == 3, lines
+
+
+EXC = os.path.join(os.path.dirname(__file__), "..", "workloads", "py_exc.py")
+
+
+def exc_line(text):
+    """The line of py_exc.py that holds text."""
+    return next(n for n, line in enumerate(open(EXC), 1) if text in line)
+
+
+@pytest.mark.parametrize("plane", [[], ["--inject"]], ids=["uprobes", "inject"])
+def test_python_exceptions(gs, tmp_path, plane):
+    """Raised exceptions counted by type and site; the one carrying a CUDA error and the
+    uncaught ones (in a thread, in main: exit status 1) as findings with their Python stack;
+    the same from the recording."""
+    js, rec = tmp_path / "e.json", tmp_path / "e.gsrec"
+    p = gs.run(["run", "-q", "-o", str(rec), "--json=%s" % js] + plane +
+               ["--", PYTHON, os.path.abspath(EXC), "25", "thread", "main"])
+    assert p.returncode == 1, p.stderr  # (the program's: its uncaught KeyError)
+    x = json.loads(js.read_text())["python_exceptions"]
+    path = os.path.abspath(EXC)
+    sites = {(s["type"], s["site"]): s["count"] for s in x["top"]}
+    assert sites[("ValueError", "parse (%s:%d)" % (path, exc_line('raise ValueError')))] == 25
+    assert sites[("RuntimeError", "launch_fails (%s:%d)" %
+                  (path, exc_line("raise RuntimeError")))] == 1
+    assert sites[("KeyError", "lookup (%s:%d)" % (path, exc_line('table["missing"]')))] == 2
+    # (Every raise counted at its site: the top 20 sites hold them all, or there are more.)
+    assert x["raised"] >= 28
+    assert x["raised"] == sum(s["count"] for s in x["top"]) or x["sites"] > len(x["top"])
+    top = next(s for s in x["top"] if s["type"] == "ValueError")
+    assert top["text"] == "bad record 0"
+    f = x["findings"]
+    assert [(y["kind"], y["type"]) for y in f] == [
+        ("CUDA error", "RuntimeError"), ("uncaught", "KeyError"), ("uncaught", "KeyError")], f
+    assert f[0]["text"] == "CUDA error: an illegal memory access was encountered"
+    assert f[0]["stack"] == "launch_fails (%s:%d) < main (%s:%d) < <module> (%s:%d)" % (
+        path, exc_line("raise RuntimeError"), path, exc_line("        launch_fails()"), path,
+        exc_line("    main()"))
+    lookup = "lookup (%s:%d)" % (path, exc_line('table["missing"]'))
+    thread, main = f[1], f[2]
+    assert thread["tid"] != thread["pid"] and thread["stack"].startswith(lookup + " < Thread.run")
+    assert main["tid"] == main["pid"] and main["text"] == "missing"
+    assert main["stack"].startswith(lookup + " < main (%s:%d)" % (path, exc_line("lookup({})")))
+    # (The recording holds the records; the report needs no process.)
+    again = json.loads(gs.run(["report", "--json", str(rec)], check_rc=0).stdout)
+    assert again["python_exceptions"] == x
+    text = gs.run(["report", str(rec)], check_rc=0).stdout
+    assert "Python exceptions (" in text and "finding (uncaught)" in text
+
+
+def test_python_exceptions_none_without_stacks(gsr, tmp_path):
+    """--stacks off reads no Python frames: no exception probes either."""
+    js = tmp_path / "e.json"
+    gsr.run(["run", "-q", "--stacks", "off", "--json=%s" % js, "--", PYTHON, EXC, "3"],
+            check_rc=0)
+    x = json.loads(js.read_text())["python_exceptions"]
+    assert x["raised"] == 0 and x["findings"] == []

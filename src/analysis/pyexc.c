@@ -1,0 +1,205 @@
+// SPDX-License-Identifier: MIT
+/* Python exceptions, counted and found (see pyexc.h). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/pyexc.h"
+#include "core/hmap.h"
+#include "core/util.h"
+
+#define PYEXC_SITES    10000 /* (and threads whose latest raise is kept) */
+#define PYEXC_FINDINGS 100
+
+struct site {
+	struct rep_pyexc r;
+};
+
+/* A thread's latest raise: an uncaught exception's stack, once it is printed. */
+struct last {
+	char type[GS_PYEXC_TYPE];
+	char stack[1024];
+};
+
+struct pyexc {
+	struct model *m;
+	struct hmap sites;   /* hash of (pid, type, site) -> struct site (collisions: next) */
+	struct hmap threads; /* (pid, tid) -> struct last */
+	struct rep_pyexc_finding *findings;
+	size_t nfindings;
+	__u64 raised, uncounted;
+};
+
+static __u64 hash_of(__u64 h, const char *s)
+{
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 0x100000001b3ULL;
+	return (h ^ 0xff) * 0x100000001b3ULL;
+}
+
+/* The record's Python frames named, innermost first, " < " between; the innermost's name
+ * into site ("" if none). */
+static void stack_text(const struct pyexc *px, const struct gs_ev_pyexc *x, char *out, size_t n,
+		       char *site, size_t site_len)
+{
+	size_t len = 0;
+
+	out[0] = site[0] = 0;
+	for (unsigned int i = 0; i < x->nframes && i < GS_PYSTACK_MAX && len + 4 < n; i++) {
+		const char *name = model__symbol(px->m, x->h.pid, x->frames[i]);
+		int w;
+
+		if (!name)
+			name = "?";
+		if (!i)
+			gs_strlcpy(site, name, site_len);
+		w = snprintf(out + len, n - len, "%s%s", i ? " < " : "", name);
+		len = w < 0 ? len : GS_MIN(len + (size_t)w, n - 1);
+	}
+}
+
+static bool is_cuda_error(const char *type, const char *text)
+{
+	return strstr(type, "OutOfMemoryError") || strstr(text, "CUDA") || strstr(text, "CUBLAS") ||
+	       strstr(text, "cuDNN") || strstr(text, "NCCL error");
+}
+
+static void count_site(struct pyexc *px, const struct gs_ev_pyexc *x, const char *site)
+{
+	__u64 h = hash_of(hash_of(x->h.pid, x->type), site);
+	struct site *s;
+
+	for (;; h++) {
+		s = hmap_get(&px->sites, h, 0);
+		if (!s || (s->r.pid == x->h.pid && !strcmp(s->r.type, x->type) &&
+			   !strcmp(s->r.site, site)))
+			break;
+	}
+	if (!s) {
+		if (px->sites.len >= PYEXC_SITES) {
+			px->uncounted++;
+			return;
+		}
+		s = xcalloc(1, sizeof(*s));
+		s->r.pid = x->h.pid;
+		gs_strlcpy(s->r.type, x->type, sizeof(s->r.type));
+		gs_strlcpy(s->r.site, site, sizeof(s->r.site));
+		gs_strlcpy(s->r.text, x->text, sizeof(s->r.text));
+		hmap_put(&px->sites, h, 0, s);
+	}
+	s->r.count++;
+}
+
+/* A finding: counted again if it is one already (same process, kind, type and stack). */
+static void find(struct pyexc *px, const struct gs_ev_pyexc *x, bool uncaught, bool cuda,
+		 const char *stack, const char *text)
+{
+	struct rep_pyexc_finding *f;
+
+	for (size_t i = 0; i < px->nfindings; i++) {
+		f = &px->findings[i];
+		if (f->pid == x->h.pid && f->uncaught == uncaught && !strcmp(f->type, x->type) &&
+		    !strcmp(f->stack, stack)) {
+			f->count++;
+			return;
+		}
+	}
+	if (px->nfindings >= PYEXC_FINDINGS)
+		return;
+	if (!px->findings)
+		px->findings = xcalloc(PYEXC_FINDINGS, sizeof(*px->findings));
+	f = &px->findings[px->nfindings++];
+	*f = (struct rep_pyexc_finding){ .pid = x->h.pid,
+					 .tid = x->h.tid,
+					 .ts = x->h.ts,
+					 .count = 1,
+					 .uncaught = uncaught,
+					 .cuda = cuda };
+	gs_strlcpy(f->type, x->type, sizeof(f->type));
+	gs_strlcpy(f->text, text, sizeof(f->text));
+	gs_strlcpy(f->stack, stack, sizeof(f->stack));
+}
+
+static void on_record(void *ctx, const struct gs_hdr *ev)
+{
+	struct pyexc *px = ctx;
+	const struct gs_ev_pyexc *x = (const void *)ev;
+	struct last *l;
+	char stack[1024], site[GS_SYM_MAX];
+	bool cuda = is_cuda_error(x->type, x->text);
+
+	stack_text(px, x, stack, sizeof(stack), site, sizeof(site));
+	if (x->kind == GS_PYEXC_RAISED) {
+		px->raised++;
+		count_site(px, x, site);
+		if (cuda)
+			find(px, x, false, true, stack, x->text);
+		if (px->threads.len < PYEXC_SITES || hmap_get(&px->threads, ev->pid, ev->tid)) {
+			l = hmap_get_or_new(&px->threads, ev->pid, ev->tid, sizeof(*l));
+			gs_strlcpy(l->type, x->type, sizeof(l->type));
+			gs_strlcpy(l->stack, stack, sizeof(l->stack));
+		}
+		return;
+	}
+	/* Uncaught: where its type was last raised in the thread, if it was. */
+	l = hmap_get(&px->threads, ev->pid, ev->tid);
+	find(px, x, true, cuda, l && !strcmp(l->type, x->type) ? l->stack : stack, x->text);
+}
+
+static void on_retire(void *ctx, __u32 pid)
+{
+	hmap_drop_key(&((struct pyexc *)ctx)->threads, false, 0, pid, free);
+}
+
+struct pyexc *pyexc__attach(struct stream *s, struct model *m)
+{
+	struct pyexc *px = xcalloc(1, sizeof(*px));
+
+	px->m = m;
+	stream__subscribe(s, STREAM_TYPE(GS_EV_PYEXC), on_record, px);
+	stream__on_retire(s, on_retire, px);
+	return px;
+}
+
+void pyexc__free(struct pyexc *px)
+{
+	if (px) {
+		hmap_free_with(&px->sites, NULL);
+		hmap_free_with(&px->threads, NULL);
+		free(px->findings);
+	}
+	free(px);
+}
+
+static int more_raised(const void *a, const void *b)
+{
+	const struct rep_pyexc *x = a, *y = b;
+
+	return x->count < y->count ? 1 : x->count > y->count ? -1 : strcmp(x->site, y->site);
+}
+
+void pyexc__report(const struct pyexc *px, struct report *r)
+{
+	struct hmap_slot *s;
+	size_t n = 0;
+
+	r->pyexc_raised = px->raised;
+	r->pyexc_sites = px->sites.len;
+	r->pyexc_uncounted = px->uncounted;
+	if (px->sites.len) {
+		struct rep_pyexc *all = xcalloc(px->sites.len, sizeof(*all));
+
+		hmap_for_each (&px->sites, s)
+			all[n++] = ((struct site *)s->val)->r;
+		qsort(all, n, sizeof(*all), more_raised);
+		r->npyexc = GS_MIN(n, (size_t)REP_PYEXC);
+		r->pyexc = xrealloc(all, r->npyexc * sizeof(*all));
+	}
+	if (px->nfindings) {
+		r->npyexc_findings = px->nfindings;
+		r->pyexc_findings = xcalloc(px->nfindings, sizeof(*r->pyexc_findings));
+		memcpy(r->pyexc_findings, px->findings, px->nfindings * sizeof(*px->findings));
+		for (size_t i = 0; i < px->nfindings; i++)
+			r->pyexc_findings[i].ts -= GS_MIN(r->pyexc_findings[i].ts, r->t0);
+	}
+}

@@ -1,0 +1,57 @@
+"""Python exceptions over the CUDA test double (ctypes): a loader that raises and catches a
+ValueError N times (in parse), a RuntimeError that names a CUDA error, caught (in
+launch_fails), and, as asked, an uncaught KeyError in a thread and/or in the main thread
+(in lookup: exit status 1).
+
+    py_exc.py N [thread] [main]
+"""
+import ctypes
+import sys
+import threading
+import time
+
+cu = ctypes.CDLL("libcuda.so.1")
+
+
+def parse(i):
+    raise ValueError("bad record %d" % i)
+
+
+def load(n):
+    caught = 0
+    for i in range(n):
+        try:
+            parse(i)
+        except ValueError:
+            caught += 1
+    return caught
+
+
+def launch_fails():
+    raise RuntimeError("CUDA error: an illegal memory access was encountered")
+
+
+def lookup(table):
+    return table["missing"]
+
+
+def main():
+    n = int(sys.argv[1])
+    if cu.cuInit(0) != 0:
+        sys.exit("cuInit failed")
+    time.sleep(0.5)  # (gpuscope probes the interpreter once it has loaded the driver)
+    print("py_exc: caught", load(n))
+    try:
+        launch_fails()
+    except RuntimeError:
+        pass
+    if "thread" in sys.argv[2:]:
+        t = threading.Thread(target=lookup, args=({},))
+        t.start()
+        t.join()
+    if "main" in sys.argv[2:]:
+        lookup({})
+
+
+if __name__ == "__main__":
+    main()
