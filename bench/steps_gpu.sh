@@ -1,14 +1,28 @@
 #!/bin/bash
-# Issue 20's steps on a GPU machine, from the repository root, with the static gpuscope
-# carried in .output/static: GPT-2 training steps under both planes, ResNet-18 steps fed
-# by a DataLoader with one slow batch (--inject). What gpuscope found, per run, in
-# $OUT/steps.jsonl.
+# Issue 20's steps and exceptions on a GPU machine, from the repository root, with the static
+# gpuscope carried in .output/static:
+# - steps: GPT-2 training steps under both planes and with --step=train_step, ResNet-18 steps
+#   fed by a DataLoader with one slow batch; what gpuscope found (count, parts, slow steps)
+#   per run in $OUT/steps.jsonl;
+# - the agent's step histogram: gpuscope exporter while GPT-2 trains ($OUT/exporter-steps.txt);
+# - Python exceptions of PyTorch: caught out-of-memory errors, caught ValueErrors, an
+#   uncaught RuntimeError, both planes ($OUT/exc-*.json); the interpreter's symbols;
+# - what a raise costs: ns per raise/catch, untraced, traced without Python probes, traced
+#   (ABAB..., $ROUNDS rounds, $OUT/raises.jsonl).
 set -u
 OUT=${OUT:-/tmp/gpuscope-steps}
 GS=.output/static/gpuscope
+ROUNDS=${ROUNDS:-7}
 mkdir -p "$OUT"
 mountpoint -q /sys/kernel/tracing || mount -t tracefs tracefs /sys/kernel/tracing
 w=$(mktemp -d)
+{
+	date -u +%Y-%m-%dT%H:%MZ
+	nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+	python3 --version
+	python3 -c 'import torch, transformers; print("torch", torch.__version__, "transformers", transformers.__version__)'
+	"$GS" --version
+} >"$OUT/machine.txt" 2>&1
 one() { # tag, gpuscope options..., -- workload arguments
 	local tag=$1
 	shift
@@ -17,7 +31,53 @@ one() { # tag, gpuscope options..., -- workload arguments
 }
 one gpt2-uprobes -- python3 tests/gpu/py_frames.py gpt2 20
 one gpt2-inject --inject -- python3 tests/gpu/py_frames.py gpt2 20
+one gpt2-step-func --step=train_step -- python3 tests/gpu/py_frames.py gpt2 20
+one gpt2-step-func-inject --inject --step=train_step -- python3 tests/gpu/py_frames.py gpt2 20
 one resnet-inject --inject -- python3 tests/gpu/py_frames.py resnet 12 6
 one resnet-uprobes -- python3 tests/gpu/py_frames.py resnet 12 6
 tail -5 "$w/resnet-inject.out" >"$OUT/resnet-inject.tail"
+sed -n '/^Steps/,/^$/p' "$w/resnet-inject.out" >"$OUT/resnet-inject.steps.txt"
+
+# The agent: GPT-2's steps as a histogram per process.
+"$GS" exporter --listen 127.0.0.1:9499 --no-nvml >"$w/exporter.log" 2>&1 &
+agent=$!
+sleep 3
+python3 tests/gpu/py_frames.py gpt2 40 >"$OUT/exporter-gpt2.json" 2>>"$OUT/log.txt"
+sleep 2
+python3 - >"$OUT/exporter-steps.txt" 2>&1 <<'PY'
+import urllib.request
+text = urllib.request.urlopen("http://127.0.0.1:9499/metrics", timeout=10).read().decode()
+print("\n".join(l for l in text.splitlines() if "step_duration" in l))
+PY
+kill "$agent"
+wait "$agent"
+echo "exporter rc=$?" >>"$OUT/log.txt"
+tail -3 "$w/exporter.log" >>"$OUT/log.txt"
+
+# Exceptions.
+for plane in uprobes inject; do
+	opt=()
+	[ "$plane" = inject ] && opt=(--inject)
+	"$GS" run -q "${opt[@]}" --json="$w/exc.json" -- python3 tests/gpu/py_frames.py exc 3 \
+		>"$w/exc.out" 2>&1
+	echo "exc $plane rc=$?" >>"$OUT/log.txt"
+	python3 -c 'import json,sys; print(json.dumps(json.load(open(sys.argv[1]))["python_exceptions"], indent=1))' \
+		"$w/exc.json" >"$OUT/exc-$plane.json" 2>>"$OUT/log.txt"
+	sed -n '/^Python exceptions/,/^$/p' "$w/exc.out" >"$OUT/exc-$plane.txt"
+done
+for f in $(python3 -c 'import sys, sysconfig; print(sys.executable, sysconfig.get_config_var("LIBDIR") + "/" + (sysconfig.get_config_var("LDLIBRARY") or ""))'); do
+	echo "$f: $(nm -D "$(readlink -f "$f")" 2>/dev/null | grep -cE ' T (_PyErr_SetObject|_PyErr_Display|PyErr_Display)$') of 3: $(nm -D "$(readlink -f "$f")" 2>/dev/null | grep -E ' T (_PyErr_SetObject|_PyErr_Display|PyErr_Display)$' | tr '\n' ' ')" >>"$OUT/symbols.txt"
+done
+
+# A raise's cost, interleaved: untraced, traced with no Python probes, traced.
+for i in $(seq "$ROUNDS"); do
+	for mode in untraced noprobes traced; do
+		case $mode in
+		untraced) r=$(python3 tests/gpu/py_frames.py raises 200000 2>>"$OUT/log.txt" | tail -1) ;;
+		noprobes) r=$(GPUSCOPE_NO_PYFRAMES=1 "$GS" run -q -- python3 tests/gpu/py_frames.py raises 200000 2>/dev/null | tail -1) ;;
+		traced) r=$("$GS" run -q -- python3 tests/gpu/py_frames.py raises 200000 2>/dev/null | tail -1) ;;
+		esac
+		echo "{\"round\": $i, \"mode\": \"$mode\", \"result\": ${r:-null}}" >>"$OUT/raises.jsonl"
+	done
+done
 rm -rf "$w"

@@ -164,7 +164,9 @@ int kernel_source__open(struct session *s, const struct kernel_source_opts *o,
 		return err;
 	}
 	stream__filter(s->stream, STREAM_TYPE(GS_EV_KNAME), complete_name, k);
-	if (k->o.tracer.stack_every) { /* (Python frames go into stacks: without them, none) */
+	/* (Python frames go into stacks: without them, none. GPUSCOPE_NO_PYFRAMES: none, to
+	 * measure what they cost.) */
+	if (k->o.tracer.stack_every && !getenv("GPUSCOPE_NO_PYFRAMES")) {
 		k->py = kernel_py__attach(s->stream, k->t);
 		session__own(s, py_free, k->py);
 	}

@@ -5,6 +5,11 @@
     python py_frames.py leak STEPS     each step keeps a 4 MiB tensor in a Python list
     python py_frames.py resnet STEPS SLOW   ResNet-18 steps from a DataLoader; batch SLOW
                                        takes 300 ms to load
+    python py_frames.py exc N          N caught torch.OutOfMemoryError (a 4 PiB tensor), N
+                                       caught ValueErrors, then an uncaught RuntimeError
+    python py_frames.py raises N       time N raise/catch of a ValueError (after loading the
+                                       driver, so that gpuscope probes the interpreter);
+                                       prints ns per raise (JSON)
     python py_frames.py steps REPORT.json   the steps gpuscope found (no GPU)
     python py_frames.py check RECORDING REPORT.json SCRIPT   (no GPU: reads gpuscope's output)
 
@@ -19,6 +24,13 @@ import sys
 import time
 
 
+def train_step(model, opt, data):
+    loss = model(data, labels=data).loss
+    loss.backward()
+    opt.step()
+    opt.zero_grad(set_to_none=True)
+
+
 def gpt2(steps):
     import torch
     from transformers import GPT2Config, GPT2LMHeadModel
@@ -31,10 +43,7 @@ def gpt2(steps):
     times = []
     for _ in range(steps):
         t0 = time.perf_counter()
-        loss = model(data, labels=data).loss
-        loss.backward()
-        opt.step()
-        opt.zero_grad(set_to_none=True)
+        train_step(model, opt, data)
         torch.cuda.synchronize()
         times.append(time.perf_counter() - t0)
     later = sorted(times[3:]) or times
@@ -73,13 +82,50 @@ def resnet(steps, slow):
     print(json.dumps({"steps": steps, "slow": slow}))
 
 
+def exc(n):
+    import torch
+
+    torch.zeros(4, device="cuda")
+    for i in range(n):
+        try:
+            torch.empty(1 << 50, device="cuda")  # OOM
+        except torch.OutOfMemoryError:
+            pass
+        try:
+            int("x%d" % i)  # VALUE
+        except ValueError:
+            pass
+    raise RuntimeError("the end")  # UNCAUGHT
+
+
+def raises(n):
+    import ctypes
+
+    ctypes.CDLL("libcuda.so.1").cuInit(0)
+    time.sleep(1.0)  # (gpuscope probes the interpreter once it has loaded the driver)
+    t0 = time.perf_counter()
+    for i in range(n):
+        try:
+            raise ValueError(i)
+        except ValueError:
+            pass
+    print(json.dumps({"raises": n, "ns_per_raise": 1e9 * (time.perf_counter() - t0) / n}))
+
+
 def steps_of(report):
-    """The steps gpuscope found, in short (no GPU)."""
+    """The steps gpuscope found, in short (no GPU): with their parts' totals, and how far
+    a step's parts are from its duration at most."""
     st = json.load(open(report))["steps"]
-    print(json.dumps({k: st[k] for k in ("count", "how", "anchor_kernel", "median_ns",
-                                         "p90_ns", "max_ns", "slow", "gpu_timed")} |
-                     {"slow_steps": [(i, s["duration_ns"], s["cause"])
-                                     for i, s in enumerate(st["list"]) if s["slow"]]}))
+    off = max((abs(sum(v or 0 for v in s["parts"].values()) - s["duration_ns"]) /
+               max(s["duration_ns"], 1) for s in st["list"]), default=None)
+    print(json.dumps({k: st.get(k) for k in ("count", "how", "step_function", "anchor_kernel",
+                                             "median_ns", "p90_ns", "max_ns", "slow",
+                                             "gpu_timed", "parts")} |
+                     {"parts_off_max": off,
+                      "slow_steps": [(i, s["duration_ns"], s["parts"], s["cause"])
+                                     for i, s in enumerate(st["list"]) if s["slow"]],
+                      "step0_parts": st["list"][0]["parts"] if st["list"] else None,
+                      "step5_parts": st["list"][5]["parts"] if len(st["list"]) > 5 else None}))
 
 
 KEPT = []  # (alive until exit: a leak)
@@ -146,6 +192,8 @@ if __name__ == "__main__":
         check(*sys.argv[2:5])
     elif sys.argv[1] == "steps":
         steps_of(sys.argv[2])
+    elif sys.argv[1] in ("exc", "raises"):
+        {"exc": exc, "raises": raises}[sys.argv[1]](int(sys.argv[2]))
     elif sys.argv[1] == "resnet":
         resnet(int(sys.argv[2]), int(sys.argv[3]))
     else:
