@@ -58,10 +58,27 @@ static void stack_text(const struct pyexc *px, const struct gs_ev_pyexc *x, char
 	}
 }
 
+/* Whether an exception carries a CUDA error: by its type (PyTorch's, CuPy's), or by its
+ * text (the messages of PyTorch, cuBLAS, cuDNN, NCCL, the driver), not merely naming CUDA
+ * (a KeyError of CUDA_VISIBLE_DEVICES is not one). */
 static bool is_cuda_error(const char *type, const char *text)
 {
-	return strstr(type, "OutOfMemoryError") || strstr(text, "CUDA") || strstr(text, "CUBLAS") ||
-	       strstr(text, "cuDNN") || strstr(text, "NCCL error");
+	static const char *const types[] = { "OutOfMemoryError", "AcceleratorError",
+					     "CUDARuntimeError", "CUDADriverError",
+					     "CUBLASError",	 "CUDNNError" };
+	static const char *const texts[] = { "CUDA error",	      "CUDA out of memory",
+					     "CUDA driver error",     "CUDA_ERROR_",
+					     "CUBLAS_STATUS_",	      "CUDNN_STATUS_",
+					     "cuDNN error",	      "NCCL error",
+					     "illegal memory access", "device-side assert" };
+
+	for (size_t i = 0; i < ARRAY_SIZE(types); i++)
+		if (strstr(type, types[i]))
+			return true;
+	for (size_t i = 0; i < ARRAY_SIZE(texts); i++)
+		if (strstr(text, texts[i]))
+			return true;
+	return false;
 }
 
 static void count_site(struct pyexc *px, const struct gs_ev_pyexc *x, const char *site)

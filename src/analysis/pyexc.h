@@ -2,9 +2,9 @@
 /*
  * Python exceptions (the kernel probes' GS_EV_PYEXC records): each raise counted by process,
  * type and site (the innermost Python frame of the raising thread: "load (train.py:12)").
- * Findings, with the Python stack: an exception that carries a CUDA error (its type an
- * OutOfMemoryError, or its text naming CUDA, cuBLAS, cuDNN or an NCCL error), caught or
- * not, and one left uncaught (printed by the default hooks: its stack is the one of the
+ * Findings, with the Python stack: an exception that carries a CUDA error (its type
+ * PyTorch's OutOfMemoryError or AcceleratorError, CuPy's CUDA errors; or its text a CUDA,
+ * cuBLAS, cuDNN, NCCL or driver error's), caught or not, and one left uncaught (printed by the default hooks: its stack is the one of the
  * thread's latest raise of its type). Bounded (pyexc.c): 10,000 sites, 100 findings (each
  * counted again when it recurs); past that, counted only.
  */

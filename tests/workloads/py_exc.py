@@ -1,6 +1,7 @@
 """Python exceptions over the CUDA test double (ctypes): a loader that raises and catches a
 ValueError N times (in parse), a RuntimeError that names a CUDA error, caught (in
-launch_fails), and, as asked, an uncaught KeyError in a thread and/or in the main thread
+launch_fails), a KeyError of an environment variable that names CUDA, caught (not a CUDA
+error), and, as asked, an uncaught KeyError in a thread and/or in the main thread
 (in lookup: exit status 1).
 
     py_exc.py N [thread] [main]
@@ -31,8 +32,8 @@ def launch_fails():
     raise RuntimeError("CUDA error: an illegal memory access was encountered")
 
 
-def lookup(table):
-    return table["missing"]
+def lookup(table, key="missing"):
+    return table[key]
 
 
 def main():
@@ -44,6 +45,10 @@ def main():
     try:
         launch_fails()
     except RuntimeError:
+        pass
+    try:
+        lookup({"CUDA": 1}, "CUDA_VISIBLE_DEVICES")
+    except KeyError:
         pass
     if "thread" in sys.argv[2:]:
         t = threading.Thread(target=lookup, args=({},))
