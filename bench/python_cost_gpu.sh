@@ -1,26 +1,37 @@
 #!/bin/bash
-# What Python frames cost at the default sampling (--stacks 64), on a GPU machine, from the
-# repository root, with the static gpuscope carried in .output/static: GPT-2 training step
-# time (median of a run's steps after 3), untraced and under both planes with Python frames
-# off (GPUSCOPE_NO_PYFRAMES=1: native stacks only) and on, interleaved (ABAB..., $ROUNDS
-# rounds). $OUT/cost.jsonl.
+# What Python frames and exceptions cost at the default sampling (--stacks 64), on a GPU
+# machine, from the repository root, with the static gpuscope carried in .output/static:
+# GPT-2 training step time (median of a run's steps after 3), untraced and under both planes
+# with native stacks only (GPUSCOPE_NO_PYFRAMES=1), Python frames without exceptions
+# (GPUSCOPE_NO_PYEXC=1) and both, interleaved (ABAB..., $ROUNDS rounds): $OUT/cost.jsonl.
+# And how many exceptions GPT-2's steps raise: $OUT/gpt2-exceptions.json.
 set -u
 OUT=${OUT:-/tmp/gpuscope-pycost}
 GS=.output/static/gpuscope
 ROUNDS=${ROUNDS:-7}
 STEPS=${STEPS:-60}
+MODES=${MODES:-untraced uprobes-native uprobes-frames uprobes-python inject-native inject-frames inject-python}
 mkdir -p "$OUT"
 mountpoint -q /sys/kernel/tracing || mount -t tracefs tracefs /sys/kernel/tracing
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader >"$OUT/machine.txt"
+"$GS" --version >>"$OUT/machine.txt"
+w=$(mktemp -d)
+"$GS" run -q --json="$w/g.json" -- python3 tests/gpu/py_frames.py gpt2 "$STEPS" >/dev/null 2>&1
+python3 -c 'import json,sys; x=json.load(open(sys.argv[1]))["python_exceptions"]; x["top"]=x["top"][:12]; x["findings"]=len(x["findings"]); print(json.dumps(x, indent=1))' \
+	"$w/g.json" >"$OUT/gpt2-exceptions.json"
+rm -rf "$w"
 for i in $(seq "$ROUNDS"); do
-	for mode in untraced uprobes-native uprobes-python inject-native inject-python; do
+	for mode in $MODES; do
 		case $mode in
 		untraced) cmd=(python3) ;;
 		uprobes-*) cmd=("$GS" run -q -- python3) ;;
 		inject-*) cmd=("$GS" run -q --inject -- python3) ;;
 		esac
-		env=()
-		[ "${mode#*-}" = native ] && env=(GPUSCOPE_NO_PYFRAMES=1)
+		case $mode in
+		*-native) env=(GPUSCOPE_NO_PYFRAMES=1) ;;
+		*-frames) env=(GPUSCOPE_NO_PYEXC=1) ;;
+		*) env=() ;;
+		esac
 		r=$(env "${env[@]}" "${cmd[@]}" tests/gpu/py_frames.py gpt2 "$STEPS" 2>/dev/null | tail -1)
 		echo "{\"round\": $i, \"mode\": \"$mode\", \"result\": ${r:-null}}" >>"$OUT/cost.jsonl"
 	done

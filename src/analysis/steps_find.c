@@ -163,12 +163,33 @@ static int edge_cmp(const void *a, const void *b)
 	return x->t < y->t ? -1 : x->t > y->t;
 }
 
-static void add_edges(struct edge *e, size_t *n, const struct arr *a, __u32 tid, bool host)
+/* Whether one of the sorted times v is in [from, to). */
+static bool any_in(const __u64 *v, size_t n, __u64 from, __u64 to)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (v[mid] < from)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < n && v[lo] < to;
+}
+
+/* The edges of a's spans (host: the thread tid's). A wait of the thread while other threads
+ * of the process launch (others: their launch times, sorted) is not a wait for data: the
+ * step's work goes on there (PyTorch's backward pass, on autograd's engine thread). */
+static void add_edges(struct edge *e, size_t *n, const struct arr *a, __u32 tid, bool host,
+		      const __u64 *others, size_t nothers)
 {
 	const struct span *v = a->v;
 
 	for (size_t i = 0; i < a->n; i++) {
-		if ((host && v[i].tid != tid) || v[i].end <= v[i].start)
+		if ((host && v[i].tid != tid) || v[i].end <= v[i].start ||
+		    (v[i].cls == C_DATA && any_in(others, nothers, v[i].start, v[i].end)))
 			continue;
 		e[(*n)++] = (struct edge){ v[i].start, v[i].cls, 1 };
 		e[(*n)++] = (struct edge){ v[i].end, v[i].cls, -1 };
@@ -186,11 +207,18 @@ static const enum step_part part_of[C_NCLS + 1] = {
 static void parts(const struct sproc *p, __u32 tid, struct rep_step *v, size_t n)
 {
 	struct edge *e = xcalloc(2 * (p->gpu.n + p->host.n) + 1, sizeof(*e));
-	size_t ne = 0, ei = 0;
+	const struct launch *l = p->launches.v;
+	__u64 *others = xcalloc(p->launches.n + 1, sizeof(*others));
+	size_t ne = 0, ei = 0, no = 0;
 	__s64 active[C_NCLS] = { 0 };
 
-	add_edges(e, &ne, &p->gpu, tid, false);
-	add_edges(e, &ne, &p->host, tid, true);
+	for (size_t i = 0; i < p->launches.n; i++)
+		if (l[i].tid != tid)
+			others[no++] = l[i].ts;
+	qsort(others, no, sizeof(*others), u64_cmp);
+	add_edges(e, &ne, &p->gpu, tid, false, others, no);
+	add_edges(e, &ne, &p->host, tid, true, others, no);
+	free(others);
 	qsort(e, ne, sizeof(*e), edge_cmp);
 	for (size_t i = 0; i < n; i++) {
 		__u64 t = v[i].start, end = v[i].start + v[i].dur;

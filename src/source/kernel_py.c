@@ -164,7 +164,7 @@ static void look(struct kernel_py *k, __u32 pid, struct pyproc *pp)
 		pp->eval_hi = pp->eval_lo ? pp->eval_lo + size : 0;
 		if (!k->t || tracer__py_config(k->t, pid, &c))
 			pp->l = NULL;
-		else
+		else if (!getenv("GPUSCOPE_NO_PYEXC"))
 			probe_exceptions(k, pid, py);
 	}
 	pp->decided = true;

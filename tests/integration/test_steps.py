@@ -50,6 +50,23 @@ def test_steps_and_the_slow_one(gs, tmp_path, plane):
     assert steps["parts"]["data"] == sum(s["parts"]["data"] for s in steps["list"])
 
 
+def test_wait_for_another_launching_thread_is_not_data(gsr, tmp_path):
+    """A loop that waits while another thread launches its backward pass (5 ms apart, as
+    PyTorch's autograd engine thread does): that wait is the host's work, not a wait for
+    data; the loader's 2 ms sleep is."""
+    js = tmp_path / "s.json"
+    gsr.run(["run", "-q", "--json=%s" % js, "--", PYTHON, SCRIPT, str(STEPS), str(SLOW), "0",
+             "thread"], check_rc=0)
+    steps = json.loads(js.read_text())["steps"]
+    assert steps["count"] == STEPS and steps["anchor_kernel"] == "fwdKernel", steps
+    for s in steps["list"][:-1]:
+        parts = s["parts"]
+        assert sum(v or 0 for v in parts.values()) == s["duration_ns"]
+        assert parts["host"] >= 14e6, s  # (the backward thread's 15 ms)
+        if s["index"] != SLOW:
+            assert 1.9e6 <= parts["data"] < 5e6, s
+
+
 def test_step_function(gsr, tmp_path):
     """--step=FUNC: the steps are FUNC's calls. After 12 training steps the program runs 100
     evaluation steps: the launch sequence alone finds the training loop (its last step

@@ -3,11 +3,14 @@ steps (train_step), each launching a forward kernel, three backward launches and
 optimizer kernel, waiting for the GPU (as loss.item() does), then fetching the next batch
 from a "data loader" that takes 2 ms -- except after step SLOW, where it takes 80 ms (a slow
 disk). Then EVAL evaluation steps (evaluate), a kernel and a wait each (default none).
+With `thread`, the backward launches come from another thread, 5 ms apart, while the loop
+waits for it (as loss.backward() waits for autograd's engine thread).
 
-    py_steps.py STEPS SLOW [EVAL]
+    py_steps.py STEPS SLOW [EVAL] [thread]
 """
 import ctypes
 import sys
+import threading
 import time
 
 cu = ctypes.CDLL("libcuda.so.1")
@@ -38,10 +41,20 @@ def load_batch(slow):
     time.sleep(0.08 if slow else 0.002)
 
 
-def train_step(fwd, bwd, opt):
-    launch(fwd, 200)
+def backward(bwd, apart):
     for _ in range(3):
         launch(bwd, 400)
+        time.sleep(apart)
+
+
+def train_step(fwd, bwd, opt, engine=False):
+    launch(fwd, 200)
+    if engine:
+        t = threading.Thread(target=backward, args=(bwd, 0.005))
+        t.start()
+        t.join()
+    else:
+        backward(bwd, 0)
     launch(opt, 100)
     check(cu.cuCtxSynchronize())
 
@@ -55,6 +68,7 @@ def evaluate(ev, n):
 def main():
     steps, slow = int(sys.argv[1]), int(sys.argv[2])
     evals = int(sys.argv[3]) if len(sys.argv) > 3 else 0
+    engine = "thread" in sys.argv[4:]
     dev, ctx, lib = ctypes.c_int(), ctypes.c_void_p(), ctypes.c_void_p()
     check(cu.cuInit(0))
     check(cu.cuDeviceGet(ctypes.byref(dev), 0))
@@ -68,7 +82,7 @@ def main():
     check(cu.cuCtxSynchronize())
     load_batch(False)
     for step in range(steps):
-        train_step(fwd, bwd, opt)
+        train_step(fwd, bwd, opt, engine)
         load_batch(step == slow)
     evaluate(ev, evals)
     print(f"py_steps: {steps} steps, the slow one {slow}, {evals} evaluation steps")
