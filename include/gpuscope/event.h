@@ -685,27 +685,41 @@ struct gs_py_cfg {
 
 /*
  * A Python exception (the kernel probes: uprobes on the interpreter's _PyErr_SetObject,
- * every raise, and _PyErr_Display, the default hooks' print of an uncaught one): its type's
- * name, its message where it is an ASCII string (the value raised, or its first argument),
- * and the raising thread's Python frames then, innermost first (GS_PYFRAME; for an uncaught
- * one, the frames left when it is printed). Cut after the last frame (h.size).
+ * every raise, and _PyErr_Display, the default hooks' print of an uncaught one). Raises are
+ * counted in the kernel by (process, type, site: the innermost Python frame); the first
+ * GS_PYEXC_FULL of a site, and every uncaught one, come as a full record: the type's name,
+ * its message where it is an ASCII string (the value raised, or its first argument), and
+ * the thread's Python frames then, innermost first (GS_PYFRAME; for an uncaught one, those
+ * of its traceback, outermost first). A site's count comes when its process exits or the
+ * trace ends (GS_PYEXC_COUNT: type, site and count only). Cut after the last frame (h.size).
  */
 enum gs_pyexc_kind {
 	GS_PYEXC_RAISED = 1,
 	GS_PYEXC_UNCAUGHT = 2,
+	GS_PYEXC_COUNT = 3,
 };
 
+#define GS_PYEXC_FULL 2
 #define GS_PYEXC_TYPE 64
 #define GS_PYEXC_TEXT 160
 struct gs_ev_pyexc {
 	struct gs_hdr h;
-	__u8 kind; /* enum gs_pyexc_kind */
-	__u8 pad;
+	__u8 kind;	  /* enum gs_pyexc_kind */
+	__u8 outer_first; /* frames outermost first (an uncaught one's, from its traceback) */
 	__u16 nframes;
 	__u32 pad2;
-	char type[GS_PYEXC_TYPE]; /* NUL-terminated ("" if unreadable) */
+	__u64 type_addr;	  /* the type object */
+	__u64 site;		  /* the innermost Python frame (GS_PYFRAME), 0 none */
+	__u64 count;		  /* GS_PYEXC_COUNT: the site's raises in all; else 1 */
+	char type[GS_PYEXC_TYPE]; /* NUL-terminated ("" if unreadable or a count) */
 	char text[GS_PYEXC_TEXT]; /* NUL-terminated, cut */
 	__u64 frames[GS_PYSTACK_MAX];
+};
+
+/* The kernel's count of a site's raises (a key of its map). */
+struct gs_pyexc_key {
+	__u32 tgid, pad;
+	__u64 type_addr, site;
 };
 
 /* Largest record of any type. */

@@ -11,8 +11,12 @@
 #define PYEXC_SITES    10000 /* (and threads whose latest raise is kept) */
 #define PYEXC_FINDINGS 100
 
+/* A site as the kernel counts it: (process, type object, innermost frame). */
 struct site {
-	struct rep_pyexc r;
+	__u64 type_addr, site;
+	__u64 full;	    /* full records of it */
+	__u64 total;	    /* the kernel's count, once it came */
+	struct rep_pyexc r; /* names: its first full record's */
 };
 
 /* A thread's latest raise: an uncaught exception's stack, once it is printed. */
@@ -23,11 +27,11 @@ struct last {
 
 struct pyexc {
 	struct model *m;
-	struct hmap sites;   /* hash of (pid, type, site) -> struct site (collisions: next) */
+	struct hmap sites;   /* (pid and type mixed, site) -> struct site (collisions: next) */
 	struct hmap threads; /* (pid, tid) -> struct last */
 	struct rep_pyexc_finding *findings;
 	size_t nfindings;
-	__u64 raised, uncounted;
+	__u64 uncounted;
 };
 
 static __u64 hash_of(__u64 h, const char *s)
@@ -46,7 +50,8 @@ static void stack_text(const struct pyexc *px, const struct gs_ev_pyexc *x, char
 
 	out[0] = site[0] = 0;
 	for (unsigned int i = 0; i < x->nframes && i < GS_PYSTACK_MAX && len + 4 < n; i++) {
-		const char *name = model__symbol(px->m, x->h.pid, x->frames[i]);
+		const char *name = model__symbol(
+			px->m, x->h.pid, x->frames[x->outer_first ? x->nframes - 1 - i : i]);
 		int w;
 
 		if (!name)
@@ -66,11 +71,12 @@ static bool is_cuda_error(const char *type, const char *text)
 	static const char *const types[] = { "OutOfMemoryError", "AcceleratorError",
 					     "CUDARuntimeError", "CUDADriverError",
 					     "CUBLASError",	 "CUDNNError" };
-	static const char *const texts[] = { "CUDA error",	      "CUDA out of memory",
-					     "CUDA driver error",     "CUDA_ERROR_",
-					     "CUBLAS_STATUS_",	      "CUDNN_STATUS_",
-					     "cuDNN error",	      "NCCL error",
-					     "illegal memory access", "device-side assert" };
+	static const char *const texts[] = {
+		"CUDA error",	     "CUDA out of memory", "CUDA driver error",
+		"CUDA_ERROR_",	     "CUBLAS_STATUS_",	   "CUDNN_STATUS_",
+		"cuDNN error",	     "NCCL error",	   "illegal memory access",
+		"device-side assert"
+	};
 
 	for (size_t i = 0; i < ARRAY_SIZE(types); i++)
 		if (strstr(type, types[i]))
@@ -81,30 +87,44 @@ static bool is_cuda_error(const char *type, const char *text)
 	return false;
 }
 
-static void count_site(struct pyexc *px, const struct gs_ev_pyexc *x, const char *site)
+/* A kernel site's entry (new: with the record's names; NULL past PYEXC_SITES). */
+static struct site *site_of(struct pyexc *px, const struct gs_ev_pyexc *x, const char *name)
 {
-	__u64 h = hash_of(hash_of(x->h.pid, x->type), site);
+	__u64 k1 = (x->type_addr ^ x->h.pid) * 0x9e3779b97f4a7c15ULL, k2 = x->site;
 	struct site *s;
 
-	for (;; h++) {
-		s = hmap_get(&px->sites, h, 0);
-		if (!s || (s->r.pid == x->h.pid && !strcmp(s->r.type, x->type) &&
-			   !strcmp(s->r.site, site)))
+	for (;; k2++) {
+		s = hmap_get(&px->sites, k1, k2);
+		if (!s ||
+		    (s->r.pid == x->h.pid && s->type_addr == x->type_addr && s->site == x->site))
 			break;
 	}
+	if (s || px->sites.len >= PYEXC_SITES)
+		return s;
+	s = xcalloc(1, sizeof(*s));
+	s->type_addr = x->type_addr;
+	s->site = x->site;
+	s->r.pid = x->h.pid;
+	gs_strlcpy(s->r.type, x->type[0] ? x->type : "?", sizeof(s->r.type));
+	gs_strlcpy(s->r.site, name, sizeof(s->r.site));
+	gs_strlcpy(s->r.text, x->text, sizeof(s->r.text));
+	hmap_put(&px->sites, k1, k2, s);
+	return s;
+}
+
+/* A raise counted at its site: a full record, or the kernel's count. */
+static void count_site(struct pyexc *px, const struct gs_ev_pyexc *x, const char *name)
+{
+	struct site *s = site_of(px, x, name);
+
 	if (!s) {
-		if (px->sites.len >= PYEXC_SITES) {
-			px->uncounted++;
-			return;
-		}
-		s = xcalloc(1, sizeof(*s));
-		s->r.pid = x->h.pid;
-		gs_strlcpy(s->r.type, x->type, sizeof(s->r.type));
-		gs_strlcpy(s->r.site, site, sizeof(s->r.site));
-		gs_strlcpy(s->r.text, x->text, sizeof(s->r.text));
-		hmap_put(&px->sites, h, 0, s);
+		px->uncounted += x->count;
+		return;
 	}
-	s->r.count++;
+	if (x->kind == GS_PYEXC_COUNT)
+		s->total = GS_MAX(s->total, x->count);
+	else
+		s->full++;
 }
 
 /* A finding: counted again if it is one already (same process, kind, type and stack). */
@@ -144,10 +164,15 @@ static void on_record(void *ctx, const struct gs_hdr *ev)
 	struct last *l;
 	char stack[1024], site[GS_SYM_MAX];
 	bool cuda = is_cuda_error(x->type, x->text);
+	const char *name;
 
+	if (x->kind == GS_PYEXC_COUNT) {
+		name = x->site ? model__symbol(px->m, ev->pid, x->site) : NULL;
+		count_site(px, x, name ?: "");
+		return;
+	}
 	stack_text(px, x, stack, sizeof(stack), site, sizeof(site));
 	if (x->kind == GS_PYEXC_RAISED) {
-		px->raised++;
 		count_site(px, x, site);
 		if (cuda)
 			find(px, x, false, true, stack, x->text);
@@ -158,9 +183,11 @@ static void on_record(void *ctx, const struct gs_hdr *ev)
 		}
 		return;
 	}
-	/* Uncaught: where its type was last raised in the thread, if it was. */
+	/* Uncaught: its traceback's frames; else where its type was last raised in the thread
+	 * (as a record: one of its site's first). */
 	l = hmap_get(&px->threads, ev->pid, ev->tid);
-	find(px, x, true, cuda, l && !strcmp(l->type, x->type) ? l->stack : stack, x->text);
+	find(px, x, true, cuda, stack[0] || !l || strcmp(l->type, x->type) ? stack : l->stack,
+	     x->text);
 }
 
 static void on_retire(void *ctx, __u32 pid)
@@ -195,19 +222,48 @@ static int more_raised(const void *a, const void *b)
 	return x->count < y->count ? 1 : x->count > y->count ? -1 : strcmp(x->site, y->site);
 }
 
-void pyexc__report(const struct pyexc *px, struct report *r)
+/* The kernel's sites added up by their names: (process, type, line). */
+static size_t by_name(const struct pyexc *px, struct rep_pyexc *out)
 {
-	struct hmap_slot *s;
+	struct hmap named = { 0 };
+	struct hmap_slot *sl;
 	size_t n = 0;
 
-	r->pyexc_raised = px->raised;
-	r->pyexc_sites = px->sites.len;
+	hmap_for_each (&px->sites, sl) {
+		const struct site *s = sl->val;
+		__u64 h = hash_of(hash_of(s->r.pid, s->r.type), s->r.site);
+		struct rep_pyexc *o;
+
+		for (;; h++) {
+			o = hmap_get(&named, h, 0);
+			if (!o || (o->pid == s->r.pid && !strcmp(o->type, s->r.type) &&
+				   !strcmp(o->site, s->r.site)))
+				break;
+		}
+		if (!o) {
+			o = &out[n++];
+			*o = s->r;
+			o->count = 0;
+			hmap_put(&named, h, 0, o);
+		}
+		o->count += GS_MAX(s->full, s->total);
+	}
+	hmap_free(&named);
+	return n;
+}
+
+void pyexc__report(const struct pyexc *px, struct report *r)
+{
+	size_t n;
+
 	r->pyexc_uncounted = px->uncounted;
 	if (px->sites.len) {
 		struct rep_pyexc *all = xcalloc(px->sites.len, sizeof(*all));
 
-		hmap_for_each (&px->sites, s)
-			all[n++] = ((struct site *)s->val)->r;
+		n = by_name(px, all);
+		for (size_t i = 0; i < n; i++)
+			r->pyexc_raised += all[i].count;
+		r->pyexc_sites = n;
 		qsort(all, n, sizeof(*all), more_raised);
 		r->npyexc = GS_MIN(n, (size_t)REP_PYEXC);
 		r->pyexc = xrealloc(all, r->npyexc * sizeof(*all));

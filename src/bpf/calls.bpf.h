@@ -258,21 +258,25 @@ static long gs_py_frame(__u32 i, void *ctx)
 }
 
 /* This thread's Python frames into the scratch frames, innermost first: their number (0:
- * none), and which are an evaluation's outermost (*entry). Its thread state is found in the
- * interpreter's list by its thread id, then the frames are walked from the current one,
- * each read with bpf_probe_read_user (a bad address reads 0). */
-static __always_inline __u32 gs_py_walk(const struct gs_py_cfg *c, __u64 pid_tgid, __u64 *entry)
+ * none), and which are an evaluation's outermost (*entry). Its thread state is tstate, or
+ * (0) is found in the interpreter's list by its thread id; the frames are walked from the
+ * current one (at most loops steps), each read with bpf_probe_read_user (a bad address
+ * reads 0). */
+static __always_inline __u32 gs_py_walk(const struct gs_py_cfg *c, __u64 pid_tgid, __u64 tstate,
+					__u32 loops, __u64 *entry)
 {
-	struct py_walk w = { .c = *c, .tid = (__u32)pid_tgid };
+	struct py_walk w = { .c = *c, .tid = (__u32)pid_tgid, .t = tstate };
 
-	w.t = gs_read64(gs_read64(w.c.runtime + w.c.rt_interp_head) + w.c.interp_threads);
-	bpf_loop(64, gs_py_thread, &w, 0);
+	if (!w.t) {
+		w.t = gs_read64(gs_read64(w.c.runtime + w.c.rt_interp_head) + w.c.interp_threads);
+		bpf_loop(64, gs_py_thread, &w, 0);
+	}
 	if (!w.t)
 		return 0;
 	w.f = gs_read64(w.t + w.c.ts_frame);
 	if (w.c.cframe_cur >= 0)
 		w.f = gs_read64(w.f + w.c.cframe_cur);
-	bpf_loop(2 * GS_PYSTACK_MAX, gs_py_frame, &w, 0);
+	bpf_loop(loops, gs_py_frame, &w, 0);
 	*entry = w.n ? w.entry | 1ULL << ((w.n - 1) & 63) : 0;
 	return w.n;
 }
@@ -284,7 +288,7 @@ static __always_inline void gs_emit_pystack(const struct gs_py_cfg *c, __u64 ts,
 	__u32 zero = 0, n;
 	__u64 *frames, entry = 0;
 
-	n = gs_py_walk(c, pid_tgid, &entry);
+	n = gs_py_walk(c, pid_tgid, 0, 2 * GS_PYSTACK_MAX, &entry);
 	frames = bpf_map_lookup_elem(&py_scratch, &zero);
 	if (!n || !frames)
 		return;

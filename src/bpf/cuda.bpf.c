@@ -173,10 +173,69 @@ static __always_inline __u32 py_type4(__u64 obj)
 	return name;
 }
 
+/* Raises counted by (process, type, site); their first GS_PYEXC_FULL come as records
+ * (gpuscope takes the counts when a process exits: src/source/kernel_py.c). */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct gs_pyexc_key);
+	__type(value, __u64);
+} py_exc_count SEC(".maps");
+
+/* A traceback's walk, for bpf_loop: its frames into the scratch frames, outermost first. */
+struct tb_walk {
+	__u64 tb;
+	__u32 n;
+	__s16 f_code;
+	bool frame_obj; /* 3.11 and later: a frame object holds its interpreter frame at 24 */
+};
+
+/* One traceback entry (tb_next at 16, tb_frame at 24, tb_lasti at 32, in bytes); 1 (stop)
+ * at the end. */
+static long py_tb(__u32 i, void *ctx)
+{
+	struct tb_walk *w = ctx;
+	__u32 zero = 0;
+	__u64 *frames = bpf_map_lookup_elem(&py_scratch, &zero), f, code;
+	__s32 lasti = 0;
+
+	if (!frames || !w->tb || w->n >= GS_PYSTACK_MAX)
+		return 1;
+	f = gs_read64(w->tb + 24);
+	if (w->frame_obj)
+		f = gs_read64(f + 24);
+	code = gs_read64(f + w->f_code);
+	bpf_probe_read_user(&lasti, sizeof(lasti), (const void *)(w->tb + 32));
+	if (code)
+		frames[w->n++ & (GS_PYSTACK_MAX - 1)] = GS_PYFRAME(code, lasti > 0 ? lasti : 0);
+	w->tb = gs_read64(w->tb + 16);
+	return 0;
+}
+
+/* Whether a raise at (type, its innermost frame) is one of its site's first: counted. */
+static __always_inline bool py_exc_first(const struct gs_py_cfg *c, __u64 pid_tgid, __u64 tstate,
+					 __u64 type, __u64 *site)
+{
+	struct gs_pyexc_key k = { .tgid = pid_tgid >> 32, .type_addr = type };
+	__u64 entry, one = 1, *count, *frames;
+	__u32 zero = 0;
+
+	frames = bpf_map_lookup_elem(&py_scratch, &zero);
+	if (frames && gs_py_walk(c, pid_tgid, tstate, 3, &entry))
+		k.site = frames[0];
+	*site = k.site;
+	count = bpf_map_lookup_elem(&py_exc_count, &k);
+	if (!count) {
+		bpf_map_update_elem(&py_exc_count, &k, &one, BPF_ANY);
+		return true;
+	}
+	return __sync_fetch_and_add(count, 1) < GS_PYEXC_FULL;
+}
+
 /*
- * An exception raised (_PyErr_SetObject(tstate, type, value)) or printed as uncaught
- * (_PyErr_Display(file, type, value, tb); PyErr_Display(type, value, tb)), in a process
- * whose Python frames are walked: its type's name (tp_name), its text (the value if a str;
+ * An exception raised (_PyErr_SetObject(tstate, type, value): counted, and one of its
+ * site's first) or printed as uncaught (_PyErr_Display(file, type, value, tb);
+ * PyErr_Display(type, value, tb)), in a process whose Python frames are walked: its type's name (tp_name), its text (the value if a str;
  * else its first item if a str, of the value if a tuple (KeyError's), else of its args,
  * a tuple at 24; a tuple's first item is at 24) and the thread's Python frames.
  */
@@ -187,33 +246,50 @@ int BPF_KPROBE(py_exc)
 	__u32 tgid = pid_tgid >> 32, zero = 0, n;
 	const struct gs_py_cfg *c = bpf_map_lookup_elem(&py_cfg, &tgid);
 	/* (Both read first: a context offset chosen at run time is refused.) */
-	__u64 arg2 = PT_REGS_PARM2(ctx), arg3 = PT_REGS_PARM3(ctx);
-	__u64 type, value, text, args, entry = 0, *frames;
+	__u64 arg1 = PT_REGS_PARM1(ctx), arg2 = PT_REGS_PARM2(ctx), arg3 = PT_REGS_PARM3(ctx),
+	      arg4 = PT_REGS_PARM4(ctx);
+	struct tb_walk tw = { .f_code = c ? c->f_code : 0, .frame_obj = c && !c->lasti_int };
+	__u64 type, value, text, args, entry = 0, *frames, site = 0, tstate = 0;
 	struct gs_ev_pyexc *e;
 	__u32 state = 0;
 
 	if (!c)
 		return 0;
+	barrier_var(arg1);
 	barrier_var(arg2);
 	barrier_var(arg3);
+	barrier_var(arg4);
 	if (cookie == PYEXC_RAISE) {
+		tstate = arg1;
 		type = arg2;
 		value = arg3;
+		if (!py_exc_first(c, pid_tgid, tstate, type, &site))
+			return 0;
 	} else {
 		value = cookie == PYEXC_DISPLAY_FILE ? arg3 : arg2;
 		type = gs_read64(value + 8);
 	}
-	n = gs_py_walk(c, pid_tgid, &entry);
+	if (cookie != PYEXC_RAISE) {
+		/* Uncaught: the frames of its traceback (those it went through are gone). */
+		tw.tb = cookie == PYEXC_DISPLAY_FILE ? arg4 : arg3;
+		bpf_loop(GS_PYSTACK_MAX, py_tb, &tw, 0);
+	}
+	n = tw.n ?: gs_py_walk(c, pid_tgid, tstate, 2 * GS_PYSTACK_MAX, &entry);
 	frames = bpf_map_lookup_elem(&py_scratch, &zero);
 	if (!frames)
 		return 0;
+	if (cookie != PYEXC_RAISE)
+		site = n ? frames[tw.n ? (n - 1) & (GS_PYSTACK_MAX - 1) : 0] : 0;
 	e = gs_reserve(sizeof(*e), GS_EV_PYEXC, GS_SRC_UPROBE, bpf_ktime_get_ns(), pid_tgid);
 	if (!e)
 		return 0;
 	e->kind = cookie == PYEXC_RAISE ? GS_PYEXC_RAISED : GS_PYEXC_UNCAUGHT;
-	e->pad = 0;
+	e->outer_first = tw.n > 0;
 	e->pad2 = 0;
 	e->nframes = (__u16)n;
+	e->type_addr = type;
+	e->site = site;
+	e->count = 1;
 	if (bpf_probe_read_user_str(e->type, sizeof(e->type), (const void *)gs_read64(type + 24)) <=
 	    0)
 		e->type[0] = 0;

@@ -312,6 +312,37 @@ int tracer__py_config(struct tracer *t, __u32 pid, const struct gs_py_cfg *c)
 											: 0;
 }
 
+void tracer__py_exc_counts(struct tracer *t, __u32 pid,
+			   void (*fn)(void *ctx, const struct gs_pyexc_key *k, __u64 count),
+			   void *ctx)
+{
+	int fd = bpf_map__fd(t->cuda->maps.py_exc_count);
+	struct gs_pyexc_key k, next, *mine = NULL;
+	size_t n = 0, cap = 0;
+	__u64 count;
+	void *prev = NULL;
+
+	/* (Keys gathered first: deleting while walking would restart the walk.) */
+	while (!bpf_map_get_next_key(fd, prev, &next)) {
+		k = next;
+		prev = &k;
+		if (k.tgid != pid)
+			continue;
+		if (n == cap) {
+			cap = cap ? 2 * cap : 64;
+			mine = xrealloc(mine, cap * sizeof(*mine));
+		}
+		mine[n++] = k;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (bpf_map_lookup_elem(fd, &mine[i], &count))
+			continue;
+		bpf_map_delete_elem(fd, &mine[i]);
+		fn(ctx, &mine[i], count);
+	}
+	free(mine);
+}
+
 void tracer__py_forget(struct tracer *t, __u32 pid)
 {
 	bpf_map_delete_elem(bpf_map__fd(t->cuda->maps.py_cfg), &pid);

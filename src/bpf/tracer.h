@@ -69,5 +69,9 @@ void tracer__py_forget(struct tracer *t, __u32 pid);
  * the walker's configuration). Once per file; an offset 0 is not probed. 0 or -errno. */
 int tracer__py_exceptions(struct tracer *t, const char *path, __u64 raise_off, __u64 display_off,
 			  bool display_file);
+/* The kernel's counts of pid's raises (each key, its count), taken out of its map. */
+void tracer__py_exc_counts(struct tracer *t, __u32 pid,
+			   void (*fn)(void *ctx, const struct gs_pyexc_key *k, __u64 count),
+			   void *ctx);
 
 #endif

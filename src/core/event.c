@@ -181,7 +181,7 @@ int gs_event_check(const void *buf, size_t len, const char **why)
 			FAIL("Python exception record's frame count disagrees with its size");
 		if (!terminated(y->type, sizeof(y->type)) || !terminated(y->text, sizeof(y->text)))
 			FAIL("Python exception's type or text not terminated");
-		if (y->kind < GS_PYEXC_RAISED || y->kind > GS_PYEXC_UNCAUGHT)
+		if (y->kind < GS_PYEXC_RAISED || y->kind > GS_PYEXC_COUNT || y->outer_first > 1)
 			FAIL("Python exception record kind out of range");
 		return 0;
 	}

@@ -118,6 +118,8 @@ static void finish_fn(void *obj)
 	struct kernel_source *k = obj;
 
 	tracer__finish(k->t);
+	if (k->py)
+		kernel_py__take_counts(k->py);
 }
 
 void kernel_source__drops(const struct kernel_source *k, struct gs_ev_drops *d)

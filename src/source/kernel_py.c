@@ -265,6 +265,36 @@ static const struct gs_hdr *filter(void *ctx, const struct gs_hdr *ev)
 	return &k->out.st.h;
 }
 
+static void count_out(void *ctx, const struct gs_pyexc_key *key, __u64 count)
+{
+	struct kernel_py *k = ctx;
+	struct gs_ev_pyexc x;
+
+	memset(&x, 0, offsetof(struct gs_ev_pyexc, frames));
+	x.kind = GS_PYEXC_COUNT;
+	x.type_addr = key->type_addr;
+	x.site = key->site;
+	x.count = count;
+	stream__emit(k->s, &x.h, GS_EV_PYEXC, offsetof(struct gs_ev_pyexc, frames), key->tgid);
+}
+
+/* The kernel's counts of a Python process's raises, as records. */
+static void take_counts(struct kernel_py *k, __u32 pid)
+{
+	struct pyproc *pp = hmap_get(&k->procs, pid, 0);
+
+	if (k->t && pp && pp->l)
+		tracer__py_exc_counts(k->t, pid, count_out, k);
+}
+
+void kernel_py__take_counts(struct kernel_py *k)
+{
+	struct hmap_slot *sl;
+
+	hmap_for_each (&k->procs, sl)
+		take_counts(k, (__u32)sl->k1);
+}
+
 static void forget(struct kernel_py *k, __u32 pid)
 {
 	struct pyproc *pp = hmap_del(&k->procs, pid, 0);
@@ -283,10 +313,14 @@ static void retire(void *ctx, __u32 pid)
 	forget(ctx, pid);
 }
 
-/* A new image: looked at again. */
+/* Its end, or a new image (looked at again): first, its raises' counts. */
 static const struct gs_hdr *on_exec(void *ctx, const struct gs_hdr *ev)
 {
-	if (((const struct gs_ev_proc *)ev)->kind == GS_PROC_EXEC)
+	__u32 kind = ((const struct gs_ev_proc *)ev)->kind;
+
+	if (kind == GS_PROC_EXIT || kind == GS_PROC_EXEC)
+		take_counts(ctx, ev->pid);
+	if (kind == GS_PROC_EXEC)
 		forget(ctx, ev->pid);
 	return ev;
 }

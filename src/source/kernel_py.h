@@ -14,6 +14,8 @@ struct kernel_py;
 struct kernel_py *kernel_py__attach(struct stream *s, struct tracer *t);
 /* Look at a process now (attach: before its next calls). */
 void kernel_py__look(struct kernel_py *k, __u32 pid);
+/* The kernel's counts of the running processes' raises, as records (the trace's end). */
+void kernel_py__take_counts(struct kernel_py *k);
 /* The tracer is closing: the walker is not told any more. */
 void kernel_py__detach(struct kernel_py *k);
 void kernel_py__free(struct kernel_py *k);
