@@ -4,7 +4,8 @@
 # GPT-2 training step time (median of a run's steps after 3), untraced and under both planes
 # with native stacks only (GPUSCOPE_NO_PYFRAMES=1), Python frames without exceptions
 # (GPUSCOPE_NO_PYEXC=1) and both, interleaved (ABAB..., $ROUNDS rounds): $OUT/cost.jsonl.
-# And how many exceptions GPT-2's steps raise: $OUT/gpt2-exceptions.json.
+# And how many exceptions GPT-2's steps raise: $OUT/gpt2-exceptions.json; what a raise costs:
+# ns per raise/catch untraced, traced with no Python probes, traced ($OUT/raises.jsonl).
 set -u
 OUT=${OUT:-/tmp/gpuscope-pycost}
 GS=.output/static/gpuscope
@@ -20,6 +21,17 @@ w=$(mktemp -d)
 python3 -c 'import json,sys; x=json.load(open(sys.argv[1]))["python_exceptions"]; x["top"]=x["top"][:12]; x["findings"]=len(x["findings"]); print(json.dumps(x, indent=1))' \
 	"$w/g.json" >"$OUT/gpt2-exceptions.json"
 rm -rf "$w"
+for i in $(seq "$ROUNDS"); do
+	for mode in untraced noprobes traced; do
+		case $mode in
+		untraced) cmd=(python3) ;;
+		noprobes) cmd=(env GPUSCOPE_NO_PYFRAMES=1 "$GS" run -q -- python3) ;;
+		traced) cmd=("$GS" run -q -- python3) ;;
+		esac
+		r=$("${cmd[@]}" tests/gpu/py_frames.py raises 200000 2>/dev/null | tail -1)
+		echo "{\"round\": $i, \"mode\": \"$mode\", \"result\": ${r:-null}}" >>"$OUT/raises.jsonl"
+	done
+done
 for i in $(seq "$ROUNDS"); do
 	for mode in $MODES; do
 		case $mode in
