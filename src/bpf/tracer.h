@@ -64,7 +64,7 @@ bool tracer__watches_libs(const struct tracer *t);
 int tracer__py_config(struct tracer *t, __u32 pid, const struct gs_py_cfg *c);
 void tracer__py_forget(struct tracer *t, __u32 pid);
 /* Python exceptions: uprobes on an interpreter file's _PyErr_SetObject (raise_off, its
- * file offset) and _PyErr_Display (display_off; display_file: 0 if it is PyErr_Display,
+ * file offset; 0: not probed) and _PyErr_Display (display_off; display_file: 0 if it is PyErr_Display,
  * without the file argument), for every process (its records come only for processes in
  * the walker's configuration). Once per file; an offset 0 is not probed. 0 or -errno. */
 int tracer__py_exceptions(struct tracer *t, const char *path, __u64 raise_off, __u64 display_off,

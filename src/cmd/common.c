@@ -79,6 +79,9 @@ int parse_trace_opt(struct trace_opts *o, int opt, const char *arg)
 	case OPT_FOLDED:
 		o->folded_path = arg;
 		return 1;
+	case OPT_PY_EXCEPTIONS:
+		o->py_raises = true;
+		return 1;
 	case OPT_STEP:
 		if (!valid_step_func(arg)) {
 			gs_err("--step wants a Python function's name (NAME or CLASS.NAME), not "

@@ -24,6 +24,7 @@ struct trace_opts {
 	bool no_nvml;	       /* without NVML's device metrics in the stream */
 	__u32 stack_every;     /* call stacks (bpf/tracer.h); 0 none */
 	const char *step_func; /* --step=FUNC: the steps are its calls (analysis/steps.h) */
+	bool py_raises;	       /* --py-exceptions: every Python raise counted */
 	__u64 os_min_ns;  /* OS plane: shorter off-CPU intervals and system calls not reported */
 	bool inject;	  /* run: driver calls from the in-process plane (src/inject) */
 	__u32 gpu_time;	  /* with inject: 0 off, 1 every launch, N every Nth launch of a kernel */
@@ -83,7 +84,8 @@ enum {
 	OPT_STACKS,
 	OPT_FOLDED,
 	OPT_MEMORY_MAP,
-	OPT_STEP
+	OPT_STEP,
+	OPT_PY_EXCEPTIONS
 };
 
 #define DEFAULT_STACK_EVERY 64
@@ -98,18 +100,18 @@ enum {
 #define OPT_MAYBE(name, val) { name, optional_argument, NULL, val }
 /* clang-format on */
 
-#define TRACE_LONGOPTS                                                                       \
-	OPT_ARG("output", 'o'), OPT_MAYBE("json", OPT_JSON), OPT_ARG("format", OPT_FORMAT),  \
-		OPT_ARG("perfetto", OPT_PERFETTO), OPT_ARG("chrome", OPT_CHROME),            \
-		OPT_FLAG("no-os", OPT_NO_OS), OPT_FLAG("no-nvml", OPT_NO_NVML),              \
-		OPT_ARG("os-min-us", OPT_OS_MIN), OPT_ARG("stacks", OPT_STACKS),             \
-		OPT_ARG("folded", OPT_FOLDED), OPT_ARG("memory-map", OPT_MEMORY_MAP),        \
-		OPT_ARG("step", OPT_STEP), OPT_FLAG("no-follow", OPT_NO_FOLLOW),             \
-		OPT_FLAG("isolate", OPT_ISOLATE), OPT_ARG("buffer-size", OPT_BUFFER),        \
-		OPT_ARG("top", OPT_TOP), OPT_FLAG("wide", OPT_WIDE), OPT_FLAG("quiet", 'q'), \
-		OPT_FLAG("verbose", 'v'),                                                    \
-	{                                                                                    \
-		"help", no_argument, NULL, 'h'                                               \
+#define TRACE_LONGOPTS                                                                          \
+	OPT_ARG("output", 'o'), OPT_MAYBE("json", OPT_JSON), OPT_ARG("format", OPT_FORMAT),     \
+		OPT_ARG("perfetto", OPT_PERFETTO), OPT_ARG("chrome", OPT_CHROME),               \
+		OPT_FLAG("no-os", OPT_NO_OS), OPT_FLAG("no-nvml", OPT_NO_NVML),                 \
+		OPT_ARG("os-min-us", OPT_OS_MIN), OPT_ARG("stacks", OPT_STACKS),                \
+		OPT_ARG("folded", OPT_FOLDED), OPT_ARG("memory-map", OPT_MEMORY_MAP),           \
+		OPT_ARG("step", OPT_STEP), OPT_FLAG("no-follow", OPT_NO_FOLLOW),                \
+		OPT_FLAG("py-exceptions", OPT_PY_EXCEPTIONS), OPT_FLAG("isolate", OPT_ISOLATE), \
+		OPT_ARG("buffer-size", OPT_BUFFER), OPT_ARG("top", OPT_TOP),                    \
+		OPT_FLAG("wide", OPT_WIDE), OPT_FLAG("quiet", 'q'), OPT_FLAG("verbose", 'v'),   \
+	{                                                                                       \
+		"help", no_argument, NULL, 'h'                                                  \
 	}
 
 #define TRACE_OPTIONS_HELP                                                                        \
@@ -128,6 +130,9 @@ enum {
 	"                         reported one by one (default 10)\n"                             \
 	"      --stacks N|off     user call stacks of every Nth launch (default 64), of every\n"  \
 	"                         allocation and failed call; off: none\n"                        \
+	"      --py-exceptions    count every Python raise by type and line, and find caught\n"   \
+	"                         CUDA errors (costs ~8 us a raise; uncaught ones are found\n"    \
+	"                         without it)\n"                                                  \
 	"      --step FUNC        the steps of the loop are the calls of the Python function\n"   \
 	"                         FUNC (NAME or CLASS.NAME; default: found from the launches)\n"  \
 	"      --folded FILE      the stacks as folded stacks (flamegraph.pl, speedscope)\n"      \

@@ -353,6 +353,7 @@ static int build(struct trace *tr)
 		.no_cuda = o->inject,
 		.executables = true,
 		.attach_records = true,
+		.py_raises = o->py_raises,
 	};
 
 	struct analyses_opts ao = { .findings = true,

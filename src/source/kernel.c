@@ -169,7 +169,7 @@ int kernel_source__open(struct session *s, const struct kernel_source_opts *o,
 	/* (Python frames go into stacks: without them, none. GPUSCOPE_NO_PYFRAMES: none, to
 	 * measure what they cost.) */
 	if (k->o.tracer.stack_every && !getenv("GPUSCOPE_NO_PYFRAMES")) {
-		k->py = kernel_py__attach(s->stream, k->t);
+		k->py = kernel_py__attach(s->stream, k->t, o->py_raises);
 		session__own(s, py_free, k->py);
 	}
 	session__add_source(s, &ops, k);

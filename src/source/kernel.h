@@ -21,6 +21,7 @@ struct kernel_source_opts {
 	bool no_cuda;		   /* not libcuda: the in-process plane has its calls */
 	bool executables;	   /* probe programs exec'ed, and named by probe_command */
 	bool attach_records;	   /* each file probed: an attach record in the stream */
+	bool py_raises;		   /* Python raises counted too (kernel_py.h), not only uncaught */
 };
 
 /* Load and start it, as a source of s. 0, or -errno (a message was printed). */

@@ -27,13 +27,16 @@
 #include "core/util.h"
 #include "source/kernel_py.h"
 
-#define NAMED_MAX 65536 /* Python frames named per process, at most */
+#define NAMED_MAX  65536 /* Python frames named per process, at most */
+#define NAME_TRIES 3	 /* reads of a frame's names that failed before it is given up */
+#define NAMED	   ((uintptr_t)-1)
 
 struct pyproc {
 	const struct py_layout *l; /* NULL: not Python, or not walked */
 	bool decided;		   /* a Python interpreter was found (walked or not) */
 	__u64 eval_lo, eval_hi;
-	struct hmap named; /* pseudo-address -> 1 */
+	struct hmap named; /* pseudo-address -> NAMED, or the failed tries */
+	struct hmap codes; /* code object -> "QUALNAME (FILE" of a frame of it named */
 };
 
 struct pending {
@@ -47,6 +50,7 @@ struct kernel_py {
 	struct tracer *t;
 	struct hmap procs;   /* pid -> struct pyproc */
 	struct hmap pending; /* (pid, tid) -> struct pending: its latest Python frames */
+	bool raises;	     /* every raise probed, not only uncaught exceptions' print */
 	union {
 		struct gs_ev_stack st;
 		unsigned char b[sizeof(struct gs_ev_stack)];
@@ -97,8 +101,8 @@ static void probe_exceptions(struct kernel_py *k, __u32 pid, const struct map_en
 	if (!display)
 		display = symbol_at(pid, py, "PyErr_Display", NULL);
 	proc_root_path((pid_t)pid, py->path, path, sizeof(path));
-	tracer__py_exceptions(k->t, path, file_offset(py, raise), file_offset(py, display),
-			      with_file);
+	tracer__py_exceptions(k->t, path, k->raises ? file_offset(py, raise) : 0,
+			      file_offset(py, display), with_file);
 }
 
 static void announce(struct kernel_py *k, __u32 pid, unsigned int version, int status, bool mixed)
@@ -174,6 +178,30 @@ out:
 	free(maps);
 }
 
+/* A frame's name; if its code cannot be read now (the process exiting: an uncaught
+ * exception's frames), its code's name from an earlier frame of it, without a line. */
+static bool name_frame(const struct py_reader *r, struct pyproc *pp, __u64 code, __u64 off,
+		       char *out, size_t n)
+{
+	const char *known = hmap_get(&pp->codes, code, 0);
+	char *colon;
+
+	if (py_frame_name(r, code, off, out, n)) {
+		colon = strrchr(out, ':');
+		if (!known && colon && pp->codes.len < NAMED_MAX) {
+			char *prefix = xstrdup(out);
+
+			prefix[colon - out] = 0;
+			hmap_put(&pp->codes, code, 0, prefix);
+		}
+		return true;
+	}
+	if (!known)
+		return false;
+	snprintf(out, n, "%s:?)", known);
+	return true;
+}
+
 /* The process's Python frames named that are new (in symbol records). */
 static void name_new(struct kernel_py *k, __u32 pid, struct pyproc *pp, const __u64 *ip,
 		     unsigned int n)
@@ -183,13 +211,18 @@ static void name_new(struct kernel_py *k, __u32 pid, struct pyproc *pp, const __
 
 	for (unsigned int i = 0; i < n; i++) {
 		__u64 code = ((ip[i] & ~GS_PYFRAME_BIT) >> 19) << 3, off = ip[i] & GS_PYFRAME_OFF;
+		uintptr_t tries = (uintptr_t)hmap_get(&pp->named, ip[i], 0);
 
-		if (!GS_IS_PYFRAME(ip[i]) || hmap_get(&pp->named, ip[i], 0) ||
+		/* (Named, or tried NAME_TRIES times: a read may fail once, a garbage frame
+		 * always.) */
+		if (!GS_IS_PYFRAME(ip[i]) || tries == NAMED || tries >= NAME_TRIES ||
 		    pp->named.len >= NAMED_MAX)
 			continue;
-		hmap_put(&pp->named, ip[i], 0, (void *)1);
-		if (!py_frame_name(&r, code, off, y.name, sizeof(y.name)))
+		if (!name_frame(&r, pp, code, off, y.name, sizeof(y.name))) {
+			hmap_put(&pp->named, ip[i], 0, (void *)(tries + 1));
 			continue;
+		}
+		hmap_put(&pp->named, ip[i], 0, (void *)NAMED);
 		y.addr = ip[i];
 		y.len = (__u16)strlen(y.name);
 		memset(y.pad, 0, sizeof(y.pad));
@@ -303,6 +336,7 @@ static void forget(struct kernel_py *k, __u32 pid)
 		if (pp->l && k->t)
 			tracer__py_forget(k->t, pid);
 		hmap_free(&pp->named);
+		hmap_free_with(&pp->codes, NULL);
 		free(pp);
 	}
 	hmap_drop_key(&k->pending, false, 0, pid, free);
@@ -333,10 +367,11 @@ void kernel_py__look(struct kernel_py *k, __u32 pid)
 		look(k, pid, pp);
 }
 
-struct kernel_py *kernel_py__attach(struct stream *s, struct tracer *t)
+struct kernel_py *kernel_py__attach(struct stream *s, struct tracer *t, bool raises)
 {
 	struct kernel_py *k = xcalloc(1, sizeof(*k));
 
+	k->raises = raises;
 	k->s = s;
 	k->t = t;
 	stream__filter(s,
@@ -361,6 +396,7 @@ void kernel_py__free(struct kernel_py *k)
 		return;
 	hmap_for_each (&k->procs, sl) {
 		hmap_free(&((struct pyproc *)sl->val)->named);
+		hmap_free_with(&((struct pyproc *)sl->val)->codes, NULL);
 		free(sl->val);
 	}
 	hmap_free(&k->procs);

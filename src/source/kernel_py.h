@@ -11,7 +11,9 @@
 
 struct kernel_py;
 
-struct kernel_py *kernel_py__attach(struct stream *s, struct tracer *t);
+/* raises: Python raises probed too (each costs ~8 us: bench/results/python-*.md), not
+ * only the print of an uncaught exception. */
+struct kernel_py *kernel_py__attach(struct stream *s, struct tracer *t, bool raises);
 /* Look at a process now (attach: before its next calls). */
 void kernel_py__look(struct kernel_py *k, __u32 pid);
 /* The kernel's counts of the running processes' raises, as records (the trace's end). */

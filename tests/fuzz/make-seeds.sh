@@ -20,7 +20,7 @@ trace inject --inject -- "$out/workloads/wl_driver"
 trace python --inject --stacks 1 -- /usr/bin/python3 tests/workloads/py_cuda.py
 trace python-kernel --stacks 1 -- /usr/bin/python3 tests/workloads/py_cuda.py --pause 0.3
 # Python exceptions: raised, with a CUDA error's text, uncaught in a thread and in main.
-trace python-exc -- /usr/bin/python3 tests/workloads/py_exc.py 3 thread main || true
+trace python-exc --py-exceptions -- /usr/bin/python3 tests/workloads/py_exc.py 3 thread main || true
 # The OS plane, and host facts of every kind (block devices: the file is read from $out).
 trace os -- "$out/workloads/wl_os" "$out"
 # Device code records: PTX text, and the test fatbin seeds (a fatbin with PTX and SASS, one

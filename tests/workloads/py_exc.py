@@ -42,6 +42,7 @@ def main():
         sys.exit("cuInit failed")
     time.sleep(0.5)  # (gpuscope probes the interpreter once it has loaded the driver)
     print("py_exc: caught", load(n))
+    time.sleep(0.3)  # (gpuscope names the frames from the living process: let it catch up)
     try:
         launch_fails()
     except RuntimeError:
@@ -54,6 +55,7 @@ def main():
         t = threading.Thread(target=lookup, args=({},))
         t.start()
         t.join()
+    time.sleep(0.3)
     if "main" in sys.argv[2:]:
         lookup({})
 
