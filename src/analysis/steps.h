@@ -42,7 +42,7 @@
 #include "core/stream.h"
 
 #define STEPS_LAUNCHES (1u << 20)
-#define STEPS_ONLINE   (1u << 16)
+#define STEPS_ONLINE   (1u << 15) /* (24 bytes each: 768 KiB a process at most) */
 #define STEPS_BUCKETS  15
 
 struct steps;
