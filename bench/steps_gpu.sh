@@ -63,7 +63,7 @@ tail -3 "$w/exporter.log" >>"$OUT/log.txt"
 for plane in uprobes inject; do
 	opt=()
 	[ "$plane" = inject ] && opt=(--inject)
-	"$GS" run -q "${opt[@]}" --json="$w/exc.json" -- python3 tests/gpu/py_frames.py exc 3 \
+	"$GS" run -q --py-exceptions "${opt[@]}" --json="$w/exc.json" -- python3 tests/gpu/py_frames.py exc 3 \
 		>"$w/exc.out" 2>&1
 	echo "exc $plane rc=$?" >>"$OUT/log.txt"
 	python3 -c 'import json,sys; print(json.dumps(json.load(open(sys.argv[1]))["python_exceptions"], indent=1))' \
@@ -83,7 +83,7 @@ for i in $(seq "$ROUNDS"); do
 		case $mode in
 		untraced) r=$(python3 tests/gpu/py_frames.py raises 200000 2>>"$OUT/log.txt" | tail -1) ;;
 		noprobes) r=$(GPUSCOPE_NO_PYFRAMES=1 "$GS" run -q -- python3 tests/gpu/py_frames.py raises 200000 2>/dev/null | tail -1) ;;
-		traced) r=$("$GS" run -q -- python3 tests/gpu/py_frames.py raises 200000 2>/dev/null | tail -1) ;;
+		traced) r=$("$GS" run -q --py-exceptions -- python3 tests/gpu/py_frames.py raises 200000 2>/dev/null | tail -1) ;;
 		esac
 		echo "{\"round\": $i, \"mode\": \"$mode\", \"result\": ${r:-null}}" >>"$OUT/raises.jsonl"
 	done
