@@ -273,6 +273,31 @@ def test_python_exceptions(gs, tmp_path, plane):
     assert "Python exceptions (" in text and "finding (uncaught)" in text
 
 
+def test_raise_counts_when_the_trace_ends_first(gsr, tmp_path):
+    """attach --py-exceptions to a process that raises, and detach while it still runs: the
+    kernel's counts of its raises are taken at the trace's end."""
+    gate, js = tmp_path / "gate", tmp_path / "a.json"
+    prog = subprocess.Popen([PYTHON, os.path.abspath(EXC), "40", "wait=%s" % gate, "hold"],
+                            env=gsr.env(), stdout=subprocess.DEVNULL)
+    try:
+        wait_for(str(gate) + ".ready")
+        att = subprocess.Popen([gsr.binary, "attach", "-p", str(prog.pid), "-d", "2", "-q",
+                                "--py-exceptions", "--json=%s" % js], env=gsr.env(),
+                               stderr=subprocess.PIPE, text=True)
+        line = att.stderr.readline()
+        assert "attached to pid" in line, line
+        gate.touch()
+        _, err = att.communicate(timeout=60)
+        assert att.returncode == 0, err
+        assert prog.poll() is None  # (still running: its counts came at the trace's end)
+    finally:
+        kill_quietly(prog)
+    x = json.loads(js.read_text())["python_exceptions"]
+    sites = {(s["type"], s["site"]): s["count"] for s in x["top"]}
+    path = os.path.abspath(EXC)
+    assert sites[("ValueError", "parse (%s:%d)" % (path, exc_line("raise ValueError")))] == 40
+
+
 def test_uncaught_python_exceptions_by_default(gsr, tmp_path):
     """Without --py-exceptions raises are not probed (each would cost a uprobe hit), but
     an uncaught exception is still found, with its traceback's frames."""
