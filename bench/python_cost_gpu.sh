@@ -9,14 +9,9 @@
 # ns per raise/catch untraced, traced with no Python probes, traced ($OUT/raises.jsonl).
 set -u
 OUT=${OUT:-/tmp/gpuscope-pycost}
-GS=.output/static/gpuscope
-ROUNDS=${ROUNDS:-7}
 STEPS=${STEPS:-60}
 MODES=${MODES:-untraced uprobes-native uprobes-frames uprobes-python inject-native inject-frames inject-python}
-mkdir -p "$OUT"
-mountpoint -q /sys/kernel/tracing || mount -t tracefs tracefs /sys/kernel/tracing
-nvidia-smi --query-gpu=name,driver_version --format=csv,noheader >"$OUT/machine.txt"
-"$GS" --version >>"$OUT/machine.txt"
+. bench/gpu_env.sh
 w=$(mktemp -d)
 "$GS" run -q --py-exceptions --json="$w/g.json" -- python3 tests/gpu/py_frames.py gpt2 "$STEPS" \
 	>/dev/null 2>&1

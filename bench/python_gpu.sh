@@ -5,18 +5,8 @@
 # default sampling, Python frames on and off (GPUSCOPE_NO_PYFRAMES), interleaved. $OUT.
 set -u
 OUT=${OUT:-/tmp/gpuscope-python}
-GS=.output/static/gpuscope
-ROUNDS=${ROUNDS:-7}
-mkdir -p "$OUT"
-mountpoint -q /sys/kernel/tracing || mount -t tracefs tracefs /sys/kernel/tracing
+. bench/gpu_env.sh
 w=$(mktemp -d)
-{
-	date -u +%Y-%m-%dT%H:%MZ
-	nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
-	python3 --version
-	python3 -c 'import torch, transformers; print("torch", torch.__version__, "transformers", transformers.__version__)'
-	"$GS" --version
-} >"$OUT/machine.txt" 2>&1
 
 # Every launch's stack: the share that carries a Python frame.
 "$GS" run -q --inject --stacks 1 -o "$w/gpt2.gsr" --json="$w/gpt2.json" \

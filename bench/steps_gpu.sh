@@ -12,18 +12,8 @@
 #   (ABAB..., $ROUNDS rounds, $OUT/raises.jsonl).
 set -u
 OUT=${OUT:-/tmp/gpuscope-steps}
-GS=.output/static/gpuscope
-ROUNDS=${ROUNDS:-7}
-mkdir -p "$OUT"
-mountpoint -q /sys/kernel/tracing || mount -t tracefs tracefs /sys/kernel/tracing
+. bench/gpu_env.sh
 w=$(mktemp -d)
-{
-	date -u +%Y-%m-%dT%H:%MZ
-	nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
-	python3 --version
-	python3 -c 'import torch, transformers; print("torch", torch.__version__, "transformers", transformers.__version__)'
-	"$GS" --version
-} >"$OUT/machine.txt" 2>&1
 one() { # tag, gpuscope options..., -- workload arguments
 	local tag=$1
 	shift

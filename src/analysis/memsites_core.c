@@ -94,13 +94,6 @@ static int cmp_double(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-	__u64 x = *(const __u64 *)a, y = *(const __u64 *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 /* The samples of the later half of what was seen of the site, and its bytes now. */
 unsigned int memsites__window(const struct mem_site *s, __u64 now, __u64 *ts, __u64 *xs)
 {
@@ -155,7 +148,7 @@ void memsites__trend(const struct mem_site *s, __u64 now, struct leak_test *t)
 	/* Var(S) with ties: n(n-1)(2n+5) less t(t-1)(2t+5) per group of t equal values. */
 	var = (double)n * (n - 1) * (2 * n + 5);
 	memcpy(sorted, xs, n * sizeof(*xs));
-	qsort(sorted, n, sizeof(*sorted), cmp_u64);
+	qsort(sorted, n, sizeof(*sorted), u64_cmp);
 	for (unsigned int i = 0, j; i < n; i = j) {
 		for (j = i + 1; j < n && sorted[j] == sorted[i]; j++)
 			;

@@ -192,13 +192,6 @@ static struct dev_stat *device_of(struct model *m, __s32 device)
 	return d;
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-	__u64 x = *(const __u64 *)a, y = *(const __u64 *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 static void add_calibration(struct model *m, const struct gs_ev_gpu *e)
 {
 	struct dev_stat *d = device_of(m, e->device);
@@ -208,7 +201,7 @@ static void add_calibration(struct model *m, const struct gs_ev_gpu *e)
 		return;
 	d->cal[d->ncal++] = e->end_ns - e->start_ns;
 	memcpy(v, d->cal, d->ncal * sizeof(v[0]));
-	qsort(v, d->ncal, sizeof(v[0]), cmp_u64);
+	qsort(v, d->ncal, sizeof(v[0]), u64_cmp);
 	d->b.overhead_ns = v[d->ncal / 2];
 }
 

@@ -34,13 +34,6 @@ struct pyexc {
 	__u64 uncounted;
 };
 
-static __u64 hash_of(__u64 h, const char *s)
-{
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 0x100000001b3ULL;
-	return (h ^ 0xff) * 0x100000001b3ULL;
-}
-
 /* The record's Python frames named, innermost first, " < " between; the innermost's name
  * into site ("" if none). */
 static void stack_text(const struct pyexc *px, const struct gs_ev_pyexc *x, char *out, size_t n,
@@ -231,7 +224,7 @@ static size_t by_name(const struct pyexc *px, struct rep_pyexc *out)
 
 	hmap_for_each (&px->sites, sl) {
 		const struct site *s = sl->val;
-		__u64 h = hash_of(hash_of(s->r.pid, s->r.type), s->r.site);
+		__u64 h = gs_str_hash(gs_str_hash(s->r.pid, s->r.type), s->r.site);
 		struct rep_pyexc *o;
 
 		for (;; h++) {

@@ -25,21 +25,12 @@ struct pylines {
 	__u64 dropped; /* lines past LINES, counted nowhere but here */
 };
 
-static __u64 name_hash(const char *s)
-{
-	__u64 h = 0xcbf29ce484222325ULL;
-
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 0x100000001b3ULL;
-	return h;
-}
-
 static struct line *line_of(struct pylines *pl, const char *where)
 {
 	struct line *l;
 	__u64 h;
 
-	for (h = name_hash(where);; h++) {
+	for (h = gs_str_hash(0xcbf29ce484222325ULL, where);; h++) {
 		l = hmap_get(&pl->lines, h, 0);
 		if (!l || !strcmp(l->where, where))
 			break;

@@ -369,13 +369,6 @@ static __s32 explain(const struct finding *fs, size_t nf, __u32 pid, __u64 from,
 	return which;
 }
 
-static int u64_cmp(const void *a, const void *b)
-{
-	__u64 x = *(const __u64 *)a, y = *(const __u64 *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 void steps__report(struct steps *st, struct report *r, const struct findings *f)
 {
 	const struct finding *fs = NULL;

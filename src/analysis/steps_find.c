@@ -47,13 +47,6 @@ static int span_cmp(const void *a, const void *b)
 	return x->start < y->start ? -1 : x->start > y->start;
 }
 
-static int u64_cmp(const void *a, const void *b)
-{
-	__u64 x = *(const __u64 *)a, y = *(const __u64 *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 /* The union of the spans (sorted by start) of class cls (C_NCLS: all) and thread tid (0:
  * any) within [from, to). */
 static __u64 covered(const struct span *v, size_t n, __u32 cls, __u32 tid, __u64 from, __u64 to)

@@ -124,6 +124,12 @@ static bool terminated(const char *s, size_t n)
 	return memchr(s, 0, n) != NULL;
 }
 
+/* Whether a record of len bytes (at most want) is its nframes 8-byte frames from off on. */
+static bool frames_fit(size_t len, size_t want, size_t off, unsigned int nframes)
+{
+	return len >= off && len <= want && (len - off) % 8 == 0 && (len - off) / 8 == nframes;
+}
+
 int gs_event_check(const void *buf, size_t len, const char **why)
 {
 	const struct gs_hdr *h = buf;
@@ -154,10 +160,8 @@ int gs_event_check(const void *buf, size_t len, const char **why)
 	if (h->type == GS_EV_STACK) {
 		const struct gs_ev_stack *s = buf;
 
-		if (len < offsetof(struct gs_ev_stack, ip) || len > want ||
-		    (len - offsetof(struct gs_ev_stack, ip)) % 8)
-			FAIL("stack record of impossible size");
-		if (s->nframes != (len - offsetof(struct gs_ev_stack, ip)) / 8)
+		if (len < offsetof(struct gs_ev_stack, ip) ||
+		    !frames_fit(len, want, offsetof(struct gs_ev_stack, ip), s->nframes))
 			FAIL("stack record's frame count disagrees with its size");
 		if (s->api == 0 || s->api >= GS_API_MAX)
 			FAIL("API id out of range");
@@ -166,18 +170,16 @@ int gs_event_check(const void *buf, size_t len, const char **why)
 	if (h->type == GS_EV_PYSTACK) {
 		const struct gs_ev_pystack *y = buf;
 
-		if (len < offsetof(struct gs_ev_pystack, frames) || len > want ||
-		    (len - offsetof(struct gs_ev_pystack, frames)) % 8 ||
-		    y->nframes != (len - offsetof(struct gs_ev_pystack, frames)) / 8)
+		if (len < offsetof(struct gs_ev_pystack, frames) ||
+		    !frames_fit(len, want, offsetof(struct gs_ev_pystack, frames), y->nframes))
 			FAIL("Python stack record's frame count disagrees with its size");
 		return 0;
 	}
 	if (h->type == GS_EV_PYEXC) {
 		const struct gs_ev_pyexc *y = buf;
 
-		if (len < offsetof(struct gs_ev_pyexc, frames) || len > want ||
-		    (len - offsetof(struct gs_ev_pyexc, frames)) % 8 ||
-		    y->nframes != (len - offsetof(struct gs_ev_pyexc, frames)) / 8)
+		if (len < offsetof(struct gs_ev_pyexc, frames) ||
+		    !frames_fit(len, want, offsetof(struct gs_ev_pyexc, frames), y->nframes))
 			FAIL("Python exception record's frame count disagrees with its size");
 		if (!terminated(y->type, sizeof(y->type)) || !terminated(y->text, sizeof(y->text)))
 			FAIL("Python exception's type or text not terminated");

@@ -340,3 +340,17 @@ const char *safe_text(const char *s, char *buf, size_t n)
 	buf[i] = 0;
 	return buf;
 }
+
+int u64_cmp(const void *a, const void *b)
+{
+	__u64 x = *(const __u64 *)a, y = *(const __u64 *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+__u64 gs_str_hash(__u64 h, const char *s)
+{
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 0x100000001b3ULL;
+	return (h ^ 0xff) * 0x100000001b3ULL;
+}

@@ -58,6 +58,11 @@ __u64 gs_realtime_ns(void); /* CLOCK_REALTIME */
 char *fmt_bytes(char *buf, size_t n, double bytes); /* "1.50 GiB" */
 /* A recorded string for a terminal: control characters shown as '?', cut to n - 1 bytes. */
 const char *safe_text(const char *s, char *buf, size_t n);
+/* qsort's comparison of __u64 values, ascending. */
+int u64_cmp(const void *a, const void *b);
+/* FNV-1a of a string, from h (0xcbf29ce484222325 to start); a string ends with a 0xff mixed
+ * in, so that strings hashed one after another do not run together. */
+__u64 gs_str_hash(__u64 h, const char *s);
 char *fmt_dur(char *buf, size_t n, double ns);		 /* "12.3 ms" */
 char *fmt_count(char *buf, size_t n, double v);		 /* "12.3k" */
 char *fmt_rate(char *buf, size_t n, double bytes_per_s); /* "12.3 GB/s" */
