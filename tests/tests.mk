@@ -11,7 +11,7 @@ WORKLOADS := $(WL_DIR)/wl_driver $(WL_DIR)/wl_runtime $(WL_DIR)/wl_static $(WL_D
 	     $(WL_DIR)/rpath/bin/wl_driver_rpath $(WL_DIR)/wl_dlopen $(WL_DIR)/wl_gputime \
 	     $(WL_DIR)/wl_secure $(WL_DIR)/wl_os $(WL_DIR)/wl_stall $(WL_DIR)/wl_stack \
 	     $(WL_DIR)/wl_queue $(WL_DIR)/wl_memory $(WL_DIR)/wl_devcode $(WL_DIR)/wl_probe \
-	     $(WL_DIR)/wl_pyfake
+	     $(WL_DIR)/wl_pyfake $(WL_DIR)/python3.13-fake $(WL_DIR)/python3.14-fake
 
 fakes: $(FAKES) $(WORKLOADS)
 
@@ -90,6 +90,15 @@ $(WL_DIR)/wl_pyfake: tests/workloads/wl_pyfake.c $(WL_DEPS) $(FAKES_DIR)/libcuda
 	@mkdir -p $(@D)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(WL_CFLAGS) -rdynamic $< -o $@ -L$(FAKES_DIR) -l:libcuda.so.1
+
+# A 3.13 or 3.14 interpreter's layout (tests/workloads/wl_pynew.c): named like one (the
+# kernel probes' plane looks for python3*), its frames' native frames kept.
+$(WL_DIR)/python3.%-fake: tests/workloads/wl_pynew.c tests/workloads/pydebug.h $(WL_DEPS) \
+			  $(FAKES_DIR)/libcuda.so.1
+	@mkdir -p $(@D)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(WL_CFLAGS) -DPY_MINOR=$* -fno-omit-frame-pointer -rdynamic $< -o $@ \
+		-L$(FAKES_DIR) -l:libcuda.so.1
 
 $(WL_DIR)/wl_memory: tests/workloads/wl_memory.c $(WL_DEPS) $(FAKES_DIR)/libcuda.so.1
 	@mkdir -p $(@D)

@@ -50,7 +50,11 @@ struct thread_os {
 		__u64 start, end;
 		__u32 count, major;
 	} faults[THREAD_HIST];
-	unsigned int noff, nio, nfaults; /* written so far */
+	struct {
+		__u64 start, end;
+		__s32 nr;
+	} calls[THREAD_HIST];			 /* the reported (long, selected) system calls */
+	unsigned int noff, nio, nfaults, ncalls; /* written so far */
 };
 
 struct findings {
@@ -86,10 +90,12 @@ static void history_add(struct findings *fs, const struct gs_hdr *ev)
 	const struct gs_ev_offcpu *o = (const void *)ev;
 	const struct gs_ev_block *b = (const void *)ev;
 	const struct gs_ev_faults *f = (const void *)ev;
+	const struct gs_ev_syscall *c = (const void *)ev;
 	struct thread_os *t = history(fs, ev->tid);
-	__u64 written = ev->type == GS_EV_OFFCPU  ? o->h.ts + o->dur_ns
-			: ev->type == GS_EV_BLOCK ? b->h.ts + b->dur_ns
-						  : f->last_ts;
+	__u64 written = ev->type == GS_EV_OFFCPU    ? o->h.ts + o->dur_ns
+			: ev->type == GS_EV_BLOCK   ? b->h.ts + b->dur_ns
+			: ev->type == GS_EV_SYSCALL ? c->h.ts + c->dur_ns
+						    : f->last_ts;
 	unsigned int i;
 
 	t->pid = ev->pid;
@@ -147,6 +153,12 @@ static void history_add(struct findings *fs, const struct gs_hdr *ev)
 		t->faults[i].end = f->last_ts;
 		t->faults[i].count = f->count;
 		t->faults[i].major = f->major;
+		break;
+	case GS_EV_SYSCALL:
+		i = t->ncalls++ % THREAD_HIST;
+		t->calls[i].start = c->h.ts;
+		t->calls[i].end = c->h.ts + c->dur_ns;
+		t->calls[i].nr = (__s32)c->nr;
 		break;
 	}
 	if (written > fs->os_clock) {
@@ -206,6 +218,12 @@ static void explain(const struct thread_os *t, __u64 from, __u64 to, struct find
 			f->faults += t->faults[i].count;
 			f->major_faults += t->faults[i].major;
 		}
+	/* No time off the CPU named a call (none, or none seen entering: on the CPU in a
+	 * read that submits requests as fast as a disk takes them): the call it was in. */
+	n = GS_MIN(t->ncalls, THREAD_HIST);
+	for (unsigned int i = 0; i < n && f->syscall < 0; i++)
+		if (2 * overlap(t->calls[i].start, t->calls[i].end, from, to) >= to - from)
+			f->syscall = t->calls[i].nr;
 	/* Off the CPU for most of it: why; else on it. */
 	if (2 * f->off_ns >= to - from) {
 		if (by_reason[GS_OFFCPU_DISK] >= by_reason[GS_OFFCPU_SLEEP] &&
@@ -499,6 +517,7 @@ static void on_record(void *ctx, const struct gs_hdr *ev)
 	case GS_EV_OFFCPU:
 	case GS_EV_FAULTS:
 	case GS_EV_BLOCK:
+	case GS_EV_SYSCALL:
 		/* (A retired process's findings are settled: what its threads did after its
 		 * exit record, in records that came later, explains nothing.) */
 		if (!model__retired(fs->m, ev->pid))
@@ -548,8 +567,9 @@ struct findings *findings__attach(struct stream *s, struct model *m)
 	model__observe(m, &observer, fs);
 	stream__subscribe(s,
 			  STREAM_TYPE(GS_EV_OFFCPU) | STREAM_TYPE(GS_EV_FAULTS) |
-				  STREAM_TYPE(GS_EV_BLOCK) | STREAM_TYPE(GS_EV_LAUNCH) |
-				  STREAM_TYPE(GS_EV_SYNC) | STREAM_TYPE(GS_EV_SESSION),
+				  STREAM_TYPE(GS_EV_BLOCK) | STREAM_TYPE(GS_EV_SYSCALL) |
+				  STREAM_TYPE(GS_EV_LAUNCH) | STREAM_TYPE(GS_EV_SYNC) |
+				  STREAM_TYPE(GS_EV_SESSION),
 			  on_record, fs);
 	return fs;
 }

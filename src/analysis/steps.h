@@ -22,8 +22,9 @@
  * was in an NCCL call, in a copy call, waited for the GPU (synchronisations), was blocked
  * off the CPU or in a waiting system call (read, poll, futex, sleeps...: the OS plane's)
  * outside any CUDA call, while no other thread of the process launched (waiting for the
- * next batch, for I/O, for a lock; not for PyTorch's backward pass on its engine thread);
- * else the thread ran: with GPU timing, the GPU idle while the host prepared and launched
+ * next batch, for I/O, for a lock; not for PyTorch's backward pass on its engine thread),
+ * not counting the time it then waited for a CPU; else the thread ran, or waited for a CPU
+ * (woken or preempted): with GPU timing, the GPU idle while the host prepared and launched
  * the work (host launch delay). A slow step (over 1.5 times the median, and 1 ms more) is
  * explained by the finding of the process whose GPU idle time overlaps it most, where
  * there is one.

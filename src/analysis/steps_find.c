@@ -192,7 +192,7 @@ static void add_edges(struct edge *e, size_t *n, const struct arr *a, __u32 tid,
 static const enum step_part part_of[C_NCLS + 1] = {
 	[C_GPU_NCCL] = STEP_NCCL,  [C_GPU_COPY] = STEP_COPIES,	[C_GPU_COMPUTE] = STEP_COMPUTE,
 	[C_NCCL_CALL] = STEP_NCCL, [C_COPY_CALL] = STEP_COPIES, [C_SYNC] = STEP_SYNC,
-	[C_DATA] = STEP_DATA,	   [C_NCLS] = STEP_HOST,
+	[C_RUNQ] = STEP_HOST,	   [C_DATA] = STEP_DATA,	[C_NCLS] = STEP_HOST,
 };
 
 /* Each step's parts: its time swept once, each stretch the highest class there (GPU spans
@@ -261,9 +261,11 @@ static void view_of(struct sproc *p, const char *func, struct view *w, struct la
 			 (void *)((uintptr_t)hmap_get(&w->counts, w->l[i].func, 0) + 1));
 }
 
-/* Where the last step ends: its last launch of a kernel the loop launches, then the waits
- * that began by then or right after (before the process's next launch, within a period),
- * and the GPU work that began by then. */
+/* Where the last step ends: past its last launch of a kernel the loop launches, then the
+ * waits that began by then or right after (before the process's next launch, within a
+ * period), and the GPU work that began by then. (Past the launch, not at it: a loaded
+ * machine may start the wait after it later than a period, and a step of one launch then
+ * held none, seen in CI.) */
 static __u64 last_end(const struct view *w, const struct sproc *p, __u64 c, const __u64 *starts,
 		      size_t n)
 {
@@ -274,9 +276,9 @@ static __u64 last_end(const struct view *w, const struct sproc *p, __u64 c, cons
 
 	for (size_t i = 0; i < w->n; i++)
 		if (in_loop(count_of(w, w->l[i].func), c))
-			end = GS_MAX(end, w->l[i].ts);
+			end = GS_MAX(end, w->l[i].ts + 1);
 	for (size_t i = 0; i < p->launches.n && bound == UINT64_MAX; i++)
-		if (l[i].ts > end)
+		if (l[i].ts >= end)
 			bound = l[i].ts;
 	for (size_t i = 0; i < p->host.n; i++)
 		if (host[i].cls == C_SYNC && host[i].start >= starts[n - 1] &&

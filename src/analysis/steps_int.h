@@ -20,6 +20,7 @@ enum span_cls {
 	C_NCCL_CALL,   /* the launching thread was in an NCCL call */
 	C_COPY_CALL,   /* ... in a copy call */
 	C_SYNC,	       /* ... waited for the GPU */
+	C_RUNQ,	       /* ... was runnable, waiting for a CPU (woken, or preempted) */
 	C_DATA,	       /* ... was blocked, or in a waiting system call, outside CUDA calls */
 	C_NCLS,
 };

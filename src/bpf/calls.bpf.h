@@ -225,11 +225,12 @@ static long gs_py_frame(__u32 i, void *ctx)
 
 	if (!frames || !w->f || w->n >= GS_PYSTACK_MAX)
 		return 1;
-	code = gs_read64(w->f + w->c.f_code);
+	/* (3.14 tags the code's reference in its low bits: PY_CODE_OF, core/pylayout.h) */
+	code = gs_read64(w->f + w->c.f_code) & ~7ULL;
 	prev = gs_read64(w->f + w->c.f_prev);
 	if (w->c.f_owner >= 0)
 		bpf_probe_read_user(&owner, 1, (const void *)(w->f + w->c.f_owner));
-	if (owner == 3) { /* 3.12: the entry frame an evaluation pushes first */
+	if (owner >= 3) { /* 3.12 and later: the entry frame an evaluation pushes first */
 		if (w->n)
 			w->entry |= 1ULL << ((w->n - 1) & 63);
 		w->f = prev;

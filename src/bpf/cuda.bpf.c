@@ -204,7 +204,7 @@ static long py_tb(__u32 i, void *ctx)
 	f = gs_read64(w->tb + 24);
 	if (w->frame_obj)
 		f = gs_read64(f + 24);
-	code = gs_read64(f + w->f_code);
+	code = gs_read64(f + w->f_code) & ~7ULL;
 	bpf_probe_read_user(&lasti, sizeof(lasti), (const void *)(w->tb + 32));
 	if (code)
 		frames[w->n++ & (GS_PYSTACK_MAX - 1)] = GS_PYFRAME(code, lasti > 0 ? lasti : 0);

@@ -13,7 +13,8 @@
  * from PyGILState_GetThisThreadState (thread-specific data, no lock, no GIL needed). Only
  * the calling thread's own frames are read: they cannot change under it.
  *
- * Layouts: core/pylayout.h; names: core/pyname.c (shared with gpuscope).
+ * Layouts: core/pylayout.h (3.13 and later: read from the process's _Py_DebugOffsets,
+ * core/pylayout.c); names: core/pyname.c (shared with gpuscope).
  */
 #include <dlfcn.h>
 #include <stdio.h>
@@ -30,11 +31,10 @@
 #define MAX_PY	  64	 /* Python frames read, at most */
 #define NAMED_CAP 65536u /* pseudo-addresses named per process, at most */
 
-#define OWNED_BY_CSTACK 3 /* 3.12: the entry frame an evaluation pushes first */
-
 static struct {
 	int state; /* 0 not looked, 1 on, -1 off (no Python, no layout, reads refused) */
 	const struct py_layout *l;
+	struct py_layout read; /* 3.13 and later: the process's own (_Py_DebugOffsets) */
 	void *(*this_thread)(void);
 	__u64 eval_lo, eval_hi; /* _PyEval_EvalFrameDefault's code, if known */
 	__u64 *named;		/* pseudo-addresses named (open addressing, 0 empty) */
@@ -105,9 +105,11 @@ static void look(void)
 	Y.this_thread = (void *(*)(void))gs_real_sym(RTLD_DEFAULT, "PyGILState_GetThisThreadState");
 	if (!Y.this_thread || !(version = version_hex()))
 		return; /* no Python here */
-	for (size_t i = 0; i < sizeof(py_layouts) / sizeof(py_layouts[0]); i++)
-		if (version >> 24 == 3 && ((version >> 16) & 0xff) == py_layouts[i].minor)
-			Y.l = &py_layouts[i];
+	if (version >> 24 == 3 && !(Y.l = py_layout_static((version >> 16) & 0xff)) &&
+	    py_layout_debug(py_read_pid, (void *)(uintptr_t)Y.pid,
+			    (__u64)(uintptr_t)gs_real_sym(RTLD_DEFAULT, "_PyRuntime"),
+			    (version >> 16) & 0xff, &Y.read))
+		Y.l = &Y.read;
 	eval = gs_real_sym(RTLD_DEFAULT, "_PyEval_EvalFrameDefault");
 	if (eval && dladdr1(eval, &info, (void **)&sym, RTLD_DL_SYMENT) && sym && sym->st_size) {
 		Y.eval_lo = (__u64)(unsigned long)eval;
@@ -248,16 +250,16 @@ static int walk(__u64 *out, bool *entry)
 	/* (The program ran since the last walk: nothing read then holds.) */
 	tl_win[0].lo = tl_win[0].hi = tl_win[1].lo = tl_win[1].hi = 0;
 	for (int steps = 0; f && n < MAX_PY && steps < 4 * MAX_PY; steps++) {
-		unsigned char fr[104];
+		unsigned char fr[PY_FRAME_MAX];
 		__u64 code, prev, instr, off;
-		int size = l->lasti_int ? l->f_instr + 4 : 72;
 
-		if (!win_read(tl_win, fr, f, (size_t)size))
+		if (!win_read(tl_win, fr, f, py_frame_bytes(l)))
 			break;
 		memcpy(&code, fr + l->f_code, 8);
 		memcpy(&prev, fr + l->f_prev, 8);
-		if (l->f_owner >= 0 && fr[l->f_owner] == OWNED_BY_CSTACK) {
-			/* 3.12: the previous frame ends its evaluation. */
+		code = PY_CODE_OF(code);
+		if (l->f_owner >= 0 && fr[l->f_owner] >= PY_OWNED_BY_EVAL) {
+			/* 3.12 and later: the previous frame ends its evaluation. */
 			if (n)
 				entry[n - 1] = true;
 			f = prev;

@@ -4,7 +4,8 @@
  * opens a CUDA library (before its first call), or at its first stack (a process attached
  * to): is it a Python interpreter (a libpython3.X or
  * python3.X file mapped executable, with _PyRuntime in its symbols), of which version
- * (Py_Version in its memory, else the file's name), with a known layout? If so, the
+ * (Py_Version in its memory, else the file's name), with a known layout (written, or for
+ * 3.13 and later read from its _Py_DebugOffsets: core/pylayout.c)? If so, the
  * kernel's walker is told where its runtime is and how to read it (tracer__py_config),
  * and from then on each of its stacks comes after a record of its Python frames
  * (GS_EV_PYSTACK), which this filter puts into the stack in place of the interpreter's
@@ -33,6 +34,7 @@
 
 struct pyproc {
 	const struct py_layout *l; /* NULL: not Python, or not walked */
+	struct py_layout read;	   /* 3.13 and later: the process's own (_Py_DebugOffsets) */
 	bool decided;		   /* a Python interpreter was found (walked or not) */
 	__u64 eval_lo, eval_hi;
 	struct hmap named; /* pseudo-address -> NAMED, or the failed tries */
@@ -143,9 +145,12 @@ static void look(struct kernel_py *k, __u32 pid, struct pyproc *pp)
 		minor = (int)((hex >> 16) & 0xff);
 	else if ((minor = minor_of_name(py->path)) >= 0)
 		hex = 0x03000000UL | (unsigned long)minor << 16;
-	for (size_t i = 0; i < sizeof(py_layouts) / sizeof(py_layouts[0]); i++)
-		if ((int)py_layouts[i].minor == minor && py_layouts[i].rt_interp_head >= 0)
-			pp->l = &py_layouts[i];
+	if (minor >= 0 && !(pp->l = py_layout_static((unsigned int)minor)) &&
+	    py_layout_debug(py_read_pid, (void *)(uintptr_t)pid, runtime, (unsigned int)minor,
+			    &pp->read))
+		pp->l = &pp->read;
+	if (pp->l && pp->l->rt_interp_head < 0)
+		pp->l = NULL; /* (3.10: not walked by the kernel's walker) */
 	if (pp->l) {
 		const struct py_layout *l = pp->l;
 		struct gs_py_cfg c = { .runtime = runtime,

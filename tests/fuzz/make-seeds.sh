@@ -19,6 +19,9 @@ trace inject --inject -- "$out/workloads/wl_driver"
 # Python frames (symbols of pseudo-addresses, the interpreter's record), both planes.
 trace python --inject --stacks 1 -- /usr/bin/python3 tests/workloads/py_cuda.py
 trace python-kernel --stacks 1 -- /usr/bin/python3 tests/workloads/py_cuda.py --pause 0.3
+# 3.13 and 3.14: layouts read from the process (synthetic interpreters), both planes.
+trace python313 --inject --stacks 1 -- "$out/workloads/python3.13-fake"
+trace python314-kernel --stacks 1 -- "$out/workloads/python3.14-fake"
 # Python exceptions: raised, with a CUDA error's text, uncaught in a thread and in main.
 trace python-exc --py-exceptions -- /usr/bin/python3 tests/workloads/py_exc.py 3 thread main || true
 # The OS plane, and host facts of every kind (block devices: the file is read from $out).
@@ -43,3 +46,41 @@ for f in driver inject devcode probe os python python-kernel python-exc; do
 	tail -c +17 "$seeds/recording/$f.gsrec" >"$seeds/records/$f.bin"
 done
 ls -l "$seeds/recording" "$seeds/records"
+# A frame named through a _Py_DebugOffsets (fuzz_pyname: first byte 3 or 4 for 3.13 or
+# 3.14, the table at 16, the code object at 16 + 1024): the fields at the slots
+# core/pylayout.c reads, then a code object, its strings and its line table.
+python3 - "$seeds/pyname" <<'PY'
+import struct, sys
+BASE = 0x10000
+for minor, pick, slots in ((13, 3, (40, 72, 168, 184, 200, 232, 240, 248, 264, 280, 296, 304,
+                                    312, 344, 360, 376, 408, 520, 528, 544, 552, 560)),
+                           (14, 4, (40, 72, 192, 208, 224, 256, 264, 272, 288, 320, 336, 344,
+                                    352, 384, 408, 424, 456, 600, 608, 624, 632, 640))):
+    img = bytearray(16 + 1024 + 512)
+    img[0] = pick
+    img[1:9] = struct.pack("<Q", 20)
+    t = 16
+    img[t:t + 8] = b"xdebugpy"
+    img[t + 8:t + 16] = struct.pack("<Q", 0x030000f0 | minor << 16)
+    values = (1024, 7344, 8, 72, 160, 8, 0, 56, 70 if minor == 13 else 74, 112, 128, 136, 68,
+              200, 8, 24, 24, 16, 32, 32, 16, 40)
+    for at, v in zip(slots, values):
+        img[t + at:t + at + 8] = struct.pack("<Q", v)
+    code = 16 + 1024
+    strs = code + 256
+    def put(at, v):
+        img[at:at + 8] = struct.pack("<Q", v)
+    def string(at, text):
+        put(at + 16, len(text))
+        img[at + 32:at + 36] = struct.pack("<I", 1 << 2 | 1 << 5 | 1 << 6)
+        img[at + 40:at + 40 + len(text)] = text
+    string(strs, b"train.py")
+    string(strs + 64, b"Trainer.step")
+    put(strs + 128 + 16, 4)
+    img[strs + 128 + 32:strs + 128 + 36] = bytes((0xef, 0x02, 0xef, 0x08))
+    put(code + 112, BASE + strs)
+    put(code + 128, BASE + strs + 64)
+    put(code + 136, BASE + strs + 128)
+    img[code + 68:code + 72] = struct.pack("<i", 40)
+    open("%s/debug-3%d" % (sys.argv[1], minor), "wb").write(bytes(img))
+PY

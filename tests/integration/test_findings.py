@@ -76,8 +76,11 @@ def test_planted_stalls_are_found(gs, tmp_path):
         assert disk["io_ns"] * 2 >= disk["launch_late_ns"]
         assert "launching thread %d was on the CPU issuing I/O in pread64() on %s for " % (
             disk["tid"], dev) in disk["text"]
-    # The nap: asleep in clock_nanosleep for (at least) its 30 ms.
-    assert nap["cause"] == "blocked" and nap["syscall"] == "clock_nanosleep"
+    # The nap: asleep in clock_nanosleep for (at least) its 30 ms. (Seen once in CI and once
+    # in 30 runs under load here, not since: no off-CPU interval of the nap when it was
+    # explained; what was lost, if anything, is not known: the finding and the drops say.)
+    assert nap["cause"] == "blocked" and nap["syscall"] == "clock_nanosleep", \
+        (nap, report["drops"])
     assert nap["idle_ns"] >= nap["thread_off_cpu_ns"] >= truth["stall:sleep_ns"]
     assert "was asleep in clock_nanosleep() for " in nap["text"]
     assert nap["tid"] == report["session"]["target_pid"] and nap["device"] == 0

@@ -160,6 +160,28 @@ def test_unknown_version_keeps_native_stacks(gs, tmp_path):
     assert sum(lines.values()) == 20 and all(" (" not in s for s in lines), lines
 
 
+@pytest.mark.parametrize("minor", [13, 14])
+@pytest.mark.parametrize("plane", ["inject", "kernel"])
+def test_313_and_314_layouts_are_read_from_the_process(gs, tmp_path, minor, plane):
+    """3.13 and later describe their layout in _PyRuntime (_Py_DebugOffsets); a synthetic
+    interpreter of each (wl_pynew.c: its own offsets, found nowhere else; 3.14's tagged code
+    references; two evaluations) is walked in both planes: each evaluation's frames in place of
+    its native frame."""
+    out, js = tmp_path / "n.folded", tmp_path / "n.json"
+    gs.run(["run", "-q", "--stacks", "1", "--folded", str(out), "--json=%s" % js] +
+           (["--inject"] if plane == "inject" else []) +
+           ["--", gs.wl("python3.%d-fake" % minor)], check_rc=0)
+    lines = folded(out)
+    (stack,) = [k for k in lines if k.endswith(";cuLaunchKernel;pyKernel")]
+    assert lines[stack] == 20
+    assert stack.split(";")[-6:-2] == ["main", "<module> (fake_train.py:3)",
+                                       "train (fake_train.py:12)",
+                                       "Trainer.step (fake_train.py:45)"], stack
+    assert "_PyEval_EvalFrameDefault" not in stack
+    (proc,) = json.loads(js.read_text())["processes"]
+    assert proc["python"] == {"version": "3.%d.0" % minor, "frames": "read", "in_place": True}
+
+
 def test_garbage_interpreter_state_harms_nothing(gs, tmp_path):
     out = tmp_path / "g.folded"
     p = gs.run(["run", "--inject", "--stacks", "1", "--folded", str(out), "--",

@@ -82,7 +82,9 @@ def test_step_function(gsr, tmp_path):
     assert steps["step_function"] == "train_step" and steps["step_function_seen"]
     assert steps["anchor_kernel"] == "fwdKernel"
     assert [s["launches"] for s in steps["list"]] == [5] * STEPS
-    assert steps["list"][SLOW]["slow"] and steps["slow"] == 1
+    # (The slow step, the slowest; a loaded machine may make another one slow too.)
+    durations = [s["duration_ns"] for s in steps["list"]]
+    assert steps["list"][SLOW]["slow"] and max(durations) == durations[SLOW] >= 80e6
 
     def report(*extra):
         p = gsr.run(["report", "--json"] + list(extra) + [str(rec)], check_rc=0)

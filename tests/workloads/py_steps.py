@@ -4,7 +4,8 @@ optimizer kernel, waiting for the GPU (as loss.item() does), then fetching the n
 from a "data loader" that takes 2 ms -- except after step SLOW, where it takes 80 ms (a slow
 disk). Then EVAL evaluation steps (evaluate), a kernel and a wait each (default none).
 With `thread`, the backward launches come from another thread, 5 ms apart, while the loop
-waits for it (as loss.backward() waits for autograd's engine thread).
+waits for it (as loss.backward() waits for autograd's engine thread, which lives as long as
+the program).
 
     py_steps.py STEPS SLOW [EVAL] [thread]
 """
@@ -47,12 +48,29 @@ def backward(bwd, apart):
         time.sleep(apart)
 
 
-def train_step(fwd, bwd, opt, engine=False):
+class Engine:
+    """The backward pass's thread: run() hands it a pass and waits for it to end."""
+    def __init__(self, bwd):
+        self.bwd, self.go, self.done = bwd, threading.Event(), threading.Event()
+        threading.Thread(target=self.loop, daemon=True).start()
+
+    def loop(self):
+        while True:
+            self.go.wait()
+            self.go.clear()
+            backward(self.bwd, 0.005)
+            self.done.set()
+
+    def run(self):
+        self.go.set()
+        self.done.wait()
+        self.done.clear()
+
+
+def train_step(fwd, bwd, opt, engine=None):
     launch(fwd, 200)
     if engine:
-        t = threading.Thread(target=backward, args=(bwd, 0.005))
-        t.start()
-        t.join()
+        engine.run()
     else:
         backward(bwd, 0)
     launch(opt, 100)
@@ -68,7 +86,7 @@ def evaluate(ev, n):
 def main():
     steps, slow = int(sys.argv[1]), int(sys.argv[2])
     evals = int(sys.argv[3]) if len(sys.argv) > 3 else 0
-    engine = "thread" in sys.argv[4:]
+    engine = None
     dev, ctx, lib = ctypes.c_int(), ctypes.c_void_p(), ctypes.c_void_p()
     check(cu.cuInit(0))
     check(cu.cuDeviceGet(ctypes.byref(dev), 0))
@@ -78,6 +96,8 @@ def main():
     init, fwd, bwd, opt, ev = (kernel(lib, n) for n in (b"initKernel", b"fwdKernel",
                                                         b"bwdKernel", b"optKernel",
                                                         b"evalKernel"))
+    if "thread" in sys.argv[4:]:
+        engine = Engine(bwd)
     launch(init)
     check(cu.cuCtxSynchronize())
     load_batch(False)
