@@ -11,7 +11,8 @@ WORKLOADS := $(WL_DIR)/wl_driver $(WL_DIR)/wl_runtime $(WL_DIR)/wl_static $(WL_D
 	     $(WL_DIR)/rpath/bin/wl_driver_rpath $(WL_DIR)/wl_dlopen $(WL_DIR)/wl_gputime \
 	     $(WL_DIR)/wl_secure $(WL_DIR)/wl_os $(WL_DIR)/wl_stall $(WL_DIR)/wl_stack \
 	     $(WL_DIR)/wl_queue $(WL_DIR)/wl_memory $(WL_DIR)/wl_devcode $(WL_DIR)/wl_probe \
-	     $(WL_DIR)/wl_pyfake $(WL_DIR)/python3.13-fake $(WL_DIR)/python3.14-fake
+	     $(WL_DIR)/wl_pyfake $(WL_DIR)/python3.13-fake $(WL_DIR)/python3.14-fake \
+	     $(WL_DIR)/libwl_engine.so
 
 fakes: $(FAKES) $(WORKLOADS)
 
@@ -90,6 +91,13 @@ $(WL_DIR)/wl_pyfake: tests/workloads/wl_pyfake.c $(WL_DEPS) $(FAKES_DIR)/libcuda
 	@mkdir -p $(@D)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(WL_CFLAGS) -rdynamic $< -o $@ -L$(FAKES_DIR) -l:libcuda.so.1
+
+# A native thread that launches for a Python thread (py_cuda.py --engine), frame pointers kept.
+$(WL_DIR)/libwl_engine.so: tests/workloads/wl_engine.c $(WL_DEPS) $(FAKES_DIR)/libcuda.so.1
+	@mkdir -p $(@D)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(WL_CFLAGS) -fPIC -shared -fno-omit-frame-pointer $< -o $@ -L$(FAKES_DIR) \
+		-l:libcuda.so.1 -lpthread
 
 # A 3.13 or 3.14 interpreter's layout (tests/workloads/wl_pynew.c): named like one (the
 # kernel probes' plane looks for python3*), its frames' native frames kept.

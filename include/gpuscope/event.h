@@ -495,6 +495,9 @@ struct gs_ev_stack {
 #define GS_PYFRAME(code, off)                            \
 	(GS_PYFRAME_BIT | (((__u64)(code) >> 3) << 19) | \
 	 ((__u64)(off) < GS_PYFRAME_OFF ? (__u64)(off) : GS_PYFRAME_OFF))
+/* Where a stack of a thread with no Python state goes on with the Python frames of the
+ * thread it works for (gs_ev_pystack's borrowed; named "[on a thread without Python]"). */
+#define GS_PYFRAME_BORROWED GS_PYFRAME(0, 1)
 
 /* The name of an address gpuscope resolved in a process (so that a recording replays
  * with names after the process is gone). Records are cut after the name (h.size). */
@@ -662,13 +665,17 @@ struct gs_ev_python {
  * (same h.ts, pid, tid): frames innermost first (GS_PYFRAME pseudo-addresses), bit i of
  * entry set if frame i is the outermost of one evaluation of the interpreter. gpuscope puts
  * them into the stack record and drops this one. Cut after the last frame (h.size).
+ * borrowed: the thread has no Python state (PyTorch's autograd engine threads, which launch
+ * the backward pass), and the frames are those of the process's Python thread whose launch
+ * showed its own frames last (the one waiting in loss.backward()), as they are now.
  */
 #define GS_PYSTACK_MAX 64
 struct gs_ev_pystack {
 	struct gs_hdr h;
 	__u64 entry;
 	__u16 nframes;
-	__u16 pad[3];
+	__u16 borrowed;
+	__u16 pad[2];
 	__u64 frames[GS_PYSTACK_MAX];
 };
 
@@ -680,7 +687,8 @@ struct gs_py_cfg {
 	__s16 f_code, f_prev, f_instr, f_entry, f_owner, co_code;
 	__u8 lasti_int;
 	__u8 str_ascii; /* where a compact ASCII string's characters start */
-	__u8 pad[6];
+	__u8 pad[2];
+	__u32 last_tid; /* (the walker's) the thread whose own frames a launch showed last */
 };
 
 /*

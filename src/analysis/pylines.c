@@ -54,8 +54,9 @@ static void on_stack(void *ctx, const struct gs_hdr *h, const struct stack_entry
 	(void)e;
 	if (!api_desc(st->api) || api_desc(st->api)->family != GS_FAM_LAUNCH)
 		return;
+	/* (Of another thread's frames too: past the mark, the line the launch was for.) */
 	for (unsigned int i = 0; i < st->nframes && !where; i++)
-		if (GS_IS_PYFRAME(st->ip[i]))
+		if (GS_IS_PYFRAME(st->ip[i]) && st->ip[i] != GS_PYFRAME_BORROWED)
 			where = model__symbol(pl->m, h->pid, st->ip[i]);
 	if (!where)
 		return;

@@ -198,9 +198,10 @@ struct py_walk {
 	struct gs_py_cfg c;
 	__u64 t, f, entry;
 	__u32 n, tid;
+	bool found;
 };
 
-/* One thread state of the list: 1 (stop) at this thread's, or at the end. */
+/* One thread state of the list: 1 (stop) at this thread's (found), or at the end. */
 static long gs_py_thread(__u32 i, void *ctx)
 {
 	struct py_walk *w = ctx;
@@ -209,10 +210,23 @@ static long gs_py_thread(__u32 i, void *ctx)
 	if (!w->t)
 		return 1;
 	bpf_probe_read_user(&id, sizeof(id), (const void *)(w->t + w->c.ts_tid));
-	if ((__u32)id == w->tid)
+	if ((__u32)id == w->tid) {
+		w->found = true;
 		return 1;
+	}
 	w->t = gs_read64(w->t + w->c.ts_next);
 	return 0;
+}
+
+/* The thread state of thread w->tid, from the interpreter's list (at most 64 long): w->t,
+ * 0 if not there. */
+static __always_inline void gs_py_find(struct py_walk *w)
+{
+	w->found = false;
+	w->t = gs_read64(gs_read64(w->c.runtime + w->c.rt_interp_head) + w->c.interp_threads);
+	bpf_loop(64, gs_py_thread, w, 0);
+	if (!w->found)
+		w->t = 0; /* (not in the first 64: another thread's state is no answer) */
 }
 
 /* One frame: its pseudo-address into the scratch frames; 1 (stop) at the end. */
@@ -262,15 +276,33 @@ static long gs_py_frame(__u32 i, void *ctx)
  * none), and which are an evaluation's outermost (*entry). Its thread state is tstate, or
  * (0) is found in the interpreter's list by its thread id; the frames are walked from the
  * current one (at most loops steps), each read with bpf_probe_read_user (a bad address
- * reads 0). */
-static __always_inline __u32 gs_py_walk(const struct gs_py_cfg *c, __u64 pid_tgid, __u64 tstate,
-					__u32 loops, __u64 *entry)
+ * reads 0). how: PY_BORROW, a thread with no Python state takes the frames of the thread
+ * c->last_tid, or if that one is gone of the process's main thread (*borrowed: an autograd
+ * engine thread, which runs the backward pass while the Python thread waits in
+ * loss.backward()); PY_LAUNCH, also a launch's stack, whose thread, if it runs Python, is
+ * the one borrowed from from now on. */
+#define PY_BORROW 1
+#define PY_LAUNCH 3
+static __always_inline __u32 gs_py_walk(struct gs_py_cfg *c, __u64 pid_tgid, __u64 tstate,
+					__u32 loops, __u64 *entry, __u32 how, bool *borrowed)
 {
 	struct py_walk w = { .c = *c, .tid = (__u32)pid_tgid, .t = tstate };
 
+	*borrowed = false;
 	if (!w.t) {
-		w.t = gs_read64(gs_read64(w.c.runtime + w.c.rt_interp_head) + w.c.interp_threads);
-		bpf_loop(64, gs_py_thread, &w, 0);
+		gs_py_find(&w);
+		if (w.t && how == PY_LAUNCH)
+			c->last_tid = w.tid;
+		if (!w.t && (how & PY_BORROW) && c->last_tid && c->last_tid != w.tid) {
+			w.tid = c->last_tid;
+			gs_py_find(&w);
+		}
+		/* (That thread gone: the process's main thread.) */
+		if (!w.t && (how & PY_BORROW) && (__u32)pid_tgid != pid_tgid >> 32) {
+			w.tid = pid_tgid >> 32;
+			gs_py_find(&w);
+		}
+		*borrowed = w.t && w.tid != (__u32)pid_tgid;
 	}
 	if (!w.t)
 		return 0;
@@ -283,13 +315,16 @@ static __always_inline __u32 gs_py_walk(const struct gs_py_cfg *c, __u64 pid_tgi
 }
 
 /* This thread's Python frames, as a record just before its stack's (see gs_ev_pystack). */
-static __always_inline void gs_emit_pystack(const struct gs_py_cfg *c, __u64 ts, __u64 pid_tgid)
+static __always_inline void gs_emit_pystack(struct gs_py_cfg *c, __u64 ts, __u64 pid_tgid,
+					    bool launch)
 {
 	struct gs_ev_pystack *e;
 	__u32 zero = 0, n;
 	__u64 *frames, entry = 0;
+	bool borrowed;
 
-	n = gs_py_walk(c, pid_tgid, 0, 2 * GS_PYSTACK_MAX, &entry);
+	n = gs_py_walk(c, pid_tgid, 0, 2 * GS_PYSTACK_MAX, &entry, launch ? PY_LAUNCH : PY_BORROW,
+		       &borrowed);
 	frames = bpf_map_lookup_elem(&py_scratch, &zero);
 	if (!n || !frames)
 		return;
@@ -299,7 +334,8 @@ static __always_inline void gs_emit_pystack(const struct gs_py_cfg *c, __u64 ts,
 	__builtin_memcpy(e->frames, frames, sizeof(e->frames));
 	e->entry = entry;
 	e->nframes = (__u16)n;
-	e->pad[0] = e->pad[1] = e->pad[2] = 0;
+	e->borrowed = borrowed;
+	e->pad[0] = e->pad[1] = 0;
 	e->h.size = offsetof(struct gs_ev_pystack, frames) + n * 8;
 	bpf_ringbuf_submit(e, 0);
 }
@@ -310,7 +346,7 @@ static __always_inline void gs_emit_stack(struct pt_regs *ctx, const struct call
 					  __u64 arg, bool sampled)
 {
 	struct gs_ev_stack *e;
-	const struct gs_py_cfg *py;
+	struct gs_py_cfg *py;
 	__u64 pid_tgid = bpf_get_current_pid_tgid(), *count;
 	__u32 zero = 0, tgid = pid_tgid >> 32;
 	long n;
@@ -324,7 +360,7 @@ static __always_inline void gs_emit_stack(struct pt_regs *ctx, const struct call
 	}
 	py = bpf_map_lookup_elem(&py_cfg, &tgid);
 	if (py)
-		gs_emit_pystack(py, st->ts, pid_tgid);
+		gs_emit_pystack(py, st->ts, pid_tgid, sampled);
 	e = gs_reserve(sizeof(*e), GS_EV_STACK, GS_SRC_UPROBE, st->ts, pid_tgid);
 	if (!e)
 		return;

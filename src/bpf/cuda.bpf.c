@@ -213,15 +213,16 @@ static long py_tb(__u32 i, void *ctx)
 }
 
 /* Whether a raise at (type, its innermost frame) is one of its site's first: counted. */
-static __always_inline bool py_exc_first(const struct gs_py_cfg *c, __u64 pid_tgid, __u64 tstate,
+static __always_inline bool py_exc_first(struct gs_py_cfg *c, __u64 pid_tgid, __u64 tstate,
 					 __u64 type, __u64 *site)
 {
 	struct gs_pyexc_key k = { .tgid = pid_tgid >> 32, .type_addr = type };
 	__u64 entry, one = 1, *count, *frames;
 	__u32 zero = 0;
+	bool borrowed;
 
 	frames = bpf_map_lookup_elem(&py_scratch, &zero);
-	if (frames && gs_py_walk(c, pid_tgid, tstate, 3, &entry))
+	if (frames && gs_py_walk(c, pid_tgid, tstate, 3, &entry, 0, &borrowed))
 		k.site = frames[0];
 	*site = k.site;
 	count = bpf_map_lookup_elem(&py_exc_count, &k);
@@ -244,7 +245,7 @@ int BPF_KPROBE(py_exc)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid(), cookie = bpf_get_attach_cookie(ctx);
 	__u32 tgid = pid_tgid >> 32, zero = 0, n;
-	const struct gs_py_cfg *c = bpf_map_lookup_elem(&py_cfg, &tgid);
+	struct gs_py_cfg *c = bpf_map_lookup_elem(&py_cfg, &tgid);
 	/* (Both read first: a context offset chosen at run time is refused.) */
 	__u64 arg1 = PT_REGS_PARM1(ctx), arg2 = PT_REGS_PARM2(ctx), arg3 = PT_REGS_PARM3(ctx),
 	      arg4 = PT_REGS_PARM4(ctx);
@@ -252,6 +253,7 @@ int BPF_KPROBE(py_exc)
 	__u64 type, value, text, args, entry = 0, *frames, site = 0, tstate = 0;
 	struct gs_ev_pyexc *e;
 	__u32 state = 0;
+	bool borrowed;
 
 	if (!c)
 		return 0;
@@ -274,7 +276,7 @@ int BPF_KPROBE(py_exc)
 		tw.tb = cookie == PYEXC_DISPLAY_FILE ? arg4 : arg3;
 		bpf_loop(GS_PYSTACK_MAX, py_tb, &tw, 0);
 	}
-	n = tw.n ?: gs_py_walk(c, pid_tgid, tstate, 2 * GS_PYSTACK_MAX, &entry);
+	n = tw.n ?: gs_py_walk(c, pid_tgid, tstate, 2 * GS_PYSTACK_MAX, &entry, 0, &borrowed);
 	frames = bpf_map_lookup_elem(&py_scratch, &zero);
 	if (!frames)
 		return 0;

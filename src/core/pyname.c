@@ -6,6 +6,7 @@
 #include <sys/uio.h>
 
 #include "core/pyname.h"
+#include "gpuscope/event.h"
 
 #define TEXT_MAX 200 /* bytes of a name or a file name kept */
 
@@ -190,15 +191,15 @@ bool py_frame_name(const struct py_reader *r, __u64 code, __u64 off, char *out, 
 	return true;
 }
 
-int py_mix(const __u64 *native, int n, const __u64 *py, const bool *entry, int np, __u64 eval_lo,
-	   __u64 eval_hi, __u64 *out, int max)
+int py_mix(const __u64 *native, int n, const __u64 *py, const bool *entry, int np, bool borrowed,
+	   __u64 eval_lo, __u64 eval_hi, __u64 *out, int max)
 {
 	int k = 0, p = 0;
 
 	for (int i = 0; i < n && k < max; i++) {
 		__u64 ip = native[i];
 
-		if (p < np && eval_hi && ip - 1 >= eval_lo && ip - 1 < eval_hi) {
+		if (!borrowed && p < np && eval_hi && ip - 1 >= eval_lo && ip - 1 < eval_hi) {
 			/* This evaluation's frames in place of the interpreter's. */
 			while (p < np && k < max) {
 				bool last = entry[p];
@@ -211,7 +212,10 @@ int py_mix(const __u64 *native, int n, const __u64 *py, const bool *entry, int n
 		}
 		out[k++] = ip;
 	}
-	/* Evaluations whose native frames were not found (the unwinder stopped): outermost. */
+	/* Evaluations whose native frames were not found (the unwinder stopped), or another
+	 * thread's: outermost. */
+	if (borrowed && np && k < max)
+		out[k++] = GS_PYFRAME_BORROWED;
 	while (p < np && k < max)
 		out[k++] = py[p++];
 	return k;

@@ -29,10 +29,13 @@ bool py_frame_name(const struct py_reader *r, __u64 code, __u64 off, char *out, 
  * A native stack (innermost first) with each frame of the interpreter (eval_lo..eval_hi:
  * _PyEval_EvalFrameDefault) replaced by the Python frames that evaluation ran: py[]
  * innermost first, entry[i] marking each evaluation's outermost frame. Python frames left
- * over (evaluations whose native frames were not found) go outermost. Into out (at most
- * max); the count.
+ * over (evaluations whose native frames were not found) go outermost. borrowed: the frames
+ * are another thread's (this one has no Python state): all go outermost, after
+ * GS_PYFRAME_BORROWED. Into out (at most max); the count.
  */
-int py_mix(const __u64 *native, int n, const __u64 *py, const bool *entry, int np, __u64 eval_lo,
-	   __u64 eval_hi, __u64 *out, int max);
+int py_mix(const __u64 *native, int n, const __u64 *py, const bool *entry, int np, bool borrowed,
+	   __u64 eval_lo, __u64 eval_hi, __u64 *out, int max);
+/* The name of GS_PYFRAME_BORROWED. */
+#define PY_BORROWED_NAME "[on a thread without Python]"
 
 #endif

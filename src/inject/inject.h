@@ -55,6 +55,8 @@ bool gs_thread(void *(*fn)(void *)) GS_HIDDEN;
 void *gs_emit_reserve(__u32 size, __u16 type) GS_HIDDEN;
 void gs_emit_commit(void *rec) GS_HIDDEN;
 void gs_fill_hdr(struct gs_hdr *h, __u16 type, __u32 size, __u64 ts) GS_HIDDEN;
+/* The calling thread's id (cached; forgotten in a forked child). */
+__u32 gs_self_tid(void) GS_HIDDEN;
 /* Make the ring now if there is none yet (before the first call reaches the driver). */
 void gs_ring_prepare(void) GS_HIDDEN;
 /* Counters in the ring's header. */
@@ -99,8 +101,10 @@ char *gs_devcode_ptx(__u64 image, unsigned int sm, unsigned int *arch, char *why
 		     size_t whylen) GS_HIDDEN;
 
 /* pyframes.c: a stack's native frames (innermost first) with the interpreter's own replaced
- * by the Python frames they ran, into out (at most max); the count. */
-int gs_py_stack(void *const *native, int n, __u64 *out, int max) GS_HIDDEN;
+ * by the Python frames they ran, into out (at most max); the count. A thread with no
+ * Python state takes the frames of the Python thread whose launch (launch: this is one)
+ * showed its own last. */
+int gs_py_stack(void *const *native, int n, bool launch, __u64 *out, int max) GS_HIDDEN;
 void gs_py_after_fork(void) GS_HIDDEN;
 /* stacks.c: call stacks (GS_EV_STACK), by the unwinder: "0" none, else every Nth launch. */
 void gs_stacks_init(const char *every) GS_HIDDEN;

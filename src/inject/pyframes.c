@@ -36,6 +36,8 @@ static struct {
 	const struct py_layout *l;
 	struct py_layout read; /* 3.13 and later: the process's own (_Py_DebugOffsets) */
 	void *(*this_thread)(void);
+	__u64 runtime;		/* _PyRuntime, where the thread list starts (0: unknown) */
+	__u32 last_tid;		/* the thread whose launch showed its own frames last (atomic) */
 	__u64 eval_lo, eval_hi; /* _PyEval_EvalFrameDefault's code, if known */
 	__u64 *named;		/* pseudo-addresses named (open addressing, 0 empty) */
 	pid_t pid;
@@ -105,9 +107,9 @@ static void look(void)
 	Y.this_thread = (void *(*)(void))gs_real_sym(RTLD_DEFAULT, "PyGILState_GetThisThreadState");
 	if (!Y.this_thread || !(version = version_hex()))
 		return; /* no Python here */
+	Y.runtime = (__u64)(uintptr_t)gs_real_sym(RTLD_DEFAULT, "_PyRuntime");
 	if (version >> 24 == 3 && !(Y.l = py_layout_static((version >> 16) & 0xff)) &&
-	    py_layout_debug(py_read_pid, (void *)(uintptr_t)Y.pid,
-			    (__u64)(uintptr_t)gs_real_sym(RTLD_DEFAULT, "_PyRuntime"),
+	    py_layout_debug(py_read_pid, (void *)(uintptr_t)Y.pid, Y.runtime,
 			    (version >> 16) & 0xff, &Y.read))
 		Y.l = &Y.read;
 	eval = gs_real_sym(RTLD_DEFAULT, "_PyEval_EvalFrameDefault");
@@ -128,17 +130,13 @@ static void look(void)
 	announce(version, GS_PY_FRAMES);
 }
 
-/* The symbol record of a Python frame: "QUALNAME (FILE:LINE)". */
-static void name_frame(__u64 pseudo, __u64 code, __u64 off)
+/* A pseudo-address's symbol record. */
+static void name_text(__u64 pseudo, const char *text)
 {
-	struct py_reader r = { Y.l, py_read_pid, (void *)(uintptr_t)Y.pid };
 	struct gs_ev_symbol *e;
-	char text[GS_SYM_MAX];
 	size_t len;
 	__u32 size;
 
-	if (!py_frame_name(&r, code, off, text, sizeof(text)))
-		return;
 	len = strlen(text);
 	size = (__u32)(offsetof(struct gs_ev_symbol, name) + len + 1);
 	e = gs_emit_reserve(size, GS_EV_SYMBOL);
@@ -150,6 +148,16 @@ static void name_frame(__u64 pseudo, __u64 code, __u64 off)
 	memset(e->pad, 0, sizeof(e->pad));
 	memcpy(e->name, text, len + 1);
 	gs_emit_commit(e);
+}
+
+/* The symbol record of a Python frame: "QUALNAME (FILE:LINE)". */
+static void name_frame(__u64 pseudo, __u64 code, __u64 off)
+{
+	struct py_reader r = { Y.l, py_read_pid, (void *)(uintptr_t)Y.pid };
+	char text[GS_SYM_MAX];
+
+	if (py_frame_name(&r, code, off, text, sizeof(text)))
+		name_text(pseudo, text);
 }
 
 /* Whether this pseudo-address is new to the process (then it is named). */
@@ -233,14 +241,48 @@ static bool win_read(struct window *ws, void *dst, __u64 addr, size_t n)
 	return true;
 }
 
+/* The state of thread tid, from the interpreter's thread list (its first 64); 0 if not
+ * there, or the list's offsets are not known (3.10). */
+static __u64 state_of(__u32 tid)
+{
+	const struct py_layout *l = Y.l;
+	__u64 ts;
+	__s32 id;
+
+	if (!tid || !Y.runtime || l->rt_interp_head < 0 ||
+	    !rd64(Y.runtime + (__u64)l->rt_interp_head, &ts) ||
+	    !rd64(ts + (__u64)l->interp_threads, &ts))
+		return 0;
+	for (int i = 0; i < 64 && ts; i++) {
+		if (!rd(&id, ts + (__u64)l->ts_tid, sizeof(id)))
+			return 0;
+		if ((__u32)id == tid)
+			return ts;
+		if (!rd64(ts + (__u64)l->ts_next, &ts))
+			return 0;
+	}
+	return 0;
+}
+
 /* This thread's Python frames, innermost first, as pseudo-addresses; entry[i]: frame i is
- * the outermost of one evaluation (the native frame of the interpreter that ran it). */
-static int walk(__u64 *out, bool *entry)
+ * the outermost of one evaluation (the native frame of the interpreter that ran it). A
+ * thread with no Python state (an autograd engine thread) takes those of the thread whose
+ * launch showed its own last, or if that one is gone of the main thread (*borrowed; read as
+ * they are now: that thread waits, in loss.backward(), for the work this one does). */
+static int walk(__u64 *out, bool *entry, bool launch, bool *borrowed)
 {
 	const struct py_layout *l = Y.l;
 	__u64 ts = (__u64)(unsigned long)Y.this_thread(), f;
+	__u32 self = gs_self_tid(), last = __atomic_load_n(&Y.last_tid, __ATOMIC_RELAXED);
 	int n = 0;
 
+	*borrowed = false;
+	if (ts && launch && last != self)
+		__atomic_store_n(&Y.last_tid, self, __ATOMIC_RELAXED);
+	/* (That thread gone: the process's main thread.) */
+	if (!ts && ((last != self && (ts = state_of(last))) ||
+		    (self != (__u32)Y.pid && (ts = state_of((__u32)Y.pid)))))
+		*borrowed = true;
 	if (!ts || !rd64(ts + (__u64)l->ts_frame, &f))
 		return 0;
 	if (l->cframe_cur >= 0 && !rd64(f + (__u64)l->cframe_cur, &f))
@@ -289,20 +331,22 @@ static int walk(__u64 *out, bool *entry)
 	return n;
 }
 
-int gs_py_stack(void *const *native, int n, __u64 *out, int max)
+int gs_py_stack(void *const *native, int n, bool launch, __u64 *out, int max)
 {
 	__u64 py[MAX_PY], ips[GS_STACK_MAX + 8];
-	bool entry[MAX_PY];
+	bool entry[MAX_PY], borrowed = false;
 	int np = 0;
 
 	if (!Y.state)
 		look();
 	if (Y.state > 0)
-		np = walk(py, entry);
+		np = walk(py, entry, launch, &borrowed);
 	n = n < (int)(sizeof(ips) / sizeof(ips[0])) ? n : (int)(sizeof(ips) / sizeof(ips[0]));
 	for (int i = 0; i < n; i++)
 		ips[i] = (__u64)(unsigned long)native[i];
-	return py_mix(ips, n, py, entry, np, Y.eval_lo, Y.eval_hi, out, max);
+	if (borrowed && first_seen(GS_PYFRAME_BORROWED))
+		name_text(GS_PYFRAME_BORROWED, PY_BORROWED_NAME);
+	return py_mix(ips, n, py, entry, np, borrowed, Y.eval_lo, Y.eval_hi, out, max);
 }
 
 void gs_py_after_fork(void)
@@ -311,6 +355,7 @@ void gs_py_after_fork(void)
 	free(Y.named);
 	Y.named = NULL;
 	Y.l = NULL;
+	Y.last_tid = 0;
 	Y.eval_lo = Y.eval_hi = 0;
 	Y.state = 0;
 }

@@ -177,10 +177,16 @@ void gs_emit_commit(void *rec)
 	shmring_commit(&g.ring, rec);
 }
 
-void gs_fill_hdr(struct gs_hdr *h, __u16 type, __u32 size, __u64 ts)
+__u32 gs_self_tid(void)
 {
 	if (!tl_tid)
 		tl_tid = (__u32)syscall(SYS_gettid);
+	return tl_tid;
+}
+
+void gs_fill_hdr(struct gs_hdr *h, __u16 type, __u32 size, __u64 ts)
+{
+	gs_self_tid();
 	h->type = type;
 	h->source = GS_SRC_INJECT;
 	h->flags = 0;

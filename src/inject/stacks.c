@@ -53,7 +53,7 @@ void gs_stack_maybe(unsigned int api, __u64 ts, int result, __u64 arg)
 	n -= skip;
 	if (n <= 0)
 		return;
-	n = gs_py_stack(frames + skip, n, ips, GS_STACK_MAX);
+	n = gs_py_stack(frames + skip, n, d->family == GS_FAM_LAUNCH && !failed, ips, GS_STACK_MAX);
 	e = gs_emit_reserve((__u32)(offsetof(struct gs_ev_stack, ip) + (size_t)n * 8), GS_EV_STACK);
 	if (!e)
 		return;

@@ -44,6 +44,7 @@ struct pyproc {
 struct pending {
 	__u64 ts, entry;
 	__u16 n;
+	bool borrowed; /* another thread's frames (gs_ev_pystack) */
 	__u64 frames[GS_PYSTACK_MAX];
 };
 
@@ -223,7 +224,9 @@ static void name_new(struct kernel_py *k, __u32 pid, struct pyproc *pp, const __
 		if (!GS_IS_PYFRAME(ip[i]) || tries == NAMED || tries >= NAME_TRIES ||
 		    pp->named.len >= NAMED_MAX)
 			continue;
-		if (!name_frame(&r, pp, code, off, y.name, sizeof(y.name))) {
+		if (ip[i] == GS_PYFRAME_BORROWED)
+			snprintf(y.name, sizeof(y.name), "%s", PY_BORROWED_NAME);
+		else if (!name_frame(&r, pp, code, off, y.name, sizeof(y.name))) {
 			hmap_put(&pp->named, ip[i], 0, (void *)(tries + 1));
 			continue;
 		}
@@ -271,6 +274,7 @@ static const struct gs_hdr *filter(void *ctx, const struct gs_hdr *ev)
 		p->ts = ev->ts;
 		p->entry = y->entry;
 		p->n = y->nframes;
+		p->borrowed = y->borrowed != 0;
 		memcpy(p->frames, y->frames, (size_t)y->nframes * 8);
 		return NULL; /* (into the stack it precedes) */
 	}
@@ -290,8 +294,8 @@ static const struct gs_hdr *filter(void *ctx, const struct gs_hdr *ev)
 	if (pp->l && p && p->ts == ev->ts) {
 		for (unsigned int i = 0; i < p->n; i++)
 			entry[i] = (p->entry >> i) & 1;
-		n = py_mix(st->ip, (int)native, p->frames, entry, p->n, pp->eval_lo, pp->eval_hi,
-			   k->out.st.ip, GS_STACK_MAX);
+		n = py_mix(st->ip, (int)native, p->frames, entry, p->n, p->borrowed, pp->eval_lo,
+			   pp->eval_hi, k->out.st.ip, GS_STACK_MAX);
 		p->ts = 0;
 	} else {
 		n = (int)native;

@@ -160,6 +160,30 @@ def test_unknown_version_keeps_native_stacks(gs, tmp_path):
     assert sum(lines.values()) == 20 and all(" (" not in s for s in lines), lines
 
 
+@pytest.mark.parametrize("plane", ["inject", "kernel"])
+def test_thread_without_python_takes_the_waiting_threads_frames(gs, tmp_path, plane):
+    """A thread with no Python state that launches while a Python thread waits for it (as
+    PyTorch's autograd engine runs the backward pass while loss.backward() waits): its
+    stacks go on with the Python frames the waiting thread has then, after a mark; the
+    Python line of its launches is the wait's. (The Python thread that launched last before
+    it, the worker, is gone by then: the main thread's frames are taken.)"""
+    out, js = tmp_path / "e.folded", tmp_path / "e.json"
+    engine = gs.wl("libwl_engine.so")
+    gs.run(["run", "-q", "--stacks", "1", "--folded", str(out), "--json=%s" % js] +
+           (["--inject"] if plane == "inject" else []) +
+           ["--", PYTHON, os.path.abspath(SCRIPT), "--pause", "0.3", "--engine", engine],
+           check_rc=0)
+    lines = folded(out)
+    (stack,) = [k for k in lines if ";engine_thread;cuLaunchKernel;pyKernel" in k]
+    module, main, back = frame("<module>", "module"), frame("main", "main-backward"), \
+        frame("backward", "backward")
+    assert lines[stack] == 2 and pyframes(stack) == [module, main, back], stack
+    assert ";".join([back, "[on a thread without Python]"]) in stack, stack
+    assert "start_thread;engine_thread;cuLaunchKernel" in stack, stack
+    by = {l["where"]: l for l in json.loads(js.read_text())["python_lines"]["top"]}
+    assert by[back]["launches"] == 2 and "[on a thread without Python]" not in by, by
+
+
 @pytest.mark.parametrize("minor", [13, 14])
 @pytest.mark.parametrize("plane", ["inject", "kernel"])
 def test_313_and_314_layouts_are_read_from_the_process(gs, tmp_path, minor, plane):
