@@ -12,7 +12,7 @@ WORKLOADS := $(WL_DIR)/wl_driver $(WL_DIR)/wl_runtime $(WL_DIR)/wl_static $(WL_D
 	     $(WL_DIR)/wl_secure $(WL_DIR)/wl_os $(WL_DIR)/wl_stall $(WL_DIR)/wl_stack \
 	     $(WL_DIR)/wl_queue $(WL_DIR)/wl_memory $(WL_DIR)/wl_devcode $(WL_DIR)/wl_probe \
 	     $(WL_DIR)/wl_pyfake $(WL_DIR)/python3.13-fake $(WL_DIR)/python3.14-fake \
-	     $(WL_DIR)/libwl_engine.so
+	     $(WL_DIR)/libwl_engine.so $(WL_DIR)/wl_graphapi
 
 fakes: $(FAKES) $(WORKLOADS)
 
@@ -51,6 +51,12 @@ $(WL_DIR)/wl_driver: tests/workloads/wl_driver.c $(WL_DEPS) $(FAKES_DIR)/libcuda
 	@mkdir -p $(@D)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(WL_CFLAGS) $< -o $@ -L$(FAKES_DIR) -l:libcuda.so.1 -lpthread
+
+# Graphs built with the graph API.
+$(WL_DIR)/wl_graphapi: tests/workloads/wl_graphapi.c $(WL_DEPS) $(FAKES_DIR)/libcuda.so.1
+	@mkdir -p $(@D)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(WL_CFLAGS) $< -o $@ -L$(FAKES_DIR) -l:libcuda.so.1
 
 # GPU timing: operations of known simulated duration.
 $(WL_DIR)/wl_gputime: tests/workloads/wl_gputime.c $(WL_DEPS) $(FAKES_DIR)/libcuda.so.1

@@ -64,6 +64,12 @@ enum gs_api_shape {
 	/* other driver calls: ARG is the index of an out-parameter, GS_NO_OUT if none */
 	GS_SH_A_ARGS,
 	GS_SH_A_CTX, /* (CUcontext *out, ..., CUdevice at index ARG, ...) */
+	/* A graph's node, by the graph API: its parameters at index ARG & 7 (kernel node
+	 * parameters; GS_KNODE_GENERIC: a CUgraphNodeParams; GS_KNODE_V1: CUDA 11's, no
+	 * CUkernel): (CUgraphNode *out, CUgraph, ...) adds one, (node, params) sets a graph's,
+	 * (exec, node, params) an instantiated graph's */
+	GS_SH_A_KNODE,
+	GS_SH_A_CHILD, /* (CUgraphNode *out, CUgraph, deps, n, CUgraph child) */
 	/* NCCL */
 	GS_SH_NC_OP7,	  /* (send, recv, count, dtype, redop, comm, stream) */
 	GS_SH_NC_ROOT7,	  /* (send, recv, count, dtype, root, comm, stream) */
@@ -75,6 +81,10 @@ enum gs_api_shape {
 	GS_SH_NC_INITALL, /* (ncclComm_t *comms, ndev, const int *devlist) */
 	GS_SH_NC_DESTROY, /* (comm) */
 };
+
+/* GS_SH_A_KNODE's ARG bits */
+#define GS_KNODE_GENERIC 0x8
+#define GS_KNODE_V1	 0x10
 
 enum gs_api_flags {
 	GS_AF_ASYNC = 1 << 0,
@@ -231,16 +241,21 @@ enum gs_api_flags {
 	X(NCCL_COMM_ABORT,		"ncclCommAbort",		NCCL, NCCL, NC_DESTROY, GS_NCCL_COMM_DESTROY, 0) \
 	X(CU_MODULE_UNLOAD,		"cuModuleUnload",		CUDA, API, A_ARGS, GS_NO_OUT, 0) \
 	X(CU_LIBRARY_UNLOAD,		"cuLibraryUnload",		CUDA, API, A_ARGS, GS_NO_OUT, 0) \
-	X(CU_GRAPH_ADD_KERNEL_NODE_V1,	"cuGraphAddKernelNode",		CUDA, API, A_ARGS, 0, 0)	\
-	X(CU_GRAPH_ADD_KERNEL_NODE,	"cuGraphAddKernelNode_v2",	CUDA, API, A_ARGS, 0, 0)	\
-	X(CU_GRAPH_KERNEL_NODE_SET_PARAMS_V1, "cuGraphKernelNodeSetParams", CUDA, API, A_ARGS, GS_NO_OUT, 0) \
-	X(CU_GRAPH_KERNEL_NODE_SET_PARAMS, "cuGraphKernelNodeSetParams_v2", CUDA, API, A_ARGS, GS_NO_OUT, 0) \
-	X(CU_GRAPH_EXEC_KERNEL_NODE_SET_PARAMS_V1, "cuGraphExecKernelNodeSetParams", CUDA, API, A_ARGS, GS_NO_OUT, 0) \
-	X(CU_GRAPH_EXEC_KERNEL_NODE_SET_PARAMS, "cuGraphExecKernelNodeSetParams_v2", CUDA, API, A_ARGS, GS_NO_OUT, 0) \
-	X(CU_GRAPH_ADD_NODE_V1,		"cuGraphAddNode",		CUDA, API, A_ARGS, 0, 0)	\
-	X(CU_GRAPH_ADD_NODE,		"cuGraphAddNode_v2",		CUDA, API, A_ARGS, 0, 0)	\
-	X(CU_GRAPH_NODE_SET_PARAMS,	"cuGraphNodeSetParams",		CUDA, API, A_ARGS, GS_NO_OUT, 0) \
-	X(CU_GRAPH_EXEC_NODE_SET_PARAMS, "cuGraphExecNodeSetParams",	CUDA, API, A_ARGS, GS_NO_OUT, 0)
+	X(CU_GRAPH_ADD_KERNEL_NODE_V1,	"cuGraphAddKernelNode",		CUDA, API, A_KNODE, 4 | GS_KNODE_V1, GS_AF_ALWAYS) \
+	X(CU_GRAPH_ADD_KERNEL_NODE,	"cuGraphAddKernelNode_v2",	CUDA, API, A_KNODE, 4, GS_AF_ALWAYS) \
+	X(CU_GRAPH_KERNEL_NODE_SET_PARAMS_V1, "cuGraphKernelNodeSetParams", CUDA, API, A_KNODE, 1 | GS_KNODE_V1, GS_AF_ALWAYS) \
+	X(CU_GRAPH_KERNEL_NODE_SET_PARAMS, "cuGraphKernelNodeSetParams_v2", CUDA, API, A_KNODE, 1, GS_AF_ALWAYS) \
+	X(CU_GRAPH_EXEC_KERNEL_NODE_SET_PARAMS_V1, "cuGraphExecKernelNodeSetParams", CUDA, API, A_KNODE, 2 | GS_KNODE_V1, GS_AF_ALWAYS) \
+	X(CU_GRAPH_EXEC_KERNEL_NODE_SET_PARAMS, "cuGraphExecKernelNodeSetParams_v2", CUDA, API, A_KNODE, 2, GS_AF_ALWAYS) \
+	X(CU_GRAPH_ADD_NODE_V1,		"cuGraphAddNode",		CUDA, API, A_KNODE, 4 | GS_KNODE_GENERIC, GS_AF_ALWAYS) \
+	X(CU_GRAPH_ADD_NODE,		"cuGraphAddNode_v2",		CUDA, API, A_KNODE, 5 | GS_KNODE_GENERIC, GS_AF_ALWAYS) \
+	X(CU_GRAPH_NODE_SET_PARAMS,	"cuGraphNodeSetParams",		CUDA, API, A_KNODE, 1 | GS_KNODE_GENERIC, GS_AF_ALWAYS) \
+	X(CU_GRAPH_EXEC_NODE_SET_PARAMS, "cuGraphExecNodeSetParams",	CUDA, API, A_KNODE, 2 | GS_KNODE_GENERIC, GS_AF_ALWAYS) \
+	X(CU_GRAPH_ADD_CHILD_GRAPH_NODE, "cuGraphAddChildGraphNode",	CUDA, API, A_CHILD, 0, GS_AF_ALWAYS) \
+	X(CU_GRAPH_CLONE,		"cuGraphClone",			CUDA, API, A_ARGS, 0, GS_AF_ALWAYS) \
+	X(CU_GRAPH_EXEC_UPDATE,		"cuGraphExecUpdate_v2",		CUDA, API, A_ARGS, GS_NO_OUT, GS_AF_ALWAYS) \
+	X(CU_GRAPH_DESTROY,		"cuGraphDestroy",		CUDA, API, A_ARGS, GS_NO_OUT, GS_AF_ALWAYS) \
+	X(CU_GRAPH_EXEC_DESTROY,	"cuGraphExecDestroy",		CUDA, API, A_ARGS, GS_NO_OUT, GS_AF_ALWAYS)
 /* clang-format on */
 
 #define GS_API_ENUM(id, sym, lib, fam, shape, arg, flags) GS_API_##id,

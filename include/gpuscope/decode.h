@@ -271,14 +271,57 @@ static GS_INLINE void gs_decode_sync(const struct gs_api_desc *d, const __u64 *a
 	e->aux = d->shape == GS_SH_S_WAIT ? a[1] : 0;
 }
 
+/* A graph's node by the graph API (GS_SH_A_KNODE): arg0 the graph (adding), the node
+ * (setting a graph's) or the instantiated graph (setting its); arg1 the kernel (the
+ * CUfunction, else the CUkernel), or for a child graph node the child; out the node
+ * (adding: on success; setting an instantiated graph's). Not a kernel: h.flags says what. */
+static GS_INLINE void gs_decode_knode(const struct gs_api_desc *d, const __u64 *a, int ok,
+				      struct gs_ev_api *e)
+{
+	unsigned int at = d->arg & 7;
+	__u64 p = at == 1 ? a[1] : at == 2 ? a[2] : at == 4 ? a[4] : a[5];
+	__u32 type = 0; /* CU_GRAPH_NODE_TYPE_KERNEL */
+
+	e->arg0 = at >= 4 ? a[1] : a[0];
+	e->out = at >= 4 ? (ok ? gs_load_u64(a[0]) : 0) : at == 2 ? a[1] : 0;
+	e->arg1 = 0;
+	if (d->arg & GS_KNODE_GENERIC) {
+		/* (CUgraphNodeParams: the type, then the parameters at 16) */
+		type = gs_load_u32(p);
+		p += 16;
+	}
+	if (type == 0) {
+		e->arg1 = gs_load_u64(p);
+		if (!e->arg1 && !(d->arg & GS_KNODE_V1))
+			e->arg1 = gs_load_u64(p + 56); /* (kern, after func ... extra) */
+	} else if (type == 1) {			       /* CU_GRAPH_NODE_TYPE_GRAPH */
+		e->arg1 = gs_load_u64(p);
+		e->h.flags = GS_HDR_GNODE_CHILD;
+	} else {
+		e->h.flags = type == 13 /* CU_GRAPH_NODE_TYPE_CONDITIONAL */ ? GS_HDR_GNODE_COND
+									     : GS_HDR_GNODE_OTHER;
+	}
+}
+
 /* Other driver calls: arguments and, on success, what went through the out-parameter (the
  * first or second argument, by the table). */
 static GS_INLINE void gs_decode_api(const struct gs_api_desc *d, const __u64 *a, int ok,
 				    struct gs_ev_api *e)
 {
+	if (d->shape == GS_SH_A_KNODE) {
+		gs_decode_knode(d, a, ok, e);
+		return;
+	}
 	e->arg0 = a[0];
 	e->arg1 = a[1];
 	e->out = 0;
+	if (d->shape == GS_SH_A_CHILD) {
+		e->arg0 = a[1];
+		e->arg1 = a[4];
+		e->out = ok ? gs_load_u64(a[0]) : 0;
+		e->h.flags = GS_HDR_GNODE_CHILD;
+		return;
+	}
 	if (d->shape == GS_SH_A_CTX) {
 		/* The context made, and the device it is on. */
 		e->arg1 = d->arg == 1 ? a[1] : d->arg == 2 ? a[2] : d->arg == 3 ? a[3] : a[4];

@@ -82,6 +82,12 @@ enum gs_hdr_flag {
 	/* A block request whose completion the kernel ran no program for: its record was
 	 * written when its request's address was taken again, its dur_ns 0 (end unknown). */
 	GS_HDR_END_UNSEEN = 1,
+	/* An API record of a graph's node (GS_SH_A_KNODE, A_CHILD) that is not a kernel: a
+	 * child graph (arg1 the child), a conditional node (its bodies run as the GPU
+	 * decides: not counted), another kind (nothing to count). */
+	GS_HDR_GNODE_CHILD = 2,
+	GS_HDR_GNODE_COND = 4,
+	GS_HDR_GNODE_OTHER = 8,
 };
 
 /* The in-process plane names its own threads with this prefix (at most 15 bytes in all):

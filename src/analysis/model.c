@@ -31,7 +31,7 @@ static void free_values(struct hmap *h)
 static void proc_release(struct proc *p)
 {
 	model__memory_free(p);
-	model__captures_free(p);
+	model__graphs_free(p);
 }
 
 static void proc_free(void *v)

@@ -40,14 +40,6 @@ struct vmm_handle {
 };
 
 /* Kernels launched into a stream while it was captured: what its graph runs. */
-struct capture {
-	size_t n, cap;
-	struct {
-		__u64 handle;
-		__u64 count;
-	} * k;
-};
-
 /* The OS plane's records, aggregated (model_os.c), for a process and for the run. */
 struct os_stat {
 	struct os_result c;   /* the counters (its lists unused: the tables below) */
@@ -61,9 +53,9 @@ struct proc {
 	void *ranges;		   /* tsearch tree of struct range */
 	struct hmap vmm;	   /* handle -> struct vmm_handle */
 	struct hmap resv;	   /* va -> struct range (MK_MAPPING kind unused) */
-	struct hmap capturing;	   /* stream -> struct capture */
-	struct hmap graphs;	   /* graph -> struct capture */
-	struct hmap execs;	   /* graph exec -> graph (value: boxed __u64) */
+	struct hmap capturing;	   /* stream -> its graph's kernels so far (model_graphs.c) */
+	struct hmap graphs;	   /* graph -> its kernels */
+	struct hmap execs;	   /* instantiated graph -> its kernels (a copy) */
 	struct hmap ctx_dev;	   /* CUcontext -> boxed __s32 device (creation, or GPU records) */
 	struct os_stat *os;	   /* NULL until an OS plane record (retired: folded below) */
 	struct os_result *os_done; /* retired: its OS aggregates, compact (NULL: none) */
@@ -157,6 +149,7 @@ struct model {
 	bool have_drops;
 	__u64 events, first_ts, last_ts;
 	__u64 launches, graph_launches, launch_errors;
+	__u64 cond_graph_launches; /* of graphs with a conditional node (model_graphs.c) */
 	__u64 copy_bytes;
 	__u64 in_use[MEM_KINDS], peak[MEM_KINDS];
 	__u64 nameless; /* name records whose string could not be read */
@@ -242,7 +235,12 @@ struct kstat *model__kstat(struct hmap *h, __u32 pid, __u64 handle);
 void model__kernels_retire(struct model *m, struct proc *p);
 void model__kernels_forget(struct model *m, __u32 pid);
 void model__kernels_free(struct model *m);
-void model__captures_free(struct proc *p);
+/* model_graphs.c: what graphs run. A launch into a capturing stream (whether it is one);
+ * a graph's launch (its kernels' runs); an API record of graphs; a process's graphs gone. */
+bool model__graph_captured(struct proc *p, __u64 stream, __u64 func);
+void model__graph_run(struct model *m, struct proc *p, const struct gs_ev_launch *e);
+void model__graph_api(struct proc *p, const struct gs_ev_api *e, const struct gs_api_desc *d);
+void model__graphs_free(struct proc *p);
 /* A kernel's statistics merged into another's (the report's, or a retired name's). */
 void model__kstat_merge(struct kstat *into, const struct kstat *k);
 void model__gpu_merge(struct gpu_stat *into, const struct gpu_stat *g);

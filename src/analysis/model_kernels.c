@@ -1,15 +1,16 @@
 // SPDX-License-Identifier: MIT
 /*
  * Kernels: names per handle (and the aliases between handles), launch statistics per
- * handle, stream capture and graphs. Launches captured into a graph are counted as
- * launches and marked captured; each launch of an instantiated graph then adds one run to
- * every kernel its capture recorded. A retired process's kernels are merged into one entry
- * per name (its handles and names are process-local and go with it).
+ * handle, and the runs graphs add (what each graph runs: model_graphs.c). Launches captured
+ * into a graph are counted as launches and marked captured; each launch of an instantiated
+ * graph then adds one run to every kernel it runs. A retired process's kernels are merged
+ * into one entry per name (its handles and names are process-local and go with it).
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "analysis/model_int.h"
+#include "core/names.h"
 #include "core/util.h"
 
 #define NAME_KEY(pid, ns) ((__u64)(pid) << 1 | (ns))
@@ -112,26 +113,9 @@ static void count_api(struct kstat *k, __u16 api)
 	}
 }
 
-static void capture_add(struct capture *c, __u64 handle)
-{
-	for (size_t i = 0; i < c->n; i++)
-		if (c->k[i].handle == handle) {
-			c->k[i].count++;
-			return;
-		}
-	if (c->n == c->cap) {
-		c->cap = c->cap ? c->cap * 2 : 8;
-		c->k = xrealloc(c->k, c->cap * sizeof(*c->k));
-	}
-	c->k[c->n].handle = handle;
-	c->k[c->n++].count = 1;
-}
-
 static void graph_launch(struct model *m, struct proc *p, const struct gs_ev_launch *e)
 {
 	struct kstat *g = model__kstat(&m->graph_execs, e->h.pid, e->func);
-	__u64 *graph;
-	struct capture *c;
 
 	m->graph_launches++;
 	if (e->c.result) {
@@ -140,17 +124,13 @@ static void graph_launch(struct model *m, struct proc *p, const struct gs_ev_lau
 	}
 	g->launches++;
 	g->call_ns += e->c.dur_ns;
-	graph = hmap_get(&p->execs, e->func, 0);
-	c = graph ? hmap_get(&p->graphs, *graph, 0) : NULL;
-	for (size_t i = 0; c && i < c->n; i++)
-		model__kstat(&m->kernels, e->h.pid, c->k[i].handle)->graph_runs += c->k[i].count;
+	model__graph_run(m, p, e);
 }
 
 void model__launch_add(struct model *m, const struct gs_hdr *ev)
 {
 	const struct gs_ev_launch *e = (const void *)ev;
 	struct proc *p = model__proc(m, e->h.pid);
-	struct capture *cap;
 	struct kstat *k;
 
 	model__note_error(m, &e->h, &e->c);
@@ -172,64 +152,17 @@ void model__launch_add(struct model *m, const struct gs_hdr *ev)
 	count_api(k, e->c.api);
 	p->s.launches++;
 	m->launches++;
-	cap = hmap_get(&p->capturing, e->stream, 0);
-	if (cap) {
+	if (model__graph_captured(p, e->stream, e->func))
 		k->captured++;
-		capture_add(cap, e->func);
-	}
 }
 
-static void free_capture(void *v)
-{
-	struct capture *c = v;
-
-	if (c) {
-		free(c->k);
-		free(c);
-	}
-}
-
-/* Stream capture and graph instantiation, from API records. */
+/* Stream capture and the graph API, from API records (model_graphs.c). */
 void model__api_add(struct model *m, const struct gs_hdr *ev)
 {
 	const struct gs_ev_api *e = (const void *)ev;
-	struct proc *p;
-	__u64 *graph;
 
-	if (e->c.result)
-		return;
-	p = model__proc(m, e->h.pid);
-	switch (e->c.api) {
-	case GS_API_CU_STREAM_BEGIN_CAPTURE:
-	case GS_API_CU_STREAM_BEGIN_CAPTURE_PTSZ:
-	case GS_API_CU_STREAM_BEGIN_CAPTURE_V1:
-	case GS_API_CU_STREAM_BEGIN_CAPTURE_V1_PTSZ:
-		free_capture(
-			hmap_put(&p->capturing, e->arg0, 0, xcalloc(1, sizeof(struct capture))));
-		break;
-	case GS_API_CU_STREAM_END_CAPTURE:
-	case GS_API_CU_STREAM_END_CAPTURE_PTSZ: {
-		struct capture *c = hmap_del(&p->capturing, e->arg0, 0);
-
-		if (c)
-			free_capture(hmap_put(&p->graphs, e->out, 0, c));
-		break;
-	}
-	case GS_API_CU_GRAPH_INSTANTIATE:
-	case GS_API_CU_GRAPH_INSTANTIATE_PARAMS:
-	case GS_API_CU_GRAPH_INSTANTIATE_PARAMS_PTSZ:
-		graph = xmalloc(sizeof(*graph));
-		*graph = e->arg1;
-		free(hmap_put(&p->execs, e->out, 0, graph));
-		break;
-	}
-}
-
-bool model__capturing(const struct model *m, __u32 pid, __u64 stream)
-{
-	const struct proc *p = model__proc_get(m, pid);
-
-	return p && hmap_get(&p->capturing, stream, 0);
+	if (!e->c.result)
+		model__graph_api(model__proc(m, e->h.pid), e, api_desc(e->c.api));
 }
 
 /* ---- merging: the report's kernels by name, and a retired process's ----------------------- */
@@ -404,7 +337,7 @@ void model__kernels_retire(struct model *m, struct proc *p)
 			model__gpu_merge(&m->retired_graph_gpu, k->gpu);
 	}
 	model__kernels_forget(m, p->s.pid);
-	model__captures_free(p);
+	model__graphs_free(p);
 }
 
 void model__kernels_forget(struct model *m, __u32 pid)
@@ -413,13 +346,6 @@ void model__kernels_forget(struct model *m, __u32 pid)
 	hmap_drop_key(&m->graph_execs, false, 0, pid, free_kstat);
 	hmap_drop_key(&m->names, false, 1, pid, free_name);
 	hmap_drop_key(&m->aliases, false, 0, pid, free);
-}
-
-void model__captures_free(struct proc *p)
-{
-	hmap_free_with(&p->capturing, free_capture);
-	hmap_free_with(&p->graphs, free_capture);
-	hmap_free_with(&p->execs, NULL);
 }
 
 void model__kernels_free(struct model *m)

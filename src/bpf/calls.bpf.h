@@ -66,6 +66,36 @@ static __always_inline const struct gs_api_desc *gs_desc(__u32 api)
 	return &api_desc[api];
 }
 
+#ifdef GS_OUTERMOST_ONLY
+/*
+ * An object whose entry points call each other (NCCL: ncclBcast calls ncclBroadcast, as a
+ * call with an NVTX range around it; ncclCommInitAll calls ncclGroupStart and End) counts
+ * the outermost call only: an entry while a call of the same thread entered at a higher
+ * stack pointer is still in flight is that call's own work. Per thread: the stack pointer
+ * of its latest outermost call.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, __u64);
+} outer_sp SEC(".maps");
+
+static __always_inline bool gs_nested(const struct call_key *key)
+{
+	__u64 *osp = bpf_map_lookup_elem(&outer_sp, &key->tid);
+	struct call_key outer = { .tid = key->tid };
+
+	if (osp && *osp > key->sp) {
+		outer.sp = *osp;
+		if (bpf_map_lookup_elem(&inflight, &outer))
+			return true;
+	}
+	bpf_map_update_elem(&outer_sp, &key->tid, &key->sp, BPF_ANY);
+	return false;
+}
+#endif
+
 static __always_inline int gs_call_enter(struct pt_regs *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid();
@@ -90,6 +120,10 @@ static __always_inline int gs_call_enter(struct pt_regs *ctx)
 	old = bpf_map_lookup_elem(&inflight, &key);
 	if (old && st.ts - old->ts < GS_ALIAS_WINDOW_NS)
 		return 0;
+#ifdef GS_OUTERMOST_ONLY
+	if (gs_nested(&key))
+		return 0;
+#endif
 	st.api = (__u32)bpf_get_attach_cookie(ctx);
 	st.args[0] = PT_REGS_PARM1(ctx);
 	st.args[1] = PT_REGS_PARM2(ctx);

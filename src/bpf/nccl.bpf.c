@@ -5,6 +5,7 @@
  * ncclCommInitRank's 128-byte ncclUniqueId is passed in memory, so `rank` is the third
  * integer argument.
  */
+#define GS_OUTERMOST_ONLY /* (calls.bpf.h) */
 #include "calls.bpf.h"
 
 #define S32(x) ((__s32)(x))

@@ -176,6 +176,10 @@ static void shape_str(char *buf, size_t n, const struct kshape *s)
 {
 	char grid[40], block[40];
 
+	if (!s->count) { /* (run only by graphs built with the graph API: no launch shapes) */
+		snprintf(buf, n, "%-14s %-11s %6s", "-", "-", "-");
+		return;
+	}
 	snprintf(grid, sizeof(grid), "%ux%ux%u", s->grid[0], s->grid[1], s->grid[2]);
 	snprintf(block, sizeof(block), "%ux%ux%u", s->block[0], s->block[1], s->block[2]);
 	snprintf(buf, n, "%-14s %-11s %6u", grid, block, s->shmem);
@@ -195,6 +199,11 @@ static void kernels(FILE *f, const struct report *r, const struct text_opts *o)
 	if (r->launch_errors)
 		fprintf(f, ", %llu failed", (unsigned long long)r->launch_errors);
 	fprintf(f, "\n");
+	if (r->cond_graph_launches)
+		fprintf(f,
+			"  %llu graph launches ran conditional nodes: the kernels of their "
+			"bodies (run as the GPU decides) are not counted\n",
+			(unsigned long long)r->cond_graph_launches);
 	if (r->unknown_kernels)
 		fprintf(f,
 			"  %llu kernels (%llu launches) have no name: their names were looked up "

@@ -147,12 +147,23 @@ typedef struct CUDA_KERNEL_NODE_PARAMS_st {
 	CUkernel kern;
 	CUcontext ctx;
 } CUDA_KERNEL_NODE_PARAMS;
+typedef struct CUDA_CONDITIONAL_NODE_PARAMS_st {
+	unsigned long long handle;
+	int type; /* if, while, switch */
+	unsigned int size;
+	CUgraph *phGraph_out; /* the bodies, made by the driver */
+	CUcontext ctx;
+} CUDA_CONDITIONAL_NODE_PARAMS;
 typedef struct CUgraphNodeParams_st {
-	int type; /* CU_GRAPH_NODE_TYPE_KERNEL: 0 */
+	int type; /* CU_GRAPH_NODE_TYPE_KERNEL: 0, _GRAPH: 1 (a child), _CONDITIONAL: 13 */
 	int reserved0[3];
 	union {
 		long long reserved1[29];
 		CUDA_KERNEL_NODE_PARAMS kernel;
+		struct {
+			CUgraph graph;
+		} graph;
+		CUDA_CONDITIONAL_NODE_PARAMS conditional;
 	};
 	long long reserved2;
 } CUgraphNodeParams;
@@ -249,6 +260,12 @@ CUresult cuGraphExecKernelNodeSetParams_v2(CUgraphExec e, CUgraphNode node,
 CUresult cuGraphAddNode_v2(CUgraphNode *out, CUgraph g, const CUgraphNode *deps, const void *edges,
 			   size_t n, CUgraphNodeParams *p);
 CUresult cuGraphNodeSetParams(CUgraphNode node, CUgraphNodeParams *p);
+CUresult cuGraphAddChildGraphNode(CUgraphNode *out, CUgraph g, const CUgraphNode *deps, size_t n,
+				  CUgraph child);
+CUresult cuGraphClone(CUgraph *out, CUgraph original);
+CUresult cuGraphExecUpdate_v2(CUgraphExec e, CUgraph g, void *result_info);
+CUresult cuGraphDestroy(CUgraph g);
+CUresult cuGraphExecDestroy(CUgraphExec e);
 CUresult cuGraphExecNodeSetParams(CUgraphExec e, CUgraphNode node, CUgraphNodeParams *p);
 CUresult cuModuleLoad(CUmodule *mod, const char *path);
 CUresult cuLibraryLoadFromFile(CUlibrary *lib, const char *path, void *jitOptions,

@@ -10,6 +10,7 @@ typedef struct ncclComm *ncclComm_t;
 typedef int ncclResult_t;
 #define ncclSuccess	       0
 #define ncclUnhandledCudaError 1
+#define ncclInternalError      3
 #define ncclInvalidArgument    4
 #define ncclInvalidUsage       5
 
@@ -57,6 +58,8 @@ ncclResult_t ncclAllReduce(const void *s, void *r, size_t count, ncclDataType_t 
 			   ncclComm_t comm, CUstream stream);
 ncclResult_t ncclBroadcast(const void *s, void *r, size_t count, ncclDataType_t t, int root,
 			   ncclComm_t comm, CUstream stream);
+ncclResult_t ncclBcast(void *buff, size_t count, ncclDataType_t t, int root, ncclComm_t comm,
+		       CUstream stream);
 ncclResult_t ncclReduce(const void *s, void *r, size_t count, ncclDataType_t t, ncclRedOp_t op,
 			int root, ncclComm_t comm, CUstream stream);
 ncclResult_t ncclAllGather(const void *s, void *r, size_t sendcount, ncclDataType_t t,

@@ -1474,13 +1474,94 @@ EXPORT CUresult cuGraphExecKernelNodeSetParams_v2(CUgraphExec e, CUgraphNode nod
 	return LOCKED(set_kernel_node(node, p));
 }
 
+/* A node that runs a copy of the child graph's work (as one block of its duration), or,
+ * child NULL, none (a conditional node: its bodies are run by no one here). */
+static CUresult add_work_node(CUgraphNode *out, CUgraph g, CUgraph child)
+{
+	struct node *n;
+
+	if (!out || !g)
+		return CUDA_ERROR_INVALID_VALUE;
+	n = calloc(1, sizeof(*n));
+	for (struct node *c = child ? child->nodes : NULL; c; c = c->next)
+		n->dur += c->dur;
+	n->next = g->nodes;
+	g->nodes = n;
+	g->nnodes++;
+	*out = (CUgraphNode)n;
+	return CUDA_SUCCESS;
+}
+
+static CUresult add_node(CUgraphNode *out, CUgraph g, CUgraphNodeParams *p)
+{
+	CUresult r;
+
+	if (!p)
+		return CUDA_ERROR_INVALID_VALUE;
+	switch (p->type) {
+	case 0:
+		return add_kernel_node(out, g, &p->kernel, true);
+	case 1:
+		return p->graph.graph ? add_work_node(out, g, p->graph.graph)
+				      : CUDA_ERROR_INVALID_VALUE;
+	case 13: /* its bodies: empty graphs the program fills */
+		if (!p->conditional.phGraph_out || p->conditional.size < 1)
+			return CUDA_ERROR_INVALID_VALUE;
+		if ((r = add_work_node(out, g, NULL)))
+			return r;
+		for (unsigned int i = 0; i < p->conditional.size; i++)
+			p->conditional.phGraph_out[i] = calloc(1, sizeof(struct CUgraph_st));
+		return CUDA_SUCCESS;
+	default:
+		return CUDA_ERROR_NOT_SUPPORTED;
+	}
+}
+
 EXPORT CUresult cuGraphAddNode_v2(CUgraphNode *out, CUgraph g, const CUgraphNode *deps,
 				  const void *edges, size_t nd, CUgraphNodeParams *p)
 {
 	(void)deps, (void)edges, (void)nd;
-	if (!p || p->type != 0) /* (kernel nodes only, here) */
-		return CUDA_ERROR_NOT_SUPPORTED;
-	return LOCKED(add_kernel_node(out, g, &p->kernel, true));
+	return LOCKED(add_node(out, g, p));
+}
+
+EXPORT CUresult cuGraphAddChildGraphNode(CUgraphNode *out, CUgraph g, const CUgraphNode *deps,
+					 size_t nd, CUgraph child)
+{
+	(void)deps, (void)nd;
+	return child ? LOCKED(add_work_node(out, g, child)) : CUDA_ERROR_INVALID_VALUE;
+}
+
+static CUresult clone_graph(CUgraph *out, CUgraph from)
+{
+	struct node **tail;
+
+	if (!out || !from)
+		return CUDA_ERROR_INVALID_VALUE;
+	*out = calloc(1, sizeof(**out));
+	tail = &(*out)->nodes;
+	for (struct node *n = from->nodes; n; n = n->next) {
+		*tail = malloc(sizeof(**tail));
+		**tail = *n;
+		(*tail)->next = NULL;
+		tail = &(*tail)->next;
+	}
+	(*out)->nnodes = from->nnodes;
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuGraphClone(CUgraph *out, CUgraph original)
+{
+	return LOCKED(clone_graph(out, original));
+}
+
+/* (An instantiated graph here is its graph: an update points it at the new one.) */
+EXPORT CUresult cuGraphExecUpdate_v2(CUgraphExec e, CUgraph g, void *result_info)
+{
+	(void)result_info;
+	if (!e || !g)
+		return CUDA_ERROR_INVALID_VALUE;
+	e->graph = g;
+	return CUDA_SUCCESS;
 }
 
 EXPORT CUresult cuGraphNodeSetParams(CUgraphNode node, CUgraphNodeParams *p)

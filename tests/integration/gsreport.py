@@ -11,6 +11,7 @@ def flatten(report):
     k = report["kernels"]
     flat["launches"] = k["launches"]
     flat["graph_launches"] = k["graph_launches"]
+    flat["graph_launches_conditional"] = k["graph_launches_conditional"]
     for api, n in k["by_api"].items():
         if api.startswith("cuGraphLaunch"):
             continue

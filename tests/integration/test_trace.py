@@ -42,6 +42,22 @@ def test_driver_api_every_family(gs):
     assert report["drops"]["total"] == 0
 
 
+@pytest.mark.parametrize("plane", ["kernel", "inject"])
+def test_graphs_built_with_the_graph_api(gs, plane):
+    """XLA's graphs: kernel nodes added (by CUfunction, by CUkernel, by cuGraphAddNode), a
+    child graph, an instantiated graph's node set, a graph's node set and the instantiated
+    graph updated, a clone, a conditional node (its body not counted, said so): each
+    kernel's runs as the instantiated graphs held them when launched."""
+    report, truth, _ = gs.trace(["wl_graphapi"], opts=["--inject"] if plane == "inject" else [])
+    assert_matches(truth, report)
+    names = {k["name"]: k for k in report["kernels"]["list"]}
+    assert {n: names[n]["graph_runs"] for n in ("kA", "kB", "kC")} == \
+        {"kA": 14, "kB": 9, "kC": 18}
+    assert report["kernels"]["graph_launches"] == 9
+    assert report["kernels"]["runs_in_graphs"] == 41
+    assert report["kernels"]["graph_launches_conditional"] == 1
+
+
 def test_threads(gs):
     report, truth, _ = gs.trace(["wl_driver", "--threads", "4", "--loops", "2"])
     assert_matches(truth, report)

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * NCCL workload against the NCCL test double: communicator set-up, every collective,
- * grouped point-to-point, one invalid call. Byte counts follow nccl-tests' "size": the
+ * grouped point-to-point, one invalid call; entry points that call others (ncclBcast,
+ * ncclCommInitAll), each call counted once. Byte counts follow nccl-tests' "size": the
  * bytes of the buffer the operation produces (all-gather and reduce-scatter: count * type
  * size * ranks).
  */
@@ -55,7 +56,12 @@ int main(void)
 		CHECK(ncclReduce(NULL, NULL, 333, ncclInt8, ncclMax, 0, comm, NULL), 0);
 		op("reduce", 333, 1, 1);
 	}
-	kernel("ncclDevKernel_Broadcast_RING_LL", 2);
+	/* In place: ncclBcast goes through ncclBroadcast (a call), one operation each. */
+	for (int i = 0; i < 2; i++) {
+		CHECK(ncclBcast(NULL, 500, ncclFloat32, 0, comm, NULL), 0);
+		op("broadcast", 500, 4, 1);
+	}
+	kernel("ncclDevKernel_Broadcast_RING_LL", 4);
 	kernel("ncclDevKernel_Reduce_Sum_f32_RING_LL", 2);
 	for (int i = 0; i < 3; i++) {
 		CHECK(ncclGroupStart(), 0);
@@ -71,6 +77,7 @@ int main(void)
 	CHECK(ncclBroadcast(NULL, NULL, 10, ncclFloat32, 5, comm, NULL), ncclInvalidArgument);
 	truth_add(1, "nccl:broadcast:count");
 	truth_add(1, "error:ncclBroadcast:4");
+	/* (Its own group start and end inside: not the program's.) */
 	CHECK(ncclCommInitAll(pair, 2, devs), ncclSuccess);
 	truth_add(2, "nccl:comm_init:count");
 	CHECK(ncclCommDestroy(pair[0]), 0);

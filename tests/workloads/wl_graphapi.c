@@ -1,0 +1,116 @@
+// SPDX-License-Identifier: MIT
+/*
+ * CUDA graphs built with the graph API, as XLA builds them (no stream capture): kernel nodes
+ * (by CUfunction, by CUkernel, through cuGraphAddNode), a child graph, an instantiated
+ * graph's node set to another kernel, a graph's node set and the instantiated graph updated
+ * from it, a clone, and a graph with a conditional node. Each graph launch runs what the
+ * instantiated graph held then; the truth counts each kernel's runs.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "fake_cuda.h"
+#include "truth.h"
+
+static const char ptx[] = ".version 8.0\n.target sm_90\n.address_size 64\n"
+			  ".visible .entry kA(.param .u64 a)\n{ ret; }\n"
+			  ".visible .entry kB(.param .u64 a)\n{ ret; }\n"
+			  ".visible .entry kC(.param .u64 a)\n{ ret; }\n";
+
+static CUDA_KERNEL_NODE_PARAMS params(CUkernel k, int by_kernel)
+{
+	CUDA_KERNEL_NODE_PARAMS p;
+
+	memset(&p, 0, sizeof(p));
+	if (by_kernel)
+		p.kern = k;
+	else
+		p.func = (CUfunction)k;
+	p.gridDimX = p.gridDimY = p.gridDimZ = 1;
+	p.blockDimX = 32;
+	p.blockDimY = p.blockDimZ = 1;
+	return p;
+}
+
+static void launch(CUgraphExec e, int n, long long a, long long b, long long c)
+{
+	for (int i = 0; i < n; i++)
+		CHECK(cuGraphLaunch(e, NULL), 0);
+	truth_add(n, "graph_launches");
+	truth_add(n * a, "graph_runs:kA");
+	truth_add(n * b, "graph_runs:kB");
+	truth_add(n * c, "graph_runs:kC");
+}
+
+int main(void)
+{
+	CUdevice dev;
+	CUcontext ctx;
+	CUlibrary lib;
+	CUkernel ka, kb, kc;
+	CUgraph g, child, clone, h, body;
+	CUgraphExec e, ec, eh;
+	CUgraphNode a1, a2, b, c, n;
+	CUDA_KERNEL_NODE_PARAMS p;
+	CUgraphNodeParams np;
+
+	CHECK(cuInit(0), 0);
+	CHECK(cuDeviceGet(&dev, 0), 0);
+	CHECK(cuDevicePrimaryCtxRetain(&ctx, dev), 0);
+	CHECK(cuCtxSetCurrent(ctx), 0);
+	CHECK(cuLibraryLoadData(&lib, ptx, NULL, NULL, 0, NULL, NULL, 0), 0);
+	CHECK(cuLibraryGetKernel(&ka, lib, "kA"), 0);
+	CHECK(cuLibraryGetKernel(&kb, lib, "kB"), 0);
+	CHECK(cuLibraryGetKernel(&kc, lib, "kC"), 0);
+	/* g: kA (a CUfunction), kB (a CUkernel), kA (cuGraphAddNode), and a child of two kC. */
+	CHECK(cuGraphCreate(&g, 0), 0);
+	p = params(ka, 0);
+	CHECK(cuGraphAddKernelNode_v2(&a1, g, NULL, 0, &p), 0);
+	p = params(kb, 1);
+	CHECK(cuGraphAddKernelNode_v2(&b, g, NULL, 0, &p), 0);
+	memset(&np, 0, sizeof(np));
+	np.kernel = params(ka, 0);
+	CHECK(cuGraphAddNode_v2(&a2, g, NULL, NULL, 0, &np), 0);
+	CHECK(cuGraphCreate(&child, 0), 0);
+	p = params(kc, 0);
+	CHECK(cuGraphAddKernelNode_v2(&c, child, NULL, 0, &p), 0);
+	CHECK(cuGraphAddKernelNode_v2(&c, child, NULL, 0, &p), 0);
+	CHECK(cuGraphAddChildGraphNode(&n, g, NULL, 0, child), 0);
+	CHECK(cuGraphInstantiateWithFlags(&e, g, 0), 0);
+	launch(e, 3, 2, 1, 2);
+	/* The instantiated graph's kB node now runs kC; g is unchanged. */
+	p = params(kc, 0);
+	CHECK(cuGraphExecKernelNodeSetParams_v2(e, b, &p), 0);
+	launch(e, 2, 2, 0, 3);
+	/* g's first kA node now runs kB; the instantiated graph takes g again. */
+	p = params(kb, 1);
+	CHECK(cuGraphKernelNodeSetParams_v2(a1, &p), 0);
+	CHECK(cuGraphExecUpdate_v2(e, g, NULL), 0);
+	launch(e, 1, 1, 2, 2);
+	/* A clone of g, instantiated. */
+	CHECK(cuGraphClone(&clone, g), 0);
+	CHECK(cuGraphInstantiateWithFlags(&ec, clone, 0), 0);
+	launch(ec, 2, 1, 2, 2);
+	/* h: a kA node and a conditional node whose body (a kC) the GPU runs as it decides. */
+	CHECK(cuGraphCreate(&h, 0), 0);
+	p = params(ka, 0);
+	CHECK(cuGraphAddKernelNode_v2(&n, h, NULL, 0, &p), 0);
+	memset(&np, 0, sizeof(np));
+	np.type = 13;
+	np.conditional.size = 1;
+	np.conditional.phGraph_out = &body;
+	CHECK(cuGraphAddNode_v2(&n, h, NULL, NULL, 0, &np), 0);
+	p = params(kc, 0);
+	CHECK(cuGraphAddKernelNode_v2(&n, body, NULL, 0, &p), 0);
+	CHECK(cuGraphInstantiateWithFlags(&eh, h, 0), 0);
+	launch(eh, 1, 1, 0, 0);
+	truth_add(1, "graph_launches_conditional");
+	CHECK(cuCtxSynchronize(), 0);
+	CHECK(cuGraphExecDestroy(e), 0);
+	CHECK(cuGraphExecDestroy(ec), 0);
+	CHECK(cuGraphExecDestroy(eh), 0);
+	CHECK(cuGraphDestroy(g), 0);
+	truth_write();
+	printf("wl_graphapi: 9 graph launches\n");
+	return 0;
+}
