@@ -12,7 +12,7 @@
  * a node of the instantiated graph (cuGraphExecKernelNodeSetParams...) changes the copy,
  * cuGraphExecUpdate takes the graph's again. A conditional node's bodies run as often as
  * the GPU decides: their kernels are not counted, and the launches of graphs that have one
- * are counted apart (model_counts.cond_graph_launches).
+ * are counted apart (model_kernels.c).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -127,19 +127,19 @@ bool model__capturing(const struct model *m, __u32 pid, __u64 stream)
 	return p && hmap_get(&p->capturing, stream, 0);
 }
 
-void model__graph_run(struct model *m, struct proc *p, const struct gs_ev_launch *e)
+bool model__graph_each(const struct proc *p, __u64 exec,
+		       void (*fn)(void *ctx, __u64 handle, __u64 count), void *ctx)
 {
-	const struct gkernels *g = hmap_get(&p->execs, e->func, 0);
+	const struct gkernels *g = hmap_get(&p->execs, exec, 0);
 
 	if (!g)
-		return;
-	if (g->conditional)
-		m->cond_graph_launches++;
+		return false;
 	for (size_t i = 0; i < g->n; i++)
-		model__kstat(&m->kernels, e->h.pid, g->k[i].handle)->graph_runs += g->k[i].count;
+		fn(ctx, g->k[i].handle, g->k[i].count);
 	for (size_t i = 0; i < g->nn; i++)
 		if (g->nodes[i].func)
-			model__kstat(&m->kernels, e->h.pid, g->nodes[i].func)->graph_runs++;
+			fn(ctx, g->nodes[i].func, 1);
+	return g->conditional;
 }
 
 /* A graph's node by the graph API (gs_decode_knode). */

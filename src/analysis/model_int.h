@@ -236,9 +236,12 @@ void model__kernels_retire(struct model *m, struct proc *p);
 void model__kernels_forget(struct model *m, __u32 pid);
 void model__kernels_free(struct model *m);
 /* model_graphs.c: what graphs run. A launch into a capturing stream (whether it is one);
- * a graph's launch (its kernels' runs); an API record of graphs; a process's graphs gone. */
+ * each kernel an instantiated graph runs and how many times a launch runs it (whether it
+ * has a conditional node, whose bodies are not counted); an API record of graphs; a
+ * process's graphs gone. */
 bool model__graph_captured(struct proc *p, __u64 stream, __u64 func);
-void model__graph_run(struct model *m, struct proc *p, const struct gs_ev_launch *e);
+bool model__graph_each(const struct proc *p, __u64 exec,
+		       void (*fn)(void *ctx, __u64 handle, __u64 count), void *ctx);
 void model__graph_api(struct proc *p, const struct gs_ev_api *e, const struct gs_api_desc *d);
 void model__graphs_free(struct proc *p);
 /* A kernel's statistics merged into another's (the report's, or a retired name's). */

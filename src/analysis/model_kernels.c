@@ -113,9 +113,22 @@ static void count_api(struct kstat *k, __u16 api)
 	}
 }
 
+struct runs_of {
+	struct model *m;
+	__u32 pid;
+};
+
+static void add_runs(void *ctx, __u64 handle, __u64 count)
+{
+	struct runs_of *r = ctx;
+
+	model__kstat(&r->m->kernels, r->pid, handle)->graph_runs += count;
+}
+
 static void graph_launch(struct model *m, struct proc *p, const struct gs_ev_launch *e)
 {
 	struct kstat *g = model__kstat(&m->graph_execs, e->h.pid, e->func);
+	struct runs_of r = { m, e->h.pid };
 
 	m->graph_launches++;
 	if (e->c.result) {
@@ -124,7 +137,8 @@ static void graph_launch(struct model *m, struct proc *p, const struct gs_ev_lau
 	}
 	g->launches++;
 	g->call_ns += e->c.dur_ns;
-	model__graph_run(m, p, e);
+	if (model__graph_each(p, e->func, add_runs, &r))
+		m->cond_graph_launches++;
 }
 
 void model__launch_add(struct model *m, const struct gs_hdr *ev)

@@ -145,8 +145,9 @@ def check(recording, report, script):
     sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "integration"))
     import gsrec
 
-    stacks = with_py = 0
-    names, seen, by_tid = {}, {}, {}
+    stacks = with_py = borrowed = 0
+    names, seen, by_tid, lent = {}, {}, {}, []
+    mark = 1 << 63 | 1  # (GS_PYFRAME_BORROWED: a thread without Python, the frames lent)
     for r in gsrec.records(recording):
         if r["type"] == 21:
             addr, n = struct.unpack_from("<QH", r["body"])
@@ -162,8 +163,11 @@ def check(recording, report, script):
             t = by_tid.setdefault(r["tid"], [0, 0])
             t[0] += 1
             t[1] += bool(py)
-            for ip in py[:1]:
+            for ip in [ip for ip in py if ip != mark][:1]:
                 seen[ip] = seen.get(ip, 0) + 1
+            if mark in ips:
+                borrowed += 1
+                lent.append(ips[ips.index(mark) + 1:])
     keep = [n for n, line in enumerate(open(script), 1) if line.rstrip().endswith("# KEEP")][0]
     rep = json.load(open(report))
     sites = [{k: s.get(k) for k in ("where", "suspected", "grew", "outstanding_bytes")}
@@ -172,7 +176,17 @@ def check(recording, report, script):
     # autograd's engine threads say, run no Python).
     py_threads = {t: v for t, v in by_tid.items() if v[1]}
     on_py = sum(v[0] for v in py_threads.values())
+    # Of the stacks of threads without Python (autograd's engine), the script's innermost
+    # line among the frames they took: loss.backward()'s, if all went well.
+    script_lines = {}
+    for frames in lent:
+        line = next((names.get(ip, "") for ip in frames
+                     if os.path.abspath(script) in names.get(ip, "")), None)
+        script_lines[line] = script_lines.get(line, 0) + 1
     out = {"launch_stacks": stacks, "with_python_frame": with_py,
+           "borrowed_stacks": borrowed,
+           "borrowed_script_lines": sorted(((c, l) for l, c in script_lines.items() if l),
+                                           reverse=True)[:4],
            "share_all": with_py / stacks if stacks else None,
            "threads": {str(t): {"stacks": v[0], "with_python": v[1]} for t, v in by_tid.items()},
            "share_on_python_threads": sum(v[1] for v in py_threads.values()) / on_py
