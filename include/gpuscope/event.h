@@ -692,8 +692,9 @@ struct gs_py_cfg {
 	__s16 rt_interp_head, interp_threads, ts_next, ts_tid, ts_frame, cframe_cur;
 	__s16 f_code, f_prev, f_instr, f_entry, f_owner, co_code;
 	__u8 lasti_int;
-	__u8 str_ascii; /* where a compact ASCII string's characters start */
-	__u8 pad[2];
+	__u8 str_ascii;	  /* where a compact ASCII string's characters start */
+	__u8 frame_bytes; /* a frame's bytes the walk reads (in one read) */
+	__u8 pad;
 	__u32 last_tid; /* (the walker's) the thread whose own frames a launch showed last */
 };
 

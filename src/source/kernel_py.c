@@ -168,7 +168,8 @@ static void look(struct kernel_py *k, __u32 pid, struct pyproc *pp)
 				       .f_owner = (__s16)l->f_owner,
 				       .co_code = (__s16)l->co_code,
 				       .lasti_int = l->lasti_int,
-				       .str_ascii = (__u8)l->str_ascii };
+				       .str_ascii = (__u8)l->str_ascii,
+				       .frame_bytes = (__u8)py_frame_bytes(l) };
 
 		pp->eval_lo = symbol_at(pid, py, "_PyEval_EvalFrameDefault", &size);
 		pp->eval_hi = pp->eval_lo ? pp->eval_lo + size : 0;
