@@ -48,6 +48,18 @@ static __always_inline void gs_count_drop(__u32 type)
 		__sync_fetch_and_add(&drop_count[type], 1);
 }
 
+static __always_inline void gs_fill(struct gs_hdr *h, __u32 size, __u16 type, __u8 source, __u64 ts,
+				    __u64 pid_tgid)
+{
+	h->type = type;
+	h->source = source;
+	h->flags = 0;
+	h->size = size;
+	h->ts = ts;
+	h->pid = pid_tgid >> 32;
+	h->tid = (__u32)pid_tgid;
+}
+
 /* Reserve a record of `size` bytes and fill its header; NULL (and a counted drop) if full. */
 static __always_inline void *gs_reserve(__u32 size, __u16 type, __u8 source, __u64 ts,
 					__u64 pid_tgid)
@@ -58,13 +70,7 @@ static __always_inline void *gs_reserve(__u32 size, __u16 type, __u8 source, __u
 		gs_count_drop(type);
 		return NULL;
 	}
-	h->type = type;
-	h->source = source;
-	h->flags = 0;
-	h->size = size;
-	h->ts = ts;
-	h->pid = pid_tgid >> 32;
-	h->tid = (__u32)pid_tgid;
+	gs_fill(h, size, type, source, ts, pid_tgid);
 	return h;
 }
 

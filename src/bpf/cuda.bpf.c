@@ -195,8 +195,7 @@ struct tb_walk {
 static long py_tb(__u32 i, void *ctx)
 {
 	struct tb_walk *w = ctx;
-	__u32 zero = 0;
-	__u64 *frames = bpf_map_lookup_elem(&py_scratch, &zero), f, code;
+	__u64 *frames = gs_py_frames(), f, code;
 	__s32 lasti = 0;
 
 	if (!frames || !w->tb || w->n >= GS_PYSTACK_MAX)
@@ -218,10 +217,9 @@ static __always_inline bool py_exc_first(struct gs_py_cfg *c, __u64 pid_tgid, __
 {
 	struct gs_pyexc_key k = { .tgid = pid_tgid >> 32, .type_addr = type };
 	__u64 entry, one = 1, *count, *frames;
-	__u32 zero = 0;
 	bool borrowed;
 
-	frames = bpf_map_lookup_elem(&py_scratch, &zero);
+	frames = gs_py_frames();
 	if (frames && gs_py_walk(c, pid_tgid, tstate, 3, &entry, 0, &borrowed))
 		k.site = frames[0];
 	*site = k.site;
@@ -244,7 +242,7 @@ SEC("uprobe")
 int BPF_KPROBE(py_exc)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid(), cookie = bpf_get_attach_cookie(ctx);
-	__u32 tgid = pid_tgid >> 32, zero = 0, n;
+	__u32 tgid = pid_tgid >> 32, n;
 	struct gs_py_cfg *c = bpf_map_lookup_elem(&py_cfg, &tgid);
 	/* (Both read first: a context offset chosen at run time is refused.) */
 	__u64 arg1 = PT_REGS_PARM1(ctx), arg2 = PT_REGS_PARM2(ctx), arg3 = PT_REGS_PARM3(ctx),
@@ -277,7 +275,7 @@ int BPF_KPROBE(py_exc)
 		bpf_loop(GS_PYSTACK_MAX, py_tb, &tw, 0);
 	}
 	n = tw.n ?: gs_py_walk(c, pid_tgid, tstate, 2 * GS_PYSTACK_MAX, &entry, 0, &borrowed);
-	frames = bpf_map_lookup_elem(&py_scratch, &zero);
+	frames = gs_py_frames();
 	if (!frames)
 		return 0;
 	if (cookie != PYEXC_RAISE)
