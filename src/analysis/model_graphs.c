@@ -20,7 +20,9 @@
 #include "analysis/model_int.h"
 #include "core/util.h"
 
-#define NODES_MAX 65536 /* kernel nodes kept per graph */
+/* Kernel nodes kept by a process, in its graphs and their copies (16 bytes each): past it,
+ * a node is not kept, its runs not counted, and that is said (model's graph_nodes_lost). */
+#define NODES_MAX (1u << 20)
 
 struct gkernels {
 	size_t n, cap; /* captured: each kernel, how many times */
@@ -32,6 +34,12 @@ struct gkernels {
 		__u64 node, func;
 	} * nodes;
 	bool conditional;
+	__u64 *kept; /* the process's count of nodes kept (struct proc's graph_nodes) */
+};
+
+/* Where a graph's nodes are counted, and where those not kept are. */
+struct gctx {
+	__u64 *kept, *lost;
 };
 
 static void gk_free(void *v)
@@ -39,10 +47,19 @@ static void gk_free(void *v)
 	struct gkernels *g = v;
 
 	if (g) {
+		*g->kept -= g->nn;
 		free(g->k);
 		free(g->nodes);
 		free(g);
 	}
+}
+
+static struct gkernels *gk_new(const struct gctx *c)
+{
+	struct gkernels *g = xcalloc(1, sizeof(*g));
+
+	g->kept = c->kept;
+	return g;
 }
 
 /* An array v of n items of `size` bytes, room made for one more. */
@@ -66,32 +83,35 @@ static void gk_count(struct gkernels *g, __u64 handle, __u64 count)
 	g->k[g->n++].count = count;
 }
 
-static void gk_node(struct gkernels *g, __u64 node, __u64 func)
+static void gk_node(const struct gctx *c, struct gkernels *g, __u64 node, __u64 func)
 {
-	if (g->nn == NODES_MAX)
+	if (*c->kept >= NODES_MAX) {
+		++*c->lost;
 		return;
+	}
 	g->nodes = room(g->nodes, g->nn, &g->ncap, sizeof(*g->nodes));
 	g->nodes[g->nn].node = node;
 	g->nodes[g->nn++].func = func;
+	++*c->kept;
 }
 
 /* What `from` runs, added to `into` (a child graph's nodes keep their handles: setting
  * one through the parent is not followed). */
-static void gk_add(struct gkernels *into, const struct gkernels *from)
+static void gk_add(const struct gctx *c, struct gkernels *into, const struct gkernels *from)
 {
 	for (size_t i = 0; i < from->n; i++)
 		gk_count(into, from->k[i].handle, from->k[i].count);
 	for (size_t i = 0; i < from->nn; i++)
-		gk_node(into, from->nodes[i].node, from->nodes[i].func);
+		gk_node(c, into, from->nodes[i].node, from->nodes[i].func);
 	into->conditional |= from->conditional;
 }
 
-static struct gkernels *gk_copy(const struct gkernels *from)
+static struct gkernels *gk_copy(const struct gctx *c, const struct gkernels *from)
 {
-	struct gkernels *g = xcalloc(1, sizeof(*g));
+	struct gkernels *g = gk_new(c);
 
 	if (from)
-		gk_add(g, from);
+		gk_add(c, g, from);
 	return g;
 }
 
@@ -106,9 +126,13 @@ static bool gk_set(struct gkernels *g, __u64 node, __u64 func)
 	return false;
 }
 
-static struct gkernels *graph_of(struct hmap *h, __u64 handle)
+static struct gkernels *graph_of(const struct gctx *c, struct hmap *h, __u64 handle)
 {
-	return hmap_get_or_new(h, handle, 0, sizeof(struct gkernels));
+	struct gkernels *g = hmap_get(h, handle, 0);
+
+	if (!g)
+		hmap_put(h, handle, 0, g = gk_new(c));
+	return g;
 }
 
 bool model__graph_captured(struct proc *p, __u64 stream, __u64 func)
@@ -143,23 +167,24 @@ bool model__graph_each(const struct proc *p, __u64 exec,
 }
 
 /* A graph's node by the graph API (gs_decode_knode). */
-static void node_api(struct proc *p, const struct gs_ev_api *e, const struct gs_api_desc *d)
+static void node_api(const struct gctx *c, struct proc *p, const struct gs_ev_api *e,
+		     const struct gs_api_desc *d)
 {
 	unsigned int at = d->shape == GS_SH_A_CHILD ? 4 : d->arg & 7;
 	struct gkernels *g;
 	struct hmap_slot *s;
 
 	if (at >= 4) { /* added to graph arg0 */
-		g = graph_of(&p->graphs, e->arg0);
+		g = graph_of(c, &p->graphs, e->arg0);
 		if (e->h.flags & GS_HDR_GNODE_CHILD) {
 			const struct gkernels *child = hmap_get(&p->graphs, e->arg1, 0);
 
 			if (child && child != g)
-				gk_add(g, child);
+				gk_add(c, g, child);
 		} else if (e->h.flags & GS_HDR_GNODE_COND) {
 			g->conditional = true;
 		} else if (!e->h.flags) {
-			gk_node(g, e->out, e->arg1);
+			gk_node(c, g, e->out, e->arg1);
 		}
 		return;
 	}
@@ -175,14 +200,17 @@ static void node_api(struct proc *p, const struct gs_ev_api *e, const struct gs_
 			return;
 }
 
-void model__graph_api(struct proc *p, const struct gs_ev_api *e, const struct gs_api_desc *d)
+void model__graph_api(struct proc *p, const struct gs_ev_api *e, const struct gs_api_desc *d,
+		      __u64 *lost)
 {
+	const struct gctx c = { &p->graph_nodes, lost }, *cp = &c;
+
 	switch (e->c.api) {
 	case GS_API_CU_STREAM_BEGIN_CAPTURE:
 	case GS_API_CU_STREAM_BEGIN_CAPTURE_PTSZ:
 	case GS_API_CU_STREAM_BEGIN_CAPTURE_V1:
 	case GS_API_CU_STREAM_BEGIN_CAPTURE_V1_PTSZ:
-		gk_free(hmap_put(&p->capturing, e->arg0, 0, xcalloc(1, sizeof(struct gkernels))));
+		gk_free(hmap_put(&p->capturing, e->arg0, 0, gk_new(cp)));
 		break;
 	case GS_API_CU_STREAM_END_CAPTURE:
 	case GS_API_CU_STREAM_END_CAPTURE_PTSZ: {
@@ -195,15 +223,17 @@ void model__graph_api(struct proc *p, const struct gs_ev_api *e, const struct gs
 	case GS_API_CU_GRAPH_INSTANTIATE:
 	case GS_API_CU_GRAPH_INSTANTIATE_PARAMS:
 	case GS_API_CU_GRAPH_INSTANTIATE_PARAMS_PTSZ:
-		gk_free(hmap_put(&p->execs, e->out, 0, gk_copy(hmap_get(&p->graphs, e->arg1, 0))));
+		gk_free(hmap_put(&p->execs, e->out, 0,
+				 gk_copy(cp, hmap_get(&p->graphs, e->arg1, 0))));
 		break;
 	case GS_API_CU_GRAPH_EXEC_UPDATE:
 		if (hmap_get(&p->execs, e->arg0, 0))
 			gk_free(hmap_put(&p->execs, e->arg0, 0,
-					 gk_copy(hmap_get(&p->graphs, e->arg1, 0))));
+					 gk_copy(cp, hmap_get(&p->graphs, e->arg1, 0))));
 		break;
 	case GS_API_CU_GRAPH_CLONE:
-		gk_free(hmap_put(&p->graphs, e->out, 0, gk_copy(hmap_get(&p->graphs, e->arg1, 0))));
+		gk_free(hmap_put(&p->graphs, e->out, 0,
+				 gk_copy(cp, hmap_get(&p->graphs, e->arg1, 0))));
 		break;
 	case GS_API_CU_GRAPH_DESTROY:
 		gk_free(hmap_del(&p->graphs, e->arg0, 0));
@@ -213,7 +243,7 @@ void model__graph_api(struct proc *p, const struct gs_ev_api *e, const struct gs
 		break;
 	default:
 		if (d && (d->shape == GS_SH_A_KNODE || d->shape == GS_SH_A_CHILD))
-			node_api(p, e, d);
+			node_api(cp, p, e, d);
 		break;
 	}
 }

@@ -56,6 +56,7 @@ struct proc {
 	struct hmap capturing;	   /* stream -> its graph's kernels so far (model_graphs.c) */
 	struct hmap graphs;	   /* graph -> its kernels */
 	struct hmap execs;	   /* instantiated graph -> its kernels (a copy) */
+	__u64 graph_nodes;	   /* kernel nodes kept in those (model_graphs.c) */
 	struct hmap ctx_dev;	   /* CUcontext -> boxed __s32 device (creation, or GPU records) */
 	struct os_stat *os;	   /* NULL until an OS plane record (retired: folded below) */
 	struct os_result *os_done; /* retired: its OS aggregates, compact (NULL: none) */
@@ -150,6 +151,7 @@ struct model {
 	__u64 events, first_ts, last_ts;
 	__u64 launches, graph_launches, launch_errors;
 	__u64 cond_graph_launches; /* of graphs with a conditional node (model_graphs.c) */
+	__u64 graph_nodes_lost;	   /* kernel nodes past a process's limit: runs not counted */
 	__u64 copy_bytes;
 	__u64 in_use[MEM_KINDS], peak[MEM_KINDS];
 	__u64 nameless; /* name records whose string could not be read */
@@ -242,7 +244,8 @@ void model__kernels_free(struct model *m);
 bool model__graph_captured(struct proc *p, __u64 stream, __u64 func);
 bool model__graph_each(const struct proc *p, __u64 exec,
 		       void (*fn)(void *ctx, __u64 handle, __u64 count), void *ctx);
-void model__graph_api(struct proc *p, const struct gs_ev_api *e, const struct gs_api_desc *d);
+void model__graph_api(struct proc *p, const struct gs_ev_api *e, const struct gs_api_desc *d,
+		      __u64 *lost);
 void model__graphs_free(struct proc *p);
 /* A kernel's statistics merged into another's (the report's, or a retired name's). */
 void model__kstat_merge(struct kstat *into, const struct kstat *k);

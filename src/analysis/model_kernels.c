@@ -176,7 +176,8 @@ void model__api_add(struct model *m, const struct gs_hdr *ev)
 	const struct gs_ev_api *e = (const void *)ev;
 
 	if (!e->c.result)
-		model__graph_api(model__proc(m, e->h.pid), e, api_desc(e->c.api));
+		model__graph_api(model__proc(m, e->h.pid), e, api_desc(e->c.api),
+				 &m->graph_nodes_lost);
 }
 
 /* ---- merging: the report's kernels by name, and a retired process's ----------------------- */

@@ -123,6 +123,7 @@ static void build_kernels(struct report *r, const struct model *m)
 	r->launch_errors = m->launch_errors;
 	r->graph_launches = m->graph_launches;
 	r->cond_graph_launches = m->cond_graph_launches;
+	r->graph_nodes_lost = m->graph_nodes_lost;
 	r->graphs = m->graph_execs.len + m->retired_graphs;
 	r->nameless = m->nameless;
 	for (size_t i = 0; i < r->nkernels; i++)

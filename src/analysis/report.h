@@ -185,6 +185,7 @@ struct report {
 	size_t nkernels;
 	__u64 launches, launch_errors, graph_launches, graphs, kernel_runs_in_graphs;
 	__u64 cond_graph_launches; /* of graphs with a conditional node: bodies not counted */
+	__u64 graph_nodes_lost;	   /* kernel nodes past a process's limit: runs not counted */
 	__u64 unknown_kernels, unknown_launches, nameless;
 	struct kapi_count *launch_apis;
 	size_t nlaunch_apis;

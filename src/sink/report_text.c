@@ -204,6 +204,11 @@ static void kernels(FILE *f, const struct report *r, const struct text_opts *o)
 			"  %llu graph launches ran conditional nodes: the kernels of their "
 			"bodies (run as the GPU decides) are not counted\n",
 			(unsigned long long)r->cond_graph_launches);
+	if (r->graph_nodes_lost)
+		fprintf(f,
+			"  %llu graph kernel nodes past gpuscope's limit (2^20 a process) were not "
+			"kept: their runs are not counted\n",
+			(unsigned long long)r->graph_nodes_lost);
 	if (r->unknown_kernels)
 		fprintf(f,
 			"  %llu kernels (%llu launches) have no name: their names were looked up "

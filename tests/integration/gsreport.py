@@ -12,6 +12,7 @@ def flatten(report):
     flat["launches"] = k["launches"]
     flat["graph_launches"] = k["graph_launches"]
     flat["graph_launches_conditional"] = k["graph_launches_conditional"]
+    flat["graph_nodes_lost"] = k["graph_nodes_lost"]
     for api, n in k["by_api"].items():
         if api.startswith("cuGraphLaunch"):
             continue

@@ -58,6 +58,20 @@ def test_graphs_built_with_the_graph_api(gs, plane):
     assert report["kernels"]["graph_launches_conditional"] == 1
 
 
+def test_graph_nodes_past_the_limit_are_said(gsr):
+    """A graph of 2^20 + 10 kernel nodes: what gpuscope does not keep is counted and said,
+    never run-counted wrongly (in-process plane: a million node calls, a ring that holds
+    their records)."""
+    report, truth, _ = gsr.trace(["wl_graphapi", "limit"],
+                                 opts=["--inject", "--buffer-size=256M"])
+    assert_matches(truth, report)
+    assert report["kernels"]["runs_in_graphs"] == 0
+    rep = gsr.run(["run", "--inject", "--buffer-size=256M", "--", gsr.wl("wl_graphapi"), "limit"],
+                  check_rc=0)
+    assert "1048586 graph kernel nodes past gpuscope's limit (2^20 a process) were not " \
+        "kept: their runs are not counted" in rep.stderr, rep.stderr
+
+
 def test_threads(gs):
     report, truth, _ = gs.trace(["wl_driver", "--threads", "4", "--loops", "2"])
     assert_matches(truth, report)

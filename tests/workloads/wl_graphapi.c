@@ -4,7 +4,10 @@
  * (by CUfunction, by CUkernel, through cuGraphAddNode), a child graph, an instantiated
  * graph's node set to another kernel, a graph's node set and the instantiated graph updated
  * from it, a clone, and a graph with a conditional node. Each graph launch runs what the
- * instantiated graph held then; the truth counts each kernel's runs.
+ * instantiated graph held then; the truth counts each kernel's runs. With `limit`, a graph
+ * past what gpuscope keeps (see limit()).
+ *
+ *     wl_graphapi [limit]
  */
 #include <stdio.h>
 #include <string.h>
@@ -42,7 +45,30 @@ static void launch(CUgraphExec e, int n, long long a, long long b, long long c)
 	truth_add(n * c, "graph_runs:kC");
 }
 
-int main(void)
+/* `limit`: a graph of 2^20 + 10 kernel nodes, instantiated and launched once: past
+ * gpuscope's 2^20 kept nodes a process, 10 of the graph's and all of its copy's (the 2^20
+ * it kept) are lost (said), and no run is counted. */
+static int limit(CUkernel ka)
+{
+	CUDA_KERNEL_NODE_PARAMS p = params(ka, 0);
+	CUgraph g;
+	CUgraphExec e;
+	CUgraphNode n;
+
+	CHECK(cuGraphCreate(&g, 0), 0);
+	for (int i = 0; i < (1 << 20) + 10; i++)
+		CHECK(cuGraphAddKernelNode_v2(&n, g, NULL, 0, &p), 0);
+	CHECK(cuGraphInstantiateWithFlags(&e, g, 0), 0);
+	CHECK(cuGraphLaunch(e, NULL), 0);
+	CHECK(cuCtxSynchronize(), 0);
+	truth_add(1, "graph_launches");
+	truth_add(10 + (1 << 20), "graph_nodes_lost"); /* (the copy: what the graph kept) */
+	truth_write();
+	printf("wl_graphapi: 1 graph launch\n");
+	return 0;
+}
+
+int main(int argc, char **argv)
 {
 	CUdevice dev;
 	CUcontext ctx;
@@ -62,6 +88,8 @@ int main(void)
 	CHECK(cuLibraryGetKernel(&ka, lib, "kA"), 0);
 	CHECK(cuLibraryGetKernel(&kb, lib, "kB"), 0);
 	CHECK(cuLibraryGetKernel(&kc, lib, "kC"), 0);
+	if (argc > 1 && !strcmp(argv[1], "limit"))
+		return limit(ka);
 	/* g: kA (a CUfunction), kB (a CUkernel), kA (cuGraphAddNode), and a child of two kC. */
 	CHECK(cuGraphCreate(&g, 0), 0);
 	p = params(ka, 0);
