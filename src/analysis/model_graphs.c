@@ -20,8 +20,9 @@
 #include "analysis/model_int.h"
 #include "core/util.h"
 
-/* Kernel nodes kept by a process, in its graphs and their copies (16 bytes each): past it,
- * a node is not kept, its runs not counted, and that is said (model's graph_nodes_lost). */
+/* Kernel nodes kept by a process, in its graphs and their copies (16 bytes each, and an
+ * index entry): past it, a node is not kept, its runs not counted, and that is said
+ * (model's graph_nodes_lost). */
 #define NODES_MAX (1u << 20)
 
 struct gkernels {
@@ -33,6 +34,7 @@ struct gkernels {
 	struct {
 		__u64 node, func;
 	} * nodes;
+	struct hmap at; /* node -> its index + 1 (XLA sets nodes by the thousand a step) */
 	bool conditional;
 	__u64 *kept; /* the process's count of nodes kept (struct proc's graph_nodes) */
 };
@@ -48,6 +50,7 @@ static void gk_free(void *v)
 
 	if (g) {
 		*g->kept -= g->nn;
+		hmap_free(&g->at);
 		free(g->k);
 		free(g->nodes);
 		free(g);
@@ -83,16 +86,19 @@ static void gk_count(struct gkernels *g, __u64 handle, __u64 count)
 	g->k[g->n++].count = count;
 }
 
-static void gk_node(const struct gctx *c, struct gkernels *g, __u64 node, __u64 func)
+/* Whether the node is kept. */
+static bool gk_node(const struct gctx *c, struct gkernels *g, __u64 node, __u64 func)
 {
 	if (*c->kept >= NODES_MAX) {
 		++*c->lost;
-		return;
+		return false;
 	}
 	g->nodes = room(g->nodes, g->nn, &g->ncap, sizeof(*g->nodes));
 	g->nodes[g->nn].node = node;
 	g->nodes[g->nn++].func = func;
+	hmap_put(&g->at, node, 0, (void *)(uintptr_t)g->nn);
 	++*c->kept;
+	return true;
 }
 
 /* What `from` runs, added to `into` (a child graph's nodes keep their handles: setting
@@ -115,15 +121,13 @@ static struct gkernels *gk_copy(const struct gctx *c, const struct gkernels *fro
 	return g;
 }
 
-/* A node's kernel set again, in g; whether g has the node. */
-static bool gk_set(struct gkernels *g, __u64 node, __u64 func)
+/* A node's kernel set again, in g (if there). */
+static void gk_set(struct gkernels *g, __u64 node, __u64 func)
 {
-	for (size_t i = 0; i < g->nn; i++)
-		if (g->nodes[i].node == node) {
-			g->nodes[i].func = func;
-			return true;
-		}
-	return false;
+	uintptr_t i = g ? (uintptr_t)hmap_get(&g->at, node, 0) : 0;
+
+	if (i && i <= g->nn)
+		g->nodes[i - 1].func = func;
 }
 
 static struct gkernels *graph_of(const struct gctx *c, struct hmap *h, __u64 handle)
@@ -172,7 +176,7 @@ static void node_api(const struct gctx *c, struct proc *p, const struct gs_ev_ap
 {
 	unsigned int at = d->shape == GS_SH_A_CHILD ? 4 : d->arg & 7;
 	struct gkernels *g;
-	struct hmap_slot *s;
+	uintptr_t graph;
 
 	if (at >= 4) { /* added to graph arg0 */
 		g = graph_of(c, &p->graphs, e->arg0);
@@ -183,21 +187,31 @@ static void node_api(const struct gctx *c, struct proc *p, const struct gs_ev_ap
 				gk_add(c, g, child);
 		} else if (e->h.flags & GS_HDR_GNODE_COND) {
 			g->conditional = true;
-		} else if (!e->h.flags) {
-			gk_node(c, g, e->out, e->arg1);
+		} else if (!e->h.flags && e->arg0 && gk_node(c, g, e->out, e->arg1)) {
+			hmap_put(&p->node_graph, e->out, 0, (void *)(uintptr_t)e->arg0);
 		}
 		return;
 	}
 	if (e->h.flags) /* (set to another kind than a kernel: nothing counted here) */
 		return;
 	if (at == 2) {
-		if ((g = hmap_get(&p->execs, e->arg0, 0)))
-			gk_set(g, e->out, e->arg1);
+		gk_set(hmap_get(&p->execs, e->arg0, 0), e->out, e->arg1);
 		return;
 	}
-	hmap_for_each (&p->graphs, s)
-		if (gk_set(s->val, e->arg0, e->arg1))
-			return;
+	graph = (uintptr_t)hmap_get(&p->node_graph, e->arg0, 0);
+	if (graph)
+		gk_set(hmap_get(&p->graphs, graph, 0), e->arg0, e->arg1);
+}
+
+/* A graph gone, with its nodes' way to it. */
+static void graph_gone(struct proc *p, __u64 handle)
+{
+	struct gkernels *g = hmap_del(&p->graphs, handle, 0);
+
+	for (size_t i = 0; g && i < g->nn; i++)
+		if ((uintptr_t)hmap_get(&p->node_graph, g->nodes[i].node, 0) == handle)
+			hmap_del(&p->node_graph, g->nodes[i].node, 0);
+	gk_free(g);
 }
 
 void model__graph_api(struct proc *p, const struct gs_ev_api *e, const struct gs_api_desc *d,
@@ -236,7 +250,7 @@ void model__graph_api(struct proc *p, const struct gs_ev_api *e, const struct gs
 				 gk_copy(cp, hmap_get(&p->graphs, e->arg1, 0))));
 		break;
 	case GS_API_CU_GRAPH_DESTROY:
-		gk_free(hmap_del(&p->graphs, e->arg0, 0));
+		graph_gone(p, e->arg0);
 		break;
 	case GS_API_CU_GRAPH_EXEC_DESTROY:
 		gk_free(hmap_del(&p->execs, e->arg0, 0));
@@ -250,6 +264,7 @@ void model__graph_api(struct proc *p, const struct gs_ev_api *e, const struct gs
 
 void model__graphs_free(struct proc *p)
 {
+	hmap_free(&p->node_graph);
 	hmap_free_with(&p->capturing, gk_free);
 	hmap_free_with(&p->graphs, gk_free);
 	hmap_free_with(&p->execs, gk_free);

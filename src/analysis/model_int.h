@@ -57,6 +57,7 @@ struct proc {
 	struct hmap graphs;	   /* graph -> its kernels */
 	struct hmap execs;	   /* instantiated graph -> its kernels (a copy) */
 	__u64 graph_nodes;	   /* kernel nodes kept in those (model_graphs.c) */
+	struct hmap node_graph;	   /* a graph's kernel node -> the graph (boxed handle) */
 	struct hmap ctx_dev;	   /* CUcontext -> boxed __s32 device (creation, or GPU records) */
 	struct os_stat *os;	   /* NULL until an OS plane record (retired: folded below) */
 	struct os_result *os_done; /* retired: its OS aggregates, compact (NULL: none) */
