@@ -3,30 +3,13 @@ READY is created and the program waits 3 s (the bench reads the probes' statisti
 
     pywalk.py N D READY
 """
-import ctypes
+import os
 import sys
 import time
 
-cu = ctypes.CDLL("libcuda.so.1")
-PTX = (b".version 8.0\n.target sm_90\n.address_size 64\n"
-       b".visible .entry walkKernel(\n.param .u64 a)\n{ ret; }\n")
-
-
-def check(r):
-    if r != 0:
-        sys.exit(f"CUDA call returned {r}")
-
-
-def setup():
-    dev, ctx = ctypes.c_int(), ctypes.c_void_p()
-    lib, kern = ctypes.c_void_p(), ctypes.c_void_p()
-    check(cu.cuInit(0))
-    check(cu.cuDeviceGet(ctypes.byref(dev), 0))
-    check(cu.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), dev))
-    check(cu.cuCtxSetCurrent(ctx))
-    check(cu.cuLibraryLoadData(ctypes.byref(lib), PTX, None, None, 0, None, None, 0))
-    check(cu.cuLibraryGetKernel(ctypes.byref(kern), lib, b"walkKernel"))
-    return kern
+# The driver set up as the tests' Python workload does (its kernel: pyKernel).
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests", "workloads"))
+from py_cuda import check, cu, setup  # noqa: E402
 
 
 def deep(d, kern, n):
@@ -39,7 +22,7 @@ def deep(d, kern, n):
 
 def main():
     n, d, ready = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
-    kern = setup()
+    _, kern = setup()
     time.sleep(0.3)  # (the kernel probes' walker is set up moments after the driver maps)
     deep(d, kern, n)
     open(ready, "w").close()

@@ -44,7 +44,8 @@ $(FAKES_DIR)/libnccl.so.2: tests/fakes/libnccl.c tests/fakes/fake_nccl.h tests/f
 	$(Q)$(CC) $(FAKE_CFLAGS) -shared -Wl,-soname,libnccl.so.2 $< -o $@ -lpthread -ldl
 
 WL_CFLAGS := -O2 -g -Wall -Wextra -Werror -Itests/fakes -Itests/workloads
-WL_DEPS := tests/workloads/truth.h tests/workloads/wl_file.h $(wildcard tests/fakes/*.h)
+WL_DEPS := tests/workloads/truth.h tests/workloads/wl_file.h tests/workloads/wl_cuda.h \
+	   $(wildcard tests/fakes/*.h)
 
 # Driver-API program linked to libcuda.so.1 (found through LD_LIBRARY_PATH at run time).
 $(WL_DIR)/wl_driver: tests/workloads/wl_driver.c $(WL_DEPS) $(FAKES_DIR)/libcuda.so.1

@@ -12,8 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "fake_cuda.h"
-#include "truth.h"
+#include "wl_cuda.h"
 
 static const char ptx[] = ".version 8.0\n.target sm_90\n.address_size 64\n"
 			  ".visible .entry kA(.param .u64 a)\n{ ret; }\n"
@@ -70,9 +69,7 @@ static int limit(CUkernel ka)
 
 int main(int argc, char **argv)
 {
-	CUdevice dev;
-	CUcontext ctx;
-	CUlibrary lib;
+	CUlibrary lib = wl_library(ptx);
 	CUkernel ka, kb, kc;
 	CUgraph g, child, clone, h, body;
 	CUgraphExec e, ec, eh;
@@ -80,11 +77,6 @@ int main(int argc, char **argv)
 	CUDA_KERNEL_NODE_PARAMS p;
 	CUgraphNodeParams np;
 
-	CHECK(cuInit(0), 0);
-	CHECK(cuDeviceGet(&dev, 0), 0);
-	CHECK(cuDevicePrimaryCtxRetain(&ctx, dev), 0);
-	CHECK(cuCtxSetCurrent(ctx), 0);
-	CHECK(cuLibraryLoadData(&lib, ptx, NULL, NULL, 0, NULL, NULL, 0), 0);
 	CHECK(cuLibraryGetKernel(&ka, lib, "kA"), 0);
 	CHECK(cuLibraryGetKernel(&kb, lib, "kB"), 0);
 	CHECK(cuLibraryGetKernel(&kc, lib, "kC"), 0);

@@ -21,9 +21,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "fake_cuda.h"
 #include "pydebug.h"
-#include "truth.h"
+#include "wl_cuda.h"
 
 #if PY_MINOR == 13
 #define TABLE  struct pydebug313
@@ -159,9 +158,6 @@ __attribute__((noinline)) int _PyEval_EvalFrameDefault(void *ts, void *f, volati
 
 int main(void)
 {
-	CUdevice dev;
-	CUcontext ctx;
-	CUlibrary lib;
 	uint64_t tid = (uint64_t)syscall(SYS_gettid);
 
 	code(c_step, &n_step, &q_step, &t_step, 40);
@@ -177,12 +173,7 @@ int main(void)
 	put(interp + INTERP_THREADS, tstate);
 	put(tstate + TS_FRAME, frames[0]);
 	memcpy(tstate + TS_TID, &tid, sizeof(tid));
-	CHECK(cuInit(0), 0);
-	CHECK(cuDeviceGet(&dev, 0), 0);
-	CHECK(cuDevicePrimaryCtxRetain(&ctx, dev), 0);
-	CHECK(cuCtxSetCurrent(ctx), 0);
-	CHECK(cuLibraryLoadData(&lib, ptx, NULL, NULL, 0, NULL, NULL, 0), 0);
-	CHECK(cuLibraryGetKernel(&kernel, lib, "pyKernel"), 0);
+	CHECK(cuLibraryGetKernel(&kernel, wl_library(ptx), "pyKernel"), 0);
 	usleep(300000); /* (gpuscope sets the kernel's walker up moments after the driver maps) */
 	CHECK(_PyEval_EvalFrameDefault(tstate, frames[3], 1), 0);
 	usleep(300000); /* (and names its frames from its memory moments after they are seen) */
