@@ -3,6 +3,7 @@ READY is created and the program waits 3 s (the bench reads the probes' statisti
 
     pywalk.py N D READY
 """
+import ctypes
 import os
 import sys
 import time
@@ -15,8 +16,11 @@ from py_cuda import check, cu, setup  # noqa: E402
 def deep(d, kern, n):
     if d > 0:
         return deep(d - 1, kern, n)
+    # (pyKernel takes a u64: a real driver refuses a launch without it)
+    arg = ctypes.c_uint64(0)
+    params = (ctypes.c_void_p * 1)(ctypes.cast(ctypes.byref(arg), ctypes.c_void_p))
     for _ in range(n):
-        check(cu.cuLaunchKernel(kern, 1, 1, 1, 32, 1, 1, 0, None, None, None))
+        check(cu.cuLaunchKernel(kern, 1, 1, 1, 32, 1, 1, 0, None, params, None))
     check(cu.cuCtxSynchronize())
 
 

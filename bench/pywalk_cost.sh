@@ -33,7 +33,13 @@ for ((i = 0; i < ROUNDS; i++)); do
 					"$PY" bench/pywalk.py "$N" "$d" "$OUT/ready" &
 			fi
 			pid=$!
-			while [ ! -e "$OUT/ready" ]; do sleep 0.05; done
+			while [ ! -e "$OUT/ready" ]; do
+				kill -0 "$pid" 2>/dev/null || {
+					echo "pywalk.py ended before its launches were done" >&2
+					exit 1
+				}
+				sleep 0.05
+			done
 			bpftool prog show -j | python3 -c '
 import json, sys
 progs = [p for p in json.load(sys.stdin) if p.get("name") == "ret_launch"]

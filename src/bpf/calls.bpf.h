@@ -281,6 +281,22 @@ static __always_inline void gs_py_find(struct py_walk *w)
 		w->t = 0; /* (not in the first 64: another thread's state is no answer) */
 }
 
+/* The current frame of thread state t (0: none). */
+static __always_inline __u64 gs_py_frame_of(const struct gs_py_cfg *c, __u64 t)
+{
+	__u64 f = gs_read64(t + c->ts_frame);
+
+	return f && c->cframe_cur >= 0 ? gs_read64(f + c->cframe_cur) : f;
+}
+
+/* w->tid's thread state (w->t) and its current frame (w->f; 0: none, as for a thread running
+ * no Python: PyTorch's autograd engine threads keep a state with no frame). */
+static __always_inline void gs_py_current(struct py_walk *w)
+{
+	gs_py_find(w);
+	w->f = w->t ? gs_py_frame_of(&w->c, w->t) : 0;
+}
+
 /* A field of the frame read (b: py_frame's value), at offset at (below 128). */
 #define PY_FIELD(b, type, at) (*(type *)((b) + ((at)&127)))
 
@@ -346,25 +362,24 @@ static __always_inline __u32 gs_py_walk(struct gs_py_cfg *c, __u64 pid_tgid, __u
 
 	*borrowed = false;
 	if (!w.t) {
-		gs_py_find(&w);
-		if (w.t && how == PY_LAUNCH)
+		gs_py_current(&w);
+		if (w.f && how == PY_LAUNCH)
 			c->last_tid = w.tid;
-		if (!w.t && (how & PY_BORROW) && c->last_tid && c->last_tid != w.tid) {
+		if (!w.f && (how & PY_BORROW) && c->last_tid && c->last_tid != w.tid) {
 			w.tid = c->last_tid;
-			gs_py_find(&w);
+			gs_py_current(&w);
 		}
 		/* (That thread gone: the process's main thread.) */
-		if (!w.t && (how & PY_BORROW) && (__u32)pid_tgid != pid_tgid >> 32) {
+		if (!w.f && (how & PY_BORROW) && (__u32)pid_tgid != pid_tgid >> 32) {
 			w.tid = pid_tgid >> 32;
-			gs_py_find(&w);
+			gs_py_current(&w);
 		}
-		*borrowed = w.t && w.tid != (__u32)pid_tgid;
+		*borrowed = w.f && w.tid != (__u32)pid_tgid;
+	} else {
+		w.f = gs_py_frame_of(&w.c, w.t);
 	}
-	if (!w.t)
+	if (!w.f)
 		return 0;
-	w.f = gs_read64(w.t + w.c.ts_frame);
-	if (w.c.cframe_cur >= 0)
-		w.f = gs_read64(w.f + w.c.cframe_cur);
 	bpf_loop(loops, gs_py_frame, &w, 0);
 	*entry = w.n ? w.entry | 1ULL << ((w.n - 1) & 63) : 0;
 	return w.n;

@@ -264,28 +264,40 @@ static __u64 state_of(__u32 tid)
 	return 0;
 }
 
+/* The current frame of thread state ts (0: none, or unreadable). */
+static __u64 current(__u64 ts)
+{
+	const struct py_layout *l = Y.l;
+	__u64 f;
+
+	if (!ts || !rd64(ts + (__u64)l->ts_frame, &f))
+		return 0;
+	if (f && l->cframe_cur >= 0 && !rd64(f + (__u64)l->cframe_cur, &f))
+		return 0;
+	return f;
+}
+
 /* This thread's Python frames, innermost first, as pseudo-addresses; entry[i]: frame i is
  * the outermost of one evaluation (the native frame of the interpreter that ran it). A
- * thread with no Python state (an autograd engine thread) takes those of the thread whose
- * launch showed its own last, or if that one is gone of the main thread (*borrowed; read as
- * they are now: that thread waits, in loss.backward(), for the work this one does). */
+ * thread running no Python (no state, or one with no frame: PyTorch's autograd engine
+ * threads keep a state they made once) takes those of the thread whose launch showed its
+ * own last, or if that one is gone of the main thread (*borrowed; read as they are now:
+ * that thread waits, in loss.backward(), for the work this one does). */
 static int walk(__u64 *out, bool *entry, bool launch, bool *borrowed)
 {
 	const struct py_layout *l = Y.l;
-	__u64 ts = (__u64)(unsigned long)Y.this_thread(), f;
+	__u64 f = current((__u64)(unsigned long)Y.this_thread());
 	__u32 self = gs_self_tid(), last = __atomic_load_n(&Y.last_tid, __ATOMIC_RELAXED);
 	int n = 0;
 
 	*borrowed = false;
-	if (ts && launch && last != self)
+	if (f && launch && last != self)
 		__atomic_store_n(&Y.last_tid, self, __ATOMIC_RELAXED);
 	/* (That thread gone: the process's main thread.) */
-	if (!ts && ((last != self && (ts = state_of(last))) ||
-		    (self != (__u32)Y.pid && (ts = state_of((__u32)Y.pid)))))
+	if (!f && ((last != self && (f = current(state_of(last)))) ||
+		   (self != (__u32)Y.pid && (f = current(state_of((__u32)Y.pid))))))
 		*borrowed = true;
-	if (!ts || !rd64(ts + (__u64)l->ts_frame, &f))
-		return 0;
-	if (l->cframe_cur >= 0 && !rd64(f + (__u64)l->cframe_cur, &f))
+	if (!f)
 		return 0;
 	if (!tl_win && !(tl_win = calloc(2, sizeof(*tl_win))))
 		return 0;

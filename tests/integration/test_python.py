@@ -160,19 +160,21 @@ def test_unknown_version_keeps_native_stacks(gs, tmp_path):
     assert sum(lines.values()) == 20 and all(" (" not in s for s in lines), lines
 
 
+@pytest.mark.parametrize("state", [False, True])
 @pytest.mark.parametrize("plane", ["inject", "kernel"])
-def test_thread_without_python_takes_the_waiting_threads_frames(gs, tmp_path, plane):
+def test_thread_without_python_takes_the_waiting_threads_frames(gs, tmp_path, plane, state):
     """A thread with no Python state that launches while a Python thread waits for it (as
     PyTorch's autograd engine runs the backward pass while loss.backward() waits): its
     stacks go on with the Python frames the waiting thread has then, after a mark; the
     Python line of its launches is the wait's. (The Python thread that launched last before
-    it, the worker, is gone by then: the main thread's frames are taken.)"""
+    it, the worker, is gone by then: the main thread's frames are taken.) state: the thread
+    has a Python state with no frames, as PyTorch's engine threads have: the same."""
     out, js = tmp_path / "e.folded", tmp_path / "e.json"
     engine = gs.wl("libwl_engine.so")
     gs.run(["run", "-q", "--stacks", "1", "--folded", str(out), "--json=%s" % js] +
            (["--inject"] if plane == "inject" else []) +
-           ["--", PYTHON, os.path.abspath(SCRIPT), "--pause", "0.3", "--engine", engine],
-           check_rc=0)
+           ["--", PYTHON, os.path.abspath(SCRIPT), "--pause", "0.3", "--engine", engine] +
+           (["--engine-state"] if state else []), check_rc=0)
     lines = folded(out)
     (stack,) = [k for k in lines if ";engine_thread;cuLaunchKernel;pyKernel" in k]
     module, main, back = frame("<module>", "module"), frame("main", "main-backward"), \

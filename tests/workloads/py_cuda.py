@@ -2,14 +2,15 @@
 functions, a thread and a generator, for the Python frames of stacks. Each call's line is
 marked `# CALL <name>`: the test reads the lines from this file.
 
-    py_cuda.py [--launches N] [--pause SECONDS] [--wait FILE] [--engine LIB]
+    py_cuda.py [--launches N] [--pause SECONDS] [--wait FILE] [--engine LIB [--engine-state]]
 
 --pause: a pause after loading the driver, before the first call (as a program importing
 its framework makes), and before exiting: the kernel probes' Python walker is set up
 meanwhile, and the last frames are named while the process lives. --wait: after setting
 up, create FILE.ready and wait for FILE (for gpuscope attach). --engine: last, backward()
 has a thread with no Python state (LIB: libwl_engine.so) launch twice while it waits, as
-loss.backward() waits for PyTorch's autograd engine.
+loss.backward() waits for PyTorch's autograd engine; --engine-state: that thread has a Python
+state with no frames (as PyTorch's engine threads have).
 """
 import os
 import time
@@ -71,10 +72,10 @@ def worker(ctx, kern):
     check(cu.cuLaunchKernel(kern, 10000, 1, 1, 32, 1, 1, 0, None, None, None))  # CALL worker
 
 
-def backward(ctx, kern, lib):
+def backward(ctx, kern, lib, state):
     engine = ctypes.CDLL(lib)
-    engine.engine_run.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int]
-    check(engine.engine_run(ctx, kern, 2))  # CALL backward
+    engine.engine_run.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_int]
+    check(engine.engine_run(ctx, kern, 2, state))  # CALL backward
 
 
 def option(name, default):
@@ -100,7 +101,7 @@ def main():
     t.start()
     t.join()
     if option("--engine", None):
-        backward(ctx, kern, option("--engine", None))  # CALL main-backward
+        backward(ctx, kern, option("--engine", None), "--engine-state" in sys.argv)  # CALL main-backward
     check(cu.cuCtxSynchronize())
     time.sleep(float(option("--pause", 0)))
 
