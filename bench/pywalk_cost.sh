@@ -40,12 +40,11 @@ for ((i = 0; i < ROUNDS; i++)); do
 				}
 				sleep 0.05
 			done
-			bpftool prog show -j | python3 -c '
+			python3 bench/bpfstats.py ret_launch | python3 -c '
 import json, sys
-progs = [p for p in json.load(sys.stdin) if p.get("name") == "ret_launch"]
+s = json.load(sys.stdin)
 print(json.dumps({"mode": sys.argv[1], "depth": int(sys.argv[2]), "round": int(sys.argv[3]),
-                  "runs": sum(p.get("run_cnt", 0) for p in progs),
-                  "ns": sum(p.get("run_time_ns", 0) for p in progs)}))' "$m" "$d" "$i" \
+                  "runs": s["runs"], "ns": s["ns"]}))' "$m" "$d" "$i" \
 				>>"$OUT/runs.jsonl"
 			wait "$pid"
 		done
