@@ -23,9 +23,11 @@
 static const char usage[] =
 	"usage: gpuscope bpf2ptx [options] FILE.bpf.o\n"
 	"\n"
-	"Translate the programs of an eBPF object (clang -target bpf) to PTX, as device-side\n"
-	"probes run them, and write the PTX module to stdout. What cannot be translated is\n"
-	"refused with the instruction, its opcode and why.\n"
+	"Translate the device programs of an eBPF object (clang -target bpf) to PTX, as\n"
+	"device-side probes run them, and write the PTX module to stdout. What cannot be\n"
+	"translated is refused with the instruction, its opcode and why. Host programs\n"
+	"(sections uprobe, uretprobe, tracepoint/..., perf_event...: bpftime's objects have\n"
+	"them beside their kprobe/KERNEL device programs) are named and left to the host.\n"
 	"\n"
 	"options:\n"
 	"  -p, --program NAME  only this program (default: all)\n"
@@ -41,7 +43,8 @@ static const char usage[] =
 	"      --run HEX       run the program on the reference interpreter instead, with its\n"
 	"                      context the bytes HEX, and print r0 and the context after (the\n"
 	"                      GPU helpers answer as thread (5,1,0) of block (2,0,0), grid\n"
-	"                      4x1x1, blocks 32x2x1, SM 7, warp 3, lane 5, timer 1 s)\n"
+	"                      4x1x1, blocks 32x2x1, SM 7, warp 3, lane 5, timer 1 s, device\n"
+	"                      1, process 4242)\n"
 	"  -h, --help          this help\n";
 
 #define RUN_THREADS	 256u /* the launch --run plays a thread of: 4 blocks of 64 */
@@ -145,7 +148,7 @@ int cmd_bpf2ptx(int argc, char **argv)
 	size_t nprobes = 0;
 	/* The thread --run plays: thread (5,1,0) of block (2,0,0) in a 4x1x1 grid of 32x2x1
 	 * blocks (RUN_THREADS threads; it is RUN_THREAD_INDEX), on SM 7, warp 3 lane 5, all
-	 * lanes active, at 1 s. */
+	 * lanes active, at 1 s, on device 1 of process 4242. */
 	struct bpf_gpu_env env = { .tid = { 5, 1, 0 },
 				   .ntid = { 32, 2, 1 },
 				   .ctaid = { 2, 0, 0 },
@@ -154,7 +157,9 @@ int cmd_bpf2ptx(int argc, char **argv)
 				   .warpid = 3,
 				   .laneid = 5,
 				   .activemask = 0xffffffffu,
-				   .globaltimer = 1000000000ULL };
+				   .globaltimer = 1000000000ULL,
+				   .pid_tgid = 4242ULL << 32 | 4242,
+				   .device = 1 };
 	unsigned char *ctx = NULL;
 	size_t ctx_n = 0;
 	__u32 sm = 90;
@@ -263,6 +268,20 @@ int cmd_bpf2ptx(int argc, char **argv)
 		if (only && strcmp(only, name))
 			continue;
 		done++;
+		if (pr->host && (only || run_hex)) {
+			gs_err("bpf2ptx: %s is a host program (section %s): not translated for the "
+			       "GPU",
+			       name, pr->section);
+			code = GS_EXIT_RUNTIME;
+			break;
+		}
+		if (pr->host) {
+			gs_info("bpf2ptx: %s: a host program (section %s): left to the host", name,
+				pr->section);
+			sb_printf(&out, "// %s: a host program (section %s), left to the host\n\n",
+				  name, pr->section);
+			continue;
+		}
 		if (pr->err) {
 			gs_err("bpf2ptx: %s: %s", name, pr->err);
 			code = GS_EXIT_RUNTIME;
@@ -285,11 +304,10 @@ int cmd_bpf2ptx(int argc, char **argv)
 					mem[m].kind == GS_MAP_HASH
 						? map_bytes(&maps[m], &mem[m])
 						: (size_t)mem[m].value_size * mem[m].max_entries;
-				/* (per-thread: the array of the thread --run plays) */
-				const unsigned char *d =
-					mem[m].data + (mem[m].kind == GS_MAP_PER_THREAD
-							       ? RUN_THREAD_INDEX * bytes
-							       : 0);
+				/* (per-thread: the elements of the thread --run plays, each key's
+				 * at key * RUN_THREADS + RUN_THREAD_INDEX) */
+				bool mine = mem[m].kind == GS_MAP_PER_THREAD;
+				size_t vs = mem[m].value_size ? mem[m].value_size : 1;
 
 				if (mem[m].kind == GS_MAP_RING) {
 					print_ring(maps[m].name, &mem[m]);
@@ -299,7 +317,11 @@ int cmd_bpf2ptx(int argc, char **argv)
 					continue;
 				printf(" %s=", maps[m].name);
 				for (size_t i = 0; i < bytes; i++)
-					printf("%02x", d[i]);
+					printf("%02x", mem[m].data[mine ? ((i / vs) * RUN_THREADS +
+									   RUN_THREAD_INDEX) *
+											   vs +
+										   i % vs
+									: i]);
 			}
 			printf("\n");
 			continue;

@@ -42,12 +42,16 @@ static const char usage[] =
 	"  smmap           blocks and warps per SM, and how evenly the SMs were loaded\n"
 	"\n"
 	"PROG.bpf.o: a clang -target bpf object whose sections say where each program goes:\n"
+	"bpftime's kprobe/KERNEL (entry) and kretprobe/KERNEL (exit), or gpuscope's\n"
 	"gpu/entry/KERNEL, gpu/exit/KERNEL, gpu/load/KERNEL, gpu/store/KERNEL, gpu/mem/KERNEL\n"
-	"(KERNEL a mangled name, or * for all). The context is struct gs_probe_ctx\n"
-	"(include/gpuscope/probe.h); maps: arrays, per-CPU arrays (one per GPU thread) and\n"
-	"hash maps, whose contents are printed at the end; and ring buffers (RINGBUF, or\n"
-	"PERF_EVENT_ARRAY) written with bpf_ringbuf_output/bpf_perf_event_output, drained\n"
-	"while the kernels run into the event stream, their records printed at the end.\n"
+	"(KERNEL a mangled name, or * for all); host programs (uprobe...) are named, not run.\n"
+	"Maps: bpftime's GPU_ARRAY_MAP (1503, 1513), PERGPUTD_ARRAY_MAP (1502, 1512: one per\n"
+	"GPU thread), GPU_HASH_MAP (1501) and GPU_RINGBUF_MAP (1527), or the kernel's arrays,\n"
+	"per-CPU arrays (one per GPU thread), hash maps, ring buffers (RINGBUF,\n"
+	"PERF_EVENT_ARRAY). Maps are printed at the end; rings are drained while the kernels\n"
+	"run into the event stream (bpf_perf_event_output, bpf_ringbuf_output), their records\n"
+	"printed at the end. The context (gpuscope's sections) is struct gs_probe_ctx\n"
+	"(include/gpuscope/probe.h); bpftime's programs take none.\n"
 	"\n"
 	"options:\n"
 	"  -k, --kernel NAME   a tool: only kernels of this mangled name\n"
@@ -57,6 +61,9 @@ static const char usage[] =
 	"                      (events.gsrec: gpuscope report reads it) in DIR\n"
 	"      --records N     ring buffer records shown per ring (default 100; 0: all)\n"
 	"      --replay DIR    show what a kept DIR holds, without running anything\n"
+	"      --json FILE     also the maps at the end and the rings' records as JSON, for\n"
+	"                      scripts (- for stdout): entries holding something, each\n"
+	"                      per-thread key with every thread's value\n"
 	"  -v, --verbose       also the instrumentation's times and each kernel's registers\n"
 	"  -h, --help          this help\n"
 	"\n"
@@ -119,12 +126,16 @@ static int make_bundle(const char *path, const char *only_kernel, __u32 threads,
 		const struct bpfobj_map *m = &o.maps[i];
 		struct bundle_map *bm = &b->maps[i];
 
-		if (!m->kind) {
+		if (m->type == BPFTIME_MAP_GPU_KERNEL_SHARED_ARRAY) {
 			snprintf(err, errlen,
-				 "map %s is of type %u: arrays (%d), per-CPU arrays (%d, one per "
-				 "GPU thread), hash maps (%d) and ring buffers (%d, %d) run on "
-				 "the GPU",
-				 m->name, m->type, 2, 6, 1, 27, 4);
+				 "map %s is bpftime's GPU_KERNEL_SHARED_ARRAY_MAP (1504), an array "
+				 "shared with a kernel BPF map: not taken yet",
+				 m->name);
+			goto out;
+		}
+		if (!m->kind) {
+			snprintf(err, errlen, "map %s is of type %u: %s", m->name, m->type,
+				 BPFOBJ_GPU_MAPS);
 			goto out;
 		}
 		if (m->kind == GS_MAP_RING && !bundle_ring_ok(m->max_entries)) {
@@ -156,6 +167,13 @@ static int make_bundle(const char *path, const char *only_kernel, __u32 threads,
 		const char *kernel;
 		char fname[160];
 
+		if (p->host) {
+			gs_info("probe: %s (section %s) is a host program: not run (running an "
+				"object's host programs beside its device programs is not "
+				"supported yet)",
+				p->name, p->section);
+			continue;
+		}
 		if (ptx_probe_section(p->section, &point, &kernel))
 			continue; /* (not a probe: nothing calls it) */
 		if (p->err) {
@@ -183,8 +201,9 @@ static int make_bundle(const char *path, const char *only_kernel, __u32 threads,
 	}
 	if (!b->nprobes) {
 		snprintf(err, errlen,
-			 "%.300s has no program in a probe section (gpu/entry/KERNEL, "
-			 "gpu/exit/KERNEL, gpu/load/KERNEL, gpu/store/KERNEL, gpu/mem/KERNEL)",
+			 "%.300s has no program in a probe section (kprobe/KERNEL, "
+			 "kretprobe/KERNEL, gpu/entry/KERNEL, gpu/exit/KERNEL, gpu/load/KERNEL, "
+			 "gpu/store/KERNEL, gpu/mem/KERNEL)",
 			 path);
 		goto out;
 	}
@@ -284,7 +303,8 @@ static void remove_tree(const char *dir)
 	rmdir(dir);
 }
 
-static int show(const char *dir, const struct tool *t, bool verbose, size_t max_records)
+static int show(const char *dir, const struct tool *t, bool verbose, size_t max_records,
+		const char *json)
 {
 	struct probe_results r = { 0 };
 	unsigned char *buf;
@@ -320,13 +340,31 @@ static int show(const char *dir, const struct tool *t, bool verbose, size_t max_
 			render_maps(&r, stdout);
 	}
 	fflush(stdout);
+	if (json) {
+		FILE *f = strcmp(json, "-") ? fopen(json, "we") : stdout;
+
+		if (!f) {
+			gs_err("probe: cannot write %s: %s", json, strerror(errno));
+			free_results(&r);
+			bundle_free(&b);
+			return GS_EXIT_RUNTIME;
+		}
+		render_maps_json(&r, f);
+		if (f != stdout && fclose(f)) {
+			gs_err("probe: cannot write %s: %s", json, strerror(errno));
+			free_results(&r);
+			bundle_free(&b);
+			return GS_EXIT_RUNTIME;
+		}
+		fflush(stdout);
+	}
 	free_results(&r);
 	bundle_free(&b);
 	return GS_EXIT_OK;
 }
 
 struct popts {
-	const char *kernel, *keep, *replay;
+	const char *kernel, *keep, *replay, *json;
 	__u32 threads, records;
 	bool verbose;
 };
@@ -356,6 +394,9 @@ static int take_opt(struct popts *o, int opt, char **argv)
 	case 'R':
 		o->replay = optarg;
 		return -1;
+	case 'J':
+		o->json = optarg;
+		return -1;
 	case 'v':
 		o->verbose = true;
 		return -1;
@@ -370,10 +411,9 @@ static int take_opt(struct popts *o, int opt, char **argv)
 int cmd_probe(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		OPT_ARG("kernel", 'k'),	 OPT_ARG("threads", 'T'),
-		OPT_ARG("keep", 'o'),	 OPT_ARG("replay", 'R'),
-		OPT_ARG("records", 'N'), OPT_FLAG("verbose", 'v'),
-		OPT_FLAG("help", 'h'),	 {},
+		OPT_ARG("kernel", 'k'), OPT_ARG("threads", 'T'), OPT_ARG("keep", 'o'),
+		OPT_ARG("replay", 'R'), OPT_ARG("records", 'N'), OPT_FLAG("verbose", 'v'),
+		OPT_ARG("json", 'J'),	OPT_FLAG("help", 'h'),	 {},
 	};
 	struct popts o = { .threads = DEFAULT_THREADS, .records = 100 };
 	const char *what;
@@ -412,7 +452,7 @@ int cmd_probe(int argc, char **argv)
 			gs_err("probe: --replay shows a kept directory; it runs no command");
 			return GS_EXIT_USAGE;
 		}
-		return show(o.replay, t, o.verbose, o.records);
+		return show(o.replay, t, o.verbose, o.records, o.json);
 	}
 	if (optind >= argc) {
 		gs_err("probe: no command given (gpuscope probe %s -- COMMAND ...)", what);
@@ -476,7 +516,7 @@ int cmd_probe(int argc, char **argv)
 					 .no_report = true,   .argv = argv + optind };
 
 		code = trace_main(&to);
-		r = show(dir, t, o.verbose, o.records);
+		r = show(dir, t, o.verbose, o.records, o.json);
 		code = code ? code : r;
 	}
 out:

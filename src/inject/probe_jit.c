@@ -114,6 +114,22 @@ static __u64 jit(struct pmod *m, struct pctx *c, const char *text)
 			unload(module);
 		return 0;
 	}
+	/* What helpers 14 and 512 read: the process and main thread, the device. */
+	{
+		__u64 env[2] = { (__u64)getpid() << 32 | (__u32)getpid(), (__u64)c->device };
+
+		if (!global((__u64)(unsigned long)&gptr, (__u64)(unsigned long)&gbytes, module,
+			    (__u64)(unsigned long)"gs_env") &&
+		    gbytes >= sizeof(env) &&
+		    (htod(gptr, (__u64)(unsigned long)env, sizeof(env), c->stream) ||
+		     ssync(c->stream))) {
+			pr_note("module %u: its gs_env could not be filled: the original code runs",
+				m->index);
+			if (unload)
+				unload(module);
+			return 0;
+		}
+	}
 	return module;
 }
 

@@ -18,21 +18,69 @@
 /* The GPU's kind of a map type, 0 if it has none. */
 unsigned int bpfobj_map_kind(unsigned int type)
 {
-	return type == BPF_MAP_TYPE_ARRAY	       ? GS_MAP_ARRAY
-	       : type == BPF_MAP_TYPE_PERCPU_ARRAY     ? GS_MAP_PER_THREAD
-	       : type == BPF_MAP_TYPE_HASH	       ? GS_MAP_HASH
-	       : type == BPF_MAP_TYPE_RINGBUF	       ? GS_MAP_RING
-	       : type == BPF_MAP_TYPE_PERF_EVENT_ARRAY ? GS_MAP_RING
-						       : 0;
+	switch (type) {
+	case BPF_MAP_TYPE_ARRAY:
+	case BPFTIME_MAP_GPU_ARRAY:
+	case BPFTIME_MAP_GPU_ARRAY_HOST:
+		return GS_MAP_ARRAY;
+	case BPF_MAP_TYPE_PERCPU_ARRAY:
+	case BPFTIME_MAP_PERGPUTD_ARRAY:
+	case BPFTIME_MAP_PERGPUTD_ARRAY_HOST:
+		return GS_MAP_PER_THREAD;
+	case BPF_MAP_TYPE_HASH:
+	case BPFTIME_MAP_GPU_HASH:
+		return GS_MAP_HASH;
+	case BPF_MAP_TYPE_RINGBUF:
+	case BPF_MAP_TYPE_PERF_EVENT_ARRAY:
+	case BPFTIME_MAP_GPU_RINGBUF:
+		return GS_MAP_RING;
+	default:
+		return 0;
+	}
+}
+
+unsigned int bpfobj_ring_bytes(unsigned int type, unsigned int value_size, unsigned int max_entries)
+{
+	unsigned long long want, bytes = GS_RING_MIN;
+
+	/* (a perf event array's entries are CPUs: on the GPU, one ring of a set size) */
+	if (type == BPF_MAP_TYPE_PERF_EVENT_ARRAY)
+		return GS_RING_PERF_BYTES;
+	if (type != BPFTIME_MAP_GPU_RINGBUF)
+		return max_entries; /* (BPF_MAP_TYPE_RINGBUF: its bytes) */
+	/* bpftime's: max_entries records of value_size bytes, per thread */
+	value_size = value_size < GS_RING_REC_MAX ? value_size : GS_RING_REC_MAX;
+	want = (unsigned long long)BPFTIME_RING_THREADS * (max_entries ? max_entries : 1) *
+	       (GS_RING_HDR + ((value_size + 7ULL) & ~7ULL));
+	while (bytes < want && bytes < GS_RING_MAX)
+		bytes <<= 1;
+	return (unsigned int)bytes;
+}
+
+/* A section of a tracing program for the host: a uprobe, tracepoint, perf event... (kprobe/
+ * and kretprobe/ are bpftime's device entry and exit). */
+static bool host_section(const char *s)
+{
+	static const char *const host[] = { "uprobe", "uretprobe",	"usdt",	     "tracepoint",
+					    "tp/",    "raw_tracepoint", "raw_tp",    "tp_btf",
+					    "fentry", "fexit",		"perf_event" };
+
+	for (size_t i = 0; i < sizeof(host) / sizeof(host[0]); i++)
+		if (!strncmp(s, host[i], strlen(host[i])) &&
+		    (!s[strlen(host[i])] || s[strlen(host[i])] == '/' ||
+		     s[strlen(host[i]) - 1] == '/' || s[strlen(host[i])] == '.'))
+			return true;
+	return false;
 }
 
 /*
  * Resolve the program's relocations (found in the ELF file: libbpf does not give them out
- * before loading): references to array maps become BPF_PSEUDO_MAP_IDX immediates in insns;
- * anything else is refused (msg). 0, or -1.
+ * before loading): references to maps become BPF_PSEUDO_MAP_IDX immediates in insns; a
+ * device program's to a map the GPU has not, and anything else, are refused (msg). 0, or -1.
  */
-static int resolve(const char *path, const char *section, const char *prog, struct bpf_insn *insns,
-		   size_t n, const struct bpfobj_map *maps, size_t nmaps, char *msg, size_t msglen)
+static int resolve(const char *path, const char *section, const char *prog, bool host,
+		   struct bpf_insn *insns, size_t n, const struct bpfobj_map *maps, size_t nmaps,
+		   char *msg, size_t msglen)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC), rc = 0;
 	Elf *e;
@@ -112,23 +160,15 @@ static int resolve(const char *path, const char *section, const char *prog, stru
 					 "functions are not supported yet",
 					 at, nm);
 				rc = -1;
-			} else if (bpfobj_map_kind(maps[m].type) != GS_MAP_RING &&
+			} else if (!host && bpfobj_map_kind(maps[m].type) != GS_MAP_RING &&
 				   (!bpfobj_map_kind(maps[m].type) ||
 				    (bpfobj_map_kind(maps[m].type) != GS_MAP_HASH &&
 				     maps[m].key_size != 4) ||
 				    !maps[m].key_size || maps[m].key_size > 256)) {
-				snprintf(
-					msg, msglen,
-					"instruction %zu refers to map %s of type %u, key size %u: "
-					"only arrays (type %d) and per-thread arrays (percpu "
-					"arrays, "
-					"type %d) with 4-byte keys, hash maps (type %d) with "
-					"keys "
-					"of up to 256 bytes, and ring buffers (types %d, %d) run "
-					"on the GPU",
-					at, nm, maps[m].type, maps[m].key_size, BPF_MAP_TYPE_ARRAY,
-					BPF_MAP_TYPE_PERCPU_ARRAY, BPF_MAP_TYPE_HASH,
-					BPF_MAP_TYPE_RINGBUF, BPF_MAP_TYPE_PERF_EVENT_ARRAY);
+				snprintf(msg, msglen,
+					 "instruction %zu refers to map %s of type %u, key size "
+					 "%u: %s",
+					 at, nm, maps[m].type, maps[m].key_size, BPFOBJ_GPU_MAPS);
 				rc = -1;
 			} else {
 				insns[at].src_reg = BPF_PSEUDO_MAP_IDX;
@@ -171,9 +211,8 @@ int bpfobj_open(const char *path, struct bpfobj *o, char *err, size_t errlen)
 		m->value_size = bpf_map__value_size(map);
 		m->max_entries = bpf_map__max_entries(map);
 		m->kind = bpfobj_map_kind(m->type);
-		/* (a perf event array's entries are CPUs: on the GPU, one ring of a set size) */
-		if (m->type == BPF_MAP_TYPE_PERF_EVENT_ARRAY)
-			m->max_entries = GS_RING_PERF_BYTES;
+		if (m->kind == GS_MAP_RING)
+			m->max_entries = bpfobj_ring_bytes(m->type, m->value_size, m->max_entries);
 		o->nmaps++;
 	}
 	bpf_object__for_each_program(prog, obj)
@@ -189,7 +228,8 @@ int bpfobj_open(const char *path, struct bpfobj *o, char *err, size_t errlen)
 		p->n = n;
 		p->insns = xmalloc((n + 1) * sizeof(*p->insns));
 		memcpy(p->insns, bpf_program__insns(prog), n * sizeof(*p->insns));
-		if (resolve(path, p->section, p->name, p->insns, n, o->maps, o->nmaps, msg,
+		p->host = host_section(p->section);
+		if (resolve(path, p->section, p->name, p->host, p->insns, n, o->maps, o->nmaps, msg,
 			    sizeof(msg)))
 			p->err = xstrdup(msg);
 	}

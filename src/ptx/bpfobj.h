@@ -9,9 +9,34 @@
 #define GS_PTX_BPFOBJ_H
 
 #include <linux/bpf.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #define BPFOBJ_MAX_MAPS 64
+
+/*
+ * bpftime's GPU map types (its runtime/include/bpftime_shm.hpp), taken as the GPU kinds
+ * whose meaning they have: a hash map; an array per GPU thread (1502 in device memory, 1512
+ * in host memory for bpftime: the same here), key-major as bpftime lays it out; one array
+ * for all threads (1503, 1513); a ring buffer (1527: max_entries records of at most
+ * value_size bytes per thread for bpftime; here one ring sized for BPFTIME_RING_THREADS
+ * threads' worth). 1504 (an array shared with a kernel BPF array map) is not taken yet.
+ */
+#define BPFTIME_MAP_GPU_HASH		    1501
+#define BPFTIME_MAP_PERGPUTD_ARRAY	    1502
+#define BPFTIME_MAP_GPU_ARRAY		    1503
+#define BPFTIME_MAP_GPU_KERNEL_SHARED_ARRAY 1504
+#define BPFTIME_MAP_PERGPUTD_ARRAY_HOST	    1512
+#define BPFTIME_MAP_GPU_ARRAY_HOST	    1513
+#define BPFTIME_MAP_GPU_RINGBUF		    1527
+#define BPFTIME_RING_THREADS		    1024
+
+/* What the GPU takes, for messages. */
+#define BPFOBJ_GPU_MAPS                                                                        \
+	"the GPU takes bpftime's GPU_HASH_MAP (1501), PERGPUTD_ARRAY_MAP (1502, 1512), "       \
+	"GPU_ARRAY_MAP (1503, 1513) and GPU_RINGBUF_MAP (1527), and the kernel's arrays (2), " \
+	"per-CPU arrays (6: one per GPU thread), hash maps (1) and ring buffers (27, 4); "     \
+	"arrays with 4-byte keys, hash keys of up to 256 bytes"
 
 struct bpfobj_map {
 	char name[64];
@@ -24,6 +49,7 @@ struct bpfobj_prog {
 	struct bpf_insn *insns; /* resolved */
 	size_t n;
 	char *err; /* why its references cannot be resolved, or NULL */
+	bool host; /* a host program (uprobe, tracepoint/..., perf_event...): left to the host */
 };
 
 struct bpfobj {
@@ -38,5 +64,8 @@ int bpfobj_open(const char *path, struct bpfobj *o, char *err, size_t errlen);
 void bpfobj_close(struct bpfobj *o);
 /* The GPU's kind of a map type, 0 if it has none. */
 unsigned int bpfobj_map_kind(unsigned int type);
+/* The bytes of the GPU ring standing for a ring map (its max_entries as the object has it). */
+unsigned int bpfobj_ring_bytes(unsigned int type, unsigned int value_size,
+			       unsigned int max_entries);
 
 #endif

@@ -176,7 +176,7 @@ int bpf_vm_helper(struct vm *vm, const struct bpf_gpu_env *env, int id, __u64 *r
 				    ((__u64)env->ntid[0] * env->ntid[1] * env->ntid[2]) +
 			    (__u64)(env->tid[2] * env->ntid[1] + env->tid[1]) * env->ntid[0] +
 			    env->tid[0];
-			elem += t * m.max_entries;
+			elem = key * (__u64)m.extra + t; /* (key-major: translate.h) */
 		}
 		if (key >= m.max_entries || (m.kind == GS_MAP_PER_THREAD && t >= m.extra)) {
 			r[0] = id == 1 ? 0 : (__u64)-7;
@@ -233,6 +233,12 @@ int bpf_vm_helper(struct vm *vm, const struct bpf_gpu_env *env, int id, __u64 *r
 		return 0;
 	case GS_BPF_LANE_ID:
 		r[0] = env->laneid;
+		return 0;
+	case GS_BPF_PID_TGID:
+		r[0] = env->pid_tgid;
+		return 0;
+	case GS_BPF_DEVICE:
+		r[0] = env->device;
 		return 0;
 	case GS_BPF_ACTIVE_MASK:
 		r[0] = env->activemask;

@@ -32,6 +32,13 @@ struct strbuf;
  *   506 bpf_gpu_membar(void)                        membar.sys
  *   507 bpf_cuda_exit(void)                         ends the GPU thread
  *   509 bpf_get_sm_id(void), 510 bpf_get_warp_id(void), 511 bpf_get_lane_id(void)
+ *   512 u64 bpf_get_device_ordinal(void)            the device the kernel runs on
+ *    14 u64 bpf_get_current_pid_tgid(void)          the process's id, upper half, and its
+ *                                                   main thread's, lower (a GPU thread has
+ *                                                   no host thread; bpftime gives its
+ *                                                   agent's polling thread)
+ * (512 and 14 read the module's `gs_env`, {u64 pid_tgid; u64 device}, which the host fills
+ * with the map table)
  * and gpuscope's own:
  *   520 bpf_prefetch_l2(const void *global_addr)    prefetch.global.L2
  *   521 u64 bpf_get_active_mask(void)               the warp's active lanes (activemask)
@@ -64,6 +71,8 @@ enum {
 	GS_BPF_WARP_MATCH_LEADER = 524,
 	GS_BPF_WARP_SUM = 525,
 	GS_BPF_WARP_MAX = 526,
+	GS_BPF_PID_TGID = 14,
+	GS_BPF_DEVICE = 512,
 };
 
 /*
@@ -73,10 +82,12 @@ enum {
  * ({u64 data; u32 value_size; u32 max_entries; u32 kind; u32 extra}), filled by the host
  * before launches; the immediate is the descriptor's address. Three kinds:
  *   - arrays (BPF_MAP_TYPE_ARRAY): one array for the whole launch;
- *   - per-thread arrays (BPF_MAP_TYPE_PERCPU_ARRAY, a CPU's array becoming a GPU thread's):
- *     thread t of the launch (its block's linear index times the threads in a block, plus
- *     its linear index in the block) has elements t * max_entries ... + max_entries - 1;
- *     `extra` is how many threads have theirs (a thread past it finds no element);
+ *   - per-thread arrays (BPF_MAP_TYPE_PERCPU_ARRAY, a CPU's array becoming a GPU thread's;
+ *     bpftime's PERGPUTD_ARRAY_MAP): thread t of the launch (its block's linear index times
+ *     the threads in a block, plus its linear index in the block) has element key at
+ *     key * threads + t, key-major as bpftime lays it out (a key's values for all threads
+ *     together: what a host lookup of the key returns); `extra` is threads, how many
+ *     threads have theirs (a thread past it finds no element);
  *   - hash maps (below): `extra` is the key size.
  * The helpers, as the kernel's:
  *   1 bpf_map_lookup_elem(map, key)      the value's address, NULL past the end
@@ -158,6 +169,7 @@ struct bpf_gpu_env {
 	unsigned int tid[3], ntid[3], ctaid[3], nctaid[3];
 	unsigned int smid, warpid, laneid, activemask;
 	unsigned long long globaltimer;
+	unsigned long long pid_tgid, device;
 };
 
 /* Whether a helper has a GPU version. */

@@ -11,9 +11,9 @@
 
 int bpf_gpu_helper(int id)
 {
-	return (id >= GS_BPF_GLOBALTIMER && id <= GS_BPF_LANE_ID) ||
-	       (id >= GS_BPF_PREFETCH_L2 && id <= GS_BPF_WARP_MAX) || (id >= 1 && id <= 3) ||
-	       id == GS_BPF_RING_OUTPUT || id == GS_BPF_PERF_OUTPUT;
+	return (id >= GS_BPF_GLOBALTIMER && id <= GS_BPF_LANE_ID) || id == GS_BPF_PID_TGID ||
+	       id == GS_BPF_DEVICE || (id >= GS_BPF_PREFETCH_L2 && id <= GS_BPF_WARP_MAX) ||
+	       (id >= 1 && id <= 3) || id == GS_BPF_RING_OUTPUT || id == GS_BPF_PERF_OUTPUT;
 }
 
 size_t bpf_hash_slot(unsigned int key_size, unsigned int value_size)
@@ -23,7 +23,9 @@ size_t bpf_hash_slot(unsigned int key_size, unsigned int value_size)
 
 void bpf_ptx_maps_decl(struct strbuf *out, unsigned int nmaps)
 {
-	sb_printf(out, ".visible .global .align 8 .b8 gs_maps[%u];\n\n",
+	sb_printf(out,
+		  ".visible .global .align 8 .b8 gs_maps[%u];\n"
+		  ".visible .global .align 8 .u64 gs_env[2];\n\n",
 		  (nmaps ? nmaps : 1) * GS_MAP_DESC);
 }
 
@@ -59,8 +61,7 @@ static void map_slot(struct strbuf *o, size_t at)
 		  "\tadd.s64 %%t2, %%t2, %%t3;\n"
 		  "\tld.u32 %%w3, [%%r1+20];\n\tcvt.u64.u32 %%t3, %%w3;\n"
 		  "\tsetp.ge.or.u64 %%p0, %%t2, %%t3, %%p0;\n"
-		  "\tcvt.u64.u32 %%t3, %%w1;\n\tmul.lo.u64 %%t2, %%t2, %%t3;\n"
-		  "\tadd.s64 %%t1, %%t1, %%t2;\n"
+		  "\tmul.lo.u64 %%t1, %%t1, %%t3;\n\tadd.s64 %%t1, %%t1, %%t2;\n"
 		  "H%zu_slot:\n"
 		  "\tcvt.u64.u32 %%t3, %%w0;\n\tmul.lo.u64 %%t1, %%t1, %%t3;\n"
 		  "\tadd.s64 %%t0, %%t0, %%t1;\n",
@@ -294,6 +295,10 @@ void bpf_ptx_call(struct strbuf *o, int id, size_t at)
 		return;
 	case GS_BPF_GLOBALTIMER:
 		sb_printf(o, "\tmov.u64 %%r0, %%globaltimer;\n");
+		return;
+	case GS_BPF_PID_TGID:
+	case GS_BPF_DEVICE:
+		sb_printf(o, "\tld.global.u64 %%r0, [gs_env+%d];\n", id == GS_BPF_DEVICE ? 8 : 0);
 		return;
 	case GS_BPF_BLOCK_IDX:
 	case GS_BPF_BLOCK_DIM:

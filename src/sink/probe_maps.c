@@ -326,19 +326,18 @@ void render_maps(const struct probe_results *r, FILE *out)
 						fprintf(out, "\n");
 					}
 				} else {
-					size_t per = (size_t)bm->value_size * bm->max_entries;
+					/* (per-thread: key-major, a key's threads together) */
+					size_t threads_n =
+						bm->kind == GS_MAP_PER_THREAD ? bm->threads : 1;
 
 					for (size_t e = 0; e < bm->max_entries; e++) {
 						unsigned char *v = xcalloc(1, bm->value_size);
 						size_t threads = 0;
 
-						for (size_t th = 0;
-						     th < (bm->kind == GS_MAP_PER_THREAD
-								   ? bm->threads
-								   : 1);
-						     th++) {
+						for (size_t th = 0; th < threads_n; th++) {
 							const unsigned char *p =
-								d + th * per + e * bm->value_size;
+								d + (e * threads_n + th) *
+									    bm->value_size;
 
 							if ((size_t)(p - d) + bm->value_size >
 							    x->bytes[m])

@@ -22,6 +22,9 @@ struct probe_results {
 void render_summary(const struct probe_results *r, FILE *out);
 /* A user's object: each map's contents. */
 void render_maps(const struct probe_results *r, FILE *out);
+/* The same for scripts (probe --json): every map's entries holding something, each
+ * per-thread key with its threads' values, each ring's records. */
+void render_maps_json(const struct probe_results *r, FILE *out);
 void render_kernelretsnoop(const struct probe_results *r, FILE *out);
 void render_threadhist(const struct probe_results *r, FILE *out);
 void render_launchlate(const struct probe_results *r, FILE *out);

@@ -297,6 +297,7 @@ struct CUlib_st {
 	bool probed;	  /* PTX gpuscope rewrote: "// gpuscope probes" */
 	CUdeviceptr maps; /* its gs_maps table */
 	size_t maps_bytes;
+	CUdeviceptr env; /* its gs_env (pid_tgid, device), if declared */
 	int nkernels;
 	struct CUkern_st kernels[MAX_KERNELS];
 	struct CUfunc_st funcs[MAX_KERNELS];
@@ -781,8 +782,10 @@ static CUresult load_library(CUlibrary *out, const void *code)
 			return CUDA_ERROR_INVALID_PTX;
 		}
 		lib->maps_bytes = m ? strtoull(m + 8, NULL, 10) : 0;
-		if (lib->maps_bytes &&
-		    arena_alloc(&devs[cur_dev()], lib->maps_bytes, 1, &lib->maps) != CUDA_SUCCESS) {
+		if ((lib->maps_bytes && arena_alloc(&devs[cur_dev()], lib->maps_bytes, 1,
+						    &lib->maps) != CUDA_SUCCESS) ||
+		    (strstr(code, " gs_env[2];") &&
+		     arena_alloc(&devs[cur_dev()], 16, 1, &lib->env) != CUDA_SUCCESS)) {
 			free(lib);
 			return CUDA_ERROR_OUT_OF_MEMORY;
 		}
@@ -807,6 +810,13 @@ static CUresult module_get_global(CUdeviceptr *dptr, size_t *bytes, CUmodule mod
 {
 	if (!mod || !name)
 		return CUDA_ERROR_INVALID_VALUE;
+	if (!strcmp(name, "gs_env") && mod->lib.env) {
+		if (dptr)
+			*dptr = mod->lib.env;
+		if (bytes)
+			*bytes = 16;
+		return CUDA_SUCCESS;
+	}
 	if (strcmp(name, "gs_maps") || !mod->lib.maps)
 		return CUDA_ERROR_NOT_FOUND;
 	if (dptr)
@@ -957,8 +967,13 @@ static CUresult probed_launch(struct CUkern_st *k, void **params, void **extra)
 		FILE *f = fopen(log, "a");
 
 		if (f) {
-			fprintf(f, "launch %s %d %llu %llu %llu\n", k->name, k->nparams, v[0], v[1],
-				now_ns() + env_ull("FAKECUDA_GLOBALTIMER_OFFSET", 0));
+			unsigned long long env[2] = { 0, 0 };
+
+			if (k->lib->env)
+				memcpy(env, (void *)(unsigned long)k->lib->env, sizeof(env));
+			fprintf(f, "launch %s %d %llu %llu %llu %llx %llu\n", k->name, k->nparams,
+				v[0], v[1], now_ns() + env_ull("FAKECUDA_GLOBALTIMER_OFFSET", 0),
+				env[0], env[1]);
 			fclose(f);
 		}
 	}

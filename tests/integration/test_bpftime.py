@@ -1,0 +1,152 @@
+"""bpftime's ABI as an input (tests/bpf/bpftime_abi.bpf.c, written as bpftime's GPU examples
+are): its map types 1501-1527 with their meanings, its helpers 502-512, 14 and 25 on the
+GPU, kprobe/ and kretprobe/ device programs with no context, and a host uprobe program
+beside them, named and left to the host. On the reference interpreter (--run plays thread
+(5,1,0) of block (2,0,0), grid 4x1x1, blocks 32x2x1, SM 7, warp 3, lane 5, device 1,
+process 4242), with ptxas, and `gpuscope probe` against the test double (which runs no
+PTX: the maps' contents there are snapshots written here; bench/device_gpu.sh is the GPU's
+part)."""
+import json
+import os
+import shutil
+import struct
+import subprocess
+
+import pytest
+
+from conftest import ROOT
+from test_bpf2ptx import CLANG, assemble
+from test_probe import PTX, bundle_maps, probe, write_snapshot
+
+PTXAS = shutil.which("ptxas") or "/usr/local/cuda/bin/ptxas"
+SRC = os.path.join(ROOT, "tests", "bpf", "bpftime_abi.bpf.c")
+PID_TGID = 4242 << 32 | 4242
+
+
+def build(tmp_path, kernel=None):
+    out = tmp_path / ("abi-%s.o" % (kernel or "default"))
+    subprocess.run([CLANG, "-target", "bpf", "-O2", "-mcpu=v3", "-g"] +
+                   (["-DKERNEL=\"%s\"" % kernel] if kernel else []) +
+                   ["-c", SRC, "-o", str(out)], check=True, capture_output=True)
+    return out
+
+
+def run(gs, obj, prog):
+    p = gs.run(["bpf2ptx", str(obj), "-p", prog, "--run", "00" * 8])
+    assert p.returncode == 0, p.stderr
+    return dict(f.split("=", 1) for f in p.stdout.split()[1:])
+
+
+def test_device_programs_translate_and_the_host_program_is_named(gsr, tmp_path):
+    obj = build(tmp_path)
+    p = gsr.run(["bpf2ptx", str(obj)])
+    assert p.returncode == 0, p.stderr
+    assert "uprobe_cuda_launch: a host program (section uprobe): left to the host" in p.stderr
+    assert "// uprobe_cuda_launch: a host program (section uprobe)" in p.stdout
+    assert ".func (.param .b64 ret) cuda__probe(" in p.stdout.replace("  ", " ") or \
+        "cuda__probe" in p.stdout
+    # The table's layout: bpftime's types as the GPU's kinds (1 array, 2 per-thread,
+    # 3 hash, 4 ring); the 1527 ring sized for 1024 threads of 4 records of 16 + 24 bytes.
+    layout = {ln.split()[2]: ln.split(" ", 3)[3] for ln in p.stdout.splitlines()
+              if ln.startswith("// gs_maps[")}
+    assert layout == {"calls": "kind 2 key 4 value 8 entries 2",
+                      "lanes": "kind 2 key 4 value 8 entries 1",
+                      "counts": "kind 1 key 4 value 8 entries 4",
+                      "where": "kind 1 key 4 value 8 entries 2",
+                      "blocks": "kind 3 key 4 value 8 entries 8",
+                      "events": "kind 4 key 4 value 24 entries 262144",
+                      "last_uprobe_time": "kind 1 key 4 value 8 entries 1"}, layout
+    if os.path.exists(PTXAS):
+        assemble(p.stdout, tmp_path)
+    # Asked for by name, or run: refused, with why.
+    for args in (["-p", "uprobe_cuda_launch"], ["-p", "uprobe_cuda_launch", "--run", "00"]):
+        p = gsr.run(["bpf2ptx", str(obj)] + args)
+        assert p.returncode == 2 and "uprobe_cuda_launch is a host program (section uprobe): " \
+            "not translated for the GPU" in p.stderr, p.stderr
+
+
+def test_map_types_and_helpers_as_bpftime_means_them(gsr, tmp_path):
+    obj = build(tmp_path)
+    m = run(gsr, obj, "cuda__retprobe")
+    # 1502: the thread's own slots (key-major: --run prints the played thread's)
+    assert struct.unpack("<2Q", bytes.fromhex(m["calls"])) == (1, 10)
+    m = run(gsr, obj, "cuda__probe")
+    assert struct.unpack("<4Q", bytes.fromhex(m["counts"])) == (1, 0, 0, 0)  # 1503
+    assert struct.unpack("<Q", bytes.fromhex(m["lanes"])) == (5,)  # 1512: lane 5
+    assert struct.unpack("<2Q", bytes.fromhex(m["where"])) == (7, 3)  # 1513: SM 7, warp 3
+    raw = bytes.fromhex(m["blocks"])  # 1501: block x 2 -> grid x 4
+    slots = [struct.unpack_from("<IIIIQ", raw, 24 * i) for i in range(8)]
+    assert [(s[2], s[4]) for s in slots if s[0] == 2] == [(2, 4)]
+    # 1527 and helper 25: one record, {pid_tgid (14), device (512), thread x + y * 32}
+    (rec,) = [r for r in m["events"].split(";") if r]
+    size, rest = rec.split("@")
+    ns, data = rest.split(":")
+    assert int(size) == 24 and int(ns) == 10**9
+    assert struct.unpack("<3Q", bytes.fromhex(data)) == (PID_TGID, 1, 5 + 1 * 32)
+    assert m["events.drops"] == "0"
+
+
+def test_probe_takes_a_bpftime_object(gsr, tmp_path):
+    """Against the test double: the object is taken (its host program named, not run), the
+    kernel it names instrumented at entry and exit, each instrumented module's gs_env
+    filled with the process and device (helpers 14, 512); and the maps at the end as JSON
+    (--json), each per-thread key with its threads' values."""
+    obj = build(tmp_path, "vadd")
+    k = tmp_path / "k.ptx"
+    k.write_text(PTX)
+    d = tmp_path / "keep"
+    p, launches, _ = probe(gsr, ["-o", str(d), "--threads", "64", str(obj), "--",
+                                 gsr.wl("wl_probe"), str(k)], tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert "uprobe_cuda_launch (section uprobe) is a host program: not run" in p.stderr
+    probed = [ln for ln in launches if ln[1] == "vadd"]
+    assert probed, launches
+    for ln in probed:
+        pid_tgid, device = int(ln[6], 16), int(ln[7])
+        assert pid_tgid >> 32 == pid_tgid & 0xffffffff and pid_tgid >> 32 > 0, ln
+        assert device == 0, ln
+    maps = bundle_maps(d)
+    names = [x[0] for x in maps]
+    calls, counts, blocks = names.index("calls"), names.index("counts"), names.index("blocks")
+    # Thread 3 called once (key 0) and ten times (key 1); thread 40 once; counts[2] = 9;
+    # the hash map holds block 2 -> 4.
+    per = bytearray(2 * 64 * 8)
+    struct.pack_into("<Q", per, (0 * 64 + 3) * 8, 1)
+    struct.pack_into("<Q", per, (0 * 64 + 40) * 8, 1)
+    struct.pack_into("<Q", per, (1 * 64 + 3) * 8, 10)
+    h = bytearray(24 * 8)
+    struct.pack_into("<IIQQ", h, 24 * 5, 2, 0, 2, 4)
+    write_snapshot(d, [(1, "vadd")], {calls: bytes(per), counts: struct.pack("<4Q", 0, 0, 9, 0),
+                                      blocks: bytes(h)})
+    p = gsr.run(["probe", str(obj), "--replay", str(d), "--json", "-"])
+    assert p.returncode == 0, p.stderr
+    js = json.loads(p.stdout[p.stdout.index("\n{\n") + 1:])
+    by = {x["name"]: x for x in js["maps"]}
+    assert by["calls"]["kind"] == "per_thread" and by["calls"]["threads"] == 64
+    (ctx,) = by["calls"]["contexts"]
+    assert ctx["pid"] == 4242 and ctx["entries"] == [
+        {"key": 0, "threads": {"3": 1, "40": 1}}, {"key": 1, "threads": {"3": 10}}]
+    assert by["counts"]["contexts"][0]["entries"] == [{"key": 2, "value": 9}]
+    assert by["blocks"]["contexts"][0]["entries"] == [{"key": 2, "value": 4}]
+    assert by["events"]["kind"] == "ring" and by["events"]["records"] == []
+    # The text output says the same, summed over threads.
+    assert "map calls (per GPU thread, 2 entries of 8 bytes, summed over threads):\n" \
+        "  [0] = 2  (2 threads)\n  [1] = 10  (1 threads)" in p.stdout
+
+
+def test_a_map_not_taken_yet_is_refused_clearly(gsr, tmp_path):
+    src = tmp_path / "shared.bpf.c"
+    src.write_text("""
+#define SEC(s) __attribute__((section(s), used))
+struct { int (*type)[1504]; int (*max_entries)[4]; unsigned *key; unsigned long long *value; }
+    shared SEC(".maps");
+static void *(*lookup)(void *map, const void *key) = (void *)1;
+SEC("kprobe/vadd") int cuda__probe() { unsigned k = 0; return lookup(&shared, &k) != 0; }
+""")
+    obj = tmp_path / "shared.o"
+    subprocess.run([CLANG, "-target", "bpf", "-O2", "-g", "-c", str(src), "-o", str(obj)], check=True)
+    p = gsr.run(["probe", str(obj), "--", "/bin/true"])
+    assert p.returncode == 2, p.stderr
+    assert "map shared is bpftime's GPU_KERNEL_SHARED_ARRAY_MAP (1504), an array shared " \
+        "with a kernel BPF map: not taken yet" in p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1, p.stderr
