@@ -52,6 +52,13 @@ def main():
         {x: launches * grid for x in range(block)} if not ev["drops"] else "drops",
         xs if not ev["drops"] else "drops")
     out["drops"] = ev["drops"]
+    pr = by.get("gs_print", {"records": [], "drops": 0})
+    texts = sorted({r["text"] for r in pr["records"]})
+    # cuda__print: thread 5 of block 2 prints two lines and puts one, at each exit
+    one("6/501 lines printed", 3 * launches, len(pr["records"]) + pr["drops"])
+    one("6/501 their text", ["-7  |00ab|q|%", "done %d"],
+        [t for t in texts if not t.startswith("block 2 thread 5 on SM ")])
+    one("6 with the SM id", True, any(t.startswith("block 2 thread 5 on SM ") for t in texts))
     out["all_ok"] = all(v["ok"] for v in out.values() if isinstance(v, dict))
     print(json.dumps(out, indent=1, default=str))
 

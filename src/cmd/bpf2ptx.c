@@ -224,6 +224,8 @@ int cmd_bpf2ptx(int argc, char **argv)
 		return GS_EXIT_RUNTIME;
 	}
 	nmaps = obj.nmaps;
+	env.rodata = obj.rodata;
+	env.rodata_len = obj.rodata_len;
 	for (size_t m = 0; m < nmaps; m++) {
 		/* (--run: a per-thread array has one for every thread of the launch --run
 		 * plays a thread of) */
@@ -257,7 +259,7 @@ int cmd_bpf2ptx(int argc, char **argv)
 			sb_printf(&out, "// gs_maps[%zu] %s kind %u key %u value %u entries %u\n",
 				  m, maps[m].name, mem[m].kind, maps[m].key_size,
 				  maps[m].value_size, maps[m].max_entries);
-		bpf_ptx_maps_decl(&out, (unsigned int)nmaps);
+		bpf_ptx_maps_decl(&out, (unsigned int)nmaps, obj.rodata, obj.rodata_len);
 	}
 	for (size_t pi = 0; pi < obj.nprogs; pi++) {
 		const struct bpfobj_prog *pr = &obj.progs[pi];

@@ -160,7 +160,7 @@ static int make_bundle(const char *path, const char *only_kernel, __u32 threads,
 		}
 		b->nmaps++;
 	}
-	bpf_ptx_maps_decl(&funcs, (unsigned int)o.nmaps);
+	bpf_ptx_maps_decl(&funcs, (unsigned int)o.nmaps, o.rodata, o.rodata_len);
 	for (size_t i = 0; i < o.nprogs; i++) {
 		const struct bpfobj_prog *p = &o.progs[i];
 		enum ptx_point point;

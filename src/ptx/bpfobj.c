@@ -73,15 +73,53 @@ static bool host_section(const char *s)
 	return false;
 }
 
+/* A read-only data section of the object: its index and where it starts in o->rodata. */
+struct ro_sec {
+	size_t ndx, base;
+};
+#define MAX_RO 16
+
+/* Gather the object's .rodata* sections into o->rodata (each 8-aligned): their number. */
+static size_t read_rodata(Elf *e, size_t shstr, struct bpfobj *o, struct ro_sec *ro)
+{
+	Elf_Scn *scn = NULL;
+	size_t n = 0;
+
+	while (n < MAX_RO && (scn = elf_nextscn(e, scn))) {
+		GElf_Shdr sh;
+		const char *name;
+		Elf_Data *d;
+		size_t base = (o->rodata_len + 7) & ~(size_t)7;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_PROGBITS ||
+		    !(sh.sh_flags & SHF_ALLOC) || (sh.sh_flags & SHF_WRITE) ||
+		    !(name = elf_strptr(e, shstr, sh.sh_name)) || strncmp(name, ".rodata", 7) ||
+		    !(d = elf_getdata(scn, NULL)) || d->d_size > GS_RODATA_MAX - base)
+			continue;
+		o->rodata = xrealloc(o->rodata, base + d->d_size + 1);
+		memset(o->rodata + o->rodata_len, 0, base - o->rodata_len);
+		if (d->d_buf)
+			memcpy(o->rodata + base, d->d_buf, d->d_size);
+		else
+			memset(o->rodata + base, 0, d->d_size);
+		o->rodata_len = base + d->d_size;
+		ro[n++] = (struct ro_sec){ elf_ndxscn(scn), base };
+	}
+	return n;
+}
+
 /*
  * Resolve the program's relocations (found in the ELF file: libbpf does not give them out
- * before loading): references to maps become BPF_PSEUDO_MAP_IDX immediates in insns; a
- * device program's to a map the GPU has not, and anything else, are refused (msg). 0, or -1.
+ * before loading): references to maps become BPF_PSEUDO_MAP_IDX immediates in insns, to
+ * read-only data BPF_PSEUDO_MAP_VALUE ones (an offset into o->rodata); a device program's
+ * to a map the GPU has not, and anything else, are refused (msg). 0, or -1.
  */
 static int resolve(const char *path, const char *section, const char *prog, bool host,
-		   struct bpf_insn *insns, size_t n, const struct bpfobj_map *maps, size_t nmaps,
-		   char *msg, size_t msglen)
+		   struct bpf_insn *insns, size_t n, const struct bpfobj *o,
+		   const struct ro_sec *ro, size_t nro, char *msg, size_t msglen)
 {
+	const struct bpfobj_map *maps = o->maps;
+	size_t nmaps = o->nmaps;
 	int fd = open(path, O_RDONLY | O_CLOEXEC), rc = 0;
 	Elf *e;
 	Elf_Scn *scn = NULL;
@@ -146,15 +184,29 @@ static int resolve(const char *path, const char *section, const char *prog, bool
 			    (rel.r_offset - prog_off) / sizeof(struct bpf_insn) >= n)
 				continue; /* (another program's) */
 			at = (rel.r_offset - prog_off) / sizeof(struct bpf_insn);
+			size_t r = nro;
+
 			if (gelf_getsym(syms, (int)GELF_R_SYM(rel.r_info), &sym)) {
 				const char *x = elf_strptr(e, symsh.sh_link, sym.st_name);
 
 				if (x && *x)
 					nm = x;
+				for (r = 0; r < nro && ro[r].ndx != sym.st_shndx; r++)
+					;
 			}
 			for (m = 0; m < nmaps && strcmp(maps[m].name, nm); m++)
 				;
-			if (m == nmaps || insns[at].code != (BPF_LD | BPF_IMM | BPF_DW)) {
+			if (m == nmaps && r < nro &&
+			    insns[at].code == (BPF_LD | BPF_IMM | BPF_DW) &&
+			    ro[r].base + sym.st_value + (__u64)(__u32)insns[at].imm <
+				    o->rodata_len) {
+				/* read-only data: its offset in o->rodata */
+				insns[at].src_reg = BPF_PSEUDO_MAP_VALUE;
+				insns[at].imm =
+					(__s32)(ro[r].base + sym.st_value + (__u32)insns[at].imm);
+				if (at + 1 < n)
+					insns[at + 1].imm = 0;
+			} else if (m == nmaps || insns[at].code != (BPF_LD | BPF_IMM | BPF_DW)) {
 				snprintf(msg, msglen,
 					 "instruction %zu refers to %s: globals and calls to other "
 					 "functions are not supported yet",
@@ -181,11 +233,44 @@ static int resolve(const char *path, const char *section, const char *prog, bool
 	return rc;
 }
 
+/* A device program that prints (helpers 6, 501) writes into a ring of the object's own,
+ * added last; each printing call's off says which (translate.h). No room for it: the
+ * calls keep off 0, and the translator refuses them. */
+static void add_print_ring(struct bpfobj *o)
+{
+	for (size_t i = 0; i < o->nprogs; i++) {
+		struct bpfobj_prog *p = &o->progs[i];
+
+		for (size_t k = 0; !p->host && k < p->n; k++) {
+			struct bpf_insn *in = &p->insns[k];
+
+			if (in->code != (BPF_JMP | BPF_CALL) || in->src_reg ||
+			    (in->imm != GS_BPF_TRACE_PRINTK && in->imm != GS_BPF_PUTS))
+				continue;
+			if (strcmp(o->maps[o->nmaps ? o->nmaps - 1 : 0].name, GS_PRINT_MAP)) {
+				struct bpfobj_map *m = &o->maps[o->nmaps];
+
+				if (o->nmaps == BPFOBJ_MAX_MAPS)
+					return;
+				memset(m, 0, sizeof(*m));
+				snprintf(m->name, sizeof(m->name), "%s", GS_PRINT_MAP);
+				m->type = BPF_MAP_TYPE_RINGBUF;
+				m->max_entries = GS_PRINT_BYTES;
+				m->kind = GS_MAP_RING;
+				o->nmaps++;
+			}
+			in->off = (__s16)o->nmaps;
+		}
+	}
+}
+
 int bpfobj_open(const char *path, struct bpfobj *o, char *err, size_t errlen)
 {
 	struct bpf_object *obj;
 	struct bpf_program *prog;
 	struct bpf_map *map;
+	struct ro_sec ro[MAX_RO];
+	size_t nro = 0;
 	char msg[512];
 
 	memset(o, 0, sizeof(*o));
@@ -196,10 +281,26 @@ int bpfobj_open(const char *path, struct bpfobj *o, char *err, size_t errlen)
 			 strerror(errno));
 		return -1;
 	}
+	{
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		Elf *e;
+		size_t shstr;
+
+		elf_version(EV_CURRENT);
+		if (fd >= 0 && (e = elf_begin(fd, ELF_C_READ, NULL))) {
+			if (!elf_getshdrstrndx(e, &shstr))
+				nro = read_rodata(e, shstr, o, ro);
+			elf_end(e);
+		}
+		if (fd >= 0)
+			close(fd);
+	}
 	bpf_object__for_each_map(map, obj)
 	{
 		struct bpfobj_map *m = &o->maps[o->nmaps];
 
+		if (bpf_map__is_internal(map))
+			continue; /* (.rodata and the like: read-only data, below) */
 		if (o->nmaps == BPFOBJ_MAX_MAPS) {
 			snprintf(err, errlen, "%s has more than %d maps", path, BPFOBJ_MAX_MAPS);
 			bpf_object__close(obj);
@@ -229,11 +330,12 @@ int bpfobj_open(const char *path, struct bpfobj *o, char *err, size_t errlen)
 		p->insns = xmalloc((n + 1) * sizeof(*p->insns));
 		memcpy(p->insns, bpf_program__insns(prog), n * sizeof(*p->insns));
 		p->host = host_section(p->section);
-		if (resolve(path, p->section, p->name, p->host, p->insns, n, o->maps, o->nmaps, msg,
+		if (resolve(path, p->section, p->name, p->host, p->insns, n, o, ro, nro, msg,
 			    sizeof(msg)))
 			p->err = xstrdup(msg);
 	}
 	bpf_object__close(obj);
+	add_print_ring(o);
 	return 0;
 }
 
@@ -246,5 +348,6 @@ void bpfobj_close(struct bpfobj *o)
 		free(o->progs[i].err);
 	}
 	free(o->progs);
+	free(o->rodata);
 	memset(o, 0, sizeof(*o));
 }

@@ -54,7 +54,9 @@ struct bpfobj_prog {
 
 struct bpfobj {
 	struct bpfobj_map maps[BPFOBJ_MAX_MAPS];
-	size_t nmaps;
+	size_t nmaps; /* (with the printing ring, GS_PRINT_MAP, if a device program prints) */
+	unsigned char *rodata; /* the read-only data sections, gathered (translate.h) */
+	size_t rodata_len;
 	struct bpfobj_prog *progs;
 	size_t nprogs;
 };

@@ -205,7 +205,7 @@ static int run(struct vm *vmp, const struct bpf_insn *insns, size_t n,
 				return 0;
 			}
 			if (op == BPF_CALL && c == BPF_JMP && !in->src_reg) {
-				int h = bpf_vm_helper(&vm, env, in->imm, r);
+				int h = bpf_vm_helper(&vm, env, in->imm, in->off, r);
 
 				if (h == 1)
 					goto refuse;
@@ -292,9 +292,15 @@ static int run(struct vm *vmp, const struct bpf_insn *insns, size_t n,
 			break;
 		case BPF_LD:
 			if (in->code != (BPF_LD | BPF_IMM | BPF_DW) || pc + 1 >= n ||
-			    in->dst_reg == 10 || (in->src_reg && in->src_reg != BPF_PSEUDO_MAP_IDX))
+			    in->dst_reg == 10 ||
+			    (in->src_reg && in->src_reg != BPF_PSEUDO_MAP_IDX &&
+			     in->src_reg != BPF_PSEUDO_MAP_VALUE))
 				goto refuse;
-			if (in->src_reg == BPF_PSEUDO_MAP_IDX) {
+			if (in->src_reg == BPF_PSEUDO_MAP_VALUE) {
+				if (in->imm < 0 || (size_t)in->imm >= vm.rodata_len)
+					goto refuse;
+				r[in->dst_reg] = (__u64)(uintptr_t)(vm.rodata + in->imm);
+			} else if (in->src_reg == BPF_PSEUDO_MAP_IDX) {
 				if (in->imm < 0 || (size_t)in->imm >= vm.nmaps)
 					goto refuse;
 				r[in->dst_reg] = (__u64)(uintptr_t)&vm.descs[in->imm];
@@ -336,5 +342,9 @@ int bpf_interp(const struct bpf_insn *insns, size_t n, void *ctx, size_t ctx_siz
 		descs[i] = (struct desc){ (__u64)(uintptr_t)maps[i].data, maps[i].value_size,
 					  maps[i].max_entries, maps[i].kind, maps[i].extra };
 	vm.descs = descs;
+	if (env && env->rodata) {
+		vm.rodata = env->rodata;
+		vm.rodata_len = env->rodata_len;
+	}
 	return run(&vm, insns, n, env ? env : &none, max_steps, ret, err, errlen);
 }

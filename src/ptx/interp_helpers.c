@@ -80,8 +80,62 @@ static int hash_helper(struct vm *vm, const struct desc *m, int id, __u64 *r)
  * the interpreter's own (the map's), never what the control block says: the program can
  * write that. 0, or 2 for memory outside what the program may touch.
  */
+static int ring_write(struct vm *vm, const struct bpf_gpu_env *env, __u64 map,
+		      const unsigned char *data, __u64 size, __u64 *r0);
+
 static int ring_output(struct vm *vm, const struct bpf_gpu_env *env, __u64 map, __u64 data,
 		       __u64 size, __u64 *r0)
+{
+	unsigned char buf[GS_RING_REC_MAX] = { 0 }, *d = at(vm, map, sizeof(struct desc));
+	struct desc dc;
+
+	/* (the map and the size first, as the GPU's checks them before reading) */
+	if (!d)
+		return 2;
+	memcpy(&dc, d, sizeof(dc));
+	if (dc.kind != GS_MAP_RING || size > GS_RING_REC_MAX)
+		return ring_write(vm, env, map, buf, size, r0);
+	for (__u64 i = 0; i < size; i++) {
+		const unsigned char *p = at(vm, data + i, 1);
+
+		if (!p)
+			return 2;
+		buf[i] = *p;
+	}
+	return ring_write(vm, env, map, buf, size, r0);
+}
+
+/* A printing call's record (translate.h) into ring map `ring`. */
+static int print_output(struct vm *vm, const struct bpf_gpu_env *env, int id, int ring, __u64 *r)
+{
+	unsigned char rec[GS_RING_REC_MAX] = { 0 };
+	__u32 len = 0,
+	      max = id == GS_BPF_TRACE_PRINTK && r[2] < GS_PRINT_TEXT ? (__u32)r[2] : GS_PRINT_TEXT;
+	__u64 args[3] = { r[3], r[4], r[5] };
+
+	if (ring < 1 || (size_t)ring > vm->nmaps)
+		return 1;
+	if (id == GS_BPF_PUTS)
+		memset(args, 0, sizeof(args));
+	for (; len < max; len++) {
+		const unsigned char *p = at(vm, r[1] + len, 1);
+
+		if (!p)
+			return 2;
+		if (!*p)
+			break;
+		rec[GS_PRINT_HDR + len] = *p;
+	}
+	memcpy(rec, &(__u32){ (__u32)id }, 4);
+	memcpy(rec + 4, &len, 4);
+	memcpy(rec + 8, args, sizeof(args));
+	return ring_write(vm, env, (__u64)(uintptr_t)&vm->descs[ring - 1], rec, GS_PRINT_HDR + len,
+			  &r[0]);
+}
+
+/* The ring's part of bpf_ringbuf_output: data (size bytes, the interpreter's copy). */
+static int ring_write(struct vm *vm, const struct bpf_gpu_env *env, __u64 map,
+		      const unsigned char *data, __u64 size, __u64 *r0)
 {
 	unsigned char *d = at(vm, map, sizeof(struct desc));
 	const struct bpf_map_mem *m = NULL;
@@ -105,9 +159,6 @@ static int ring_output(struct vm *vm, const struct bpf_gpu_env *env, __u64 map, 
 	if (!m || m->kind != GS_MAP_RING || !m->data || !m->ring || !m->tail ||
 	    m->extra < GS_RING_MIN || (m->extra & (m->extra - 1)))
 		return 2;
-	for (__u64 i = 0; i < size; i++)
-		if (!at(vm, data + i, 1))
-			return 2;
 	memcpy(ctl, m->data, sizeof(ctl));
 	need = (GS_RING_HDR + size + 7) & ~7ULL;
 	mask = m->extra - 1;
@@ -125,7 +176,7 @@ static int ring_output(struct vm *vm, const struct bpf_gpu_env *env, __u64 map, 
 	for (__u64 off = 0; off < size; off += 8) {
 		w = 0;
 		for (__u64 b = 0; b < 8 && off + b < size; b++)
-			w |= (__u64)*at(vm, data + off + b, 1) << (8 * b);
+			w |= (__u64)data[off + b] << (8 * b);
 		memcpy(m->ring + ((pos + GS_RING_HDR + off) & mask), &w, 8);
 	}
 	w = size | 1ULL << 32;
@@ -134,7 +185,7 @@ static int ring_output(struct vm *vm, const struct bpf_gpu_env *env, __u64 map, 
 	return 0;
 }
 
-int bpf_vm_helper(struct vm *vm, const struct bpf_gpu_env *env, int id, __u64 *r)
+int bpf_vm_helper(struct vm *vm, const struct bpf_gpu_env *env, int id, int off, __u64 *r)
 {
 	const unsigned int *v = id == GS_BPF_BLOCK_IDX	  ? env->ctaid
 				: id == GS_BPF_BLOCK_DIM  ? env->ntid
@@ -142,6 +193,9 @@ int bpf_vm_helper(struct vm *vm, const struct bpf_gpu_env *env, int id, __u64 *r
 							  : env->nctaid;
 
 	switch (id) {
+	case GS_BPF_TRACE_PRINTK:
+	case GS_BPF_PUTS:
+		return print_output(vm, env, id, off, r);
 	case GS_BPF_RING_OUTPUT:
 		return ring_output(vm, env, r[1], r[2], r[3], &r[0]);
 	case GS_BPF_PERF_OUTPUT:

@@ -25,7 +25,9 @@ struct vm {
 	size_t ctx_size;
 	const struct bpf_map_mem *maps;
 	size_t nmaps;
-	struct desc *descs; /* as the GPU's gs_maps table has them */
+	struct desc *descs;	     /* as the GPU's gs_maps table has them */
+	const unsigned char *rodata; /* the object's read-only data (read only here) */
+	size_t rodata_len;
 };
 
 static inline bool within(__u64 addr, unsigned int w, __u64 base, size_t size)
@@ -43,6 +45,8 @@ static inline unsigned char *at(struct vm *vm, __u64 addr, unsigned int w)
 		return (unsigned char *)(uintptr_t)addr;
 	if (vm->ctx && vm->ctx_size >= w && addr >= c && addr - c <= vm->ctx_size - w)
 		return (unsigned char *)(uintptr_t)addr;
+	if (vm->rodata && within(addr, w, (__u64)(uintptr_t)vm->rodata, vm->rodata_len))
+		return (unsigned char *)(uintptr_t)addr; /* (bpf2ptx's own copy) */
 	for (size_t i = 0; i < vm->nmaps; i++) {
 		const struct bpf_map_mem *m = &vm->maps[i];
 
@@ -75,6 +79,6 @@ static inline void store(unsigned char *p, unsigned int w, __u64 v)
 
 /* A GPU helper, as the PTX does it for the thread env describes. 0, 1 refused, 2 memory,
  * 3 the thread ended. */
-int bpf_vm_helper(struct vm *vm, const struct bpf_gpu_env *env, int id, __u64 *r);
+int bpf_vm_helper(struct vm *vm, const struct bpf_gpu_env *env, int id, int off, __u64 *r);
 
 #endif

@@ -85,6 +85,11 @@ static int check(const struct bpf_insn *insns, size_t n, bool *target, char *err
 							: "");
 					return -1;
 				}
+				if ((in->imm == GS_BPF_TRACE_PRINTK || in->imm == GS_BPF_PUTS) &&
+				    (in->off < 1 || in->off > 1024))
+					return refuse(err, errlen, i, in,
+						      "a printing call without its ring (read the "
+						      "object with bpfobj, which adds one)");
 				break;
 			}
 			if (OP(in->code) == BPF_EXIT) {
@@ -140,10 +145,16 @@ static int check(const struct bpf_insn *insns, size_t n, bool *target, char *err
 				return refuse(
 					err, errlen, i, in,
 					"legacy packet loads (BPF_ABS/BPF_IND) are not supported");
-			if (in->src_reg && in->src_reg != BPF_PSEUDO_MAP_IDX)
+			if (in->src_reg && in->src_reg != BPF_PSEUDO_MAP_IDX &&
+			    in->src_reg != BPF_PSEUDO_MAP_VALUE)
 				return refuse(
 					err, errlen, i, in,
-					"pseudo references other than maps are not supported");
+					"pseudo references other than maps and read-only data are "
+					"not supported");
+			if (in->src_reg == BPF_PSEUDO_MAP_VALUE &&
+			    (in->imm < 0 || (__u32)in->imm >= GS_RODATA_MAX))
+				return refuse(err, errlen, i, in,
+					      "read-only data offset out of range");
 			if (in->src_reg == BPF_PSEUDO_MAP_IDX && (in->imm < 0 || in->imm >= 1024))
 				return refuse(err, errlen, i, in, "map index out of range");
 			if (in->dst_reg == 10)
@@ -421,6 +432,13 @@ int bpf_to_ptx(const struct bpf_insn *insns, size_t n, const char *name, struct 
 		  "\tcvta.local.u64 %%r10, %%r10;\n"
 		  "\tadd.s64 %%r10, %%r10, %d;\n",
 		  name, BPF_STACK_BYTES, BPF_STACK_BYTES);
+	for (size_t i = 0; i < n; i++)
+		if (insns[i].code == (BPF_JMP | BPF_CALL) && !insns[i].src_reg &&
+		    (insns[i].imm == GS_BPF_TRACE_PRINTK || insns[i].imm == GS_BPF_PUTS)) {
+			/* (a printing call's record: translate.h) */
+			sb_printf(&o, "\t.local .align 8 .b8 gs_pk[%d];\n", GS_RING_REC_MAX);
+			break;
+		}
 	/* (Registers the program reads before writing are 0 here, on the CPU too.) */
 	for (int r = 0; r <= 9; r++)
 		if (r != 1)
@@ -443,7 +461,7 @@ int bpf_to_ptx(const struct bpf_insn *insns, size_t n, const char *name, struct 
 			if (OP(in->code) == BPF_EXIT)
 				sb_printf(&o, "\tst.param.b64 [ret], %%r0;\n\tret;\n");
 			else if (OP(in->code) == BPF_CALL)
-				bpf_ptx_call(&o, in->imm, i);
+				bpf_ptx_call(&o, in->imm, i, in->off);
 			else
 				jump(&o, in, i);
 			break;
@@ -466,7 +484,13 @@ int bpf_to_ptx(const struct bpf_insn *insns, size_t n, const char *name, struct 
 					  in->src_reg);
 			break;
 		case BPF_LD:
-			if (in->src_reg == BPF_PSEUDO_MAP_IDX)
+			if (in->src_reg == BPF_PSEUDO_MAP_VALUE)
+				sb_printf(&o,
+					  "\tmov.u64 %%r%u, gs_rodata;\n\tcvta.global.u64 %%r%u, "
+					  "%%r%u;\n\tadd.s64 %%r%u, %%r%u, %d;\n",
+					  in->dst_reg, in->dst_reg, in->dst_reg, in->dst_reg,
+					  in->dst_reg, in->imm);
+			else if (in->src_reg == BPF_PSEUDO_MAP_IDX)
 				sb_printf(&o,
 					  "\tmov.u64 %%r%u, gs_maps;\n\tcvta.global.u64 %%r%u, "
 					  "%%r%u;\n"
@@ -507,7 +531,7 @@ int bpf_to_ptx_module(const struct bpf_insn *insns, size_t n, const char *name, 
 	if (bpf_to_ptx(insns, n, name, &f, err, errlen))
 		return -1;
 	sb_printf(out, ".version 8.0\n.target sm_%u\n.address_size 64\n\n", sm);
-	bpf_ptx_maps_decl(out, 0);
+	bpf_ptx_maps_decl(out, 0, NULL, 0);
 	sb_putn(out, f.buf, f.len);
 	sb_free(&f);
 	if (out->oom) {

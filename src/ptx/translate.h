@@ -73,7 +73,31 @@ enum {
 	GS_BPF_WARP_MAX = 526,
 	GS_BPF_PID_TGID = 14,
 	GS_BPF_DEVICE = 512,
+	GS_BPF_TRACE_PRINTK = 6,
+	GS_BPF_PUTS = 501,
 };
+
+/*
+ * Printing from the GPU, as bpftime's helpers print on the host:
+ *     6 bpf_trace_printk(fmt, fmt_size, a1, a2, a3)  (bpf_printk's)
+ *   501 ebpf_puts(str)
+ * each a record {u32 helper; u32 len; u64 a1, a2, a3; len bytes of fmt or str (at most
+ * GS_PRINT_TEXT, up to its NUL)} in the object's printing ring (a ring map named
+ * GS_PRINT_MAP that bpfobj adds to an object whose device programs print; a printing
+ * call's `off` is that ring's index + 1), which the host formats (probe_maps.c). 0, or the
+ * ring's error (-EAGAIN when full).
+ */
+#define GS_PRINT_MAP   "gs_print"
+#define GS_PRINT_HDR   32
+#define GS_PRINT_TEXT  (GS_RING_REC_MAX - GS_PRINT_HDR)
+#define GS_PRINT_BYTES (1u << 20)
+
+/*
+ * Read-only data (.rodata: string literals, bpf_printk's formats, const arrays): the
+ * object's gathered into one module array `gs_rodata`; a 64-bit immediate whose src_reg is
+ * BPF_PSEUDO_MAP_VALUE and imm an offset into it is that offset's address.
+ */
+#define GS_RODATA_MAX (64u << 10)
 
 /*
  * Maps. A program refers to map i with a 64-bit immediate whose src_reg is
@@ -161,8 +185,10 @@ struct bpf_map_mem {
 	unsigned long long *tail; /* and its consumer position */
 };
 
-/* The module-level declaration of the maps' table (before the functions that use it). */
-void bpf_ptx_maps_decl(struct strbuf *out, unsigned int nmaps);
+/* The module-level declarations of the maps' table, gs_env and the object's read-only data
+ * (rodata, n bytes), before the functions that use them. */
+void bpf_ptx_maps_decl(struct strbuf *out, unsigned int nmaps, const unsigned char *rodata,
+		       size_t n);
 
 /* What the GPU helpers return, for the reference interpreter (a thread of a launch). */
 struct bpf_gpu_env {
@@ -170,6 +196,8 @@ struct bpf_gpu_env {
 	unsigned int smid, warpid, laneid, activemask;
 	unsigned long long globaltimer;
 	unsigned long long pid_tgid, device;
+	const unsigned char *rodata; /* the object's read-only data (gs_rodata), n bytes */
+	size_t rodata_len;
 };
 
 /* Whether a helper has a GPU version. */

@@ -12,8 +12,9 @@
 int bpf_gpu_helper(int id)
 {
 	return (id >= GS_BPF_GLOBALTIMER && id <= GS_BPF_LANE_ID) || id == GS_BPF_PID_TGID ||
-	       id == GS_BPF_DEVICE || (id >= GS_BPF_PREFETCH_L2 && id <= GS_BPF_WARP_MAX) ||
-	       (id >= 1 && id <= 3) || id == GS_BPF_RING_OUTPUT || id == GS_BPF_PERF_OUTPUT;
+	       id == GS_BPF_DEVICE || id == GS_BPF_TRACE_PRINTK || id == GS_BPF_PUTS ||
+	       (id >= GS_BPF_PREFETCH_L2 && id <= GS_BPF_WARP_MAX) || (id >= 1 && id <= 3) ||
+	       id == GS_BPF_RING_OUTPUT || id == GS_BPF_PERF_OUTPUT;
 }
 
 size_t bpf_hash_slot(unsigned int key_size, unsigned int value_size)
@@ -21,12 +22,20 @@ size_t bpf_hash_slot(unsigned int key_size, unsigned int value_size)
 	return 8 + (((size_t)key_size + 7) & ~(size_t)7) + (((size_t)value_size + 7) & ~(size_t)7);
 }
 
-void bpf_ptx_maps_decl(struct strbuf *out, unsigned int nmaps)
+void bpf_ptx_maps_decl(struct strbuf *out, unsigned int nmaps, const unsigned char *rodata,
+		       size_t n)
 {
 	sb_printf(out,
 		  ".visible .global .align 8 .b8 gs_maps[%u];\n"
-		  ".visible .global .align 8 .u64 gs_env[2];\n\n",
+		  ".visible .global .align 8 .u64 gs_env[2];\n",
 		  (nmaps ? nmaps : 1) * GS_MAP_DESC);
+	if (n) {
+		sb_printf(out, ".visible .global .align 8 .b8 gs_rodata[%zu] = {", n);
+		for (size_t i = 0; i < n; i++)
+			sb_printf(out, "%s%u", i ? (i % 32 ? ", " : ",\n\t") : "", rodata[i]);
+		sb_puts(out, "};\n");
+	}
+	sb_puts(out, "\n");
 }
 
 /*
@@ -244,9 +253,43 @@ static void ring_output(struct strbuf *o, size_t at)
 		  at, at, at, at, at, GS_RING_HDR, at, at, at);
 }
 
+/* A printing call (6, 501; translate.h): its record built in the function's gs_pk, then
+ * written into ring map `ring` as bpf_ringbuf_output does. */
+static void print_call(struct strbuf *o, int id, size_t at, unsigned int ring)
+{
+	sb_printf(o,
+		  "\tmov.u64 %%t0, gs_pk;\n\tcvta.local.u64 %%t0, %%t0;\n"
+		  "\tmov.u32 %%w0, %u;\n\tst.u32 [%%t0], %%w0;\n",
+		  (unsigned int)id);
+	if (id == GS_BPF_TRACE_PRINTK)
+		sb_printf(o,
+			  "\tcvt.u32.u64 %%w0, %%r2;\n\tsetp.gt.u64 %%p0, %%r2, %u;\n"
+			  "\t@%%p0 mov.u32 %%w0, %u;\n",
+			  GS_PRINT_TEXT, GS_PRINT_TEXT);
+	else
+		sb_printf(o,
+			  "\tmov.u32 %%w0, %u;\n\tmov.b64 %%r3, 0;\n\tmov.b64 %%r4, 0;\n"
+			  "\tmov.b64 %%r5, 0;\n",
+			  GS_PRINT_TEXT);
+	sb_printf(o,
+		  "\tst.u64 [%%t0+8], %%r3;\n\tst.u64 [%%t0+16], %%r4;\n\tst.u64 [%%t0+24], %%r5;\n"
+		  "\tmov.u32 %%w1, 0;\n"
+		  "P%zu_loop:\n\tsetp.ge.u32 %%p0, %%w1, %%w0;\n\t@%%p0 bra P%zu_end;\n"
+		  "\tcvt.u64.u32 %%t1, %%w1;\n\tadd.s64 %%t2, %%r1, %%t1;\n\tld.u8 %%w2, [%%t2];\n"
+		  "\tsetp.eq.u32 %%p0, %%w2, 0;\n\t@%%p0 bra P%zu_end;\n"
+		  "\tadd.s64 %%t2, %%t0, %%t1;\n\tst.u8 [%%t2+%d], %%w2;\n"
+		  "\tadd.u32 %%w1, %%w1, 1;\n\tbra.uni P%zu_loop;\n"
+		  "P%zu_end:\n\tst.u32 [%%t0+4], %%w1;\n"
+		  "\tmov.u64 %%r1, gs_maps;\n\tcvta.global.u64 %%r1, %%r1;\n"
+		  "\tadd.s64 %%r1, %%r1, %u;\n\tmov.b64 %%r2, %%t0;\n"
+		  "\tcvt.u64.u32 %%r3, %%w1;\n\tadd.s64 %%r3, %%r3, %d;\n",
+		  at, at, at, GS_PRINT_HDR, at, at, ring * GS_MAP_DESC, GS_PRINT_HDR);
+	ring_output(o, at);
+}
+
 /* A helper call: r1..r5 are its arguments, r0 its result (r1..r5 are not kept: eBPF says
- * they are clobbered). */
-void bpf_ptx_call(struct strbuf *o, int id, size_t at)
+ * they are clobbered). off: a printing call's ring, + 1 (translate.h). */
+void bpf_ptx_call(struct strbuf *o, int id, size_t at, int off)
 {
 	static const char *const xyz = "xyz";
 	const char *sreg = id == GS_BPF_BLOCK_IDX    ? "ctaid"
@@ -261,6 +304,10 @@ void bpf_ptx_call(struct strbuf *o, int id, size_t at)
 			  "\t@%%p1 bra H%zu_hash;\n",
 			  GS_MAP_HASH, at);
 	switch (id) {
+	case GS_BPF_TRACE_PRINTK:
+	case GS_BPF_PUTS:
+		print_call(o, id, at, (unsigned int)(off - 1));
+		return;
 	case GS_BPF_PERF_OUTPUT: /* (ctx, map, flags, data, size): as the ring's */
 		sb_printf(o,
 			  "\tmov.b64 %%r1, %%r2;\n\tmov.b64 %%r2, %%r4;\n\tmov.b64 %%r3, %%r5;\n");

@@ -13,6 +13,6 @@ struct strbuf;
 
 /* The PTX of helper `id` called at instruction `at` (its labels are named after it): r1..r5
  * its arguments, r0 its result. The checks have refused helpers with no GPU version. */
-void bpf_ptx_call(struct strbuf *o, int id, size_t at);
+void bpf_ptx_call(struct strbuf *o, int id, size_t at, int off);
 
 #endif

@@ -32,6 +32,8 @@ struct ktab {
 #define FOR_KERNELS(s, k) for (const struct snap_kernel *k = (s)->k; k < (s)->k + (s)->nk; k++)
 
 int pt_map_index(const struct probe_results *r, const char *name);
+/* Whether n bytes are all zero. */
+bool pt_zero(const unsigned char *p, size_t n);
 /* The i-th 8-byte value of map m in a context (0 where there is none). */
 u64 pt_get64(const struct snap_ctx *c, int m, size_t i);
 /* A kernel's row in a tool's per-kernel table (the last row is every kernel past it). */

@@ -6,16 +6,9 @@
 
 #include "core/json.h"
 #include "core/recording.h"
+#include "ptx/gpuprint.h"
 #include "ptx/translate.h"
 #include "sink/probe_int.h"
-
-static bool zero(const unsigned char *p, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		if (p[i])
-			return false;
-	return true;
-}
 
 /* A key or value: a number if it is 4 or 8 bytes, else its bytes in hex. */
 static void value(struct json *j, const char *key, const unsigned char *p, unsigned int n)
@@ -66,7 +59,7 @@ static void entries(struct json *j, const struct bundle_map *bm, const unsigned 
 		bool any = false;
 
 		for (size_t t = 0; t < threads && !any && (e * threads + t + 1) * vs <= bytes; t++)
-			any = !zero(row + t * vs, vs);
+			any = !pt_zero(row + t * vs, vs);
 		if (!any)
 			continue;
 		json_obj_begin(j, NULL);
@@ -79,7 +72,7 @@ static void entries(struct json *j, const struct bundle_map *bm, const unsigned 
 
 			json_obj_begin(j, "threads");
 			for (size_t t = 0; t < threads && (e * threads + t + 1) * vs <= bytes; t++)
-				if (!zero(row + t * vs, vs)) {
+				if (!pt_zero(row + t * vs, vs)) {
 					snprintf(name, sizeof(name), "%zu", t);
 					value(j, name, row + t * vs, bm->value_size);
 				}
@@ -96,6 +89,7 @@ static void records(struct json *j, const struct probe_results *r, size_t m)
 	struct recording *rec;
 	const struct gs_hdr *ev;
 	char err[256], hex[2 * GS_RING_REC_MAX + 1];
+	bool print = !strcmp(r->b->maps[m].name, GS_PRINT_MAP);
 	int k;
 
 	json_arr_begin(j, "records");
@@ -115,6 +109,13 @@ static void records(struct json *j, const struct probe_results *r, size_t m)
 			json_i64(j, "device", o->device);
 			json_u64(j, "ts", ev->ts);
 			json_str(j, "data", hex);
+			if (print) {
+				char line[1024];
+
+				json_str(j, "text",
+					 gpu_print_format(o->data, len, line, sizeof(line)) ? NULL
+											    : line);
+			}
 			json_obj_end(j);
 		}
 		recording__close(rec);

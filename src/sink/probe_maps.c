@@ -9,6 +9,7 @@
 #include "core/demangle.h"
 #include "core/recording.h"
 #include "core/util.h"
+#include "ptx/gpuprint.h"
 #include "ptx/translate.h"
 #include "sink/probe_int.h"
 
@@ -211,7 +212,7 @@ static void print_value(FILE *out, const unsigned char *p, unsigned int n)
 	}
 }
 
-static bool zero(const unsigned char *p, size_t n)
+bool pt_zero(const unsigned char *p, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
 		if (p[i])
@@ -231,7 +232,8 @@ static void render_ring(const struct probe_results *r, size_t m, FILE *out)
 	unsigned long long drops = 0, n = 0, t0 = 0;
 	struct recording *rec = NULL;
 	const struct gs_hdr *ev;
-	char err[256];
+	char err[256], line[1024];
+	bool print = !strcmp(bm->name, GS_PRINT_MAP); /* (helpers 6 and 501's) */
 	int k;
 
 	for (size_t i = 0; i < r->n; i++)
@@ -243,7 +245,11 @@ static void render_ring(const struct probe_results *r, size_t m, FILE *out)
 				drops += ctl[1];
 			}
 		}
-	fprintf(out, "ring buffer %s (%u bytes on each device):\n", bm->name, bm->max_entries);
+	if (print)
+		fprintf(out, "GPU output (bpf_trace_printk, ebpf_puts):\n");
+	else
+		fprintf(out, "ring buffer %s (%u bytes on each device):\n", bm->name,
+			bm->max_entries);
 	if (r->events && !(rec = recording__open(r->events, err, sizeof(err))))
 		fprintf(out, "  (its records cannot be read: %s)\n", err);
 	while (rec && (k = recording__next(rec, &ev, err, sizeof(err))) > 0) {
@@ -257,8 +263,15 @@ static void render_ring(const struct probe_results *r, size_t m, FILE *out)
 			t0 = ev->ts;
 		if (!n)
 			fprintf(out, "  %12s %8s %6s %5s  %s\n", "time (s)", "pid", "device",
-				"bytes", "data (64-bit words, little-endian)");
-		if (!r->max_records || n < r->max_records) {
+				print ? "" : "bytes",
+				print ? "" : "data (64-bit words, little-endian)");
+		if (print && (!r->max_records || n < r->max_records)) {
+			if (gpu_print_format(o->data, o->len, line, sizeof(line)))
+				snprintf(line, sizeof(line), "(not a printing record)");
+			fprintf(out, "  %12.6f %8u %6d        %s\n",
+				ev->ts >= t0 ? (double)(ev->ts - t0) / 1e9 : 0.0, ev->pid,
+				o->device, line);
+		} else if (!r->max_records || n < r->max_records) {
 			fprintf(out, "  %12.6f %8u %6d %5u ",
 				ev->ts >= t0 ? (double)(ev->ts - t0) / 1e9 : 0.0, ev->pid,
 				o->device, o->len);
@@ -342,7 +355,7 @@ void render_maps(const struct probe_results *r, FILE *out)
 							if ((size_t)(p - d) + bm->value_size >
 							    x->bytes[m])
 								break;
-							if (zero(p, bm->value_size))
+							if (pt_zero(p, bm->value_size))
 								continue;
 							threads++;
 							if (bm->value_size == 8 ||

@@ -25,6 +25,8 @@ static void *(*bpf_map_lookup_elem)(void *map, const void *key) = (void *)1;
 static long (*bpf_map_update_elem)(void *map, const void *key, const void *value,
 				   u64 flags) = (void *)2;
 static u64 (*bpf_ktime_get_ns)(void) = (void *)5;
+static long (*bpf_trace_printk)(const char *fmt, u32 fmt_size, ...) = (void *)6;
+static long (*ebpf_puts)(const char *s) = (void *)501;
 static u64 (*bpf_get_current_pid_tgid)(void) = (void *)14;
 static long (*bpf_perf_event_output)(void *ctx, void *map, u64 flags, void *data,
 				     u64 size) = (void *)25;
@@ -127,6 +129,27 @@ SEC("kprobe/" KERNEL) int cuda__probe()
 	ev.device = bpf_get_device_ordinal();
 	ev.thread = x + y * gx + (bpf_get_globaltimer() ? 0 : 1000);
 	bpf_perf_event_output(0, &events, 0, &ev, sizeof(ev));
+	return 0;
+}
+
+/* bpf_printk as libbpf's bpf_helpers.h has it: its format is read-only data */
+#define bpf_printk(fmt, ...)                                               \
+	({                                                                 \
+		static const char ____fmt[] = fmt;                         \
+		bpf_trace_printk(____fmt, sizeof(____fmt), ##__VA_ARGS__); \
+	})
+
+SEC("kretprobe/" KERNEL) int cuda__print()
+{
+	u64 x, y, z, bx, by, bz;
+
+	bpf_get_thread_idx(&x, &y, &z);
+	bpf_get_block_idx(&bx, &by, &bz);
+	if (x == 5 && bx == 2) {
+		bpf_printk("block %lu thread %lu on SM %lu\n", bx, x, bpf_get_sm_id());
+		bpf_printk("%-4d|%04x|%c|%%\n", -7, 0xab, 'q');
+		ebpf_puts("done %d");
+	}
 	return 0;
 }
 

@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: MIT
 /* What gpuscope probe and the in-process plane hand each other (ptx/bundle.h): the bundle
  * (read by the plane inside the program) and the maps' snapshots (read by gpuscope, written
- * by a program it does not trust). First byte: 0 a bundle, else a snapshot of that many
- * maps (mod 8). */
+ * by a program it does not trust), and a printing ring's records (ptx/gpuprint.h). First
+ * byte: 0 a bundle, 0xff a printing record, else a snapshot of that many maps (mod 8). */
 #include <stdlib.h>
 #include <string.h>
 
 #include "ptx/bundle.h"
+#include "ptx/gpuprint.h"
 
 int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
 {
@@ -14,7 +15,11 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
 
 	if (!size)
 		return 0;
-	if (data[0] == 0) {
+	if (data[0] == 0xff) {
+		char line[300];
+
+		gpu_print_format(data + 1, size - 1, line, sizeof(line));
+	} else if (data[0] == 0) {
 		struct bundle b;
 
 		if (!bundle_parse((const char *)data + 1, size - 1, &b, err, sizeof(err))) {

@@ -55,7 +55,11 @@ def test_device_programs_translate_and_the_host_program_is_named(gsr, tmp_path):
                       "where": "kind 1 key 4 value 8 entries 2",
                       "blocks": "kind 3 key 4 value 8 entries 8",
                       "events": "kind 4 key 4 value 24 entries 262144",
-                      "last_uprobe_time": "kind 1 key 4 value 8 entries 1"}, layout
+                      "last_uprobe_time": "kind 1 key 4 value 8 entries 1",
+                      # (the ring the printing helpers write, added: 1 MiB)
+                      "gs_print": "kind 4 key 0 value 0 entries 1048576"}, layout
+    # bpf_printk's formats: read-only data, in the module
+    assert ".visible .global .align 8 .b8 gs_rodata[" in p.stdout
     if os.path.exists(PTXAS):
         assemble(p.stdout, tmp_path)
     # Asked for by name, or run: refused, with why.
@@ -84,6 +88,24 @@ def test_map_types_and_helpers_as_bpftime_means_them(gsr, tmp_path):
     assert int(size) == 24 and int(ns) == 10**9
     assert struct.unpack("<3Q", bytes.fromhex(data)) == (PID_TGID, 1, 5 + 1 * 32)
     assert m["events.drops"] == "0"
+
+
+def test_printing_from_the_gpu(gsr, tmp_path):
+    """Helpers 6 (bpf_printk: its format read-only data) and 501 (ebpf_puts): each call a
+    record in the object's printing ring, {helper, length, three arguments, the text};
+    the host's formatting of such records is tests/unit/test_gpuprint.c's."""
+    m = run(gsr, build(tmp_path), "cuda__print")
+    recs = []
+    for r in [r for r in m["gs_print"].split(";") if r]:
+        size, rest = r.split("@")
+        data = bytes.fromhex(rest.split(":")[1])
+        helper, n = struct.unpack_from("<II", data)
+        assert int(size) == len(data) == 32 + n
+        recs.append((helper, struct.unpack_from("<3Q", data, 8), data[32:]))
+    # (-7 an int: clang passes its 32 bits; %d reads those)
+    assert recs == [(6, (2, 5, 7), b"block %lu thread %lu on SM %lu\n"),
+                    (6, ((1 << 32) - 7, 0xab, ord("q")), b"%-4d|%04x|%c|%%\n"),
+                    (501, (0, 0, 0), b"done %d")], recs
 
 
 def test_probe_takes_a_bpftime_object(gsr, tmp_path):
