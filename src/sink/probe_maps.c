@@ -141,6 +141,7 @@ void render_summary(const struct probe_results *r, FILE *out)
 		"instrumented, %llu the original code\n",
 		kernels, kernels == 1 ? "" : "s", r->n, r->n == 1 ? "" : "es", routed,
 		routed == 1 ? "" : "es", fallback);
+	render_launches(r, out);
 	for (size_t i = 0; i < r->n; i++) {
 		const struct snapshot *s = &r->s[i];
 

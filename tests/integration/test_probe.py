@@ -87,6 +87,9 @@ def test_every_launch_path_is_routed(gs, ptx, tmp_path):
     # and its function, a reloaded module) and 2 of noargs, all instrumented.
     assert "2 kernels instrumented in 1 process: 14 launches ran instrumented, 0 the " \
         "original code" in p.stdout
+    # Every launch of the program accounted for, by the in-process plane's own count.
+    assert "the program launched 2 kernels 14 times (the in-process plane's count): 14 " \
+        "instrumented, 0 the original code, 0 of kernels with no PTX to instrument" in p.stdout
     names = [ln[1] for ln in launches]
     assert names.count("vadd") == 12 and names.count("noargs") == 2
     # Each with __gs_launch as its last parameter: vadd's three, then it.
@@ -125,6 +128,8 @@ def test_a_kernel_that_uses_a_module_variable_runs_the_original(gsr, tmp_path):
                                 tmp_path)
     assert p.returncode == 0, p.stderr
     assert "12 launches ran instrumented, 2 the original code" in p.stdout
+    assert "the program launched 2 kernels 14 times (the in-process plane's count): 12 " \
+        "instrumented, 2 the original code, 0 of kernels with no PTX" in p.stdout
     assert "kernel noargs: it uses the module's variable calls (__device__, __constant__ " \
         "or __managed__)" in p.stdout
     assert {ln[1] for ln in launches} == {"vadd"}
@@ -199,6 +204,12 @@ def test_code_without_ptx_is_left_alone(gsr, tmp_path):
     assert p.returncode == 0, p.stderr
     assert "1 of 1 modules had no PTX (SASS only" in p.stdout
     assert dumped == [] and launches == []
+    # Its launch is counted all the same, and its kernel named (probe's count was 0 before:
+    # on PyTorch it said 2 launches where the program made 3,005).
+    assert "the program launched 1 kernel 3 times (the in-process plane's count): 0 " \
+        "instrumented, 0 the original code, 3 of kernels with no PTX to instrument" in p.stdout
+    assert re.search(r"\n +3  only_sass\(int\*\): no PTX in its module \(SASS only\)\n",
+                     p.stdout), p.stdout
 
 
 def test_the_ptx_suited_to_the_device_is_chosen(gsr, tmp_path):

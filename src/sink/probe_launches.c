@@ -1,0 +1,125 @@
+// SPDX-License-Identifier: MIT
+/* `gpuscope probe`: every launch of the program accounted for. The in-process plane records
+ * each kernel launch the program makes (the run's recording); the probes' snapshots say
+ * which of them ran instrumented and which the original code. The rest are kernels whose
+ * module had no PTX gpuscope could take (SASS only: cuBLAS, most of PyTorch's), named here
+ * by how often they ran. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/model.h"
+#include "core/hmap.h"
+#include "core/recording.h"
+#include "core/util.h"
+#include "gpuscope/event.h"
+#include "sink/probe_int.h"
+
+#define SHOWN 8
+
+struct row {
+	const char *name;
+	u64 launches, routed, fallback;
+};
+
+static int by_launches(const void *a, const void *b)
+{
+	const struct row *x = a, *y = b;
+
+	return x->launches < y->launches ? 1 : x->launches > y->launches ? -1 : 0;
+}
+
+/* Kernel launches by (pid, handle), read with the model that names the handles. */
+static int count(const char *events, struct model *m, struct hmap *n, u64 *graphs)
+{
+	struct recording *rec;
+	const struct gs_hdr *ev;
+	char err[256];
+	int k;
+
+	if (!(rec = recording__open(events, err, sizeof(err))))
+		return -1;
+	while ((k = recording__next(rec, &ev, err, sizeof(err))) > 0) {
+		const struct gs_ev_launch *l = (const void *)ev;
+
+		model__add(m, ev);
+		if (ev->type != GS_EV_LAUNCH || ev->size < sizeof(*l))
+			continue;
+		if (l->flags & GS_LAUNCH_GRAPH)
+			++*graphs;
+		else
+			++*(u64 *)hmap_get_or_new(n, ev->pid, l->func, sizeof(u64));
+	}
+	recording__close(rec);
+	return k < 0 ? -1 : 0;
+}
+
+void render_launches(const struct probe_results *r, FILE *out)
+{
+	struct model *m;
+	struct hmap n = { 0 };
+	struct hmap_slot *s;
+	struct row *rows = NULL;
+	size_t nrows = 0, other = 0;
+	u64 total = 0, routed = 0, fallback = 0, graphs = 0, rest = 0;
+	char buf[128];
+
+	if (!r->events || !(m = model__new()))
+		return;
+	if (count(r->events, m, &n, &graphs)) {
+		fprintf(out, "  (the program's own launches cannot be read from its recording)\n");
+		goto out;
+	}
+	/* By name: the recording's launches, the snapshots' routed and fallen back. */
+	hmap_for_each (&n, s) {
+		const char *name = model__kernel_name(m, (__u32)s->k1, s->k2);
+		size_t i;
+
+		name = name ? name : "(unnamed)";
+		for (i = 0; i < nrows && strcmp(rows[i].name, name); i++)
+			;
+		if (i == nrows) {
+			rows = xrealloc(rows, (nrows + 1) * sizeof(*rows));
+			rows[nrows++] = (struct row){ .name = name };
+		}
+		rows[i].launches += *(u64 *)s->val;
+		total += *(u64 *)s->val;
+	}
+	for (size_t i = 0; i < r->n; i++)
+		FOR_KERNELS(&r->s[i], k)
+		{
+			for (size_t j = 0; j < nrows; j++)
+				if (!strcmp(rows[j].name, k->name)) {
+					rows[j].routed += k->routed;
+					rows[j].fallback += k->fallback;
+				}
+			routed += k->routed;
+			fallback += k->fallback;
+		}
+	for (size_t i = 0; i < nrows; i++)
+		if (!rows[i].routed && !rows[i].fallback)
+			rest += rows[i].launches;
+	fprintf(out,
+		"  the program launched %zu kernel%s %llu time%s (the in-process plane's count): "
+		"%llu instrumented, %llu the original code, %llu of kernels with no PTX to "
+		"instrument",
+		nrows, nrows == 1 ? "" : "s", total, total == 1 ? "" : "s", routed, fallback, rest);
+	if (graphs)
+		fprintf(out, "; and %llu graph launch%s", graphs, graphs == 1 ? "" : "es");
+	fprintf(out, "\n");
+	qsort(rows, nrows, sizeof(*rows), by_launches);
+	for (size_t i = 0; i < nrows; i++) {
+		if (rows[i].routed || rows[i].fallback)
+			continue;
+		if (other++ == SHOWN) {
+			fprintf(out, "    (more)\n");
+			break;
+		}
+		fprintf(out, "    %10llu  %s: no PTX in its module (SASS only)\n", rows[i].launches,
+			pt_shown(rows[i].name, buf, sizeof(buf)));
+	}
+out:
+	free(rows);
+	hmap_free_with(&n, NULL);
+	model__free(m);
+}
