@@ -8,7 +8,7 @@ set -u
 OUT=${OUT:-/tmp/gpuscope-counts}
 . bench/gpu_env.sh
 N=${N:-1000}
-for w in ${WORKLOADS:-elementwise matmul triton_add}; do
+for w in ${WORKLOADS:-elementwise matmul triton}; do
 	python3 tests/gpu/torch_work.py "$w" "$N" --profile "/tmp/$w.trace.json" >/dev/null 2>&1
 	"$GS" probe threadhist -- python3 tests/gpu/torch_work.py "$w" "$N" >"$OUT/probe-$w.txt" 2>&1
 	python3 - "$w" "/tmp/$w.trace.json" "$OUT/probe-$w.txt" >>"$OUT/counts.jsonl" <<'PY'
