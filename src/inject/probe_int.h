@@ -76,6 +76,7 @@ struct pmod {
 	struct ptx_rewrite_stats st; /* laid out at the first rewrite (st.k set) */
 	unsigned int kernel_base;    /* its kernels' ids from there */
 	bool rewrite_failed;
+	bool retarget_said; /* its PTX is for a newer device: said once */
 	unsigned int index; /* in load order */
 	struct pmod *next;
 };

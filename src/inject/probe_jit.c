@@ -20,6 +20,7 @@
 #include "core/util.h"
 #include "gpuscope/cuda_abi.h"
 #include "inject/probe_int.h"
+#include "ptx/fatbin.h"
 #include "ptx/gpuring.h"
 #include "ptx/translate.h"
 
@@ -156,15 +157,23 @@ struct pfn *pr_function_of(struct pkern *k, __u64 ctx)
 	f->failed = true;
 	if (!(c = pr_ctx_get(ctx)) || !getfn || !fattr)
 		return NULL;
-	if (m->ptx_arch > c->sm) {
-		pr_note("module %u: its PTX is for sm_%u, newer than device %d (sm_%u): the "
-			"original "
-			"code runs",
-			m->index, m->ptx_arch, c->device, c->sm);
-		return NULL;
-	}
 	if (!(text = rewrite(m, k, &rewrite_ns)))
 		return NULL;
+	/* PTX for a newer device (PyTorch ships it for its newest target only): for this one,
+	 * if it uses nothing newer (else the JIT says so, and the original runs) */
+	if (m->ptx_arch > c->sm && !m->retarget_said) {
+		m->retarget_said = true;
+		pr_note("module %u: its PTX is for sm_%u, newer than device %d (sm_%u): retargeted "
+			"to sm_%u",
+			m->index, m->ptx_arch, c->device, c->sm, c->sm);
+	}
+	if (m->ptx_arch > c->sm && !ptx_retarget(text, c->sm)) {
+		pr_note("module %u: its PTX's target could not be made sm_%u: the original code "
+			"runs",
+			m->index, c->sm);
+		free(text);
+		return NULL;
+	}
 	for (unsigned int i = 0; k->kidx < 0 && i < m->st.kernels; i++)
 		if (!strcmp(m->st.k[i].name, k->name))
 			k->kidx = (int)i;

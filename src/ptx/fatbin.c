@@ -294,6 +294,25 @@ unsigned int ptx_target_arch(const char *ptx)
 	return strncmp(t, "sm_", 3) ? 0 : (unsigned int)strtoul(t + 3, NULL, 10) % 10000;
 }
 
+bool ptx_retarget(char *ptx, unsigned int sm)
+{
+	char *t = strstr(ptx, ".target"), want[16];
+	size_t have, n;
+
+	if (!t)
+		return false;
+	t += 7 + strspn(t + 7, " \t");
+	if (strncmp(t, "sm_", 3))
+		return false;
+	have = 3 + strspn(t + 3, "0123456789abcdefghijklmnopqrstuvwxyz");
+	n = (size_t)snprintf(want, sizeof(want), "sm_%u", sm);
+	if (n > have)
+		return false;
+	memcpy(t, want, n);
+	memset(t + n, ' ', have - n);
+	return true;
+}
+
 unsigned int cubin_arch(const unsigned char *b, size_t n)
 {
 	const Elf64_Ehdr *eh = (const void *)b;

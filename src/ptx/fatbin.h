@@ -94,5 +94,9 @@ void cubin_kernel_names(const unsigned char *b, size_t n, void (*cb)(void *ctx, 
  * PTX text's `.target sm_NN` (0 if none). */
 unsigned int cubin_arch(const unsigned char *b, size_t n);
 unsigned int ptx_target_arch(const char *ptx);
+/* PTX's .target made sm (older than it, so no longer: its other text does not move), in
+ * place; false if it has none or the name would not fit. The driver's JIT then refuses the
+ * PTX if it uses anything the device has not. */
+bool ptx_retarget(char *ptx, unsigned int sm);
 
 #endif

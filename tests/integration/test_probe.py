@@ -214,7 +214,9 @@ def test_code_without_ptx_is_left_alone(gsr, tmp_path):
 
 def test_the_ptx_suited_to_the_device_is_chosen(gsr, tmp_path):
     """A fatbin with PTX for compute_80 and compute_100: the newest PTX the device can run
-    is instrumented (the driver JITs only PTX for its own architecture or older)."""
+    is instrumented (the driver JITs only PTX for its own architecture or older); for an
+    older device, the oldest PTX retargeted to it (PyTorch ships PTX for its newest target
+    only), which its JIT refuses if it uses anything newer: then the original runs."""
     nvcc = shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
     if not os.path.exists(nvcc):
         pytest.skip("nvcc is not installed")
@@ -225,19 +227,24 @@ def test_the_ptx_suited_to_the_device_is_chosen(gsr, tmp_path):
                     "-gencode", "arch=compute_80,code=compute_80",
                     "-gencode", "arch=compute_100,code=compute_100", "-o", str(fatbin),
                     str(tmp_path / "k.cu")], check=True, capture_output=True)
-    for cc, target in (("90", "sm_80"), ("100", "sm_100"), ("120", "sm_100"), ("75", None)):
+    for cc, target in (("90", "sm_80"), ("100", "sm_100"), ("120", "sm_100"), ("75", "sm_75")):
         d = tmp_path / cc
         d.mkdir()
         p, launches, dumped = probe(gsr, ["kernelretsnoop", "--", gsr.wl("wl_devcode"),
                                           "fatbin:%s:_Z6twoptxv" % fatbin], d, FAKECUDA_CC=cc)
         assert p.returncode == 0, p.stderr
-        if target:
-            assert "3 launches ran instrumented, 0 the original code" in p.stdout, cc
-            assert len(dumped) == 1 and ".target %s\n" % target in dumped[0].read_text()
-        else:  # older than any: said, and the original runs
-            assert "its PTX is for sm_80, newer than device 0 (sm_75)" in p.stdout
-            assert "0 launches ran instrumented, 3 the original code" in p.stdout
-            assert dumped == []
+        assert "3 launches ran instrumented, 0 the original code" in p.stdout, cc
+        assert len(dumped) == 1 and re.search(r"\.target %s *\n" % target,
+                                              dumped[0].read_text()), cc
+        if cc == "75":  # older than any: retargeted, and said
+            assert "its PTX is for sm_80, newer than device 0 (sm_75): retargeted to sm_75" \
+                in p.stdout
+    # The JIT refuses it (it uses something newer): said, and the original runs.
+    p, launches, dumped = probe(gsr, ["kernelretsnoop", "--", gsr.wl("wl_devcode"),
+                                      "fatbin:%s:_Z6twoptxv" % fatbin], tmp_path / "75",
+                                FAKECUDA_CC="75", FAKECUDA_JIT_FAIL="1")
+    assert "0 launches ran instrumented, 3 the original code" in p.stdout, p.stdout
+    assert "the driver's JIT refused the instrumented PTX" in p.stdout
 
 
 def test_bad_input(gsr, ptx, tmp_path):
