@@ -21,6 +21,12 @@ int ptx_probe_section(const char *section, enum ptx_point *point, const char **k
 		      { "gpu/mem/", PTX_MEM },	   { "kprobe/", PTX_ENTRY },
 		      { "kretprobe/", PTX_EXIT } };
 
+	/* bpftime's mem_trace: a probe at every global load and store of every kernel */
+	if (!strcmp(section, "kprobe/__memcapture")) {
+		*point = PTX_MEM;
+		*kernel = "*";
+		return 0;
+	}
 	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
 		size_t n = strlen(kinds[i].prefix);
 

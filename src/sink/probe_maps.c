@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
- * What the probes found (see probe_tools.h): reading the maps of the snapshots, what was
- * instrumented, and a user's maps as they are. The tools' own views: probe_views.c.
+ * What the probes found (see probe_tools.h): reading the maps of the snapshots, and a
+ * user's maps as they are. What was instrumented: probe_summary.c; the tools' own views:
+ * probe_views.c.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -112,83 +113,6 @@ void pt_print_log2(FILE *out, const u64 *b, int n, const char *unit)
 		bar[40] = 0;
 		fprintf(out, "  %10llu -> %-8llu : %-10llu |%s|\n", from, to, b[i], bar);
 	}
-}
-
-/* ---- what was instrumented ---------------------------------------------------------------- */
-
-void render_summary(const struct probe_results *r, FILE *out)
-{
-	u64 kernels = 0, routed = 0, fallback = 0;
-	struct ktab names = { .width = 1 };
-
-	for (size_t i = 0; i < r->n; i++)
-		FOR_KERNELS(&r->s[i], k)
-		{
-			if (k->instrumented)
-				pt_krow(&names, k->name);
-			routed += k->routed;
-			fallback += k->fallback;
-		}
-	kernels = names.n;
-	pt_ktab_free(&names);
-	if (!r->n) {
-		fprintf(out, "gpuscope probe: no process of the command loaded device code (no "
-			     "CUDA?)\n");
-		return;
-	}
-	fprintf(out,
-		"gpuscope probe: %llu kernel%s instrumented in %zu process%s: %llu launch%s ran "
-		"instrumented, %llu the original code\n",
-		kernels, kernels == 1 ? "" : "s", r->n, r->n == 1 ? "" : "es", routed,
-		routed == 1 ? "" : "es", fallback);
-	render_launches(r, out);
-	for (size_t i = 0; i < r->n; i++) {
-		const struct snapshot *s = &r->s[i];
-
-		for (size_t j = 0; j < s->nstats; j++) {
-			unsigned int a, b2;
-
-			if (sscanf(s->stats[j], "sass-only %u %u", &a, &b2) == 2)
-				fprintf(out,
-					"  %u of %u modules%s had no PTX (SASS only, as PyTorch's "
-					"and "
-					"Triton's): their kernels ran unchanged (`gpuscope run "
-					"--inject --device-code` lists them)\n",
-					a, b2, r->n > 1 ? " of a process" : "");
-		}
-		for (size_t j = 0; j < s->nnotes; j++)
-			fprintf(out, "  %s\n", s->notes[j]);
-		if (!r->verbose)
-			continue;
-		for (size_t j = 0; j < s->nstats; j++) {
-			unsigned int a, b2, c2;
-			unsigned long long t, t2, bytes;
-			char name[1024], buf[128];
-			int regs, local, maxt, dev;
-
-			if (sscanf(s->stats[j], "instrumented %u %u %llu %llu %d %llu %1023s", &a,
-				   &b2, &bytes, &t, &dev, &t2, name) == 7)
-				fprintf(out,
-					"  kernel %s (module %u: %u kernels, %llu bytes of PTX): "
-					"rewritten in %.1f ms, compiled by the driver in %.1f ms "
-					"(device %d)\n",
-					pt_shown(name, buf, sizeof(buf)), a, b2, bytes, t / 1e6,
-					t2 / 1e6, dev);
-			else if (sscanf(s->stats[j], "kernel %u %d %d %d %1023s", &c2, &regs,
-					&local, &maxt, name) == 5)
-				fprintf(out,
-					"  kernel %s: %d registers, %d bytes of local memory, at "
-					"most %d threads a block\n",
-					pt_shown(name, buf, sizeof(buf)), regs, local, maxt);
-			else if (sscanf(s->stats[j], "clock %d %llu", &dev, &t) == 2)
-				fprintf(out,
-					"  device %d: the GPU's clock read to within %.1f us of "
-					"the "
-					"host's\n",
-					dev, t / 2e3);
-		}
-	}
-	fprintf(out, "\n");
 }
 
 /* ---- a user's maps -------------------------------------------------------------------------- */

@@ -18,11 +18,9 @@ struct probe_results {
 	size_t max_records; /* shown per ring (0: all) */
 };
 
-/* What was instrumented, what ran the original and why (every tool's output opens so). */
+/* What was instrumented, what ran the original and why, every launch of the program
+ * accounted for (every tool's output opens so). */
 void render_summary(const struct probe_results *r, FILE *out);
-/* Every kernel launch of the program (the recording's) against the snapshots: how many ran
- * instrumented, the original code, or had no PTX, and the most launched of those. */
-void render_launches(const struct probe_results *r, FILE *out);
 /* A user's object: each map's contents. */
 void render_maps(const struct probe_results *r, FILE *out);
 /* The same for scripts (probe --json): every map's entries holding something, each

@@ -470,7 +470,8 @@ def test_user_maps_view(gsr, ptx, tmp_path):
 
 def test_probe_section_names(gsr, tmp_path):
     """gpu/load and gpu/store put a probe before loads or stores only; kprobe/kretprobe (as
-    bpftime names them) are entry and exit."""
+    bpftime names them) are entry and exit; bpftime's kprobe/__memcapture is every load and
+    store of every kernel."""
     src = tmp_path / "pts.bpf.c"
     src.write_text("""
 #define SEC(s) __attribute__((section(s), used))
@@ -486,6 +487,15 @@ SEC("kretprobe/noargs") int x(void *c) { return 4; }
     assert p.returncode == 0, p.stderr
     assert "2 of 2 kernels instrumented: 1 entry, 1 exit, 3 load and 1 store calls" in p.stderr
     assert "kernel 1 vadd: 3 parameters, __gs_launch at 24" in p.stderr
+    src.write_text("""
+#define SEC(s) __attribute__((section(s), used))
+SEC("kprobe/__memcapture") int cuda__trace(void *c) { return 0; }
+""")
+    obj = compile_bpf(str(src), tmp_path / "mem.o")
+    p = gsr.run(["bpf2ptx", str(obj), "--into", str(k)])
+    assert p.returncode == 0, p.stderr
+    # vadd's three loads (a global one, two generic) and its store (noargs has none)
+    assert "1 of 2 kernels instrumented: 0 entry, 0 exit, 3 load and 1 store calls" in p.stderr
 
 
 def test_warp_helpers(gsr, tmp_path):
