@@ -156,6 +156,21 @@ def test_probe_takes_a_bpftime_object(gsr, tmp_path):
         "  [0] = 2  (2 threads)\n  [1] = 10  (1 threads)" in p.stdout
 
 
+def test_cuda_exit_ends_the_thread(gsr, tmp_path):
+    """Helper 507 (bpftime's atomizer): the thread ends where it is called, in PTX an `exit`;
+    --run's thread (block 2) is past the blocks kept, so it ends before counting."""
+    src = os.path.join(ROOT, "tests", "bpf", "bpftime_exit.bpf.c")
+    obj = tmp_path / "exit.o"
+    subprocess.run([CLANG, "-target", "bpf", "-O2", "-mcpu=v3", "-g", "-c", src, "-o",
+                    str(obj)], check=True, capture_output=True)
+    m = run(gsr, obj, "cuda__atomizer")
+    assert m["r0"] == "0" and struct.unpack("<Q", bytes.fromhex(m["went_on"])) == (0,)
+    p = gsr.run(["bpf2ptx", str(obj)])
+    assert p.returncode == 0 and "\texit;\n" in p.stdout, p.stderr
+    if os.path.exists(PTXAS):
+        assemble(p.stdout, tmp_path)
+
+
 def test_a_map_not_taken_yet_is_refused_clearly(gsr, tmp_path):
     src = tmp_path / "shared.bpf.c"
     src.write_text("""
