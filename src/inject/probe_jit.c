@@ -86,6 +86,8 @@ static __u64 jit(struct pmod *m, struct pctx *c, const char *text)
 			CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES }; /* CUjit_option */
 	void *vals[2] = { log, (void *)(unsigned long)sizeof(log) };
 	__u64 gptr = 0, gbytes = 0, module = 0;
+	__u64 env[2] = { (__u64)getpid() << 32 | (__u32)getpid(), (__u64)c->device };
+	const char *what = NULL;
 	int r;
 
 	if (!loadex || !global || !htod || !ssync)
@@ -103,33 +105,27 @@ static __u64 jit(struct pmod *m, struct pctx *c, const char *text)
 			m->index, r, log[0] ? ": " : "", log);
 		return 0;
 	}
+	/* The map table, and what helpers 14 and 512 read (the process and main thread, the
+	 * device), copied in and waited for once. */
 	if (P.b.nmaps &&
 	    (global((__u64)(unsigned long)&gptr, (__u64)(unsigned long)&gbytes, module,
 		    (__u64)(unsigned long)"gs_maps") ||
 	     gbytes < P.b.nmaps * GS_MAP_DESC ||
-	     htod(gptr, (__u64)(unsigned long)c->desc, P.b.nmaps * GS_MAP_DESC, c->stream) ||
-	     ssync(c->stream))) {
-		pr_note("module %u: its map table could not be filled: the original code runs",
-			m->index);
+	     htod(gptr, (__u64)(unsigned long)c->desc, P.b.nmaps * GS_MAP_DESC, c->stream)))
+		what = "its map table";
+	else if (!global((__u64)(unsigned long)&gptr, (__u64)(unsigned long)&gbytes, module,
+			 (__u64)(unsigned long)"gs_env") &&
+		 gbytes >= sizeof(env) &&
+		 htod(gptr, (__u64)(unsigned long)env, sizeof(env), c->stream))
+		what = "its gs_env";
+	else if (ssync(c->stream))
+		what = "its map table";
+	if (what) {
+		pr_note("module %u: %s could not be filled: the original code runs", m->index,
+			what);
 		if (unload)
 			unload(module);
 		return 0;
-	}
-	/* What helpers 14 and 512 read: the process and main thread, the device. */
-	{
-		__u64 env[2] = { (__u64)getpid() << 32 | (__u32)getpid(), (__u64)c->device };
-
-		if (!global((__u64)(unsigned long)&gptr, (__u64)(unsigned long)&gbytes, module,
-			    (__u64)(unsigned long)"gs_env") &&
-		    gbytes >= sizeof(env) &&
-		    (htod(gptr, (__u64)(unsigned long)env, sizeof(env), c->stream) ||
-		     ssync(c->stream))) {
-			pr_note("module %u: its gs_env could not be filled: the original code runs",
-				m->index);
-			if (unload)
-				unload(module);
-			return 0;
-		}
 	}
 	return module;
 }

@@ -48,11 +48,11 @@ static void integer(struct out *o, unsigned long long v, bool neg, char conv, bo
 	width = width > 64 ? 64 : width;
 	total = nd + pre;
 	if (!left && !zero)
-		for (size_t w = nd + pre; w < width; w++)
+		for (size_t w = total; w < width; w++)
 			put(o, ' ');
 	puts_n(o, prefix, pre);
 	if (!left && zero)
-		for (size_t w = nd + pre; w < width; w++)
+		for (size_t w = total; w < width; w++)
 			put(o, '0');
 	while (nd)
 		put(o, digits[--nd]);

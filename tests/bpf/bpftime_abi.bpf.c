@@ -2,16 +2,8 @@
 /* A probe object written as bpftime's GPU examples are: its map types (1501-1527), its
  * helpers (502-512, 14, 25), kprobe/ and kretprobe/ device programs with no context, and a
  * host uprobe program beside them (tests/integration/test_bpftime.py). KERNEL: the kernel
- * probed (a mangled name, as bpftime's sections have it). */
-typedef unsigned long long u64;
-typedef unsigned int u32;
-
-#define SEC(s)		  __attribute__((section(s), used))
-#define __uint(name, val) int(*name)[val]
-#define __type(name, val) typeof(val) *name
-#ifndef KERNEL
-#define KERNEL "_Z9vectorAddPKfS0_Pf"
-#endif
+ * probed (bpftime.h). */
+#include "bpftime.h"
 
 #define BPF_MAP_TYPE_ARRAY		     2
 #define BPF_MAP_TYPE_GPU_HASH_MAP	     1501
@@ -21,7 +13,6 @@ typedef unsigned int u32;
 #define BPF_MAP_TYPE_GPU_ARRAY_HOST_MAP	     1513
 #define BPF_MAP_TYPE_GPU_RINGBUF_MAP	     1527
 
-static void *(*bpf_map_lookup_elem)(void *map, const void *key) = (void *)1;
 static long (*bpf_map_update_elem)(void *map, const void *key, const void *value,
 				   u64 flags) = (void *)2;
 static u64 (*bpf_ktime_get_ns)(void) = (void *)5;
@@ -31,7 +22,6 @@ static u64 (*bpf_get_current_pid_tgid)(void) = (void *)14;
 static long (*bpf_perf_event_output)(void *ctx, void *map, u64 flags, void *data,
 				     u64 size) = (void *)25;
 static const u64 (*bpf_get_globaltimer)(void) = (void *)502;
-static const u64 (*bpf_get_block_idx)(u64 *x, u64 *y, u64 *z) = (void *)503;
 static const u64 (*bpf_get_block_dim)(u64 *x, u64 *y, u64 *z) = (void *)504;
 static const u64 (*bpf_get_thread_idx)(u64 *x, u64 *y, u64 *z) = (void *)505;
 static const u64 (*bpf_get_grid_dim)(u64 *x, u64 *y, u64 *z) = (void *)508;

@@ -3,19 +3,9 @@
  * threads of blocks outside [0, KEEP_BLOCKS) at the kernel's entry, before they do their
  * work; a GPU_ARRAY_MAP counts the threads that went on. bench/device_gpu.sh runs it on
  * bpftime's vec_add (tests: test_bpftime.py). */
-typedef unsigned long long u64;
-typedef unsigned int u32;
-
-#define SEC(s)		  __attribute__((section(s), used))
-#define __uint(name, val) int(*name)[val]
-#define __type(name, val) typeof(val) *name
-#ifndef KERNEL
-#define KERNEL "_Z9vectorAddPKfS0_Pf"
-#endif
+#include "bpftime.h"
 #define KEEP_BLOCKS 2
 
-static void *(*bpf_map_lookup_elem)(void *map, const void *key) = (void *)1;
-static const u64 (*bpf_get_block_idx)(u64 *x, u64 *y, u64 *z) = (void *)503;
 static const void (*bpf_cuda_exit)(void) = (void *)507;
 
 struct {
