@@ -23,6 +23,14 @@ def main():
 
     line = [ln for ln in plain.splitlines() if ln.startswith("vec_add:")]
     one("output unchanged", line, [ln for ln in probed.splitlines() if ln.startswith("vec_add:")])
+    # the kernel's printf, reading the program's d_N and scale (set by cudaMemcpyToSymbol)
+    said = "vectorAdd: N %d, scale 2.0" % threads
+    one("kernel's printf lines, plain", [said] * launches,
+        [ln for ln in plain.splitlines() if ln.startswith("vectorAdd:")])
+    one("kernel's printf lines, probed", [said] * launches,
+        [ln for ln in probed.splitlines() if ln.startswith("vectorAdd:")])
+    one("every launch instrumented", True,
+        "%d launches ran instrumented, 0 the original code" % launches in probed)
     calls = {e["key"]: e["threads"] for e in entries("calls")}
     # 1502: every thread's slot of key 0 counts its launches, of key 1 ten times that
     one("1502 threads with calls", threads, len(calls.get(0, {})))

@@ -10,7 +10,8 @@
  *   tiny         an empty kernel (probe overhead on launch-bound work)
  *   heavy        a long dependent FMA chain per thread (compute-bound)
  * Usage: kernels check            each once, results checked on the host
- *        kernels bench KERNEL N   N launches of KERNEL, the GPU time per launch on stdout
+ *        kernels bench KERNEL N [ITERS]   N launches of KERNEL, the GPU time per launch on
+ *                                         stdout (ITERS: heavy's loop, 2000 by default)
  */
 #include <cstdio>
 #include <cstdlib>
@@ -107,7 +108,7 @@ int main(int argc, char **argv)
 	}
 	if (argc > 3 && !strcmp(argv[1], "bench")) {
 		const char *k = argv[2];
-		int n = atoi(argv[3]);
+		int n = atoi(argv[3]), iters = argc > 4 ? atoi(argv[4]) : 2000;
 		cudaEvent_t e0, e1;
 		float ms;
 		CK(cudaEventCreate(&e0));
@@ -118,7 +119,7 @@ int main(int argc, char **argv)
 				if (!strcmp(k, "tiny"))
 					tiny<<<1, 32>>>();
 				else if (!strcmp(k, "heavy"))
-					heavy<<<B, T>>>(c, 2000);
+					heavy<<<B, T>>>(c, iters);
 				else if (!strcmp(k, "vector_add"))
 					vector_add<<<B, T>>>(a, b, c, N);
 				else {

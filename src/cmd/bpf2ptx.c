@@ -384,10 +384,15 @@ int cmd_bpf2ptx(int argc, char **argv)
 				"load and %u store calls",
 				st.instrumented, st.kernels, st.entry_calls, st.exit_calls,
 				st.load_calls, st.store_calls);
+			if (st.nvars)
+				gs_info("bpf2ptx: the module's %u variables are read through "
+					"__gs_vars (set to the program's by gpuscope's loader; "
+					"as they are, this module's own)",
+					st.nvars);
 			for (unsigned int k = 0; k < st.kernels; k++)
 				if (st.k[k].variable)
 					gs_info("bpf2ptx: kernel %u %s: left alone, it uses the "
-						"module's variable %s",
+						"module's texture, sampler or surface reference %s",
 						st.k[k].id, st.k[k].name, st.k[k].variable);
 				else if (st.k[k].instrumented)
 					gs_info("bpf2ptx: kernel %u %s: %u parameters, __gs_launch "

@@ -188,6 +188,7 @@ void gs_probe_loaded(unsigned int api, __u64 handle_ptr, __u64 image)
 		return;
 	}
 	m->handle = handle;
+	m->library = api == GS_API_CU_LIBRARY_LOAD_DATA || api == GS_API_CU_LIBRARY_LOAD_FROM_FILE;
 	m->ptx = ptx;
 	m->ptx_arch = arch;
 	m->index = P.nmods++;

@@ -71,6 +71,7 @@ struct pctx {
 
 struct pmod {
 	__u64 handle; /* CUmodule or CUlibrary */
+	bool library;
 	char *ptx;
 	unsigned int ptx_arch;
 	struct ptx_rewrite_stats st; /* laid out at the first rewrite (st.k set) */

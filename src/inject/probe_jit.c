@@ -22,6 +22,7 @@
 #include "inject/probe_int.h"
 #include "ptx/fatbin.h"
 #include "ptx/gpuring.h"
+#include "ptx/rewrite.h"
 #include "ptx/translate.h"
 
 /* ---- instrumenting a module in a context ------------------------------------------------- */
@@ -30,9 +31,10 @@
  * The module's PTX rewritten for kernel k alone (the lock held): malloc'ed, or NULL with a
  * note. The first rewrite of a module lays out all of its kernels (m->st) and takes their
  * ids; each kernel is compiled on its own, at its first launch in a context, so that a
- * module of hundreds of kernels costs the JIT only those that run.
+ * module of hundreds of kernels costs the JIT only those that run. *used: the slots of
+ * __gs_vars it reads (malloc'ed).
  */
-static char *rewrite(struct pmod *m, struct pkern *k, __u64 *ns)
+static char *rewrite(struct pmod *m, struct pkern *k, __u64 *ns, unsigned char **used)
 {
 	struct ptx_rewrite_opts o = { .kernel_base = m->st.k ? m->kernel_base : P.next_kernel_id,
 				      .launch_param = true,
@@ -52,6 +54,8 @@ static char *rewrite(struct pmod *m, struct pkern *k, __u64 *ns)
 		m->rewrite_failed = true;
 		return NULL;
 	}
+	*used = st.var_used;
+	st.var_used = NULL;
 	if (!m->st.k) {
 		m->st = st;
 		m->kernel_base = P.next_kernel_id;
@@ -63,18 +67,50 @@ static char *rewrite(struct pmod *m, struct pkern *k, __u64 *ns)
 	}
 	sb_putc(&out, 0);
 	*ns = gs_clock() - t0;
-	if (out.oom) {
+	if (out.oom || !*used) {
 		pr_note("module %u: out of memory rewriting it: its kernels run the original code",
 			m->index);
 		sb_free(&out);
+		free(*used);
+		*used = NULL;
 		return NULL;
 	}
 	return out.buf;
 }
 
-/* Compile a rewritten module in context c and fill its map table: the module, or 0 with a
- * note. */
-static __u64 jit(struct pmod *m, struct pctx *c, const char *text)
+/*
+ * The addresses of the program's own variables that the text reads, for its __gs_vars
+ * (ptx/rewrite.h): its module's, or its library's in this context. NULL, or what failed
+ * (in why).
+ */
+static const char *program_vars(struct pmod *m, const unsigned char *used, __u64 *vals, char *why,
+				size_t n)
+{
+	fn4 get = (fn4)pr_real(m->library ? "cuLibraryGetGlobal" : "cuModuleGetGlobal_v2");
+	__u64 bytes;
+	int r;
+
+	for (unsigned int i = 0; i < m->st.nvars; i++) {
+		vals[i] = 0;
+		if (!used[i])
+			continue;
+		r = get ? get((__u64)(unsigned long)&vals[i], (__u64)(unsigned long)&bytes,
+			      m->handle, (__u64)(unsigned long)m->st.var_names[i])
+			: -1;
+		if (r || !vals[i]) {
+			snprintf(why, n,
+				 "its variables' table (%s not found in the program's module: "
+				 "error %d)",
+				 m->st.var_names[i], r);
+			return why;
+		}
+	}
+	return NULL;
+}
+
+/* Compile a rewritten module in context c and fill its map table and its variables' (used:
+ * the slots it reads): the module, or 0 with a note. */
+static __u64 jit(struct pmod *m, struct pctx *c, const char *text, const unsigned char *used)
 {
 	fn5 loadex = (fn5)pr_real("cuModuleLoadDataEx");
 	fn4 global = (fn4)pr_real("cuModuleGetGlobal_v2");
@@ -87,11 +123,13 @@ static __u64 jit(struct pmod *m, struct pctx *c, const char *text)
 	void *vals[2] = { log, (void *)(unsigned long)sizeof(log) };
 	__u64 gptr = 0, gbytes = 0, module = 0;
 	__u64 env[2] = { (__u64)getpid() << 32 | (__u32)getpid(), (__u64)c->device };
+	__u64 *vars = gs_calloc(m->st.nvars + 1, sizeof(*vars));
 	const char *what = NULL;
+	char why[1200]; /* (a variable's name: up to 1 KiB) */
 	int r;
 
-	if (!loadex || !global || !htod || !ssync)
-		return 0;
+	if (!loadex || !global || !htod || !ssync || !vars)
+		goto out;
 	r = loadex((__u64)(unsigned long)&module, (__u64)(unsigned long)text, 2,
 		   (__u64)(unsigned long)opts, (__u64)(unsigned long)vals);
 	if (r) {
@@ -103,10 +141,11 @@ static __u64 jit(struct pmod *m, struct pctx *c, const char *text)
 		pr_note("module %u: the driver's JIT refused the instrumented PTX (error %d%s%s): "
 			"the original code runs",
 			m->index, r, log[0] ? ": " : "", log);
-		return 0;
+		module = 0;
+		goto out;
 	}
-	/* The map table, and what helpers 14 and 512 read (the process and main thread, the
-	 * device), copied in and waited for once. */
+	/* The map table, what helpers 14 and 512 read (the process and main thread, the
+	 * device) and the program's variables, copied in and waited for once. */
 	if (P.b.nmaps &&
 	    (global((__u64)(unsigned long)&gptr, (__u64)(unsigned long)&gbytes, module,
 		    (__u64)(unsigned long)"gs_maps") ||
@@ -118,6 +157,14 @@ static __u64 jit(struct pmod *m, struct pctx *c, const char *text)
 		 gbytes >= sizeof(env) &&
 		 htod(gptr, (__u64)(unsigned long)env, sizeof(env), c->stream))
 		what = "its gs_env";
+	else if (m->st.nvars && (what = program_vars(m, used, vars, why, sizeof(why))))
+		;
+	else if (m->st.nvars &&
+		 (global((__u64)(unsigned long)&gptr, (__u64)(unsigned long)&gbytes, module,
+			 (__u64)(unsigned long)"__gs_vars") ||
+		  gbytes < m->st.nvars * sizeof(*vars) ||
+		  htod(gptr, (__u64)(unsigned long)vars, m->st.nvars * sizeof(*vars), c->stream)))
+		what = "its variables' table";
 	else if (ssync(c->stream))
 		what = "its map table";
 	if (what) {
@@ -125,8 +172,10 @@ static __u64 jit(struct pmod *m, struct pctx *c, const char *text)
 			what);
 		if (unload)
 			unload(module);
-		return 0;
+		module = 0;
 	}
+out:
+	free(vars);
 	return module;
 }
 
@@ -140,6 +189,7 @@ struct pfn *pr_function_of(struct pkern *k, __u64 ctx)
 	struct pctx *c;
 	int regs = 0, local = 0;
 	__u64 rewrite_ns, t0;
+	unsigned char *used = NULL;
 	char *text;
 
 	for (int i = 0; i < k->ninst; i++)
@@ -153,7 +203,7 @@ struct pfn *pr_function_of(struct pkern *k, __u64 ctx)
 	f->failed = true;
 	if (!(c = pr_ctx_get(ctx)) || !getfn || !fattr)
 		return NULL;
-	if (!(text = rewrite(m, k, &rewrite_ns)))
+	if (!(text = rewrite(m, k, &rewrite_ns, &used)))
 		return NULL;
 	/* PTX for a newer device (PyTorch ships it for its newest target only): for this one,
 	 * if it uses nothing newer (else the JIT says so, and the original runs) */
@@ -168,6 +218,7 @@ struct pfn *pr_function_of(struct pkern *k, __u64 ctx)
 			"runs",
 			m->index, c->sm);
 		free(text);
+		free(used);
 		return NULL;
 	}
 	for (unsigned int i = 0; k->kidx < 0 && i < m->st.kernels; i++)
@@ -177,10 +228,9 @@ struct pfn *pr_function_of(struct pkern *k, __u64 ctx)
 		pr_note("kernel %s: not found in its module's PTX: the original code runs",
 			k->name);
 	} else if (m->st.k[k->kidx].variable) {
-		pr_note("kernel %s: it uses the module's variable %s (__device__, __constant__ or "
-			"__managed__), which an instrumented copy of the module would hold apart "
-			"from "
-			"the program's: the original code runs",
+		pr_note("kernel %s: it uses the module's texture, sampler or surface reference %s, "
+			"which an instrumented copy of the module cannot share with the program's: "
+			"the original code runs",
 			k->name, m->st.k[k->kidx].variable);
 	} else if (!m->st.k[k->kidx].instrumented) {
 		pr_note("kernel %s: none of the probes' points is in it (a memory probe, and no "
@@ -188,7 +238,7 @@ struct pfn *pr_function_of(struct pkern *k, __u64 ctx)
 			k->name);
 	} else {
 		t0 = gs_clock();
-		f->module = jit(m, c, text);
+		f->module = jit(m, c, text, used);
 		if (f->module)
 			sb_printf(&P.stats, "stat instrumented %u %u %zu %llu %d %llu %s\n",
 				  m->index, m->st.kernels, strlen(m->ptx),
@@ -196,6 +246,7 @@ struct pfn *pr_function_of(struct pkern *k, __u64 ctx)
 				  (unsigned long long)(gs_clock() - t0), k->name);
 	}
 	free(text);
+	free(used);
 	if (!f->module)
 		return NULL;
 	if (getfn((__u64)(unsigned long)&f->fn, f->module, (__u64)(unsigned long)k->name) ||

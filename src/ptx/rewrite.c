@@ -311,19 +311,26 @@ void ptx_rewrite_stats_free(struct ptx_rewrite_stats *st)
 		free(st->k[i].name);
 		free(st->k[i].variable);
 	}
+	for (unsigned int i = 0; st->var_names && i < st->nvars; i++)
+		free(st->var_names[i]);
 	free(st->k);
+	free(st->var_names);
+	free(st->var_used);
 	st->k = NULL;
+	st->var_names = NULL;
+	st->var_used = NULL;
 }
 int ptx_rewrite(const char *ptx, size_t len, const char *funcs, const struct ptx_probe *probes,
 		size_t nprobes, const struct ptx_rewrite_opts *opts, struct strbuf *out,
 		struct ptx_rewrite_stats *st, char *err, size_t errlen)
 {
 	static const struct ptx_rewrite_opts none = { 0, false };
-	struct strbuf o = { 0 }, params = { 0 };
-	char *code = gs_malloc(len + 1), name[MAX_NAME] = "";
+	struct strbuf o = { 0 }, params = { 0 }, pre = { 0 }, tl = { 0 }, tc = { 0 };
+	char *code_buf = gs_malloc(len + 1), *code, name[MAX_NAME] = "";
 	bool in_comment = false, have_version = false, have_target = false, funcs_out = false;
 	bool in_kernel = false, want[5] = { false }, any = false, instrumented = false;
-	bool left_out = false, drop;
+	bool left_out = false, drop, continued = false;
+	int rc = -1;
 	int depth = 0, pstate = 0; /* parameters: 0 before '(', 1 inside, 2 done */
 	unsigned int kidx = 0, kid = 0;
 	size_t off = 0, lineno = 0, kcap = 0;
@@ -332,22 +339,60 @@ int ptx_rewrite(const char *ptx, size_t len, const char *funcs, const struct ptx
 	if (!opts)
 		opts = &none;
 	memset(st, 0, sizeof(*st));
-	if (!code)
+	if (!code_buf)
 		goto oom;
 	mv_scan(&mv, ptx, len);
-	if (mv.oom)
+	if (mv.oom || !(st->var_used = gs_calloc(mv.nvars + 1, 1)) ||
+	    !(st->var_names = gs_calloc(mv.nvars + 1, sizeof(char *))))
 		goto oom;
+	for (; st->nvars < mv.nvars; st->nvars++)
+		if (!(st->var_names[st->nvars] = gs_strdup(mv.var[st->nvars].name)))
+			goto oom;
 	while (off < len) {
 		const char *line = ptx + off, *nl = memchr(line, '\n', len - off);
 		size_t n = nl ? (size_t)(nl - line) : len - off;
 		const char *c;
 		struct access acc;
+		bool close = false;
 		long at;
+		int r;
 
 		lineno++;
 		off += n + (nl != NULL);
+		code = code_buf;
 		ptx_code_of(line, n, code, &in_comment);
+		if (lineno == mv.table_line)
+			mv_table(&mv, &o);
+		/* The module's variables read where the program's are (rewrite_int.h). */
+		if (depth > 0 && !(in_kernel && left_out) &&
+		    (r = mv_line(&mv, code, continued, &pre, &tl, st->var_used))) {
+			if (r < 0) {
+				snprintf(err, errlen,
+					 "line %zu: an instruction that uses a module variable is "
+					 "not understood",
+					 lineno);
+				goto fail;
+			}
+			if (r == 1)
+				sb_putn(&o, pre.buf, pre.len);
+			sb_reset(&tc);
+			sb_puts(&tc, tl.buf);
+			if (tc.oom)
+				goto oom;
+			line = tl.buf;
+			code = tc.buf;
+			n = tl.len;
+			close = r == 1;
+		}
 		c = ptx_skip_ws(code);
+		/* (an instruction goes on to the next line unless this one ends it) */
+		if (*c) {
+			const char *e = c + strlen(c);
+
+			while (e > c && isspace((unsigned char)e[-1]))
+				e--;
+			continued = e > c && !strchr(";{}:", e[-1]);
+		}
 		if (!in_kernel && depth == 0) {
 			if (!strncmp(c, ".version", 8))
 				have_version = true;
@@ -466,7 +511,7 @@ int ptx_rewrite(const char *ptx, size_t len, const char *funcs, const struct ptx
 						instrumented = true;
 					}
 				sb_putn(&o, line + at, n - (size_t)at);
-				sb_puts(&o, "\n");
+				sb_puts(&o, close ? "\n}\n" : "\n");
 				continue;
 			}
 			if ((want[PTX_LOAD] || want[PTX_STORE]) && access_at(code, &acc) &&
@@ -484,7 +529,7 @@ int ptx_rewrite(const char *ptx, size_t len, const char *funcs, const struct ptx
 						instrumented = true;
 					}
 				sb_putn(&o, line + acc.at, n - (size_t)acc.at);
-				sb_puts(&o, "\n");
+				sb_puts(&o, close ? "\n}\n" : "\n");
 				continue;
 			}
 		}
@@ -525,7 +570,7 @@ int ptx_rewrite(const char *ptx, size_t len, const char *funcs, const struct ptx
 		if (drop)
 			continue;
 		sb_putn(&o, line, n);
-		sb_puts(&o, "\n");
+		sb_puts(&o, close ? "\n}\n" : "\n");
 	}
 	if (in_comment || depth) {
 		snprintf(err, errlen, "the module ends inside %s",
@@ -540,23 +585,24 @@ int ptx_rewrite(const char *ptx, size_t len, const char *funcs, const struct ptx
 		sb_puts(&o, "\n// gpuscope probes\n");
 		sb_puts(&o, funcs);
 	}
-	if (o.oom || params.oom)
+	if (o.oom || params.oom || pre.oom || tl.oom)
 		goto oom;
 	sb_putn(out, o.buf, o.len);
 	if (out->oom)
 		goto oom;
-	sb_free(&o);
-	sb_free(&params);
-	free(code);
-	mv_free(&mv);
-	return 0;
+	rc = 0;
+	goto out;
 oom:
 	snprintf(err, errlen, "out of memory");
 fail:
+	ptx_rewrite_stats_free(st);
+out:
 	sb_free(&o);
 	sb_free(&params);
-	free(code);
+	sb_free(&pre);
+	sb_free(&tl);
+	sb_free(&tc);
+	free(code_buf);
 	mv_free(&mv);
-	ptx_rewrite_stats_free(st);
-	return -1;
+	return rc;
 }

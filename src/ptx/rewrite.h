@@ -19,10 +19,14 @@
  * `.param .align 8 .b8 __gs_launch[16]`: sequence number and launch time), which the
  * launcher must then pass: ptx_kernel_info says where it goes.
  *
- * The instrumented module is loaded apart from the original: its module-scope variables
- * (__device__, __constant__, __managed__: .global and .const) are copies, not the ones the
- * program fills and its other kernels use. A kernel that uses one, itself or through the
- * functions it calls, is left as it was (ptx_kernel_info.variable names it).
+ * The instrumented module is loaded apart from the original, so its module-scope variables
+ * (__device__, __constant__, __managed__: .global and .const) would be copies, not the ones
+ * the program fills and its other kernels use: every function body reads them through
+ * __gs_vars instead, a table of their addresses (ptx_rewrite_stats.var_names, one slot a
+ * variable) that the loader fills with the program's (ptx/rewrite_int.h). Its initializer
+ * holds the module's own, right for a module loaded in place of the original. A kernel that
+ * uses a texture, sampler or surface reference is left as it was
+ * (ptx_kernel_info.variable names it).
  *
  * PTX the rewriter does not understand (a kernel whose braces do not match, a module
  * without .version/.target, a parameter list it cannot lay out) is refused with a message;
@@ -64,15 +68,18 @@ struct ptx_kernel_info {
 	bool instrumented;
 	unsigned int nparams;	 /* its own parameters (before __gs_launch) */
 	unsigned int launch_off; /* __gs_launch's offset in the parameter buffer */
-	char *variable;		 /* a module variable it uses (left alone: see below), or NULL */
+	char *variable;		 /* an opaque reference it uses (left alone: above), or NULL */
 };
 
 struct ptx_rewrite_stats {
 	unsigned int kernels;	   /* in the module */
 	unsigned int instrumented; /* kernels that got at least one call */
-	unsigned int variables;	   /* kernels a probe wanted, left alone for a variable */
+	unsigned int variables;	   /* kernels a probe wanted, left alone for a reference */
 	unsigned int entry_calls, exit_calls, load_calls, store_calls;
 	struct ptx_kernel_info *k; /* kernels entries, in the module's order */
+	unsigned int nvars;	   /* the module's variables: __gs_vars's slots */
+	char **var_names;	   /* each slot's variable */
+	unsigned char *var_used;   /* the slots the output reads (1) */
 };
 
 /*

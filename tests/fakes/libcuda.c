@@ -37,6 +37,7 @@
  * driver wrappers do this, and the tracer must count such a call once.
  */
 #define _GNU_SOURCE
+#include <ctype.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
@@ -297,7 +298,10 @@ struct CUlib_st {
 	bool probed;	  /* PTX gpuscope rewrote: "// gpuscope probes" */
 	CUdeviceptr maps; /* its gs_maps table */
 	size_t maps_bytes;
-	CUdeviceptr env; /* its gs_env (pid_tgid, device), if declared */
+	CUdeviceptr env;  /* its gs_env (pid_tgid, device), if declared */
+	CUdeviceptr vars; /* its __gs_vars table (probed), nvars slots */
+	int nvars;
+	struct fake_var *var; /* the module's variables (not probed: PTX) */
 	int nkernels;
 	struct CUkern_st kernels[MAX_KERNELS];
 	struct CUfunc_st funcs[MAX_KERNELS];
@@ -305,6 +309,42 @@ struct CUlib_st {
 struct CUmod_st {
 	struct CUlib_st lib;
 };
+
+/* A module's variable, its storage taken at its first lookup (cuModuleGetGlobal). */
+struct fake_var {
+	char name[64];
+	CUdeviceptr addr;
+};
+static struct fake_var all_vars[256]; /* every module's, looked up: to name a pointer */
+static int nall_vars;
+
+/* The variables a PTX module declares: the name before `[`, `=` or `;` on each line that
+ * opens with .global or .const. */
+static void parse_vars(const char *ptx, struct CUlib_st *lib)
+{
+	for (const char *ln = ptx; ln && *ln; ln = strchr(ln, '\n'), ln = ln ? ln + 1 : NULL) {
+		const char *p = ln, *end;
+		size_t n = 0;
+
+		while (*p == ' ' || *p == '\t')
+			p++;
+		if (!strncmp(p, ".visible ", 9))
+			p += 9;
+		if (strncmp(p, ".global ", 8) && strncmp(p, ".const ", 7))
+			continue;
+		end = p + strcspn(p, "[=;\n");
+		while (end > p && (end[-1] == ' ' || end[-1] == '\t'))
+			end--;
+		while (end - n > p && (isalnum((unsigned char)end[-1 - (long)n]) ||
+				       strchr("_$", end[-1 - (long)n])))
+			n++;
+		if (!n || n > 63 ||
+		    !(lib->var = realloc(lib->var, (lib->nvars + 1) * sizeof(*lib->var))))
+			continue;
+		memset(&lib->var[lib->nvars], 0, sizeof(*lib->var));
+		memcpy(lib->var[lib->nvars++].name, end - n, n);
+	}
+}
 
 /* Kernel names are the identifiers after `.entry` in the PTX text. */
 static CUresult parse_ptx(const char *ptx, struct CUlib_st *lib)
@@ -315,6 +355,8 @@ static CUresult parse_ptx(const char *ptx, struct CUlib_st *lib)
 		return CUDA_ERROR_INVALID_IMAGE;
 	lib->nkernels = 0;
 	lib->probed = strstr(ptx, "// gpuscope probes") != NULL;
+	if (!lib->probed)
+		parse_vars(ptx, lib);
 	while ((p = strstr(p, ".entry")) && lib->nkernels < MAX_KERNELS) {
 		struct CUkern_st *k = &lib->kernels[lib->nkernels];
 		size_t n = 0;
@@ -785,7 +827,10 @@ static CUresult load_library(CUlibrary *out, const void *code)
 		if ((lib->maps_bytes && arena_alloc(&devs[cur_dev()], lib->maps_bytes, 1,
 						    &lib->maps) != CUDA_SUCCESS) ||
 		    (strstr(code, " gs_env[2];") &&
-		     arena_alloc(&devs[cur_dev()], 16, 1, &lib->env) != CUDA_SUCCESS)) {
+		     arena_alloc(&devs[cur_dev()], 16, 1, &lib->env) != CUDA_SUCCESS) ||
+		    ((m = strstr(code, " __gs_vars[")) && (lib->nvars = atoi(m + 11)) > 0 &&
+		     arena_alloc(&devs[cur_dev()], lib->nvars * 8ULL, 1, &lib->vars) !=
+			     CUDA_SUCCESS)) {
 			free(lib);
 			return CUDA_ERROR_OUT_OF_MEMORY;
 		}
@@ -805,31 +850,55 @@ static CUresult load_library(CUlibrary *out, const void *code)
 	return CUDA_SUCCESS;
 }
 
-/* gpuscope's instrumented modules: their map table, and their kernels' attributes. */
-static CUresult module_get_global(CUdeviceptr *dptr, size_t *bytes, CUmodule mod, const char *name)
+/* gpuscope's instrumented modules: their map table, gs_env and __gs_vars; the program's:
+ * their variables (FAKECUDA_GLOBAL_MISSING names one not found). */
+static CUresult module_get_global(CUdeviceptr *dptr, size_t *bytes, struct CUlib_st *lib,
+				  const char *name)
 {
-	if (!mod || !name)
+	CUdeviceptr a = 0;
+	size_t n = 0;
+
+	if (!lib || !name)
 		return CUDA_ERROR_INVALID_VALUE;
-	if (!strcmp(name, "gs_env") && mod->lib.env) {
-		if (dptr)
-			*dptr = mod->lib.env;
-		if (bytes)
-			*bytes = 16;
-		return CUDA_SUCCESS;
+	if (!strcmp(name, "gs_env") && lib->env)
+		a = lib->env, n = 16;
+	else if (!strcmp(name, "gs_maps") && lib->maps)
+		a = lib->maps, n = lib->maps_bytes;
+	else if (!strcmp(name, "__gs_vars") && lib->vars)
+		a = lib->vars, n = lib->nvars * 8ULL;
+	for (int i = 0; !a && i < lib->nvars && lib->var; i++) {
+		struct fake_var *v = &lib->var[i];
+		const char *missing = getenv("FAKECUDA_GLOBAL_MISSING");
+
+		if (strcmp(v->name, name) || (missing && !strcmp(missing, name)))
+			continue;
+		if (!v->addr) {
+			if (nall_vars == 256 ||
+			    arena_alloc(&devs[cur_dev()], 64, 1, &v->addr) != CUDA_SUCCESS)
+				return CUDA_ERROR_OUT_OF_MEMORY;
+			all_vars[nall_vars++] = *v;
+		}
+		a = v->addr, n = 64;
 	}
-	if (strcmp(name, "gs_maps") || !mod->lib.maps)
+	if (!a)
 		return CUDA_ERROR_NOT_FOUND;
 	if (dptr)
-		*dptr = mod->lib.maps;
+		*dptr = a;
 	if (bytes)
-		*bytes = mod->lib.maps_bytes;
+		*bytes = n;
 	return CUDA_SUCCESS;
 }
 
 EXPORT CUresult cuModuleGetGlobal_v2(CUdeviceptr *dptr, size_t *bytes, CUmodule mod,
 				     const char *name)
 {
-	return LOCKED(module_get_global(dptr, bytes, mod, name));
+	return LOCKED(module_get_global(dptr, bytes, mod ? &mod->lib : NULL, name));
+}
+
+EXPORT CUresult cuLibraryGetGlobal(CUdeviceptr *dptr, size_t *bytes, CUlibrary lib,
+				   const char *name)
+{
+	return LOCKED(module_get_global(dptr, bytes, (struct CUlib_st *)lib, name));
 }
 
 static CUresult func_get_attribute(int *v, int attrib, CUfunction f)
@@ -931,6 +1000,23 @@ static void ring_records(struct CUlib_st *lib, unsigned long long seq)
 	}
 }
 
+/* What an instrumented module's __gs_vars point at: the program's variables' names, 0 for
+ * a slot not set, ? for an address of no variable; "-" with no table. */
+static void log_vars(FILE *f, const struct CUlib_st *lib)
+{
+	const CUdeviceptr *slot = (const CUdeviceptr *)(unsigned long)lib->vars;
+
+	for (int i = 0; lib->vars && i < lib->nvars; i++) {
+		const char *name = slot[i] ? "?" : "0";
+
+		for (int j = 0; j < nall_vars; j++)
+			if (slot[i] && all_vars[j].addr == slot[i])
+				name = all_vars[j].name;
+		fprintf(f, "%s%s", i ? "," : "", name);
+	}
+	fprintf(f, "%s\n", lib->vars ? "" : "-");
+}
+
 /* A launch of an instrumented kernel: its last parameter (__gs_launch) must be there, with
  * a sequence number; logged to FAKECUDA_PROBE_LOG. */
 static CUresult probed_launch(struct CUkern_st *k, void **params, void **extra)
@@ -971,9 +1057,10 @@ static CUresult probed_launch(struct CUkern_st *k, void **params, void **extra)
 
 			if (k->lib->env)
 				memcpy(env, (void *)(unsigned long)k->lib->env, sizeof(env));
-			fprintf(f, "launch %s %d %llu %llu %llu %llx %llu\n", k->name, k->nparams,
+			fprintf(f, "launch %s %d %llu %llu %llu %llx %llu ", k->name, k->nparams,
 				v[0], v[1], now_ns() + env_ull("FAKECUDA_GLOBALTIMER_OFFSET", 0),
 				env[0], env[1]);
+			log_vars(f, k->lib);
 			fclose(f);
 		}
 	}
@@ -994,6 +1081,7 @@ EXPORT CUresult cuLibraryUnload(CUlibrary lib)
 {
 	if (!lib)
 		return CUDA_ERROR_INVALID_HANDLE;
+	free(((struct CUlib_st *)lib)->var);
 	free(lib);
 	return CUDA_SUCCESS;
 }
@@ -1134,6 +1222,7 @@ EXPORT CUresult cuModuleUnload(CUmodule mod)
 {
 	if (!mod)
 		return CUDA_ERROR_INVALID_HANDLE;
+	free(mod->lib.var);
 	free(mod);
 	return CUDA_SUCCESS;
 }

@@ -4,6 +4,7 @@
 per instruction class, and the translated PTX assembled by ptxas. (That the PTX computes
 what the interpreter does is checked on a GPU: no GPU here.) No root needed."""
 import os
+import re
 import random
 import shutil
 import struct
@@ -269,41 +270,113 @@ def test_probes_injected_into_nvcc_kernels(gs, probes, tmp_path):
 
 
 @pytest.mark.skipif(not os.path.exists(PTXAS), reason="ptxas is not installed")
-def test_kernels_that_use_module_variables_are_left_alone(gs, probes, tmp_path):
-    """An instrumented module is a copy: its __device__, __constant__ and __managed__
-    variables are not the program's. Kernels that use one, directly or through the device
-    functions they call, keep their code; the others are instrumented."""
+def test_kernels_that_use_module_variables_read_them_through_a_table(gs, probes, tmp_path):
+    """An instrumented module is loaded apart from the program's, so its __device__,
+    __constant__ and __managed__ variables (printf's format strings too) are read through
+    __gs_vars, which gpuscope's loader points at the program's: every reference, directly
+    or in the device functions kernels call, by address or in an access, with an offset,
+    behind a label or a predicate. As bpf2ptx writes it, the table holds the module's own
+    addresses. Texture references cannot be shared: a kernel that uses one is left
+    alone."""
     nvcc = shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
     if not os.path.exists(nvcc):
         pytest.skip("nvcc is not installed")
     cu = tmp_path / "v.cu"
     cu.write_text("""
+#include <cstdio>
 __constant__ float coef[4];
 __device__ int hits;
 __device__ __managed__ int flag;
 static __device__ int table[3] = {1, 2, 3};
 __device__ __noinline__ void bump() { atomicAdd(&hits, 1); }
 __device__ __noinline__ void via() { bump(); }
-__device__ __noinline__ float twice(float x) { return 2 * x; }
 __global__ void usesConst(float *a) { a[threadIdx.x] *= coef[threadIdx.x & 3]; }
 __global__ void usesViaCalls(float *a) { via(); a[0] = 1; }
 __global__ void usesManaged(void) { flag = 1; }
 __global__ void usesTable(int *o) { o[0] = table[o[1]]; }
-__global__ void plain(float *a) { a[threadIdx.x] = twice(a[threadIdx.x]); }
+__global__ void prints(int n) { if (n > hits) printf("n=%d\\n", n); }
 """)
     subprocess.run([nvcc, "-ptx", "-arch=sm_90", "-o", str(tmp_path / "v.ptx"), str(cu)],
                    check=True, capture_output=True)
-    p = instrument(gs, probes, (tmp_path / "v.ptx").read_text(), tmp_path)
+    src = (tmp_path / "v.ptx").read_text()
+    p = instrument(gs, probes, src, tmp_path)
     assert p.returncode == 0, p.stderr
-    assert "1 of 5 kernels instrumented" in p.stderr
-    for kernel, var in (("_Z9usesConstPf", "coef"), ("_Z12usesViaCallsPf", "hits"),
-                        ("_Z11usesManagedv", "flag"), ("_Z9usesTablePi", "table")):
-        assert "%s: left alone, it uses the module's variable %s" % (kernel, var) in p.stderr
-        body = p.stdout[p.stdout.index(".entry " + kernel):]
-        body = body[:body.index("\n}\n")]
-        assert "gs_probe" not in body and "__gs_ctx" not in body
-    assert "kernel 4 _Z5plainPf: 1 parameters" in p.stderr
+    assert "5 of 5 kernels instrumented" in p.stderr
+    assert "the module's 5 variables are read through __gs_vars" in p.stderr
+    table = re.search(r"__gs_vars\[5\] = \{(.*)\};", p.stdout).group(1).split(", ")
+    assert sorted(table) == sorted("generic(%s)" % v for v in
+                                   ("coef", "hits", "flag", "table", "$str"))
+    slot = {t[len("generic("):-1]: i for i, t in enumerate(table)}
+    assert p.stdout.index("__gs_vars[5]") < p.stdout.index(".func _Z4bumpv")
+    body = p.stdout[p.stdout.index(".visible .entry"):]
+    for var in slot:  # no reference left but through the table
+        assert not re.search(r"[\s\[,]%s[\s\];+,]" % re.escape(var), body), var
+    for kernel, var in (("_Z9usesConstPf", "coef"), ("_Z11usesManagedv", "flag"),
+                        ("_Z9usesTablePi", "table"), ("_Z6printsi", "$str"),
+                        ("_Z6printsi", "hits")):
+        k = body[body.index(".entry " + kernel):]
+        k = k[:k.find(".entry", 1)]  # (to the next kernel)
+        assert "ld.global.u64 %%gsv0, [__gs_vars+%d];" % (8 * slot[var]) in k, (kernel, var)
+        assert "gs_probe" in k
+    fn = p.stdout[p.stdout.index(".func _Z4bumpv"):]
+    assert "[__gs_vars+%d]" % (8 * slot["hits"]) in fn[:fn.index(".func", 1)]
+    assert "ld.const" not in p.stdout and "cvta.const" not in p.stdout
     assemble(p.stdout, tmp_path)
+
+    # A texture reference, and references of every shape, in hand-written PTX.
+    p = instrument(gs, probes, """.version 8.0
+.target sm_90
+.address_size 64
+.global .texref tx;
+.global .align 4 .u32 cnt;
+.const .align 8 .b8 lim[16];
+.visible .entry usesTex(.param .u64 p)
+{
+\t.reg .f32 %f<5>;
+\t.reg .b32 %r<2>;
+\t.reg .b64 %rd<2>;
+\tld.param.u64 %rd1, [p];
+\tmov.u32 %r1, 0;
+\ttex.1d.v4.f32.s32 {%f1, %f2, %f3, %f4}, [tx, {%r1}];
+\tst.global.f32 [%rd1], %f1;
+\tret;
+}
+.visible .entry shapes(.param .u64 p)
+{
+\t.reg .b32 %r<4>;
+\t.reg .b64 %rd<4>;
+\t.reg .pred %p<2>;
+\tld.global.u32 %r1, [cnt+4];
+\tsetp.eq.u32 %p1, %r1, 0;
+\t@%p1 bra $L1;
+\tmov.u64 %rd1, lim+8;
+\tcvta.const.u64 %rd2, %rd1;
+\tld.const.u32 %r3, [%rd1];
+$L1:\t@%p1 st.global.u32 [cnt], %r1;
+\tsetp.eq.u64 %p1, %rd2, cnt; // an address compared
+\tret;
+}
+""", tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert "kernel 0 usesTex: left alone, it uses the module's texture, sampler or surface " \
+        "reference tx" in p.stderr
+    assert "__gs_vars[3] = {0, generic(cnt), generic(lim)};" in p.stdout
+    k = p.stdout[p.stdout.index(".entry shapes"):]
+    for want in ("ld.global.u64 %gsv0, [__gs_vars+8];\n\tld.global.u32 %r1, [%gsv0+4];",
+                 "ld.global.u64 %gsv0, [__gs_vars+16];\n\tadd.s64 %gsv0, %gsv0, 8;\n"
+                 "\tmov.u64 %rd1, %gsv0;",
+                 "\tmov.u64 %rd2, %rd1;", "\tld.u32 %r3, [%rd1];",
+                 "$L1:\n{\n\t.reg .b64 %gsv<1>;\n\tld.global.u64 %gsv0, [__gs_vars+8];\n"
+                 "\t@%p1 st.global.u32 [%gsv0], %r1;\n}",
+                 "\tsetp.eq.u64 %p1, %rd2, %gsv0;"):
+        assert want in k, want
+    assemble(p.stdout, tmp_path)
+
+    # An instruction over two lines that uses one: the module is refused, whole.
+    assert "[hits]" in src
+    p = instrument(gs, probes, src.replace("[hits]", "[\nhits]", 1), tmp_path)
+    assert p.returncode != 0 and "uses a module variable is not understood" in p.stderr, \
+        p.stderr
 
 
 @pytest.mark.skipif(not os.path.exists(PTXAS), reason="ptxas is not installed")
