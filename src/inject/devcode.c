@@ -385,7 +385,7 @@ void *gs_devcode_read_file(__u64 path)
 char *gs_devcode_ptx(__u64 image, unsigned int sm, unsigned int *arch, char *why, size_t whylen)
 {
 	struct found f;
-	char *ptx = NULL;
+	char *ptx = NULL, where[4200] = "";
 
 	memset(&f, 0, sizeof(f));
 	f.text_only = true;
@@ -396,11 +396,16 @@ char *gs_devcode_ptx(__u64 image, unsigned int sm, unsigned int *arch, char *why
 		ptx = (char *)f.bufs[0];
 		f.bufs[0] = NULL;
 		*arch = f.mod.ptx_arch;
+	} else if (f.mod.kind == GS_CODE_CUBIN && f.bufs[1] && !why[0] &&
+		   (ptx = gs_triton_ptx(f.bufs[1], f.mod.bytes, where, sizeof(where)))) {
+		*arch = ptx_target_arch(ptx);
+		snprintf(why, whylen, "a cubin: its PTX from Triton's cache, %s", where);
 	} else if (!why[0]) {
-		snprintf(why, whylen, "%s",
+		snprintf(why, whylen, "%s%s%s",
 			 f.mod.kind == GS_CODE_CUBIN ? "a cubin: SASS only"
 			 : f.mod.nsass		     ? "SASS only, no PTX"
-						     : "no PTX");
+						     : "no PTX",
+			 where[0] ? "; " : "", where);
 	}
 	free(f.names);
 	free(f.has_ptx);

@@ -12,6 +12,7 @@
  *   resolve.c  the real driver functions, and where a call came from;
  *   gate.c     (gate.h) what may be timed: no stream in capture;
  *   devcode.c  what a loaded module's image holds (GS_EV_DEVCODE);
+ *   tritonptx.c the PTX Triton keeps beside a cubin it loads (its cache);
  *   pyframes.c Python frames of a stack, named (GS_EV_PYTHON, GS_EV_SYMBOL);
  *   stacks.c   call stacks by the unwinder;
  *   probe.c    device-side probes: eBPF programs run in instrumented kernels (with
@@ -96,9 +97,14 @@ void gs_devcode_loaded(unsigned int api, __u64 handle_ptr, __u64 image, __u64 ts
  * name in this process), NUL-terminated: malloc'ed, or NULL. */
 void *gs_devcode_read_file(__u64 path) GS_HIDDEN;
 /* The PTX of an image suited to a device of compute capability sm (major * 10 + minor: the
- * newest it can run, else the oldest; 0: the newest), whole: malloc'ed, or NULL with why. */
+ * newest it can run, else the oldest; 0: the newest), whole: malloc'ed, or NULL with why.
+ * A cubin's PTX may come from Triton's cache: then why says where from. */
 char *gs_devcode_ptx(__u64 image, unsigned int sm, unsigned int *arch, char *why,
 		     size_t whylen) GS_HIDDEN;
+
+/* tritonptx.c: the PTX beside a cubin of n bytes equal to img in Triton's cache, whole:
+ * malloc'ed, its directory in where; or NULL (where says why if the cache was refused). */
+char *gs_triton_ptx(const unsigned char *img, size_t n, char *where, size_t wn) GS_HIDDEN;
 
 /* pyframes.c: a stack's native frames (innermost first) with the interpreter's own replaced
  * by the Python frames they ran, into out (at most max); the count. A thread with no

@@ -154,6 +154,45 @@ def test_a_kernel_that_uses_module_variables_reads_the_programs(gsr, tmp_path):
     assert {ln[1] for ln in launches} == {"vadd"}
 
 
+@pytest.mark.skipif(not os.path.exists(PTXAS), reason="ptxas is not installed")
+def test_a_triton_cubin_is_instrumented_from_the_ptx_in_its_cache(gs, ptx, tmp_path):
+    # Triton loads cubins (SASS only) and keeps each kernel's PTX beside the cubin in its
+    # cache: the cubin the program loads is found there by its bytes, and the PTX beside
+    # it instrumented. Not taken from a file another user could have written, nor beside a
+    # cubin that differs.
+    cubin = tmp_path / "k.cubin"
+    subprocess.run([PTXAS, "-arch=sm_90", str(ptx), "-o", str(cubin)], check=True)
+    cache = tmp_path / "cache"
+    other = cache / "0otherkernel"
+    entry = cache / "6JZR4OQDH3K5G4XQ"
+    for d in (other, entry):
+        d.mkdir(parents=True)
+    b = cubin.read_bytes()
+    (other / "k.cubin").write_bytes(b[:64] + bytes([b[64] ^ 1]) + b[65:])
+    (other / "k.ptx").write_text("not this one")
+    (entry / "k.cubin").write_bytes(cubin.read_bytes())
+    (entry / "k.ptx").write_text(PTX)
+    (entry / "k.json").write_text("{}")
+
+    def run(name):
+        (tmp_path / name).mkdir()
+        return probe(gs, ["kernelretsnoop", "--", gs.wl("wl_probe"), str(cubin)],
+                     tmp_path / name, TRITON_CACHE_DIR=cache)
+
+    p, launches, _ = run("found")
+    assert p.returncode == 0, p.stderr
+    assert "a cubin: its PTX from Triton's cache, %s" % entry in p.stdout
+    assert "14 launches ran instrumented, 0 the original code" in p.stdout
+    assert len(launches) == 14
+
+    os.chmod(entry / "k.ptx", 0o666)
+    p, launches, _ = run("writable")
+    assert p.returncode == 0, p.stderr
+    assert "Triton's cache" not in p.stdout and not launches
+    assert "0 launches ran instrumented" in p.stdout or "no kernel instrumented" in p.stdout, \
+        p.stdout
+
+
 def test_memory_probes_see_global_and_generic_accesses(gsr, ptx, tmp_path):
     p, launches, dumped = probe(gsr, ["memtrace", "--", gsr.wl("wl_probe"), str(ptx)],
                                 tmp_path)
