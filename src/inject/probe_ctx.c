@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,9 +26,46 @@
 
 struct probe_state P = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
+/*
+ * The driver's functions by name, looked up once: the launch path asks for three at every
+ * launch, and a dlsym in libcuda's table costs about as much as the launch. Entries are
+ * published whole (an entry pointer put in an empty slot) and never taken back; a name
+ * that did not fit is looked up each time.
+ */
+#define REAL_SLOTS 64
+struct real_entry {
+	const char *name;
+	void *fn;
+};
+static struct real_entry *_Atomic real_cache[REAL_SLOTS];
+
 void *pr_real(const char *name)
 {
-	return gs_real_by_name(name);
+	unsigned int h = (unsigned int)(gs_str_hash(0, name) % REAL_SLOTS);
+	struct real_entry *e, *expected;
+	void *fn;
+
+	for (unsigned int i = 0; i < REAL_SLOTS; i++) {
+		e = atomic_load_explicit(&real_cache[(h + i) % REAL_SLOTS], memory_order_acquire);
+		if (!e)
+			break;
+		if (e->name == name || !strcmp(e->name, name))
+			return e->fn;
+	}
+	fn = gs_real_by_name(name);
+	if (!fn || !(e = gs_malloc(sizeof(*e))))
+		return fn;
+	*e = (struct real_entry){ name, fn }; /* (names are the callers' literals) */
+	for (unsigned int i = 0; i < REAL_SLOTS; i++) {
+		expected = NULL;
+		if (atomic_compare_exchange_strong(&real_cache[(h + i) % REAL_SLOTS], &expected,
+						   e))
+			return fn;
+		if (!strcmp(expected->name, name))
+			break; /* (another thread put it there first) */
+	}
+	free(e);
+	return fn;
 }
 
 /* A note, once (callers hold the lock). */
