@@ -58,8 +58,7 @@ void *pr_real(const char *name)
 	*e = (struct real_entry){ name, fn }; /* (names are the callers' literals) */
 	for (unsigned int i = 0; i < REAL_SLOTS; i++) {
 		expected = NULL;
-		if (atomic_compare_exchange_strong(&real_cache[(h + i) % REAL_SLOTS], &expected,
-						   e))
+		if (atomic_compare_exchange_strong(&real_cache[(h + i) % REAL_SLOTS], &expected, e))
 			return fn;
 		if (!strcmp(expected->name, name))
 			break; /* (another thread put it there first) */

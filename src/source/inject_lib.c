@@ -148,13 +148,15 @@ char **inject__env(const struct inject *in, char *const *env)
 	const char *preload = NULL;
 	char num[32], **out;
 	size_t n = 0, k = 0;
+	bool cupy_set = false;
 
 	while (env[n])
 		n++;
-	out = xcalloc(n + sizeof(ours) / sizeof(ours[0]) + 1, sizeof(*out));
+	out = xcalloc(n + sizeof(ours) / sizeof(ours[0]) + 2, sizeof(*out));
 	for (size_t i = 0; i < n; i++) {
 		bool skip = false;
 
+		cupy_set |= !strncmp(env[i], "CUPY_COMPILE_WITH_PTX=", 22);
 		for (size_t j = 0; j < sizeof(ours) / sizeof(ours[0]); j++)
 			if (!strncmp(env[i], ours[j], strlen(ours[j])))
 				skip = true;
@@ -187,6 +189,10 @@ char **inject__env(const struct inject *in, char *const *env)
 	if (in->o.probe_bundle && in->o.probe_out) {
 		out[k++] = env_pair("GPUSCOPE_PROBE", in->o.probe_bundle);
 		out[k++] = env_pair("GPUSCOPE_PROBE_OUT", in->o.probe_out);
+		/* CuPy's kernels with PTX, not cubins, so that they can be instrumented (unless
+		 * the user says otherwise) */
+		if (!cupy_set)
+			out[k++] = env_pair("CUPY_COMPILE_WITH_PTX", "1");
 	}
 	snprintf(num, sizeof(num), "%llu", (unsigned long long)in->o.ring_bytes);
 	out[k++] = env_pair("GPUSCOPE_RING_BYTES", num);

@@ -193,6 +193,18 @@ def test_a_triton_cubin_is_instrumented_from_the_ptx_in_its_cache(gs, ptx, tmp_p
         p.stdout
 
 
+def test_cupy_is_asked_for_ptx(gs, tmp_path):
+    # CuPy compiles its kernels to cubins (no PTX to instrument) unless CUPY_COMPILE_WITH_PTX
+    # is 1: probe sets it for the program, and leaves a value the user gave alone.
+    cmd = ["probe", "kernelretsnoop", "--", "sh", "-c", "echo cupy=$CUPY_COMPILE_WITH_PTX"]
+    p = gs.run(cmd)
+    assert p.returncode == 0 and "cupy=1\n" in p.stdout, p.stdout + p.stderr
+    p = gs.run(cmd, env=gs.env(CUPY_COMPILE_WITH_PTX="0"))
+    assert p.returncode == 0 and "cupy=0\n" in p.stdout, p.stdout + p.stderr
+    p = gs.run(["run", "--inject", "--", "sh", "-c", "echo cupy=$CUPY_COMPILE_WITH_PTX"])
+    assert p.returncode == 0 and "cupy=\n" in p.stdout, p.stdout + p.stderr
+
+
 def test_memory_probes_see_global_and_generic_accesses(gsr, ptx, tmp_path):
     p, launches, dumped = probe(gsr, ["memtrace", "--", gsr.wl("wl_probe"), str(ptx)],
                                 tmp_path)
