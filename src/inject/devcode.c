@@ -14,6 +14,7 @@
  * returned.
  */
 #include <elf.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -349,10 +350,9 @@ void gs_devcode_loaded(unsigned int api, __u64 handle_ptr, __u64 image, __u64 ts
 
 void *gs_devcode_read_file(__u64 path)
 {
-	char name[4096];
-	unsigned char *b = NULL;
+	char name[4096], *b = NULL;
 	struct stat st;
-	size_t n = 0, got;
+	size_t got;
 	int fd;
 
 	/* (the name, up to its NUL: what is mapped of it) */
@@ -362,23 +362,32 @@ void *gs_devcode_read_file(__u64 path)
 	fd = open(name, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return NULL;
-	if (!fstat(fd, &st) && S_ISREG(st.st_mode) && (__u64)st.st_size <= IMAGE_MAX &&
-	    (b = malloc((size_t)st.st_size + 1))) {
-		while (n < (size_t)st.st_size) {
-			ssize_t r = read(fd, b + n, (size_t)st.st_size - n);
-
-			if (r <= 0)
-				break;
-			n += (size_t)r;
-		}
-		if (n < (size_t)st.st_size) {
-			free(b);
-			b = NULL;
-		} else {
-			b[n] = 0;
-		}
-	}
+	if (!fstat(fd, &st) && S_ISREG(st.st_mode) && (__u64)st.st_size <= IMAGE_MAX)
+		b = gs_read_all(fd, (size_t)st.st_size);
 	close(fd);
+	return b;
+}
+
+char *gs_read_all(int fd, size_t size)
+{
+	char *b = malloc(size + 1);
+	size_t n = 0;
+
+	while (b && n < size) {
+		ssize_t r = read(fd, b + n, size - n);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		n += (size_t)r;
+	}
+	if (b && n < size) {
+		free(b);
+		return NULL;
+	}
+	if (b)
+		b[n] = 0;
 	return b;
 }
 

@@ -17,7 +17,6 @@
  */
 #include <dirent.h>
 #include <elf.h>
-#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,7 +42,6 @@ static char *read_ours(const char *dir, const char *name, size_t n, size_t *len)
 	char path[4096];
 	struct stat st;
 	char *b = NULL;
-	size_t got = 0;
 	int fd;
 
 	if (snprintf(path, sizeof(path), "%s/%s", dir, name) >= (int)sizeof(path))
@@ -53,24 +51,8 @@ static char *read_ours(const char *dir, const char *name, size_t n, size_t *len)
 		return NULL;
 	if (!fstat(fd, &st) && S_ISREG(st.st_mode) && ours(&st) &&
 	    (n ? (size_t)st.st_size == n : (size_t)st.st_size <= PTX_MAX) &&
-	    (b = malloc((size_t)st.st_size + 1))) {
-		while (got < (size_t)st.st_size) {
-			ssize_t r = read(fd, b + got, (size_t)st.st_size - got);
-
-			if (r < 0 && errno == EINTR)
-				continue;
-			if (r <= 0)
-				break;
-			got += (size_t)r;
-		}
-		if (got < (size_t)st.st_size) {
-			free(b);
-			b = NULL;
-		} else {
-			b[got] = 0;
-			*len = got;
-		}
-	}
+	    (b = gs_read_all(fd, (size_t)st.st_size)))
+		*len = (size_t)st.st_size;
 	close(fd);
 	return b;
 }
