@@ -354,3 +354,26 @@ __u64 gs_str_hash(__u64 h, const char *s)
 		h = (h ^ (unsigned char)*s) * 0x100000001b3ULL;
 	return (h ^ 0xff) * 0x100000001b3ULL;
 }
+
+char *gs_read_all(int fd, size_t size)
+{
+	char *b = malloc(size + 1);
+	size_t n = 0;
+
+	while (b && n < size) {
+		ssize_t r = read(fd, b + n, size - n);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		n += (size_t)r;
+	}
+	if (b && n < size) {
+		free(b);
+		return NULL;
+	}
+	if (b)
+		b[n] = 0;
+	return b;
+}

@@ -92,4 +92,7 @@ void sb_free(struct strbuf *sb);
 /* Copy at most n-1 bytes and NUL-terminate; returns dst. */
 char *gs_strlcpy(char *dst, const char *src, size_t n);
 
+/* size bytes of fd, NUL-terminated: malloc'ed, or NULL if they could not all be read. */
+char *gs_read_all(int fd, size_t size);
+
 #endif

@@ -14,7 +14,6 @@
  * returned.
  */
 #include <elf.h>
-#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -365,29 +364,6 @@ void *gs_devcode_read_file(__u64 path)
 	if (!fstat(fd, &st) && S_ISREG(st.st_mode) && (__u64)st.st_size <= IMAGE_MAX)
 		b = gs_read_all(fd, (size_t)st.st_size);
 	close(fd);
-	return b;
-}
-
-char *gs_read_all(int fd, size_t size)
-{
-	char *b = malloc(size + 1);
-	size_t n = 0;
-
-	while (b && n < size) {
-		ssize_t r = read(fd, b + n, size - n);
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			break;
-		n += (size_t)r;
-	}
-	if (b && n < size) {
-		free(b);
-		return NULL;
-	}
-	if (b)
-		b[n] = 0;
 	return b;
 }
 

@@ -96,8 +96,6 @@ void gs_devcode_loaded(unsigned int api, __u64 handle_ptr, __u64 image, __u64 ts
 /* A device code file's bytes (cuModuleLoad, cuLibraryLoadFromFile: path, a NUL-terminated
  * name in this process), NUL-terminated: malloc'ed, or NULL. */
 void *gs_devcode_read_file(__u64 path) GS_HIDDEN;
-/* size bytes of fd, NUL-terminated: malloc'ed, or NULL if they could not all be read. */
-char *gs_read_all(int fd, size_t size) GS_HIDDEN;
 /* The PTX of an image suited to a device of compute capability sm (major * 10 + minor: the
  * newest it can run, else the oldest; 0: the newest), whole: malloc'ed, or NULL with why.
  * A cubin's PTX may come from Triton's cache: then why says where from. */

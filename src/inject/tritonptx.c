@@ -24,6 +24,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/util.h"
 #include "inject/inject.h"
 
 #define MAX_ENTRIES 4096
