@@ -381,6 +381,7 @@ char *gs_devcode_ptx(__u64 image, unsigned int sm, unsigned int *arch, char *why
 		ptx = (char *)f.bufs[0];
 		f.bufs[0] = NULL;
 		*arch = f.mod.ptx_arch;
+		why[0] = 0; /* (on success, why says only where the PTX came from) */
 	} else if (f.mod.kind == GS_CODE_CUBIN && f.bufs[1] && !why[0] &&
 		   (ptx = gs_triton_ptx(f.bufs[1], f.mod.bytes, where, sizeof(where)))) {
 		*arch = ptx_target_arch(ptx);

@@ -98,7 +98,8 @@ void gs_devcode_loaded(unsigned int api, __u64 handle_ptr, __u64 image, __u64 ts
 void *gs_devcode_read_file(__u64 path) GS_HIDDEN;
 /* The PTX of an image suited to a device of compute capability sm (major * 10 + minor: the
  * newest it can run, else the oldest; 0: the newest), whole: malloc'ed, or NULL with why.
- * A cubin's PTX may come from Triton's cache: then why says where from. */
+ * A cubin's PTX may come from Triton's cache: then why says where from (else, on success,
+ * why is empty). */
 char *gs_devcode_ptx(__u64 image, unsigned int sm, unsigned int *arch, char *why,
 		     size_t whylen) GS_HIDDEN;
 

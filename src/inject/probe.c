@@ -194,7 +194,7 @@ void gs_probe_loaded(unsigned int api, __u64 handle_ptr, __u64 image)
 	m->index = P.nmods++;
 	m->next = P.mods;
 	P.mods = m;
-	if (strstr(why, "Triton's cache")) /* (where its PTX came from) */
+	if (why[0]) /* (where its PTX came from) */
 		pr_note("module %u: %s", m->index, why);
 	pthread_mutex_unlock(&P.lock);
 }

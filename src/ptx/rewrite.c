@@ -325,7 +325,7 @@ int ptx_rewrite(const char *ptx, size_t len, const char *funcs, const struct ptx
 		struct ptx_rewrite_stats *st, char *err, size_t errlen)
 {
 	static const struct ptx_rewrite_opts none = { 0, false };
-	struct strbuf o = { 0 }, params = { 0 }, pre = { 0 }, tl = { 0 }, tc = { 0 };
+	struct strbuf o = { 0 }, params = { 0 }, pre = { 0 }, tl = { 0 };
 	char *code_buf = gs_malloc(len + 1), *code, name[MAX_NAME] = "";
 	bool in_comment = false, have_version = false, have_target = false, funcs_out = false;
 	bool in_kernel = false, want[5] = { false }, any = false, instrumented = false;
@@ -375,12 +375,8 @@ int ptx_rewrite(const char *ptx, size_t len, const char *funcs, const struct ptx
 			}
 			if (r == 1)
 				sb_putn(&o, pre.buf, pre.len);
-			sb_reset(&tc);
-			sb_puts(&tc, tl.buf);
-			if (tc.oom)
-				goto oom;
-			line = tl.buf;
-			code = tc.buf;
+			/* (one buffer for both: a body line, never cut at a brace below) */
+			line = code = tl.buf;
 			n = tl.len;
 			close = r == 1;
 		}
@@ -601,7 +597,6 @@ out:
 	sb_free(&params);
 	sb_free(&pre);
 	sb_free(&tl);
-	sb_free(&tc);
 	free(code_buf);
 	mv_free(&mv);
 	return rc;
