@@ -44,7 +44,7 @@ INJECT_SRCS := $(wildcard src/inject/*.c) \
 	       src/core/alloc.c src/core/pyname.c src/core/pylayout.c \
 	       src/ptx/fatbin.c src/ptx/rewrite.c src/ptx/rewrite_modvars.c src/ptx/ptxlex.c \
 	       src/ptx/bundle.c src/ptx/translate.c src/ptx/translate_helpers.c \
-	       src/ptx/gpuring.c
+	       src/ptx/gpuring.c src/ptx/interp.c src/ptx/interp_helpers.c
 INJECT_OBJS := $(patsubst %.c,$(OUTPUT)/pic/%.o,$(INJECT_SRCS))
 # GS_IN_TARGET: nothing that can end the program (core/alloc.h); core/xalloc.c is left out, so
 # a use of xmalloc and friends fails the link (-z defs).

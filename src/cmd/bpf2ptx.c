@@ -278,10 +278,18 @@ int cmd_bpf2ptx(int argc, char **argv)
 			break;
 		}
 		if (pr->host) {
-			gs_info("bpf2ptx: %s: a host program (section %s): left to the host", name,
-				pr->section);
-			sb_printf(&out, "// %s: a host program (section %s), left to the host\n\n",
-				  name, pr->section);
+			const char *how = !pr->run ? ""
+					  : pr->run == BPFOBJ_HOST_ENTRY
+						  ? " (`gpuscope probe` runs it in the program "
+						    "before each kernel launch call)"
+						  : " (`gpuscope probe` runs it in the program "
+						    "after each kernel launch call)";
+
+			gs_info("bpf2ptx: %s: a host program (section %s): left to the host%s",
+				name, pr->section, how);
+			sb_printf(&out,
+				  "// %s: a host program (section %s), left to the host%s\n\n",
+				  name, pr->section, how);
 			continue;
 		}
 		if (pr->err) {

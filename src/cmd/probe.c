@@ -44,9 +44,13 @@ static const char usage[] =
 	"PROG.bpf.o: a clang -target bpf object whose sections say where each program goes:\n"
 	"bpftime's kprobe/KERNEL (entry) and kretprobe/KERNEL (exit), or gpuscope's\n"
 	"gpu/entry/KERNEL, gpu/exit/KERNEL, gpu/load/KERNEL, gpu/store/KERNEL, gpu/mem/KERNEL\n"
-	"(KERNEL a mangled name, or * for all); host programs (uprobe...) are named, not run.\n"
-	"Maps: bpftime's GPU_ARRAY_MAP (1503, 1513), PERGPUTD_ARRAY_MAP (1502, 1512: one per\n"
-	"GPU thread), GPU_HASH_MAP (1501) and GPU_RINGBUF_MAP (1527), or the kernel's arrays,\n"
+	"(KERNEL a mangled name, or * for all). Host programs in sections uprobe and\n"
+	"uretprobe (bare, or on a ...LaunchKernel function) run in the program before or\n"
+	"after each kernel launch call, sharing array maps with the device programs\n"
+	"(bpf_ktime_get_ns there is the GPU's global timer); other host programs are named.\n"
+	"Maps: bpftime's GPU_ARRAY_MAP (1503, 1513), GPU_KERNEL_SHARED_ARRAY_MAP (1504: in\n"
+	"host memory), PERGPUTD_ARRAY_MAP (1502, 1512: one per GPU thread), GPU_HASH_MAP\n"
+	"(1501) and GPU_RINGBUF_MAP (1527), or the kernel's arrays,\n"
 	"per-CPU arrays (one per GPU thread), hash maps, ring buffers (RINGBUF,\n"
 	"PERF_EVENT_ARRAY). Maps are printed at the end; rings are drained while the kernels\n"
 	"run into the event stream (bpf_perf_event_output, bpf_ringbuf_output), their records\n"
@@ -126,13 +130,6 @@ static int make_bundle(const char *path, const char *only_kernel, __u32 threads,
 		const struct bpfobj_map *m = &o.maps[i];
 		struct bundle_map *bm = &b->maps[i];
 
-		if (m->type == BPFTIME_MAP_GPU_KERNEL_SHARED_ARRAY) {
-			snprintf(err, errlen,
-				 "map %s is bpftime's GPU_KERNEL_SHARED_ARRAY_MAP (1504), an array "
-				 "shared with a kernel BPF map: not taken yet",
-				 m->name);
-			goto out;
-		}
 		if (!m->kind) {
 			snprintf(err, errlen, "map %s is of type %u: %s", m->name, m->type,
 				 BPFOBJ_GPU_MAPS);
@@ -152,6 +149,7 @@ static int make_bundle(const char *path, const char *only_kernel, __u32 threads,
 		bm->value_size = m->value_size;
 		bm->max_entries = m->max_entries;
 		bm->threads = m->kind == GS_MAP_PER_THREAD ? threads : 1;
+		bm->shared = m->shared;
 		if (!bundle_map_bytes(bm)) {
 			snprintf(err, errlen,
 				 "map %s would need more than 1 GiB of device memory%s", m->name,
@@ -167,10 +165,36 @@ static int make_bundle(const char *path, const char *only_kernel, __u32 threads,
 		const char *kernel;
 		char fname[160];
 
+		if (p->host && p->run) {
+			struct bundle_host *h = &b->hosts[b->nhosts];
+
+			if (p->err) {
+				snprintf(err, errlen, "%s (section %s): %s", p->name, p->section,
+					 p->err);
+				goto out;
+			}
+			if (b->nhosts == BUNDLE_MAX_HOST || p->n > BUNDLE_HOST_INSNS) {
+				snprintf(err, errlen,
+					 "%s: more than %d host programs, or more than %d "
+					 "instructions in one",
+					 p->name, BUNDLE_MAX_HOST, BUNDLE_HOST_INSNS);
+				goto out;
+			}
+			snprintf(h->name, sizeof(h->name), "%s", p->name);
+			h->when = p->run;
+			h->n = p->n;
+			h->insns = xmalloc(p->n * sizeof(*h->insns));
+			memcpy(h->insns, p->insns, p->n * sizeof(*h->insns));
+			b->nhosts++;
+			gs_info("probe: %s (section %s) is a host program: run in the program %s "
+				"each kernel launch call",
+				p->name, p->section,
+				p->run == BPFOBJ_HOST_ENTRY ? "before" : "after");
+			continue;
+		}
 		if (p->host) {
-			gs_info("probe: %s (section %s) is a host program: not run (running an "
-				"object's host programs beside its device programs is not "
-				"supported yet)",
+			gs_info("probe: %s (section %s) is a host program: not run (gpuscope runs "
+				"uprobe and uretprobe programs on the launch only)",
 				p->name, p->section);
 			continue;
 		}
@@ -198,6 +222,11 @@ static int make_bundle(const char *path, const char *only_kernel, __u32 threads,
 			xstrdup(only_kernel && !strcmp(kernel, "*") ? only_kernel : kernel);
 		b->probes[b->nprobes].func = xstrdup(fname);
 		b->nprobes++;
+	}
+	if (b->nhosts && o.rodata_len) {
+		b->rodata = xmalloc(o.rodata_len);
+		memcpy(b->rodata, o.rodata, o.rodata_len);
+		b->rodata_len = o.rodata_len;
 	}
 	if (!b->nprobes) {
 		snprintf(err, errlen,

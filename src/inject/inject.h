@@ -130,7 +130,9 @@ struct gs_probe_launch { /* what a routed launch needs until it returns */
 	unsigned char *buf;
 	size_t bytes;
 	void *extra[5];
-	__u64 val[2]; /* __gs_launch: sequence number, launch time on the GPU's timer */
+	__u64 val[2];	       /* __gs_launch: sequence number, launch time on the GPU's timer */
+	unsigned int host_api; /* a launch call with host programs to run after it */
+	const __u64 *host_args;
 	void *small[GS_PROBE_SMALL];
 	unsigned char node[256] __attribute__((aligned(8))); /* kernel node parameters */
 };
@@ -148,6 +150,8 @@ bool gs_probe_launch(unsigned int api, const __u64 *a, __u64 *b,
 		     struct gs_probe_launch *pl) GS_HIDDEN;
 /* After it: true if the driver refused the routed launch (then launch a, the original). */
 bool gs_probe_launched(struct gs_probe_launch *pl, int r) GS_HIDDEN;
+/* And when the launch is made: the host programs run after it (uretprobe). */
+void gs_probe_returned(struct gs_probe_launch *pl, int r) GS_HIDDEN;
 
 /* wrap.c */
 extern void *const gs_wrappers[GS_API_MAX] GS_HIDDEN;

@@ -43,6 +43,7 @@
 #include "core/util.h"
 #include "gpuscope/cuda_abi.h"
 #include "inject/probe_int.h"
+#include "ptx/bpfobj.h"
 #include "ptx/bundle.h"
 #include "ptx/gpuring.h"
 #include "ptx/rewrite.h"
@@ -56,6 +57,7 @@ void gs_probe_after_fork(void)
 	P.thread_on = false;
 	P.nctx = 0;
 	pthread_mutex_init(&P.lock, NULL);
+	pr_host_after_fork();
 }
 
 void gs_probe_init(void)
@@ -546,7 +548,18 @@ bool gs_probe_launch(unsigned int api, const __u64 *a, __u64 *b, struct gs_probe
 		pl->routed = route_launch(pl, api, b, k);
 	if (!pl->routed)
 		memcpy(b, a, GS_ARGS * sizeof(*b));
+	if (P.b.nhosts && !gs_probe_graph_call(api)) { /* (a launch call: its uprobes) */
+		pl->host_api = api;
+		pl->host_args = a;
+		pr_host_run(BPFOBJ_HOST_ENTRY, api, a, 0);
+	}
 	return pl->routed;
+}
+
+void gs_probe_returned(struct gs_probe_launch *pl, int r)
+{
+	if (pl->host_api)
+		pr_host_run(BPFOBJ_HOST_EXIT, pl->host_api, pl->host_args, r);
 }
 
 bool gs_probe_launched(struct gs_probe_launch *pl, int r)

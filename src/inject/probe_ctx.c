@@ -257,7 +257,8 @@ static int ring_init(struct pctx *c, size_t i, const struct bundle_map *m)
 }
 
 struct drained {
-	const struct pctx *c;
+	const struct pctx *c; /* (its clock; NULL: none compared) */
+	int device;
 	__u16 map;
 	unsigned long long n;
 };
@@ -275,7 +276,7 @@ static void emit_record(void *arg, unsigned long long gpu_ns, const unsigned cha
 	d->n++;
 	if (!e)
 		return;
-	if (c->clock_ok) {
+	if (c && c->clock_ok) {
 		/* timer = ours + off + drift * (ours - calib_at), solved for ours */
 		double ours = (double)(long long)(gpu_ns - (__u64)c->clock_off - c->calib_at) /
 			      (1.0 + c->drift);
@@ -285,7 +286,7 @@ static void emit_record(void *arg, unsigned long long gpu_ns, const unsigned cha
 	gs_fill_hdr(&e->h, GS_EV_PROBE_OUT, size, ts);
 	e->h.tid = 0;
 	e->gpu_ns = gpu_ns;
-	e->device = c->device;
+	e->device = d->device;
 	e->map = d->map;
 	e->len = (__u16)len;
 	memcpy(e->data, data, len);
@@ -293,17 +294,21 @@ static void emit_record(void *arg, unsigned long long gpu_ns, const unsigned cha
 	gs_emit_commit(e);
 }
 
-/* What the probes wrote into the rings of every context, into the event stream (the lock
- * held). Reads host memory only: no driver call. */
+/* What the probes wrote into the rings of every context, and the host programs printed,
+ * into the event stream (the lock held). Reads host memory only: no driver call. */
 void pr_drain_rings(void)
 {
+	const struct pctx *clock = NULL;
+
 	for (int i = 0; i < P.nctx; i++) {
 		struct pctx *c = &P.ctx[i];
 
 		if (c->failed || c->dead)
 			continue;
+		if (!clock && c->clock_ok)
+			clock = c;
 		for (size_t m = 0; m < P.b.nmaps; m++) {
-			struct drained d = { c, (__u16)m, 0 };
+			struct drained d = { c, c->device, (__u16)m, 0 };
 			long n;
 
 			if (!c->ring_h[m])
@@ -319,6 +324,12 @@ void pr_drain_rings(void)
 			}
 		}
 	}
+	for (size_t m = 0; m < P.b.nmaps && P.b.nhosts; m++)
+		if (!strcmp(P.b.maps[m].name, GS_PRINT_MAP)) {
+			struct drained d = { clock, -1, (__u16)m, 0 };
+
+			pr_drain_host_print(emit_record, &d);
+		}
 }
 
 /* The context's state, made at its first instrumentation (the lock held). */
@@ -368,9 +379,17 @@ struct pctx *pr_ctx_get(__u64 ctx)
 			       : m->kind == GS_MAP_PER_THREAD ? m->threads
 			       : ring			      ? m->max_entries
 							      : 1 };
-		int r = alloc((__u64)(unsigned long)&c->dmaps[i], bytes);
+		int r;
 
-		if (r || memset8(c->dmaps[i], 0, bytes, c->stream)) {
+		if (m->shared) { /* (host memory, one for the process: probe_host.c) */
+			if (pr_shared_map(i, &c->dmaps[i])) {
+				pr_note("map %s: %zu bytes of host memory could not be shared with "
+					"device %d: probes not run there",
+					m->name, bytes, dev);
+				return NULL;
+			}
+		} else if ((r = alloc((__u64)(unsigned long)&c->dmaps[i], bytes)) ||
+			   memset8(c->dmaps[i], 0, bytes, c->stream)) {
 			pr_note("map %s: %zu bytes of device memory could not be had (error %d): "
 				"probes not run on device %d",
 				m->name, bytes, r, dev);

@@ -4,7 +4,8 @@
  * the three files share.
  *   probe_ctx.c   the state; contexts: the maps in device memory, the clock, ring buffers;
  *   probe_jit.c   a module instrumented in a context (rewrite, JIT), the snapshots;
- *   probe.c       the bundle read, kernels' handles, modules, and the launches routed.
+ *   probe.c       the bundle read, kernels' handles, modules, and the launches routed;
+ *   probe_host.c  the object's host programs, run at launches, and the maps they share.
  */
 #ifndef GS_INJECT_PROBE_INT_H
 #define GS_INJECT_PROBE_INT_H
@@ -16,6 +17,7 @@
 #include "core/util.h"
 #include "inject/inject.h"
 #include "ptx/bundle.h"
+#include "ptx/gpuring.h"
 #include "ptx/rewrite.h"
 #include "ptx/translate.h"
 
@@ -123,6 +125,14 @@ struct probe_state {
 	_Atomic int stop;
 	unsigned int interval_ms;
 	unsigned int threads; /* per-thread arrays */
+	/* host programs (probe_host.c): the shared maps' host memory, the printing ring */
+	unsigned char *shared[BUNDLE_MAX_MAPS];
+	unsigned char print_ctl[GS_RING_CTL] __attribute__((aligned(8)));
+	unsigned char *print_ring;
+	unsigned long long print_tail;
+	bool print_dead;
+	bool host_failed[BUNDLE_MAX_HOST];
+	unsigned long long host_runs[BUNDLE_MAX_HOST];
 };
 
 /* The probes' state (probe_ctx.c); the lock guards all but the handle table. */
@@ -145,6 +155,17 @@ int pr_calibrate(struct pctx *c) GS_HIDDEN;
 __u64 pr_gpu_time(const struct pctx *c) GS_HIDDEN;
 /* What the ring buffers' probes wrote, into the process's ring (the lock held). */
 void pr_drain_rings(void) GS_HIDDEN;
+
+/* probe_host.c */
+void pr_host_after_fork(void) GS_HIDDEN;
+/* Shared map i's host memory, registered with the current context: its device address in
+ * *d (the lock held). 0, or -1. */
+int pr_shared_map(size_t i, __u64 *d) GS_HIDDEN;
+/* The host programs of `when` (enum bpfobj_host_run) for a launch call (its arguments a;
+ * its result r, for uretprobe). */
+void pr_host_run(int when, unsigned int api, const __u64 *a, int r) GS_HIDDEN;
+/* What the host programs printed, through fn (the lock held). */
+void pr_drain_host_print(gpuring_fn fn, void *arg) GS_HIDDEN;
 
 /* probe_jit.c */
 /* Kernel k instrumented in context ctx (the lock held): NULL, with a note, if it cannot be. */

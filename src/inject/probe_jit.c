@@ -265,8 +265,30 @@ struct pfn *pr_function_of(struct pkern *k, __u64 ctx)
 
 /* ---- snapshots ------------------------------------------------------------------------------ */
 
+static bool any_shared(void)
+{
+	for (size_t m = 0; m < P.b.nmaps; m++)
+		if (P.shared[m])
+			return true;
+	return false;
+}
+
+/* The maps in host memory, one for the process: in the first context's part. True. */
+static bool write_shared(FILE *f)
+{
+	for (size_t m = 0; m < P.b.nmaps; m++)
+		if (P.shared[m]) {
+			size_t bytes = bundle_map_bytes(&P.b.maps[m]);
+
+			fprintf(f, "data %zu %zu\n", m, bytes);
+			fwrite(P.shared[m], 1, bytes, f);
+		}
+	return true;
+}
+
 static void pr_write_snapshot(bool final)
 {
+	bool shared_done = false;
 	fn4 dtoh = (fn4)pr_real("cuMemcpyDtoHAsync_v2");
 	fn1 ssync = (fn1)pr_real("cuStreamSynchronize");
 	fn1 csync = (fn1)pr_real("cuCtxSynchronize");
@@ -294,17 +316,23 @@ static void pr_write_snapshot(bool final)
 		fprintf(f, "note %u notes lost: out of memory\n", P.notes_lost);
 	if (P.stats.len)
 		fwrite(P.stats.buf, 1, P.stats.len, f);
+	/* (every context's work done before the maps shared by all are read) */
+	for (int i = 0; final && csync && i < P.nctx; i++)
+		if (!P.ctx[i].failed && !P.ctx[i].dead && !pr_push(P.ctx[i].ctx)) {
+			csync(0);
+			pr_pop();
+		}
 	for (int i = 0; i < P.nctx; i++) {
 		struct pctx *c = &P.ctx[i];
 
 		if (c->failed || c->dead || !dtoh || !ssync || pr_push(c->ctx))
 			continue;
-		if (final && csync)
-			csync(0);
 		fprintf(f, "ctx %d %u\n", c->device, c->sm);
+		if (!shared_done)
+			shared_done = write_shared(f);
 		for (size_t m = 0; m < P.b.nmaps; m++) {
 			size_t bytes = bundle_map_bytes(&P.b.maps[m]);
-			unsigned char *h = calloc(1, bytes);
+			unsigned char *h = P.b.maps[m].shared ? NULL : calloc(1, bytes);
 
 			if (h && !dtoh((__u64)(unsigned long)h, c->dmaps[m], bytes, c->stream) &&
 			    !ssync(c->stream)) {
@@ -314,6 +342,10 @@ static void pr_write_snapshot(bool final)
 			free(h);
 		}
 		pr_pop();
+	}
+	if (!shared_done && any_shared()) { /* (no context left: the process's own) */
+		fprintf(f, "ctx -1 0\n");
+		write_shared(f);
 	}
 	fprintf(f, "end\n");
 	if (fclose(f) == 0)

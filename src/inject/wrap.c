@@ -274,6 +274,7 @@ int gs_call(unsigned int api, void *caller, __u64 a0, __u64 a1, __u64 a2, __u64 
 		r = real(b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10]);
 		if (routed && gs_probe_launched(&pl, r))
 			r = real(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10);
+		gs_probe_returned(&pl, r);
 	} else {
 		errno = saved_errno;
 		t0 = gs_clock();

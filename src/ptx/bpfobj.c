@@ -22,6 +22,7 @@ unsigned int bpfobj_map_kind(unsigned int type)
 	case BPF_MAP_TYPE_ARRAY:
 	case BPFTIME_MAP_GPU_ARRAY:
 	case BPFTIME_MAP_GPU_ARRAY_HOST:
+	case BPFTIME_MAP_GPU_KERNEL_SHARED_ARRAY:
 		return GS_MAP_ARRAY;
 	case BPF_MAP_TYPE_PERCPU_ARRAY:
 	case BPFTIME_MAP_PERGPUTD_ARRAY:
@@ -73,6 +74,61 @@ static bool host_section(const char *s)
 	return false;
 }
 
+/* Whether gpuscope runs a host program, and when (bpfobj.h): uprobe or uretprobe, bare or on
+ * a launch function. */
+static enum bpfobj_host_run host_run(const char *s)
+{
+	bool exit = !strncmp(s, "uretprobe", 9);
+	const char *rest = s + (exit ? 9 : 6), *fn;
+
+	if (strncmp(s, exit ? "uretprobe" : "uprobe", exit ? 9 : 6) ||
+	    (*rest && (*rest != '/' || !rest[1])))
+		return BPFOBJ_HOST_NOT_RUN;
+	fn = strrchr(rest, ':') ? strrchr(rest, ':') + 1 : rest;
+	if (*rest && !strstr(fn, "LaunchKernel"))
+		return BPFOBJ_HOST_NOT_RUN;
+	return exit ? BPFOBJ_HOST_EXIT : BPFOBJ_HOST_ENTRY;
+}
+
+/* A host program run here: the helpers it calls are those it has (msg, -1 if not), and the
+ * maps it uses live in host memory. */
+static int host_prog_check(const struct bpfobj_prog *p, struct bpfobj *o, char *msg, size_t msglen)
+{
+	for (size_t k = 0; k < p->n; k++) {
+		const struct bpf_insn *in = &p->insns[k];
+
+		if (in->code == (BPF_JMP | BPF_CALL)) {
+			if (in->src_reg) {
+				snprintf(msg, msglen,
+					 "instruction %zu calls another function: not supported "
+					 "in host programs yet",
+					 k);
+				return -1;
+			}
+			switch (in->imm) {
+			case 1:
+			case 2:
+			case 3:
+			case 5:
+			case GS_BPF_TRACE_PRINTK:
+			case GS_BPF_PID_TGID:
+			case GS_BPF_PUTS:
+				break;
+			default:
+				snprintf(msg, msglen,
+					 "instruction %zu calls helper %d; a host program run in "
+					 "the program has %s",
+					 k, in->imm, BPFOBJ_HOST_HELPERS);
+				return -1;
+			}
+		}
+		if (in->code == (BPF_LD | BPF_IMM | BPF_DW) && in->src_reg == BPF_PSEUDO_MAP_IDX &&
+		    in->imm >= 0 && (size_t)in->imm < o->nmaps)
+			o->maps[in->imm].shared = true;
+	}
+	return 0;
+}
+
 /* A read-only data section of the object: its index and where it starts in o->rodata. */
 struct ro_sec {
 	size_t ndx, base;
@@ -112,10 +168,11 @@ static size_t read_rodata(Elf *e, size_t shstr, struct bpfobj *o, struct ro_sec 
  * Resolve the program's relocations (found in the ELF file: libbpf does not give them out
  * before loading): references to maps become BPF_PSEUDO_MAP_IDX immediates in insns, to
  * read-only data BPF_PSEUDO_MAP_VALUE ones (an offset into o->rodata); a device program's
- * to a map the GPU has not, and anything else, are refused (msg). 0, or -1.
+ * to a map the GPU has not, a host program's run here to anything but an array, and
+ * anything else, are refused (msg). 0, or -1.
  */
 static int resolve(const char *path, const char *section, const char *prog, bool host,
-		   struct bpf_insn *insns, size_t n, const struct bpfobj *o,
+		   bool host_runs, struct bpf_insn *insns, size_t n, const struct bpfobj *o,
 		   const struct ro_sec *ro, size_t nro, char *msg, size_t msglen)
 {
 	const struct bpfobj_map *maps = o->maps;
@@ -212,6 +269,14 @@ static int resolve(const char *path, const char *section, const char *prog, bool
 					 "functions are not supported yet",
 					 at, nm);
 				rc = -1;
+			} else if (host_runs && (bpfobj_map_kind(maps[m].type) != GS_MAP_ARRAY ||
+						 maps[m].key_size != 4)) {
+				snprintf(msg, msglen,
+					 "instruction %zu refers to map %s of type %u: a host "
+					 "program run in the program shares array maps with the "
+					 "GPU (2, 1503, 1504, 1513, 4-byte keys), nothing else",
+					 at, nm, maps[m].type);
+				rc = -1;
 			} else if (!host && bpfobj_map_kind(maps[m].type) != GS_MAP_RING &&
 				   (!bpfobj_map_kind(maps[m].type) ||
 				    (bpfobj_map_kind(maps[m].type) != GS_MAP_HASH &&
@@ -234,14 +299,15 @@ static int resolve(const char *path, const char *section, const char *prog, bool
 }
 
 /* A device program that prints (helpers 6, 501) writes into a ring of the object's own,
- * added last; each printing call's off says which (translate.h). No room for it: the
- * calls keep off 0, and the translator refuses them. */
+ * added last; each printing call's off says which (translate.h); so does a host program
+ * run here (into a ring of host memory of its own, drained the same way). No room for it:
+ * the calls keep off 0, and the translator refuses them. */
 static void add_print_ring(struct bpfobj *o)
 {
 	for (size_t i = 0; i < o->nprogs; i++) {
 		struct bpfobj_prog *p = &o->progs[i];
 
-		for (size_t k = 0; !p->host && k < p->n; k++) {
+		for (size_t k = 0; (!p->host || p->run) && k < p->n; k++) {
 			struct bpf_insn *in = &p->insns[k];
 
 			if (in->code != (BPF_JMP | BPF_CALL) || in->src_reg ||
@@ -312,6 +378,7 @@ int bpfobj_open(const char *path, struct bpfobj *o, char *err, size_t errlen)
 		m->value_size = bpf_map__value_size(map);
 		m->max_entries = bpf_map__max_entries(map);
 		m->kind = bpfobj_map_kind(m->type);
+		m->shared = m->type == BPFTIME_MAP_GPU_KERNEL_SHARED_ARRAY;
 		if (m->kind == GS_MAP_RING)
 			m->max_entries = bpfobj_ring_bytes(m->type, m->value_size, m->max_entries);
 		o->nmaps++;
@@ -330,8 +397,10 @@ int bpfobj_open(const char *path, struct bpfobj *o, char *err, size_t errlen)
 		p->insns = xmalloc((n + 1) * sizeof(*p->insns));
 		memcpy(p->insns, bpf_program__insns(prog), n * sizeof(*p->insns));
 		p->host = host_section(p->section);
-		if (resolve(path, p->section, p->name, p->host, p->insns, n, o, ro, nro, msg,
-			    sizeof(msg)))
+		p->run = p->host ? host_run(p->section) : BPFOBJ_HOST_NOT_RUN;
+		if (resolve(path, p->section, p->name, p->host, p->run, p->insns, n, o, ro, nro,
+			    msg, sizeof(msg)) ||
+		    (p->run && host_prog_check(p, o, msg, sizeof(msg))))
 			p->err = xstrdup(msg);
 	}
 	bpf_object__close(obj);

@@ -39,12 +39,24 @@ int bundle_write(const struct bundle *b, FILE *f)
 	for (size_t i = 0; i < b->nmaps; i++) {
 		const struct bundle_map *m = &b->maps[i];
 
-		fprintf(f, "map %s %u %u %u %u %u\n", m->name, m->kind, m->key_size, m->value_size,
-			m->max_entries, m->threads);
+		fprintf(f, "map %s %u %u %u %u %u %u\n", m->name, m->kind, m->key_size,
+			m->value_size, m->max_entries, m->threads, m->shared);
 	}
 	for (size_t i = 0; i < b->nprobes; i++)
 		fprintf(f, "probe %d %s %s\n", (int)b->probes[i].point, b->probes[i].kernel,
 			b->probes[i].func);
+	for (size_t i = 0; i < b->nhosts; i++) {
+		const struct bundle_host *h = &b->hosts[i];
+
+		fprintf(f, "host %d %s %zu\n", h->when, h->name, h->n);
+		fwrite(h->insns, sizeof(*h->insns), h->n, f);
+		fputc('\n', f);
+	}
+	if (b->rodata_len) {
+		fprintf(f, "rodata %zu\n", b->rodata_len);
+		fwrite(b->rodata, 1, b->rodata_len, f);
+		fputc('\n', f);
+	}
 	fprintf(f, "funcs %zu\n", n);
 	fwrite(b->funcs, 1, n, f);
 	return ferror(f) ? -1 : 0;
@@ -95,10 +107,13 @@ int bundle_parse(const char *buf, size_t len, struct bundle *b, char *err, size_
 
 		if (!strncmp(line, "map ", 4)) {
 			struct bundle_map *m = &b->maps[b->nmaps];
+			int nf;
 
 			if (b->nmaps == BUNDLE_MAX_MAPS ||
-			    sscanf(line, "map %63s %u %u %u %u %u", m->name, &m->kind, &m->key_size,
-				   &m->value_size, &m->max_entries, &m->threads) != 6 ||
+			    (nf = sscanf(line, "map %63s %u %u %u %u %u %u", m->name, &m->kind,
+					 &m->key_size, &m->value_size, &m->max_entries, &m->threads,
+					 &m->shared)) < 6 ||
+			    m->shared > 1 || (m->shared && m->kind != GS_MAP_ARRAY) ||
 			    m->kind < GS_MAP_ARRAY || m->kind > GS_MAP_RING ||
 			    (m->kind == GS_MAP_RING ? !bundle_ring_ok(m->max_entries)
 						    : !m->value_size) ||
@@ -119,6 +134,32 @@ int bundle_parse(const char *buf, size_t len, struct bundle *b, char *err, size_
 			b->nprobes++;
 			if (!pr->kernel || !pr->func)
 				goto oom;
+		} else if (!strncmp(line, "host ", 5)) {
+			struct bundle_host *h = &b->hosts[b->nhosts];
+
+			if (b->nhosts == BUNDLE_MAX_HOST ||
+			    sscanf(line, "host %d %63s %llu", &h->when, h->name, &n) != 3 ||
+			    h->when < 1 || h->when > 2 || !n || n > BUNDLE_HOST_INSNS ||
+			    n * sizeof(*h->insns) + 1 > (size_t)(end - p) ||
+			    p[n * sizeof(*h->insns)] != '\n')
+				goto fail;
+			h->insns = gs_malloc(n * sizeof(*h->insns));
+			if (!h->insns)
+				goto oom;
+			memcpy(h->insns, p, n * sizeof(*h->insns));
+			h->n = n;
+			b->nhosts++;
+			p += n * sizeof(*h->insns) + 1;
+		} else if (sscanf(line, "rodata %llu", &n) == 1) {
+			if (b->rodata || !n || n > GS_RODATA_MAX || n + 1 > (size_t)(end - p) ||
+			    p[n] != '\n')
+				goto fail;
+			b->rodata = gs_malloc(n);
+			if (!b->rodata)
+				goto oom;
+			memcpy(b->rodata, p, n);
+			b->rodata_len = n;
+			p += n + 1;
 		} else if (sscanf(line, "funcs %llu", &n) == 1) {
 			if (n > (size_t)(end - p))
 				goto fail;
@@ -149,6 +190,9 @@ void bundle_free(struct bundle *b)
 		free((char *)b->probes[i].kernel);
 		free((char *)b->probes[i].func);
 	}
+	for (size_t i = 0; i < b->nhosts; i++)
+		free(b->hosts[i].insns);
+	free(b->rodata);
 	free(b->funcs);
 	memset(b, 0, sizeof(*b));
 }

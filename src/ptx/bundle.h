@@ -6,9 +6,17 @@
  *
  * The bundle, text:
  *   gpuscope-probes 1
- *   map NAME KIND KEY VALUE ENTRIES THREADS      (one per map, in gs_maps order; a ring
- *                                                 buffer's ENTRIES: its bytes)
+ *   map NAME KIND KEY VALUE ENTRIES THREADS [SHARED] (one per map, in gs_maps order; a
+ *                                                 ring buffer's ENTRIES: its bytes; SHARED
+ *                                                 1: an array in host memory, one for the
+ *                                                 process, host programs' and the GPU's)
  *   probe POINT KERNEL FUNC                      (POINT: enum ptx_point)
+ *   host WHEN NAME N                             then N eBPF instructions (8 bytes each)
+ *                                                 and a newline: a host program run at
+ *                                                 launches (WHEN: enum bpfobj_host_run),
+ *                                                 its map references BPF_PSEUDO_MAP_IDX
+ *   rodata N                                     then N bytes and a newline: the object's
+ *                                                 read-only data, for the host programs
  *   funcs BYTES                                  then BYTES of PTX: gs_maps and the probes
  *
  * The snapshot, text lines then each map's bytes:
@@ -31,15 +39,27 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include <linux/bpf.h>
+
 #include "ptx/rewrite.h"
 
 #define BUNDLE_MAX_MAPS	  64
 #define BUNDLE_MAX_PROBES 64
+#define BUNDLE_MAX_HOST	  16
+#define BUNDLE_HOST_INSNS 4096
 
 struct bundle_map {
 	char name[64];
 	unsigned int kind, key_size, value_size, max_entries;
 	unsigned int threads; /* per-thread arrays: how many threads have theirs */
+	unsigned int shared;  /* 1: in host memory (bundle.h's SHARED) */
+};
+
+struct bundle_host {
+	char name[64];
+	int when; /* enum bpfobj_host_run */
+	struct bpf_insn *insns;
+	size_t n;
 };
 
 struct bundle {
@@ -47,6 +67,10 @@ struct bundle {
 	size_t nmaps;
 	struct ptx_probe probes[BUNDLE_MAX_PROBES]; /* strings owned */
 	size_t nprobes;
+	struct bundle_host hosts[BUNDLE_MAX_HOST]; /* insns owned */
+	size_t nhosts;
+	unsigned char *rodata; /* (owned) */
+	size_t rodata_len;
 	char *funcs;
 };
 

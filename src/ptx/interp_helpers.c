@@ -192,7 +192,14 @@ int bpf_vm_helper(struct vm *vm, const struct bpf_gpu_env *env, int id, int off,
 				: id == GS_BPF_THREAD_IDX ? env->tid
 							  : env->nctaid;
 
+	if (env->host && id >= GS_BPF_GLOBALTIMER && id <= GS_BPF_WARP_MAX)
+		return 1; /* (the GPU's) */
 	switch (id) {
+	case 5: /* bpf_ktime_get_ns, a host program's */
+		if (!env->host)
+			return 1;
+		r[0] = env->globaltimer;
+		return 0;
 	case GS_BPF_TRACE_PRINTK:
 	case GS_BPF_PUTS:
 		return print_output(vm, env, id, off, r);

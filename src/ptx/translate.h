@@ -18,6 +18,7 @@
 #define GS_PTX_TRANSLATE_H
 
 #include <linux/bpf.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #define BPF_STACK_BYTES 512
@@ -190,7 +191,9 @@ struct bpf_map_mem {
 void bpf_ptx_maps_decl(struct strbuf *out, unsigned int nmaps, const unsigned char *rodata,
 		       size_t n);
 
-/* What the GPU helpers return, for the reference interpreter (a thread of a launch). */
+/* What the GPU helpers return, for the reference interpreter (a thread of a launch); or, with
+ * host set, a host program's run (bpfobj.h): its helpers are the maps', printing, 14 and
+ * 5 (bpf_ktime_get_ns: globaltimer), and the GPU's are refused. */
 struct bpf_gpu_env {
 	unsigned int tid[3], ntid[3], ctaid[3], nctaid[3];
 	unsigned int smid, warpid, laneid, activemask;
@@ -198,6 +201,7 @@ struct bpf_gpu_env {
 	unsigned long long pid_tgid, device;
 	const unsigned char *rodata; /* the object's read-only data (gs_rodata), n bytes */
 	size_t rodata_len;
+	bool host;
 };
 
 /* Whether a helper has a GPU version. */

@@ -171,7 +171,8 @@ static void render_ring(const struct probe_results *r, size_t m, FILE *out)
 			}
 		}
 	if (print)
-		fprintf(out, "GPU output (bpf_trace_printk, ebpf_puts):\n");
+		fprintf(out, "GPU output (bpf_trace_printk, ebpf_puts; device host: the host "
+			     "programs'):\n");
 	else
 		fprintf(out, "ring buffer %s (%u bytes on each device):\n", bm->name,
 			bm->max_entries);
@@ -193,9 +194,13 @@ static void render_ring(const struct probe_results *r, size_t m, FILE *out)
 		if (print && (!r->max_records || n < r->max_records)) {
 			if (gpu_print_format(o->data, o->len, line, sizeof(line)))
 				snprintf(line, sizeof(line), "(not a printing record)");
-			fprintf(out, "  %12.6f %8u %6d        %s\n",
-				ev->ts >= t0 ? (double)(ev->ts - t0) / 1e9 : 0.0, ev->pid,
-				o->device, line);
+			char dev[16];
+
+			/* (device -1: a host program's) */
+			snprintf(dev, sizeof(dev), o->device < 0 ? "host" : "%d", o->device);
+			fprintf(out, "  %12.6f %8u %6s        %s\n",
+				ev->ts >= t0 ? (double)(ev->ts - t0) / 1e9 : 0.0, ev->pid, dev,
+				line);
 		} else if (!r->max_records || n < r->max_records) {
 			fprintf(out, "  %12.6f %8u %6d %5u ",
 				ev->ts >= t0 ? (double)(ev->ts - t0) / 1e9 : 0.0, ev->pid,

@@ -54,6 +54,15 @@ static int count(const char *events, struct model *m, struct hmap *n, u64 *graph
 	return k < 0 ? -1 : 0;
 }
 
+/* Whether a probe of the bundle is for the kernel (its KERNEL, or *). */
+static bool asked(const struct probe_results *r, const char *name)
+{
+	for (size_t i = 0; i < r->b->nprobes; i++)
+		if (!strcmp(r->b->probes[i].kernel, "*") || !strcmp(r->b->probes[i].kernel, name))
+			return true;
+	return false;
+}
+
 /* Every kernel launch of the program (the recording's) against the snapshots: how many ran
  * instrumented, the original code, or had no PTX, and the most launched of those. */
 static void render_launches(const struct probe_results *r, FILE *out)
@@ -63,7 +72,7 @@ static void render_launches(const struct probe_results *r, FILE *out)
 	struct hmap_slot *s;
 	struct row *rows = NULL;
 	size_t nrows = 0, other = 0;
-	u64 total = 0, routed = 0, fallback = 0, graphs = 0, rest = 0;
+	u64 total = 0, routed = 0, fallback = 0, graphs = 0, rest = 0, unasked = 0;
 	char buf[128];
 
 	if (!r->events || !(m = model__new()))
@@ -100,18 +109,20 @@ static void render_launches(const struct probe_results *r, FILE *out)
 		}
 	for (size_t i = 0; i < nrows; i++)
 		if (!rows[i].routed && !rows[i].fallback)
-			rest += rows[i].launches;
+			*(asked(r, rows[i].name) ? &rest : &unasked) += rows[i].launches;
 	fprintf(out,
 		"  the program launched %zu kernel%s %llu time%s (the in-process plane's count): "
 		"%llu instrumented, %llu the original code, %llu of kernels with no PTX to "
 		"instrument",
 		nrows, nrows == 1 ? "" : "s", total, total == 1 ? "" : "s", routed, fallback, rest);
+	if (unasked)
+		fprintf(out, ", %llu of kernels no probe is for", unasked);
 	if (graphs)
 		fprintf(out, "; and %llu graph launch%s", graphs, graphs == 1 ? "" : "es");
 	fprintf(out, "\n");
 	qsort(rows, nrows, sizeof(*rows), by_launches);
 	for (size_t i = 0; i < nrows; i++) {
-		if (rows[i].routed || rows[i].fallback)
+		if (rows[i].routed || rows[i].fallback || !asked(r, rows[i].name))
 			continue;
 		if (other++ == SHOWN) {
 			fprintf(out, "    (more)\n");

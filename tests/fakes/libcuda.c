@@ -1014,7 +1014,23 @@ static void log_vars(FILE *f, const struct CUlib_st *lib)
 				name = all_vars[j].name;
 		fprintf(f, "%s%s", i ? "," : "", name);
 	}
-	fprintf(f, "%s\n", lib->vars ? "" : "-");
+	fprintf(f, "%s", lib->vars ? "" : "-");
+}
+
+/* FAKECUDA_PROBE_MAP=i: the first 8 bytes of map i as the kernel would find them through
+ * its gs_maps table at the launch ("-" without one). */
+static void log_map(FILE *f, const struct CUlib_st *lib)
+{
+	const char *e = getenv("FAKECUDA_PROBE_MAP");
+	unsigned long long d = 0, v = 0;
+
+	if (!e)
+		return;
+	if (lib->maps && 24ULL * (unsigned)atoi(e) + 8 <= lib->maps_bytes)
+		memcpy(&d, (char *)(unsigned long)lib->maps + 24 * atoi(e), 8);
+	if (d)
+		memcpy(&v, (void *)(unsigned long)d, 8);
+	fprintf(f, d ? " %llu" : " -", v);
 }
 
 /* A launch of an instrumented kernel: its last parameter (__gs_launch) must be there, with
@@ -1061,6 +1077,8 @@ static CUresult probed_launch(struct CUkern_st *k, void **params, void **extra)
 				v[0], v[1], now_ns() + env_ull("FAKECUDA_GLOBALTIMER_OFFSET", 0),
 				env[0], env[1]);
 			log_vars(f, k->lib);
+			log_map(f, k->lib);
+			fputc('\n', f);
 			fclose(f);
 		}
 	}

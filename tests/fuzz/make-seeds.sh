@@ -41,6 +41,12 @@ python3 -c 'import re,sys; print(re.search(r"PTX = \"\"\"(.*?)\"\"\"", open(sys.
 FAKECUDA_RING_RECORDS=3 "$out/gpuscope" probe -o "$tmp/keep" "$tmp/ring.o" -- \
 	"$out/workloads/wl_probe" "$tmp/k.ptx" >/dev/null
 cp "$tmp/keep/events.gsrec" "$seeds/recording/probe.gsrec"
+# A bundle with host programs (run by fuzz_probe as the plane runs them): first byte 0.
+clang -target bpf -O2 -mcpu=v3 -g -DKERNEL='"vadd"' -c tests/bpf/bpftime_launchlate.bpf.c \
+	-o "$tmp/late.o"
+"$out/gpuscope" probe -o "$tmp/late" "$tmp/late.o" -- "$out/workloads/wl_probe" "$tmp/k.ptx" \
+	>/dev/null
+{ printf '\000'; cat "$tmp/late/bundle"; } >tests/fuzz/seeds/probe/bundle-host
 # The records target reads bare records: a recording without its 16-byte header.
 for f in driver inject devcode probe os python python-kernel python-exc; do
 	tail -c +17 "$seeds/recording/$f.gsrec" >"$seeds/records/$f.bin"

@@ -476,8 +476,9 @@ def test_array_maps_ptx_assembles(gs, maps_obj, tmp_path):
     p = gs.run(["bpf2ptx", str(maps_obj), "-p", "uses_lru"])
     assert p.returncode == 2
     assert ("refers to map lru of type 9, key size 4: the GPU takes bpftime's GPU_HASH_MAP "
-            "(1501), PERGPUTD_ARRAY_MAP (1502, 1512), GPU_ARRAY_MAP (1503, 1513) and "
-            "GPU_RINGBUF_MAP (1527), and the kernel's arrays (2)") in p.stderr
+            "(1501), PERGPUTD_ARRAY_MAP (1502, 1512), GPU_ARRAY_MAP (1503, 1513), "
+            "GPU_KERNEL_SHARED_ARRAY_MAP (1504) and GPU_RINGBUF_MAP (1527), and the kernel's "
+            "arrays (2)") in p.stderr
 
 
 def test_per_thread_arrays(gsr, maps_obj):

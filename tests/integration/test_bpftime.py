@@ -8,6 +8,7 @@ PTX: the maps' contents there are snapshots written here; bench/device_gpu.sh is
 part)."""
 import json
 import os
+import re
 import shutil
 import struct
 import subprocess
@@ -120,7 +121,8 @@ def test_probe_takes_a_bpftime_object(gsr, tmp_path):
     p, launches, _ = probe(gsr, ["-o", str(d), "--threads", "64", str(obj), "--",
                                  gsr.wl("wl_probe"), str(k)], tmp_path)
     assert p.returncode == 0, p.stderr
-    assert "uprobe_cuda_launch (section uprobe) is a host program: not run" in p.stderr
+    assert "uprobe_cuda_launch (section uprobe) is a host program: run in the program " \
+        "before each kernel launch call" in p.stderr
     probed = [ln for ln in launches if ln[1] == "vadd"]
     assert probed, launches
     for ln in probed:
@@ -171,19 +173,147 @@ def test_cuda_exit_ends_the_thread(gsr, tmp_path):
         assemble(p.stdout, tmp_path)
 
 
-def test_a_map_not_taken_yet_is_refused_clearly(gsr, tmp_path):
-    src = tmp_path / "shared.bpf.c"
+LATE = os.path.join(ROOT, "tests", "bpf", "bpftime_launchlate.bpf.c")
+
+
+def build_src(tmp_path, src, name, kernel="vadd"):
+    out = tmp_path / (name + ".o")
+    subprocess.run([CLANG, "-target", "bpf", "-O2", "-mcpu=v3", "-g",
+                    "-DKERNEL=\"%s\"" % kernel, "-c", str(src), "-o", str(out)],
+                   check=True, capture_output=True)
+    return out
+
+
+def map_index(d, name):
+    return [m[0] for m in bundle_maps(d)].index(name)
+
+
+def test_host_programs_run_at_launches_and_share_maps_with_the_gpu(gs, tmp_path):
+    """launchlate's shape: a uprobe and a uretprobe on the launch run in the program at each
+    of wl_probe's 14 launch calls (every path: kernelParams, extra, cuLaunchKernelEx, the
+    library's CUkernel); what they write into an ARRAY and a 1504 map is what the device
+    programs read through their gs_maps table at each launch (the double logs the first word
+    of host_calls as the kernel finds it); bpf_ktime_get_ns on the host is on the GPU's timer
+    (the double's is ours plus five seconds); the host's print is in the output."""
+    obj = build_src(tmp_path, LATE, "late")
+    k = tmp_path / "k.ptx"
+    k.write_text(PTX)
+    d = tmp_path / "keep"
+    # (host_calls' index in gs_maps, from bpf2ptx's layout: the bundle's order)
+    layout = [ln.split()[2] for ln in gs.run(["bpf2ptx", str(obj)]).stdout.splitlines()
+              if ln.startswith("// gs_maps[")]
+    p, launches, _ = probe(gs, ["-o", str(d), "--json", str(tmp_path / "m.json"), str(obj),
+                                "--", gs.wl("wl_probe"), str(k)], tmp_path,
+                           FAKECUDA_PROBE_MAP=str(layout.index("host_calls")))
+    assert p.returncode == 0, p.stderr
+    assert "uprobe_cuda_launch (section uprobe) is a host program: run in the program " \
+        "before each kernel launch call" in p.stderr
+    assert "uretprobe_cuda_launch (section uretprobe) is a host program: run in the " \
+        "program after each kernel launch call" in p.stderr
+    vadd = [ln for ln in launches if ln[1] == "vadd"]
+    assert len(vadd) == 12, launches
+    # (noargs: no probe is for it; its module has PTX)
+    assert "12 instrumented, 0 the original code, 0 of kernels with no PTX to instrument, " \
+        "2 of kernels no probe is for" in p.stdout, p.stdout
+    # Each launch's kernel finds the count of launch calls made so far, this one included:
+    # rising, distinct, the last at most 14 (noargs' two launches count, not probed).
+    seen = [int(ln[9]) for ln in vadd]
+    assert seen == sorted(seen) and len(set(seen)) == 12 and 12 <= seen[-1] <= 14, seen
+    js = json.load(open(tmp_path / "m.json"))
+    by = {x["name"]: x for x in js["maps"]}
+    (ctx,) = by["host_calls"]["contexts"]
+    got = {e["key"]: e["value"] for e in ctx["entries"]}
+    assert got[0] == 14 and got[1] == 14, got
+    assert got[2] == ctx["pid"] > 0, got
+    # The latest launch time, on the GPU's timer: within a second of the last launch's.
+    (late,) = by["last_uprobe_time"]["contexts"][0]["entries"]
+    assert late["key"] == 0 and abs(late["value"] - int(launches[-1][4])) < 10**9, late
+    # The host program's bpf_printk: a record of device "host", formatted.
+    (rec,) = by["gs_print"]["records"]
+    assert rec["device"] == -1 and rec["text"] == "CPU: first launch call, pid %d" % got[2]
+    assert "host        CPU: first launch call, pid %d" % got[2] in p.stdout, p.stdout
+    # The bundle marks the host's maps shared (host memory): the ARRAYs the uprobe uses
+    # and the 1504 map; the GPU's own arrays stay in device memory.
+    shared = {ln.split()[1]: ln.split()[7] for ln in
+              (d / "bundle").read_bytes().decode("latin-1").splitlines()
+              if ln.startswith("map ")}
+    assert shared == {"clock_offset": "1", "host_calls": "1", "last_uprobe_time": "1",
+                      "time_histogram": "0", "seen": "0", "gs_print": "0"}, shared
+
+
+def test_a_failing_host_program_is_stopped_and_the_program_goes_on(gs, tmp_path):
+    """A host program reading past its context: stopped at its first run with a note, the
+    launches made as the program made them, the other host program still run."""
+    src = tmp_path / "bad.bpf.c"
     src.write_text("""
-#define SEC(s) __attribute__((section(s), used))
-struct { int (*type)[1504]; int (*max_entries)[4]; unsigned *key; unsigned long long *value; }
-    shared SEC(".maps");
-static void *(*lookup)(void *map, const void *key) = (void *)1;
-SEC("kprobe/vadd") int cuda__probe() { unsigned k = 0; return lookup(&shared, &k) != 0; }
+#include "bpftime.h"
+struct { __uint(type, 2); __uint(max_entries, 2); __type(key, u32); __type(value, u64); }
+    n SEC(".maps");
+SEC("uprobe") int bad(unsigned long long *ctx) { return ctx[4000] != 0; }
+SEC("uretprobe") int good(void *ctx) {
+    u32 k = 0; u64 *v = bpf_map_lookup_elem(&n, &k); if (v) *v += 1; return 0; }
+SEC("kprobe/vadd") int cuda__probe() { return 0; }
 """)
-    obj = tmp_path / "shared.o"
-    subprocess.run([CLANG, "-target", "bpf", "-O2", "-g", "-c", str(src), "-o", str(obj)], check=True)
+    obj = tmp_path / "bad.o"
+    subprocess.run([CLANG, "-target", "bpf", "-O2", "-g", "-I", os.path.dirname(LATE), "-c",
+                    str(src), "-o", str(obj)], check=True)
+    k = tmp_path / "k.ptx"
+    k.write_text(PTX)
+    p, launches, _ = probe(gs, ["-v", "--json", str(tmp_path / "m.json"), str(obj), "--",
+                                gs.wl("wl_probe"), str(k)], tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert len([ln for ln in launches if ln[1] == "vadd"]) == 12
+    assert re.search(r"host program bad: instruction \d+ \(opcode 0x79\): memory access "
+                     r"outside the stack and the context: not run from then on",
+                     p.stdout + p.stderr), p.stdout + p.stderr
+    js = json.load(open(tmp_path / "m.json"))
+    (m,) = [x for x in js["maps"] if x["name"] == "n"]
+    assert m["contexts"][0]["entries"] == [{"key": 0, "value": 14}]
+
+
+@pytest.mark.parametrize("body,why", [
+    ("static long (*rd)(void *, u32, const void *) = (void *)112;\n"
+     "SEC(\"uprobe\") int up(void *ctx) { char b[8]; return rd(b, 8, ctx); }",
+     "up (section uprobe): instruction 4 calls helper 112; a host program run in the "
+     "program has map lookup, update and delete (1-3), bpf_ktime_get_ns (5: the host's "
+     "clock on the GPU's global timer), bpf_trace_printk (6), bpf_get_current_pid_tgid "
+     "(14) and ebpf_puts (501)"),
+    ("struct { __uint(type, 1); __uint(max_entries, 4); __type(key, u32); "
+     "__type(value, u64); } h SEC(\".maps\");\n"
+     "SEC(\"uprobe\") int up(void *ctx) { u32 k = 0; return bpf_map_lookup_elem(&h, &k) != 0; }",
+     "up (section uprobe): instruction 4 refers to map h of type 1: a host program run in "
+     "the program shares array maps with the GPU (2, 1503, 1504, 1513, 4-byte keys), "
+     "nothing else"),
+])
+def test_host_programs_gpuscope_cannot_run_are_refused_clearly(gsr, tmp_path, body, why):
+    src = tmp_path / "h.bpf.c"
+    src.write_text('#include "bpftime.h"\n' + body +
+                   '\nSEC("kprobe/vadd") int cuda__probe() { return 0; }\n')
+    obj = tmp_path / "h.o"
+    subprocess.run([CLANG, "-target", "bpf", "-O2", "-g", "-I", os.path.dirname(LATE), "-c",
+                    str(src), "-o", str(obj)], check=True)
     p = gsr.run(["probe", str(obj), "--", "/bin/true"])
     assert p.returncode == 2, p.stderr
-    assert "map shared is bpftime's GPU_KERNEL_SHARED_ARRAY_MAP (1504), an array shared " \
-        "with a kernel BPF map: not taken yet" in p.stderr
+    assert why in p.stderr, p.stderr
     assert len(p.stderr.strip().splitlines()) == 1, p.stderr
+
+
+def test_host_programs_on_other_functions_are_named_not_run(gsr, tmp_path):
+    src = tmp_path / "o.bpf.c"
+    src.write_text('#include "bpftime.h"\n'
+                   'SEC("uprobe//lib/libc.so.6:malloc") int m(void *ctx) { return 0; }\n'
+                   'SEC("uprobe/libcudart.so:_Z16cudaLaunchKernelIcE9cudaErrorPKT_4dim3S4_PPvmP11CUstream_st") '
+                   'int l(void *ctx) { return 0; }\n'
+                   'SEC("tracepoint/sched/sched_switch") int t(void *ctx) { return 0; }\n'
+                   'SEC("kprobe/vadd") int cuda__probe() { return 0; }\n')
+    obj = tmp_path / "o.o"
+    subprocess.run([CLANG, "-target", "bpf", "-O2", "-g", "-I", os.path.dirname(LATE), "-c",
+                    str(src), "-o", str(obj)], check=True)
+    p = gsr.run(["probe", str(obj), "--", "/bin/true"])
+    assert p.returncode == 0, p.stderr
+    assert "m (section uprobe//lib/libc.so.6:malloc) is a host program: not run (gpuscope " \
+        "runs uprobe and uretprobe programs on the launch only)" in p.stderr
+    assert "t (section tracepoint/sched/sched_switch) is a host program: not run" in p.stderr
+    assert "l (section uprobe/libcudart.so:_Z16cudaLaunchKernelIcE9cudaErrorPKT_4dim3S4_" \
+        "PPvmP11CUstream_st) is a host program: run in the program before each kernel " \
+        "launch call" in p.stderr

@@ -374,11 +374,11 @@ def kept(gsr, tool, ptx, tmp_path):
 
 def bundle_maps(d):
     maps = []
-    for ln in (d / "bundle").read_text().splitlines():
+    for ln in (d / "bundle").read_bytes().decode("latin-1").splitlines():
         if ln.startswith("map "):
-            _, name, kind, key, value, entries, threads = ln.split()
+            _, name, kind, key, value, entries, threads, _shared = ln.split()
             maps.append((name, int(kind), int(key), int(value), int(entries), int(threads)))
-        if ln.startswith("funcs "):
+        if ln.startswith(("funcs ", "host ", "rodata ")):
             break
     return maps
 
