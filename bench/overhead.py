@@ -9,9 +9,15 @@ modes (it is the default); inject-all-noos and uprobe-noos are the same without 
 uprobe takes the default stacks (every 64th launch); uprobe-nostacks none, uprobe-stacks1
 every launch's.
 
-    python overhead.py --gpuscope PATH --out DIR [--reps-tiny 5] [--reps-resnet 3]
-                       [--modes untraced,inject-off,...] [--workloads tinyops,resnet50]
+    python overhead.py --gpuscope PATH --out DIR [--reps 7] [--modes untraced,...]
+                       [--workloads tinyops,cloop,resnet50,gpt2,cupy] [--cloop BIN]
                        [--baseline PATH]
+
+Workloads: bench/workload.py's (tinyops, resnet50, gpt2, cupy) and cloop, the CUDA C loop
+(bench/cloop.cu built as BIN; the PyTorch profiler does not apply to it and is left out).
+Besides the ratios, each gpuscope mode's host time added per launch: (its time per
+iteration - untraced's) / launches per iteration, the launches counted by gpuscope in the
+same run over every iteration the workload ran (iters_total).
 
 A mode "base:MODE" is MODE with the --baseline gpuscope (another build, compared in the
 same interleaved job).
@@ -47,8 +53,12 @@ def gs_mode(mode):
     return GS_OPTS.get(mode), None
 
 
+CLOOP = None
+
+
 def run(mode, workload, gs, out):
-    cmd = [sys.executable, os.path.join(HERE, "workload.py"), workload]
+    cmd = ([CLOOP] if workload == "cloop" else
+           [sys.executable, os.path.join(HERE, "workload.py"), workload])
     report = None
     opts, other = gs_mode(mode)
     if mode == "torch-profiler":
@@ -70,6 +80,8 @@ def run(mode, workload, gs, out):
         result["gpuscope_events"] = r["session"]["events"]
         result["gpuscope_gpu_records"] = r["gpu"]["records"]
         result["gpuscope_unwrapped"] = r["drops"]["unwrapped_entry_points"]
+        result["gpuscope_launches_per_iter"] = (r["kernels"]["launches"] /
+                                                max(1, result.get("iters_total", 1)))
     return result
 
 
@@ -80,6 +92,8 @@ def save_partial(out, workload, per_mode):
 
 
 def bench(workload, reps, gs, out, modes):
+    if workload == "cloop":
+        modes = [m for m in modes if m != "torch-profiler"]
     per_mode = {m: [] for m in modes}
     ratios = {m: [] for m in modes if m != "untraced"}
     extra = {}
@@ -98,9 +112,17 @@ def bench(workload, reps, gs, out, modes):
         for m in ratios:
             ratios[m].append(got[m] / got["untraced"])
         save_partial(out, workload, per_mode)
+    per_launch = [v["gpuscope_launches_per_iter"] for v in extra.values()
+                  if v.get("gpuscope_launches_per_iter")]
+    lpi = statistics.median(per_launch) if per_launch else None
+    base = statistics.median(per_mode["untraced"])
     return {
         "workload": workload,
         "reps": reps,
+        "modes": modes,
+        "launches_per_iter": lpi,
+        "host_ns_per_launch": {m: (statistics.median(v) - base) * 1e9 / lpi
+                               for m, v in per_mode.items() if m != "untraced" and lpi},
         "median_per_iter_s": {m: statistics.median(v) for m, v in per_mode.items()},
         "all_per_iter_s": per_mode,
         "ratio_median": {m: statistics.median(v) for m, v in ratios.items()},
@@ -109,34 +131,53 @@ def bench(workload, reps, gs, out, modes):
     }
 
 
+def machine():
+    def out(cmd):
+        try:
+            return subprocess.run(cmd, capture_output=True, text=True).stdout.strip()
+        except OSError:
+            return "?"
+    return {"gpu": out(["nvidia-smi", "--query-gpu=name,driver_version",
+                        "--format=csv,noheader"]),
+            "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+            "gpuscope": out([GS, "--version"]), "python": sys.version.split()[0]}
+
+
+GS = None
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--gpuscope", required=True)
     ap.add_argument("--out", required=True)
-    ap.add_argument("--reps-tiny", type=int, default=5)
-    ap.add_argument("--reps-resnet", type=int, default=3)
+    ap.add_argument("--reps", type=int, default=7)
     ap.add_argument("--modes", default=",".join(MODES))
-    ap.add_argument("--workloads", default="tinyops,resnet50")
+    ap.add_argument("--workloads", default="tinyops,cloop,resnet50,gpt2,cupy")
+    ap.add_argument("--cloop", help="bench/cloop.cu, built")
     ap.add_argument("--baseline", help="another gpuscope, for the base:MODE modes")
     args = ap.parse_args()
-    global BASELINE
-    BASELINE = args.baseline
+    global BASELINE, CLOOP, GS
+    BASELINE, CLOOP, GS = args.baseline, args.cloop, args.gpuscope
     modes = args.modes.split(",")
     os.makedirs(args.out, exist_ok=True)
     t0 = time.time()
-    reps = {"tinyops": args.reps_tiny, "resnet50": args.reps_resnet}
-    results = [bench(w, reps[w], args.gpuscope, args.out, modes)
-               for w in args.workloads.split(",")]
-    with open(os.path.join(args.out, "overhead.json"), "w") as f:
-        json.dump({"results": results, "modes": modes, "wall_s": time.time() - t0}, f,
-                  indent=1)
+    m = machine()
+    print("machine: %s; %s; %s" % (m["gpu"], m["date"], m["gpuscope"]), flush=True)
+    results = []
+    for w in args.workloads.split(","):
+        results.append(bench(w, args.reps, args.gpuscope, args.out, modes))
+        with open(os.path.join(args.out, "overhead.json"), "w") as f:
+            json.dump({"machine": m, "results": results, "modes": modes,
+                       "wall_s": time.time() - t0}, f, indent=1)
     print("\n| workload | " + " | ".join(modes) + " |")
     print("|---|" + "---|" * len(modes))
     for r in results:
-        m, q = r["median_per_iter_s"], r["ratio_median"]
-        cells = ["%.2f us" % (m["untraced"] * 1e6)] + [
-            "%.2f us (%.3fx, %.3f-%.3f)" % (m[x] * 1e6, q[x], *r["ratio_range"][x])
-            for x in modes if x != "untraced"]
+        med, q = r["median_per_iter_s"], r["ratio_median"]
+        cells = ["%.2f us" % (med["untraced"] * 1e6)] + [
+            "%.3fx (%.3f-%.3f)%s" % (q[x], *r["ratio_range"][x],
+                                     ", %+.0f ns/launch" % r["host_ns_per_launch"][x]
+                                     if x in r["host_ns_per_launch"] else "")
+            if x in q else "-" for x in modes if x != "untraced"]
         print("| %s | %s |" % (r["workload"], " | ".join(cells)))
 
 

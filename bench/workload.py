@@ -2,12 +2,16 @@
 median time per iteration over several timed windows, after a warm-up, measured inside
 the process so that start-up (and gpuscope's attach) is not counted.
 
-    python workload.py tinyops|resnet50 [--profile]
+    python workload.py tinyops|resnet50|gpt2|cupy [--profile]
 
 tinyops: a launch-bound loop of tiny elementwise ops (x.add_(1) on one element), about
 5 us each. resnet50: training steps of torchvision's ResNet-50, batch 64, bf16 autocast,
-channels-last, synthetic data. --profile runs the timed windows under the PyTorch
-profiler (CPU and CUDA activities), for comparison.
+channels-last, synthetic data. gpt2: training steps of GPT-2 small (transformers, 124M,
+batch 8 x 512 tokens, bf16 autocast, AdamW), synthetic tokens. cupy: a launch-bound loop
+of CuPy's elementwise x += 1 on one element. --profile runs the timed windows under the
+PyTorch profiler (CPU and CUDA activities: CUPTI sees CuPy's kernels too), for comparison.
+(The CUDA C loop is bench/cloop.cu.) iters_total: every iteration run, warm-up included
+(for launches per iteration from a count of the process's launches).
 """
 import argparse
 import contextlib
@@ -20,19 +24,57 @@ import torch
 
 def tinyops(profile_ctx):
     x = torch.zeros(1, device="cuda")
-    iters, windows = 20000, 7
-    for _ in range(2000):
-        x.add_(1.0)
-    torch.cuda.synchronize()
+    return windows_of(lambda: x.add_(1.0), 2000, 20000, 7, profile_ctx,
+                      torch.cuda.synchronize)
+
+
+ITERS = {"n": 0}
+
+
+def windows_of(fn, warm, iters, windows, profile_ctx, sync):
+    """fn() warm times, then windows of iters each (timed, synced), under profile_ctx."""
+    for _ in range(warm):
+        fn()
+    sync()
     times = []
     with profile_ctx():
         for _ in range(windows):
             t0 = time.perf_counter()
             for _ in range(iters):
-                x.add_(1.0)
-            torch.cuda.synchronize()
+                fn()
+            sync()
             times.append((time.perf_counter() - t0) / iters)
+    ITERS["n"] += warm + iters * windows
     return times
+
+
+def gpt2(profile_ctx):
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    model = GPT2LMHeadModel(GPT2Config()).cuda()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    ids = torch.randint(0, 50257, (8, 512), device="cuda")
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = model(ids, labels=ids).loss
+        loss.backward()
+        opt.step()
+
+    return windows_of(step, 5, 8, 4, profile_ctx, torch.cuda.synchronize)
+
+
+def cupy_loop(profile_ctx):
+    import cupy as cp
+
+    x = cp.zeros(1, dtype=cp.float32)
+
+    def op():
+        x.__iadd__(1.0)
+
+    return windows_of(op, 2000, 20000, 7, profile_ctx,
+                      cp.cuda.runtime.deviceSynchronize)
 
 
 def resnet50(profile_ctx):
@@ -52,23 +94,12 @@ def resnet50(profile_ctx):
         loss.backward()
         opt.step()
 
-    for _ in range(10):
-        step()
-    torch.cuda.synchronize()
-    times = []
-    with profile_ctx():
-        for _ in range(4):
-            t0 = time.perf_counter()
-            for _ in range(8):
-                step()
-            torch.cuda.synchronize()
-            times.append((time.perf_counter() - t0) / 8)
-    return times
+    return windows_of(step, 10, 8, 4, profile_ctx, torch.cuda.synchronize)
 
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("workload", choices=["tinyops", "resnet50"])
+    ap.add_argument("workload", choices=["tinyops", "resnet50", "gpt2", "cupy"])
     ap.add_argument("--profile", action="store_true")
     args = ap.parse_args()
     if args.profile:
@@ -78,9 +109,10 @@ def main():
             return profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA])
     else:
         ctx = contextlib.nullcontext
-    times = {"tinyops": tinyops, "resnet50": resnet50}[args.workload](ctx)
+    times = {"tinyops": tinyops, "resnet50": resnet50, "gpt2": gpt2,
+             "cupy": cupy_loop}[args.workload](ctx)
     print(json.dumps({"workload": args.workload, "per_iter_s": statistics.median(times),
-                      "windows_s": times}))
+                      "iters_total": ITERS["n"], "windows_s": times}))
 
 
 if __name__ == "__main__":
