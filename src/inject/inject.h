@@ -124,6 +124,7 @@ extern bool gs_probe_on GS_HIDDEN;
 #define GS_PROBE_SMALL 64
 struct gs_probe_launch { /* what a routed launch needs until it returns */
 	bool routed;
+	bool node_call; /* a graph's kernel node set, not a launch */
 	struct pkern *k;
 	__u64 ctx;
 	void **params;

@@ -321,7 +321,7 @@ static bool route(struct gs_probe_launch *pl, struct pkern *k, __u64 ctx,
 		f = NULL; /* (no arguments for a kernel that has some: the driver says so) */
 	pthread_mutex_unlock(&P.lock);
 	if (!f) {
-		atomic_fetch_add(&k->fallback, 1);
+		atomic_fetch_add(pl->node_call ? &k->nodes_fallback : &k->fallback, 1);
 		return false;
 	}
 	pl->val[0] = atomic_fetch_add(&P.seq, 1) + 1;
@@ -333,7 +333,7 @@ static bool route(struct gs_probe_launch *pl, struct pkern *k, __u64 ctx,
 		pl->params =
 			n + 1 <= GS_PROBE_SMALL ? pl->small : gs_malloc((n + 1) * sizeof(void *));
 		if (!pl->params) {
-			atomic_fetch_add(&k->fallback, 1);
+			atomic_fetch_add(pl->node_call ? &k->nodes_fallback : &k->fallback, 1);
 			return false;
 		}
 		memcpy(pl->params, p, n * sizeof(void *));
@@ -351,13 +351,13 @@ static bool route(struct gs_probe_launch *pl, struct pkern *k, __u64 ctx,
 				size = e[i + 1];
 		}
 		if (!buf || !size) {
-			atomic_fetch_add(&k->fallback, 1);
+			atomic_fetch_add(pl->node_call ? &k->nodes_fallback : &k->fallback, 1);
 			return false;
 		}
 		pl->bytes = ki->launch_off + 16;
 		pl->buf = gs_calloc(1, pl->bytes);
 		if (!pl->buf) {
-			atomic_fetch_add(&k->fallback, 1);
+			atomic_fetch_add(pl->node_call ? &k->nodes_fallback : &k->fallback, 1);
 			return false;
 		}
 		memcpy(pl->buf, buf, GS_MIN(*size, (size_t)ki->launch_off));
@@ -542,7 +542,7 @@ bool gs_probe_launch(unsigned int api, const __u64 *a, __u64 *b, struct gs_probe
 	memcpy(b, a, GS_ARGS * sizeof(*b));
 	if (!P.on || api == GS_API_CU_GRAPH_LAUNCH || api == GS_API_CU_GRAPH_LAUNCH_PTSZ)
 		return false;
-	if (gs_probe_graph_call(api))
+	if ((pl->node_call = gs_probe_graph_call(api)))
 		pl->routed = route_node(pl, api, a, b);
 	else if ((k = lookup(ex ? a[1] : a[0])))
 		pl->routed = route_launch(pl, api, b, k);
@@ -572,7 +572,7 @@ bool gs_probe_launched(struct gs_probe_launch *pl, int r)
 	if (!pl->routed)
 		return false;
 	if (r == 0) {
-		atomic_fetch_add(&pl->k->routed, 1);
+		atomic_fetch_add(pl->node_call ? &pl->k->nodes : &pl->k->routed, 1);
 		return false;
 	}
 	pthread_mutex_lock(&P.lock);
@@ -585,6 +585,6 @@ bool gs_probe_launched(struct gs_probe_launch *pl, int r)
 			retry = true;
 		}
 	pthread_mutex_unlock(&P.lock);
-	atomic_fetch_add(&pl->k->fallback, 1);
+	atomic_fetch_add(pl->node_call ? &pl->k->nodes_fallback : &pl->k->fallback, 1);
 	return retry;
 }

@@ -96,6 +96,8 @@ struct pkern {
 	char *name;
 	int kidx; /* in mod->st.k, -1 until rewritten */
 	_Atomic unsigned long long routed, fallback;
+	_Atomic unsigned long long nodes,
+		nodes_fallback; /* graph kernel nodes set (not launches) */
 	struct pfn inst[MAX_CTX];
 	int ninst;
 	struct pkern *next; /* all of them */

@@ -312,6 +312,19 @@ static void pr_write_snapshot(bool final)
 		fprintf(f, "note %s\n", P.notes[i]);
 	if (P.sass_only)
 		fprintf(f, "stat sass-only %u %u\n", P.sass_only, P.nmods);
+	{
+		unsigned long long nodes = 0, nodes_fb = 0;
+
+		for (struct pkern *k = P.kerns; k; k = k->next) {
+			nodes += atomic_load(&k->nodes);
+			nodes_fb += atomic_load(&k->nodes_fallback);
+		}
+		if (nodes || nodes_fb)
+			fprintf(f, "stat graph-nodes %llu %llu\n", nodes, nodes_fb);
+	}
+	for (int i = 0; i < (int)P.b.nhosts; i++)
+		fprintf(f, "stat host-runs %llu %d %s\n", P.host_runs[i], (int)P.host_failed[i],
+			P.b.hosts[i].name);
 	if (P.notes_lost)
 		fprintf(f, "note %u notes lost: out of memory\n", P.notes_lost);
 	if (P.stats.len)

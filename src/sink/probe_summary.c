@@ -73,6 +73,7 @@ static void render_launches(const struct probe_results *r, FILE *out)
 	struct row *rows = NULL;
 	size_t nrows = 0, other = 0;
 	u64 total = 0, routed = 0, fallback = 0, graphs = 0, rest = 0, unasked = 0;
+	unsigned long long nodes = 0, nodes_fb = 0;
 	char buf[128];
 
 	if (!r->events || !(m = model__new()))
@@ -119,6 +120,20 @@ static void render_launches(const struct probe_results *r, FILE *out)
 		fprintf(out, ", %llu of kernels no probe is for", unasked);
 	if (graphs)
 		fprintf(out, "; and %llu graph launch%s", graphs, graphs == 1 ? "" : "es");
+	for (size_t i = 0; i < r->n; i++)
+		for (size_t j = 0; j < r->s[i].nstats; j++) {
+			unsigned long long a, b;
+
+			if (sscanf(r->s[i].stats[j], "graph-nodes %llu %llu", &a, &b) == 2) {
+				nodes += a;
+				nodes_fb += b;
+			}
+		}
+	if (nodes || nodes_fb)
+		fprintf(out,
+			" (kernel nodes set by the graph API: %llu to the instrumented code, %llu "
+			"to the original)",
+			nodes, nodes_fb);
 	fprintf(out, "\n");
 	qsort(rows, nrows, sizeof(*rows), by_launches);
 	for (size_t i = 0; i < nrows; i++) {
@@ -169,6 +184,15 @@ void render_summary(const struct probe_results *r, FILE *out)
 		for (size_t j = 0; j < s->nstats; j++) {
 			unsigned int a, b2;
 
+			unsigned long long runs;
+			int failed;
+			char hname[64];
+
+			if (sscanf(s->stats[j], "host-runs %llu %d %63s", &runs, &failed, hname) ==
+			    3)
+				fprintf(out, "  host program %s: run %llu time%s%s\n", hname, runs,
+					runs == 1 ? "" : "s",
+					failed ? " (then stopped: below)" : "");
 			if (sscanf(s->stats[j], "sass-only %u %u", &a, &b2) == 2)
 				fprintf(out,
 					"  %u of %u modules%s had no PTX (SASS only, as PyTorch's "

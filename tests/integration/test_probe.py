@@ -116,6 +116,24 @@ def test_every_launch_path_is_routed(gs, ptx, tmp_path):
             assert r.returncode == 0, r.stderr
 
 
+def test_graph_kernel_nodes_are_routed_and_counted_apart_from_launches(gs, ptx, tmp_path):
+    """wl_probe's graphs: a captured launch, kernel nodes added and set by the graph API (by
+    function, CUkernel, cuGraphAddNode; on the graph and the instantiated graph), two graph
+    launches, modules from files. The summary's launches are the program's launch calls; the
+    nodes set are counted apart (they are not launches), and every node's run in the
+    replays is the instrumented code's."""
+    p, launches, _ = probe(gs, ["kernelretsnoop", "--", gs.wl("wl_probe"), str(ptx), "32",
+                                "graphs"], tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert "the program launched 2 kernels 17 times (the in-process plane's count): 17 " \
+        "instrumented, 0 the original code, 0 of kernels with no PTX to instrument; and 2 " \
+        "graph launches (kernel nodes set by the graph API: 8 to the instrumented code, 0 " \
+        "to the original)" in p.stdout, p.stdout
+    # 17 launches and 2 replays of the graph's 4 nodes, each the instrumented kernel
+    names = [ln[1] for ln in launches]
+    assert len(names) == 25 and names.count("noargs") == 5, names
+
+
 def test_a_kernel_that_uses_module_variables_reads_the_programs(gsr, tmp_path):
     # noargs counts its calls in a __device__ variable and reads a __constant__ one: the
     # instrumented copy reads and writes the program's (its __gs_vars hold the addresses
