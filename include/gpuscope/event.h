@@ -269,8 +269,15 @@ enum gs_gpu_kind {
 	GS_GPU_COPY = 3,
 	GS_GPU_MEMSET = 4,
 	/* Calibration, once per context: what an event pair measures beyond the kernel
-	 * between (end_ns - start_ns; src/inject/gputime.c) */
+	 * between (end_ns - start_ns; src/inject/gputime.c); func says which measure */
 	GS_GPU_CALIBRATION = 5,
+};
+
+/* A calibration record's func (src/inject/gputime_ctx.c): only the first is used. */
+enum gs_gpu_cal {
+	GS_CAL_OVERHEAD = 0, /* a gated pair around the calibration kernel, less its span */
+	GS_CAL_EMPTY = 1,    /* a gated pair with nothing between */
+	GS_CAL_SPAN = 2,     /* the calibration kernel's span, by its own reading of the timer */
 };
 
 enum gs_gpu_flags {

@@ -197,7 +197,7 @@ static void add_calibration(struct model *m, const struct gs_ev_gpu *e)
 	struct dev_stat *d = device_of(m, e->device);
 	__u64 v[16];
 
-	if (d->ncal == 16)
+	if (d->ncal == 16 || e->func != GS_CAL_OVERHEAD)
 		return;
 	d->cal[d->ncal++] = e->end_ns - e->start_ns;
 	memcpy(v, d->cal, d->ncal * sizeof(v[0]));

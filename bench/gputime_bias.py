@@ -1,0 +1,118 @@
+"""GPU durations of `--inject` against CUPTI, by kernel size (issue 22): one process runs
+elementwise kernels from about 1 us to about 1 ms (x.add_(1) on 2^4 .. 2^26 floats, 40
+launches each, launch-bound for the small ones) and cuBLAS GEMMs, under the PyTorch
+profiler, itself under `gpuscope run --inject`; then each kernel execution is paired with
+CUPTI's (in order) and the ways of turning a gated event pair into a kernel duration are
+compared per size bucket (< 2 us, 2-50 us, > 50 us):
+
+  reported   what gpuscope's report says (the pair less the calibration's overhead: a
+             gated pair around a 2 us kernel of ours, less its own reading of its span);
+  raw        the event pair as recorded;
+  empty      the pair less a gated pair with nothing between (GS_CAL_EMPTY);
+and the constant that would make each bucket's median exact (raw - CUPTI).
+
+    python3 gputime_bias.py run GPUSCOPE OUTDIR     (on the GPU machine)
+    python3 gputime_bias.py work TRACE              (the workload itself)
+Writes OUTDIR/bias.json and prints a table.
+"""
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "tests", "integration"))
+
+
+def work(trace):
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    xs = [torch.zeros(1 << k, device="cuda") for k in range(4, 27, 2)]
+    mats = [torch.randn(n, n, device="cuda") for n in (256, 1024, 4096)]
+    for x in xs:  # (warm-up: first launches, not measured)
+        x.add_(1)
+    for m in mats:
+        m @ m
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for x in xs:
+            for _ in range(40):
+                x.add_(1)
+            torch.cuda.synchronize()
+        for m in mats:
+            for _ in range(10):
+                m @ m
+            torch.cuda.synchronize()
+    prof.export_chrome_trace(trace)
+
+
+def med(v):
+    return statistics.median(v) if v else None
+
+
+def analyse(gs, out):
+    import gsrec
+
+    trace = os.path.join(out, "cupti.json")
+    rec = os.path.join(out, "bias.gsrec")
+    rep = os.path.join(out, "bias-report.json")
+    p = subprocess.run([gs, "run", "-q", "--inject", "-o", rec, "--json=%s" % rep, "--",
+                        sys.executable, os.path.abspath(__file__), "work", trace],
+                       capture_output=True, text=True)
+    if p.returncode:
+        sys.exit("gpuscope run failed: %s" % p.stderr[-2000:])
+    cupti = sorted((float(e["ts"]) * 1e3, float(e["dur"]) * 1e3, e["name"])
+                   for e in json.load(open(trace))["traceEvents"]
+                   if e.get("cat") == "kernel" and not e["name"].startswith("gpuscope_"))
+    recs = gsrec.gpu_records(rec)
+    cal = {w: [r["end"] - r["start"] for r in recs if r["kind"] == 5 and r["func"] == w]
+           for w in (0, 1, 2)}
+    kern = sorted((r for r in recs if r["kind"] == 1), key=lambda r: r["start"])
+    kern = kern[len(kern) - len(cupti):]  # (the profiled ones: the last)
+    over, empty = med(cal[0]), med(cal[1])
+    buckets = {"<2us": [], "2-50us": [], ">50us": []}
+    for c, r in zip(cupti, kern):
+        if not r["flags"] & 2 or r["flags"] & ~3:  # gated, nothing else said of it
+            continue
+        raw, d = r["end"] - r["start"], c[1]
+        b = "<2us" if d < 2000 else "2-50us" if d <= 50000 else ">50us"
+        buckets[b].append({"cupti": d, "raw": raw, "reported": raw - min(over, raw),
+                           "empty": raw - min(empty, raw)})
+    table = {}
+    for b, v in buckets.items():
+        row = {"n": len(v), "cupti_median_ns": med([x["cupti"] for x in v]),
+               "raw_minus_cupti_median_ns": med([x["raw"] - x["cupti"] for x in v])}
+        for est in ("reported", "raw", "empty"):
+            err = [x[est] - x["cupti"] for x in v]
+            rel = [e / x["cupti"] for e, x in zip(err, v)]
+            ok = [abs(e) <= max(0.02 * x["cupti"], 500) for e, x in zip(err, v)]
+            row[est] = {"median_err_ns": med(err), "median_rel": med(rel),
+                        "within_2pct_or_0.5us": sum(ok) / len(ok) if ok else None}
+        table[b] = row
+    res = {"calibration_overhead_ns": cal[0], "empty_pair_ns": cal[1],
+           "calibration_span_ns": cal[2], "cupti_kernels": len(cupti),
+           "gpuscope_kernel_records": len([r for r in recs if r["kind"] == 1]),
+           "paired_gated": sum(len(v) for v in buckets.values()), "buckets": table}
+    json.dump(res, open(os.path.join(out, "bias.json"), "w"), indent=1)
+    print("calibration overhead (median) %s ns, empty gated pair %s ns, kernel span %s ns" %
+          (over, empty, med(cal[2])))
+    print("| bucket | n | CUPTI median | raw-CUPTI | reported err (rel, ok) | raw err | "
+          "empty err |")
+    print("|---|---|---|---|---|---|---|")
+    f = lambda e: "%+.0f ns (%+.1f%%, %.0f%%)" % (e["median_err_ns"], 100 * e["median_rel"],
+                                                   100 * e["within_2pct_or_0.5us"]) \
+        if e["median_err_ns"] is not None else "-"
+    for b, row in table.items():
+        print("| %s | %d | %s | %s | %s | %s | %s |" % (
+            b, row["n"], row["cupti_median_ns"], row["raw_minus_cupti_median_ns"],
+            f(row["reported"]), f(row["raw"]), f(row["empty"])))
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "work":
+        work(sys.argv[2])
+    else:
+        os.makedirs(sys.argv[3], exist_ok=True)
+        analyse(sys.argv[2], sys.argv[3])
