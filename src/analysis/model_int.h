@@ -102,10 +102,11 @@ struct alias_entry {
  */
 struct dev_stat {
 	struct dev_busy b;
-	/* Calibration (GS_GPU_CALIBRATION): what an event pair adds to a kernel's time, its
-	 * samples and their median (b.overhead_ns). */
-	__u64 cal[16];
-	unsigned int ncal;
+	/* Calibration (GS_GPU_CALIBRATION): a gated pair around our calibration kernel less
+	 * its span (cal), a gated pair with nothing between (empty); what an event pair adds
+	 * to a kernel's time from their medians (b.overhead_ns; model_gpu.c says how). */
+	__u64 cal[16], empty[16];
+	unsigned int ncal, nempty;
 	__u64 cur_start, cur_end; /* the merged interval still open */
 	bool have_cur;
 	struct {
