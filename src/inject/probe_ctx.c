@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -256,6 +257,37 @@ static int ring_init(struct pctx *c, size_t i, const struct bundle_map *m)
 	return 0;
 }
 
+/*
+ * Shared map i (probe_host.c) in the current context: its host memory (made at the first context) registered with
+ * c if it is not yet (a context that went took its registration with it), its device
+ * address in *d. 0, or -1.
+ */
+int pr_shared_map(size_t i, __u64 *d)
+{
+	fn3 reg = (fn3)pr_real("cuMemHostRegister_v2");
+	fn3 hdev = (fn3)pr_real("cuMemHostGetDevicePointer_v2");
+	size_t bytes = bundle_map_bytes(&P.b.maps[i]);
+	size_t page = 4096, len = (bytes + page - 1) & ~(page - 1);
+
+	if (!reg || !hdev || !bytes)
+		return -1;
+	if (!P.shared[i]) {
+		void *p =
+			mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+		if (p == MAP_FAILED)
+			return -1;
+		P.shared[i] = p;
+	}
+	if (!hdev((__u64)(unsigned long)d, (__u64)(unsigned long)P.shared[i], 0))
+		return 0;
+	/* (PORTABLE | DEVICEMAP) */
+	if (reg((__u64)(unsigned long)P.shared[i], len, 0x01 | 0x02) ||
+	    hdev((__u64)(unsigned long)d, (__u64)(unsigned long)P.shared[i], 0))
+		return -1;
+	return 0;
+}
+
 struct drained {
 	const struct pctx *c; /* (its clock; NULL: none compared) */
 	int device;
@@ -324,11 +356,17 @@ void pr_drain_rings(void)
 			}
 		}
 	}
-	for (size_t m = 0; m < P.b.nmaps && P.b.nhosts; m++)
+	/* (what the host programs printed: device -1's) */
+	for (size_t m = 0; m < P.b.nmaps && P.print_ring && !P.print_dead; m++)
 		if (!strcmp(P.b.maps[m].name, GS_PRINT_MAP)) {
 			struct drained d = { clock, -1, (__u16)m, 0 };
 
-			pr_drain_host_print(emit_record, &d);
+			if (gpuring_drain((volatile unsigned char *)P.print_ring, PR_PRINT_RING,
+					  &P.print_tail, 1u << 20, emit_record, &d) < 0) {
+				pr_note("the host programs' printing ring holds what no program "
+					"writes: not read further");
+				P.print_dead = true; /* (its memory kept: a program still writes) */
+			}
 		}
 }
 

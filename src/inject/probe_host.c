@@ -13,7 +13,6 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -23,48 +22,15 @@
 #include "gpuscope/cuda_abi.h"
 #include "inject/probe_int.h"
 #include "ptx/bpfobj.h"
-#include "ptx/gpuring.h"
 #include "ptx/translate.h"
 
 #define HOST_STEPS (1u << 20)
-#define PRINT_RING (256u << 10)
 
 static __thread __u32 tl_tid __attribute__((tls_model("initial-exec")));
 
 void pr_host_after_fork(void)
 {
 	tl_tid = 0;
-}
-
-/*
- * Shared map i in context c: its host memory (made at the first context) registered with
- * c if it is not yet (a context that went took its registration with it), its device
- * address in *d. 0, or -1.
- */
-int pr_shared_map(size_t i, __u64 *d)
-{
-	fn3 reg = (fn3)pr_real("cuMemHostRegister_v2");
-	fn3 hdev = (fn3)pr_real("cuMemHostGetDevicePointer_v2");
-	size_t bytes = bundle_map_bytes(&P.b.maps[i]);
-	size_t page = 4096, len = (bytes + page - 1) & ~(page - 1);
-
-	if (!reg || !hdev || !bytes)
-		return -1;
-	if (!P.shared[i]) {
-		void *p =
-			mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-
-		if (p == MAP_FAILED)
-			return -1;
-		P.shared[i] = p;
-	}
-	if (!hdev((__u64)(unsigned long)d, (__u64)(unsigned long)P.shared[i], 0))
-		return 0;
-	/* (PORTABLE | DEVICEMAP) */
-	if (reg((__u64)(unsigned long)P.shared[i], len, 0x01 | 0x02) ||
-	    hdev((__u64)(unsigned long)d, (__u64)(unsigned long)P.shared[i], 0))
-		return -1;
-	return 0;
 }
 
 /* The maps as a host program sees them: the shared ones and the printing ring; the others
@@ -83,9 +49,9 @@ static size_t host_maps(struct bpf_map_mem *mm)
 			mm[i].data = P.shared[i];
 		} else if (m->kind == GS_MAP_RING && !strcmp(m->name, GS_PRINT_MAP)) {
 			if (!P.print_ring && !P.print_dead)
-				P.print_ring = gs_calloc(1, PRINT_RING);
+				P.print_ring = gs_calloc(1, PR_PRINT_RING);
 			mm[i].value_size = mm[i].max_entries = 0;
-			mm[i].extra = PRINT_RING;
+			mm[i].extra = PR_PRINT_RING;
 			mm[i].data = P.print_ring ? P.print_ctl : NULL;
 			mm[i].ring = P.print_ring;
 			mm[i].tail = &P.print_tail;
@@ -167,16 +133,4 @@ void pr_host_run(int when, unsigned int api, const __u64 *a, int r)
 		}
 	}
 	pthread_mutex_unlock(&P.lock);
-}
-
-/* What the host programs printed, into the event stream as device -1's (the lock held). */
-void pr_drain_host_print(gpuring_fn fn, void *arg)
-{
-	if (P.print_ring && !P.print_dead &&
-	    gpuring_drain((volatile unsigned char *)P.print_ring, PRINT_RING, &P.print_tail,
-			  1u << 20, fn, arg) < 0) {
-		pr_note("the host programs' printing ring holds what no program writes: not read "
-			"further");
-		P.print_dead = true; /* (its memory kept: a program still writes there) */
-	}
 }

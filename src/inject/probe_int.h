@@ -17,7 +17,6 @@
 #include "core/util.h"
 #include "inject/inject.h"
 #include "ptx/bundle.h"
-#include "ptx/gpuring.h"
 #include "ptx/rewrite.h"
 #include "ptx/translate.h"
 
@@ -35,6 +34,7 @@ typedef int (*fn5)(__u64, __u64, __u64, __u64, __u64);
 #define MAX_NOTES     256
 #define CALIB_ROUNDS  32
 #define JIT_LOG_BYTES 8192
+#define PR_PRINT_RING (256u << 10)
 
 enum {
 	CU_JIT_ERROR_LOG_BUFFER = 5,
@@ -127,7 +127,8 @@ struct probe_state {
 	_Atomic int stop;
 	unsigned int interval_ms;
 	unsigned int threads; /* per-thread arrays */
-	/* host programs (probe_host.c): the shared maps' host memory, the printing ring */
+	/* host programs (probe_host.c): the shared maps' host memory, the printing ring
+	 * (PR_PRINT_RING bytes, drained with the GPU's rings) */
 	unsigned char *shared[BUNDLE_MAX_MAPS];
 	unsigned char print_ctl[GS_RING_CTL] __attribute__((aligned(8)));
 	unsigned char *print_ring;
@@ -158,16 +159,15 @@ __u64 pr_gpu_time(const struct pctx *c) GS_HIDDEN;
 /* What the ring buffers' probes wrote, into the process's ring (the lock held). */
 void pr_drain_rings(void) GS_HIDDEN;
 
+/* Shared map i's host memory (probe_host.c), registered with the current context: its
+ * device address in *d (the lock held). 0, or -1. */
+int pr_shared_map(size_t i, __u64 *d) GS_HIDDEN;
+
 /* probe_host.c */
 void pr_host_after_fork(void) GS_HIDDEN;
-/* Shared map i's host memory, registered with the current context: its device address in
- * *d (the lock held). 0, or -1. */
-int pr_shared_map(size_t i, __u64 *d) GS_HIDDEN;
 /* The host programs of `when` (enum bpfobj_host_run) for a launch call (its arguments a;
  * its result r, for uretprobe). */
 void pr_host_run(int when, unsigned int api, const __u64 *a, int r) GS_HIDDEN;
-/* What the host programs printed, through fn (the lock held). */
-void pr_drain_host_print(gpuring_fn fn, void *arg) GS_HIDDEN;
 
 /* probe_jit.c */
 /* Kernel k instrumented in context ctx (the lock held): NULL, with a note, if it cannot be. */

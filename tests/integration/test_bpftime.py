@@ -178,10 +178,17 @@ LATE = os.path.join(ROOT, "tests", "bpf", "bpftime_launchlate.bpf.c")
 
 def build_src(tmp_path, src, name, kernel="vadd"):
     out = tmp_path / (name + ".o")
-    subprocess.run([CLANG, "-target", "bpf", "-O2", "-mcpu=v3", "-g",
-                    "-DKERNEL=\"%s\"" % kernel, "-c", str(src), "-o", str(out)],
-                   check=True, capture_output=True)
+    subprocess.run([CLANG, "-target", "bpf", "-O2", "-mcpu=v3", "-g", "-I",
+                    os.path.dirname(LATE), "-DKERNEL=\"%s\"" % kernel, "-c", str(src), "-o",
+                    str(out)], check=True, capture_output=True)
     return out
+
+
+def build_text(tmp_path, text, name):
+    """An object from source text written as bpftime's examples are (bpftime.h)."""
+    src = tmp_path / (name + ".bpf.c")
+    src.write_text('#include "bpftime.h"\n' + text)
+    return build_src(tmp_path, src, name)
 
 
 def map_index(d, name):
@@ -244,19 +251,14 @@ def test_host_programs_run_at_launches_and_share_maps_with_the_gpu(gs, tmp_path)
 def test_a_failing_host_program_is_stopped_and_the_program_goes_on(gs, tmp_path):
     """A host program reading past its context: stopped at its first run with a note, the
     launches made as the program made them, the other host program still run."""
-    src = tmp_path / "bad.bpf.c"
-    src.write_text("""
-#include "bpftime.h"
+    obj = build_text(tmp_path, """
 struct { __uint(type, 2); __uint(max_entries, 2); __type(key, u32); __type(value, u64); }
     n SEC(".maps");
 SEC("uprobe") int bad(unsigned long long *ctx) { return ctx[4000] != 0; }
 SEC("uretprobe") int good(void *ctx) {
     u32 k = 0; u64 *v = bpf_map_lookup_elem(&n, &k); if (v) *v += 1; return 0; }
 SEC("kprobe/vadd") int cuda__probe() { return 0; }
-""")
-    obj = tmp_path / "bad.o"
-    subprocess.run([CLANG, "-target", "bpf", "-O2", "-g", "-I", os.path.dirname(LATE), "-c",
-                    str(src), "-o", str(obj)], check=True)
+""", "bad")
     k = tmp_path / "k.ptx"
     k.write_text(PTX)
     p, launches, _ = probe(gs, ["-v", "--json", str(tmp_path / "m.json"), str(obj), "--",
@@ -286,12 +288,8 @@ SEC("kprobe/vadd") int cuda__probe() { return 0; }
      "nothing else"),
 ])
 def test_host_programs_gpuscope_cannot_run_are_refused_clearly(gsr, tmp_path, body, why):
-    src = tmp_path / "h.bpf.c"
-    src.write_text('#include "bpftime.h"\n' + body +
-                   '\nSEC("kprobe/vadd") int cuda__probe() { return 0; }\n')
-    obj = tmp_path / "h.o"
-    subprocess.run([CLANG, "-target", "bpf", "-O2", "-g", "-I", os.path.dirname(LATE), "-c",
-                    str(src), "-o", str(obj)], check=True)
+    obj = build_text(tmp_path, body + '\nSEC("kprobe/vadd") int cuda__probe() { return 0; }\n',
+                     "h")
     p = gsr.run(["probe", str(obj), "--", "/bin/true"])
     assert p.returncode == 2, p.stderr
     assert why in p.stderr, p.stderr
@@ -299,16 +297,12 @@ def test_host_programs_gpuscope_cannot_run_are_refused_clearly(gsr, tmp_path, bo
 
 
 def test_host_programs_on_other_functions_are_named_not_run(gsr, tmp_path):
-    src = tmp_path / "o.bpf.c"
-    src.write_text('#include "bpftime.h"\n'
-                   'SEC("uprobe//lib/libc.so.6:malloc") int m(void *ctx) { return 0; }\n'
-                   'SEC("uprobe/libcudart.so:_Z16cudaLaunchKernelIcE9cudaErrorPKT_4dim3S4_PPvmP11CUstream_st") '
-                   'int l(void *ctx) { return 0; }\n'
-                   'SEC("tracepoint/sched/sched_switch") int t(void *ctx) { return 0; }\n'
-                   'SEC("kprobe/vadd") int cuda__probe() { return 0; }\n')
-    obj = tmp_path / "o.o"
-    subprocess.run([CLANG, "-target", "bpf", "-O2", "-g", "-I", os.path.dirname(LATE), "-c",
-                    str(src), "-o", str(obj)], check=True)
+    obj = build_text(tmp_path,
+                     'SEC("uprobe//lib/libc.so.6:malloc") int m(void *ctx) { return 0; }\n'
+                     'SEC("uprobe/libcudart.so:_Z16cudaLaunchKernelIcE9cudaErrorPKT_4dim3S4_'
+                     'PPvmP11CUstream_st") int l(void *ctx) { return 0; }\n'
+                     'SEC("tracepoint/sched/sched_switch") int t(void *ctx) { return 0; }\n'
+                     'SEC("kprobe/vadd") int cuda__probe() { return 0; }\n', "o")
     p = gsr.run(["probe", str(obj), "--", "/bin/true"])
     assert p.returncode == 0, p.stderr
     assert "m (section uprobe//lib/libc.so.6:malloc) is a host program: not run (gpuscope " \
