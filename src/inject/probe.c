@@ -278,6 +278,12 @@ void gs_probe_unloaded(__u64 handle)
 }
 /* ---- launches ---------------------------------------------------------------------------- */
 
+/* A launch of k (or a kernel node set) that runs the original code, counted. */
+static void fell_back(const struct gs_probe_launch *pl, struct pkern *k)
+{
+	atomic_fetch_add(pl->node_call ? &k->nodes_fallback : &k->fallback, 1);
+}
+
 /*
  * Route one launch (or kernel node) of k in context ctx to the instrumented kernel: its
  * function in *fn, its arguments with __gs_launch appended in *params or *extra (pl keeps
@@ -321,7 +327,7 @@ static bool route(struct gs_probe_launch *pl, struct pkern *k, __u64 ctx,
 		f = NULL; /* (no arguments for a kernel that has some: the driver says so) */
 	pthread_mutex_unlock(&P.lock);
 	if (!f) {
-		atomic_fetch_add(pl->node_call ? &k->nodes_fallback : &k->fallback, 1);
+		fell_back(pl, k);
 		return false;
 	}
 	pl->val[0] = atomic_fetch_add(&P.seq, 1) + 1;
@@ -333,7 +339,7 @@ static bool route(struct gs_probe_launch *pl, struct pkern *k, __u64 ctx,
 		pl->params =
 			n + 1 <= GS_PROBE_SMALL ? pl->small : gs_malloc((n + 1) * sizeof(void *));
 		if (!pl->params) {
-			atomic_fetch_add(pl->node_call ? &k->nodes_fallback : &k->fallback, 1);
+			fell_back(pl, k);
 			return false;
 		}
 		memcpy(pl->params, p, n * sizeof(void *));
@@ -351,13 +357,13 @@ static bool route(struct gs_probe_launch *pl, struct pkern *k, __u64 ctx,
 				size = e[i + 1];
 		}
 		if (!buf || !size) {
-			atomic_fetch_add(pl->node_call ? &k->nodes_fallback : &k->fallback, 1);
+			fell_back(pl, k);
 			return false;
 		}
 		pl->bytes = ki->launch_off + 16;
 		pl->buf = gs_calloc(1, pl->bytes);
 		if (!pl->buf) {
-			atomic_fetch_add(pl->node_call ? &k->nodes_fallback : &k->fallback, 1);
+			fell_back(pl, k);
 			return false;
 		}
 		memcpy(pl->buf, buf, GS_MIN(*size, (size_t)ki->launch_off));
@@ -548,7 +554,7 @@ bool gs_probe_launch(unsigned int api, const __u64 *a, __u64 *b, struct gs_probe
 		pl->routed = route_launch(pl, api, b, k);
 	if (!pl->routed)
 		memcpy(b, a, GS_ARGS * sizeof(*b));
-	if (P.b.nhosts && !gs_probe_graph_call(api)) { /* (a launch call: its uprobes) */
+	if (P.b.nhosts && !pl->node_call) { /* (a launch call: its uprobes) */
 		pl->host_api = api;
 		pl->host_args = a;
 		pr_host_run(BPFOBJ_HOST_ENTRY, api, a, 0);
@@ -585,6 +591,6 @@ bool gs_probe_launched(struct gs_probe_launch *pl, int r)
 			retry = true;
 		}
 	pthread_mutex_unlock(&P.lock);
-	atomic_fetch_add(pl->node_call ? &pl->k->nodes_fallback : &pl->k->fallback, 1);
+	fell_back(pl, pl->k);
 	return retry;
 }

@@ -258,9 +258,9 @@ static int ring_init(struct pctx *c, size_t i, const struct bundle_map *m)
 }
 
 /*
- * Shared map i (probe_host.c) in the current context: its host memory (made at the first context) registered with
- * c if it is not yet (a context that went took its registration with it), its device
- * address in *d. 0, or -1.
+ * Shared map i (probe_host.c) in the current context: its host memory (made at the first
+ * context) registered with the context if it is not yet (a context that went took its
+ * registration with it), its device address in *d. 0, or -1.
  */
 int pr_shared_map(size_t i, __u64 *d)
 {

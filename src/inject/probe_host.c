@@ -26,11 +26,12 @@
 
 #define HOST_STEPS (1u << 20)
 
-static __thread __u32 tl_tid __attribute__((tls_model("initial-exec")));
+/* pid << 32 | tid of the thread, set at its first run (getpid is a system call) */
+static __thread __u64 tl_pid_tgid __attribute__((tls_model("initial-exec")));
 
 void pr_host_after_fork(void)
 {
-	tl_tid = 0;
+	tl_pid_tgid = 0;
 }
 
 /* The maps as a host program sees them: the shared ones and the printing ring; the others
@@ -105,9 +106,9 @@ void pr_host_run(int when, unsigned int api, const __u64 *a, int r)
 	regs[9] = bl[2];
 	regs[8] = ex ? a[2] : a[9]; /* r9: the arguments */
 	regs[10] = (__u64)(long)r;  /* ax */
-	if (!tl_tid)
-		tl_tid = (__u32)syscall(SYS_gettid);
-	env.pid_tgid = (__u64)getpid() << 32 | tl_tid;
+	if (!tl_pid_tgid)
+		tl_pid_tgid = (__u64)getpid() << 32 | (__u32)syscall(SYS_gettid);
+	env.pid_tgid = tl_pid_tgid;
 	if (!getctx || getctx((__u64)(unsigned long)&ctx) || !ctx)
 		return;
 	pthread_mutex_lock(&P.lock);

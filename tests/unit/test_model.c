@@ -387,6 +387,23 @@ static void errors_exclude_polling(void **state)
 	teardown();
 }
 
+/* A GPU record of the in-process plane (its call at t), pushed. */
+static void push_gpu(struct model *m, __u64 t, __u64 call_end, __u64 start, __u64 end, __u64 func,
+		     __u8 kind, __u8 flags)
+{
+	struct gs_ev_gpu e;
+
+	hdr(&e, GS_EV_GPU, sizeof(e), 1, t);
+	e.h.source = GS_SRC_INJECT;
+	e.call_end_ns = call_end;
+	e.start_ns = start;
+	e.end_ns = end;
+	e.func = func;
+	e.kind = kind;
+	e.flags = flags;
+	push(m, &e.h);
+}
+
 /*
  * GPU records at 200k launches a second: more of them within the watermark than the flush
  * threshold. Device busy time is still exact, and the pending intervals are sorted a
@@ -395,7 +412,6 @@ static void errors_exclude_polling(void **state)
 static void gpu_records_flush_amortised(void **state)
 {
 	struct model *m = setup();
-	struct gs_ev_gpu e;
 	struct dev_stat *d;
 	__u64 t0 = 3000000000ULL, n = 300000;
 	struct report *r;
@@ -404,15 +420,7 @@ static void gpu_records_flush_amortised(void **state)
 	for (__u64 i = 0; i < n; i++) {
 		__u64 t = t0 + i * 5000;
 
-		hdr(&e, GS_EV_GPU, sizeof(e), 1, t);
-		e.h.source = GS_SRC_INJECT;
-		e.call_end_ns = t + 2000;
-		e.start_ns = t + 3000;
-		e.end_ns = t + 4000;
-		e.func = 0x1234;
-		e.kind = GS_GPU_KERNEL;
-		e.flags = GS_GPU_GATED;
-		push(m, &e.h);
+		push_gpu(m, t, t + 2000, t + 3000, t + 4000, 0x1234, GS_GPU_KERNEL, GS_GPU_GATED);
 	}
 	d = hmap_get(&m->devices, 1, 0);
 	assert_non_null(d);
@@ -523,30 +531,14 @@ static void gpu_event_pair_overhead(void **state)
 					{ GS_CAL_EMPTY, 1311 },	   { GS_CAL_OVERHEAD, 3200 },
 					{ GS_CAL_EMPTY, 1279 } };
 	struct model *m = setup();
-	struct gs_ev_gpu e;
 	struct report *r;
 	__u64 t = 1000000000ULL;
 
 	(void)state;
-	for (size_t i = 0; i < sizeof(cal) / sizeof(cal[0]); i++, t += 1000) {
-		hdr(&e, GS_EV_GPU, sizeof(e), 1, t);
-		e.h.source = GS_SRC_INJECT;
-		e.start_ns = e.call_end_ns = t;
-		e.end_ns = t + cal[i][1];
-		e.func = cal[i][0];
-		e.kind = GS_GPU_CALIBRATION;
-		e.flags = GS_GPU_GATED;
-		push(m, &e.h);
-	}
-	hdr(&e, GS_EV_GPU, sizeof(e), 1, t += 1000000);
-	e.h.source = GS_SRC_INJECT;
-	e.call_end_ns = t + 2000;
-	e.start_ns = t + 3000;
-	e.end_ns = e.start_ns + 3520;
-	e.func = 0x1234;
-	e.kind = GS_GPU_KERNEL;
-	e.flags = GS_GPU_GATED;
-	push(m, &e.h);
+	for (size_t i = 0; i < sizeof(cal) / sizeof(cal[0]); i++, t += 1000)
+		push_gpu(m, t, t, t, t + cal[i][1], cal[i][0], GS_GPU_CALIBRATION, GS_GPU_GATED);
+	t += 1000000;
+	push_gpu(m, t, t + 2000, t + 3000, t + 3000 + 3520, 0x1234, GS_GPU_KERNEL, GS_GPU_GATED);
 	r = analyses__report(&A);
 	assert_int_equal(r->devices[0].overhead_ns, (3328 + 1279) / 2);
 	assert_int_equal(r->kernels[0].gpu->min_ns, 3520 - (3328 + 1279) / 2);
