@@ -118,6 +118,9 @@ enum gs_launch_flags {
 	GS_LAUNCH_PTSZ = 1 << 1, /* per-thread default stream variant */
 	GS_LAUNCH_GRAPH = 1 << 2,
 	GS_LAUNCH_CLUSTER = 1 << 3, /* cuLaunchKernelEx with a cluster dimension */
+	/* Recorded at entry, its return not seen (kernel plane, uprobe sessions): result 0
+	 * and dur_ns 0 mean not known, not success in no time. */
+	GS_LAUNCH_NO_RETURN = 1 << 4,
 };
 
 struct gs_ev_launch {

@@ -71,8 +71,9 @@ struct kstat {
 	__u64 captured;	  /* of which recorded into a graph rather than run */
 	__u64 graph_runs; /* runs through graph launches of a capture containing it */
 	__u64 errors;
-	__u64 call_ns;
-	__u32 flags; /* GS_LAUNCH_* seen */
+	__u64 call_ns;	 /* time in the launch calls whose return was seen ... */
+	__u64 call_seen; /* ... which were these many (kstat_call_ns) */
+	__u32 flags;	 /* GS_LAUNCH_* seen */
 	struct kshape shapes[KSTAT_SHAPES];
 	__u64 other_shapes;
 	struct kapi_count apis[KSTAT_APIS];
@@ -80,6 +81,10 @@ struct kstat {
 	char *name;	      /* retired: the name it had (NULL: never named) */
 	__u32 nprocs;	      /* retired: processes folded into it */
 };
+
+/* Time in a kernel's launch calls: what was seen, scaled to all its launches (the kernel
+ * plane sees the returns of a sample of launches only: GS_LAUNCH_NO_RETURN). */
+__u64 kstat_call_ns(const struct kstat *k);
 
 struct name_entry {
 	char *name; /* mangled, as the driver saw it */
@@ -152,6 +157,7 @@ struct model {
 	bool have_drops;
 	__u64 events, first_ts, last_ts;
 	__u64 launches, graph_launches, launch_errors;
+	__u64 results_unread;	   /* launches recorded at entry (GS_LAUNCH_NO_RETURN) */
 	__u64 cond_graph_launches; /* of graphs with a conditional node (model_graphs.c) */
 	__u64 graph_nodes_lost;	   /* kernel nodes past a process's limit: runs not counted */
 	__u64 copy_bytes;

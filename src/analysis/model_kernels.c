@@ -125,6 +125,21 @@ static void add_runs(void *ctx, __u64 handle, __u64 count)
 	model__kstat(&r->m->kernels, r->pid, handle)->graph_runs += count;
 }
 
+static void add_call(struct kstat *k, const struct gs_ev_launch *e)
+{
+	if (e->flags & GS_LAUNCH_NO_RETURN)
+		return;
+	k->call_ns += e->c.dur_ns;
+	k->call_seen++;
+}
+
+__u64 kstat_call_ns(const struct kstat *k)
+{
+	if (!k->call_seen || k->call_seen >= k->launches)
+		return k->call_ns;
+	return (__u64)((double)k->call_ns * (double)k->launches / (double)k->call_seen);
+}
+
 static void graph_launch(struct model *m, struct proc *p, const struct gs_ev_launch *e)
 {
 	struct kstat *g = model__kstat(&m->graph_execs, e->h.pid, e->func);
@@ -136,7 +151,7 @@ static void graph_launch(struct model *m, struct proc *p, const struct gs_ev_lau
 		return;
 	}
 	g->launches++;
-	g->call_ns += e->c.dur_ns;
+	add_call(g, e);
 	if (model__graph_each(p, e->func, add_runs, &r))
 		m->cond_graph_launches++;
 }
@@ -148,7 +163,11 @@ void model__launch_add(struct model *m, const struct gs_hdr *ev)
 	struct kstat *k;
 
 	model__note_error(m, &e->h, &e->c);
-	m->api_calls[e->c.api]++;
+	/* (By API: the launches made, as the kernels count them; failures are errors.) */
+	if (!e->c.result)
+		m->api_calls[e->c.api]++;
+	if (e->flags & GS_LAUNCH_NO_RETURN)
+		m->results_unread++;
 	if (e->flags & GS_LAUNCH_GRAPH) {
 		graph_launch(m, p, e);
 		return;
@@ -160,8 +179,8 @@ void model__launch_add(struct model *m, const struct gs_hdr *ev)
 		return;
 	}
 	k->launches++;
-	k->call_ns += e->c.dur_ns;
-	k->flags |= e->flags;
+	add_call(k, e);
+	k->flags |= e->flags & ~(__u32)GS_LAUNCH_NO_RETURN;
 	count_shape(k, e);
 	count_api(k, e->c.api);
 	p->s.launches++;
@@ -241,6 +260,7 @@ void model__kstat_merge(struct kstat *into, const struct kstat *k)
 	into->graph_runs += k->graph_runs;
 	into->errors += k->errors;
 	into->call_ns += k->call_ns;
+	into->call_seen += k->call_seen;
 	into->flags |= k->flags;
 	merge_shapes(into, k);
 	merge_apis(into, k);
@@ -390,7 +410,7 @@ void model__each_kernel(const struct model *m, __u32 pid,
 					     .captured = k->captured,
 					     .graph_runs = k->graph_runs,
 					     .errors = k->errors,
-					     .call_ns = k->call_ns,
+					     .call_ns = kstat_call_ns(k),
 					     .gpu_count = k->gpu ? k->gpu->count : 0,
 					     .gpu_ns = k->gpu ? k->gpu->total_ns : 0 };
 		fn(ctx, &out);

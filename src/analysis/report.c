@@ -45,7 +45,7 @@ static void rep_of(struct rep_kernel *rk, const struct kstat *k)
 	rk->captured = k->captured;
 	rk->graph_runs = k->graph_runs;
 	rk->errors = k->errors;
-	rk->call_ns = k->call_ns;
+	rk->call_ns = kstat_call_ns(k);
 	rk->flags = k->flags;
 	memcpy(rk->shapes, k->shapes, sizeof(rk->shapes));
 	rk->other_shapes = k->other_shapes;
@@ -121,6 +121,7 @@ static void build_kernels(struct report *r, const struct model *m)
 	qsort(r->kernels, r->nkernels, sizeof(*r->kernels), by_runs);
 	r->launches = m->launches;
 	r->launch_errors = m->launch_errors;
+	r->results_unread = m->results_unread;
 	r->graph_launches = m->graph_launches;
 	r->cond_graph_launches = m->cond_graph_launches;
 	r->graph_nodes_lost = m->graph_nodes_lost;

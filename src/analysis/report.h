@@ -184,6 +184,7 @@ struct report {
 	struct rep_kernel *kernels;
 	size_t nkernels;
 	__u64 launches, launch_errors, graph_launches, graphs, kernel_runs_in_graphs;
+	__u64 results_unread;	   /* launches whose result the kernel plane did not read */
 	__u64 cond_graph_launches; /* of graphs with a conditional node: bodies not counted */
 	__u64 graph_nodes_lost;	   /* kernel nodes past a process's limit: runs not counted */
 	__u64 unknown_kernels, unknown_launches, nameless;

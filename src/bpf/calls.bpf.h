@@ -47,8 +47,12 @@ struct call_state {
 	__u64 caller;
 	__u64 args[GS_NARGS];
 	__u32 api;
-	__u32 pad;
+	__u32 flags; /* GS_CS_* */
 };
+
+/* A launch whose return was asked for as one of every launch_return_every (its stack taken
+ * then), not only to read its result (cuda.bpf.c). */
+#define GS_CS_SAMPLED 1U
 
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
@@ -96,47 +100,61 @@ static __always_inline bool gs_nested(const struct call_key *key)
 }
 #endif
 
+/* The state of a call entered now: its registers and the stack words above its return
+ * address (its caller, the arguments past the sixth). */
+static __always_inline void gs_call_state(struct pt_regs *ctx, struct call_state *st, __u64 sp,
+					  __u64 ts)
+{
+	__u64 stack[1 + GS_NARGS - GS_NREGARGS];
+
+	if (bpf_probe_read_user(stack, sizeof(stack), (void *)sp))
+		__builtin_memset(stack, 0, sizeof(stack));
+	st->ts = ts;
+	st->api = (__u32)bpf_get_attach_cookie(ctx);
+	st->flags = 0;
+	st->args[0] = PT_REGS_PARM1(ctx);
+	st->args[1] = PT_REGS_PARM2(ctx);
+	st->args[2] = PT_REGS_PARM3(ctx);
+	st->args[3] = PT_REGS_PARM4(ctx);
+	st->args[4] = PT_REGS_PARM5(ctx);
+	st->args[5] = GS_PARM6(ctx);
+	st->caller = stack[0];
+	st->args[6] = stack[1];
+	st->args[7] = stack[2];
+	st->args[8] = stack[3];
+	st->args[9] = stack[4];
+	st->args[10] = stack[5];
+}
+
+/* A tail call: a record at this stack pointer, made moments ago. (Moments: the thread may be
+ * descheduled between the two entries, so 20 ms. The return address cannot tell: the first
+ * entry's return probe has already replaced it with its trampoline. A record is only ever
+ * left behind by a return never seen, which a longjmp out of a driver call would do.) */
+static __always_inline bool gs_tail_called(const struct call_key *key, __u64 now)
+{
+	struct call_state *old = bpf_map_lookup_elem(&inflight, key);
+
+	return old && now - old->ts < GS_ALIAS_WINDOW_NS;
+}
+
 static __always_inline int gs_call_enter(struct pt_regs *ctx)
 {
-	__u64 id = bpf_get_current_pid_tgid();
+	__u64 id = bpf_get_current_pid_tgid(), now;
 	struct call_state st = {};
-	struct call_state *old;
 	struct call_key key = {};
-	__u64 sp, stack[1 + GS_NARGS - GS_NREGARGS];
 
 	if (!gs_tracked(id >> 32))
 		return 0;
-	sp = PT_REGS_SP(ctx);
 	key.tid = (__u32)id;
-	key.sp = sp;
-	st.ts = bpf_ktime_get_ns();
-	if (bpf_probe_read_user(stack, sizeof(stack), (void *)sp))
-		__builtin_memset(stack, 0, sizeof(stack));
-	/* A tail call: a record at this stack pointer, made moments ago. (Moments: the
-	 * thread may be descheduled between the two entries, so 20 ms. The return address
-	 * cannot tell: the first entry's return probe has already replaced it with its
-	 * trampoline. A record is only ever left behind by a return never seen, which a
-	 * longjmp out of a driver call would do.) */
-	old = bpf_map_lookup_elem(&inflight, &key);
-	if (old && st.ts - old->ts < GS_ALIAS_WINDOW_NS)
+	key.sp = PT_REGS_SP(ctx);
+	now = bpf_ktime_get_ns();
+	if (gs_tail_called(&key, now))
 		return 0;
 #ifdef GS_OUTERMOST_ONLY
 	if (gs_nested(&key))
 		return 0;
 #endif
-	st.api = (__u32)bpf_get_attach_cookie(ctx);
-	st.args[0] = PT_REGS_PARM1(ctx);
-	st.args[1] = PT_REGS_PARM2(ctx);
-	st.args[2] = PT_REGS_PARM3(ctx);
-	st.args[3] = PT_REGS_PARM4(ctx);
-	st.args[4] = PT_REGS_PARM5(ctx);
-	st.args[5] = GS_PARM6(ctx);
-	st.caller = stack[0];
-	st.args[6] = stack[1];
-	st.args[7] = stack[2];
-	st.args[8] = stack[3];
-	st.args[9] = stack[4];
-	st.args[10] = stack[5];
+	gs_call_state(ctx, &st, key.sp, now);
 	if (bpf_map_update_elem(&inflight, &key, &st, BPF_ANY))
 		__sync_fetch_and_add(&lost_calls, 1);
 	return 0;
@@ -411,27 +429,23 @@ static __always_inline void gs_emit_pystack(struct gs_py_cfg *c, __u64 ts, __u64
 		gs_count_drop(GS_EV_PYSTACK);
 }
 
-/* The returning call's user stack, as a record just before the call's own (same ts).
- * sampled: only every stack_every-th such call. */
-static __always_inline void gs_emit_stack(struct pt_regs *ctx, const struct call_state *st,
-					  __u64 arg, bool sampled)
+/* The returning call's user stack, as a record just before the call's own (same ts), and
+ * the thread's Python frames before it if its process has them walked (launch: the stack is
+ * a launch's). */
+static __always_inline void gs_emit_stack_now(struct pt_regs *ctx, const struct call_state *st,
+					      __u64 arg, bool launch)
 {
 	struct gs_ev_stack *e;
 	struct gs_py_cfg *py;
-	__u64 pid_tgid = bpf_get_current_pid_tgid(), *count;
-	__u32 zero = 0, tgid = pid_tgid >> 32;
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 tgid = pid_tgid >> 32;
 	long n;
 
 	if (!stack_every)
 		return;
-	if (sampled) {
-		count = bpf_map_lookup_elem(&stack_count, &zero);
-		if (!count || (*count)++ % stack_every)
-			return;
-	}
 	py = bpf_map_lookup_elem(&py_cfg, &tgid);
 	if (py)
-		gs_emit_pystack(py, st->ts, pid_tgid, sampled);
+		gs_emit_pystack(py, st->ts, pid_tgid, launch);
 	e = gs_reserve(sizeof(*e), GS_EV_STACK, GS_SRC_UPROBE, st->ts, pid_tgid);
 	if (!e)
 		return;
@@ -446,6 +460,23 @@ static __always_inline void gs_emit_stack(struct pt_regs *ctx, const struct call
 	e->pad = 0;
 	e->h.size = offsetof(struct gs_ev_stack, ip) + (__u32)(n / 8) * 8;
 	bpf_ringbuf_submit(e, 0);
+}
+
+/* The same, sampled: only every stack_every-th such call (per CPU). */
+static __always_inline void gs_emit_stack(struct pt_regs *ctx, const struct call_state *st,
+					  __u64 arg, bool sampled)
+{
+	__u32 zero = 0;
+	__u64 *count;
+
+	if (!stack_every)
+		return;
+	if (sampled) {
+		count = bpf_map_lookup_elem(&stack_count, &zero);
+		if (!count || (*count)++ % stack_every)
+			return;
+	}
+	gs_emit_stack_now(ctx, st, arg, sampled);
 }
 
 /* A failure worth a stack: not a status (CUDA_ERROR_NOT_READY from a poll). */

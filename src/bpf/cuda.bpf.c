@@ -7,24 +7,155 @@
  */
 #include "calls.bpf.h"
 
-SEC("uretprobe")
-int BPF_KRETPROBE(ret_launch, long rc)
+/*
+ * Launches through uprobe sessions (Linux 6.13; tracer.c chooses): one program at a
+ * launch's entry and, only where it asks, at its return. A return costs as much as the
+ * entry (a second trap and a return instance), and a launch's result is nearly always
+ * success, so most launches are recorded at entry, with no result and no call time
+ * (GS_LAUNCH_NO_RETURN). The return is asked for at one launch in launch_return_every per
+ * CPU (those take the stack, and give the call times the report scales from), and at each
+ * kernel's launches until one has returned success on this CPU (a kernel that cannot launch
+ * fails at its first launches: its failures are seen). Failures of a kernel that launched
+ * before, and not sampled, are not seen: --stacks 1 reads every result.
+ */
+#define LAUNCH_OK_SLOTS 256
+
+const volatile __u32 launch_return_every = 64;
+
+extern bool bpf_session_is_return(void) __ksym __weak;
+
+/* Per CPU: a launch count, and kernels whose launch returned success here (by handle and
+ * process). */
+struct launch_cpu {
+	__u64 count;
+	__u64 ok[LAUNCH_OK_SLOTS];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct launch_cpu);
+} launch_cpu SEC(".maps");
+
+/*
+ * Per thread: its latest launch recorded. A tail call from one launch entry point into
+ * another (a wrapper's jmp) enters with the same stack pointer, caller and kernel at another
+ * entry point; the thread's next launch from the same place enters the same entry point. (Not
+ * by time: a descheduled thread may take any time between the two entries.)
+ */
+struct launch_thread {
+	__u64 sp, caller, func;
+	__u32 api, pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct launch_thread);
+} launch_thread SEC(".maps");
+
+static __always_inline __u64 launch_ok_key(__u64 func, __u64 pid_tgid)
+{
+	return func ^ (pid_tgid >> 32 << 44);
+}
+
+static __always_inline __u32 launch_ok_slot(__u64 key)
+{
+	return (__u32)((key >> 4) ^ (key >> 12) ^ (key >> 20)) & (LAUNCH_OK_SLOTS - 1);
+}
+
+/* A launch returned (classic: every launch; session: those asked for). */
+static __always_inline int launch_returned(struct pt_regs *ctx, long rc, bool session)
 {
 	const struct gs_api_desc *d;
 	struct call_state st;
 	struct gs_ev_launch *e;
-	__u64 now;
+	struct launch_cpu *c;
+	__u32 zero = 0;
+	__u64 now, func;
 
 	d = gs_returning(ctx, &st, &now);
 	if (!d)
 		return 0;
-	gs_emit_stack(ctx, &st, st.args[d->shape == GS_SH_L_EX ? 1 : 0], !gs_failed(rc));
+	func = st.args[d->shape == GS_SH_L_EX ? 1 : 0];
+	if (!session)
+		gs_emit_stack(ctx, &st, func, !gs_failed(rc));
+	else if (gs_failed(rc) || (st.flags & GS_CS_SAMPLED))
+		gs_emit_stack_now(ctx, &st, func, !gs_failed(rc));
+	if (session && (__s32)rc == 0 && (c = bpf_map_lookup_elem(&launch_cpu, &zero))) {
+		__u64 key = launch_ok_key(func, bpf_get_current_pid_tgid());
+
+		c->ok[launch_ok_slot(key)] = key;
+	}
 	e = gs_reserve_call(sizeof(*e), GS_EV_LAUNCH, &st, now, (__s32)rc);
 	if (!e)
 		return 0;
 	gs_decode_launch(d, st.args, e);
 	bpf_ringbuf_submit(e, 0);
 	return 0;
+}
+
+SEC("uretprobe")
+int BPF_KRETPROBE(ret_launch, long rc)
+{
+	return launch_returned(ctx, rc, false);
+}
+
+/* A launch entered: its return asked for (0), or its record now and no return (1). */
+static __always_inline int launch_entered(struct pt_regs *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid(), now = bpf_ktime_get_ns(), key, func;
+	struct call_key ck = { .tid = (__u32)id, .sp = PT_REGS_SP(ctx) };
+	const struct gs_api_desc *d;
+	struct call_state st = {};
+	struct launch_thread *t;
+	struct gs_ev_launch *e;
+	struct launch_cpu *c;
+	__u32 zero = 0;
+	bool sampled;
+
+	c = bpf_map_lookup_elem(&launch_cpu, &zero);
+	if (!c || !gs_tracked(id >> 32) || gs_tail_called(&ck, now))
+		return 1;
+	t = bpf_task_storage_get(&launch_thread, bpf_get_current_task_btf(), 0,
+				 BPF_LOCAL_STORAGE_GET_F_CREATE);
+	gs_call_state(ctx, &st, ck.sp, now);
+	d = gs_desc(st.api);
+	if (!d || !t)
+		return 1;
+	func = st.args[d->shape == GS_SH_L_EX ? 1 : 0];
+	if (t->sp == ck.sp && t->caller == st.caller && t->func == func && t->api != st.api)
+		return 1;
+	t->sp = ck.sp;
+	t->caller = st.caller;
+	t->func = func;
+	t->api = st.api;
+	key = launch_ok_key(func, id);
+	sampled = c->count++ % (launch_return_every ?: 1) == 0;
+	if (sampled || c->ok[launch_ok_slot(key)] != key) {
+		st.flags = sampled ? GS_CS_SAMPLED : 0;
+		if (!bpf_map_update_elem(&inflight, &ck, &st, BPF_ANY))
+			return 0;
+		/* (No room to keep it: recorded now, without its result.) */
+	}
+	e = gs_reserve_call(sizeof(*e), GS_EV_LAUNCH, &st, now, 0);
+	if (!e)
+		return 1;
+	gs_decode_launch(d, st.args, e);
+	e->flags |= GS_LAUNCH_NO_RETURN;
+	bpf_ringbuf_submit(e, 0);
+	return 1;
+}
+
+/* Loaded as a uprobe session program (BPF_TRACE_UPROBE_SESSION) when tracer.c uses it. */
+SEC("uprobe")
+int BPF_KPROBE(launch_session)
+{
+	if (bpf_session_is_return())
+		return launch_returned(ctx, PT_REGS_RC(ctx), true);
+	return launch_entered(ctx);
 }
 
 static __always_inline void emit_kname(const struct call_state *st, __u64 handle, __u64 scope,

@@ -113,11 +113,20 @@ static int load_objects(struct tracer *t)
 	t->prog[PG_SYNC] = t->cuda->progs.ret_sync;
 	t->prog[PG_API] = t->cuda->progs.ret_api;
 	t->prog[PG_NCCL] = t->nccl->progs.ret_nccl;
+	t->prog[PG_LAUNCH_SESSION] = t->cuda->progs.launch_session;
 	t->multi = tr_have_uprobe_multi() && !getenv("GPUSCOPE_NO_UPROBE_MULTI");
+	t->session = t->multi && tr_have_uprobe_session() && !getenv("GPUSCOPE_NO_UPROBE_SESSION");
 	for (int g = 0; g < PG_COUNT && t->multi; g++)
-		bpf_program__set_expected_attach_type(t->prog[g],
-						      (enum bpf_attach_type)GS_TRACE_UPROBE_MULTI);
-	gs_debug("uprobes: %s", t->multi ? "multi-uprobe links" : "one perf event per function");
+		bpf_program__set_expected_attach_type(
+			t->prog[g],
+			(enum bpf_attach_type)(g == PG_LAUNCH_SESSION ? GS_TRACE_UPROBE_SESSION
+								      : GS_TRACE_UPROBE_MULTI));
+	if (!t->session)
+		bpf_program__set_autoload(t->prog[PG_LAUNCH_SESSION], false);
+	gs_debug("uprobes: %s%s", t->multi ? "multi-uprobe links" : "one perf event per function",
+		 t->session ? ", launches by uprobe sessions" : "");
+	/* (Stacks off: results still read at every 64th launch.) */
+	t->cuda->rodata->launch_return_every = t->opts.stack_every ?: 64;
 	t->cuda->rodata->stack_every = t->opts.stack_every;
 	t->nccl->rodata->stack_every = t->opts.stack_every;
 	t->cuda->rodata->track_all = t->opts.all;

@@ -11,6 +11,7 @@
 #include <linux/bpf.h>
 
 #include <bpf/bpf.h>
+#include <bpf/btf.h>
 #include <bpf/libbpf.h>
 
 #include "bpf/cuda.skel.h"
@@ -33,14 +34,14 @@ union uprobe_multi_attr {
 	char pad[128];
 };
 
-static int uprobe_multi_create(int prog_fd, const char *path, const __u64 *offsets,
+static int uprobe_multi_create(int prog_fd, __u32 type, const char *path, const __u64 *offsets,
 			       const __u64 *cookies, __u32 cnt, bool ret, int pid)
 {
 	union uprobe_multi_attr attr;
 
 	memset(&attr, 0, sizeof(attr));
 	attr.a.prog_fd = (__u32)prog_fd;
-	attr.a.attach_type = GS_TRACE_UPROBE_MULTI;
+	attr.a.attach_type = type;
 	attr.a.path = (__u64)(unsigned long)path;
 	attr.a.offsets = (__u64)(unsigned long)offsets;
 	attr.a.cookies = (__u64)(unsigned long)cookies;
@@ -50,36 +51,69 @@ static int uprobe_multi_create(int prog_fd, const char *path, const __u64 *offse
 	return (int)syscall(__NR_bpf, BPF_LINK_CREATE, &attr, 64);
 }
 
-bool tr_have_uprobe_multi(void)
+/* A program of the attach type that returns 0; an fd, or -1. */
+static int trivial_prog(__u32 type)
 {
 	struct bpf_insn insns[] = {
 		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 0 },
 		{ .code = BPF_JMP | BPF_EXIT },
 	};
-	LIBBPF_OPTS(bpf_prog_load_opts, opts,
-		    .expected_attach_type = (enum bpf_attach_type)GS_TRACE_UPROBE_MULTI);
-	__u64 off = 0, cookie = 0;
-	int prog, fd, err;
+	LIBBPF_OPTS(bpf_prog_load_opts, opts, .expected_attach_type = (enum bpf_attach_type)type);
 
-	prog = bpf_prog_load(BPF_PROG_TYPE_KPROBE, NULL, "GPL", insns, 2, &opts);
+	return bpf_prog_load(BPF_PROG_TYPE_KPROBE, NULL, "GPL", insns, 2, &opts);
+}
+
+/* Whether links of the type are known: "/" is not a regular file, so EBADF proves it. */
+static bool link_type_known(int prog, __u32 type)
+{
+	__u64 off = 0, cookie = 0;
+	int fd = uprobe_multi_create(prog, type, "/", &off, &cookie, 1, false, 0), err = errno;
+
+	if (fd >= 0)
+		close(fd);
+	return fd < 0 && err == EBADF;
+}
+
+bool tr_have_uprobe_multi(void)
+{
+	__u64 off = 0, cookie = 0;
+	int prog = trivial_prog(GS_TRACE_UPROBE_MULTI), fd, err;
+
 	if (prog < 0)
 		return false;
-	/* "/" is not a regular file: EBADF proves the link type is known. */
-	fd = uprobe_multi_create(prog, "/", &off, &cookie, 1, false, 0);
-	err = errno;
-	if (fd >= 0 || err != EBADF) {
-		if (fd >= 0)
-			close(fd);
+	if (!link_type_known(prog, GS_TRACE_UPROBE_MULTI)) {
 		close(prog);
 		return false;
 	}
 	/* Kernels that filtered by thread rather than process accept pid -1 here. */
-	fd = uprobe_multi_create(prog, "/", &off, &cookie, 1, false, -1);
+	fd = uprobe_multi_create(prog, GS_TRACE_UPROBE_MULTI, "/", &off, &cookie, 1, false, -1);
 	err = errno;
 	if (fd >= 0)
 		close(fd);
 	close(prog);
 	return fd < 0 && err == EINVAL;
+}
+
+bool tr_have_uprobe_session(void)
+{
+	struct btf *vmlinux = btf__load_vmlinux_btf();
+	const struct btf_type *fn, *proto;
+	int prog, id;
+	bool ok = false;
+
+	/* bool bpf_session_is_return(void), as cuda.bpf.c declares it (a kernel whose
+	 * prototype differs would refuse the whole object). */
+	id = vmlinux ? btf__find_by_name_kind(vmlinux, "bpf_session_is_return", BTF_KIND_FUNC) : -1;
+	fn = id > 0 ? btf__type_by_id(vmlinux, (__u32)id) : NULL;
+	proto = fn ? btf__type_by_id(vmlinux, fn->type) : NULL;
+	if (proto && btf_is_func_proto(proto) && btf_vlen(proto) == 0) {
+		prog = trivial_prog(GS_TRACE_UPROBE_SESSION);
+		ok = prog >= 0 && link_type_known(prog, GS_TRACE_UPROBE_SESSION);
+		if (prog >= 0)
+			close(prog);
+	}
+	btf__free(vmlinux);
+	return ok;
 }
 static void plink_destroy(struct plink *l)
 {
@@ -183,6 +217,12 @@ static int attach_multi(struct tracer *t, struct linkset *ls, const struct tfile
 
 		if (!f->apis.offset[a])
 			continue;
+		if (t->session && d->family == GS_FAM_LAUNCH) {
+			g = PG_LAUNCH_SESSION;
+			off[g][n[g]] = f->apis.offset[a];
+			cookie[g][n[g]++] = (__u64)a;
+			continue;
+		}
 		g = entry_group(d);
 		off[g][n[g]] = f->apis.offset[a];
 		cookie[g][n[g]++] = (__u64)a;
@@ -195,9 +235,12 @@ static int attach_multi(struct tracer *t, struct linkset *ls, const struct tfile
 
 		if (!n[g])
 			continue;
-		fd = uprobe_multi_create(bpf_program__fd(t->prog[g]), f->path, off[g], cookie[g],
-					 n[g], g != PG_CUDA_ENTER && g != PG_NCCL_ENTER,
-					 pid == ALL_PIDS ? 0 : (int)pid);
+		fd = uprobe_multi_create(
+			bpf_program__fd(t->prog[g]),
+			g == PG_LAUNCH_SESSION ? GS_TRACE_UPROBE_SESSION : GS_TRACE_UPROBE_MULTI,
+			f->path, off[g], cookie[g], n[g],
+			g != PG_CUDA_ENTER && g != PG_NCCL_ENTER && g != PG_LAUNCH_SESSION,
+			pid == ALL_PIDS ? 0 : (int)pid);
 		if (fd < 0) {
 			err = -errno;
 			if (err == -ESRCH)

@@ -44,6 +44,7 @@ enum {
 	PG_SYNC,
 	PG_API,
 	PG_NCCL,
+	PG_LAUNCH_SESSION, /* launches, entry and return, where the kernel has uprobe sessions */
 	PG_COUNT
 };
 
@@ -64,16 +65,20 @@ struct tracer {
 	struct hmap links; /* (file index, pid) -> struct linkset */
 	__u64 nlinks;
 	bool watch_libs;
-	bool multi; /* the kernel has uprobe_multi links with process filtering */
+	bool multi;   /* the kernel has uprobe_multi links with process filtering */
+	bool session; /* launches go to one uprobe session program (tracer_attach.c) */
 };
 
 /* Multi-uprobe links: their attach type (see tracer_attach.c). */
 #define GS_TRACE_UPROBE_MULTI	 48
+#define GS_TRACE_UPROBE_SESSION	 57
 #define GS_F_UPROBE_MULTI_RETURN 1U
 
 /* tracer_attach.c */
 /* Whether the kernel has multi-uprobe links with process filtering. */
 bool tr_have_uprobe_multi(void);
+/* Whether it also has uprobe sessions, with the session functions cuda.bpf.c calls. */
+bool tr_have_uprobe_session(void);
 /* Detach links, many at once. */
 void tr_destroy_links(struct plink *v, size_t n);
 

@@ -217,6 +217,7 @@ static void kernel(struct json *j, const struct rep_kernel *k)
 static const struct jfield kernel_totals[] = {
 	JU64(struct report, "launches", launches),
 	JU64(struct report, "failed", launch_errors),
+	JU64(struct report, "results_unread", results_unread),
 	JU64(struct report, "graph_launches", graph_launches),
 	JU64(struct report, "graphs", graphs),
 	JU64(struct report, "runs_in_graphs", kernel_runs_in_graphs),

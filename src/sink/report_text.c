@@ -199,6 +199,13 @@ static void kernels(FILE *f, const struct report *r, const struct text_opts *o)
 	if (r->launch_errors)
 		fprintf(f, ", %llu failed", (unsigned long long)r->launch_errors);
 	fprintf(f, "\n");
+	if (r->results_unread)
+		fprintf(f,
+			"  results read for %llu of %llu launch calls (uprobe sessions: each "
+			"kernel's until one succeeds, and every Nth; --stacks 1 reads all)\n",
+			(unsigned long long)(r->launches + r->graph_launches + r->launch_errors -
+					     r->results_unread),
+			(unsigned long long)(r->launches + r->graph_launches + r->launch_errors));
 	if (r->cond_graph_launches)
 		fprintf(f,
 			"  %llu graph launches ran conditional nodes: the kernels of their "

@@ -283,3 +283,29 @@ def test_classic_uprobes_give_the_same_numbers(gsr):
     report, truth, _ = gsr.trace(["wl_driver", "--threads", "2"],
                                  env_extra={"GPUSCOPE_NO_UPROBE_MULTI": "1"})
     assert_matches(truth, report)
+
+
+def test_launches_by_uprobe_sessions_read_a_sample_of_results(gs):
+    """Where the kernel has uprobe sessions, a launch is one probe hit, recorded at entry;
+    its return (result, call time, stack) is read for each kernel's launches until one has
+    succeeded, and at every Nth launch. Counts are exact either way; a first launch that
+    fails is seen; --stacks 1 and the classic pair of probes read every result."""
+    n = 3000
+    burst = ["wl_driver", "--burst", str(n)]
+    report, truth, _ = gs.trace(burst)
+    assert_matches(truth, report)
+    k = report["kernels"]
+    unread = k["results_unread"]
+    # Every 64th per CPU, and the first launches of each kernel on each CPU.
+    assert n - n // 64 - 64 <= unread < n - n // 64 + 1, unread
+    burst_kernel = max(k["list"], key=lambda x: x["launches"])
+    assert burst_kernel["call_time_s"] > 0  # scaled from the calls whose return was seen
+    for opts, env in (([], {"GPUSCOPE_NO_UPROBE_SESSION": "1"}), (["--stacks", "1"], {})):
+        other, truth2, _ = gs.trace(burst, opts=opts, env_extra=env)
+        assert_matches(truth2, other)
+        assert other["kernels"]["results_unread"] == 0
+        assert other["kernels"]["launches"] == k["launches"]
+    # The whole scenario, whose one failing launch is its kernel's first: seen.
+    report, truth, _ = gs.trace(["wl_driver"])
+    assert_matches(truth, report)
+    assert report["kernels"]["results_unread"] > 0

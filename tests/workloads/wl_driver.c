@@ -293,6 +293,11 @@ static void scenario(int loops, int threads)
 	cfg.numAttrs = 1;
 	CHECK(cuLaunchKernelEx(&cfg, f_triton, NULL, NULL), 0);
 	launch(TRITON, "cuLaunchKernelEx");
+	/* A kernel whose first launch fails (too many threads a block): the kernel plane reads
+	 * the results of a kernel's launches until one succeeds. */
+	CHECK(cuLaunchKernel((CUfunction)k_reduce, 8, 1, 1, 2048, 1, 1, 0, s, NULL, NULL),
+	      CUDA_ERROR_INVALID_VALUE);
+	truth_add(1, "error:cuLaunchKernel:%d", CUDA_ERROR_INVALID_VALUE);
 	for (int i = 0; i < 2; i++) {
 		CHECK(cuLaunchCooperativeKernel((CUfunction)k_reduce, 8, 1, 1, 256, 1, 1, 0, s,
 						NULL),
