@@ -8,6 +8,7 @@ mkdir -p "$OUT"
 mountpoint -q /sys/kernel/tracing || mount -t tracefs tracefs /sys/kernel/tracing
 {
 	date -u +%Y-%m-%dT%H:%MZ
+	uname -r
 	nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 	python3 --version
 	python3 -c 'import torch, transformers; print("torch", torch.__version__, "transformers", transformers.__version__)'

@@ -38,8 +38,11 @@ GS_OPTS = {"inject-off": ["--inject", "--gpu-time=off"], "inject-all": ["--injec
            "inject-all-nostacks": ["--inject", "--stacks", "off"],
            "inject-10": ["--inject", "--gpu-time=10"], "inject-nogates": ["--inject"],
            "inject-h10ms": ["--inject"], "uprobe": []}
-# (Diagnosis: events without gates; the harvester every 10 ms.)
+# (Diagnosis: events without gates; the harvester every 10 ms; the BPF ring waking its reader
+# as it chooses, nearly at every record.)
+GS_OPTS["uprobe-wakeups"] = []
 GS_ENV = {"inject-nogates": {"GPUSCOPE_NO_GATES": "1"},
+          "uprobe-wakeups": {"GPUSCOPE_RING_WAKEUPS": "1"},
           "inject-h10ms": {"GPUSCOPE_HARVEST_US": "10000"}}
 
 

@@ -425,7 +425,7 @@ static __always_inline void gs_emit_pystack(struct gs_py_cfg *c, __u64 ts, __u64
 	e->nframes = (__u16)n;
 	e->borrowed = borrowed;
 	e->pad[0] = e->pad[1] = 0;
-	if (bpf_ringbuf_output(&events, e, size, 0))
+	if (bpf_ringbuf_output(&events, e, size, gs_wake_flags()))
 		gs_count_drop(GS_EV_PYSTACK);
 }
 
@@ -459,7 +459,7 @@ static __always_inline void gs_emit_stack_now(struct pt_regs *ctx, const struct 
 	e->nframes = (__u16)(n / 8);
 	e->pad = 0;
 	e->h.size = offsetof(struct gs_ev_stack, ip) + (__u32)(n / 8) * 8;
-	bpf_ringbuf_submit(e, 0);
+	gs_submit(e);
 }
 
 /* The same, sampled: only every stack_every-th such call (per CPU). */
@@ -503,7 +503,7 @@ static __always_inline void gs_emit_failure(const struct call_state *st, __u64 n
 	e->arg0 = st->args[0];
 	e->arg1 = st->args[1];
 	e->out = 0;
-	bpf_ringbuf_submit(e, 0);
+	gs_submit(e);
 }
 
 #endif /* GPUSCOPE_CALLS_BPF_H */

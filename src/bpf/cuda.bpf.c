@@ -93,7 +93,7 @@ static __always_inline int launch_returned(struct pt_regs *ctx, long rc, bool se
 	if (!e)
 		return 0;
 	gs_decode_launch(d, st.args, e);
-	bpf_ringbuf_submit(e, 0);
+	gs_submit(e);
 	return 0;
 }
 
@@ -145,7 +145,7 @@ static __always_inline int launch_entered(struct pt_regs *ctx)
 		return 1;
 	gs_decode_launch(d, st.args, e);
 	e->flags |= GS_LAUNCH_NO_RETURN;
-	bpf_ringbuf_submit(e, 0);
+	gs_submit(e);
 	return 1;
 }
 
@@ -184,7 +184,7 @@ static __always_inline void emit_kname(const struct call_state *st, __u64 handle
 	e->len = (__u16)(n - 1);
 	/* The record ends after the name, rounded up to 8 bytes; consumers use h.size. */
 	e->h.size = (offsetof(struct gs_ev_kname, name) + n + 7) & ~7u;
-	bpf_ringbuf_submit(e, 0);
+	gs_submit(e);
 }
 
 static __always_inline void emit_kalias(const struct call_state *st, __u64 handle, __u64 target,
@@ -200,7 +200,7 @@ static __always_inline void emit_kalias(const struct call_state *st, __u64 handl
 	e->api = (__u16)st->api;
 	e->target_ns = target_ns;
 	__builtin_memset(e->pad, 0, sizeof(e->pad));
-	bpf_ringbuf_submit(e, 0);
+	gs_submit(e);
 }
 
 SEC("uretprobe")
@@ -268,7 +268,7 @@ static __always_inline int returned(struct pt_regs *ctx, long rc, __u16 type, __
 		gs_decode_sync(d, st.args, e);
 	else
 		gs_decode_api(d, st.args, (__s32)rc == 0, e);
-	bpf_ringbuf_submit(e, 0);
+	gs_submit(e);
 	return 0;
 }
 
@@ -440,6 +440,6 @@ int BPF_KPROBE(py_exc)
 	__builtin_memcpy(e->frames, frames, sizeof(e->frames));
 	e->h.size = offsetof(struct gs_ev_pyexc, frames) +
 		    (n < GS_PYSTACK_MAX ? n : GS_PYSTACK_MAX) * 8;
-	bpf_ringbuf_submit(e, 0);
+	gs_submit(e);
 	return 0;
 }

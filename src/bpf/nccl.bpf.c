@@ -44,7 +44,7 @@ int BPF_KRETPROBE(ret_nccl, long rc)
 			e->comm = S32(rc) == 0 ? gs_load_u64(st.args[0] + 8ULL * i) : 0;
 			e->nranks = (__s32)ndev;
 			e->rank = (__s32)i;
-			bpf_ringbuf_submit(e, 0);
+			gs_submit(e);
 		}
 		return 0;
 	}
@@ -53,6 +53,6 @@ int BPF_KRETPROBE(ret_nccl, long rc)
 	e = nccl_reserve(&st, d, now, rc);
 	if (!e)
 		return 0;
-	bpf_ringbuf_submit(e, 0);
+	gs_submit(e);
 	return 0;
 }

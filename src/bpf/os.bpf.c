@@ -122,7 +122,7 @@ static __always_inline void flush_faults(__u32 tid, __u64 pid_tgid, struct fault
 			e->major = e->count;
 		e->error_code = b->error_code;
 		e->pad = 0;
-		bpf_ringbuf_submit(e, 0);
+		gs_submit(e);
 	}
 	bpf_map_delete_elem(&faults, &tid);
 }
@@ -195,7 +195,7 @@ next:
 			e->reason = o->reason;
 			e->major_faults = maj > o->maj_flt ? (__u32)(maj - o->maj_flt) : 0;
 			e->cpu = o->cpu;
-			bpf_ringbuf_submit(e, 0);
+			gs_submit(e);
 		}
 	}
 	bpf_map_delete_elem(&offcpu, &ntid);
@@ -259,7 +259,7 @@ int BPF_PROG(os_sys_exit, struct pt_regs *regs, long ret)
 			e->arg1 = sc->arg1;
 			e->nr = (__u32)sc->nr;
 			e->pad = 0;
-			bpf_ringbuf_submit(e, 0);
+			gs_submit(e);
 		}
 	}
 	bpf_map_delete_elem(&syscalls, &tid);
@@ -313,7 +313,7 @@ static __always_inline void emit_block(const struct gs_block_req *io, __u64 dur_
 	e->dev = io->dev;
 	e->op = io->op;
 	e->error = error;
-	bpf_ringbuf_submit(e, 0);
+	gs_submit(e);
 }
 
 /*
@@ -427,7 +427,7 @@ static __always_inline void net(struct sock *sk, int ret, __u32 dir)
 	e->family = BPF_CORE_READ(sk, __sk_common.skc_family);
 	e->protocol = BPF_CORE_READ(sk, sk_protocol);
 	e->dir = dir;
-	bpf_ringbuf_submit(e, 0);
+	gs_submit(e);
 }
 
 SEC("tp_btf/sock_send_length")
@@ -462,6 +462,6 @@ int BPF_PROG(os_oom, struct task_struct *task, uid_t uid)
 	e->pad = 0;
 	BPF_CORE_READ_STR_INTO(&e->comm, task, comm);
 	e->path[0] = 0;
-	bpf_ringbuf_submit(e, 0);
+	gs_submit(e);
 	return 0;
 }

@@ -25,7 +25,7 @@ static __always_inline void emit_proc(struct task_struct *p, __u32 kind, __u32 p
 	e->path[0] = 0;
 	if (path)
 		bpf_probe_read_kernel_str(e->path, sizeof(e->path), path);
-	bpf_ringbuf_submit(e, 0);
+	bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP); /* (rare, and wanted at once) */
 }
 
 SEC("tp_btf/sched_process_fork")
@@ -167,7 +167,7 @@ int lib_open_exit(struct trace_event_raw_sys_exit *ctx)
 	e->kind = kind;
 	e->pad = 0;
 	bpf_probe_read_kernel(e->path, sizeof(e->path), buf->path);
-	bpf_ringbuf_submit(e, 0);
+	bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP); /* (a library to probe: at once) */
 out:
 	bpf_map_delete_elem(&open_names, &tid);
 	return 0;

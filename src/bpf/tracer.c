@@ -131,6 +131,11 @@ static int load_objects(struct tracer *t)
 	t->nccl->rodata->stack_every = t->opts.stack_every;
 	t->cuda->rodata->track_all = t->opts.all;
 	t->nccl->rodata->track_all = t->opts.all;
+	/* The reader is woken when a quarter of the ring waits, else finds the records at its
+	 * poll (GPUSCOPE_RING_WAKEUPS: the ring's own wakeups, to compare). */
+	t->wake_bytes = getenv("GPUSCOPE_RING_WAKEUPS") ? 0 : t->opts.ring_bytes / 4;
+	t->cuda->rodata->wake_bytes = t->wake_bytes;
+	t->nccl->rodata->wake_bytes = t->wake_bytes;
 	err = bpf_map__set_max_entries(t->cuda->maps.events, (__u32)t->opts.ring_bytes);
 	if (!err)
 		err = cuda_bpf__load(t->cuda);
@@ -167,6 +172,7 @@ static int load_objects(struct tracer *t)
 		return err ? err : -EINVAL;
 	}
 	t->os->rodata->min_ns = t->opts.os_min_ns;
+	t->os->rodata->wake_bytes = t->wake_bytes;
 	t->os->rodata->track_all = t->opts.all;
 	/* A block request's owner: from block_io_start where the kernel has it, else from
 	 * its insert (see os.bpf.c). */
@@ -249,6 +255,10 @@ int tracer__poll(struct tracer *t, int timeout_ms)
 {
 	int n = ring_buffer__poll(t->rb, timeout_ms);
 
+	/* Most records wake nobody (common.bpf.h's wake_bytes): what the timeout finds waiting
+	 * is read too (a poll reads only rings that woke it). */
+	if (n == 0 || n == -EINTR)
+		n = ring_buffer__consume(t->rb);
 	return n == -EINTR ? 0 : n;
 }
 

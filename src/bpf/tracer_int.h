@@ -65,8 +65,9 @@ struct tracer {
 	struct hmap links; /* (file index, pid) -> struct linkset */
 	__u64 nlinks;
 	bool watch_libs;
-	bool multi;   /* the kernel has uprobe_multi links with process filtering */
-	bool session; /* launches go to one uprobe session program (tracer_attach.c) */
+	bool multi;	  /* the kernel has uprobe_multi links with process filtering */
+	bool session;	  /* launches go to one uprobe session program (tracer_attach.c) */
+	__u64 wake_bytes; /* the BPF objects' wake_bytes (common.bpf.h) */
 };
 
 /* Multi-uprobe links: their attach type (see tracer_attach.c). */
