@@ -9,11 +9,13 @@ compared per size bucket (< 2 us, 2-50 us, > 50 us):
              analysis/model_gpu.c says how it is found);
   kernel     the pair less the calibration kernel's pair less its own span (GS_CAL_OVERHEAD,
              gpuscope's estimator before 2026-11-26);
-  raw        the event pair as recorded;
+  raw        the event pair as recorded (a chained launch's: the end event before it
+             and its own);
   empty      the pair less a gated pair with nothing between (GS_CAL_EMPTY);
 and the constant that would make each bucket's median exact (raw - CUPTI).
 
-    python3 gputime_bias.py run GPUSCOPE OUTDIR     (on the GPU machine)
+    python3 gputime_bias.py run GPUSCOPE OUTDIR     (on the GPU machine; GS_OPTS: more
+                                                    options of gpuscope run)
     python3 gputime_bias.py work TRACE              (the workload itself)
 Writes OUTDIR/bias.json and prints a table.
 """
@@ -60,9 +62,10 @@ def analyse(gs, out):
     trace = os.path.join(out, "cupti.json")
     rec = os.path.join(out, "bias.gsrec")
     rep = os.path.join(out, "bias-report.json")
-    p = subprocess.run([gs, "run", "-q", "--inject", "-o", rec, "--json=%s" % rep, "--",
-                        sys.executable, os.path.abspath(__file__), "work", trace],
-                       capture_output=True, text=True)
+    extra = os.environ.get("GS_OPTS", "").split()  # (--gpu-time=chained, say)
+    p = subprocess.run([gs, "run", "-q", "--inject"] + extra +
+                       ["-o", rec, "--json=%s" % rep, "--", sys.executable,
+                        os.path.abspath(__file__), "work", trace], capture_output=True, text=True)
     if p.returncode:
         sys.exit("gpuscope run failed: %s" % p.stderr[-2000:])
     cupti = sorted((float(e["ts"]) * 1e3, float(e["dur"]) * 1e3, e["name"])
@@ -74,18 +77,25 @@ def analyse(gs, out):
     kern = sorted((r for r in recs if r["kind"] == 1), key=lambda r: r["start"])
     kern = kern[len(kern) - len(cupti):]  # (the profiled ones: the last)
     over, empty = med(cal[0]), med(cal[1])
-    said = json.load(open(rep))["gpu"]["devices"][0]["event_overhead_ns"]
+    dev = json.load(open(rep))["gpu"]["devices"][0]
+    said = dev["event_overhead_ns"]
+    said_chained = dev.get("chained_event_overhead_ns", said)
     buckets = {"<2us": [], "2-50us": [], ">50us": []}
     for c, r in zip(cupti, kern):
-        if not r["flags"] & 2 or r["flags"] & ~3:  # gated, nothing else said of it
+        # Gated, nothing else said of it but that it was held in a chain (16), timed from
+        # the end event before it (32).
+        if not r["flags"] & 2 or r["flags"] & ~(3 | 16 | 32):
             continue
         raw, d = r["end"] - r["start"], c[1]
         b = "<2us" if d < 2000 else "2-50us" if d <= 50000 else ">50us"
-        buckets[b].append({"cupti": d, "raw": raw, "reported": raw - min(said, raw),
-                           "kernel": raw - min(over, raw), "empty": raw - min(empty, raw)})
+        off = said_chained if r["flags"] & 32 else said
+        buckets[b].append({"cupti": d, "raw": raw, "reported": raw - min(off, raw),
+                           "kernel": raw - min(over, raw), "empty": raw - min(empty, raw),
+                           "chained": bool(r["flags"] & 32)})
     table = {}
     for b, v in buckets.items():
-        row = {"n": len(v), "cupti_median_ns": med([x["cupti"] for x in v]),
+        row = {"n": len(v), "chained": sum(x["chained"] for x in v),
+               "cupti_median_ns": med([x["cupti"] for x in v]),
                "raw_minus_cupti_median_ns": med([x["raw"] - x["cupti"] for x in v])}
         for est in ("reported", "kernel", "raw", "empty"):
             err = [x[est] - x["cupti"] for x in v]
@@ -94,23 +104,27 @@ def analyse(gs, out):
             row[est] = {"median_err_ns": med(err), "median_rel": med(rel),
                         "within_2pct_or_0.5us": sum(ok) / len(ok) if ok else None}
         table[b] = row
-    res = {"reported_overhead_ns": said, "calibration_overhead_ns": cal[0],
+    res = {"reported_overhead_ns": said, "reported_chained_overhead_ns": said_chained,
+           "calibration_chained_ns": [r["end"] - r["start"] for r in recs
+                                      if r["kind"] == 5 and r["func"] == 3],
+           "calibration_overhead_ns": cal[0],
            "empty_pair_ns": cal[1],
            "calibration_span_ns": cal[2], "cupti_kernels": len(cupti),
            "gpuscope_kernel_records": len([r for r in recs if r["kind"] == 1]),
            "paired_gated": sum(len(v) for v in buckets.values()), "buckets": table}
     json.dump(res, open(os.path.join(out, "bias.json"), "w"), indent=1)
     print("calibration overhead (median) %s ns, empty gated pair %s ns, kernel span %s ns; "
-          "the report takes off %s ns" % (over, empty, med(cal[2]), said))
-    print("| bucket | n | CUPTI median | raw-CUPTI | reported: error (rel, within 2%% or "
-          "0.5 us) | kernel | raw | empty |")
+          "the report takes off %s ns (chained: %s ns)" % (over, empty, med(cal[2]), said,
+                                                           said_chained))
+    print("| bucket | n (chained) | CUPTI median | raw-CUPTI | reported: error (rel, within 2%% "
+          "or 0.5 us) | kernel | raw | empty |")
     print("|---|---|---|---|---|---|---|---|")
     f = lambda e: "%+.0f ns (%+.1f%%, %.0f%%)" % (e["median_err_ns"], 100 * e["median_rel"],
                                                    100 * e["within_2pct_or_0.5us"]) \
         if e["median_err_ns"] is not None else "-"
     for b, row in table.items():
-        print("| %s | %d | %s | %s | %s | %s | %s | %s |" % (
-            b, row["n"], row["cupti_median_ns"], row["raw_minus_cupti_median_ns"],
+        print("| %s | %d (%d) | %s | %s | %s | %s | %s | %s |" % (
+            b, row["n"], row["chained"], row["cupti_median_ns"], row["raw_minus_cupti_median_ns"],
             f(row["reported"]), f(row["kernel"]), f(row["raw"]), f(row["empty"])))
 
 

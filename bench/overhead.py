@@ -39,8 +39,10 @@ GS_OPTS = {"inject-off": ["--inject", "--gpu-time=off"], "inject-all": ["--injec
            "inject-10": ["--inject", "--gpu-time=10"], "inject-nogates": ["--inject"],
            "inject-h10ms": ["--inject"], "uprobe": []}
 # (Diagnosis: events without gates; the harvester every 10 ms; the BPF ring waking its reader
-# as it chooses, nearly at every record.)
+# as it chooses, nearly at every record.) inject-chained: every kernel timed, consecutive
+# launches chained (--gpu-time=chained).
 GS_OPTS["uprobe-wakeups"] = []
+GS_OPTS["inject-chained"] = ["--inject", "--gpu-time=chained"]
 GS_ENV = {"inject-nogates": {"GPUSCOPE_NO_GATES": "1"},
           "uprobe-wakeups": {"GPUSCOPE_RING_WAKEUPS": "1"},
           "inject-h10ms": {"GPUSCOPE_HARVEST_US": "10000"}}

@@ -281,6 +281,9 @@ enum gs_gpu_cal {
 	GS_CAL_OVERHEAD = 0, /* a gated pair around the calibration kernel, less its span */
 	GS_CAL_EMPTY = 1,    /* a gated pair with nothing between */
 	GS_CAL_SPAN = 2,     /* the calibration kernel's span, by its own reading of the timer */
+	/* Two calibration kernels in a gated chain: the second's time from the end event
+	 * before it to its own, less its span (GS_CAL_OVERHEAD's kind, for chained launches) */
+	GS_CAL_CHAINED = 3,
 };
 
 enum gs_gpu_flags {
@@ -298,6 +301,14 @@ enum gs_gpu_flags {
 	 * descheduled, or faulting), and completed soon after: the work may have ended
 	 * before the event was recorded, and when is not known. */
 	GS_GPU_END_LATE = 1 << 3,
+	/* Held with the launches before and after it behind one gate (a chain,
+	 * src/inject/gputime_chain.c); timed from the end event of the launch before it, but
+	 * for a chain's first (GS_GPU_FROM_PREV); call_end_ns is when the chain's gate opened,
+	 * if later than the call's end: its wait in the queue counts from then. */
+	GS_GPU_CHAINED = 1 << 4,
+	/* Its start is the end event of the launch before it in its chain (what that adds is
+	 * GS_CAL_CHAINED's, not GS_CAL_OVERHEAD's). */
+	GS_GPU_FROM_PREV = 1 << 5,
 };
 
 /*
@@ -373,6 +384,7 @@ enum gs_session_flags {
 	GS_SESSION_DURATION = 1 << 2,	 /* stopped by -d */
 	GS_SESSION_INJECT = 1 << 3,	 /* the driver calls came from the in-process plane */
 	GS_SESSION_OS = 1 << 4,		 /* the OS plane was on */
+	GS_SESSION_GPU_CHAINS = 1 << 5, /* GPU time of every launch, chained (--gpu-time=chained) */
 };
 
 struct gs_ev_session {

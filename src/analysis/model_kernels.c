@@ -249,6 +249,7 @@ void model__gpu_merge(struct gpu_stat *into, const struct gpu_stat *g)
 	into->idle_starts += g->idle_starts;
 	into->gated += g->gated;
 	into->start_unknown += g->start_unknown;
+	into->chained += g->chained;
 	hist__merge(&into->dur, &g->dur);
 	hist__merge(&into->queue, &g->queue);
 }

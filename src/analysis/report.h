@@ -259,8 +259,9 @@ struct report {
 	__u64 unwrapped, rings_lost, gates_forced;
 
 	/* GPU time (the in-process plane's; see analysis/gputime.c) */
-	bool inject;	/* driver calls came from the in-process plane */
-	__u32 gpu_time; /* 0 off, 1 every launch, N every Nth launch of a kernel */
+	bool inject;	 /* driver calls came from the in-process plane */
+	__u32 gpu_time;	 /* 0 off, 1 every launch, N every Nth launch of a kernel */
+	bool gpu_chains; /* every launch, chained (GS_SESSION_GPU_CHAINS) */
 	__u64 gpu_records, gpu_start_unknown, gpu_start_late, gpu_end_late, gpu_copy_end_late;
 	size_t *gpu_order; /* indexes into kernels[] of those with GPU time, most first */
 	size_t ngpu_kernels;

@@ -91,6 +91,7 @@ struct gpu_stat {
 	__u64 queue_ns;	     /* launch call to GPU start, summed */
 	__u64 idle_starts;   /* started on an idle stream, ungated (see analysis/model_gpu.c) */
 	__u64 gated;	     /* held behind a gate until queued (src/inject/gate.h): exact */
+	__u64 chained;	     /* of which held in a chain (src/inject/gputime_chain.c) */
 	__u64 start_unknown; /* not in the figures above: when it started is not known */
 	struct hist dur, queue;
 };
@@ -128,8 +129,9 @@ struct dev_busy {
 	__s32 device;
 	__u64 ops, busy_ns, first_start, last_end;
 	__u64 gaps, idle_ns, max_gap_ns;
-	__u64 late;	   /* arrived behind the watermark: merged as well as possible */
-	__u64 overhead_ns; /* what an event pair adds, taken off kernel times */
+	__u64 late;		   /* arrived behind the watermark: merged as well as possible */
+	__u64 overhead_ns;	   /* what an event pair adds, taken off kernel times */
+	__u64 chained_overhead_ns; /* the same for a launch timed from the end before it */
 	__u64 flushes;
 };
 

@@ -28,6 +28,7 @@ struct trace_opts {
 	__u64 os_min_ns;  /* OS plane: shorter off-CPU intervals and system calls not reported */
 	bool inject;	  /* run: driver calls from the in-process plane (src/inject) */
 	__u32 gpu_time;	  /* with inject: 0 off, 1 every launch, N every Nth launch of a kernel */
+	bool gpu_chains;  /* every launch, consecutive ones chained (src/inject/gputime_chain.c) */
 	bool device_code; /* with inject: read the device code modules are loaded from */
 	const char *probe_bundle, *probe_out; /* with inject: device-side probes (cmd/probe.c) */
 	bool no_report;			      /* (probe: its own output instead) */

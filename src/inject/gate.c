@@ -32,6 +32,7 @@ static struct {
 	struct gs_gate *gates[MAX_GATES];
 	int ngates;
 	__u32 wake;
+	int asleep; /* (atomic) the watcher sleeps with no held gate's deadline to wake it */
 	bool watcher;
 	pthread_mutex_t lock;
 } G = { .lock = PTHREAD_MUTEX_INITIALIZER };
@@ -158,6 +159,31 @@ void gs_gate_watch(struct gs_gate *g, __u64 seq, __u64 hold_ns)
 	syscall(SYS_futex, &G.wake, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 }
 
+void gs_gate_hold(struct gs_gate *g, __u64 seq, __u64 deadline)
+{
+	__atomic_store_n(&g->hold_deadline, deadline, __ATOMIC_RELAXED);
+	__atomic_store_n(&g->hold_seq, seq, __ATOMIC_RELEASE);
+	/* (A watcher about to sleep sees the word changed; one asleep needs the system call,
+	 * once a sleep, not once a chain.) */
+	__atomic_add_fetch(&G.wake, 1, __ATOMIC_RELEASE);
+	if (__atomic_exchange_n(&G.asleep, 0, __ATOMIC_ACQ_REL))
+		syscall(SYS_futex, &G.wake, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+
+/* A held gate still closed: opened at its deadline; else that deadline (0: none left). */
+static __u64 held(struct gs_gate *g, __u64 now)
+{
+	__u64 seq = __atomic_load_n(&g->hold_seq, __ATOMIC_ACQUIRE);
+	__u64 deadline = __atomic_load_n(&g->hold_deadline, __ATOMIC_RELAXED);
+
+	if (!seq || __atomic_load_n(g->host, __ATOMIC_ACQUIRE) >= seq)
+		return 0;
+	if (now < deadline)
+		return deadline;
+	gs_gate_open(g, seq);
+	return 0;
+}
+
 static void force_open(struct gs_gate *g, __u64 seq)
 {
 	if (gs_gate_open(g, seq)) {
@@ -216,12 +242,16 @@ static void *watch(void *arg)
 	for (;;) {
 		__u32 w = __atomic_load_n(&G.wake, __ATOMIC_ACQUIRE);
 		int n = __atomic_load_n(&G.ngates, __ATOMIC_ACQUIRE);
-		__u64 now = gs_clock();
+		__u64 now = gs_clock(), next = 0, d, sleep_ns = pass_ns;
 		bool polling = false;
 		struct timespec nap;
 
-		for (int i = 0; i < n; i++)
+		for (int i = 0; i < n; i++) {
 			polling |= watched(G.gates[i], now);
+			d = held(G.gates[i], now);
+			if (d && (!next || d < next))
+				next = d;
+		}
 		if (now - last_pass >= pass_ns) {
 			for (int i = 0; i < n; i++)
 				watchdog(G.gates[i]);
@@ -232,10 +262,17 @@ static void *watch(void *arg)
 			nanosleep(&nap, NULL);
 			continue;
 		}
-		/* Woken early by gs_gate_watch; the word changed since it was read: no sleep. */
-		nap = (struct timespec){ (long)(pass_ns / 1000000000ULL),
-					 (long)(pass_ns % 1000000000ULL) };
+		/* Until the next held gate's deadline, or the next pass (then asleep: a new
+		 * hold wakes it). Woken early by gs_gate_watch or gs_gate_hold; the word
+		 * changed since it was read: no sleep. */
+		if (next && next - now < sleep_ns)
+			sleep_ns = next - now;
+		else
+			__atomic_store_n(&G.asleep, 1, __ATOMIC_RELEASE);
+		nap = (struct timespec){ (long)(sleep_ns / 1000000000ULL),
+					 (long)(sleep_ns % 1000000000ULL) };
 		syscall(SYS_futex, &G.wake, FUTEX_WAIT_PRIVATE, w, &nap, NULL, 0);
+		__atomic_store_n(&G.asleep, 0, __ATOMIC_RELEASE);
 	}
 	return NULL;
 }
@@ -246,4 +283,5 @@ void gs_gate_after_fork(void)
 	G.ngates = 0;
 	G.watcher = false;
 	G.wake = 0;
+	G.asleep = 0;
 }

@@ -44,6 +44,8 @@ struct gs_gate {
 	__u64 forced;	      /* gates the watcher had to open */
 	__u64 watch_seq;      /* latest gate of a call that may block (atomic) */
 	__u64 watch_deadline; /* when the watcher opens it (gs_clock ns, atomic) */
+	__u64 hold_seq;	      /* a gate held on purpose, for a chain of launches (atomic) */
+	__u64 hold_deadline;  /* when the watcher opens it, uncounted (atomic) */
 };
 
 /* With the context current: host memory for the gate (64 bytes at offset 0; the rest of
@@ -57,6 +59,9 @@ bool gs_gate_open(struct gs_gate *g, __u64 seq);
 /* The call after gate `seq` may block inside the driver: the watcher opens the gate
  * once it has been closed hold_ns. */
 void gs_gate_watch(struct gs_gate *g, __u64 seq, __u64 hold_ns);
+/* Gate `seq` is held on purpose past its call (a chain of launches): the watcher opens it at
+ * `deadline` (gs_clock ns) if nobody has, without counting it as forced. */
+void gs_gate_hold(struct gs_gate *g, __u64 seq, __u64 deadline);
 /* In a forked child: no watcher, no gates of the parent's contexts. */
 void gs_gate_after_fork(void);
 

@@ -29,10 +29,20 @@ struct gs_timing {
 	void *end;   /* CUevent to record after it */
 	__u64 gate;  /* the gate closed before the start event (gate.h), 0 if none */
 	__u64 stream;
-	int ci;	   /* context slot */
-	bool ptsz; /* per-thread default stream semantics for a NULL stream */
+	int ci;	      /* context slot */
+	bool ptsz;    /* per-thread default stream semantics for a NULL stream */
+	bool chained; /* start: the end event of the launch before, behind the same gate */
+	bool kernel;  /* a kernel's launch, not its first, gated: it may begin a chain */
 };
 
+/* Before a call of the program's that is not a timed kernel launch: the gates of chains
+ * of launches are opened (what it does may wait for, or depend on, their work). */
+void gs_timing_unchain(void) GS_HIDDEN;
+extern int gs_timing_chains_open GS_HIDDEN;
+static inline bool gs_timing_chained(void)
+{
+	return __atomic_load_n(&gs_timing_chains_open, __ATOMIC_RELAXED) != 0;
+}
 /* The program's thread just waited for the GPU: collect finished times now. */
 void gs_timing_synced(void) GS_HIDDEN;
 /* GPUSCOPE_GPU_TIME: "off", "all", or N (every Nth launch of each kernel, per thread). */

@@ -41,7 +41,10 @@ static void emit_gpu(const struct ctx_slot *c, const struct pending *p, __u64 st
 	e->h.tid = p->tid;
 	e->start_ns = start;
 	e->end_ns = end;
-	e->call_end_ns = p->c.call_end;
+	/* (Held in a chain: it could not start before the chain's gate opened.) */
+	e->call_end_ns = p->cell && T.chain_open_ns[p->cell] > p->c.call_end
+				 ? T.chain_open_ns[p->cell]
+				 : p->c.call_end;
 	e->func = p->c.func;
 	e->stream = p->stream;
 	e->bytes = p->c.bytes;
@@ -52,7 +55,8 @@ static void emit_gpu(const struct ctx_slot *c, const struct pending *p, __u64 st
 	e->kind = p->c.kind;
 	e->flags = (p->gated ? GS_GPU_GATED : 0) | (p->forced ? GS_GPU_START_UNKNOWN : 0) |
 		   (!p->gated && start < p->c.call_ts ? GS_GPU_IDLE_STREAM : 0) |
-		   (p->end_late && end < p->end_late + END_SOON_NS ? GS_GPU_END_LATE : 0);
+		   (p->end_late && end < p->end_late + END_SOON_NS ? GS_GPU_END_LATE : 0) |
+		   (p->cell ? GS_GPU_CHAINED : 0) | (p->from_prev ? GS_GPU_FROM_PREV : 0);
 	e->device = c->device;
 	e->copy_kind = p->c.copy_kind;
 	e->pad = 0;
@@ -90,9 +94,35 @@ static int harvest_one(const struct pending *p)
 		d->ns = (__u64)((double)dur * 1e6);
 	}
 	gt_event_put(c, p->start);
-	gt_event_put(c, p->end);
+	if (!p->end_shared)
+		gt_event_put(c, p->end);
 	pthread_mutex_unlock(&T.lock);
 	return 1;
+}
+
+bool gt_queue(const struct pending *p)
+{
+	if (T.qn == T.qcap) {
+		size_t cap = T.qcap ? 2 * T.qcap : 1024;
+		struct pending *q = cap <= MAX_PENDING ? realloc(T.q, cap * sizeof(*q)) : NULL;
+
+		if (q) {
+			T.q = q;
+			T.qcap = cap;
+		}
+	}
+	if (T.qn == T.qcap) {
+		/* Too much outstanding: this call goes untimed, the program is not held up.
+		 * (A shared end event is the next one's start: that one gives it back.) */
+		gt_event_put(&T.ctx[p->ci], p->start);
+		if (!p->end_shared)
+			gt_event_put(&T.ctx[p->ci], p->end);
+		return false;
+	}
+	T.q[T.qn++] = *p;
+	if (!T.harvester)
+		gt_start_harvester();
+	return true;
 }
 
 /* One pass over what is pending: emit what finished, keep the rest in order. Returns how

@@ -5,8 +5,10 @@
  *                      reference events on the host clock, the calibration kernel;
  *   gputime_harvest.c  the harvester: finished pairs placed on the host clock and emitted,
  *                      at a sync and at exit;
+ *   gputime_chain.c    chains: consecutive launches on a stream held behind one gate, each
+ *                      timed from the end event of the one before;
  *   gputime.c          the calls timed: sampling, gates, the queue of pending pairs.
- * Layered: gputime.c uses gputime_harvest.c uses gputime_ctx.c.
+ * Layered: gputime.c uses gputime_chain.c uses gputime_harvest.c uses gputime_ctx.c.
  */
 #ifndef GS_INJECT_GPUTIME_INT_H
 #define GS_INJECT_GPUTIME_INT_H
@@ -32,6 +34,9 @@
 #define FIRST_HOLD_NS 300000ULL	    /* how long a first launch may keep its gate closed */
 #define END_LATE_NS   50000ULL	    /* an end event recorded this late after its call ... */
 #define END_SOON_NS   50000ULL	    /* ... that completed this soon after: end not known */
+#define CHAIN_MAX     32	    /* launches one gate holds at most (gputime_chain.c) */
+#define CHAIN_NS      100000ULL	    /* and for at most this long */
+#define CHAIN_CELLS   4096	    /* chains whose gate's opening time is kept */
 
 typedef int (*ev_create_fn)(void **, unsigned int);
 typedef int (*ev_record_fn)(void *, __u64);
@@ -64,17 +69,21 @@ struct ctx_slot {
 	int nref;
 	__u64 last_cal;
 	struct gs_gate gate;
-	void *prime; /* CUfunction: an empty kernel of ours (see gs_timing_begin) */
+	void *prime;	       /* CUfunction: an empty kernel of ours (see gs_timing_begin) */
+	struct backlog *chain; /* the context's open chain, under T.lock (one at a time) */
 };
 
 struct pending {
-	void *start, *end;
+	void *start, *end; /* start: the end event of the launch before, in a chain */
 	struct gs_timed_call c;
 	__u64 stream;
 	__u64 end_late; /* ungated, its end event recorded late: when that call returned */
 	__u32 tid;
+	__u32 cell; /* in a chain: its cell of T.chain_open_ns (0: none) */
 	__u8 ci;
 	bool gated, forced;
+	bool end_shared; /* its end event is the next one's start: that one gives it back */
+	bool from_prev;	 /* its start is the end event of the launch before it */
 };
 
 /*
@@ -88,6 +97,13 @@ struct backlog {
 	__u64 busy_until;
 	bool after_copy; /* its last operation we saw was a copy, a set or a graph, or we
 			  * have seen none */
+	/* The chain open on it (gputime_chain.c): its gate (0: none), when it began, its
+	 * launches, and the latest one, queued for the harvester once the next one is timed
+	 * from its end event or the chain ends. */
+	__u64 chain_seq, chain_since;
+	__u32 chain_n, chain_cell;
+	bool have_held;
+	struct pending held;
 };
 
 struct last_dur {
@@ -107,7 +123,10 @@ struct gt_state {
 	__u64 harvest_ns; /* between passes */
 	bool stopped;	  /* the process is exiting: no more driver calls from the harvester */
 	__u64 first_hold_ns;
-	bool no_prime;		    /* GPUSCOPE_NO_PRIME (to compare) */
+	bool no_prime;	/* GPUSCOPE_NO_PRIME (to compare) */
+	bool no_chains; /* not --gpu-time=chained: a pair of events each */
+	__u32 next_cell;
+	__u64 chain_open_ns[CHAIN_CELLS]; /* when each chain's gate was opened (gs_clock) */
 	__u64 end_delay_ns;	    /* GPUSCOPE_END_DELAY_US (tests: a thread held up before it) */
 	pthread_mutex_t harvesting; /* one pass at a time: the harvester's or the exit flush */
 	struct {
@@ -151,5 +170,19 @@ int gt_ctx_slot(void *ctx) GS_HIDDEN;
 
 /* gputime_harvest.c */
 void gt_start_harvester(void) GS_HIDDEN;
+/* Under T.lock: a pair for the harvester; false (its events given back) when too much is
+ * outstanding. */
+bool gt_queue(const struct pending *p) GS_HIDDEN;
+
+/* gputime_chain.c, all under T.lock */
+/* This launch, a kernel's on b's stream, goes on b's open chain: t timed from the end event
+ * of the launch before (t->start, t->gate set). False: no chain to go on with. */
+bool gt_chain_next(struct ctx_slot *c, struct backlog *b, struct gs_timing *t, __u64 now) GS_HIDDEN;
+/* A gated kernel launch's end event is recorded (p): held in b's chain, opened or new (true),
+ * or (false) its gate was opened already by someone else, and the chain is over. */
+bool gt_chain_hold(struct ctx_slot *c, struct backlog *b, const struct gs_timing *t,
+		   const struct pending *p) GS_HIDDEN;
+/* The context's open chain ends: its gate opened, its last launch queued. */
+void gt_chain_close(struct ctx_slot *c) GS_HIDDEN;
 
 #endif

@@ -232,6 +232,7 @@ int gs_call(unsigned int api, void *caller, __u64 a0, __u64 a1, __u64 a2, __u64 
 	struct gs_timing tm = { .start = NULL };
 	__u8 kind = 0;
 	int r, saved_errno;
+	bool timed;
 
 	if (!real)
 		return CUDA_ERROR_NOT_INITIALIZED;
@@ -259,7 +260,12 @@ int gs_call(unsigned int api, void *caller, __u64 a0, __u64 a1, __u64 a2, __u64 
 	gs_depth++;
 	tl_outer_api = api;
 	saved_errno = errno;
-	if (timed_call(d, a, &stream, &func, &kind) && gs_timing_wanted(func))
+	timed = timed_call(d, a, &stream, &func, &kind) && gs_timing_wanted(func);
+	/* Launches held in a chain are let go before anything that may wait for them or
+	 * depend on them (a name lookup cannot). */
+	if (gs_timing_chained() && !(timed && kind == GS_GPU_KERNEL) && d->family != GS_FAM_KNAME)
+		gs_timing_unchain();
+	if (timed)
 		gs_timing_begin(&tm, stream, d->flags & GS_AF_PTSZ, kind, func);
 	if (gs_probe_on && api == GS_API_CU_CTX_DESTROY)
 		gs_probe_ctx_destroy(a0); /* (its maps go with it) */

@@ -15,9 +15,13 @@ static void heading(FILE *f, const char *title)
 	fprintf(f, "\n%s\n", title);
 }
 
-static void gpu_mode_str(char *buf, size_t n, __u32 mode)
+static void gpu_mode_str(char *buf, size_t n, __u32 mode, bool chains)
 {
-	if (mode == 1)
+	if (mode == 1 && chains)
+		snprintf(buf, n,
+			 "every launch and asynchronous copy (consecutive launches chained: each "
+			 "timed from the end before it)");
+	else if (mode == 1)
 		snprintf(buf, n, "every launch and asynchronous copy");
 	else
 		snprintf(buf, n, "every %uth launch of each kernel", mode);
@@ -104,7 +108,7 @@ static void gpu_busy(FILE *f, const struct report *r)
 
 void report_gpu_text(FILE *f, const struct report *r, const struct text_opts *o)
 {
-	char mode[64], a[32], b[32], c[32];
+	char mode[160], a[32], b[32], c[32];
 
 	if (!r->inject)
 		return;
@@ -113,7 +117,7 @@ void report_gpu_text(FILE *f, const struct report *r, const struct text_opts *o)
 		fprintf(f, "  not measured (--gpu-time=off)\n");
 		return;
 	}
-	gpu_mode_str(mode, sizeof(mode), r->gpu_time);
+	gpu_mode_str(mode, sizeof(mode), r->gpu_time, r->gpu_chains);
 	fprintf(f, "  from CUDA events around %s; %llu operations recorded\n", mode,
 		(unsigned long long)r->gpu_records);
 	if (!r->gpu_records)
@@ -251,7 +255,8 @@ void report_devcode_text(FILE *f, const struct report *r)
 
 static const struct jfield gpu_stat_counts[] = {
 	JU64(struct gpu_stat, "idle_stream_starts", idle_starts),
-	JU64(struct gpu_stat, "gated", gated), JU64(struct gpu_stat, "start_unknown", start_unknown)
+	JU64(struct gpu_stat, "gated", gated), JU64(struct gpu_stat, "chained", chained),
+	JU64(struct gpu_stat, "start_unknown", start_unknown)
 };
 
 void report_gpu_stat_json(struct json *j, const char *key, const struct gpu_stat *g)
@@ -286,9 +291,12 @@ static const struct jfield gpu_totals[] = {
 };
 
 static const struct jfield device_gaps[] = {
-	JU64(struct dev_busy, "idle_ns", idle_ns), JU64(struct dev_busy, "gaps", gaps),
-	JU64(struct dev_busy, "max_gap_ns", max_gap_ns), JU64(struct dev_busy, "late", late),
-	JU64(struct dev_busy, "event_overhead_ns", overhead_ns)
+	JU64(struct dev_busy, "idle_ns", idle_ns),
+	JU64(struct dev_busy, "gaps", gaps),
+	JU64(struct dev_busy, "max_gap_ns", max_gap_ns),
+	JU64(struct dev_busy, "late", late),
+	JU64(struct dev_busy, "event_overhead_ns", overhead_ns),
+	JU64(struct dev_busy, "chained_event_overhead_ns", chained_overhead_ns)
 };
 
 static const struct jfield stream_gaps[] = { JU64(struct stream_stat, "idle_ns", idle_ns),
@@ -333,6 +341,7 @@ void report_gpu_json(struct json *j, const struct report *r)
 	json_obj_begin(j, "gpu");
 	json_bool(j, "inject", r->inject);
 	json_u64(j, "every", r->gpu_time); /* 0 off, 1 every launch, N every Nth */
+	json_bool(j, "chained", r->gpu_chains);
 	json_u64(j, "records", r->gpu_records);
 	json_u64(j, "start_unknown", r->gpu_start_unknown);
 	/* of start_unknown: */

@@ -542,6 +542,37 @@ static void gpu_event_pair_overhead(void **state)
 	r = analyses__report(&A);
 	assert_int_equal(r->devices[0].overhead_ns, (3328 + 1279) / 2);
 	assert_int_equal(r->kernels[0].gpu->min_ns, 3520 - (3328 + 1279) / 2);
+	/* Without a chained calibration, a chained launch's is the pair's. */
+	assert_int_equal(r->devices[0].chained_overhead_ns, (3328 + 1279) / 2);
+	report__free(r);
+	teardown();
+}
+
+/* A launch timed from the end event before it (a chain) takes off the pair's estimate; the
+ * chained calibration (GS_CAL_CHAINED) is kept, not used (model_gpu.c says why). */
+static void gpu_chained_overhead(void **state)
+{
+	static const __u64 cal[][2] = { { GS_CAL_OVERHEAD, 3328 }, { GS_CAL_EMPTY, 1279 },
+					{ GS_CAL_CHAINED, 3600 },  { GS_CAL_OVERHEAD, 3330 },
+					{ GS_CAL_CHAINED, 3590 },  { GS_CAL_CHAINED, 3900 } };
+	struct model *m = setup();
+	struct report *r;
+	__u64 t = 1000000000ULL, pair = (3330 + 1279) / 2, chained = pair;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cal) / sizeof(cal[0]); i++, t += 1000)
+		push_gpu(m, t, t, t, t + cal[i][1], cal[i][0], GS_GPU_CALIBRATION, GS_GPU_GATED);
+	t += 1000000;
+	push_gpu(m, t, t + 2000, t + 3000, t + 3000 + 3520, 0x1234, GS_GPU_KERNEL,
+		 GS_GPU_GATED | GS_GPU_CHAINED);
+	push_gpu(m, t + 10, t + 2010, t + 6520, t + 6520 + 3900, 0x1234, GS_GPU_KERNEL,
+		 GS_GPU_GATED | GS_GPU_CHAINED | GS_GPU_FROM_PREV);
+	r = analyses__report(&A);
+	assert_int_equal(r->devices[0].overhead_ns, pair);
+	assert_int_equal(r->devices[0].chained_overhead_ns, chained);
+	assert_int_equal(r->kernels[0].gpu->min_ns, 3520 - pair);
+	assert_int_equal(r->kernels[0].gpu->max_ns, 3900 - chained);
+	assert_int_equal(r->kernels[0].gpu->chained, 2);
 	report__free(r);
 	teardown();
 }
@@ -867,6 +898,7 @@ static const struct CMUnitTest tests[] = {
 	cmocka_unit_test(gpu_idle_start_after_a_long_call),
 	cmocka_unit_test(gpu_end_recorded_late),
 	cmocka_unit_test(gpu_event_pair_overhead),
+	cmocka_unit_test(gpu_chained_overhead),
 	cmocka_unit_test(linear_alloc_free),
 	cmocka_unit_test(vmm_lifetime),
 	cmocka_unit_test(overlap_replaces_stale_range),

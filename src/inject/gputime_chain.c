@@ -1,0 +1,123 @@
+// SPDX-License-Identifier: MIT
+/*
+ * GPU times (gputime_int.h): chains. Timing a launch on an idle stream takes a gate and two
+ * events (gate.h), and on an H100 each of the three cost the launching thread about as much
+ * as the launch itself (bench/timing_cost.cu). A chain holds consecutive kernel launches of
+ * a stream behind one gate: the first has its start event; each later one is timed from the
+ * end event of the one before, which on the held stream is what a start event would have
+ * been (nothing of the program's runs between them: the GPU goes from that event straight
+ * to this kernel). One event a launch, the gate and the start event shared.
+ *
+ * Holding the program's work back longer must change nothing it can see but latency, so a
+ * chain ends (its gate opened) at CHAIN_MAX launches, after CHAIN_NS (the watcher opens it
+ * then if the program has gone quiet), at any call of the program's other than a timed
+ * kernel launch (gs_timing_unchain: a sync, a query, an event, a copy may wait for the
+ * work or depend on it), at another stream's launch in the context, and at exit. A launch
+ * is timed from the end before it only if the gate was still closed once its own end event
+ * was recorded: then it was queued before the GPU could reach it.
+ */
+#include <stdlib.h>
+
+#include "inject/gputime_int.h"
+
+int gs_timing_chains_open;
+
+/* At exit, before the harvester's last pass (registered after it: run before it). */
+static void unchain_at_exit(void)
+{
+	gs_timing_unchain();
+}
+
+/* Whether gate seq (0: none) is still closed. */
+static bool closed(const struct gs_gate *g, __u64 seq)
+{
+	return seq && g->host && __atomic_load_n(g->host, __ATOMIC_ACQUIRE) < seq;
+}
+
+bool gt_chain_next(struct ctx_slot *c, struct backlog *b, struct gs_timing *t, __u64 now)
+{
+	if (c->chain && c->chain != b)
+		gt_chain_close(c); /* (one chain a context: gates are opened in order) */
+	if (c->chain != b || !b->have_held || b->chain_n >= CHAIN_MAX ||
+	    now - b->chain_since > CHAIN_NS || !closed(&c->gate, b->chain_seq)) {
+		gt_chain_close(c);
+		return false;
+	}
+	/* The launch before is queued now, its end event this one's start. */
+	b->held.end_shared = true;
+	if (!gt_queue(&b->held)) {
+		b->have_held = false;
+		gt_chain_close(c);
+		return false;
+	}
+	t->start = b->held.end;
+	t->gate = b->chain_seq;
+	t->chained = true;
+	b->have_held = false;
+	b->chain_n++;
+	return true;
+}
+
+bool gt_chain_hold(struct ctx_slot *c, struct backlog *b, const struct gs_timing *t,
+		   const struct pending *p)
+{
+	__u64 now = gs_clock();
+
+	if (!closed(&c->gate, t->gate)) {
+		if (c->chain == b)
+			gt_chain_close(c);
+		return false;
+	}
+	if (!t->chained) {
+		static bool registered;
+
+		if (!T.harvester)
+			gt_start_harvester();
+		if (!registered && T.harvester)
+			registered = atexit(unchain_at_exit) == 0;
+		if (!registered)
+			return false; /* (then each launch opens its own gate) */
+		gt_chain_close(c);
+		b->chain_seq = t->gate;
+		b->chain_since = now;
+		b->chain_n = 1;
+		b->chain_cell = 1 + T.next_cell++ % (CHAIN_CELLS - 1);
+		T.chain_open_ns[b->chain_cell] = 0;
+		c->chain = b;
+		__atomic_add_fetch(&gs_timing_chains_open, 1, __ATOMIC_RELAXED);
+		/* (Twice: the program's next launch should end it, not the watcher.) */
+		gs_gate_hold(&c->gate, t->gate, now + 2 * CHAIN_NS);
+	}
+	b->held = *p;
+	b->held.cell = b->chain_cell;
+	b->have_held = true;
+	if (b->chain_n >= CHAIN_MAX)
+		gt_chain_close(c);
+	return true;
+}
+
+void gt_chain_close(struct ctx_slot *c)
+{
+	struct backlog *b = c->chain;
+
+	if (!b)
+		return;
+	gs_gate_open(&c->gate, b->chain_seq);
+	/* (Its launches could not start before now: their wait in the queue counts from
+	 * here. An earlier opening, by the watcher, only makes them look queued longer.) */
+	T.chain_open_ns[b->chain_cell] = gs_clock();
+	if (b->have_held)
+		gt_queue(&b->held);
+	b->have_held = false;
+	b->chain_seq = 0;
+	c->chain = NULL;
+	__atomic_sub_fetch(&gs_timing_chains_open, 1, __ATOMIC_RELAXED);
+}
+
+void gs_timing_unchain(void)
+{
+	pthread_mutex_lock(&T.lock);
+	for (int i = 0; i < __atomic_load_n(&T.nctx, __ATOMIC_ACQUIRE); i++)
+		gt_chain_close(&T.ctx[i]);
+	pthread_mutex_unlock(&T.lock);
+}
