@@ -193,6 +193,37 @@ static void emit_calibration(const struct ctx_slot *c, __u64 overhead_ns, __u64 
 	gs_emit_commit(e);
 }
 
+/*
+ * One gated run on our stream: event 0, then nk (0-2) calibration kernels, kernel k with
+ * kparams[k] and followed by event k + 1 (none: event 1 right after event 0); the gate
+ * opened and the last event waited for. The time from the event before the last one to
+ * it, ns; -1 if it could not be had.
+ */
+static __s64 gated_run(struct ctx_slot *c, void **ev, int nk, launch_fn launch, void *fn,
+		       void ***kparams)
+{
+	__u64 gate, spins = 0;
+	int last = nk ? nk : 1;
+	float ms;
+
+	gs_gate_close(&c->gate, c->stream, false, &gate);
+	if (!gate)
+		return -1;
+	T.cu.ev_record(ev[0], c->stream);
+	for (int k = 0; k < nk; k++) {
+		launch(fn, 1, 1, 1, 1, 1, 1, 0, c->stream, kparams[k], NULL);
+		T.cu.ev_record(ev[k + 1], c->stream);
+	}
+	if (!nk)
+		T.cu.ev_record(ev[1], c->stream);
+	gs_gate_open(&c->gate, gate);
+	while (T.cu.ev_query(ev[last]) == NOT_READY && ++spins < 10000000)
+		;
+	if (T.cu.ev_elapsed(&ms, ev[last - 1], ev[last]) || ms < 0)
+		return -1;
+	return (__s64)((double)ms * 1e6);
+}
+
 /* With the slot's context current and its gate ready. */
 static void calibrate_overhead(struct ctx_slot *c)
 {
@@ -203,6 +234,7 @@ static void calibrate_overhead(struct ctx_slot *c)
 	void *mod = NULL, *fn = NULL, *ev[3];
 	__u64 out = c->gate.dev + 64, out2 = c->gate.dev + 80, ns = 2000;
 	void *params[] = { &out, &ns }, *params2[] = { &out2, &ns };
+	void **kparams[] = { params, params2 };
 
 	if (!load || !func || !launch || load(&mod, cal_ptx) ||
 	    func(&fn, mod, "gpuscope_calibrate"))
@@ -216,68 +248,32 @@ static void calibrate_overhead(struct ctx_slot *c)
 	ev[2] = gt_event_get(c);
 	pthread_mutex_unlock(&T.lock);
 	for (int i = 0; i < 8 && ev[0] && ev[1]; i++) {
-		__u64 gate, spins = 0, raw, kernel;
-		float ms;
+		__s64 raw;
 
 		span[0] = span[1] = 0;
-		gs_gate_close(&c->gate, c->stream, false, &gate);
-		if (!gate)
-			break;
-		T.cu.ev_record(ev[0], c->stream);
-		launch(fn, 1, 1, 1, 1, 1, 1, 0, c->stream, params, NULL);
-		T.cu.ev_record(ev[1], c->stream);
-		gs_gate_open(&c->gate, gate);
-		while (T.cu.ev_query(ev[1]) == NOT_READY && ++spins < 10000000)
-			;
-		if (T.cu.ev_elapsed(&ms, ev[0], ev[1]) || ms < 0)
-			break;
-		raw = (__u64)((double)ms * 1e6);
-		kernel = span[1] - span[0];
+		raw = gated_run(c, ev, 1, launch, fn, kparams);
 		/* Nothing written (no real GPU ran it) or nonsense: no correction. */
-		if (!span[0] || span[1] < span[0] || kernel > raw)
+		if (raw < 0 || !span[0] || span[1] < span[0] || span[1] - span[0] > (__u64)raw)
 			break;
-		emit_calibration(c, raw - kernel, GS_CAL_OVERHEAD);
-		emit_calibration(c, kernel, GS_CAL_SPAN);
+		emit_calibration(c, (__u64)raw - (span[1] - span[0]), GS_CAL_OVERHEAD);
+		emit_calibration(c, span[1] - span[0], GS_CAL_SPAN);
 	}
 	for (int i = 0; i < 8 && ev[0] && ev[1]; i++) {
-		__u64 gate, spins = 0;
-		float ms;
+		__s64 raw = gated_run(c, ev, 0, launch, fn, kparams);
 
-		gs_gate_close(&c->gate, c->stream, false, &gate);
-		if (!gate)
+		if (raw < 0)
 			break;
-		T.cu.ev_record(ev[0], c->stream);
-		T.cu.ev_record(ev[1], c->stream);
-		gs_gate_open(&c->gate, gate);
-		while (T.cu.ev_query(ev[1]) == NOT_READY && ++spins < 10000000)
-			;
-		if (T.cu.ev_elapsed(&ms, ev[0], ev[1]) || ms < 0)
-			break;
-		emit_calibration(c, (__u64)((double)ms * 1e6), GS_CAL_EMPTY);
+		emit_calibration(c, (__u64)raw, GS_CAL_EMPTY);
 	}
 	/* A chain (gputime_chain.c): the second kernel timed from the end event before it. */
 	for (int i = 0; i < 8 && ev[0] && ev[1] && ev[2]; i++) {
-		__u64 gate, spins = 0, raw;
-		float ms;
+		__s64 raw;
 
 		span[2] = span[3] = 0;
-		gs_gate_close(&c->gate, c->stream, false, &gate);
-		if (!gate)
+		raw = gated_run(c, ev, 2, launch, fn, kparams);
+		if (raw < 0 || !span[2] || span[3] < span[2] || span[3] - span[2] > (__u64)raw)
 			break;
-		T.cu.ev_record(ev[0], c->stream);
-		launch(fn, 1, 1, 1, 1, 1, 1, 0, c->stream, params, NULL);
-		T.cu.ev_record(ev[1], c->stream);
-		launch(fn, 1, 1, 1, 1, 1, 1, 0, c->stream, params2, NULL);
-		T.cu.ev_record(ev[2], c->stream);
-		gs_gate_open(&c->gate, gate);
-		while (T.cu.ev_query(ev[2]) == NOT_READY && ++spins < 10000000)
-			;
-		if (T.cu.ev_elapsed(&ms, ev[1], ev[2]) || ms < 0)
-			break;
-		raw = (__u64)((double)ms * 1e6);
-		if (!span[2] || span[3] < span[2] || span[3] - span[2] > raw)
-			break;
-		emit_calibration(c, raw - (span[3] - span[2]), GS_CAL_CHAINED);
+		emit_calibration(c, (__u64)raw - (span[3] - span[2]), GS_CAL_CHAINED);
 	}
 	pthread_mutex_lock(&T.lock);
 	for (int i = 0; i < 3; i++)

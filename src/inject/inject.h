@@ -18,7 +18,8 @@
  *   probe.c    device-side probes: eBPF programs run in instrumented kernels (with
  *              probe_ctx.c and probe_jit.c below it: probe_int.h);
  *   gputime.c  (gputime.h) GPU start and end times of launches and copies (with
- *              gputime_harvest.c and gputime_ctx.c below it: gputime_int.h);
+ *              gputime_chain.c, gputime_harvest.c and gputime_ctx.c below it:
+ *              gputime_int.h);
  *   wrap.c     the wrappers, generated from the API table;
  *   handout.c  dlsym and cuGetProcAddress answered with our wrappers;
  *   inject.c   activation (the constructor) and what a fork resets.
