@@ -265,8 +265,9 @@ static void calibrate_overhead(struct ctx_slot *c)
 			break;
 		emit_calibration(c, (__u64)raw, GS_CAL_EMPTY);
 	}
-	/* A chain (gputime_chain.c): the second kernel timed from the end event before it. */
-	for (int i = 0; i < 8 && ev[0] && ev[1] && ev[2]; i++) {
+	/* A chain (gputime_chain.c): the second kernel timed from the end event before it.
+	 * (Only with chains: nothing else reads it.) */
+	for (int i = 0; i < 8 && !T.no_chains && ev[0] && ev[1] && ev[2]; i++) {
 		__s64 raw;
 
 		span[2] = span[3] = 0;
