@@ -35,6 +35,9 @@ struct gkernels {
 		__u64 node, func;
 	} * nodes;
 	struct hmap at; /* node -> its index + 1 (XLA sets nodes by the thousand a step) */
+	struct {
+		__u64 count, bytes;
+	} ops[GS_COPY_KIND_MAX]; /* copies and sets captured, by direction */
 	bool conditional;
 	__u64 *kept; /* the process's count of nodes kept (struct proc's graph_nodes) */
 };
@@ -109,6 +112,10 @@ static void gk_add(const struct gctx *c, struct gkernels *into, const struct gke
 		gk_count(into, from->k[i].handle, from->k[i].count);
 	for (size_t i = 0; i < from->nn; i++)
 		gk_node(c, into, from->nodes[i].node, from->nodes[i].func);
+	for (int k = 0; k < GS_COPY_KIND_MAX; k++) {
+		into->ops[k].count += from->ops[k].count;
+		into->ops[k].bytes += from->ops[k].bytes;
+	}
 	into->conditional |= from->conditional;
 }
 
@@ -146,6 +153,28 @@ bool model__graph_captured(struct proc *p, __u64 stream, __u64 func)
 	if (g)
 		gk_count(g, func, 1);
 	return g != NULL;
+}
+
+bool model__graph_op_captured(struct proc *p, __u64 stream, unsigned int kind, __u64 bytes)
+{
+	struct gkernels *g = hmap_get(&p->capturing, stream, 0);
+
+	if (g && kind < GS_COPY_KIND_MAX) {
+		g->ops[kind].count++;
+		g->ops[kind].bytes += bytes;
+	}
+	return g != NULL;
+}
+
+void model__graph_ops(const struct proc *p, __u64 exec, struct copy_stat *copies, __u64 *bytes)
+{
+	const struct gkernels *g = hmap_get(&p->execs, exec, 0);
+
+	for (int k = 0; g && k < GS_COPY_KIND_MAX; k++) {
+		copies[k].graph_runs += g->ops[k].count;
+		copies[k].graph_bytes += g->ops[k].bytes;
+		*bytes += g->ops[k].bytes;
+	}
 }
 
 bool model__capturing(const struct model *m, __u32 pid, __u64 stream)

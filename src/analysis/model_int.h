@@ -136,10 +136,15 @@ struct named_stack {
 struct model {
 	struct gs_ev_session start, end;
 	bool have_start, have_end;
-	struct hmap procs;	 /* pid -> struct proc */
-	struct hmap names;	 /* (pid << 1 | ns, handle) -> struct name_entry */
-	struct hmap aliases;	 /* (pid, handle) -> struct alias_entry */
-	struct hmap kernels;	 /* (pid, handle) -> struct kstat */
+	struct hmap procs;   /* pid -> struct proc */
+	struct hmap names;   /* (pid << 1 | ns, handle) -> struct name_entry */
+	struct hmap aliases; /* (pid, handle) -> struct alias_entry */
+	struct hmap kernels; /* (pid, handle) -> struct kstat */
+	/* A handle named again with another name (its module unloaded, the handle given to a
+	 * new function): what it ran before, under the name it had ((pid, seq) -> kstat with
+	 * name). */
+	struct hmap renamed_kernels;
+	__u64 renamed_seq;
 	struct hmap graph_execs; /* (pid, exec) -> struct kstat (launches of the graph) */
 	/* Kernels of retired processes: named, by name ((hash, 0), probing on the hash);
 	 * unnamed, by (handle, pid + 1 << 32). Their graphs: counted, GPU times merged. */
@@ -250,6 +255,11 @@ void model__kernels_free(struct model *m);
  * has a conditional node, whose bodies are not counted); an API record of graphs; a
  * process's graphs gone. */
 bool model__graph_captured(struct proc *p, __u64 stream, __u64 func);
+/* A copy or set into a capturing stream: recorded in its graph (true), not run. */
+bool model__graph_op_captured(struct proc *p, __u64 stream, unsigned int kind, __u64 bytes);
+/* What a launch of the instantiated graph copies and sets, added to copies (and the bytes
+ * it copies to *bytes). */
+void model__graph_ops(const struct proc *p, __u64 exec, struct copy_stat *copies, __u64 *bytes);
 bool model__graph_each(const struct proc *p, __u64 exec,
 		       void (*fn)(void *ctx, __u64 handle, __u64 count), void *ctx);
 void model__graph_api(struct proc *p, const struct gs_ev_api *e, const struct gs_api_desc *d,

@@ -15,6 +15,18 @@
 
 #define NAME_KEY(pid, ns) ((__u64)(pid) << 1 | (ns))
 
+/* A driver handle named anew: what its old function ran keeps the old name (XLA unloads
+ * its autotuning modules; the driver gives their handles to the next functions). */
+static void renamed(struct model *m, __u32 pid, __u64 handle, const char *old)
+{
+	struct kstat *k = hmap_del(&m->kernels, pid, handle);
+
+	if (!k)
+		return;
+	k->name = xstrdup(old);
+	hmap_put(&m->renamed_kernels, pid, ++m->renamed_seq, k);
+}
+
 void model__name_add(struct model *m, const struct gs_hdr *ev)
 {
 	const struct gs_ev_kname *e = (const void *)ev;
@@ -31,6 +43,8 @@ void model__name_add(struct model *m, const struct gs_hdr *ev)
 	} else if (!strcmp(n->name, e->name)) {
 		return;
 	} else {
+		if (e->ns == GS_NS_DRIVER)
+			renamed(m, e->h.pid, e->handle, n->name);
 		free(n->name);
 	}
 	n->name = xstrdup(e->name);
@@ -144,6 +158,7 @@ static void graph_launch(struct model *m, struct proc *p, const struct gs_ev_lau
 {
 	struct kstat *g = model__kstat(&m->graph_execs, e->h.pid, e->func);
 	struct runs_of r = { m, e->h.pid };
+	__u64 bytes = 0;
 
 	m->graph_launches++;
 	if (e->c.result) {
@@ -154,6 +169,9 @@ static void graph_launch(struct model *m, struct proc *p, const struct gs_ev_lau
 	add_call(g, e);
 	if (model__graph_each(p, e->func, add_runs, &r))
 		m->cond_graph_launches++;
+	model__graph_ops(p, e->func, m->copies, &bytes);
+	m->copy_bytes += bytes;
+	p->s.copy_bytes += bytes;
 }
 
 void model__launch_add(struct model *m, const struct gs_hdr *ev)
@@ -363,6 +381,12 @@ void model__kernels_retire(struct model *m, struct proc *p)
 					      v[i]->pid, v[i]->handle),
 				   v[i]);
 	free(v);
+	hmap_for_each (&m->renamed_kernels, s) {
+		const struct kstat *k = s->val;
+
+		if (k->pid == p->s.pid)
+			model__kstat_merge(retired_of(m, k->name, k->pid, k->handle), k);
+	}
 	hmap_for_each (&m->graph_execs, s) {
 		const struct kstat *k = s->val;
 
@@ -379,6 +403,7 @@ void model__kernels_retire(struct model *m, struct proc *p)
 void model__kernels_forget(struct model *m, __u32 pid)
 {
 	hmap_drop_key(&m->kernels, false, 0, pid, free_kstat);
+	hmap_drop_key(&m->renamed_kernels, false, 0, pid, free_kstat);
 	hmap_drop_key(&m->graph_execs, false, 0, pid, free_kstat);
 	hmap_drop_key(&m->names, false, 1, pid, free_name);
 	hmap_drop_key(&m->aliases, false, 0, pid, free);
@@ -389,31 +414,41 @@ void model__kernels_free(struct model *m)
 	hmap_free_with(&m->names, free_name);
 	hmap_free_with(&m->aliases, NULL);
 	hmap_free_with(&m->kernels, free_kstat);
+	hmap_free_with(&m->renamed_kernels, free_kstat);
 	hmap_free_with(&m->graph_execs, free_kstat);
 	hmap_free_with(&m->retired_kernels, free_kstat);
 }
 
-void model__each_kernel(const struct model *m, __u32 pid,
-			void (*fn)(void *ctx, const struct model_kernel *k), void *ctx)
+static void each_of(const struct model *m, const struct hmap *h, __u32 pid,
+		    void (*fn)(void *ctx, const struct model_kernel *k), void *ctx)
 {
 	const struct hmap_slot *s;
 
-	hmap_for_each (&m->kernels, s) {
+	hmap_for_each (h, s) {
 		const struct kstat *k = s->val;
 		struct model_kernel out;
 
 		if ((pid && k->pid != pid) || !k->launches)
 			continue;
-		out = (struct model_kernel){ .pid = k->pid,
-					     .handle = k->handle,
-					     .name = model__kernel_name(m, k->pid, k->handle),
-					     .launches = k->launches,
-					     .captured = k->captured,
-					     .graph_runs = k->graph_runs,
-					     .errors = k->errors,
-					     .call_ns = kstat_call_ns(k),
-					     .gpu_count = k->gpu ? k->gpu->count : 0,
-					     .gpu_ns = k->gpu ? k->gpu->total_ns : 0 };
+		out = (struct model_kernel){
+			.pid = k->pid,
+			.handle = k->handle,
+			.name = k->name ?: model__kernel_name(m, k->pid, k->handle),
+			.launches = k->launches,
+			.captured = k->captured,
+			.graph_runs = k->graph_runs,
+			.errors = k->errors,
+			.call_ns = kstat_call_ns(k),
+			.gpu_count = k->gpu ? k->gpu->count : 0,
+			.gpu_ns = k->gpu ? k->gpu->total_ns : 0
+		};
 		fn(ctx, &out);
 	}
+}
+
+void model__each_kernel(const struct model *m, __u32 pid,
+			void (*fn)(void *ctx, const struct model_kernel *k), void *ctx)
+{
+	each_of(m, &m->kernels, pid, fn, ctx);
+	each_of(m, &m->renamed_kernels, pid, fn, ctx);
 }

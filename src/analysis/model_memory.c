@@ -445,11 +445,29 @@ int model__classify(const struct model *m, __u32 pid, __u64 addr)
 	return p->s.complete ? MK_HOST : -1;
 }
 
+/* Memory gpuscope saw allocated as page-locked host memory (not merely unknown). */
+static bool known_host(const struct model *m, __u32 pid, __u64 addr)
+{
+	const struct proc *p = model__proc_get(m, pid);
+	const struct range *r = p ? range_at(p, addr) : NULL;
+
+	return r && r->kind == MK_HOST;
+}
+
 unsigned int model__copy_direction(const struct model *m, __u32 pid, unsigned int kind,
 				   __u64 dst_addr, __u64 src_addr)
 {
 	int dst, src;
 
+	/* The API's direction, unless a side it calls the device's is page-locked host memory
+	 * gpuscope saw allocated (XLA copies from cuMemHostAlloc'd memory with
+	 * cuMemcpyDtoHAsync): the copy engine, and CUPTI, say host then. */
+	if (kind == GS_COPY_HTOD || kind == GS_COPY_DTOH || kind == GS_COPY_DTOD) {
+		bool sh = kind == GS_COPY_HTOD || known_host(m, pid, src_addr),
+		     dh = kind == GS_COPY_DTOH || known_host(m, pid, dst_addr);
+
+		return sh ? (dh ? GS_COPY_HTOH : GS_COPY_HTOD) : (dh ? GS_COPY_DTOH : GS_COPY_DTOD);
+	}
 	if (kind != GS_COPY_DEFAULT)
 		return kind;
 	dst = model__classify(m, pid, dst_addr);

@@ -15,17 +15,25 @@
 void model__copy_add(struct model *m, const struct gs_hdr *ev)
 {
 	const struct gs_ev_copy *e = (const void *)ev;
-	struct copy_stat *s =
-		&m->copies[model__copy_direction(m, e->h.pid, e->kind, e->dst, e->src)];
+	unsigned int dir = model__copy_direction(m, e->h.pid, e->kind, e->dst, e->src);
+	struct copy_stat *s = &m->copies[dir];
+	struct proc *p;
 
 	if (e->c.result) {
 		s->errors++;
 		return;
 	}
 	s->count++;
+	s->empty += !e->bytes;
 	s->bytes += e->bytes;
-	m->copy_bytes += e->bytes;
-	model__proc(m, e->h.pid)->s.copy_bytes += e->bytes;
+	p = model__proc(m, e->h.pid);
+	if ((e->flags & GS_COPY_ASYNC) && model__graph_op_captured(p, e->stream, dir, e->bytes)) {
+		s->captured++; /* (run, and its bytes copied, at each launch of the graph) */
+		s->captured_bytes += e->bytes;
+	} else {
+		m->copy_bytes += e->bytes;
+		p->s.copy_bytes += e->bytes;
+	}
 	if (e->flags & GS_COPY_ASYNC) {
 		s->async_count++;
 		s->async_bytes += e->bytes;

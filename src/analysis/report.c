@@ -66,9 +66,22 @@ static int by_runs(const void *a, const void *b)
 	return GS_CMP(x->pid, y->pid);
 }
 
+/* Kernels that keep their own name (renamed handles', retired processes'). */
+static size_t add_named(struct named_kstat *v, size_t n, const struct hmap *h)
+{
+	const struct hmap_slot *s;
+
+	hmap_for_each (h, s) {
+		v[n].k = s->val;
+		v[n++].name = ((const struct kstat *)s->val)->name;
+	}
+	return n;
+}
+
 static void build_kernels(struct report *r, const struct model *m)
 {
-	struct named_kstat *v = xcalloc(m->kernels.len + m->retired_kernels.len + 1, sizeof(*v));
+	struct named_kstat *v = xcalloc(
+		m->kernels.len + m->renamed_kernels.len + m->retired_kernels.len + 1, sizeof(*v));
 	struct kstat *acc;
 	const struct hmap_slot *s;
 	size_t n = 0;
@@ -79,12 +92,8 @@ static void build_kernels(struct report *r, const struct model *m)
 		v[n].k = k;
 		v[n++].name = model__kernel_name(m, k->pid, k->handle);
 	}
-	hmap_for_each (&m->retired_kernels, s) {
-		const struct kstat *k = s->val;
-
-		v[n].k = k;
-		v[n++].name = k->name;
-	}
+	n = add_named(v, n, &m->renamed_kernels);
+	n = add_named(v, n, &m->retired_kernels);
 	qsort(v, n, sizeof(*v), by_name);
 	r->kernels = xcalloc(n + 1, sizeof(*r->kernels));
 	acc = xcalloc(n + 1, sizeof(*acc));

@@ -139,6 +139,9 @@ struct dev_busy {
 
 struct copy_stat {
 	__u64 count, bytes; /* successful calls */
+	__u64 empty;	    /* of which of zero bytes (no copy made: CUPTI records none) */
+	__u64 captured, captured_bytes; /* of which recorded into a graph being captured */
+	__u64 graph_runs, graph_bytes;	/* run by graph launches (captured ones) */
 	__u64 sync_count, sync_bytes, sync_ns;
 	__u64 async_count, async_bytes;
 	__u64 errors;

@@ -464,7 +464,13 @@ static const struct jfield copy_counts[] = { JU64(struct copy_stat, "count", cou
 
 static const struct jfield copy_async[] = { JU64(struct copy_stat, "async_count", async_count),
 					    JU64(struct copy_stat, "async_bytes", async_bytes),
-					    JU64(struct copy_stat, "failed", errors) };
+					    JU64(struct copy_stat, "failed", errors),
+					    JU64(struct copy_stat, "empty", empty),
+					    JU64(struct copy_stat, "captured", captured),
+					    JU64(struct copy_stat, "captured_bytes",
+						 captured_bytes),
+					    JU64(struct copy_stat, "graph_runs", graph_runs),
+					    JU64(struct copy_stat, "graph_bytes", graph_bytes) };
 
 static void copies(struct json *j, const struct report *r)
 {
@@ -472,7 +478,7 @@ static void copies(struct json *j, const struct report *r)
 	for (int k = 0; k < GS_COPY_KIND_MAX; k++) {
 		const struct copy_stat *s = &r->copies[k];
 
-		if (!s->count && !s->errors)
+		if (!s->count && !s->errors && !s->graph_runs)
 			continue;
 		json_obj_begin(j, copy_kind_name(k));
 		JSON_U64S(j, s, copy_counts);

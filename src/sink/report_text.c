@@ -433,9 +433,10 @@ static void copies(FILE *f, const struct report *r)
 {
 	char a[32], b[32], c[32], d[32];
 	bool any = false;
+	__u64 empty = 0, captured = 0, runs = 0;
 
 	for (int k = 0; k < GS_COPY_KIND_MAX; k++)
-		any |= r->copies[k].count || r->copies[k].errors;
+		any |= r->copies[k].count || r->copies[k].errors || r->copies[k].graph_runs;
 	if (!any)
 		return;
 	heading(f, "Copies and sets");
@@ -456,6 +457,19 @@ static void copies(FILE *f, const struct report *r)
 	}
 	fprintf(f, "  (sync rate: bytes over call time of synchronous calls; asynchronous calls "
 		   "return before the copy ends)\n");
+	for (int k = 0; k < GS_COPY_KIND_MAX; k++) {
+		empty += r->copies[k].empty;
+		captured += r->copies[k].captured;
+		runs += r->copies[k].graph_runs;
+	}
+	if (empty)
+		fprintf(f, "  (%llu of the calls were of zero bytes: no copy made)\n",
+			(unsigned long long)empty);
+	if (captured || runs)
+		fprintf(f,
+			"  (%llu of the calls were captured into graphs, not run then; graph "
+			"launches ran %llu copies and sets)\n",
+			(unsigned long long)captured, (unsigned long long)runs);
 }
 
 static void syncs(FILE *f, const struct report *r)

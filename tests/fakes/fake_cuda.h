@@ -48,6 +48,7 @@ typedef enum {
 #define CU_LAUNCH_PARAM_BUFFER_SIZE	      ((void *)0x02)
 #define CUDA_ERROR_NOT_READY		      600
 #define CUDA_ERROR_NOT_SUPPORTED	      801
+#define CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED 900
 #define CUDA_ERROR_STREAM_CAPTURE_INVALIDATED 901
 
 #define CU_STREAM_LEGACY     ((CUstream)0x1)
@@ -233,6 +234,7 @@ CUresult cuLibraryGetKernel(CUkernel *out, CUlibrary lib, const char *name);
 CUresult cuKernelGetFunction(CUfunction *out, CUkernel kernel);
 CUresult cuModuleLoadData(CUmodule *mod, const void *image);
 CUresult cuModuleGetFunction(CUfunction *out, CUmodule mod, const char *name);
+CUresult cuModuleUnload(CUmodule mod);
 CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
 			unsigned by, unsigned bz, unsigned smem, CUstream s, void **params,
 			void **extra);

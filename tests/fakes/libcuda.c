@@ -800,6 +800,10 @@ static int cur_dev(void)
 
 /* ---- modules and libraries ------------------------------------------------------------ */
 
+/* The last module unloaded: the next one loaded takes its place, so its functions get the
+ * handles the unloaded module's had (the real driver reuses them too). */
+static struct CUlib_st *spare_module;
+
 static CUresult load_library(CUlibrary *out, const void *code)
 {
 	struct CUlib_st *lib;
@@ -807,7 +811,8 @@ static CUresult load_library(CUlibrary *out, const void *code)
 
 	if (!out || !code)
 		return CUDA_ERROR_INVALID_VALUE;
-	lib = calloc(1, sizeof(*lib));
+	lib = spare_module ? memset(spare_module, 0, sizeof(*lib)) : calloc(1, sizeof(*lib));
+	spare_module = NULL;
 	r = parse_binary(code, lib);
 	if (r)
 		r = parse_ptx(code, lib);
@@ -1240,8 +1245,11 @@ EXPORT CUresult cuModuleUnload(CUmodule mod)
 {
 	if (!mod)
 		return CUDA_ERROR_INVALID_HANDLE;
+	pthread_mutex_lock(&lock);
 	free(mod->lib.var);
-	free(mod);
+	free(spare_module);
+	spare_module = &mod->lib;
+	pthread_mutex_unlock(&lock);
 	return CUDA_SUCCESS;
 }
 
@@ -2062,12 +2070,21 @@ enum side {
 	ANY
 };
 
+/* Page-locked host memory: the device reaches it by the same address (unified addressing). */
+static bool is_pinned_range(unsigned long long p, unsigned long long n)
+{
+	for (const struct host_alloc *h = host_list; h; h = h->next)
+		if (p >= (unsigned long long)h->p && p + n <= (unsigned long long)h->p + h->size)
+			return true;
+	return false;
+}
+
 static bool side_ok(unsigned long long p, unsigned long long n, enum side s)
 {
 	if (!p)
 		return false;
 	if (s == DEVICE || (s == ANY && is_device_ptr(p)))
-		return is_device_range(p, n);
+		return is_device_range(p, n) || is_pinned_range(p, n);
 	return true;
 }
 
@@ -2105,6 +2122,17 @@ static CUresult set(CUdeviceptr dst, unsigned value, size_t count, unsigned elem
 
 	if (!side_ok(dst, bytes, DEVICE))
 		return CUDA_ERROR_INVALID_VALUE;
+	if (s->capture) { /* a node of the graph (its bytes are not set at its runs here) */
+		struct node *n = calloc(1, sizeof(*n));
+
+		if (!async)
+			return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+		n->dur = transfer_ns(bytes, true);
+		n->next = s->capture->nodes;
+		s->capture->nodes = n;
+		s->capture->nnodes++;
+		return CUDA_SUCCESS;
+	}
 	for (size_t i = 0; i < count; i++)
 		memcpy((char *)dst + i * elem, &value, elem);
 	stream_enqueue(s, transfer_ns(bytes, true), false);

@@ -26,6 +26,13 @@ def test_driver_api_every_family(gs):
     assert report["kernels"]["launches"] == 143
     assert report["kernels"]["by_api"]["cuLaunchKernel_ptsz"] == 20  # tail call counted once
     assert report["copies"]["HtoD"]["bytes"] == 3 * 2**20 + 4096 + 2 * 65536 + 64000
+    assert report["copies"]["HtoD"]["empty"] == 1  # a call of zero bytes: no copy made
+    # cuMemcpyDtoHAsync from cuMemHostAlloc'd memory (XLA's): host to host, as CUPTI says.
+    assert report["copies"]["HtoH"]["count"] == 1
+    # A set captured into the graph: a call, run at each of the graph's 4 launches.
+    ms = report["copies"]["memset"]
+    assert (ms["captured"], ms["captured_bytes"], ms["graph_runs"], ms["graph_bytes"]) == \
+        (1, 4096, 4, 4 * 4096)
     assert report["memory"]["outstanding"]["bytes"] == {
         "device": 2**20 + 128 * 1024 + 2 * 2**20, "managed": 65536, "host": 2 * 2**20}
     names = {k["name"]: k for k in report["kernels"]["list"]}
@@ -47,7 +54,9 @@ def test_graphs_built_with_the_graph_api(gs, plane):
     """XLA's graphs: kernel nodes added (by CUfunction, by CUkernel, by cuGraphAddNode), a
     child graph, an instantiated graph's node set, a graph's node set and the instantiated
     graph updated, a clone, a conditional node (its body not counted, said so): each
-    kernel's runs as the instantiated graphs held them when launched."""
+    kernel's runs as the instantiated graphs held them when launched. Then a module
+    unloaded and its function's handle given to the next module's function (XLA's
+    autotuning): kOld keeps its 3 launches, kNew has its 5."""
     report, truth, _ = gs.trace(["wl_graphapi"], opts=["--inject"] if plane == "inject" else [])
     assert_matches(truth, report)
     names = {k["name"]: k for k in report["kernels"]["list"]}

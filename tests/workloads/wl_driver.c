@@ -217,6 +217,8 @@ static void scenario(int loops, int threads)
 	CHECK(cuMemcpyHtoD_v2_ptds(b, buf, MIB), 0);
 	copied("HtoD", 3 * MIB);
 	truth_add(2, "copy:HtoD:count");
+	CHECK(cuMemcpyHtoD_v2(a, buf, 0), 0); /* a call, no copy (the report: empty) */
+	copied("HtoD", 0);
 	CHECK(cuMemcpyDtoH_v2(buf, c, MIB), 0);
 	copied("DtoH", MIB);
 	CHECK(cuMemcpyDtoD_v2(b, a, 512 * KIB), 0);
@@ -231,6 +233,9 @@ static void scenario(int loops, int threads)
 	copied("HtoD", 64 * KIB);
 	CHECK(cuMemcpyDtoHAsync_v2(host, a, 32 * KIB, s), 0);
 	copied("DtoH", 32 * KIB);
+	/* From page-locked host memory by a device-to-host call (XLA does): host to host. */
+	CHECK(cuMemcpyDtoHAsync_v2(host2, (CUdeviceptr)host, 4 * KIB, s), 0);
+	copied("HtoH", 4 * KIB);
 	CHECK(cuMemcpyPeer(c, ctx, a, ctx, 4 * KIB), 0);
 	copied("peer", 4 * KIB);
 	{
@@ -311,10 +316,14 @@ static void scenario(int loops, int threads)
 		launch(SCALE, "cuLaunchKernel");
 		truth_add(1, "captured:%s", SCALE);
 	}
+	/* And a set, recorded too: run (and counted) at each replay, not now. */
+	CHECK(cuMemsetD32Async(a, 0, 1024, s2), 0);
+	truth_add(1, "copy:memset:count");
+	truth_add(4096, "copy:memset:bytes");
 	CHECK(cuStreamEndCapture(s2, &g), 0);
 	/* Exactly what the program put in: a tracer must add nothing to a capture. */
 	CHECK(cuGraphGetNodes(g, NULL, &nnodes), 0);
-	CHECK(nnodes, 3);
+	CHECK(nnodes, 4);
 	CHECK(cuGraphInstantiateWithFlags(&ge, g, 0), 0);
 	for (int i = 0; i < 4; i++) {
 		CHECK(cuGraphLaunch(ge, s), 0);

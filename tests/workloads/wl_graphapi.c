@@ -5,11 +5,13 @@
  * graph's node set to another kernel, a graph's node set and the instantiated graph updated
  * from it, a clone, and a graph with a conditional node. Each graph launch runs what the
  * instantiated graph held then; the truth counts each kernel's runs. With `limit`, a graph
- * past what gpuscope keeps (see limit()).
+ * past what gpuscope keeps (see limit()). Then a module unloaded and its function's handle
+ * given to the next module's function (XLA's autotuning does it): each keeps its launches.
  *
  *     wl_graphapi [limit]
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "wl_cuda.h"
@@ -65,6 +67,35 @@ static int limit(CUkernel ka)
 	truth_write();
 	printf("wl_graphapi: 1 graph launch\n");
 	return 0;
+}
+
+/* A module's function launched, the module unloaded, another loaded: the driver gives its
+ * function the same handle (the double does it every time; so does the real one often). */
+static void handle_reused(void)
+{
+	static const char *const ptx2[] = {
+		".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry kOld()\n{ ret; }\n",
+		".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry kNew()\n{ ret; }\n"
+	};
+	static const char *const names[] = { "kOld", "kNew" };
+	CUfunction f[2];
+
+	for (int i = 0; i < 2; i++) {
+		CUmodule mod;
+
+		CHECK(cuModuleLoadData(&mod, ptx2[i]), 0);
+		CHECK(cuModuleGetFunction(&f[i], mod, names[i]), 0);
+		for (int j = 0; j < 3 + 2 * i; j++)
+			CHECK(cuLaunchKernel(f[i], 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL), 0);
+		CHECK(cuCtxSynchronize(), 0);
+		CHECK(cuModuleUnload(mod), 0);
+	}
+	if (f[0] != f[1]) {
+		fprintf(stderr, "wl_graphapi: the driver did not reuse the handle\n");
+		exit(1);
+	}
+	truth_add(3, "launch:kOld");
+	truth_add(5, "launch:kNew");
 }
 
 int main(int argc, char **argv)
@@ -130,6 +161,7 @@ int main(int argc, char **argv)
 	CHECK(cuGraphExecDestroy(ec), 0);
 	CHECK(cuGraphExecDestroy(eh), 0);
 	CHECK(cuGraphDestroy(g), 0);
+	handle_reused();
 	truth_write();
 	printf("wl_graphapi: 9 graph launches\n");
 	return 0;

@@ -1,0 +1,302 @@
+"""The fidelity table of issue 22: what gpuscope reports against CUPTI (the PyTorch
+profiler's trace, taken in the same processes) on PyTorch eager, torch.compile, CUDA graphs,
+JAX, CuPy and a 2-GPU NCCL job (bench/fidelity_work.py), in both planes:
+
+    python3 fidelity.py run GPUSCOPE OUTDIR [WORKLOAD...]   (on the GPU machine)
+    python3 fidelity.py table OUTDIR                         (again, from what run left)
+
+Rows, per workload and plane:
+  kernels       every kernel execution (launches not captured, plus runs in graphs)
+  names         distinct kernel names whose execution counts are equal
+  graph kernels executions inside graph launches (CUPTI: a kernel whose correlation is a
+                cu(da)GraphLaunch call's, or no call's in the trace) against the report's
+                runs_in_graphs
+  copies        count and bytes per direction; memsets
+  memory        the framework's own peak reserve (PyTorch, CuPy, JAX memory stats) against
+                gpuscope's device peak (which also holds what libraries allocate beside the
+                framework: at least as much, so >= is the check)
+  NCCL calls    the collectives the workload made against the report's
+  GPU time      (--inject) each kernel execution paired with CUPTI's (per process, per
+                name, in order), its duration as the report computes it (analysis/
+                model_gpu.c) against CUPTI's, by size: < 2 us, 2-50 us, > 50 us: median
+                error, p10-p90, share within 2% or 0.5 us; executions in graphs have none
+Writes OUTDIR/fidelity.json and OUTDIR/fidelity.md.
+"""
+import collections
+import glob
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "tests", "integration"))
+import gsrec  # noqa: E402
+
+WORKLOADS = ["eager", "graphs", "cupy", "jax", "nccl2", "compile"]
+PLANES = {"uprobe": [], "inject": ["--inject"]}
+IDLE_WINDOW_NS = 50000  # analysis/model_gpu.c
+
+
+def norm(name):
+    return re.sub(r"\s+", "", name)
+
+
+def run(gs, out, workloads):
+    for w in workloads:
+        for plane, opts in PLANES.items():
+            d = os.path.join(out, w, plane)
+            os.makedirs(d, exist_ok=True)
+            cmd = [gs, "run", "-q", "--no-os", "-o", os.path.join(d, "run.gsrec"),
+                   "--json=%s" % os.path.join(d, "report.json")] + opts + \
+                  ["--", sys.executable, os.path.join(HERE, "fidelity_work.py"), w, d]
+            t0 = time.time()
+            try:
+                p = subprocess.run(cmd, capture_output=True, text=True, timeout=400)
+                rc, log = p.returncode, p.stdout + "\n---- stderr\n" + p.stderr
+            except subprocess.TimeoutExpired as e:
+                rc, log = "timeout", str(e)
+            with open(os.path.join(d, "log.txt"), "w") as f:
+                f.write("rc=%s wall=%.1fs\n%s" % (rc, time.time() - t0, log))
+            print("%-8s %-6s rc=%s %.0fs" % (w, plane, rc, time.time() - t0), flush=True)
+
+
+# ---- CUPTI's side -----------------------------------------------------------------------
+
+def cupti(d):
+    """Per process (the workload's pid): kernels (ts ns, dur ns, name, in a graph), copies
+    per direction [count, bytes], memsets."""
+    procs = {}
+    for path in sorted(glob.glob(os.path.join(d, "cupti-*.json"))):
+        facts = json.load(open(path.replace("cupti-", "facts-")))
+        ev = json.load(open(path))["traceEvents"]
+        # A kernel runs in a graph when the call it correlates with launched a graph, or
+        # is not in the trace (the profiler keeps no cuGraphLaunch driver calls: XLA's).
+        api = {e["args"].get("correlation"): e.get("name", "") for e in ev
+               if e.get("cat") in ("cuda_runtime", "cuda_driver")}
+        kernels, copies, memsets = [], collections.defaultdict(lambda: [0, 0]), 0
+        for e in ev:
+            cat = e.get("cat")
+            if cat == "kernel" and not e["name"].startswith("gpuscope_"):
+                kernels.append((float(e["ts"]) * 1e3, float(e["dur"]) * 1e3, norm(e["name"]),
+                                "GraphLaunch" in api.get(e["args"].get("correlation"),
+                                                         "GraphLaunch")))
+            elif cat == "gpu_memcpy":
+                m = re.search(r"Memcpy (\w+)", e["name"])
+                k = {"PtoP": "peer"}.get(m.group(1), m.group(1)) if m else "other"
+                copies[k][0] += 1
+                copies[k][1] += int(e.get("args", {}).get("bytes", 0))
+            elif cat == "gpu_memset":
+                memsets += 1
+        procs[facts["pid"]] = {"facts": facts, "kernels": sorted(kernels), "copies": copies,
+                               "memsets": memsets}
+    return procs
+
+
+# ---- gpuscope's side ----------------------------------------------------------------------
+
+def ran(c):
+    """[count, bytes] of the copies (or sets) a direction's report says ran: calls, less
+    those of zero bytes and those captured into graphs, plus graph launches' runs."""
+    if not c:
+        return [0, 0]
+    return [c["count"] - c.get("empty", 0) - c.get("captured", 0) + c.get("graph_runs", 0),
+            c["bytes"] - c.get("captured_bytes", 0) + c.get("graph_bytes", 0)]
+
+
+def executions(report):
+    got = collections.Counter()
+    for k in report["kernels"]["list"]:
+        got[norm(k["display"])] += k["launches"] - k["captured"] + k["graph_runs"]
+    return got
+
+
+def durations(d, report):
+    """(pid, name) -> [(start, duration as the report has it)] of timed launches."""
+    rec = os.path.join(d, "run.gsrec")
+    names = {h: n for ns, h, n in gsrec.knames(rec) if ns == gsrec.NS_DRIVER}
+    for h, t, ns in gsrec.kaliases(rec):
+        if ns == gsrec.NS_DRIVER and t in names:
+            names.setdefault(h, names[t])
+    display = {k["name"]: norm(k["display"]) for k in report["kernels"]["list"] if k["name"]}
+    over = {dv["device"]: (dv["event_overhead_ns"], dv["chained_event_overhead_ns"])
+            for dv in report["gpu"]["devices"]}
+    out = collections.defaultdict(list)
+    for r in gsrec.gpu_records(rec):
+        if r["kind"] != 1:
+            continue
+        gated, flags = r["flags"] & 2, r["flags"]
+        submitted = r["call_end"]
+        idle = not gated and r["start"] < submitted
+        start, end = (min(submitted, r["end"]) if idle else r["start"]), r["end"]
+        o = over.get(r["device"], (0, 0))[1 if flags & 32 else 0]
+        o = min(o, end - start)
+        if not idle:
+            start += o // 2
+        end -= o - o // 2
+        known = not (flags & 4 or flags & 8 or (idle and submitted - r["start"] > IDLE_WINDOW_NS))
+        name = display.get(names.get(r["func"]), "?%x" % r["func"])
+        out[(r["pid"], name)].append((r["start"], end - start if known else None))
+    return out
+
+
+# ---- the table ---------------------------------------------------------------------------
+
+def med(v):
+    return statistics.median(v) if v else None
+
+
+def pct(v, q):
+    v = sorted(v)
+    return v[min(len(v) - 1, int(q * len(v)))] if v else None
+
+
+def compare(d, plane):
+    rep_path = os.path.join(d, "report.json")
+    if not os.path.exists(rep_path):
+        return {"error": open(os.path.join(d, "log.txt")).read()[-1500:]}
+    report = json.load(open(rep_path))
+    procs = cupti(d)
+    if not procs:
+        return {"error": "no CUPTI trace: " + open(os.path.join(d, "log.txt")).read()[-1500:]}
+    rows = {}
+    want = collections.Counter()
+    for p in procs.values():
+        want.update(k[2] for k in p["kernels"])
+    got = executions(report)
+    rows["kernels"] = [sum(want.values()), sum(got.values())]
+    diff = sorted(((n, want.get(n, 0), got.get(n, 0)) for n in set(want) | set(got)
+                   if want.get(n, 0) != got.get(n, 0)), key=lambda x: -abs(x[1] - x[2]))
+    rows["names"] = [len(want), len(want) - len([x for x in diff if x[1]])]
+    rows["names_differing"] = [[n[:90], a, b] for n, a, b in diff[:6]]
+    rows["graph kernels"] = [sum(k[3] for p in procs.values() for k in p["kernels"]),
+                             report["kernels"]["runs_in_graphs"]]
+    copies = collections.defaultdict(lambda: [0, 0])
+    for p in procs.values():
+        for k, (c, b) in p["copies"].items():
+            copies[k][0] += c
+            copies[k][1] += b
+    for k in sorted(set(copies) | set(report["copies"]) - {"memset"}):
+        rows["copies %s" % k] = [copies.get(k, [0, 0]), ran(report["copies"].get(k, {}))]
+    rows["memsets"] = [sum(p["memsets"] for p in procs.values()),
+                       ran(report["copies"].get("memset", {}))[0]]
+    fw = [p["facts"].get("framework_reserved_peak") for p in procs.values()]
+    if all(isinstance(x, int) for x in fw):
+        rows["memory peak (>=)"] = [sum(fw), report["memory"]["peak_bytes"]["device"]]
+    calls = collections.Counter()
+    for p in procs.values():
+        calls.update(p["facts"].get("nccl_calls", {}))
+    for op, n in sorted(calls.items()):
+        rows["NCCL %s calls" % op] = [n, report["nccl"]["ops"].get(op, {}).get("calls", 0)]
+    res = {"rows": rows, "kernels_results_unread": report["kernels"].get("results_unread")}
+    if plane == "inject" and os.path.exists(os.path.join(d, "run.gsrec")):
+        res["gpu_time"] = gpu_time(d, report, procs)
+    return res
+
+
+def gpu_time(d, report, procs):
+    mine = durations(d, report)
+    buckets = {"<2us": [], "2-50us": [], ">50us": []}
+    unpaired, unknown, in_graphs = 0, 0, 0
+    for pid, p in procs.items():
+        by_name = collections.defaultdict(list)
+        for ts, dur, name, graph in p["kernels"]:
+            if graph:
+                in_graphs += 1
+            else:
+                by_name[name].append(dur)
+        for name, durs in by_name.items():
+            ours = sorted(mine.get((pid, name), []))
+            if len(ours) != len(durs):
+                unpaired += len(durs)
+                continue
+            for c, (_, g) in zip(durs, ours):
+                if g is None:
+                    unknown += 1
+                    continue
+                b = "<2us" if c < 2000 else "2-50us" if c <= 50000 else ">50us"
+                buckets[b].append((g - c, c))
+    out = {"unpaired": unpaired, "start_unknown": unknown, "in_graphs_untimed": in_graphs}
+    for b, v in buckets.items():
+        err = [e for e, _ in v]
+        out[b] = {"n": len(v), "cupti_median_ns": med([c for _, c in v]),
+                  "median_err_ns": med(err), "p10_err_ns": pct(err, 0.1),
+                  "p90_err_ns": pct(err, 0.9),
+                  "median_rel": med([e / c for e, c in v]) if v else None,
+                  "within_2pct_or_0.5us": (sum(abs(e) <= max(0.02 * c, 500) for e, c in v) /
+                                           len(v)) if v else None}
+    return out
+
+
+def cell(want, got, ge=False):
+    ok = got >= want if ge else got == want
+    return "%s %s / %s" % ("ok" if ok else "**differs**", want, got)
+
+
+def table(out):
+    res = {"machine": open(os.path.join(out, "machine.txt")).read().strip()
+           if os.path.exists(os.path.join(out, "machine.txt")) else None, "workloads": {}}
+    for w in WORKLOADS:
+        for plane in PLANES:
+            d = os.path.join(out, w, plane)
+            if os.path.isdir(d):
+                res["workloads"].setdefault(w, {})[plane] = compare(d, plane)
+    json.dump(res, open(os.path.join(out, "fidelity.json"), "w"), indent=1)
+    lines = ["# Fidelity against CUPTI", "", "```", res["machine"] or "", "```", "",
+             "Each cell: CUPTI (or the workload's own count) / gpuscope.", ""]
+    for w, planes in res["workloads"].items():
+        lines += ["## %s" % w, "", "| row | %s |" % " | ".join(planes),
+                  "|---|" + "---|" * len(planes)]
+        keys = []
+        for r in planes.values():
+            keys += [k for k in r.get("rows", {}) if k not in keys and k != "names_differing"]
+        for k in keys:
+            cells = []
+            for r in planes.values():
+                v = r.get("rows", {}).get(k)
+                if v is None:
+                    cells.append("-")
+                elif k == "names":
+                    cells.append("%s %d of %d equal" % ("ok" if v[0] == v[1] else "**differs**",
+                                                        v[1], v[0]))
+                else:
+                    cells.append(cell(v[0], v[1], k.endswith("(>=)")))
+            lines.append("| %s | %s |" % (k, " | ".join(cells)))
+        for plane, r in planes.items():
+            if "error" in r:
+                lines += ["", "%s: no result: `%s`" % (plane, r["error"][-300:].replace("\n", " "))]
+            if r.get("rows", {}).get("names_differing"):
+                lines += ["", "%s, names that differ (CUPTI, gpuscope): %s" % (
+                    plane, "; ".join("`%s` %d/%d" % tuple(x)
+                                     for x in r["rows"]["names_differing"]))]
+            g = r.get("gpu_time")
+            if g:
+                lines += ["", "%s GPU time (executions not in graphs, paired; %d unpaired, %d "
+                          "start unknown, %d in graphs untimed):" % (
+                              plane, g["unpaired"], g["start_unknown"], g["in_graphs_untimed"]),
+                          "", "| size | n | CUPTI median | error median (p10..p90) | relative "
+                          "| within 2% or 0.5 us |", "|---|---|---|---|---|---|"]
+                for b in ("<2us", "2-50us", ">50us"):
+                    x = g[b]
+                    if x["n"]:
+                        lines.append("| %s | %d | %.0f ns | %+.0f ns (%+.0f..%+.0f) | %+.1f%% | "
+                                     "%.0f%% |" % (b, x["n"], x["cupti_median_ns"],
+                                                   x["median_err_ns"], x["p10_err_ns"],
+                                                   x["p90_err_ns"], 100 * x["median_rel"],
+                                                   100 * x["within_2pct_or_0.5us"]))
+        lines.append("")
+    open(os.path.join(out, "fidelity.md"), "w").write("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "run":
+        out = os.path.abspath(sys.argv[3])
+        os.makedirs(out, exist_ok=True)
+        run(os.path.abspath(sys.argv[2]), out, sys.argv[4:] or WORKLOADS)
+        table(out)
+    else:
+        table(sys.argv[2])
