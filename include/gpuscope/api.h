@@ -69,7 +69,8 @@ enum gs_api_shape {
 	 * CUkernel): (CUgraphNode *out, CUgraph, ...) adds one, (node, params) sets a graph's,
 	 * (exec, node, params) an instantiated graph's */
 	GS_SH_A_KNODE,
-	GS_SH_A_CHILD, /* (CUgraphNode *out, CUgraph, deps, n, CUgraph child) */
+	GS_SH_A_CHILD, /* (CUgraphNode *out, CUgraph, deps, n, CUgraph child); ARG 2: an
+			* instantiated graph's child node set, (exec, node, CUgraph child) */
 	/* NCCL */
 	GS_SH_NC_OP7,	  /* (send, recv, count, dtype, redop, comm, stream) */
 	GS_SH_NC_ROOT7,	  /* (send, recv, count, dtype, root, comm, stream) */
@@ -255,7 +256,10 @@ enum gs_api_flags {
 	X(CU_GRAPH_CLONE,		"cuGraphClone",			CUDA, API, A_ARGS, 0, GS_AF_ALWAYS) \
 	X(CU_GRAPH_EXEC_UPDATE,		"cuGraphExecUpdate_v2",		CUDA, API, A_ARGS, GS_NO_OUT, GS_AF_ALWAYS) \
 	X(CU_GRAPH_DESTROY,		"cuGraphDestroy",		CUDA, API, A_ARGS, GS_NO_OUT, GS_AF_ALWAYS) \
-	X(CU_GRAPH_EXEC_DESTROY,	"cuGraphExecDestroy",		CUDA, API, A_ARGS, GS_NO_OUT, GS_AF_ALWAYS)
+	X(CU_GRAPH_EXEC_DESTROY,	"cuGraphExecDestroy",		CUDA, API, A_ARGS, GS_NO_OUT, GS_AF_ALWAYS) \
+	X(CU_STREAM_BEGIN_CAPTURE_TO_GRAPH, "cuStreamBeginCaptureToGraph", CUDA, API, A_ARGS, GS_NO_OUT, GS_AF_ALWAYS) \
+	X(CU_STREAM_BEGIN_CAPTURE_TO_GRAPH_PTSZ, "cuStreamBeginCaptureToGraph_ptsz", CUDA, API, A_ARGS, GS_NO_OUT, GS_AF_ALWAYS | GS_AF_PTSZ) \
+	X(CU_GRAPH_EXEC_CHILD_GRAPH_NODE_SET_PARAMS, "cuGraphExecChildGraphNodeSetParams", CUDA, API, A_CHILD, 2, GS_AF_ALWAYS)
 /* clang-format on */
 
 #define GS_API_ENUM(id, sym, lib, fam, shape, arg, flags) GS_API_##id,

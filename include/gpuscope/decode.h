@@ -315,10 +315,10 @@ static GS_INLINE void gs_decode_api(const struct gs_api_desc *d, const __u64 *a,
 	e->arg0 = a[0];
 	e->arg1 = a[1];
 	e->out = 0;
-	if (d->shape == GS_SH_A_CHILD) {
-		e->arg0 = a[1];
-		e->arg1 = a[4];
-		e->out = ok ? gs_load_u64(a[0]) : 0;
+	if (d->shape == GS_SH_A_CHILD) { /* (as gs_decode_knode has a child node) */
+		e->arg0 = d->arg == 2 ? a[0] : a[1];
+		e->arg1 = d->arg == 2 ? a[2] : a[4];
+		e->out = d->arg == 2 ? a[1] : ok ? gs_load_u64(a[0]) : 0;
 		e->h.flags = GS_HDR_GNODE_CHILD;
 		return;
 	}

@@ -7,7 +7,10 @@
  *     many times (PyTorch's CUDA graphs, torch.compile);
  *   - the graph API (XLA): kernel nodes added (cuGraphAddKernelNode, cuGraphAddNode), their
  *     kernel set again (cuGraphKernelNodeSetParams...), child graphs added (a copy of the
- *     child, as CUDA takes one), a graph cloned.
+ *     child, as CUDA takes one, kept by its node: an instantiated graph's child node can be
+ *     set to another graph, cuGraphExecChildGraphNodeSetParams), a graph cloned; and
+ *     captures into a graph the program made (cuStreamBeginCaptureToGraph: XLA traces
+ *     library calls, cuBLAS's, into a graph it then sets as a child node, each step).
  * Instantiating takes a copy (an instantiated graph keeps what the graph had then); setting
  * a node of the instantiated graph (cuGraphExecKernelNodeSetParams...) changes the copy,
  * cuGraphExecUpdate takes the graph's again. A conditional node's bodies run as often as
@@ -24,6 +27,9 @@
  * index entry): past it, a node is not kept, its runs not counted, and that is said
  * (model's graph_nodes_lost). */
 #define NODES_MAX (1u << 20)
+/* Child graphs in child graphs, at most this deep (a recording could nest them without end;
+ * deeper ones are not kept, counted with the lost nodes). */
+#define CHILD_DEPTH_MAX 16
 
 struct gkernels {
 	size_t n, cap; /* captured: each kernel, how many times */
@@ -38,8 +44,17 @@ struct gkernels {
 	struct {
 		__u64 count, bytes;
 	} ops[GS_COPY_KIND_MAX]; /* copies and sets captured, by direction */
+	size_t nc, ccap;	 /* child graph nodes, each with its copy of the child */
+	struct gchild *ch;
+	unsigned int depth; /* of children in children (bounded: CHILD_DEPTH_MAX) */
+	__u64 into;	    /* capturing into a graph the program made: that graph */
 	bool conditional;
 	__u64 *kept; /* the process's count of nodes kept (struct proc's graph_nodes) */
+};
+
+struct gchild {
+	__u64 node;
+	struct gkernels *g;
 };
 
 /* Where a graph's nodes are counted, and where those not kept are. */
@@ -53,6 +68,9 @@ static void gk_free(void *v)
 
 	if (g) {
 		*g->kept -= g->nn;
+		for (size_t i = 0; i < g->nc; i++)
+			gk_free(g->ch[i].g);
+		free(g->ch);
 		hmap_free(&g->at);
 		free(g->k);
 		free(g->nodes);
@@ -104,8 +122,25 @@ static bool gk_node(const struct gctx *c, struct gkernels *g, __u64 node, __u64 
 	return true;
 }
 
-/* What `from` runs, added to `into` (a child graph's nodes keep their handles: setting
- * one through the parent is not followed). */
+static struct gkernels *gk_copy(const struct gctx *c, const struct gkernels *from);
+
+/* A child graph node of g: a copy of what `child` runs (a child graph's nodes keep their
+ * handles: setting one through the parent is not followed). */
+static void gk_child(const struct gctx *c, struct gkernels *g, __u64 node,
+		     const struct gkernels *child)
+{
+	if (child->depth >= CHILD_DEPTH_MAX) {
+		++*c->lost;
+		return;
+	}
+	g->ch = room(g->ch, g->nc, &g->ccap, sizeof(*g->ch));
+	g->ch[g->nc].node = node;
+	g->ch[g->nc++].g = gk_copy(c, child);
+	g->depth = GS_MAX(g->depth, child->depth + 1);
+	g->conditional |= child->conditional;
+}
+
+/* What `from` runs, added to `into`. */
 static void gk_add(const struct gctx *c, struct gkernels *into, const struct gkernels *from)
 {
 	for (size_t i = 0; i < from->n; i++)
@@ -116,6 +151,8 @@ static void gk_add(const struct gctx *c, struct gkernels *into, const struct gke
 		into->ops[k].count += from->ops[k].count;
 		into->ops[k].bytes += from->ops[k].bytes;
 	}
+	for (size_t i = 0; i < from->nc; i++)
+		gk_child(c, into, from->ch[i].node, from->ch[i].g);
 	into->conditional |= from->conditional;
 }
 
@@ -166,15 +203,23 @@ bool model__graph_op_captured(struct proc *p, __u64 stream, unsigned int kind, _
 	return g != NULL;
 }
 
-void model__graph_ops(const struct proc *p, __u64 exec, struct copy_stat *copies, __u64 *bytes)
+static void ops_in(const struct gkernels *g, struct copy_stat *copies, __u64 *bytes)
 {
-	const struct gkernels *g = hmap_get(&p->execs, exec, 0);
-
-	for (int k = 0; g && k < GS_COPY_KIND_MAX; k++) {
+	for (int k = 0; k < GS_COPY_KIND_MAX; k++) {
 		copies[k].graph_runs += g->ops[k].count;
 		copies[k].graph_bytes += g->ops[k].bytes;
 		*bytes += g->ops[k].bytes;
 	}
+	for (size_t i = 0; i < g->nc; i++)
+		ops_in(g->ch[i].g, copies, bytes);
+}
+
+void model__graph_ops(const struct proc *p, __u64 exec, struct copy_stat *copies, __u64 *bytes)
+{
+	const struct gkernels *g = hmap_get(&p->execs, exec, 0);
+
+	if (g)
+		ops_in(g, copies, bytes);
 }
 
 bool model__capturing(const struct model *m, __u32 pid, __u64 stream)
@@ -184,6 +229,18 @@ bool model__capturing(const struct model *m, __u32 pid, __u64 stream)
 	return p && hmap_get(&p->capturing, stream, 0);
 }
 
+static void each_in(const struct gkernels *g, void (*fn)(void *ctx, __u64 handle, __u64 count),
+		    void *ctx)
+{
+	for (size_t i = 0; i < g->n; i++)
+		fn(ctx, g->k[i].handle, g->k[i].count);
+	for (size_t i = 0; i < g->nn; i++)
+		if (g->nodes[i].func)
+			fn(ctx, g->nodes[i].func, 1);
+	for (size_t i = 0; i < g->nc; i++)
+		each_in(g->ch[i].g, fn, ctx);
+}
+
 bool model__graph_each(const struct proc *p, __u64 exec,
 		       void (*fn)(void *ctx, __u64 handle, __u64 count), void *ctx)
 {
@@ -191,19 +248,31 @@ bool model__graph_each(const struct proc *p, __u64 exec,
 
 	if (!g)
 		return false;
-	for (size_t i = 0; i < g->n; i++)
-		fn(ctx, g->k[i].handle, g->k[i].count);
-	for (size_t i = 0; i < g->nn; i++)
-		if (g->nodes[i].func)
-			fn(ctx, g->nodes[i].func, 1);
+	each_in(g, fn, ctx);
 	return g->conditional;
+}
+
+/* An instantiated graph's child node set to run another graph: arg0 the instantiated graph,
+ * out the node, arg1 the graph. */
+static void exec_child_set(const struct gctx *c, struct proc *p, const struct gs_ev_api *e)
+{
+	struct gkernels *x = hmap_get(&p->execs, e->arg0, 0);
+	const struct gkernels *child = hmap_get(&p->graphs, e->arg1, 0);
+
+	for (size_t i = 0; x && i < x->nc; i++)
+		if (x->ch[i].node == e->out) {
+			gk_free(x->ch[i].g);
+			x->ch[i].g = child && child->depth < CHILD_DEPTH_MAX ? gk_copy(c, child)
+									     : gk_new(c);
+			return;
+		}
 }
 
 /* A graph's node by the graph API (gs_decode_knode). */
 static void node_api(const struct gctx *c, struct proc *p, const struct gs_ev_api *e,
 		     const struct gs_api_desc *d)
 {
-	unsigned int at = d->shape == GS_SH_A_CHILD ? 4 : d->arg & 7;
+	unsigned int at = d->shape != GS_SH_A_CHILD ? d->arg & 7 : d->arg == 2 ? 2 : 4;
 	struct gkernels *g;
 	uintptr_t graph;
 
@@ -213,12 +282,16 @@ static void node_api(const struct gctx *c, struct proc *p, const struct gs_ev_ap
 			const struct gkernels *child = hmap_get(&p->graphs, e->arg1, 0);
 
 			if (child && child != g)
-				gk_add(c, g, child);
+				gk_child(c, g, e->out, child);
 		} else if (e->h.flags & GS_HDR_GNODE_COND) {
 			g->conditional = true;
 		} else if (!e->h.flags && e->arg0 && gk_node(c, g, e->out, e->arg1)) {
 			hmap_put(&p->node_graph, e->out, 0, (void *)(uintptr_t)e->arg0);
 		}
+		return;
+	}
+	if (at == 2 && e->h.flags == GS_HDR_GNODE_CHILD) {
+		exec_child_set(c, p, e);
 		return;
 	}
 	if (e->h.flags) /* (set to another kind than a kernel: nothing counted here) */
@@ -255,12 +328,26 @@ void model__graph_api(struct proc *p, const struct gs_ev_api *e, const struct gs
 	case GS_API_CU_STREAM_BEGIN_CAPTURE_V1_PTSZ:
 		gk_free(hmap_put(&p->capturing, e->arg0, 0, gk_new(cp)));
 		break;
+	case GS_API_CU_STREAM_BEGIN_CAPTURE_TO_GRAPH:
+	case GS_API_CU_STREAM_BEGIN_CAPTURE_TO_GRAPH_PTSZ: {
+		struct gkernels *g = gk_new(cp);
+
+		g->into = e->arg1;
+		gk_free(hmap_put(&p->capturing, e->arg0, 0, g));
+		break;
+	}
 	case GS_API_CU_STREAM_END_CAPTURE:
 	case GS_API_CU_STREAM_END_CAPTURE_PTSZ: {
-		struct gkernels *g = hmap_del(&p->capturing, e->arg0, 0);
+		struct gkernels *g = hmap_del(&p->capturing, e->arg0, 0), *into;
 
-		if (g)
+		/* (Captured into the program's graph: added to what it had.) */
+		into = g && g->into ? hmap_get(&p->graphs, g->into, 0) : NULL;
+		if (into) {
+			gk_add(cp, into, g);
+			gk_free(g);
+		} else if (g) {
 			gk_free(hmap_put(&p->graphs, e->out, 0, g));
+		}
 		break;
 	}
 	case GS_API_CU_GRAPH_INSTANTIATE:

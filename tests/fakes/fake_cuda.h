@@ -250,6 +250,8 @@ CUresult cuStreamBeginCapture_v2(CUstream s, int mode);
 CUresult cuStreamEndCapture(CUstream s, CUgraph *out);
 CUresult cuGraphInstantiateWithFlags(CUgraphExec *out, CUgraph g, unsigned long long flags);
 typedef struct CUgraphNode_st *CUgraphNode;
+CUresult cuStreamBeginCaptureToGraph(CUstream s, CUgraph g, const CUgraphNode *deps,
+				     const void *edges, size_t nd, int mode);
 CUresult cuGraphGetNodes(CUgraph g, CUgraphNode *nodes, size_t *n);
 CUresult cuGraphCreate(CUgraph *out, unsigned int flags);
 CUresult cuGraphAddKernelNode(CUgraphNode *out, CUgraph g, const CUgraphNode *deps, size_t n,
@@ -269,6 +271,7 @@ CUresult cuGraphExecUpdate_v2(CUgraphExec e, CUgraph g, void *result_info);
 CUresult cuGraphDestroy(CUgraph g);
 CUresult cuGraphExecDestroy(CUgraphExec e);
 CUresult cuGraphExecNodeSetParams(CUgraphExec e, CUgraphNode node, CUgraphNodeParams *p);
+CUresult cuGraphExecChildGraphNodeSetParams(CUgraphExec e, CUgraphNode node, CUgraph child);
 CUresult cuModuleLoad(CUmodule *mod, const char *path);
 CUresult cuLibraryLoadFromFile(CUlibrary *lib, const char *path, void *jitOptions,
 			       void **jitOptionsValues, unsigned int numJitOptions,

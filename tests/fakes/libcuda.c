@@ -1404,25 +1404,45 @@ EXPORT CUresult cuGraphLaunch_ptsz(CUgraphExec g, CUstream s)
 	return LOCKED(graph_launch(g, s, true));
 }
 
-static CUresult begin_capture(CUstream hs, int mode)
+/* Into a new graph, or (CUDA 12.3's cuStreamBeginCaptureToGraph, XLA's) into `into`. */
+static CUresult begin_capture(CUstream hs, int mode, CUgraph into)
 {
 	struct CUstream_st *s = stream_of(hs, false);
 
 	(void)mode;
 	if (s == &legacy_stream || s->capture)
 		return CUDA_ERROR_INVALID_VALUE;
-	s->capture = calloc(1, sizeof(*s->capture));
+	s->capture = into ? into : calloc(1, sizeof(*s->capture));
 	return CUDA_SUCCESS;
+}
+
+static CUresult begin_capture_to(CUstream s, CUgraph g, int mode)
+{
+	return g ? begin_capture(s, mode, g) : CUDA_ERROR_INVALID_VALUE;
+}
+
+EXPORT CUresult cuStreamBeginCaptureToGraph(CUstream s, CUgraph g, const CUgraphNode *deps,
+					    const void *edges, size_t nd, int mode)
+{
+	(void)deps, (void)edges, (void)nd;
+	return LOCKED(begin_capture_to(s, g, mode));
+}
+
+EXPORT CUresult cuStreamBeginCaptureToGraph_ptsz(CUstream s, CUgraph g, const CUgraphNode *deps,
+						 const void *edges, size_t nd, int mode)
+{
+	(void)deps, (void)edges, (void)nd;
+	return LOCKED(begin_capture_to(s, g, mode));
 }
 
 EXPORT CUresult cuStreamBeginCapture_v2(CUstream s, int mode)
 {
-	return LOCKED(begin_capture(s, mode));
+	return LOCKED(begin_capture(s, mode, NULL));
 }
 
 EXPORT CUresult cuStreamBeginCapture_v2_ptsz(CUstream s, int mode)
 {
-	return LOCKED(begin_capture(s, mode));
+	return LOCKED(begin_capture(s, mode, NULL));
 }
 
 static CUresult end_capture(CUstream hs, CUgraph *out)
@@ -1659,6 +1679,25 @@ EXPORT CUresult cuGraphAddChildGraphNode(CUgraphNode *out, CUgraph g, const CUgr
 {
 	(void)deps, (void)nd;
 	return child ? LOCKED(add_work_node(out, g, child)) : CUDA_ERROR_INVALID_VALUE;
+}
+
+/* An instantiated graph's child node set to run another graph's work (XLA's update of a
+ * traced command buffer). */
+static CUresult set_work_node(CUgraphNode hn, CUgraph child)
+{
+	struct node *n = (struct node *)hn;
+
+	if (!n || n->kernel || !child)
+		return CUDA_ERROR_INVALID_VALUE;
+	n->dur = 0;
+	for (struct node *c = child->nodes; c; c = c->next)
+		n->dur += c->dur;
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuGraphExecChildGraphNodeSetParams(CUgraphExec e, CUgraphNode node, CUgraph child)
+{
+	return e ? LOCKED(set_work_node(node, child)) : CUDA_ERROR_INVALID_VALUE;
 }
 
 static CUresult clone_graph(CUgraph *out, CUgraph from)

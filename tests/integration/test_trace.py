@@ -54,16 +54,19 @@ def test_graphs_built_with_the_graph_api(gs, plane):
     """XLA's graphs: kernel nodes added (by CUfunction, by CUkernel, by cuGraphAddNode), a
     child graph, an instantiated graph's node set, a graph's node set and the instantiated
     graph updated, a clone, a conditional node (its body not counted, said so): each
-    kernel's runs as the instantiated graphs held them when launched. Then a module
-    unloaded and its function's handle given to the next module's function (XLA's
+    kernel's runs as the instantiated graphs held them when launched. XLA's traced command
+    buffer: launches captured into a graph it made (cuStreamBeginCaptureToGraph), that
+    graph a child node, the instantiated graph's child node set to a new trace
+    (cuGraphExecChildGraphNodeSetParams): the replays run the trace of their time. Then a
+    module unloaded and its function's handle given to the next module's function (XLA's
     autotuning): kOld keeps its 3 launches, kNew has its 5."""
     report, truth, _ = gs.trace(["wl_graphapi"], opts=["--inject"] if plane == "inject" else [])
     assert_matches(truth, report)
     names = {k["name"]: k for k in report["kernels"]["list"]}
     assert {n: names[n]["graph_runs"] for n in ("kA", "kB", "kC")} == \
-        {"kA": 14, "kB": 9, "kC": 18}
-    assert report["kernels"]["graph_launches"] == 9
-    assert report["kernels"]["runs_in_graphs"] == 41
+        {"kA": 16, "kB": 14, "kC": 24}
+    assert report["kernels"]["graph_launches"] == 14
+    assert report["kernels"]["runs_in_graphs"] == 54
     assert report["kernels"]["graph_launches_conditional"] == 1
 
 

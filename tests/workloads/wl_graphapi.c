@@ -5,8 +5,9 @@
  * graph's node set to another kernel, a graph's node set and the instantiated graph updated
  * from it, a clone, and a graph with a conditional node. Each graph launch runs what the
  * instantiated graph held then; the truth counts each kernel's runs. With `limit`, a graph
- * past what gpuscope keeps (see limit()). Then a module unloaded and its function's handle
- * given to the next module's function (XLA's autotuning does it): each keeps its launches.
+ * past what gpuscope keeps (see limit()). Then XLA's traced command buffer (traced()), and
+ * a module unloaded and its function's handle given to the next module's function (XLA's
+ * autotuning does it): each keeps its launches.
  *
  *     wl_graphapi [limit]
  */
@@ -67,6 +68,43 @@ static int limit(CUkernel ka)
 	truth_write();
 	printf("wl_graphapi: 1 graph launch\n");
 	return 0;
+}
+
+/* XLA's traced command buffer: launches captured into a graph the program made
+ * (cuStreamBeginCaptureToGraph), that graph a child node of the command buffer's graph;
+ * at a later step a new trace is set as the instantiated graph's child node. */
+static void traced(CUkernel ka, CUkernel kb, CUkernel kc)
+{
+	CUDA_KERNEL_NODE_PARAMS p = params(kb, 1);
+	CUgraph cb, t1, t2, out;
+	CUgraphExec e;
+	CUgraphNode n, child;
+	CUstream st;
+
+	CHECK(cuStreamCreate(&st, 0), 0);
+	CHECK(cuGraphCreate(&cb, 0), 0);
+	CHECK(cuGraphCreate(&t1, 0), 0);
+	CHECK(cuStreamBeginCaptureToGraph(st, t1, NULL, NULL, 0, 1), 0);
+	CHECK(cuLaunchKernel((CUfunction)ka, 1, 1, 1, 32, 1, 1, 0, st, NULL, NULL), 0);
+	CHECK(cuStreamEndCapture(st, &out), 0);
+	CHECK(out == t1, 1);
+	truth_add(1, "launch:kA");
+	truth_add(1, "captured:kA");
+	CHECK(cuGraphAddKernelNode_v2(&n, cb, NULL, 0, &p), 0);
+	CHECK(cuGraphAddChildGraphNode(&child, cb, NULL, 0, t1), 0);
+	CHECK(cuGraphInstantiateWithFlags(&e, cb, 0), 0);
+	launch(e, 2, 1, 1, 0);
+	CHECK(cuGraphCreate(&t2, 0), 0);
+	CHECK(cuStreamBeginCaptureToGraph(st, t2, NULL, NULL, 0, 1), 0);
+	for (int i = 0; i < 2; i++)
+		CHECK(cuLaunchKernel((CUfunction)kc, 1, 1, 1, 32, 1, 1, 0, st, NULL, NULL), 0);
+	CHECK(cuStreamEndCapture(st, &out), 0);
+	truth_add(2, "launch:kC");
+	truth_add(2, "captured:kC");
+	CHECK(cuGraphExecChildGraphNodeSetParams(e, child, t2), 0);
+	launch(e, 3, 0, 1, 2);
+	CHECK(cuCtxSynchronize(), 0);
+	CHECK(cuGraphExecDestroy(e), 0);
 }
 
 /* A module's function launched, the module unloaded, another loaded: the driver gives its
@@ -161,8 +199,9 @@ int main(int argc, char **argv)
 	CHECK(cuGraphExecDestroy(ec), 0);
 	CHECK(cuGraphExecDestroy(eh), 0);
 	CHECK(cuGraphDestroy(g), 0);
+	traced(ka, kb, kc);
 	handle_reused();
 	truth_write();
-	printf("wl_graphapi: 9 graph launches\n");
+	printf("wl_graphapi: 14 graph launches\n");
 	return 0;
 }
