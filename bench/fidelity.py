@@ -28,6 +28,7 @@ import json
 import os
 import re
 import statistics
+import struct
 import subprocess
 import sys
 import time
@@ -115,32 +116,47 @@ def executions(report):
 
 
 def durations(d, report):
-    """(pid, name) -> [(start, duration as the report has it)] of timed launches."""
-    rec = os.path.join(d, "run.gsrec")
-    names = {h: n for ns, h, n in gsrec.knames(rec) if ns == gsrec.NS_DRIVER}
-    for h, t, ns in gsrec.kaliases(rec):
-        if ns == gsrec.NS_DRIVER and t in names:
-            names.setdefault(h, names[t])
+    """(pid, name) -> [(start, duration as the report has it)] of timed launches. Names are
+    taken as they were when the launch was recorded: a handle can be named again (XLA
+    unloads its autotuning modules and the driver hands their handles out again)."""
+    names, alias = {}, {}
     display = {k["name"]: norm(k["display"]) for k in report["kernels"]["list"] if k["name"]}
     over = {dv["device"]: (dv["event_overhead_ns"], dv["chained_event_overhead_ns"])
             for dv in report["gpu"]["devices"]}
     out = collections.defaultdict(list)
-    for r in gsrec.gpu_records(rec):
-        if r["kind"] != 1:
-            continue
-        gated, flags = r["flags"] & 2, r["flags"]
-        submitted = r["call_end"]
-        idle = not gated and r["start"] < submitted
-        start, end = (min(submitted, r["end"]) if idle else r["start"]), r["end"]
-        o = over.get(r["device"], (0, 0))[1 if flags & 32 else 0]
-        o = min(o, end - start)
-        if not idle:
-            start += o // 2
-        end -= o - o // 2
-        known = not (flags & 4 or flags & 8 or (idle and submitted - r["start"] > IDLE_WINDOW_NS))
-        name = display.get(names.get(r["func"]), "?%x" % r["func"])
-        out[(r["pid"], name)].append((r["start"], end - start if known else None))
+    for rec in gsrec.records(os.path.join(d, "run.gsrec")):
+        b = rec["body"]
+        if rec["type"] == gsrec.EV_KNAME:
+            handle, _, _, _, length, ns = struct.unpack_from("<QQQHHB", b)
+            if ns == gsrec.NS_DRIVER:
+                names[(rec["pid"], handle)] = b[32:32 + length].decode(errors="replace")
+        elif rec["type"] == gsrec.EV_KALIAS:
+            handle, target, _, ns = struct.unpack_from("<QQHB", b)
+            alias[(rec["pid"], handle)] = target
+        elif rec["type"] == gsrec.EV_GPU:
+            (start, end, call_end, func, _, _, _, _, _, _, kind, flags, device, _,
+             _) = gsrec.GPU.unpack_from(b)
+            if kind != 1:
+                continue
+            key = (rec["pid"], func)
+            name = names.get(key) or names.get((rec["pid"], alias.get(key)))
+            out[(rec["pid"], display.get(name, "?%x" % func))].append(
+                (start, report_duration(start, end, call_end, flags, over.get(device, (0, 0)))))
     return out
+
+
+def report_duration(start, end, call_end, flags, over):
+    """A kernel's duration from its record, as analysis/model_gpu.c computes it (None: one
+    the report leaves out, its start or end not known well enough)."""
+    gated, submitted = flags & 2, call_end
+    idle = not gated and start < submitted
+    if flags & 4 or flags & 8 or (idle and submitted - start > IDLE_WINDOW_NS):
+        return None
+    s = min(submitted, end) if idle else start
+    o = min(over[1 if flags & 32 else 0], end - s)
+    if not idle:
+        s += o // 2
+    return end - (o - o // 2) - s
 
 
 # ---- the table ---------------------------------------------------------------------------
@@ -201,6 +217,7 @@ def gpu_time(d, report, procs):
     mine = durations(d, report)
     buckets = {"<2us": [], "2-50us": [], ">50us": []}
     unpaired, unknown, in_graphs = 0, 0, 0
+    unpaired_names, per_name = [], []
     for pid, p in procs.items():
         by_name = collections.defaultdict(list)
         for ts, dur, name, graph in p["kernels"]:
@@ -212,14 +229,25 @@ def gpu_time(d, report, procs):
             ours = sorted(mine.get((pid, name), []))
             if len(ours) != len(durs):
                 unpaired += len(durs)
+                unpaired_names.append([name[:80], len(durs), len(ours)])
                 continue
+            errs = []
             for c, (_, g) in zip(durs, ours):
                 if g is None:
                     unknown += 1
                     continue
                 b = "<2us" if c < 2000 else "2-50us" if c <= 50000 else ">50us"
                 buckets[b].append((g - c, c))
-    out = {"unpaired": unpaired, "start_unknown": unknown, "in_graphs_untimed": in_graphs}
+                errs.append((g - c, c))
+            if errs:
+                per_name.append({"name": name[:80], "n": len(errs),
+                                 "cupti_median_ns": med([c for _, c in errs]),
+                                 "median_err_ns": med([e for e, _ in errs]),
+                                 "within": sum(abs(e) <= max(0.02 * c, 500)
+                                               for e, c in errs) / len(errs)})
+    out = {"unpaired": unpaired, "start_unknown": unknown, "in_graphs_untimed": in_graphs,
+           "unpaired_names": unpaired_names[:8],
+           "worst": sorted(per_name, key=lambda x: x["within"])[:8]}
     for b, v in buckets.items():
         err = [e for e, _ in v]
         out[b] = {"n": len(v), "cupti_median_ns": med([c for _, c in v]),
@@ -287,6 +315,15 @@ def table(out):
                                                    x["median_err_ns"], x["p10_err_ns"],
                                                    x["p90_err_ns"], 100 * x["median_rel"],
                                                    100 * x["within_2pct_or_0.5us"]))
+                if g.get("worst"):
+                    lines += ["", "least exact kernels (n, CUPTI median, error median, within): " +
+                              "; ".join("`%s` %d, %.0f ns, %+.0f ns, %.0f%%" % (
+                                  w["name"][:60], w["n"], w["cupti_median_ns"],
+                                  w["median_err_ns"], 100 * w["within"])
+                                  for w in g["worst"][:5])]
+                if g.get("unpaired_names"):
+                    lines += ["", "unpaired (CUPTI, gpuscope records): " + "; ".join(
+                        "`%s` %d/%d" % tuple(u) for u in g["unpaired_names"])]
         lines.append("")
     open(os.path.join(out, "fidelity.md"), "w").write("\n".join(lines) + "\n")
     print("\n".join(lines))
