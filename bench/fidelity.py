@@ -27,6 +27,7 @@ import glob
 import json
 import os
 import re
+import shutil
 import statistics
 import struct
 import subprocess
@@ -38,6 +39,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "tests", "integration"))
 import gsrec  # noqa: E402
 
 WORKLOADS = ["eager", "graphs", "cupy", "jax", "nccl2", "compile"]
+MORE = ["compile_gpt2"]  # (run when named)
 PLANES = {"uprobe": [], "inject": ["--inject"]}
 IDLE_WINDOW_NS = 50000  # analysis/model_gpu.c
 
@@ -54,14 +56,19 @@ def run(gs, out, workloads):
             cmd = [gs, "run", "-q", "--no-os", "-o", os.path.join(d, "run.gsrec"),
                    "--json=%s" % os.path.join(d, "report.json")] + opts + \
                   ["--", sys.executable, os.path.join(HERE, "fidelity_work.py"), w, d]
+            # (Each run compiles afresh: Inductor's and Triton's caches its own, then gone.)
+            env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=os.path.join(d, "inductor"),
+                       TRITON_CACHE_DIR=os.path.join(d, "triton"))
             t0 = time.time()
             try:
-                p = subprocess.run(cmd, capture_output=True, text=True, timeout=400)
+                p = subprocess.run(cmd, capture_output=True, text=True, timeout=400, env=env)
                 rc, log = p.returncode, p.stdout + "\n---- stderr\n" + p.stderr
             except subprocess.TimeoutExpired as e:
                 rc, log = "timeout", str(e)
             with open(os.path.join(d, "log.txt"), "w") as f:
                 f.write("rc=%s wall=%.1fs\n%s" % (rc, time.time() - t0, log))
+            for c in ("inductor", "triton"):
+                shutil.rmtree(os.path.join(d, c), ignore_errors=True)
             print("%-8s %-6s rc=%s %.0fs" % (w, plane, rc, time.time() - t0), flush=True)
 
 
@@ -267,7 +274,7 @@ def cell(want, got, ge=False):
 def table(out):
     res = {"machine": open(os.path.join(out, "machine.txt")).read().strip()
            if os.path.exists(os.path.join(out, "machine.txt")) else None, "workloads": {}}
-    for w in WORKLOADS:
+    for w in WORKLOADS + MORE:
         for plane in PLANES:
             d = os.path.join(out, w, plane)
             if os.path.isdir(d):

@@ -6,6 +6,8 @@ profiler (CUPTI), itself under gpuscope:
 eager     a small convolutional network trained 30 steps (Adam), a batch copied in and the
           loss read back each step
 compile   a transformer encoder block under torch.compile, trained 20 steps
+compile_gpt2  GPT-2 small (transformers) under torch.compile, trained 10 steps (not in the
+          default set: slow to compile)
 graphs    a whole training step (forward, backward, SGD) captured in a CUDA graph and
           replayed 50 times (PyTorch's documented whole-network capture)
 jax       a jitted MLP training step (XLA, its kernels in CUDA graphs it builds with the
@@ -60,6 +62,23 @@ def compiled(facts):
         out = step(x)
         loss = out.pow(2).mean()
         opt.zero_grad()
+        loss.backward()
+        opt.step()
+    facts["loss"] = float(loss)
+    torch_memory(facts)
+
+
+def compiled_gpt2(facts):
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    torch.manual_seed(0)
+    model = GPT2LMHeadModel(GPT2Config()).cuda()
+    step_model = torch.compile(model)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    ids = torch.randint(0, 50257, (4, 256), device="cuda")
+    for _ in range(10):
+        opt.zero_grad(set_to_none=True)
+        loss = step_model(ids, labels=ids).loss
         loss.backward()
         opt.step()
     facts["loss"] = float(loss)
@@ -175,8 +194,8 @@ def torch_memory(facts):
     facts["framework_allocs"] = st.get("segment.all.allocated", 0)
 
 
-WORKLOADS = {"eager": eager, "compile": compiled, "graphs": graphs, "jax": jax_mlp,
-             "cupy": cupy_loop}
+WORKLOADS = {"eager": eager, "compile": compiled, "compile_gpt2": compiled_gpt2,
+             "graphs": graphs, "jax": jax_mlp, "cupy": cupy_loop}
 
 
 def main():

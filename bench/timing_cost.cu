@@ -5,6 +5,8 @@
  * alone and with the parts of the in-process plane's timing, each variant its own loop,
  * variants interleaved over REPS rounds (median ns per launch):
  *   plain          the launch
+ *   ask            + what the plane asks the driver before a launch it times (the current
+ *                  context, whether the stream is being captured)
  *   end            + one event recorded after it (an end marker only)
  *   pair           + events before and after
  *   gate_pair      + a cuStreamWaitValue32 gate before the start event, opened by the host
@@ -48,7 +50,7 @@ static double now_ns()
 	return ts.tv_sec * 1e9 + ts.tv_nsec;
 }
 
-enum { PLAIN, END, PAIR, GATE_PAIR, GATE_END };
+enum { PLAIN, ASK, END, PAIR, GATE_PAIR, GATE_END };
 
 static CUcontext ctx;
 static CUevent *starts, *ends, ref;
@@ -102,8 +104,15 @@ static double run(int v, bool harvest, long n, CUstream s, CUdeviceptr gate_dev,
 			CK(cuStreamWaitValue32(s, gate_dev, ++seq, CU_STREAM_WAIT_VALUE_GEQ));
 		if (v == PAIR || v == GATE_PAIR)
 			CK(cuEventRecord(starts[i], s));
+		if (v == ASK) {
+			CUcontext c;
+			CUstreamCaptureStatus st;
+
+			CK(cuCtxGetCurrent(&c));
+			CK(cuStreamIsCapturing(s, &st));
+		}
 		empty<<<1, 1, 0, s>>>();
-		if (v != PLAIN)
+		if (v != PLAIN && v != ASK)
 			CK(cuEventRecord(ends[i], s));
 		if (gated)
 			__atomic_store_n(gate, seq, __ATOMIC_RELEASE);
@@ -129,6 +138,7 @@ int main(int argc, char **argv)
 		bool harvest;
 		const char *name;
 	} variants[] = { { PLAIN, false, "plain" },
+			 { ASK, false, "ask" },
 			 { END, false, "end" },
 			 { PAIR, false, "pair" },
 			 { GATE_PAIR, false, "gate_pair" },
