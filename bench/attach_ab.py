@@ -1,0 +1,129 @@
+"""The kernel plane's cost on training steps, untraced and traced in one process (issue 22):
+between processes an untraced ResNet-50 step on the lent GPU machines varies by 30% (18.8
+to 25.5 ms), which hides a 0.5% cost. Here one process trains for the whole run, and
+`gpuscope attach` traces it for B seconds, detaches, leaves it alone for A seconds, and
+again, ROUNDS times (ABAB...): each round's ratio is the median window time while attached
+over the median while detached just before it.
+
+    python3 attach_ab.py run GPUSCOPE OUT [resnet50|gpt2] [ROUNDS] [SECONDS]   (as root)
+    python3 attach_ab.py work WORKLOAD LOG STOPFILE   (the process: windows of 4 steps,
+                                                      "start end" seconds a line in LOG)
+Writes OUT/attach-WORKLOAD.json and prints the table row. Windows that straddle an attach
+or a detach (and the first second after each) are left out. gpuscope's options are its
+defaults (the OS plane too); GS_OPTS adds some.
+"""
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SETTLE = 1.0  # seconds after an attach whose windows are left out
+END_SETTLE = 1.5  # and before the attach's end is seen (detaching, the report after it)
+
+
+def work(name, log, stop):
+    if name == "idle":  # (the script's own check, without a GPU: a step that sleeps)
+        import ctypes
+
+        ctypes.CDLL("libcuda.so.1").cuInit(0)
+        step, sync = (lambda: time.sleep(0.002)), (lambda: None)
+    else:
+        import torch
+
+        sys.path.insert(0, HERE)
+        import workload
+
+        step = {"resnet50": workload.resnet50_step, "gpt2": workload.gpt2_step}[name]()
+        sync = torch.cuda.synchronize
+    for _ in range(10):
+        step()
+    sync()
+    with open(log, "w", buffering=1) as f:
+        f.write("ready\n")
+        while not os.path.exists(stop):
+            t0 = time.time()
+            for _ in range(4):
+                step()
+            sync()
+            f.write("%.6f %.6f\n" % (t0, time.time()))
+
+
+def windows(log):
+    out = []
+    for line in open(log):
+        parts = line.split()
+        if len(parts) == 2:
+            out.append((float(parts[0]), float(parts[1])))
+    return out
+
+
+def inside(ws, lo, hi):
+    return [(e - s) / 4 for s, e in ws if s >= lo and e <= hi]
+
+
+def run(gs, out, name, rounds, secs):
+    log, stop = os.path.join(out, "ab-%s.log" % name), os.path.join(out, "ab-%s.stop" % name)
+    for f in (log, stop):
+        if os.path.exists(f):
+            os.unlink(f)
+    wl = subprocess.Popen([sys.executable, os.path.abspath(__file__), "work", name, log, stop])
+    deadline = time.time() + 300
+    while not (os.path.exists(log) and open(log).readline().strip() == "ready"):
+        if time.time() > deadline or wl.poll() is not None:
+            sys.exit("the workload did not start")
+        time.sleep(0.2)
+    phases = []  # (kind, start, end)
+    extra = os.environ.get("GS_OPTS", "").split()
+    reports = []
+    for r in range(rounds):
+        a0 = time.time()
+        time.sleep(secs)
+        phases.append(("off", a0, time.time()))
+        rep = os.path.join(out, "ab-%s-%d.json" % (name, r))
+        tr = subprocess.Popen([gs, "attach", "-p", str(wl.pid), "-q", "-d", str(secs),
+                               "--json=%s" % rep] + extra, stderr=subprocess.PIPE, text=True)
+        line = tr.stderr.readline()  # "attached to pid ..." once every probe is in
+        t_on = time.time()
+        err = tr.communicate(timeout=secs + 120)[1]
+        t_off = time.time()
+        if "attached to pid" not in line:
+            wl.kill()
+            sys.exit("attach failed: %s%s" % (line, err[-2000:]))
+        phases.append(("on", t_on, t_off))
+        reports.append(rep)
+    open(stop, "w").close()
+    wl.wait(timeout=120)
+    ws = windows(log)
+    res = {"workload": name, "rounds": [], "seconds": secs}
+    for r in range(rounds):
+        _, a0, a1 = phases[2 * r]
+        _, b0, b1 = phases[2 * r + 1]
+        off = inside(ws, a0 + SETTLE, a1)
+        on = inside(ws, b0 + SETTLE, b1 - END_SETTLE)
+        rep = json.load(open(reports[r]))
+        res["rounds"].append({
+            "off_s": statistics.median(off) if off else None, "off_windows": len(off),
+            "on_s": statistics.median(on) if on else None, "on_windows": len(on),
+            "launches": rep["kernels"]["launches"], "drops": rep["drops"]["total"]})
+    ratios = [x["on_s"] / x["off_s"] for x in res["rounds"] if x["on_s"] and x["off_s"]]
+    res["ratio_median"] = statistics.median(ratios) if ratios else None
+    res["ratio_min_max"] = [min(ratios), max(ratios)] if ratios else None
+    res["step_off_median_s"] = statistics.median(x["off_s"] for x in res["rounds"]
+                                                 if x["off_s"])
+    json.dump(res, open(os.path.join(out, "attach-%s.json" % name), "w"), indent=1)
+    print("| %s (%d rounds of %d s) | %.2f ms | %.4fx (%.4f-%.4f) |" % (
+        name, len(ratios), secs, 1e3 * res["step_off_median_s"], res["ratio_median"],
+        res["ratio_min_max"][0], res["ratio_min_max"][1]))
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "work":
+        work(sys.argv[2], sys.argv[3], sys.argv[4])
+    else:
+        os.makedirs(sys.argv[3], exist_ok=True)
+        run(os.path.abspath(sys.argv[2]), sys.argv[3], sys.argv[4] if len(sys.argv) > 4
+            else "resnet50", int(sys.argv[5]) if len(sys.argv) > 5 else 7,
+            float(sys.argv[6]) if len(sys.argv) > 6 else 10)
