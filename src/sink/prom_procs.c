@@ -316,11 +316,14 @@ static void transfers(struct strbuf *sb, const struct model *m)
 
 	model__copies(m, copies);
 	prom_family(sb, "gpuscope_copy_bytes_total", "counter",
-		    "Bytes copied by CUDA memcpy calls on the node, by direction.");
+		    "Bytes copied by CUDA memcpy calls on the node, by direction (those captured "
+		    "into a CUDA graph at each launch of the graph).");
 	for (int k = 1; k < GS_COPY_KIND_MAX; k++)
-		if (copies[k].count)
+		if (copies[k].count || copies[k].graph_runs)
 			prom_sample(sb, "gpuscope_copy_bytes_total", NULL, "direction",
-				    copy_kind_name((unsigned int)k), (double)copies[k].bytes);
+				    copy_kind_name((unsigned int)k),
+				    (double)(copies[k].bytes - copies[k].captured_bytes +
+					     copies[k].graph_bytes));
 	prom_family(sb, "gpuscope_sync_wait_seconds_total", "counter",
 		    "Time spent in CUDA synchronisation calls, by call.");
 	for (int a = 1; a < GS_API_MAX; a++)
