@@ -16,6 +16,9 @@ trace driver -- "$out/workloads/wl_driver"
 trace runtime -- "$out/workloads/wl_runtime"
 trace nccl -- "$out/workloads/wl_nccl"
 trace inject --inject -- "$out/workloads/wl_driver"
+# Graphs as XLA builds them (nodes, children set on an instantiated graph, captures into a
+# graph), and a function handle the driver gives again after a module unload.
+trace graphapi -- "$out/workloads/wl_graphapi"
 # Python frames (symbols of pseudo-addresses, the interpreter's record), both planes.
 trace python --inject --stacks 1 -- /usr/bin/python3 tests/workloads/py_cuda.py
 trace python-kernel --stacks 1 -- /usr/bin/python3 tests/workloads/py_cuda.py --pause 0.3
@@ -48,7 +51,7 @@ clang -target bpf -O2 -mcpu=v3 -g -DKERNEL='"vadd"' -c tests/bpf/bpftime_launchl
 	>/dev/null
 { printf '\000'; cat "$tmp/late/bundle"; } >tests/fuzz/seeds/probe/bundle-host
 # The records target reads bare records: a recording without its 16-byte header.
-for f in driver inject devcode probe os python python-kernel python-exc; do
+for f in driver inject graphapi devcode probe os python python-kernel python-exc; do
 	tail -c +17 "$seeds/recording/$f.gsrec" >"$seeds/records/$f.bin"
 done
 ls -l "$seeds/recording" "$seeds/records"
