@@ -262,8 +262,11 @@ static void exec_child_set(const struct gctx *c, struct proc *p, const struct gs
 	for (size_t i = 0; x && i < x->nc; i++)
 		if (x->ch[i].node == e->out) {
 			gk_free(x->ch[i].g);
-			x->ch[i].g = child && child->depth < CHILD_DEPTH_MAX ? gk_copy(c, child)
-									     : gk_new(c);
+			x->ch[i].g = gk_new(c);
+			if (child && child->depth < CHILD_DEPTH_MAX)
+				gk_add(c, x->ch[i].g, child);
+			else if (child)
+				++*c->lost;
 			return;
 		}
 }
