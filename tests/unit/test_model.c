@@ -263,6 +263,100 @@ static void graphs_count_runs(void **state)
 	teardown();
 }
 
+/* A graph API record of a child graph node (added, or set on an instantiated graph). */
+static void child_api(struct model *m, __u16 id, __u64 arg0, __u64 arg1, __u64 out)
+{
+	struct gs_ev_api e;
+
+	hdr(&e, GS_EV_API, sizeof(e), 1, now++);
+	e.h.flags = GS_HDR_GNODE_CHILD;
+	e.c.api = id;
+	e.arg0 = arg0;
+	e.arg1 = arg1;
+	e.out = out;
+	push(m, &e.h);
+}
+
+static void set_captured(struct model *m, __u64 stream, __u64 bytes)
+{
+	struct gs_ev_copy e;
+
+	hdr(&e, GS_EV_COPY, sizeof(e), 1, now++);
+	e.c.api = GS_API_CU_MEMSET_D32_ASYNC;
+	e.kind = GS_COPY_MEMSET;
+	e.flags = GS_COPY_ASYNC;
+	e.dst = 0x7000000;
+	e.bytes = bytes;
+	e.stream = stream;
+	push(m, &e.h);
+}
+
+/* XLA's traced command buffer: launches and a set captured into a graph the program made,
+ * that graph a child node, the instantiated graph's child node set to a new trace. */
+static void graphs_traced_into_children(void **state)
+{
+	struct model *m = setup();
+	struct report *r;
+	__u64 runs[2] = { 0, 0 };
+
+	(void)state;
+	kname(m, 1, 0x100, GS_NS_DRIVER, "kC");
+	kname(m, 1, 0x200, GS_NS_DRIVER, "kD");
+	api(m, 1, GS_API_CU_STREAM_BEGIN_CAPTURE_TO_GRAPH, 0x77, 0xa1, 0, 0);
+	launch(m, 1, GS_API_CU_LAUNCH_KERNEL, 0x100, 0x77, 8, 0);
+	set_captured(m, 0x77, 4096);
+	api(m, 1, GS_API_CU_STREAM_END_CAPTURE, 0x77, 0, 0xa1, 0);
+	child_api(m, GS_API_CU_GRAPH_ADD_CHILD_GRAPH_NODE, 0xb0, 0xa1, 0xc0);
+	api(m, 1, GS_API_CU_GRAPH_INSTANTIATE, 0, 0xb0, 0xe0, 0);
+	for (int i = 0; i < 2; i++)
+		launch(m, 1, GS_API_CU_GRAPH_LAUNCH, 0xe0, 0x88, 0, GS_LAUNCH_GRAPH);
+	api(m, 1, GS_API_CU_STREAM_BEGIN_CAPTURE_TO_GRAPH, 0x77, 0xa2, 0, 0);
+	launch(m, 1, GS_API_CU_LAUNCH_KERNEL, 0x200, 0x77, 8, 0);
+	launch(m, 1, GS_API_CU_LAUNCH_KERNEL, 0x200, 0x77, 8, 0);
+	api(m, 1, GS_API_CU_STREAM_END_CAPTURE, 0x77, 0, 0xa2, 0);
+	child_api(m, GS_API_CU_GRAPH_EXEC_CHILD_GRAPH_NODE_SET_PARAMS, 0xe0, 0xa2, 0xc0);
+	for (int i = 0; i < 3; i++)
+		launch(m, 1, GS_API_CU_GRAPH_LAUNCH, 0xe0, 0x88, 0, GS_LAUNCH_GRAPH);
+	r = analyses__report(&A);
+	for (size_t i = 0; i < r->nkernels; i++)
+		runs[!strcmp(r->kernels[i].mangled, "kD")] = r->kernels[i].graph_runs;
+	assert_int_equal(runs[0], 2); /* kC: the first trace's two replays */
+	assert_int_equal(runs[1], 6); /* kD: twice in the new trace, three replays */
+	assert_int_equal(r->copies[GS_COPY_MEMSET].count, 1);
+	assert_int_equal(r->copies[GS_COPY_MEMSET].captured, 1);
+	assert_int_equal(r->copies[GS_COPY_MEMSET].graph_runs, 2);
+	assert_int_equal(r->copies[GS_COPY_MEMSET].graph_bytes, 2 * 4096);
+	report__free(r);
+	teardown();
+}
+
+/* A handle named again (its module unloaded, the handle given to another function): the
+ * launches before keep the old name. */
+static void renamed_handle_keeps_launches(void **state)
+{
+	struct model *m = setup();
+	struct report *r;
+	__u64 launches[2] = { 0, 0 };
+
+	(void)state;
+	kname(m, 1, 0x100, GS_NS_DRIVER, "kOld");
+	for (int i = 0; i < 3; i++)
+		launch(m, 1, GS_API_CU_LAUNCH_KERNEL, 0x100, 0x88, 8, 0);
+	kname(m, 1, 0x100, GS_NS_DRIVER, "kOld"); /* (the same name again: nothing changes) */
+	kname(m, 1, 0x100, GS_NS_DRIVER, "kNew");
+	for (int i = 0; i < 5; i++)
+		launch(m, 1, GS_API_CU_LAUNCH_KERNEL, 0x100, 0x88, 8, 0);
+	r = analyses__report(&A);
+	assert_int_equal(r->nkernels, 2);
+	for (size_t i = 0; i < r->nkernels; i++)
+		launches[!strcmp(r->kernels[i].mangled, "kNew")] = r->kernels[i].launches;
+	assert_int_equal(launches[0], 3);
+	assert_int_equal(launches[1], 5);
+	assert_int_equal(r->launches, 8);
+	report__free(r);
+	teardown();
+}
+
 static void copy_direction_from_pointers(void **state)
 {
 	struct model *m = setup();
@@ -904,6 +998,8 @@ static const struct CMUnitTest tests[] = {
 	cmocka_unit_test(overlap_replaces_stale_range),
 	cmocka_unit_test(names_through_aliases),
 	cmocka_unit_test(graphs_count_runs),
+	cmocka_unit_test(graphs_traced_into_children),
+	cmocka_unit_test(renamed_handle_keeps_launches),
 	cmocka_unit_test(copy_direction_from_pointers),
 	cmocka_unit_test(nccl_bytes_use_comm_size),
 	cmocka_unit_test(report_merges_and_orders),
