@@ -463,12 +463,12 @@ static void copies(FILE *f, const struct report *r)
 		runs += r->copies[k].graph_runs;
 	}
 	if (empty)
-		fprintf(f, "  (%llu of the calls were of zero bytes: no copy made)\n",
+		fprintf(f, "  (calls of zero bytes, no copy made: %llu)\n",
 			(unsigned long long)empty);
 	if (captured || runs)
 		fprintf(f,
-			"  (%llu of the calls were captured into graphs, not run then; graph "
-			"launches ran %llu copies and sets)\n",
+			"  (calls captured into CUDA graphs, not run then: %llu; copies and sets "
+			"run by graph launches: %llu)\n",
 			(unsigned long long)captured, (unsigned long long)runs);
 }
 
