@@ -109,8 +109,12 @@ def run(gs, out, name, rounds, secs):
             "on_s": statistics.median(on) if on else None, "on_windows": len(on),
             "launches": rep["kernels"]["launches"], "drops": rep["drops"]["total"]})
     ratios = [x["on_s"] / x["off_s"] for x in res["rounds"] if x["on_s"] and x["off_s"]]
-    res["ratio_median"] = statistics.median(ratios) if ratios else None
-    res["ratio_min_max"] = [min(ratios), max(ratios)] if ratios else None
+    if not ratios:
+        sys.exit("no round has windows both attached and detached: periods of %g s are too "
+                 "short (%g s are left out after an attach, %g s before its end)" % (
+                     secs, SETTLE, END_SETTLE))
+    res["ratio_median"] = statistics.median(ratios)
+    res["ratio_min_max"] = [min(ratios), max(ratios)]
     res["step_off_median_s"] = statistics.median(x["off_s"] for x in res["rounds"]
                                                  if x["off_s"])
     json.dump(res, open(os.path.join(out, "attach-%s.json" % name), "w"), indent=1)
