@@ -118,8 +118,9 @@ static void api(struct model *m, __u32 pid, __u16 id, __u64 arg0, __u64 arg1, __
 	push(m, &e.h);
 }
 
-static void copy(struct model *m, __u32 pid, __u16 id, __u32 kind, __u64 dst, __u64 src,
-		 __u64 bytes, __u64 dur)
+/* A copy or set (stream and flags: an asynchronous one's). */
+static void copy_on(struct model *m, __u32 pid, __u16 id, __u32 kind, __u64 dst, __u64 src,
+		    __u64 bytes, __u64 dur, __u64 stream, __u32 flags)
 {
 	struct gs_ev_copy e;
 
@@ -130,7 +131,15 @@ static void copy(struct model *m, __u32 pid, __u16 id, __u32 kind, __u64 dst, __
 	e.dst = dst;
 	e.src = src;
 	e.bytes = bytes;
+	e.stream = stream;
+	e.flags = flags;
 	push(m, &e.h);
+}
+
+static void copy(struct model *m, __u32 pid, __u16 id, __u32 kind, __u64 dst, __u64 src,
+		 __u64 bytes, __u64 dur)
+{
+	copy_on(m, pid, id, kind, dst, src, bytes, dur, 0, 0);
 }
 
 static void session_start(struct model *m, __u32 mode, __u32 pid)
@@ -279,16 +288,8 @@ static void child_api(struct model *m, __u16 id, __u64 arg0, __u64 arg1, __u64 o
 
 static void set_captured(struct model *m, __u64 stream, __u64 bytes)
 {
-	struct gs_ev_copy e;
-
-	hdr(&e, GS_EV_COPY, sizeof(e), 1, now++);
-	e.c.api = GS_API_CU_MEMSET_D32_ASYNC;
-	e.kind = GS_COPY_MEMSET;
-	e.flags = GS_COPY_ASYNC;
-	e.dst = 0x7000000;
-	e.bytes = bytes;
-	e.stream = stream;
-	push(m, &e.h);
+	copy_on(m, 1, GS_API_CU_MEMSET_D32_ASYNC, GS_COPY_MEMSET, 0x7000000, 0, bytes, 0, stream,
+		GS_COPY_ASYNC);
 }
 
 /* XLA's traced command buffer: launches and a set captured into a graph the program made,
