@@ -186,8 +186,9 @@ static void explain(const struct thread_os *t, __u64 from, __u64 to, struct find
 	for (unsigned int i = 0; i < n; i++) {
 		__u64 o = overlap(t->off[i].start, t->off[i].end, from, to);
 
-		/* Of a merged span, the share that was off the CPU. */
-		if (o && t->off[i].end > t->off[i].start)
+		/* Of a merged span, the share that was off the CPU (at most all of it: a
+		 * recording's intervals are anything). */
+		if (o && t->off[i].off_ns < t->off[i].end - t->off[i].start)
 			o = (__u64)((double)o * (double)t->off[i].off_ns /
 				    (double)(t->off[i].end - t->off[i].start));
 

@@ -149,9 +149,13 @@ static void add_call(struct kstat *k, const struct gs_ev_launch *e)
 
 __u64 kstat_call_ns(const struct kstat *k)
 {
+	double v;
+
 	if (!k->call_seen || k->call_seen >= k->launches)
 		return k->call_ns;
-	return (__u64)((double)k->call_ns * (double)k->launches / (double)k->call_seen);
+	v = (double)k->call_ns * (double)k->launches / (double)k->call_seen;
+	/* (Saturated: a recording's call times are anything.) */
+	return v >= 0x1p64 ? UINT64_MAX : (__u64)v;
 }
 
 static void graph_launch(struct model *m, struct proc *p, const struct gs_ev_launch *e)
