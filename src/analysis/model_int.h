@@ -141,10 +141,9 @@ struct model {
 	struct hmap aliases; /* (pid, handle) -> struct alias_entry */
 	struct hmap kernels; /* (pid, handle) -> struct kstat */
 	/* A handle named again with another name (its module unloaded, the handle given to a
-	 * new function): what it ran before, under the name it had ((pid, seq) -> kstat with
-	 * name). */
+	 * new function): what it ran before, under the name it had ((pid, name hash) -> kstat
+	 * with name, merged by name). */
 	struct hmap renamed_kernels;
-	__u64 renamed_seq;
 	struct hmap graph_execs; /* (pid, exec) -> struct kstat (launches of the graph) */
 	/* Kernels of retired processes: named, by name ((hash, 0), probing on the hash);
 	 * unnamed, by (handle, pid + 1 << 32). Their graphs: counted, GPU times merged. */

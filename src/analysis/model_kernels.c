@@ -15,16 +15,31 @@
 
 #define NAME_KEY(pid, ns) ((__u64)(pid) << 1 | (ns))
 
+static __u64 name_hash(const char *s);
+static void free_kstat(void *v);
+
 /* A driver handle named anew: what its old function ran keeps the old name (XLA unloads
- * its autotuning modules; the driver gives their handles to the next functions). */
+ * its autotuning modules; the driver gives their handles to the next functions), one entry
+ * a process and name however often that happens ((pid, name hash) probing on the hash). */
 static void renamed(struct model *m, __u32 pid, __u64 handle, const char *old)
 {
-	struct kstat *k = hmap_del(&m->kernels, pid, handle);
+	struct kstat *k = hmap_del(&m->kernels, pid, handle), *into;
+	__u64 h;
 
 	if (!k)
 		return;
+	for (h = name_hash(old);; h++) {
+		into = hmap_get(&m->renamed_kernels, pid, h);
+		if (!into || !strcmp(into->name, old))
+			break;
+	}
+	if (into) {
+		model__kstat_merge(into, k);
+		free_kstat(k);
+		return;
+	}
 	k->name = xstrdup(old);
-	hmap_put(&m->renamed_kernels, pid, ++m->renamed_seq, k);
+	hmap_put(&m->renamed_kernels, pid, h, k);
 }
 
 void model__name_add(struct model *m, const struct gs_hdr *ev)

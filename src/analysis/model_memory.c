@@ -446,9 +446,8 @@ int model__classify(const struct model *m, __u32 pid, __u64 addr)
 }
 
 /* Memory gpuscope saw allocated as page-locked host memory (not merely unknown). */
-static bool known_host(const struct model *m, __u32 pid, __u64 addr)
+static bool known_host(const struct proc *p, __u64 addr)
 {
-	const struct proc *p = model__proc_get(m, pid);
 	const struct range *r = p ? range_at(p, addr) : NULL;
 
 	return r && r->kind == MK_HOST;
@@ -463,8 +462,9 @@ unsigned int model__copy_direction(const struct model *m, __u32 pid, unsigned in
 	 * gpuscope saw allocated (XLA copies from cuMemHostAlloc'd memory with
 	 * cuMemcpyDtoHAsync): the copy engine, and CUPTI, say host then. */
 	if (kind == GS_COPY_HTOD || kind == GS_COPY_DTOH || kind == GS_COPY_DTOD) {
-		bool sh = kind == GS_COPY_HTOD || known_host(m, pid, src_addr),
-		     dh = kind == GS_COPY_DTOH || known_host(m, pid, dst_addr);
+		const struct proc *p = model__proc_get(m, pid);
+		bool sh = kind == GS_COPY_HTOD || known_host(p, src_addr),
+		     dh = kind == GS_COPY_DTOH || known_host(p, dst_addr);
 
 		return sh ? (dh ? GS_COPY_HTOH : GS_COPY_HTOD) : (dh ? GS_COPY_DTOH : GS_COPY_DTOD);
 	}

@@ -292,13 +292,22 @@ static void set_captured(struct model *m, __u64 stream, __u64 bytes)
 		GS_COPY_ASYNC);
 }
 
+/* The report's kernel of that name (mangled). */
+static const struct rep_kernel *kernel_named(const struct report *r, const char *name)
+{
+	for (size_t i = 0; i < r->nkernels; i++)
+		if (r->kernels[i].mangled && !strcmp(r->kernels[i].mangled, name))
+			return &r->kernels[i];
+	fail_msg("no kernel %s in the report", name);
+	return NULL;
+}
+
 /* XLA's traced command buffer: launches and a set captured into a graph the program made,
  * that graph a child node, the instantiated graph's child node set to a new trace. */
 static void graphs_traced_into_children(void **state)
 {
 	struct model *m = setup();
 	struct report *r;
-	__u64 runs[2] = { 0, 0 };
 
 	(void)state;
 	kname(m, 1, 0x100, GS_NS_DRIVER, "kC");
@@ -319,10 +328,8 @@ static void graphs_traced_into_children(void **state)
 	for (int i = 0; i < 3; i++)
 		launch(m, 1, GS_API_CU_GRAPH_LAUNCH, 0xe0, 0x88, 0, GS_LAUNCH_GRAPH);
 	r = analyses__report(&A);
-	for (size_t i = 0; i < r->nkernels; i++)
-		runs[!strcmp(r->kernels[i].mangled, "kD")] = r->kernels[i].graph_runs;
-	assert_int_equal(runs[0], 2); /* kC: the first trace's two replays */
-	assert_int_equal(runs[1], 6); /* kD: twice in the new trace, three replays */
+	assert_int_equal(kernel_named(r, "kC")->graph_runs, 2); /* the first trace's 2 replays */
+	assert_int_equal(kernel_named(r, "kD")->graph_runs, 6); /* twice in the new, 3 replays */
 	assert_int_equal(r->copies[GS_COPY_MEMSET].count, 1);
 	assert_int_equal(r->copies[GS_COPY_MEMSET].captured, 1);
 	assert_int_equal(r->copies[GS_COPY_MEMSET].graph_runs, 2);
@@ -337,7 +344,6 @@ static void renamed_handle_keeps_launches(void **state)
 {
 	struct model *m = setup();
 	struct report *r;
-	__u64 launches[2] = { 0, 0 };
 
 	(void)state;
 	kname(m, 1, 0x100, GS_NS_DRIVER, "kOld");
@@ -349,11 +355,20 @@ static void renamed_handle_keeps_launches(void **state)
 		launch(m, 1, GS_API_CU_LAUNCH_KERNEL, 0x100, 0x88, 8, 0);
 	r = analyses__report(&A);
 	assert_int_equal(r->nkernels, 2);
-	for (size_t i = 0; i < r->nkernels; i++)
-		launches[!strcmp(r->kernels[i].mangled, "kNew")] = r->kernels[i].launches;
-	assert_int_equal(launches[0], 3);
-	assert_int_equal(launches[1], 5);
+	assert_int_equal(kernel_named(r, "kOld")->launches, 3);
+	assert_int_equal(kernel_named(r, "kNew")->launches, 5);
 	assert_int_equal(r->launches, 8);
+	report__free(r);
+	/* kOld loaded again into the handle, launched, renamed again: one entry of 4. */
+	kname(m, 1, 0x100, GS_NS_DRIVER, "kOld");
+	launch(m, 1, GS_API_CU_LAUNCH_KERNEL, 0x100, 0x88, 8, 0);
+	kname(m, 1, 0x100, GS_NS_DRIVER, "kNew");
+	assert_int_equal(A.model->renamed_kernels.len, 2);
+	r = analyses__report(&A);
+	assert_int_equal(r->nkernels, 2);
+	assert_int_equal(kernel_named(r, "kOld")->launches, 4);
+	assert_int_equal(kernel_named(r, "kNew")->launches, 5);
+	assert_int_equal(r->launches, 9);
 	report__free(r);
 	teardown();
 }
