@@ -39,7 +39,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "tests", "integration"))
 import gsrec  # noqa: E402
 
 WORKLOADS = ["eager", "graphs", "cupy", "jax", "nccl2", "compile"]
-MORE = ["compile_gpt2"]  # (run when named)
+MORE = ["compile_gpt2", "graphs_sync"]  # (run when named)
 PLANES = {"uprobe": [], "inject": ["--inject"]}
 IDLE_WINDOW_NS = 50000  # analysis/model_gpu.c
 
@@ -86,12 +86,22 @@ def cupti(d):
         api = {e["args"].get("correlation"): e.get("name", "") for e in ev
                if e.get("cat") in ("cuda_runtime", "cuda_driver")}
         kernels, copies, memsets = [], collections.defaultdict(lambda: [0, 0]), 0
+        # The graph launches, in order: the nth's kernels are paired with those gpuscope
+        # timed in the nth (through its twin).
+        launches = sorted((float(e.get("ts", 0)), e.get("args", {}).get("correlation")) for e in ev
+                          if e.get("cat") in ("cuda_runtime", "cuda_driver")
+                          and "GraphLaunch" in e.get("name", ""))
+        nth = {corr: i for i, (_, corr) in enumerate(launches)}
+        in_launch = collections.defaultdict(lambda: collections.defaultdict(list))
         for e in ev:
             cat = e.get("cat")
             if cat == "kernel" and not e["name"].startswith("gpuscope_"):
+                corr = e["args"].get("correlation")
                 kernels.append((float(e["ts"]) * 1e3, float(e["dur"]) * 1e3, norm(e["name"]),
-                                "GraphLaunch" in api.get(e["args"].get("correlation"),
-                                                         "GraphLaunch")))
+                                "GraphLaunch" in api.get(corr, "GraphLaunch")))
+                if corr in nth:
+                    in_launch[nth[corr]][norm(e["name"])].append(
+                        (float(e["ts"]), float(e["dur"]) * 1e3))
             elif cat == "gpu_memcpy":
                 m = re.search(r"Memcpy (\w+)", e["name"])
                 k = {"PtoP": "peer"}.get(m.group(1), m.group(1)) if m else "other"
@@ -100,7 +110,7 @@ def cupti(d):
             elif cat == "gpu_memset":
                 memsets += 1
         procs[facts["pid"]] = {"facts": facts, "kernels": sorted(kernels), "copies": copies,
-                               "memsets": memsets}
+                               "memsets": memsets, "graph_launches": in_launch}
     return procs
 
 
@@ -122,11 +132,21 @@ def executions(report):
     return got
 
 
+def graph_launch_api():
+    """The api ids of cuGraphLaunch and its _ptsz variant (their places in gpuscope/api.h)."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    text = open(os.path.join(here, "..", "include", "gpuscope", "api.h")).read()
+    ids = re.findall(r"^\s*X\((\w+),", text, re.M)
+    return {i + 1 for i, n in enumerate(ids) if n in ("CU_GRAPH_LAUNCH", "CU_GRAPH_LAUNCH_PTSZ")}
+
+
 def durations(d, report):
-    """(pid, name) -> [(start, duration as the report has it)] of timed launches. Names are
+    """(pid, name) -> [(start, duration as the report has it)] of timed launches; and
+    (pid, nth graph launch, name) -> the same of kernels timed inside graphs. Names are
     taken as they were when the launch was recorded: a handle can be named again (XLA
     unloads its autotuning modules and the driver hands their handles out again)."""
-    names, alias = {}, {}
+    names, alias, graph_calls, in_graph = {}, {}, collections.defaultdict(list), []
+    graph_api = graph_launch_api()
     display = {k["name"]: norm(k["display"]) for k in report["kernels"]["list"] if k["name"]}
     over = {dv["device"]: (dv["event_overhead_ns"], dv["chained_event_overhead_ns"])
             for dv in report["gpu"]["devices"]}
@@ -147,15 +167,29 @@ def durations(d, report):
                 continue
             key = (rec["pid"], func)
             name = names.get(key) or names.get((rec["pid"], alias.get(key)))
-            out[(rec["pid"], display.get(name, "?%x" % func))].append(
-                (start, report_duration(start, end, call_end, flags, over.get(device, (0, 0)))))
-    return out
+            dur = report_duration(start, end, call_end, flags, over.get(device, (0, 0)))
+            if flags & 64:  # inside a graph: paired by its launch
+                in_graph.append((rec["pid"], rec["ts"], display.get(name, "?%x" % func),
+                                 start, dur))
+            else:
+                out[(rec["pid"], display.get(name, "?%x" % func))].append((start, dur))
+        elif rec["type"] == EV_LAUNCH and struct.unpack_from("<H", b, 16)[0] in graph_api:
+            graph_calls[rec["pid"]].append(rec["ts"])
+    nth = {(pid, ts): i for pid, v in graph_calls.items() for i, ts in enumerate(sorted(v))}
+    graphs = collections.defaultdict(list)
+    for pid, ts, name, start, dur in in_graph:
+        if (pid, ts) in nth:
+            graphs[(pid, nth[(pid, ts)], name)].append((start, dur))
+    return out, graphs
+
+
+EV_LAUNCH = 1
 
 
 def report_duration(start, end, call_end, flags, over):
     """A kernel's duration from its record, as analysis/model_gpu.c computes it (None: one
     the report leaves out, its start or end not known well enough)."""
-    gated, submitted = flags & 2, call_end
+    gated, submitted = flags & (2 | 64), call_end
     idle = not gated and start < submitted
     if flags & 4 or flags & 8 or (idle and submitted - start > IDLE_WINDOW_NS):
         return None
@@ -220,11 +254,33 @@ def compare(d, plane):
     return res
 
 
+def graph_pairs(procs, graphs):
+    """(ours, CUPTI's) durations of kernels inside graphs, paired per graph launch and name
+    in order; and how many of CUPTI's in the launches gpuscope timed could not be paired."""
+    pairs, untimed = [], 0
+    for pid, p in procs.items():
+        for i, by_name in p["graph_launches"].items():
+            for name, cupti_runs in by_name.items():
+                if not any(k[0] == pid and k[1] == i for k in graphs):
+                    continue  # (a launch not sampled)
+                ours = sorted(graphs.get((pid, i, name), []))
+                if len(ours) != len(cupti_runs):
+                    untimed += len(cupti_runs)
+                    continue
+                pairs += [(g, c) for (_, g), (_, c) in zip(ours, sorted(cupti_runs))
+                          if g is not None]
+    return pairs, untimed
+
+
 def gpu_time(d, report, procs):
-    mine = durations(d, report)
+    mine, graphs = durations(d, report)
     buckets = {"<2us": [], "2-50us": [], ">50us": []}
     unpaired, unknown, in_graphs = 0, 0, 0
     unpaired_names, per_name = [], []
+    pairs, graph_untimed = graph_pairs(procs, graphs)
+    for g, c in pairs:
+        b = "graph <2us" if c < 2000 else "graph 2-50us" if c <= 50000 else "graph >50us"
+        buckets.setdefault(b, []).append((g - c, c))
     for pid, p in procs.items():
         by_name = collections.defaultdict(list)
         for ts, dur, name, graph in p["kernels"]:
@@ -252,7 +308,9 @@ def gpu_time(d, report, procs):
                                  "median_err_ns": med([e for e, _ in errs]),
                                  "within": sum(abs(e) <= max(0.02 * c, 500)
                                                for e, c in errs) / len(errs)})
-    out = {"unpaired": unpaired, "start_unknown": unknown, "in_graphs_untimed": in_graphs,
+    out = {"unpaired": unpaired, "start_unknown": unknown,
+           "in_graphs": in_graphs, "in_graphs_timed": len(pairs),
+           "in_graphs_untimed": graph_untimed,
            "unpaired_names": unpaired_names[:8],
            "worst": sorted(per_name, key=lambda x: x["within"])[:8]}
     for b, v in buckets.items():
@@ -309,14 +367,18 @@ def table(out):
                                      for x in r["rows"]["names_differing"]))]
             g = r.get("gpu_time")
             if g:
-                lines += ["", "%s GPU time (executions not in graphs, paired; %d unpaired, %d "
-                          "start unknown, %d in graphs untimed):" % (
-                              plane, g["unpaired"], g["start_unknown"], g["in_graphs_untimed"]),
+                lines += ["", "%s GPU time (paired with CUPTI's: launches per name in order, %d "
+                          "unpaired, %d start unknown; of %d executions in graphs, %d timed "
+                          "(the twins' runs, per graph launch and name), %d in timed launches "
+                          "unpaired):" % (
+                              plane, g["unpaired"], g["start_unknown"], g.get("in_graphs", 0),
+                              g.get("in_graphs_timed", 0), g["in_graphs_untimed"]),
                           "", "| size | n | CUPTI median | error median (p10..p90) | relative "
                           "| within 2% or 0.5 us |", "|---|---|---|---|---|---|"]
-                for b in ("<2us", "2-50us", ">50us"):
-                    x = g[b]
-                    if x["n"]:
+                for b in ("<2us", "2-50us", ">50us", "graph <2us", "graph 2-50us",
+                          "graph >50us"):
+                    x = g.get(b)
+                    if x and x["n"]:
                         lines.append("| %s | %d | %.0f ns | %+.0f ns (%+.0f..%+.0f) | %+.1f%% | "
                                      "%.0f%% |" % (b, x["n"], x["cupti_median_ns"],
                                                    x["median_err_ns"], x["p10_err_ns"],

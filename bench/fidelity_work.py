@@ -10,6 +10,7 @@ compile_gpt2  GPT-2 small (transformers) under torch.compile, trained 10 steps (
           default set: slow to compile)
 graphs    a whole training step (forward, backward, SGD) captured in a CUDA graph and
           replayed 50 times (PyTorch's documented whole-network capture)
+graphs_sync  the same, waiting for the GPU after each replay
 jax       a jitted MLP training step (XLA, its kernels in CUDA graphs it builds with the
           graph API), 30 steps
 cupy      CuPy: a RawKernel, elementwise, a reduction and cuBLAS GEMMs, 50 rounds, copies
@@ -85,7 +86,7 @@ def compiled_gpt2(facts):
     torch_memory(facts)
 
 
-def graphs(facts):
+def graphs(facts, sync=False):
     torch.manual_seed(0)
     net = torch.nn.Sequential(torch.nn.Linear(512, 1024), torch.nn.ReLU(),
                               torch.nn.Linear(1024, 512)).cuda()
@@ -108,6 +109,8 @@ def graphs(facts):
         opt.step()
     for _ in range(50):
         g.replay()
+        if sync:  # (a training loop that reads its loss every step)
+            torch.cuda.synchronize()
     torch.cuda.synchronize()
     facts["graph_replays"] = 50
     facts["loss"] = float(loss)
@@ -195,7 +198,8 @@ def torch_memory(facts):
 
 
 WORKLOADS = {"eager": eager, "compile": compiled, "compile_gpt2": compiled_gpt2,
-             "graphs": graphs, "jax": jax_mlp, "cupy": cupy_loop}
+             "graphs": graphs, "graphs_sync": lambda facts: graphs(facts, sync=True),
+             "jax": jax_mlp, "cupy": cupy_loop}
 
 
 def main():

@@ -259,7 +259,17 @@ enum gs_api_flags {
 	X(CU_GRAPH_EXEC_DESTROY,	"cuGraphExecDestroy",		CUDA, API, A_ARGS, GS_NO_OUT, GS_AF_ALWAYS) \
 	X(CU_STREAM_BEGIN_CAPTURE_TO_GRAPH, "cuStreamBeginCaptureToGraph", CUDA, API, A_ARGS, GS_NO_OUT, GS_AF_ALWAYS) \
 	X(CU_STREAM_BEGIN_CAPTURE_TO_GRAPH_PTSZ, "cuStreamBeginCaptureToGraph_ptsz", CUDA, API, A_ARGS, GS_NO_OUT, GS_AF_ALWAYS | GS_AF_PTSZ) \
-	X(CU_GRAPH_EXEC_CHILD_GRAPH_NODE_SET_PARAMS, "cuGraphExecChildGraphNodeSetParams", CUDA, API, A_CHILD, 2, GS_AF_ALWAYS)
+	X(CU_GRAPH_EXEC_CHILD_GRAPH_NODE_SET_PARAMS, "cuGraphExecChildGraphNodeSetParams", CUDA, API, A_CHILD, 2, GS_AF_ALWAYS) \
+	X(CU_GRAPH_EXEC_UPDATE_V1,	"cuGraphExecUpdate",		CUDA, API, A_ARGS, GS_NO_OUT, GS_AF_ALWAYS) \
+	X(CU_GRAPH_EXEC_MEMCPY_NODE_SET_PARAMS, "cuGraphExecMemcpyNodeSetParams", CUDA, API, A_ARGS, GS_NO_OUT, 0) \
+	X(CU_GRAPH_EXEC_MEMSET_NODE_SET_PARAMS, "cuGraphExecMemsetNodeSetParams", CUDA, API, A_ARGS, GS_NO_OUT, 0) \
+	X(CU_GRAPH_EXEC_HOST_NODE_SET_PARAMS, "cuGraphExecHostNodeSetParams", CUDA, API, A_ARGS, GS_NO_OUT, 0) \
+	X(CU_GRAPH_EXEC_EVENT_RECORD_NODE_SET_EVENT, "cuGraphExecEventRecordNodeSetEvent", CUDA, API, A_ARGS, GS_NO_OUT, 0) \
+	X(CU_GRAPH_EXEC_EVENT_WAIT_NODE_SET_EVENT, "cuGraphExecEventWaitNodeSetEvent", CUDA, API, A_ARGS, GS_NO_OUT, 0) \
+	X(CU_GRAPH_EXEC_EXT_SEM_SIGNAL_NODE_SET_PARAMS, "cuGraphExecExternalSemaphoresSignalNodeSetParams", CUDA, API, A_ARGS, GS_NO_OUT, 0) \
+	X(CU_GRAPH_EXEC_EXT_SEM_WAIT_NODE_SET_PARAMS, "cuGraphExecExternalSemaphoresWaitNodeSetParams", CUDA, API, A_ARGS, GS_NO_OUT, 0) \
+	X(CU_GRAPH_EXEC_BATCH_MEM_OP_NODE_SET_PARAMS, "cuGraphExecBatchMemOpNodeSetParams", CUDA, API, A_ARGS, GS_NO_OUT, 0) \
+	X(CU_GRAPH_NODE_SET_ENABLED,	"cuGraphNodeSetEnabled",	CUDA, API, A_ARGS, GS_NO_OUT, 0)
 /* clang-format on */
 
 #define GS_API_ENUM(id, sym, lib, fam, shape, arg, flags) GS_API_##id,

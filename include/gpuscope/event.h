@@ -309,6 +309,10 @@ enum gs_gpu_flags {
 	/* Its start is the end event of the launch before it in its chain (what that adds is
 	 * GS_CAL_CHAINED's, not GS_CAL_OVERHEAD's). */
 	GS_GPU_FROM_PREV = 1 << 5,
+	/* A kernel node of a CUDA graph, timed by event nodes around it in the graph's twin
+	 * (src/inject/gputime_graph.c): func is the node's kernel, h.ts and call_end_ns the
+	 * graph launch's call, stream its stream. */
+	GS_GPU_IN_GRAPH = 1 << 6,
 };
 
 /*

@@ -265,7 +265,8 @@ static void add_device(struct model *m, const struct gs_ev_gpu *e, __u64 start, 
 void model__gpu_add(struct model *m, const struct gs_hdr *ev)
 {
 	const struct gs_ev_gpu *e = (const void *)ev;
-	bool gated = e->flags & GS_GPU_GATED,
+	/* (A kernel inside a graph: its start event is the graph's, right before it.) */
+	bool gated = e->flags & (GS_GPU_GATED | GS_GPU_IN_GRAPH),
 	     launch = e->kind == GS_GPU_KERNEL || e->kind == GS_GPU_GRAPH;
 	/* Ungated, work cannot start before it was submitted: a launch's at the end of its
 	 * call (which may have loaded a module first), a copy's during it. */
@@ -321,6 +322,17 @@ void model__gpu_add(struct model *m, const struct gs_hdr *ev)
 		m->gpu_copy_end_late++;
 	if ((launch && ((e->flags & GS_GPU_START_UNKNOWN) || late_start)) || late_end) {
 		add_stream(m, e, 0, start, end);
+		add_device(m, e, start, end);
+		return;
+	}
+	/* A kernel inside a graph (its twin's event nodes, src/inject/gputime_graph.c): no
+	 * call of its own to queue behind, and its stream's time is the graph's. */
+	if (e->flags & GS_GPU_IN_GRAPH) {
+		struct gpu_stat *g = gpu_stat_of(model__kstat(&m->kernels, e->h.pid, e->func));
+
+		add_to_stat(g, e, dur, 0, false);
+		g->in_graph++;
+		MODEL_NOTIFY(m, gpu, e, dur);
 		add_device(m, e, start, end);
 		return;
 	}

@@ -360,6 +360,7 @@ void model__graph_api(struct proc *p, const struct gs_ev_api *e, const struct gs
 				 gk_copy(cp, hmap_get(&p->graphs, e->arg1, 0))));
 		break;
 	case GS_API_CU_GRAPH_EXEC_UPDATE:
+	case GS_API_CU_GRAPH_EXEC_UPDATE_V1:
 		if (hmap_get(&p->execs, e->arg0, 0))
 			gk_free(hmap_put(&p->execs, e->arg0, 0,
 					 gk_copy(cp, hmap_get(&p->graphs, e->arg1, 0))));

@@ -92,6 +92,7 @@ struct gpu_stat {
 	__u64 idle_starts;   /* started on an idle stream, ungated (see analysis/model_gpu.c) */
 	__u64 gated;	     /* held behind a gate until queued (src/inject/gate.h): exact */
 	__u64 chained;	     /* of which held in a chain (src/inject/gputime_chain.c) */
+	__u64 in_graph;	     /* of which run inside a CUDA graph (src/inject/gputime_graph.c) */
 	__u64 start_unknown; /* not in the figures above: when it started is not known */
 	struct hist dur, queue;
 };

@@ -61,6 +61,7 @@ void gs_timing_after_fork(void)
 	T.stopped = false;
 	tl_tid = 0;
 	tl_ctx = NULL;
+	gs_graphtime_after_fork();
 }
 
 bool gs_timing_wanted(__u64 func)

@@ -66,4 +66,22 @@ struct gs_timed_call {
 };
 void gs_timing_end(struct gs_timing *t, int result, const struct gs_timed_call *c) GS_HIDDEN;
 
+/* Kernels inside CUDA graphs (gputime_graph.c). The program instantiated graph as exec
+ * (flags: the instantiation's); changed the exec; is about to destroy it; obtained an exec
+ * setter that has no wrapper (twins off from now on). */
+void gs_graphtime_instantiated(__u64 exec, __u64 graph, unsigned long long flags) GS_HIDDEN;
+void gs_graphtime_changed(__u64 exec) GS_HIDDEN;
+void gs_graphtime_destroyed(__u64 exec) GS_HIDDEN;
+void gs_graphtime_unwrapped(void) GS_HIDDEN;
+void gs_graphtime_after_fork(void) GS_HIDDEN;
+struct gs_graph_launch {
+	struct twin *twin; /* run in the exec's place, or NULL */
+};
+/* Before a launch of exec on stream: the exec to launch instead (its twin), or exec. */
+__u64 gs_graphtime_launch(struct gs_graph_launch *gl, __u64 exec, __u64 stream,
+			  bool ptsz) GS_HIDDEN;
+/* After it: true if the twin failed to launch, and the exec must be launched after all. */
+bool gs_graphtime_launched(struct gs_graph_launch *gl, int result, __u64 stream, bool ptsz,
+			   const struct gs_timed_call *call) GS_HIDDEN;
+
 #endif

@@ -56,11 +56,25 @@ static void emit_gpu(const struct ctx_slot *c, const struct pending *p, __u64 st
 	e->flags = (p->gated ? GS_GPU_GATED : 0) | (p->forced ? GS_GPU_START_UNKNOWN : 0) |
 		   (!p->gated && start < p->c.call_ts ? GS_GPU_IDLE_STREAM : 0) |
 		   (p->end_late && end < p->end_late + END_SOON_NS ? GS_GPU_END_LATE : 0) |
-		   (p->cell ? GS_GPU_CHAINED : 0) | (p->from_prev ? GS_GPU_FROM_PREV : 0);
+		   (p->cell ? GS_GPU_CHAINED : 0) | (p->from_prev ? GS_GPU_FROM_PREV : 0) |
+		   (p->twin ? GS_GPU_IN_GRAPH : 0);
 	e->device = c->device;
 	e->copy_kind = p->c.copy_kind;
 	e->pad = 0;
 	gs_emit_commit(e);
+}
+
+/* Under T.lock: a pair read or dropped. Its events go back to the pool (a shared end event
+ * is the next one's start: that one gives it back), a twin's stay in the twin. */
+static void release(struct ctx_slot *c, const struct pending *p)
+{
+	if (p->twin) {
+		gt_twin_read(p->twin);
+		return;
+	}
+	gt_event_put(c, p->start);
+	if (!p->end_shared)
+		gt_event_put(c, p->end);
 }
 
 /*
@@ -93,9 +107,7 @@ static int harvest_one(const struct pending *p)
 		d->func = p->c.func;
 		d->ns = (__u64)((double)dur * 1e6);
 	}
-	gt_event_put(c, p->start);
-	if (!p->end_shared)
-		gt_event_put(c, p->end);
+	release(c, p);
 	pthread_mutex_unlock(&T.lock);
 	return 1;
 }
@@ -112,11 +124,8 @@ bool gt_queue(const struct pending *p)
 		}
 	}
 	if (T.qn == T.qcap) {
-		/* Too much outstanding: this call goes untimed, the program is not held up.
-		 * (A shared end event is the next one's start: that one gives it back.) */
-		gt_event_put(&T.ctx[p->ci], p->start);
-		if (!p->end_shared)
-			gt_event_put(&T.ctx[p->ci], p->end);
+		/* Too much outstanding: this call goes untimed, the program is not held up. */
+		release(&T.ctx[p->ci], p);
 		return false;
 	}
 	T.q[T.qn++] = *p;

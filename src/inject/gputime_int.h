@@ -7,8 +7,11 @@
  *                      at a sync and at exit;
  *   gputime_chain.c    chains: consecutive launches on a stream held behind one gate, each
  *                      timed from the end event of the one before;
+ *   gputime_graph.c    kernels inside CUDA graphs: twins of the program's graphs with
+ *                      event nodes around each kernel, run at sampled launches;
  *   gputime.c          the calls timed: sampling, gates, the queue of pending pairs.
- * Layered: gputime.c uses gputime_chain.c uses gputime_harvest.c uses gputime_ctx.c.
+ * Layered: gputime.c uses gputime_chain.c uses gputime_harvest.c uses gputime_ctx.c;
+ * gputime_graph.c uses gputime_harvest.c.
  */
 #ifndef GS_INJECT_GPUTIME_INT_H
 #define GS_INJECT_GPUTIME_INT_H
@@ -82,8 +85,9 @@ struct pending {
 	__u32 cell; /* in a chain: its cell of T.chain_open_ns (0: none) */
 	__u8 ci;
 	bool gated, forced;
-	bool end_shared; /* its end event is the next one's start: that one gives it back */
-	bool from_prev;	 /* its start is the end event of the launch before it */
+	bool end_shared;   /* its end event is the next one's start: that one gives it back */
+	bool from_prev;	   /* its start is the end event of the launch before it */
+	struct twin *twin; /* a kernel node's pair: the twin's events (gputime_graph.c) */
 };
 
 /*
@@ -167,6 +171,9 @@ void gt_calibrate(struct ctx_slot *c) GS_HIDDEN;
 void gt_load_ahead(__u64 handle) GS_HIDDEN;
 /* The slot of a context, set up on first use; -1 where timing cannot work there. */
 int gt_ctx_slot(void *ctx) GS_HIDDEN;
+
+/* gputime_graph.c: a pair of the twin's has been read (or dropped). */
+void gt_twin_read(struct twin *t) GS_HIDDEN;
 
 /* gputime_harvest.c */
 void gt_start_harvester(void) GS_HIDDEN;

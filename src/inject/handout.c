@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "core/names.h"
+#include "inject/gputime.h"
 #include "inject/inject.h"
 
 #if !defined(__x86_64__)
@@ -77,6 +78,15 @@ static bool in_libcuda(void *p)
 	return !strncmp(base, "libcuda.so", 10);
 }
 
+/* A function that changes an instantiated graph, which the twins of CUDA graphs
+ * (gputime_graph.c) must know of. */
+static bool changes_exec(const char *symbol)
+{
+	return (!strncmp(symbol, "cuGraphExec", 11) &&
+		(strstr(symbol, "Set") || strstr(symbol, "Update"))) ||
+	       !strncmp(symbol, "cuGraphNodeSetEnabled", 21);
+}
+
 /* dlsym for every handle but RTLD_NEXT (see the trampoline). */
 GS_HIDDEN void *gs_dlsym_c(void *handle, const char *name)
 {
@@ -94,8 +104,11 @@ GS_HIDDEN void *gs_dlsym_c(void *handle, const char *name)
 		return (void *)cuGetProcAddress_v2;
 	}
 	api = api_lookup(name);
-	if (api <= 0 || !gs_wrappers[api])
+	if (api <= 0 || !gs_wrappers[api]) {
+		if (changes_exec(name))
+			gs_graphtime_unwrapped();
 		return p;
+	}
 	gs_real_learn((unsigned int)api, p, true);
 	return gs_wrappers[api];
 }
@@ -127,6 +140,8 @@ static void note_unwrapped(const char *symbol, void *p)
 
 	if (!symbol || strlen(symbol) > 100 || p == NULL)
 		return;
+	if (changes_exec(symbol))
+		gs_graphtime_unwrapped();
 	snprintf(v2, sizeof(v2), "%s_v2", symbol);
 	if (api_lookup(symbol) > 0 || api_lookup(v2) > 0) {
 		gs_count_unwrapped();

@@ -156,6 +156,52 @@ static void emit(unsigned int api, void *caller, const __u64 *a, int r, __u64 t0
 	tl_read_ok = saved_read_ok;
 }
 
+/* The program changes an instantiated graph: its twin is not used from now on. */
+static bool changes_exec(unsigned int api)
+{
+	switch (api) {
+	case GS_API_CU_GRAPH_EXEC_KERNEL_NODE_SET_PARAMS_V1:
+	case GS_API_CU_GRAPH_EXEC_KERNEL_NODE_SET_PARAMS:
+	case GS_API_CU_GRAPH_EXEC_NODE_SET_PARAMS:
+	case GS_API_CU_GRAPH_EXEC_CHILD_GRAPH_NODE_SET_PARAMS:
+	case GS_API_CU_GRAPH_EXEC_UPDATE:
+	case GS_API_CU_GRAPH_EXEC_UPDATE_V1:
+	case GS_API_CU_GRAPH_EXEC_MEMCPY_NODE_SET_PARAMS:
+	case GS_API_CU_GRAPH_EXEC_MEMSET_NODE_SET_PARAMS:
+	case GS_API_CU_GRAPH_EXEC_HOST_NODE_SET_PARAMS:
+	case GS_API_CU_GRAPH_EXEC_EVENT_RECORD_NODE_SET_EVENT:
+	case GS_API_CU_GRAPH_EXEC_EVENT_WAIT_NODE_SET_EVENT:
+	case GS_API_CU_GRAPH_EXEC_EXT_SEM_SIGNAL_NODE_SET_PARAMS:
+	case GS_API_CU_GRAPH_EXEC_EXT_SEM_WAIT_NODE_SET_PARAMS:
+	case GS_API_CU_GRAPH_EXEC_BATCH_MEM_OP_NODE_SET_PARAMS:
+	case GS_API_CU_GRAPH_NODE_SET_ENABLED:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* Graph calls the twins of gputime_graph.c follow (before the driver's call: a twin must
+ * not run after a change, nor an exec's handle be taken again while its twin is known). */
+static void graph_call_before(unsigned int api, __u64 a0)
+{
+	if (changes_exec(api))
+		gs_graphtime_changed(a0);
+	else if (api == GS_API_CU_GRAPH_EXEC_DESTROY)
+		gs_graphtime_destroyed(a0);
+}
+
+static void graph_instantiated(unsigned int api, const __u64 *a)
+{
+	unsigned long long flags = 0;
+
+	if (api == GS_API_CU_GRAPH_INSTANTIATE)
+		flags = a[2];
+	else if (a[2]) /* CUDA_GRAPH_INSTANTIATE_PARAMS: flags first */
+		memcpy(&flags, (const void *)(unsigned long)a[2], sizeof(flags));
+	gs_graphtime_instantiated(*(const __u64 *)(unsigned long)a[0], a[1], flags);
+}
+
 /*
  * What GPU timing needs to know of a launch or an asynchronous copy before the call: its
  * stream and kernel. False for calls that are not timed.
@@ -230,6 +276,8 @@ int gs_call(unsigned int api, void *caller, __u64 a0, __u64 a1, __u64 a2, __u64 
 	__u64 t0, t1, stream = 0, func = 0,
 		      a[GS_ARGS] = { a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10 };
 	struct gs_timing tm = { .start = NULL };
+	struct gs_graph_launch gl = { .twin = NULL };
+	__u64 launch_exec;
 	__u8 kind = 0;
 	int r, saved_errno;
 	bool timed;
@@ -260,7 +308,13 @@ int gs_call(unsigned int api, void *caller, __u64 a0, __u64 a1, __u64 a2, __u64 
 	gs_depth++;
 	tl_outer_api = api;
 	saved_errno = errno;
-	timed = timed_call(d, a, &stream, &func, &kind) && gs_timing_wanted(func);
+	graph_call_before(api, a0);
+	/* A sampled graph launch runs its twin instead, which times its kernels (and not the
+	 * graph as a whole). */
+	launch_exec = d->shape == GS_SH_L_GRAPH && !gs_probe_on
+			      ? gs_graphtime_launch(&gl, a0, a1, d->flags & GS_AF_PTSZ)
+			      : a0;
+	timed = !gl.twin && timed_call(d, a, &stream, &func, &kind) && gs_timing_wanted(func);
 	/* Launches held in a chain are let go before anything that may wait for them or
 	 * depend on them (a name lookup cannot). */
 	if (gs_timing_chained() && !(timed && kind == GS_GPU_KERNEL) && d->family != GS_FAM_KNAME)
@@ -284,9 +338,15 @@ int gs_call(unsigned int api, void *caller, __u64 a0, __u64 a1, __u64 a2, __u64 
 	} else {
 		errno = saved_errno;
 		t0 = gs_clock();
-		r = real(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10);
+		r = real(launch_exec, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10);
 	}
 	t1 = gs_clock();
+	if (gl.twin) {
+		struct gs_timed_call tc = { .call_ts = t0, .call_end = t1, .api = (__u16)api };
+
+		if (gs_graphtime_launched(&gl, r, a1, d->flags & GS_AF_PTSZ, &tc))
+			r = real(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10);
+	}
 	saved_errno = errno;
 	/* The end event first: whatever our own work takes (a stack's unwinding may fault in
 	 * a library's unwind tables from disk: 20 ms seen) must not come between. */
@@ -329,6 +389,10 @@ int gs_call(unsigned int api, void *caller, __u64 a0, __u64 a1, __u64 a2, __u64 
 			free(file);
 		}
 	}
+	if (r == 0 &&
+	    (api == GS_API_CU_GRAPH_INSTANTIATE || api == GS_API_CU_GRAPH_INSTANTIATE_PARAMS ||
+	     api == GS_API_CU_GRAPH_INSTANTIATE_PARAMS_PTSZ))
+		graph_instantiated(api, a);
 	if (r == 0 && d->family == GS_FAM_KNAME && gs_probe_on)
 		gs_probe_named(api, a);
 	if (r == 0 && gs_probe_on &&

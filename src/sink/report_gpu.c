@@ -31,6 +31,7 @@ static void gpu_kernels(FILE *f, const struct report *r, const struct text_opts 
 {
 	char name[1024], tot[32], mean[32], p50[32], p99[32], q50[32];
 	size_t shown = GS_MIN(r->ngpu_kernels, o->top);
+	__u64 in_graph = 0;
 
 	fmt_dur(tot, sizeof(tot), (double)r->gpu_kernel_ns);
 	fprintf(f, "  kernels: %s on the GPU\n", tot);
@@ -59,6 +60,13 @@ static void gpu_kernels(FILE *f, const struct report *r, const struct text_opts 
 		fprintf(f, "  ... %zu more kernels (--top N, or --json for all)\n",
 			r->ngpu_kernels - shown);
 	fprintf(f, "  (queue: from the launch call to the kernel starting on the GPU)\n");
+	for (size_t i = 0; i < r->ngpu_kernels; i++)
+		in_graph += r->kernels[r->gpu_order[i]].gpu->in_graph;
+	if (in_graph)
+		fprintf(f,
+			"  (%llu of the times are of kernels inside CUDA graphs, at sampled graph "
+			"launches)\n",
+			(unsigned long long)in_graph);
 }
 
 static void gpu_busy(FILE *f, const struct report *r)
@@ -256,6 +264,7 @@ void report_devcode_text(FILE *f, const struct report *r)
 static const struct jfield gpu_stat_counts[] = {
 	JU64(struct gpu_stat, "idle_stream_starts", idle_starts),
 	JU64(struct gpu_stat, "gated", gated), JU64(struct gpu_stat, "chained", chained),
+	JU64(struct gpu_stat, "in_graph", in_graph),
 	JU64(struct gpu_stat, "start_unknown", start_unknown)
 };
 

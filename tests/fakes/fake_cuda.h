@@ -330,6 +330,7 @@ CUresult cuEventCreate(CUevent *out, unsigned int flags);
 CUresult cuEventRecord(CUevent e, CUstream s);
 CUresult cuEventSynchronize(CUevent e);
 CUresult cuEventQuery(CUevent e);
+CUresult cuEventElapsedTime(float *ms, CUevent a, CUevent b);
 CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version, cuuint64_t flags,
 			     CUdriverProcAddressQueryResult *status);
 CUresult cuGetProcAddress(const char *symbol, void **pfn, int version, cuuint64_t flags);

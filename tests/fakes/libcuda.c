@@ -467,14 +467,24 @@ static struct CUkern_st *kernel_of(const void *h)
 struct node {
 	unsigned long long dur;
 	struct CUkern_st *kernel; /* a kernel node's (added or set by hand) */
+	const void *handle;	  /* a kernel node's kernel, as the program gave it */
+	int type;		  /* CUgraphNodeType */
+	int seq;		  /* order added: a launch runs nodes in it, dependencies first */
+	bool ran;		  /* (during a launch) */
+	struct CUevent_st *ev;	  /* an event record node's */
+	struct node **deps;
+	size_t ndeps;
+	struct CUgraph_st *graph;
 	struct node *next;
 };
 struct CUgraph_st {
 	struct node *nodes;
-	int nnodes;
+	int nnodes, seq;
+	struct node *last; /* captured last: the next captured node depends on it */
 };
 struct CUgraphExec_st {
 	struct CUgraph_st *graph;
+	unsigned long long last_end; /* its latest launch's: the next one starts after it */
 };
 struct held_op {
 	unsigned long long dur; /* work, or */
@@ -509,6 +519,30 @@ static struct CUstream_st *stream_of(CUstream s, bool per_thread)
 	if (s == CU_STREAM_PER_THREAD)
 		return &per_thread_stream;
 	return s;
+}
+
+/* A node added to graph g after the nodes deps (a captured one: after the one captured
+ * before it). */
+static struct node *graph_add(struct CUgraph_st *g, int type, const CUgraphNode *deps, size_t nd,
+			      bool captured)
+{
+	struct node *n = calloc(1, sizeof(*n));
+
+	n->type = type;
+	n->graph = g;
+	n->seq = g->seq++;
+	if (captured && g->last)
+		deps = (const CUgraphNode *)&g->last, nd = 1;
+	n->deps = nd ? calloc(nd, sizeof(*n->deps)) : NULL;
+	for (size_t i = 0; i < nd; i++)
+		n->deps[i] = (struct node *)deps[i];
+	n->ndeps = nd;
+	if (captured)
+		g->last = n;
+	n->next = g->nodes;
+	g->nodes = n;
+	g->nnodes++;
+	return n;
 }
 
 /* The latest simulated time any stream is busy until: what cuCtxSynchronize waits for. */
@@ -1320,12 +1354,11 @@ static CUresult launch(const void *f, unsigned gx, unsigned gy, unsigned gz, uns
 		call_ns = now_ns(); /* submitted only now */
 	}
 	if (s->capture) {
-		struct node *n = calloc(1, sizeof(*n));
+		struct node *n = graph_add(s->capture, 0, NULL, 0, true);
 
 		n->dur = dur;
-		n->next = s->capture->nodes;
-		s->capture->nodes = n;
-		s->capture->nnodes++;
+		n->kernel = kernel_of(f);
+		n->handle = f;
 		return CUDA_SUCCESS;
 	}
 	stream_enqueue(s, dur, true);
@@ -1383,14 +1416,58 @@ EXPORT CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *c, CUfunction f, voi
 	return LOCKED(launch_ex(c, f, true, params, extra));
 }
 
+/* A node of a launched graph runs: its work, or its event's record. */
+static void node_run(struct CUstream_st *s, struct node *n)
+{
+	unsigned long long now = now_ns();
+
+	n->ran = true;
+	if (n->type != 7 || !n->ev) {
+		stream_enqueue(s, n->dur, true);
+	} else if (s->gate) {
+		n->ev->recorded = 0;
+		n->ev->held = 1;
+		hold(s, 0, n->ev);
+	} else {
+		n->ev->time = s->busy_until > now ? s->busy_until : now;
+		n->ev->recorded = 1;
+	}
+}
+
+static bool node_ready(const struct node *n)
+{
+	for (size_t i = 0; i < n->ndeps; i++)
+		if (n->deps[i] && !n->deps[i]->ran)
+			return false;
+	return !n->ran;
+}
+
+/* Its nodes one after the other on the stream, each after what it depends on (of those
+ * ready, event records first, then the one added first). */
 static CUresult graph_launch(CUgraphExec g, CUstream hs, bool per_thread)
 {
 	struct CUstream_st *s = stream_of(hs, per_thread);
+	bool progress = true;
 
 	if (!g || !g->graph)
 		return CUDA_ERROR_INVALID_HANDLE;
 	for (struct node *n = g->graph->nodes; n; n = n->next)
-		stream_enqueue(s, n->dur, true);
+		n->ran = false;
+	if (g->last_end > s->busy_until)
+		s->busy_until = g->last_end;
+	while (progress) {
+		struct node *first = NULL;
+
+		/* (An event record takes no time: it happens as soon as it can.) */
+		for (struct node *n = g->graph->nodes; n; n = n->next)
+			if (node_ready(n) &&
+			    (!first || (n->type == 7) > (first->type == 7) ||
+			     ((n->type == 7) == (first->type == 7) && n->seq < first->seq)))
+				first = n;
+		if ((progress = first != NULL))
+			node_run(s, first);
+	}
+	g->last_end = s->busy_until;
 	return CUDA_SUCCESS;
 }
 
@@ -1530,6 +1607,7 @@ EXPORT CUresult cuGraphDestroy(CUgraph g)
 		struct node *n = g->nodes;
 
 		g->nodes = n->next;
+		free(n->deps);
 		free(n);
 	}
 	free(g);
@@ -1561,8 +1639,8 @@ static CUresult kernel_node_check(const CUDA_KERNEL_NODE_PARAMS *p, bool v2, str
 	return probed_launch(*k, p->kernelParams, p->extra);
 }
 
-static CUresult add_kernel_node(CUgraphNode *out, CUgraph g, const CUDA_KERNEL_NODE_PARAMS *p,
-				bool v2)
+static CUresult add_kernel_node(CUgraphNode *out, CUgraph g, const CUgraphNode *deps, size_t nd,
+				const CUDA_KERNEL_NODE_PARAMS *p, bool v2)
 {
 	struct CUkern_st *k;
 	struct node *n;
@@ -1572,13 +1650,11 @@ static CUresult add_kernel_node(CUgraphNode *out, CUgraph g, const CUDA_KERNEL_N
 		return CUDA_ERROR_INVALID_VALUE;
 	if ((r = kernel_node_check(p, v2, &k)))
 		return r;
-	n = calloc(1, sizeof(*n));
+	n = graph_add(g, 0, deps, nd, false);
+	n->handle = p->func ? (const void *)p->func : v2 ? (const void *)p->kern : NULL;
 	n->dur = kernel_ns(p->gridDimX, p->gridDimY, p->gridDimZ, p->blockDimX, p->blockDimY,
 			   p->blockDimZ);
 	n->kernel = k;
-	n->next = g->nodes;
-	g->nodes = n;
-	g->nnodes++;
 	*out = (CUgraphNode)n;
 	return CUDA_SUCCESS;
 }
@@ -1594,21 +1670,20 @@ static CUresult set_kernel_node(CUgraphNode hn, const CUDA_KERNEL_NODE_PARAMS *p
 	if ((r = kernel_node_check(p, true, &k)))
 		return r;
 	n->kernel = k;
+	n->handle = p->func ? (const void *)p->func : (const void *)p->kern;
 	return CUDA_SUCCESS;
 }
 
 EXPORT CUresult cuGraphAddKernelNode(CUgraphNode *out, CUgraph g, const CUgraphNode *deps,
 				     size_t nd, const CUDA_KERNEL_NODE_PARAMS *p)
 {
-	(void)deps, (void)nd;
-	return LOCKED(add_kernel_node(out, g, p, false));
+	return LOCKED(add_kernel_node(out, g, deps, nd, p, false));
 }
 
 EXPORT CUresult cuGraphAddKernelNode_v2(CUgraphNode *out, CUgraph g, const CUgraphNode *deps,
 					size_t nd, const CUDA_KERNEL_NODE_PARAMS *p)
 {
-	(void)deps, (void)nd;
-	return LOCKED(add_kernel_node(out, g, p, true));
+	return LOCKED(add_kernel_node(out, g, deps, nd, p, true));
 }
 
 EXPORT CUresult cuGraphKernelNodeSetParams_v2(CUgraphNode node, const CUDA_KERNEL_NODE_PARAMS *p)
@@ -1626,23 +1701,22 @@ EXPORT CUresult cuGraphExecKernelNodeSetParams_v2(CUgraphExec e, CUgraphNode nod
 
 /* A node that runs a copy of the child graph's work (as one block of its duration), or,
  * child NULL, none (a conditional node: its bodies are run by no one here). */
-static CUresult add_work_node(CUgraphNode *out, CUgraph g, CUgraph child)
+static CUresult add_work_node(CUgraphNode *out, CUgraph g, const CUgraphNode *deps, size_t nd,
+			      CUgraph child)
 {
 	struct node *n;
 
 	if (!out || !g)
 		return CUDA_ERROR_INVALID_VALUE;
-	n = calloc(1, sizeof(*n));
+	n = graph_add(g, child ? 4 : 13, deps, nd, false);
 	for (struct node *c = child ? child->nodes : NULL; c; c = c->next)
 		n->dur += c->dur;
-	n->next = g->nodes;
-	g->nodes = n;
-	g->nnodes++;
 	*out = (CUgraphNode)n;
 	return CUDA_SUCCESS;
 }
 
-static CUresult add_node(CUgraphNode *out, CUgraph g, CUgraphNodeParams *p)
+static CUresult add_node(CUgraphNode *out, CUgraph g, const CUgraphNode *deps, size_t nd,
+			 CUgraphNodeParams *p)
 {
 	CUresult r;
 
@@ -1650,14 +1724,14 @@ static CUresult add_node(CUgraphNode *out, CUgraph g, CUgraphNodeParams *p)
 		return CUDA_ERROR_INVALID_VALUE;
 	switch (p->type) {
 	case 0:
-		return add_kernel_node(out, g, &p->kernel, true);
+		return add_kernel_node(out, g, deps, nd, &p->kernel, true);
 	case 1:
-		return p->graph.graph ? add_work_node(out, g, p->graph.graph)
+		return p->graph.graph ? add_work_node(out, g, deps, nd, p->graph.graph)
 				      : CUDA_ERROR_INVALID_VALUE;
 	case 13: /* its bodies: empty graphs the program fills */
 		if (!p->conditional.phGraph_out || p->conditional.size < 1)
 			return CUDA_ERROR_INVALID_VALUE;
-		if ((r = add_work_node(out, g, NULL)))
+		if ((r = add_work_node(out, g, deps, nd, NULL)))
 			return r;
 		for (unsigned int i = 0; i < p->conditional.size; i++)
 			p->conditional.phGraph_out[i] = calloc(1, sizeof(struct CUgraph_st));
@@ -1670,15 +1744,14 @@ static CUresult add_node(CUgraphNode *out, CUgraph g, CUgraphNodeParams *p)
 EXPORT CUresult cuGraphAddNode_v2(CUgraphNode *out, CUgraph g, const CUgraphNode *deps,
 				  const void *edges, size_t nd, CUgraphNodeParams *p)
 {
-	(void)deps, (void)edges, (void)nd;
-	return LOCKED(add_node(out, g, p));
+	(void)edges;
+	return LOCKED(add_node(out, g, deps, nd, p));
 }
 
 EXPORT CUresult cuGraphAddChildGraphNode(CUgraphNode *out, CUgraph g, const CUgraphNode *deps,
 					 size_t nd, CUgraph child)
 {
-	(void)deps, (void)nd;
-	return child ? LOCKED(add_work_node(out, g, child)) : CUDA_ERROR_INVALID_VALUE;
+	return child ? LOCKED(add_work_node(out, g, deps, nd, child)) : CUDA_ERROR_INVALID_VALUE;
 }
 
 /* An instantiated graph's child node set to run another graph's work (XLA's update of a
@@ -1700,21 +1773,36 @@ EXPORT CUresult cuGraphExecChildGraphNodeSetParams(CUgraphExec e, CUgraphNode no
 	return e ? LOCKED(set_work_node(node, child)) : CUDA_ERROR_INVALID_VALUE;
 }
 
+/* A copy of each node, its dependencies the copies of its own. */
 static CUresult clone_graph(CUgraph *out, CUgraph from)
 {
-	struct node **tail;
+	struct node **tail, *n, *c;
 
 	if (!out || !from)
 		return CUDA_ERROR_INVALID_VALUE;
 	*out = calloc(1, sizeof(**out));
 	tail = &(*out)->nodes;
-	for (struct node *n = from->nodes; n; n = n->next) {
+	for (n = from->nodes; n; n = n->next) {
 		*tail = malloc(sizeof(**tail));
 		**tail = *n;
 		(*tail)->next = NULL;
 		tail = &(*tail)->next;
 	}
 	(*out)->nnodes = from->nnodes;
+	(*out)->seq = from->seq;
+	for (c = (*out)->nodes; c; c = c->next) {
+		struct node **deps = c->ndeps ? calloc(c->ndeps, sizeof(*deps)) : NULL;
+
+		for (size_t i = 0; i < c->ndeps; i++) {
+			struct node *o = from->nodes, *k = (*out)->nodes;
+
+			while (o && o != c->deps[i])
+				o = o->next, k = k->next;
+			deps[i] = k;
+		}
+		c->deps = deps;
+		c->graph = *out;
+	}
 	return CUDA_SUCCESS;
 }
 
@@ -1745,6 +1833,155 @@ EXPORT CUresult cuGraphExecNodeSetParams(CUgraphExec e, CUgraphNode node, CUgrap
 	if (!e || !p || p->type != 0)
 		return CUDA_ERROR_INVALID_VALUE;
 	return LOCKED(set_kernel_node(node, &p->kernel));
+}
+
+/* What gpuscope's twins of graphs read and add (src/inject/gputime_graph.c). */
+EXPORT CUresult cuGraphNodeGetType(CUgraphNode node, int *type)
+{
+	if (!node || !type)
+		return CUDA_ERROR_INVALID_VALUE;
+	*type = ((struct node *)node)->type;
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuGraphKernelNodeGetParams_v2(CUgraphNode node, CUDA_KERNEL_NODE_PARAMS *p)
+{
+	const struct node *n = (const struct node *)node;
+
+	if (!n || !p || n->type != 0)
+		return CUDA_ERROR_INVALID_VALUE;
+	memset(p, 0, sizeof(*p));
+	/* The function of its kernel, as a driver keeps it: not what the program launched. */
+	p->func =
+		n->kernel && n->kernel->func ? (CUfunction)n->kernel->func : (CUfunction)n->handle;
+	p->gridDimX = p->gridDimY = p->gridDimZ = 1;
+	p->blockDimX = p->blockDimY = p->blockDimZ = 1;
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuFuncGetName(const char **name, CUfunction f)
+{
+	const struct CUfunc_st *fn = (const struct CUfunc_st *)f;
+
+	if (!name || !fn || fn->magic != FUNCTION_MAGIC)
+		return CUDA_ERROR_INVALID_HANDLE;
+	*name = fn->kernel->name;
+	return CUDA_SUCCESS;
+}
+
+/* (A kernel node the device may update: FAKECUDA_DEVICE_UPDATABLE=1 says every one is.) */
+EXPORT CUresult cuGraphKernelNodeGetAttribute(CUgraphNode node, int attr, void *value)
+{
+	const struct node *n = (const struct node *)node;
+
+	if (!n || !value || n->type != 0)
+		return CUDA_ERROR_INVALID_VALUE;
+	memset(value, 0, 64);
+	if (attr == 13)
+		*(int *)value = (int)env_ull("FAKECUDA_DEVICE_UPDATABLE", 0);
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuGraphNodeGetDependencies_v2(CUgraphNode node, CUgraphNode *deps, void *edges,
+					      size_t *nd)
+{
+	const struct node *n = (const struct node *)node;
+	size_t i;
+
+	if (!n || !nd)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!deps) {
+		*nd = n->ndeps;
+		return CUDA_SUCCESS;
+	}
+	for (i = 0; i < *nd && i < n->ndeps; i++) {
+		deps[i] = (CUgraphNode)n->deps[i];
+		if (edges)
+			memset((char *)edges + 8 * i, 0, 8);
+	}
+	*nd = i;
+	return CUDA_SUCCESS;
+}
+
+static CUresult add_record_node(CUgraphNode *out, CUgraph g, const CUgraphNode *deps, size_t nd,
+				CUevent ev)
+{
+	if (!out || !g || !ev)
+		return CUDA_ERROR_INVALID_VALUE;
+	*out = (CUgraphNode)graph_add(g, 7, deps, nd, false);
+	((struct node *)*out)->ev = ev;
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuGraphAddEventRecordNode(CUgraphNode *out, CUgraph g, const CUgraphNode *deps,
+					  size_t nd, CUevent ev)
+{
+	return LOCKED(add_record_node(out, g, deps, nd, ev));
+}
+
+static CUresult add_deps(const CUgraphNode *from, const CUgraphNode *to, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct node *t = (struct node *)to[i];
+
+		if (!t || !from[i])
+			return CUDA_ERROR_INVALID_VALUE;
+		t->deps = realloc(t->deps, (t->ndeps + 1) * sizeof(*t->deps));
+		t->deps[t->ndeps++] = (struct node *)from[i];
+	}
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuGraphNodeGetDependentNodes_v2(CUgraphNode node, CUgraphNode *out, void *edges,
+						size_t *n)
+{
+	const struct node *me = (const struct node *)node;
+	size_t k = 0;
+
+	if (!me || !n)
+		return CUDA_ERROR_INVALID_VALUE;
+	for (struct node *o = me->graph->nodes; o; o = o->next)
+		for (size_t i = 0; i < o->ndeps; i++) {
+			if (o->deps[i] != me)
+				continue;
+			if (out && k < *n) {
+				out[k] = (CUgraphNode)o;
+				if (edges)
+					memset((char *)edges + 8 * k, 0, 8);
+			}
+			k++;
+		}
+	*n = out && k > *n ? *n : k;
+	return CUDA_SUCCESS;
+}
+
+static CUresult remove_deps(const CUgraphNode *from, const CUgraphNode *to, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct node *t = (struct node *)to[i];
+		size_t j = 0;
+
+		while (t && j < t->ndeps && t->deps[j] != (struct node *)from[i])
+			j++;
+		if (!t || j == t->ndeps)
+			return CUDA_ERROR_INVALID_VALUE;
+		t->deps[j] = t->deps[--t->ndeps];
+	}
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuGraphRemoveDependencies_v2(CUgraph g, const CUgraphNode *from,
+					     const CUgraphNode *to, const void *edges, size_t n)
+{
+	(void)edges;
+	return g && from && to ? LOCKED(remove_deps(from, to, n)) : CUDA_ERROR_INVALID_VALUE;
+}
+
+EXPORT CUresult cuGraphAddDependencies_v2(CUgraph g, const CUgraphNode *from, const CUgraphNode *to,
+					  const void *edges, size_t n)
+{
+	(void)edges;
+	return g && from && to ? LOCKED(add_deps(from, to, n)) : CUDA_ERROR_INVALID_VALUE;
 }
 
 /* ---- memory --------------------------------------------------------------------------- */
@@ -2162,14 +2399,9 @@ static CUresult set(CUdeviceptr dst, unsigned value, size_t count, unsigned elem
 	if (!side_ok(dst, bytes, DEVICE))
 		return CUDA_ERROR_INVALID_VALUE;
 	if (s->capture) { /* a node of the graph (its bytes are not set at its runs here) */
-		struct node *n = calloc(1, sizeof(*n));
-
 		if (!async)
 			return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
-		n->dur = transfer_ns(bytes, true);
-		n->next = s->capture->nodes;
-		s->capture->nodes = n;
-		s->capture->nnodes++;
+		graph_add(s->capture, 2, NULL, 0, true)->dur = transfer_ns(bytes, true);
 		return CUDA_SUCCESS;
 	}
 	for (size_t i = 0; i < count; i++)
@@ -2505,11 +2737,7 @@ static CUresult event_record(CUevent e, CUstream hs, bool per_thread)
 		return CUDA_SUCCESS;
 	}
 	if (s->capture) {
-		struct node *node = calloc(1, sizeof(*node));
-
-		node->next = s->capture->nodes;
-		s->capture->nodes = node;
-		s->capture->nnodes++;
+		graph_add(s->capture, 7, NULL, 0, true)->ev = e;
 		e->recorded = 0; /* it happens when the graph runs, not now */
 		return CUDA_SUCCESS;
 	}

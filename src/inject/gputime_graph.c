@@ -1,0 +1,552 @@
+// SPDX-License-Identifier: MIT
+/*
+ * GPU times of the kernels inside CUDA graphs (gputime_int.h), through a twin.
+ *
+ * A graph launch runs its kernels where no call of ours comes between them. So when the
+ * program instantiates a graph, the graph is cloned (the executable graph is a snapshot,
+ * and so is the clone: the program may change or destroy its graph afterwards). At the
+ * exec's first sampled launch after its first, the clone gets an event record node after
+ * each kernel node's dependencies, which the kernel then also waits for, and one after the
+ * kernel, and is instantiated: the twin. A sampled launch of the exec runs the twin in
+ * its place, on the program's stream, and each kernel's pair of events goes to the
+ * harvester as a launch's pair does (GS_GPU_IN_GRAPH).
+ *
+ * The twin must do what the exec would have done, so it is only used where that is sure:
+ *  - graphs of kernels, copies, sets, host functions, empty nodes, event records and waits
+ *    and stream memory operations: no child graphs or conditional nodes (the program may
+ *    set their bodies at the exec), no memory allocation or free nodes (the twin would
+ *    allocate its own), no external semaphores, no kernel node the device may update, not
+ *    instantiated for device launch;
+ *  - never once the program changed the exec (the exec setters, cuGraphNodeSetEnabled,
+ *    cuGraphExecUpdate: wrappers of the table tell us); a program that obtains an exec
+ *    setter we do not wrap turns twins off for the whole process (gs_graphtime_unwrapped);
+ *  - the exec's launches stay in order: CUDA orders the launches of one exec, and the twin
+ *    is another one, so it runs only on the stream of the exec's launch before, and the
+ *    launch after it, on another stream, first waits for an event recorded after it;
+ *  - one run of a twin at a time: its events are read before it runs again.
+ * A twin that fails to launch is dropped and the exec launched instead.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "inject/gputime_int.h"
+
+#define TWIN_BUCKETS	      256
+#define TWIN_MAX_KERNELS      2048
+#define TWIN_MAX_EVENTS	      65536 /* all twins of the process together */
+#define NODE_KERNEL	      0
+#define NODE_CHILD	      4
+#define ATTR_DEVICE_UPDATABLE 13
+#define INST_DEVICE_LAUNCH    4ULL
+#define INST_NODE_PRIORITY    8ULL
+#define EVENT_NO_TIMING	      2U
+
+enum {
+	TW_CLONED = 1,
+	TW_READY,
+	TW_OFF
+};
+
+struct twin {
+	struct twin *next;
+	__u64 exec;
+	void *graph;	 /* the clone; the twin's graph once built */
+	void *twin_exec; /* NULL until built */
+	void *done;	 /* recorded after a run of the twin */
+	void **ev;	 /* each kernel's start and end */
+	__u64 *func;
+	__u64 launches, stream, twin_stream;
+	unsigned long long flags;
+	int state, nk, outstanding, ci;
+	bool wait_done;
+};
+
+typedef int (*g_clone_fn)(void **, void *);
+typedef int (*g_nodes_fn)(void *, void **, size_t *);
+typedef int (*g_type_fn)(void *, int *);
+typedef int (*g_kparams_fn)(void *, void *);
+typedef int (*g_kattr_fn)(void *, int, void *);
+typedef int (*g_deps_fn)(void *, void **, void *, size_t *);
+typedef int (*g_add_record_fn)(void **, void *, void **, size_t, void *);
+typedef int (*g_add_deps_fn)(void *, void **, void **, void *, size_t);
+typedef int (*g_inst_fn)(void **, void *, unsigned long long);
+typedef int (*g_destroy_fn)(void *);
+typedef int (*g_wait_fn)(__u64, void *, unsigned int);
+typedef int (*g_name_fn)(const char **, void *);
+
+static struct {
+	g_clone_fn clone;
+	g_nodes_fn nodes;
+	g_type_fn type;
+	g_kparams_fn kparams;
+	g_kattr_fn kattr;
+	g_deps_fn deps;
+	g_add_record_fn add_record;
+	g_add_deps_fn add_deps, rm_deps;
+	g_deps_fn succ;
+	g_inst_fn instantiate;
+	g_destroy_fn graph_destroy, exec_destroy, ev_destroy;
+	g_wait_fn wait, wait_ptsz;
+	g_name_fn func_name, kernel_name; /* (CUDA 12.3 and later) */
+} G;
+
+static pthread_mutex_t tw_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct twin *twins[TWIN_BUCKETS];
+static struct twin *graveyard; /* retired while a run's events were still out */
+static int tw_events, tw_count;
+static int tw_loaded; /* 1 ready, -1 not available */
+static bool tw_off;   /* an exec setter we do not wrap was handed out */
+static bool tw_side;  /* GPUSCOPE_TWIN_EDGES=side: events beside the kernels (to compare) */
+
+static bool load(void)
+{
+	if (tw_loaded)
+		return tw_loaded > 0;
+	G.clone = (g_clone_fn)gs_real_by_name("cuGraphClone");
+	G.nodes = (g_nodes_fn)gs_real_by_name("cuGraphGetNodes");
+	G.type = (g_type_fn)gs_real_by_name("cuGraphNodeGetType");
+	G.kparams = (g_kparams_fn)gs_real_by_name("cuGraphKernelNodeGetParams_v2");
+	G.kattr = (g_kattr_fn)gs_real_by_name("cuGraphKernelNodeGetAttribute");
+	G.deps = (g_deps_fn)gs_real_by_name("cuGraphNodeGetDependencies_v2");
+	G.add_record = (g_add_record_fn)gs_real_by_name("cuGraphAddEventRecordNode");
+	G.add_deps = (g_add_deps_fn)gs_real_by_name("cuGraphAddDependencies_v2");
+	G.rm_deps = (g_add_deps_fn)gs_real_by_name("cuGraphRemoveDependencies_v2");
+	G.succ = (g_deps_fn)gs_real_by_name("cuGraphNodeGetDependentNodes_v2");
+	tw_side = getenv("GPUSCOPE_TWIN_EDGES") && !strcmp(getenv("GPUSCOPE_TWIN_EDGES"), "side");
+	G.instantiate = (g_inst_fn)gs_real_by_name("cuGraphInstantiateWithFlags");
+	G.graph_destroy = (g_destroy_fn)gs_real_by_name("cuGraphDestroy");
+	G.exec_destroy = (g_destroy_fn)gs_real_by_name("cuGraphExecDestroy");
+	G.ev_destroy = (g_destroy_fn)gs_real_by_name("cuEventDestroy_v2");
+	G.wait = (g_wait_fn)gs_real_by_name("cuStreamWaitEvent");
+	G.wait_ptsz = (g_wait_fn)gs_real_by_name("cuStreamWaitEvent_ptsz");
+	G.func_name = (g_name_fn)gs_real_by_name("cuFuncGetName");
+	G.kernel_name = (g_name_fn)gs_real_by_name("cuKernelGetName");
+	if (!G.wait_ptsz)
+		G.wait_ptsz = G.wait;
+	tw_loaded = gt_load_driver() && G.clone && G.nodes && G.type && G.kparams && G.deps &&
+				    G.add_record && G.add_deps && G.rm_deps && G.succ &&
+				    G.instantiate && G.graph_destroy && G.exec_destroy &&
+				    G.ev_destroy && G.wait
+			    ? 1
+			    : -1;
+	if (tw_loaded < 0 && getenv("GPUSCOPE_INJECT_DEBUG"))
+		fprintf(stderr,
+			"gpuscope-inject: graph twins: clone %d nodes %d type %d kparams %d deps "
+			"%d "
+			"succ %d add_record %d add_deps %d rm_deps %d instantiate %d wait %d\n",
+			!!G.clone, !!G.nodes, !!G.type, !!G.kparams, !!G.deps, !!G.succ,
+			!!G.add_record, !!G.add_deps, !!G.rm_deps, !!G.instantiate, !!G.wait);
+	return tw_loaded > 0;
+}
+
+/* For diagnosing the plane itself (GPUSCOPE_INJECT_DEBUG): why an exec has no twin. */
+static void debug(const char *what, __u64 exec)
+{
+	if (getenv("GPUSCOPE_INJECT_DEBUG"))
+		fprintf(stderr, "gpuscope-inject: graph exec %#llx: %s\n", (unsigned long long)exec,
+			what);
+}
+
+/* The same, for a step of building one that failed (the driver's result r): false. */
+static bool fail(const char *step, int r)
+{
+	if (getenv("GPUSCOPE_INJECT_DEBUG"))
+		fprintf(stderr, "gpuscope-inject: graph twin: %s: %d\n", step, r);
+	return false;
+}
+
+static unsigned int bucket(__u64 exec)
+{
+	return gt_slot_hash(exec, TWIN_BUCKETS);
+}
+
+/* Under tw_lock: the twin of exec, unlinked if unlink. */
+static struct twin *find(__u64 exec, bool unlink)
+{
+	for (struct twin **p = &twins[bucket(exec)]; *p; p = &(*p)->next) {
+		struct twin *t = *p;
+
+		if (t->exec != exec)
+			continue;
+		if (unlink)
+			*p = t->next;
+		return t;
+	}
+	return NULL;
+}
+
+/* Under tw_lock. */
+static void free_twin(struct twin *t)
+{
+	if (t->twin_exec)
+		G.exec_destroy(t->twin_exec);
+	if (t->graph)
+		G.graph_destroy(t->graph);
+	for (int i = 0; t->ev && i < 2 * t->nk; i++)
+		if (t->ev[i])
+			G.ev_destroy(t->ev[i]);
+	if (t->done)
+		G.ev_destroy(t->done);
+	tw_events -= t->ev ? 2 * t->nk + 1 : 0;
+	tw_count--;
+	free(t->ev);
+	free(t->func);
+	free(t);
+}
+
+/* Under tw_lock: twins retired with a run's events out, freed once those are read. */
+static void sweep(void)
+{
+	for (struct twin **p = &graveyard; *p;) {
+		struct twin *t = *p;
+
+		if (__atomic_load_n(&t->outstanding, __ATOMIC_ACQUIRE)) {
+			p = &t->next;
+			continue;
+		}
+		*p = t->next;
+		free_twin(t);
+	}
+}
+
+static void retire(struct twin *t)
+{
+	if (!__atomic_load_n(&t->outstanding, __ATOMIC_ACQUIRE)) {
+		free_twin(t);
+		return;
+	}
+	t->state = TW_OFF;
+	t->next = graveyard;
+	graveyard = t;
+}
+
+/* Whether every node of the clone is of a kind the twin can run as the exec would. */
+static bool eligible(void *graph, int *nk)
+{
+	size_t n = 0;
+	void **nodes;
+	bool ok = true;
+
+	*nk = 0;
+	if (G.nodes(graph, NULL, &n) || !n)
+		return false;
+	nodes = calloc(n, sizeof(*nodes));
+	if (!nodes || G.nodes(graph, nodes, &n)) {
+		free(nodes);
+		return false;
+	}
+	for (size_t i = 0; ok && i < n; i++) {
+		/* (The value of a launch attribute: 64 bytes; deviceUpdatable its first int.) */
+		__u64 attr[8] = { 0 };
+		int type = -1;
+
+		ok = !G.type(nodes[i], &type) && type >= 0 && type <= 12 && type != NODE_CHILD &&
+		     (type < 8 || type == 12);
+		if (ok && type == NODE_KERNEL) {
+			ok = ++*nk <= TWIN_MAX_KERNELS;
+			/* (A driver that does not know the attribute has no such nodes.) */
+			if (ok && G.kattr && !G.kattr(nodes[i], ATTR_DEVICE_UPDATABLE, attr))
+				ok = (int)attr[0] == 0;
+		}
+	}
+	free(nodes);
+	return ok && *nk > 0;
+}
+
+/*
+ * The name of a kernel node's kernel. A node keeps the function the driver resolved for
+ * the graph's context, which is not the handle the program launched while capturing (a
+ * CUkernel, or a function of its own module): its name comes from the driver, as the
+ * name record of the handle, so that its times go to the kernel of that name.
+ */
+static void name_kernel(__u64 handle, bool is_function)
+{
+	g_name_fn get = is_function ? G.func_name : G.kernel_name;
+	const char *name = NULL;
+	struct gs_ev_kname *e;
+	size_t len;
+	__u32 size;
+
+	if (!get || get(&name, (void *)(unsigned long)handle) || !name)
+		return;
+	len = strnlen(name, GS_NAME_MAX - 1);
+	size = (__u32)((offsetof(struct gs_ev_kname, name) + len + 1 + 7) & ~(size_t)7);
+	if (!(e = gs_emit_reserve(size, GS_EV_KNAME)))
+		return;
+	gs_fill_hdr(&e->h, GS_EV_KNAME, size, gs_clock());
+	e->handle = handle;
+	e->scope = 0;
+	e->name_addr = (__u64)(unsigned long)name;
+	e->api = GS_API_CU_GRAPH_INSTANTIATE;
+	e->len = (__u16)len;
+	e->ns = GS_NS_DRIVER;
+	e->truncated = name[len] != 0;
+	e->pad = 0;
+	memcpy(e->name, name, len);
+	e->name[len] = 0;
+	gs_emit_commit(e);
+}
+
+/* A node's dependencies (succ: its dependents) and their edges' data (8 bytes each), at
+ * most 64: false if more. (Counted first: given room for fewer, the driver fills what
+ * fits and says so.) */
+static bool edges_of(g_deps_fn get, void *node, void **nodes, __u64 *edges, size_t *n)
+{
+	int r;
+
+	*n = 0;
+	if ((r = get(node, NULL, NULL, n)) || *n > 64)
+		return fail("count edges", r);
+	return !*n || !(r = get(node, nodes, edges, n)) || fail("read edges", r);
+}
+
+/*
+ * A kernel node of the clone: its handle, and an event record node right before it and
+ * right after it, in line: the kernel's dependencies go to the first (which the kernel
+ * then follows), its dependents follow the second. Beside it instead (the first after the
+ * dependencies, the second after the kernel, nothing after that), each event would be
+ * the graph's only node on its own path, and measured an H200's kernels 5.9 us long at the
+ * median (the hops between the graph's streams, we think).
+ */
+static bool instrument(struct twin *t, void *node, int k)
+{
+	__u64 p[10] = { 0 }; /* CUDA_KERNEL_NODE_PARAMS_v2: func at 0, kern at 56 */
+	void *deps[64], *succ[64], *same[64], *start, *end;
+	__u64 dedges[64], sedges[64];
+	size_t nd, ns;
+
+	int r;
+
+	if ((r = G.kparams(node, p)))
+		return fail("kernel parameters", r);
+	if (!edges_of(G.deps, node, deps, dedges, &nd) ||
+	    !edges_of(G.succ, node, succ, sedges, &ns))
+		return false;
+	t->func[k] = p[0] ? p[0] : p[7];
+	name_kernel(t->func[k], p[0] != 0);
+	if ((r = T.cu.ev_create(&t->ev[2 * k], 0)) || (r = T.cu.ev_create(&t->ev[2 * k + 1], 0)))
+		return fail("events", r);
+	if ((r = G.add_record(&start, t->graph, deps, nd, t->ev[2 * k])) ||
+	    (r = G.add_record(&end, t->graph, &node, 1, t->ev[2 * k + 1])))
+		return fail("event nodes", r);
+	if (tw_side)
+		return !(r = G.add_deps(t->graph, &start, &node, NULL, 1)) || fail("edge", r);
+	for (size_t i = 0; i < 64; i++)
+		same[i] = node;
+	if ((nd && (r = G.rm_deps(t->graph, deps, same, dedges, nd))) ||
+	    (r = G.add_deps(t->graph, &start, &node, NULL, 1)) ||
+	    (ns && (r = G.rm_deps(t->graph, same, succ, sedges, ns))))
+		return fail("edges", r);
+	for (size_t i = 0; i < ns; i++)
+		same[i] = end;
+	return !ns || !(r = G.add_deps(t->graph, same, succ, NULL, ns)) || fail("edges after", r);
+}
+
+/* Under tw_lock, the exec's context current: the twin, from the clone. */
+static bool build(struct twin *t)
+{
+	void *ctx = NULL, **nodes = NULL;
+	size_t n = 0;
+	int k = 0, r;
+	bool ok;
+
+	if (T.cu.ctx_get(&ctx) || !ctx || (t->ci = gt_ctx_slot(ctx)) < 0 ||
+	    tw_events + 2 * t->nk + 1 > TWIN_MAX_EVENTS || G.nodes(t->graph, NULL, &n) || !n)
+		return false;
+	nodes = calloc(n, sizeof(*nodes));
+	t->ev = calloc(2 * (size_t)t->nk, sizeof(*t->ev));
+	t->func = calloc((size_t)t->nk, sizeof(*t->func));
+	tw_events += 2 * t->nk + 1;
+	ok = nodes && t->ev && t->func && !G.nodes(t->graph, nodes, &n) &&
+	     !T.cu.ev_create(&t->done, EVENT_NO_TIMING);
+	for (size_t i = 0; ok && i < n; i++) {
+		int type = -1;
+
+		ok = !G.type(nodes[i], &type);
+		if (ok && type == NODE_KERNEL)
+			ok = k < t->nk && instrument(t, nodes[i], k++);
+	}
+	free(nodes);
+	ok = ok && k == t->nk &&
+	     (!(r = G.instantiate(&t->twin_exec, t->graph, t->flags)) || fail("instantiate", r));
+	if (!ok)
+		t->twin_exec = NULL;
+	t->state = ok ? TW_READY : TW_OFF;
+	return ok;
+}
+
+void gs_graphtime_instantiated(__u64 exec, __u64 graph, unsigned long long flags)
+{
+	struct twin *t, *old;
+	void *clone = NULL;
+	int nk;
+
+	if (!T.every || __atomic_load_n(&tw_off, __ATOMIC_RELAXED) || !exec || !graph ||
+	    (flags & INST_DEVICE_LAUNCH))
+		return;
+	pthread_mutex_lock(&tw_lock);
+	sweep();
+	if (!load() || tw_count >= 4096 || G.clone(&clone, (void *)(unsigned long)graph)) {
+		pthread_mutex_unlock(&tw_lock);
+		debug(tw_loaded < 0 ? "no twin: driver functions missing" : "no twin: not cloned",
+		      exec);
+		return;
+	}
+	t = calloc(1, sizeof(*t));
+	if (!t || !eligible(clone, &nk)) {
+		debug("no twin: nodes it cannot have", exec);
+		G.graph_destroy(clone);
+		free(t);
+		pthread_mutex_unlock(&tw_lock);
+		return;
+	}
+	t->exec = exec;
+	t->graph = clone;
+	t->nk = nk;
+	t->flags = flags & INST_NODE_PRIORITY;
+	t->state = TW_CLONED;
+	/* (A handle the driver gives again: the old exec is gone.) */
+	if ((old = find(exec, true)))
+		retire(old);
+	t->next = twins[bucket(exec)];
+	twins[bucket(exec)] = t;
+	tw_count++;
+	pthread_mutex_unlock(&tw_lock);
+}
+
+void gs_graphtime_changed(__u64 exec)
+{
+	struct twin *t;
+
+	if (!__atomic_load_n(&tw_count, __ATOMIC_RELAXED))
+		return;
+	pthread_mutex_lock(&tw_lock);
+	if ((t = find(exec, false)))
+		t->state = TW_OFF;
+	pthread_mutex_unlock(&tw_lock);
+}
+
+void gs_graphtime_destroyed(__u64 exec)
+{
+	struct twin *t;
+
+	if (!__atomic_load_n(&tw_count, __ATOMIC_RELAXED))
+		return;
+	pthread_mutex_lock(&tw_lock);
+	if ((t = find(exec, true)))
+		retire(t);
+	pthread_mutex_unlock(&tw_lock);
+}
+
+void gs_graphtime_unwrapped(void)
+{
+	__atomic_store_n(&tw_off, true, __ATOMIC_RELAXED);
+	pthread_mutex_lock(&tw_lock);
+	for (int b = 0; b < TWIN_BUCKETS; b++)
+		for (struct twin *t = twins[b]; t; t = t->next)
+			t->state = TW_OFF;
+	pthread_mutex_unlock(&tw_lock);
+}
+
+/* A stream's one name (the legacy stream's two; a NULL stream of a _ptsz variant is the
+ * thread's own). */
+static __u64 stream_name(__u64 stream, bool ptsz)
+{
+	if (stream == GS_CU_STREAM_LEGACY)
+		stream = 0;
+	if (!stream && ptsz)
+		return GS_CU_STREAM_PER_THREAD | (__u64)gs_self_tid() << 32;
+	if (stream == GS_CU_STREAM_PER_THREAD)
+		return stream | (__u64)gs_self_tid() << 32;
+	return stream;
+}
+
+__u64 gs_graphtime_launch(struct gs_graph_launch *gl, __u64 exec, __u64 stream, bool ptsz)
+{
+	__u64 key, n;
+	struct twin *t;
+	int capturing = 0;
+	bool sample;
+
+	gl->twin = NULL;
+	if (!__atomic_load_n(&tw_count, __ATOMIC_RELAXED))
+		return exec;
+	key = stream_name(stream, ptsz);
+	pthread_mutex_lock(&tw_lock);
+	t = find(exec, false);
+	if (!t || t->state == TW_OFF) {
+		pthread_mutex_unlock(&tw_lock);
+		return exec;
+	}
+	n = t->launches++;
+	/* After a run of the twin on another stream: what CUDA would have ordered. */
+	if (t->wait_done && key != t->twin_stream)
+		(ptsz ? G.wait_ptsz : G.wait)(stream, t->done, 0);
+	t->wait_done = false;
+	sample = n >= 1 && key == t->stream &&
+		 !__atomic_load_n(&t->outstanding, __ATOMIC_ACQUIRE) &&
+		 (T.every <= 1 || n % (__u64)T.every == 0);
+	t->stream = key;
+	if (sample && t->state == TW_CLONED && !build(t))
+		debug("no twin: building it failed", exec);
+	/* (Nothing of ours goes into a stream being captured.) */
+	sample = sample && t->state == TW_READY &&
+		 !(ptsz ? T.cu.capturing_ptsz : T.cu.capturing)(stream, &capturing) && !capturing;
+	if (sample) {
+		__atomic_store_n(&t->outstanding, t->nk, __ATOMIC_RELEASE);
+		gl->twin = t;
+	}
+	pthread_mutex_unlock(&tw_lock);
+	return sample ? (__u64)(unsigned long)t->twin_exec : exec;
+}
+
+bool gs_graphtime_launched(struct gs_graph_launch *gl, int result, __u64 stream, bool ptsz,
+			   const struct gs_timed_call *call)
+{
+	struct twin *t = gl->twin;
+
+	if (!t)
+		return false;
+	pthread_mutex_lock(&tw_lock);
+	if (result) {
+		t->state = TW_OFF;
+		__atomic_store_n(&t->outstanding, 0, __ATOMIC_RELEASE);
+		pthread_mutex_unlock(&tw_lock);
+		return true; /* the exec itself, then */
+	}
+	t->wait_done = !(ptsz ? T.cu.ev_record_ptsz : T.cu.ev_record)(t->done, stream);
+	t->twin_stream = stream_name(stream, ptsz);
+	pthread_mutex_unlock(&tw_lock);
+	pthread_mutex_lock(&T.lock);
+	for (int k = 0; k < t->nk; k++) {
+		struct pending p = { .start = t->ev[2 * k],
+				     .end = t->ev[2 * k + 1],
+				     .c = *call,
+				     .stream = ptsz && !stream ? GS_CU_STREAM_PER_THREAD : stream,
+				     .tid = gs_self_tid(),
+				     .ci = (__u8)t->ci,
+				     .twin = t };
+
+		p.c.func = t->func[k];
+		p.c.kind = GS_GPU_KERNEL;
+		gt_queue(&p);
+	}
+	pthread_mutex_unlock(&T.lock);
+	return false;
+}
+
+void gt_twin_read(struct twin *t)
+{
+	__atomic_fetch_sub(&t->outstanding, 1, __ATOMIC_ACQ_REL);
+}
+
+void gs_graphtime_after_fork(void)
+{
+	/* The parent's graphs and events do not exist here (left, not freed). */
+	pthread_mutex_init(&tw_lock, NULL);
+	memset(twins, 0, sizeof(twins));
+	graveyard = NULL;
+	tw_events = tw_count = 0;
+}
