@@ -86,7 +86,9 @@ def compiled_gpt2(facts):
     torch_memory(facts)
 
 
-def graphs(facts, sync=False):
+def graph_step():
+    """An MLP's training step (forward, backward, SGD) captured in a CUDA graph: the graph
+    and the loss tensor it writes (also bench/workload.py's graphs)."""
     torch.manual_seed(0)
     net = torch.nn.Sequential(torch.nn.Linear(512, 1024), torch.nn.ReLU(),
                               torch.nn.Linear(1024, 512)).cuda()
@@ -107,6 +109,11 @@ def graphs(facts, sync=False):
         loss = torch.nn.functional.mse_loss(net(x), y)
         loss.backward()
         opt.step()
+    return g, loss
+
+
+def graphs(facts, sync=False):
+    g, loss = graph_step()
     for _ in range(50):
         g.replay()
         if sync:  # (a training loop that reads its loss every step)

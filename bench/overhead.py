@@ -10,7 +10,7 @@ uprobe takes the default stacks (every 64th launch); uprobe-nostacks none, uprob
 every launch's.
 
     python overhead.py --gpuscope PATH --out DIR [--reps 7] [--modes untraced,...]
-                       [--workloads tinyops,cloop,resnet50,gpt2,cupy] [--cloop BIN]
+                       [--workloads tinyops,cloop,resnet50,gpt2,cupy,graphs] [--cloop BIN]
                        [--baseline PATH]
 
 Workloads: bench/workload.py's (tinyops, resnet50, gpt2, cupy) and cloop, the CUDA C loop
@@ -43,9 +43,12 @@ GS_OPTS = {"inject-off": ["--inject", "--gpu-time=off"], "inject-all": ["--injec
 # launches chained (--gpu-time=chained).
 GS_OPTS["uprobe-wakeups"] = []
 GS_OPTS["inject-chained"] = ["--inject", "--gpu-time=chained"]
+# inject-notwins: every launch timed, kernels inside CUDA graphs not (no twins).
+GS_OPTS["inject-notwins"] = ["--inject"]
 GS_ENV = {"inject-nogates": {"GPUSCOPE_NO_GATES": "1"},
           "uprobe-wakeups": {"GPUSCOPE_RING_WAKEUPS": "1"},
-          "inject-h10ms": {"GPUSCOPE_HARVEST_US": "10000"}}
+          "inject-h10ms": {"GPUSCOPE_HARVEST_US": "10000"},
+          "inject-notwins": {"GPUSCOPE_NO_TWINS": "1"}}
 
 
 BASELINE = None

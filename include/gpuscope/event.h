@@ -284,6 +284,11 @@ enum gs_gpu_cal {
 	/* Two calibration kernels in a gated chain: the second's time from the end event
 	 * before it to its own, less its span (GS_CAL_OVERHEAD's kind, for chained launches) */
 	GS_CAL_CHAINED = 3,
+	/* The same two inside a CUDA graph, as a twin has them (src/inject/gputime_graph.c):
+	 * event nodes in line around the calibration kernel after another one, less its span;
+	 * and two event nodes in line with nothing between. */
+	GS_CAL_GRAPH = 4,
+	GS_CAL_GRAPH_EMPTY = 5,
 };
 
 enum gs_gpu_flags {

@@ -133,6 +133,7 @@ struct dev_busy {
 	__u64 late;		   /* arrived behind the watermark: merged as well as possible */
 	__u64 overhead_ns;	   /* what an event pair adds, taken off kernel times */
 	__u64 chained_overhead_ns; /* the same for a launch timed from the end before it */
+	__u64 graph_overhead_ns;   /* the same for a kernel inside a graph (its twin's nodes) */
 	__u64 flushes;
 };
 

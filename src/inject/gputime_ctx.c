@@ -172,7 +172,7 @@ typedef int (*mod_func_fn)(void **, void *, const char *);
  * analysis takes off), GS_CAL_SPAN (the calibration kernel's own span, as it read the
  * timer), GS_CAL_EMPTY (an event pair with nothing between, gated): the last two for
  * comparing estimators with CUPTI (bench/gputime_bias.py), not used by the analysis. */
-static void emit_calibration(const struct ctx_slot *c, __u64 overhead_ns, __u64 what)
+void gt_emit_calibration(const struct ctx_slot *c, __u64 overhead_ns, __u64 what)
 {
 	struct gs_ev_gpu *e = gs_emit_reserve(sizeof(*e), GS_EV_GPU);
 	__u64 now = gs_clock();
@@ -255,15 +255,15 @@ static void calibrate_overhead(struct ctx_slot *c)
 		/* Nothing written (no real GPU ran it) or nonsense: no correction. */
 		if (raw < 0 || !span[0] || span[1] < span[0] || span[1] - span[0] > (__u64)raw)
 			break;
-		emit_calibration(c, (__u64)raw - (span[1] - span[0]), GS_CAL_OVERHEAD);
-		emit_calibration(c, span[1] - span[0], GS_CAL_SPAN);
+		gt_emit_calibration(c, (__u64)raw - (span[1] - span[0]), GS_CAL_OVERHEAD);
+		gt_emit_calibration(c, span[1] - span[0], GS_CAL_SPAN);
 	}
 	for (int i = 0; i < 8 && ev[0] && ev[1]; i++) {
 		__s64 raw = gated_run(c, ev, 0, launch, fn, kparams);
 
 		if (raw < 0)
 			break;
-		emit_calibration(c, (__u64)raw, GS_CAL_EMPTY);
+		gt_emit_calibration(c, (__u64)raw, GS_CAL_EMPTY);
 	}
 	/* A chain (gputime_chain.c): the second kernel timed from the end event before it.
 	 * (Only with chains: nothing else reads it.) */
@@ -274,8 +274,9 @@ static void calibrate_overhead(struct ctx_slot *c)
 		raw = gated_run(c, ev, 2, launch, fn, kparams);
 		if (raw < 0 || !span[2] || span[3] < span[2] || span[3] - span[2] > (__u64)raw)
 			break;
-		emit_calibration(c, (__u64)raw - (span[3] - span[2]), GS_CAL_CHAINED);
+		gt_emit_calibration(c, (__u64)raw - (span[3] - span[2]), GS_CAL_CHAINED);
 	}
+	c->cal = fn; /* (for a twin's event nodes: gputime_graph.c) */
 	pthread_mutex_lock(&T.lock);
 	for (int i = 0; i < 3; i++)
 		gt_event_put(c, ev[i]);

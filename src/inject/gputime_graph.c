@@ -5,11 +5,12 @@
  * A graph launch runs its kernels where no call of ours comes between them. So when the
  * program instantiates a graph, the graph is cloned (the executable graph is a snapshot,
  * and so is the clone: the program may change or destroy its graph afterwards). At the
- * exec's first sampled launch after its first, the clone gets an event record node after
- * each kernel node's dependencies, which the kernel then also waits for, and one after the
- * kernel, and is instantiated: the twin. A sampled launch of the exec runs the twin in
- * its place, on the program's stream, and each kernel's pair of events goes to the
- * harvester as a launch's pair does (GS_GPU_IN_GRAPH).
+ * exec's first sampled launch (not its first launch; every TWIN_EVERY-th at most), the
+ * clone gets an event record node in line before and after each kernel node (instrument)
+ * and is instantiated: the twin. A sampled launch of the exec runs the twin in its place,
+ * on the program's stream, and each kernel's pair of events goes to the harvester as a
+ * launch's pair does (GS_GPU_IN_GRAPH; what the nodes add is calibrated apart,
+ * calibrate).
  *
  * The twin must do what the exec would have done, so it is only used where that is sure:
  *  - graphs of kernels, copies, sets, host functions, empty nodes, event records and waits
@@ -43,6 +44,14 @@
 #define INST_NODE_PRIORITY    8ULL
 #define EVENT_NO_TIMING	      2U
 
+/* struct CUDA_KERNEL_NODE_PARAMS_v2_st (CUDA 12's and 13's CUDA_KERNEL_NODE_PARAMS) */
+struct gs_cu_kernel_node {
+	__u64 func;
+	__u32 grid[3], block[3], shared_mem;
+	__u32 pad;
+	__u64 params, extra, kern, ctx;
+};
+
 enum {
 	TW_CLONED = 1,
 	TW_READY,
@@ -75,6 +84,9 @@ typedef int (*g_inst_fn)(void **, void *, unsigned long long);
 typedef int (*g_destroy_fn)(void *);
 typedef int (*g_wait_fn)(__u64, void *, unsigned int);
 typedef int (*g_name_fn)(const char **, void *);
+typedef int (*g_create_fn)(void **, unsigned int);
+typedef int (*g_add_kernel_fn)(void **, void *, void **, size_t, const struct gs_cu_kernel_node *);
+typedef int (*g_launch_fn)(void *, __u64);
 
 static struct {
 	g_clone_fn clone;
@@ -90,6 +102,8 @@ static struct {
 	g_destroy_fn graph_destroy, exec_destroy, ev_destroy;
 	g_wait_fn wait, wait_ptsz;
 	g_name_fn func_name, kernel_name; /* (CUDA 12.3 and later) */
+	g_create_fn create;
+	g_add_kernel_fn add_kernel;
 } G;
 
 static pthread_mutex_t tw_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -99,11 +113,15 @@ static int tw_events, tw_count;
 static int tw_loaded; /* 1 ready, -1 not available */
 static bool tw_off;   /* an exec setter we do not wrap was handed out */
 static bool tw_side;  /* GPUSCOPE_TWIN_EDGES=side: events beside the kernels (to compare) */
+/* A twin runs at every TWIN_EVERY-th launch of its exec at most (or --gpu-time=N's N, if
+ * more): its event nodes cost the GPU about 1.7 us each (H200: a CUDA-graph training step
+ * of 19 kernels replayed and waited for 1.94x with a twin at every launch, 1.20x with
+ * none; bench/results/twin-2026-11-27-h200.md). GPUSCOPE_TWIN_EVERY to change it. */
+#define TWIN_EVERY 16
+static int tw_every = TWIN_EVERY;
 
-static bool load(void)
+static void load_now(void)
 {
-	if (tw_loaded)
-		return tw_loaded > 0;
 	G.clone = (g_clone_fn)gs_real_by_name("cuGraphClone");
 	G.nodes = (g_nodes_fn)gs_real_by_name("cuGraphGetNodes");
 	G.type = (g_type_fn)gs_real_by_name("cuGraphNodeGetType");
@@ -115,6 +133,12 @@ static bool load(void)
 	G.rm_deps = (g_add_deps_fn)gs_real_by_name("cuGraphRemoveDependencies_v2");
 	G.succ = (g_deps_fn)gs_real_by_name("cuGraphNodeGetDependentNodes_v2");
 	tw_side = getenv("GPUSCOPE_TWIN_EDGES") && !strcmp(getenv("GPUSCOPE_TWIN_EDGES"), "side");
+	if (getenv("GPUSCOPE_TWIN_EVERY") && atoi(getenv("GPUSCOPE_TWIN_EVERY")) > 0)
+		tw_every = atoi(getenv("GPUSCOPE_TWIN_EVERY"));
+	if (getenv("GPUSCOPE_NO_TWINS")) { /* (to compare) */
+		tw_loaded = -1;
+		return;
+	}
 	G.instantiate = (g_inst_fn)gs_real_by_name("cuGraphInstantiateWithFlags");
 	G.graph_destroy = (g_destroy_fn)gs_real_by_name("cuGraphDestroy");
 	G.exec_destroy = (g_destroy_fn)gs_real_by_name("cuGraphExecDestroy");
@@ -122,6 +146,8 @@ static bool load(void)
 	G.wait = (g_wait_fn)gs_real_by_name("cuStreamWaitEvent");
 	G.wait_ptsz = (g_wait_fn)gs_real_by_name("cuStreamWaitEvent_ptsz");
 	G.func_name = (g_name_fn)gs_real_by_name("cuFuncGetName");
+	G.create = (g_create_fn)gs_real_by_name("cuGraphCreate");
+	G.add_kernel = (g_add_kernel_fn)gs_real_by_name("cuGraphAddKernelNode_v2");
 	G.kernel_name = (g_name_fn)gs_real_by_name("cuKernelGetName");
 	if (!G.wait_ptsz)
 		G.wait_ptsz = G.wait;
@@ -138,6 +164,13 @@ static bool load(void)
 			"succ %d add_record %d add_deps %d rm_deps %d instantiate %d wait %d\n",
 			!!G.clone, !!G.nodes, !!G.type, !!G.kparams, !!G.deps, !!G.succ,
 			!!G.add_record, !!G.add_deps, !!G.rm_deps, !!G.instantiate, !!G.wait);
+}
+
+static bool load(void)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+	pthread_once(&once, load_now);
 	return tw_loaded > 0;
 }
 
@@ -230,7 +263,8 @@ static bool eligible(void *graph, int *nk)
 	bool ok = true;
 
 	*nk = 0;
-	if (G.nodes(graph, NULL, &n) || !n)
+	/* (Not read past a size no twin could have anyway.) */
+	if (G.nodes(graph, NULL, &n) || !n || n > 8 * TWIN_MAX_KERNELS)
 		return false;
 	nodes = calloc(n, sizeof(*nodes));
 	if (!nodes || G.nodes(graph, nodes, &n)) {
@@ -312,20 +346,20 @@ static bool edges_of(g_deps_fn get, void *node, void **nodes, __u64 *edges, size
  */
 static bool instrument(struct twin *t, void *node, int k)
 {
-	__u64 p[10] = { 0 }; /* CUDA_KERNEL_NODE_PARAMS_v2: func at 0, kern at 56 */
+	struct gs_cu_kernel_node p = { 0 };
 	void *deps[64], *succ[64], *same[64], *start, *end;
 	__u64 dedges[64], sedges[64];
 	size_t nd, ns;
 
 	int r;
 
-	if ((r = G.kparams(node, p)))
+	if ((r = G.kparams(node, &p)))
 		return fail("kernel parameters", r);
 	if (!edges_of(G.deps, node, deps, dedges, &nd) ||
 	    !edges_of(G.succ, node, succ, sedges, &ns))
 		return false;
-	t->func[k] = p[0] ? p[0] : p[7];
-	name_kernel(t->func[k], p[0] != 0);
+	t->func[k] = p.func ? p.func : p.kern;
+	name_kernel(t->func[k], p.func != 0);
 	if ((r = T.cu.ev_create(&t->ev[2 * k], 0)) || (r = T.cu.ev_create(&t->ev[2 * k + 1], 0)))
 		return fail("events", r);
 	if ((r = G.add_record(&start, t->graph, deps, nd, t->ev[2 * k])) ||
@@ -344,6 +378,91 @@ static bool instrument(struct twin *t, void *node, int k)
 	return !ns || !(r = G.add_deps(t->graph, same, succ, NULL, ns)) || fail("edges after", r);
 }
 
+/*
+ * One run of a calibration graph of ours on the slot's stream: the calibration kernel,
+ * an event node, then (kernel) the calibration kernel again, an event node, each after the
+ * one before, as a twin has them. The time between the two events, less the second
+ * kernel's span as it read the timer; -1 if not had.
+ */
+static __s64 graph_run(struct ctx_slot *c, void *exec, void **ev, volatile __u64 *span, bool kernel)
+{
+	g_launch_fn launch = (g_launch_fn)(void *)gs_real(GS_API_CU_GRAPH_LAUNCH);
+	__u64 spins = 0;
+	float ms;
+
+	span[0] = span[1] = 0;
+	if (!launch || launch(exec, c->stream))
+		return -1;
+	while (T.cu.ev_query(ev[1]) == NOT_READY && ++spins < 10000000)
+		;
+	if (T.cu.ev_elapsed(&ms, ev[0], ev[1]) || ms < 0)
+		return -1;
+	if (!kernel)
+		return (__s64)((double)ms * 1e6);
+	/* Nothing written (no real GPU ran it) or nonsense: none. */
+	if (!span[0] || span[1] < span[0] || (double)(span[1] - span[0]) > (double)ms * 1e6)
+		return -1;
+	return (__s64)((double)ms * 1e6) - (__s64)(span[1] - span[0]);
+}
+
+/* The calibration graph, with the second kernel (kernel) or without; NULL if not made. */
+static void *calibration_graph(void **graph, const struct gs_cu_kernel_node *p, void **ev,
+			       bool kernel)
+{
+	void *k0, *s, *k1, *e, *exec = NULL;
+
+	*graph = NULL;
+	if (G.create(graph, 0) || G.add_kernel(&k0, *graph, NULL, 0, p) ||
+	    G.add_record(&s, *graph, &k0, 1, ev[0]) ||
+	    (kernel && G.add_kernel(&k1, *graph, &s, 1, p)) ||
+	    G.add_record(&e, *graph, kernel ? &k1 : &s, 1, ev[1]) ||
+	    G.instantiate(&exec, *graph, 0))
+		return NULL;
+	return exec;
+}
+
+/*
+ * What a twin's event nodes add, measured once per context before its first twin is built
+ * (its context current), with the calibration kernel of the pairs' calibration
+ * (gputime_ctx.c: it writes its span at bytes 64..79 of the gate's page) in graphs of ours:
+ * GS_CAL_GRAPH and GS_CAL_GRAPH_EMPTY records.
+ */
+static void calibrate(struct ctx_slot *c)
+{
+	volatile __u64 *span = c->gate.host + 8;
+	__u64 out = c->gate.dev + 64, ns = 2000;
+	void *params[] = { &out, &ns };
+	struct gs_cu_kernel_node p = { .func = (__u64)(unsigned long)c->cal,
+				       .grid = { 1, 1, 1 },
+				       .block = { 1, 1, 1 },
+				       .params = (__u64)(unsigned long)params };
+	void *ev[2] = { NULL, NULL }, *graph, *exec;
+	int got = 0;
+
+	c->graph_cal = true;
+	if (!c->cal || !G.create || !G.add_kernel || T.cu.ev_create(&ev[0], 0) ||
+	    T.cu.ev_create(&ev[1], 0))
+		return;
+	/* (The empty graph only where the kernel's did: a GPU that runs our kernel.) */
+	for (int with = 1; with >= 0 && (with || got); with--) {
+		exec = calibration_graph(&graph, &p, ev, with);
+		for (int i = 0; exec && i < 8; i++) {
+			__s64 ns = graph_run(c, exec, ev, span, with);
+
+			if (ns < 0)
+				break;
+			gt_emit_calibration(c, (__u64)ns, with ? GS_CAL_GRAPH : GS_CAL_GRAPH_EMPTY);
+			got++;
+		}
+		if (exec)
+			G.exec_destroy(exec);
+		if (graph)
+			G.graph_destroy(graph);
+	}
+	G.ev_destroy(ev[0]);
+	G.ev_destroy(ev[1]);
+}
+
 /* Under tw_lock, the exec's context current: the twin, from the clone. */
 static bool build(struct twin *t)
 {
@@ -355,6 +474,8 @@ static bool build(struct twin *t)
 	if (T.cu.ctx_get(&ctx) || !ctx || (t->ci = gt_ctx_slot(ctx)) < 0 ||
 	    tw_events + 2 * t->nk + 1 > TWIN_MAX_EVENTS || G.nodes(t->graph, NULL, &n) || !n)
 		return false;
+	if (!T.ctx[t->ci].graph_cal)
+		calibrate(&T.ctx[t->ci]);
 	nodes = calloc(n, sizeof(*nodes));
 	t->ev = calloc(2 * (size_t)t->nk, sizeof(*t->ev));
 	t->func = calloc((size_t)t->nk, sizeof(*t->func));
@@ -468,7 +589,7 @@ __u64 gs_graphtime_launch(struct gs_graph_launch *gl, __u64 exec, __u64 stream, 
 	__u64 key, n;
 	struct twin *t;
 	int capturing = 0;
-	bool sample;
+	bool sample, want;
 
 	gl->twin = NULL;
 	if (!__atomic_load_n(&tw_count, __ATOMIC_RELAXED))
@@ -485,10 +606,22 @@ __u64 gs_graphtime_launch(struct gs_graph_launch *gl, __u64 exec, __u64 stream, 
 	if (t->wait_done && key != t->twin_stream)
 		(ptsz ? G.wait_ptsz : G.wait)(stream, t->done, 0);
 	t->wait_done = false;
-	sample = n >= 1 && key == t->stream &&
-		 !__atomic_load_n(&t->outstanding, __ATOMIC_ACQUIRE) &&
-		 (T.every <= 1 || n % (__u64)T.every == 0);
+	want = n >= 1 && key == t->stream &&
+	       n % (__u64)(T.every > tw_every ? T.every : tw_every) == 0;
 	t->stream = key;
+	/* Its last run is over but not read yet (the harvester comes every millisecond): read
+	 * now, so that this launch can run it again. */
+	if (want && t->state == TW_READY && __atomic_load_n(&t->outstanding, __ATOMIC_ACQUIRE) &&
+	    !T.cu.ev_query(t->done)) {
+		pthread_mutex_unlock(&tw_lock);
+		gt_harvest_now();
+		pthread_mutex_lock(&tw_lock);
+		if (find(exec, false) != t) {
+			pthread_mutex_unlock(&tw_lock);
+			return exec;
+		}
+	}
+	sample = want && !__atomic_load_n(&t->outstanding, __ATOMIC_ACQUIRE);
 	if (sample && t->state == TW_CLONED && !build(t))
 		debug("no twin: building it failed", exec);
 	/* (Nothing of ours goes into a stream being captured.) */
@@ -527,7 +660,7 @@ bool gs_graphtime_launched(struct gs_graph_launch *gl, int result, __u64 stream,
 				     .stream = ptsz && !stream ? GS_CU_STREAM_PER_THREAD : stream,
 				     .tid = gs_self_tid(),
 				     .ci = (__u8)t->ci,
-				     .twin = t };
+				     .twin = &t->outstanding };
 
 		p.c.func = t->func[k];
 		p.c.kind = GS_GPU_KERNEL;
@@ -535,11 +668,6 @@ bool gs_graphtime_launched(struct gs_graph_launch *gl, int result, __u64 stream,
 	}
 	pthread_mutex_unlock(&T.lock);
 	return false;
-}
-
-void gt_twin_read(struct twin *t)
-{
-	__atomic_fetch_sub(&t->outstanding, 1, __ATOMIC_ACQ_REL);
 }
 
 void gs_graphtime_after_fork(void)

@@ -69,7 +69,7 @@ static void emit_gpu(const struct ctx_slot *c, const struct pending *p, __u64 st
 static void release(struct ctx_slot *c, const struct pending *p)
 {
 	if (p->twin) {
-		gt_twin_read(p->twin);
+		__atomic_fetch_sub(p->twin, 1, __ATOMIC_ACQ_REL);
 		return;
 	}
 	gt_event_put(c, p->start);
@@ -134,9 +134,11 @@ bool gt_queue(const struct pending *p)
 	return true;
 }
 
-/* One pass over what is pending: emit what finished, keep the rest in order. Returns how
- * many are still pending. */
-static size_t harvest_pass(void **current, bool recalibrate)
+/* One pass over what is pending: emit what finished, keep the rest in order (and the
+ * pairs of graphs' twins unless twins: a twin's run leaves dozens at once, read by the
+ * harvester rather than by the program's thread after its sync). Returns how many are
+ * still pending. */
+static size_t harvest_pass(void **current, bool recalibrate, bool twins)
 {
 	static struct pending *batch;
 	static size_t cap;
@@ -166,6 +168,10 @@ static size_t harvest_pass(void **current, bool recalibrate)
 	for (size_t i = 0; i < n; i++) {
 		struct ctx_slot *c = &T.ctx[batch[i].ci];
 
+		if (batch[i].twin && !twins) {
+			batch[keep++] = batch[i];
+			continue;
+		}
 		if (c->ctx != *current && !T.cu.ctx_set(c->ctx))
 			*current = c->ctx;
 		if (!harvest_one(&batch[i]))
@@ -212,7 +218,7 @@ static void *harvest(void *arg)
 		struct timespec nap = { 0, (long)T.harvest_ns };
 
 		nanosleep(&nap, NULL);
-		harvest_pass(&current, true);
+		harvest_pass(&current, true, true);
 	}
 	return NULL;
 }
@@ -224,7 +230,7 @@ static void *harvest(void *arg)
  * harvester is in a pass, wait for it: it may have taken these very events before they
  * finished. Leaves the thread's context as it was.
  */
-void gs_timing_synced(void)
+static void pass_here(bool twins)
 {
 	void *saved = NULL, *current;
 
@@ -233,9 +239,19 @@ void gs_timing_synced(void)
 	    !__atomic_load_n(&T.have_cu, __ATOMIC_ACQUIRE) || T.cu.ctx_get(&saved))
 		return;
 	current = saved;
-	harvest_pass(&current, false);
+	harvest_pass(&current, false, twins);
 	if (current != saved)
 		T.cu.ctx_set(saved);
+}
+
+void gs_timing_synced(void)
+{
+	pass_here(false);
+}
+
+void gt_harvest_now(void)
+{
+	pass_here(true);
 }
 
 /*
@@ -249,7 +265,7 @@ static void flush_at_exit(void)
 	__u64 deadline = gs_clock() + FLUSH_NS;
 	void *current = NULL;
 
-	while (harvest_pass(&current, false) && gs_clock() < deadline) {
+	while (harvest_pass(&current, false, true) && gs_clock() < deadline) {
 		struct timespec nap = { 0, 100000 };
 
 		nanosleep(&nap, NULL);

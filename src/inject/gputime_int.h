@@ -74,6 +74,8 @@ struct ctx_slot {
 	struct gs_gate gate;
 	void *prime;	       /* CUfunction: an empty kernel of ours (see gs_timing_begin) */
 	struct backlog *chain; /* the context's open chain, under T.lock (one at a time) */
+	void *cal;	       /* CUfunction: our calibration kernel (calibrate_overhead) */
+	bool graph_cal;	       /* what a twin's event nodes add measured (gputime_graph.c) */
 };
 
 struct pending {
@@ -85,9 +87,11 @@ struct pending {
 	__u32 cell; /* in a chain: its cell of T.chain_open_ns (0: none) */
 	__u8 ci;
 	bool gated, forced;
-	bool end_shared;   /* its end event is the next one's start: that one gives it back */
-	bool from_prev;	   /* its start is the end event of the launch before it */
-	struct twin *twin; /* a kernel node's pair: the twin's events (gputime_graph.c) */
+	bool end_shared; /* its end event is the next one's start: that one gives it back */
+	bool from_prev;	 /* its start is the end event of the launch before it */
+	/* A kernel node's pair of a graph's twin (gputime_graph.c): the twin's events, and its
+	 * count of pairs not read yet, which reading this one takes one off. */
+	int *twin;
 };
 
 /*
@@ -172,14 +176,16 @@ void gt_load_ahead(__u64 handle) GS_HIDDEN;
 /* The slot of a context, set up on first use; -1 where timing cannot work there. */
 int gt_ctx_slot(void *ctx) GS_HIDDEN;
 
-/* gputime_graph.c: a pair of the twin's has been read (or dropped). */
-void gt_twin_read(struct twin *t) GS_HIDDEN;
+/* gputime_ctx.c: a calibration record (what: GS_CAL_*) of what the context's events add. */
+void gt_emit_calibration(const struct ctx_slot *c, __u64 overhead_ns, __u64 what) GS_HIDDEN;
 
 /* gputime_harvest.c */
 void gt_start_harvester(void) GS_HIDDEN;
 /* Under T.lock: a pair for the harvester; false (its events given back) when too much is
  * outstanding. */
 bool gt_queue(const struct pending *p) GS_HIDDEN;
+/* On the calling thread, now: every finished pair, twins' too (leaves the context). */
+void gt_harvest_now(void) GS_HIDDEN;
 
 /* gputime_chain.c, all under T.lock */
 /* This launch, a kernel's on b's stream, goes on b's open chain: t timed from the end event

@@ -475,6 +475,7 @@ struct node {
 	struct node **deps;
 	size_t ndeps;
 	struct CUgraph_st *graph;
+	struct node *copy; /* (while cloning) */
 	struct node *next;
 };
 struct CUgraph_st {
@@ -1455,7 +1456,10 @@ static CUresult graph_launch(CUgraphExec g, CUstream hs, bool per_thread)
 		n->ran = false;
 	if (g->last_end > s->busy_until)
 		s->busy_until = g->last_end;
-	while (progress) {
+	/* (A graph too big for this search, 2^20 nodes: one after the other, as listed.) */
+	for (struct node *n = g->graph->nodes; g->graph->nnodes > 4096 && n; n = n->next)
+		node_run(s, n);
+	while (g->graph->nnodes <= 4096 && progress) {
 		struct node *first = NULL;
 
 		/* (An event record takes no time: it happens as soon as it can.) */
@@ -1786,6 +1790,7 @@ static CUresult clone_graph(CUgraph *out, CUgraph from)
 		*tail = malloc(sizeof(**tail));
 		**tail = *n;
 		(*tail)->next = NULL;
+		n->copy = *tail;
 		tail = &(*tail)->next;
 	}
 	(*out)->nnodes = from->nnodes;
@@ -1793,13 +1798,8 @@ static CUresult clone_graph(CUgraph *out, CUgraph from)
 	for (c = (*out)->nodes; c; c = c->next) {
 		struct node **deps = c->ndeps ? calloc(c->ndeps, sizeof(*deps)) : NULL;
 
-		for (size_t i = 0; i < c->ndeps; i++) {
-			struct node *o = from->nodes, *k = (*out)->nodes;
-
-			while (o && o != c->deps[i])
-				o = o->next, k = k->next;
-			deps[i] = k;
-		}
+		for (size_t i = 0; i < c->ndeps; i++)
+			deps[i] = c->deps[i]->copy;
 		c->deps = deps;
 		c->graph = *out;
 	}

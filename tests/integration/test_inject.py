@@ -231,8 +231,10 @@ def test_bad_gpu_time_options(gsr):
 # (Gates held 20 ms at most before the watcher opens them, not 0.3-2 ms: a busy CI machine
 # descheduling the program between closing a gate and opening it must not make the watcher
 # open it.)
+# (A graph's twin at every launch, not every 16th: these graphs run a few times only.)
 GPU_ENV = {"FAKECUDA_KERNEL_NS": "200000", "FAKECUDA_GBPS": "1", "FAKECUDA_DEVICES": "2",
-           "GPUSCOPE_FIRST_GATE_US": "20000", "GPUSCOPE_WATCHDOG_US": "10000"}
+           "GPUSCOPE_FIRST_GATE_US": "20000", "GPUSCOPE_WATCHDOG_US": "10000",
+           "GPUSCOPE_TWIN_EVERY": "1"}
 
 
 def gpu_trace(gs, mode="all", **env):
@@ -448,6 +450,13 @@ def test_gpu_times_of_kernels_inside_graphs(gs):
     busy_ns = report["gpu"]["devices"][0]["busy_ns"]
     assert busy_ns >= 4 * truth["gpu:graph:ns"] + 6 * (2 * truth["gpu:busy:ns"] +
                                                       truth["gpu:idle:ns"]) - 50000
+
+    # A twin at every 4th launch at most: the 5th (the 9th comes after the change).
+    report, truth, kernels = gs.trace(["wl_gputime", "--graphs"], opts=["--inject"],
+                                      env_extra=dict(GPU_ENV, GPUSCOPE_TWIN_EVERY=4))
+    assert kernels_by_name(report)["busy"]["gpu"]["in_graph"] == 2
+    assert kernels_by_name(report)["idle"]["gpu"]["in_graph"] == 1
+    assert report["gpu"]["graphs"]["timed"] == 9
 
     # Kernel nodes the device may update: no twin, every launch timed as a whole.
     report, truth, kernels = gs.trace(["wl_gputime", "--graphs"], opts=["--inject"],

@@ -687,6 +687,44 @@ static void gpu_chained_overhead(void **state)
 	teardown();
 }
 
+/*
+ * A kernel inside a graph (a twin's event nodes): what the graph's calibration says its
+ * nodes add is taken off (the midpoint of 2600 and 1400, not the pair's), its start is the
+ * event's even though the graph launch's call ended later (no idle-stream start), it has
+ * no queue wait, counts as in_graph, and goes to the device's busy time, not its stream's.
+ */
+static void gpu_kernel_inside_graph(void **state)
+{
+	static const __u64 cal[][2] = { { GS_CAL_OVERHEAD, 3328 },
+					{ GS_CAL_EMPTY, 1279 },
+					{ GS_CAL_GRAPH, 2600 },
+					{ GS_CAL_GRAPH_EMPTY, 1400 } };
+	struct model *m = setup();
+	struct report *r;
+	__u64 t = 1000000000ULL;
+	const struct gpu_stat *g;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cal) / sizeof(cal[0]); i++, t += 1000)
+		push_gpu(m, t, t, t, t + cal[i][1], cal[i][0], GS_GPU_CALIBRATION, GS_GPU_GATED);
+	t += 1000000;
+	push_gpu(m, t, t + 50000, t + 1000, t + 1000 + 5000, 0x1234, GS_GPU_KERNEL,
+		 GS_GPU_IN_GRAPH);
+	r = analyses__report(&A);
+	assert_int_equal(r->devices[0].overhead_ns, (3328 + 1279) / 2);
+	assert_int_equal(r->devices[0].graph_overhead_ns, (2600 + 1400) / 2);
+	g = r->kernels[0].gpu;
+	assert_int_equal(g->count, 1);
+	assert_int_equal(g->in_graph, 1);
+	assert_int_equal(g->min_ns, 5000 - 2000);
+	assert_int_equal(g->queue_ns, 0);
+	assert_int_equal(g->idle_starts, 0);
+	assert_int_equal(r->devices[0].busy_ns, 5000 - 2000);
+	assert_int_equal(r->nstreams, 0);
+	report__free(r);
+	teardown();
+}
+
 /* A site with samples every_ns apart (20 ms unless set): bytes(i) for i in [0, n). */
 static __u64 every_ns = 20000000ULL;
 
@@ -1005,6 +1043,7 @@ static const struct CMUnitTest tests[] = {
 	cmocka_unit_test(site_labels),
 	cmocka_unit_test(oom_through_a_cache),
 	cmocka_unit_test(gpu_records_flush_amortised),
+	cmocka_unit_test(gpu_kernel_inside_graph),
 	cmocka_unit_test(gpu_idle_start_after_a_long_call),
 	cmocka_unit_test(gpu_end_recorded_late),
 	cmocka_unit_test(gpu_event_pair_overhead),

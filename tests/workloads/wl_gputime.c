@@ -60,13 +60,7 @@ static int graphs(CUkernel busy, CUkernel idle, CUstream s, CUstream s2, unsigne
 	const char *g = getenv("FAKECUDA_GBPS");
 	unsigned long long set_ns =
 		(unsigned long long)((64 << 10) / ((g ? atof(g) : 20) * 50)) + 2000;
-	CUDA_KERNEL_NODE_PARAMS p = { .func = (CUfunction)busy,
-				      .gridDimX = 1,
-				      .gridDimY = 1,
-				      .gridDimZ = 1,
-				      .blockDimX = 32,
-				      .blockDimY = 1,
-				      .blockDimZ = 1 };
+	CUDA_KERNEL_NODE_PARAMS p = { 0 };
 	CUgraphNode nodes[8];
 	size_t n = 8;
 	CUgraph graph;
@@ -75,6 +69,9 @@ static int graphs(CUkernel busy, CUkernel idle, CUstream s, CUstream s2, unsigne
 	CUdeviceptr d;
 	float ms = 0;
 
+	p.func = (CUfunction)busy;
+	p.gridDimX = p.gridDimY = p.gridDimZ = p.blockDimY = p.blockDimZ = 1;
+	p.blockDimX = 32;
 	CHECK(cuMemAlloc_v2(&d, 64 << 10), 0);
 	CHECK(cuEventCreate(&on_s2, 0), 0);
 	CHECK(cuEventCreate(&on_s, 0), 0);
