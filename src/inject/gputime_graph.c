@@ -602,8 +602,10 @@ __u64 gs_graphtime_launch(struct gs_graph_launch *gl, __u64 exec, __u64 stream, 
 		return exec;
 	}
 	n = t->launches++;
-	/* After a run of the twin on another stream: what CUDA would have ordered. */
-	if (t->wait_done && key != t->twin_stream)
+	/* After a run of the twin on another stream: what CUDA would have ordered. (Not into a
+	 * stream being captured: an event of ours would join the program's graph.) */
+	if (t->wait_done && key != t->twin_stream &&
+	    !(ptsz ? T.cu.capturing_ptsz : T.cu.capturing)(stream, &capturing) && !capturing)
 		(ptsz ? G.wait_ptsz : G.wait)(stream, t->done, 0);
 	t->wait_done = false;
 	want = n >= 1 && key == t->stream &&
