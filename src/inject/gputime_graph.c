@@ -350,7 +350,6 @@ static bool instrument(struct twin *t, void *node, int k)
 	void *deps[64], *succ[64], *same[64], *start, *end;
 	__u64 dedges[64], sedges[64];
 	size_t nd, ns;
-
 	int r;
 
 	if ((r = G.kparams(node, &p)))
@@ -440,18 +439,22 @@ static void calibrate(struct ctx_slot *c)
 	int got = 0;
 
 	c->graph_cal = true;
-	if (!c->cal || !G.create || !G.add_kernel || T.cu.ev_create(&ev[0], 0) ||
-	    T.cu.ev_create(&ev[1], 0))
+	if (!c->cal || !G.create || !G.add_kernel || T.cu.ev_create(&ev[0], 0))
 		return;
+	if (T.cu.ev_create(&ev[1], 0)) {
+		G.ev_destroy(ev[0]);
+		return;
+	}
 	/* (The empty graph only where the kernel's did: a GPU that runs our kernel.) */
 	for (int with = 1; with >= 0 && (with || got); with--) {
 		exec = calibration_graph(&graph, &p, ev, with);
 		for (int i = 0; exec && i < 8; i++) {
-			__s64 ns = graph_run(c, exec, ev, span, with);
+			__s64 added = graph_run(c, exec, ev, span, with);
 
-			if (ns < 0)
+			if (added < 0)
 				break;
-			gt_emit_calibration(c, (__u64)ns, with ? GS_CAL_GRAPH : GS_CAL_GRAPH_EMPTY);
+			gt_emit_calibration(c, (__u64)added,
+					    with ? GS_CAL_GRAPH : GS_CAL_GRAPH_EMPTY);
 			got++;
 		}
 		if (exec)
@@ -479,7 +482,7 @@ static bool build(struct twin *t)
 	nodes = calloc(n, sizeof(*nodes));
 	t->ev = calloc(2 * (size_t)t->nk, sizeof(*t->ev));
 	t->func = calloc((size_t)t->nk, sizeof(*t->func));
-	tw_events += 2 * t->nk + 1;
+	tw_events += t->ev ? 2 * t->nk + 1 : 0; /* (free_twin gives back as much) */
 	ok = nodes && t->ev && t->func && !G.nodes(t->graph, nodes, &n) &&
 	     !T.cu.ev_create(&t->done, EVENT_NO_TIMING);
 	for (size_t i = 0; ok && i < n; i++) {
