@@ -540,27 +540,17 @@ void gs_graphtime_instantiated(__u64 exec, __u64 graph, unsigned long long flags
 	pthread_mutex_unlock(&tw_lock);
 }
 
-void gs_graphtime_changed(__u64 exec)
+void gs_graphtime_changed(__u64 exec, bool destroyed)
 {
 	struct twin *t;
 
 	if (!__atomic_load_n(&tw_count, __ATOMIC_RELAXED))
 		return;
 	pthread_mutex_lock(&tw_lock);
-	if ((t = find(exec, false)))
-		t->state = TW_OFF;
-	pthread_mutex_unlock(&tw_lock);
-}
-
-void gs_graphtime_destroyed(__u64 exec)
-{
-	struct twin *t;
-
-	if (!__atomic_load_n(&tw_count, __ATOMIC_RELAXED))
-		return;
-	pthread_mutex_lock(&tw_lock);
-	if ((t = find(exec, true)))
+	if ((t = find(exec, destroyed)) && destroyed)
 		retire(t);
+	else if (t)
+		t->state = TW_OFF;
 	pthread_mutex_unlock(&tw_lock);
 }
 

@@ -185,10 +185,8 @@ static bool changes_exec(unsigned int api)
  * not run after a change, nor an exec's handle be taken again while its twin is known). */
 static void graph_call_before(unsigned int api, __u64 a0)
 {
-	if (changes_exec(api))
-		gs_graphtime_changed(a0);
-	else if (api == GS_API_CU_GRAPH_EXEC_DESTROY)
-		gs_graphtime_destroyed(a0);
+	if (changes_exec(api) || api == GS_API_CU_GRAPH_EXEC_DESTROY)
+		gs_graphtime_changed(a0, api == GS_API_CU_GRAPH_EXEC_DESTROY);
 }
 
 static void graph_instantiated(unsigned int api, const __u64 *a)
