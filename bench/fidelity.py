@@ -86,19 +86,23 @@ def cupti(d):
         api = {e["args"].get("correlation"): e.get("name", "") for e in ev
                if e.get("cat") in ("cuda_runtime", "cuda_driver")}
         kernels, copies, memsets = [], collections.defaultdict(lambda: [0, 0]), 0
-        # The graph launches, in order: the nth's kernels are paired with those gpuscope
-        # timed in the nth (through its twin).
-        launches = sorted((float(e.get("ts", 0)), e.get("args", {}).get("correlation")) for e in ev
-                          if e.get("cat") in ("cuda_runtime", "cuda_driver")
-                          and "GraphLaunch" in e.get("name", ""))
-        nth = {corr: i for i, (_, corr) in enumerate(launches)}
+        # The graph launches, in order (one correlation each, shared by its kernels, its
+        # call in the trace or not): the nth's kernels are paired with those gpuscope timed
+        # in the nth (through its twin).
+        first = {}
+        for e in ev:
+            corr = e.get("args", {}).get("correlation")
+            if (e.get("cat") == "kernel" and not e["name"].startswith("gpuscope_") and
+                    "GraphLaunch" in api.get(corr, "GraphLaunch")):
+                first[corr] = min(first.get(corr, float("inf")), float(e["ts"]))
+        nth = {corr: i for i, corr in enumerate(sorted(first, key=first.get))}
         in_launch = collections.defaultdict(lambda: collections.defaultdict(list))
         for e in ev:
             cat = e.get("cat")
             if cat == "kernel" and not e["name"].startswith("gpuscope_"):
                 corr = e["args"].get("correlation")
                 kernels.append((float(e["ts"]) * 1e3, float(e["dur"]) * 1e3, norm(e["name"]),
-                                "GraphLaunch" in api.get(corr, "GraphLaunch")))
+                                corr in nth))
                 if corr in nth:
                     in_launch[nth[corr]][norm(e["name"])].append(
                         (float(e["ts"]), float(e["dur"]) * 1e3))

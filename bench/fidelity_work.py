@@ -124,7 +124,10 @@ def graphs(facts, sync=False):
     torch_memory(facts)
 
 
-def jax_mlp(facts):
+def jax_step():
+    """A jitted MLP training step and its first parameters (also bench/workload.py's jax).
+    XLA runs it as a command buffer (a CUDA graph it builds with the graph API) and sets
+    each kernel node of it again before each launch."""
     import jax
     import jax.numpy as jnp
 
@@ -145,6 +148,13 @@ def jax_mlp(facts):
         loss, g = jax.value_and_grad(loss_fn)(p)
         return jax.tree_util.tree_map(lambda a, b: a - 0.1 * b, p, g), loss
 
+    return step, params
+
+
+def jax_mlp(facts):
+    import jax
+
+    step, params = jax_step()
     for _ in range(30):
         params, loss = step(params)
     facts["loss"] = float(loss)

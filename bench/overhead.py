@@ -10,10 +10,10 @@ uprobe takes the default stacks (every 64th launch); uprobe-nostacks none, uprob
 every launch's.
 
     python overhead.py --gpuscope PATH --out DIR [--reps 7] [--modes untraced,...]
-                       [--workloads tinyops,cloop,resnet50,gpt2,cupy,graphs] [--cloop BIN]
+                       [--workloads tinyops,cloop,resnet50,gpt2,cupy,graphs,jax] [--cloop BIN]
                        [--baseline PATH]
 
-Workloads: bench/workload.py's (tinyops, resnet50, gpt2, cupy) and cloop, the CUDA C loop
+Workloads: bench/workload.py's (tinyops, resnet50, gpt2, cupy, graphs, jax) and cloop, the CUDA C loop
 (bench/cloop.cu built as BIN; the PyTorch profiler does not apply to it and is left out).
 Besides the ratios, each gpuscope mode's host time added per launch: (its time per
 iteration - untraced's) / launches per iteration, the launches counted by gpuscope in the

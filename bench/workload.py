@@ -2,14 +2,15 @@
 median time per iteration over several timed windows, after a warm-up, measured inside
 the process so that start-up (and gpuscope's attach) is not counted.
 
-    python workload.py tinyops|resnet50|gpt2|cupy [--profile]
+    python workload.py tinyops|resnet50|gpt2|cupy|graphs|jax [--profile]
 
 tinyops: a launch-bound loop of tiny elementwise ops (x.add_(1) on one element), about
 5 us each. resnet50: training steps of torchvision's ResNet-50, batch 64, bf16 autocast,
 channels-last, synthetic data. gpt2: training steps of GPT-2 small (transformers, 124M,
 batch 8 x 512 tokens, bf16 autocast, AdamW), synthetic tokens. cupy: a launch-bound loop
 of CuPy's elementwise x += 1 on one element. graphs: an MLP training step captured in a
-CUDA graph, replayed and waited for each iteration. --profile runs the timed windows under the
+CUDA graph, replayed and waited for each iteration. jax: a jitted MLP training step (XLA's
+command buffers), its loss waited for each iteration. --profile runs the timed windows under the
 PyTorch profiler (CPU and CUDA activities: CUPTI sees CuPy's kernels too), for comparison.
 (The CUDA C loop is bench/cloop.cu.) iters_total: every iteration run, warm-up included
 (for launches per iteration from a count of the process's launches).
@@ -118,13 +119,29 @@ def graphs(profile_ctx):
     return windows_of(step, 50, 500, 7, profile_ctx, torch.cuda.synchronize)
 
 
+def jax_loop(profile_ctx):
+    """The jitted MLP training step of bench/fidelity_work.py's jax, its loss waited for
+    each iteration."""
+    from fidelity_work import jax_step
+
+    step, params = jax_step()
+    state = {"p": params}
+
+    def it():
+        state["p"], loss = step(state["p"])
+        loss.block_until_ready()
+
+    return windows_of(it, 50, 300, 7, profile_ctx, lambda: None)
+
+
 def resnet50(profile_ctx):
     return windows_of(resnet50_step(), 10, 8, 4, profile_ctx, torch.cuda.synchronize)
 
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("workload", choices=["tinyops", "resnet50", "gpt2", "cupy", "graphs"])
+    ap.add_argument("workload",
+                    choices=["tinyops", "resnet50", "gpt2", "cupy", "graphs", "jax"])
     ap.add_argument("--profile", action="store_true")
     args = ap.parse_args()
     if args.profile:
@@ -135,7 +152,7 @@ def main():
     else:
         ctx = contextlib.nullcontext
     times = {"tinyops": tinyops, "resnet50": resnet50, "gpt2": gpt2,
-             "cupy": cupy_loop, "graphs": graphs}[args.workload](ctx)
+             "cupy": cupy_loop, "graphs": graphs, "jax": jax_loop}[args.workload](ctx)
     print(json.dumps({"workload": args.workload, "per_iter_s": statistics.median(times),
                       "iters_total": ITERS["n"], "windows_s": times}))
 

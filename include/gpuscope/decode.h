@@ -294,7 +294,7 @@ static GS_INLINE void gs_decode_knode(const struct gs_api_desc *d, const __u64 *
 		e->arg1 = gs_load_u64(p);
 		if (!e->arg1 && !(d->arg & GS_KNODE_V1))
 			e->arg1 = gs_load_u64(p + 56); /* (kern, after func ... extra) */
-	} else if (type == 1) {			       /* CU_GRAPH_NODE_TYPE_GRAPH */
+	} else if (type == 4) {			       /* CU_GRAPH_NODE_TYPE_GRAPH */
 		e->arg1 = gs_load_u64(p);
 		e->h.flags = GS_HDR_GNODE_CHILD;
 	} else {

@@ -67,10 +67,13 @@ struct gs_timed_call {
 void gs_timing_end(struct gs_timing *t, int result, const struct gs_timed_call *c) GS_HIDDEN;
 
 /* Kernels inside CUDA graphs (gputime_graph.c). The program instantiated graph as exec
- * (flags: the instantiation's); changed the exec, or is about to destroy it (destroyed);
- * obtained an exec setter that has no wrapper (twins off from now on). */
+ * (flags: the instantiation's); is about to change the exec by api, or to destroy it; set
+ * a kernel node of the exec by api (after the call: its result); obtained an exec setter
+ * that has no wrapper (twins off from now on). */
 void gs_graphtime_instantiated(__u64 exec, __u64 graph, unsigned long long flags) GS_HIDDEN;
-void gs_graphtime_changed(__u64 exec, bool destroyed) GS_HIDDEN;
+void gs_graphtime_changed(__u64 exec, unsigned int api) GS_HIDDEN;
+void gs_graphtime_kernel_set(unsigned int api, __u64 exec, __u64 node, __u64 params,
+			     int result) GS_HIDDEN;
 void gs_graphtime_unwrapped(void) GS_HIDDEN;
 void gs_graphtime_after_fork(void) GS_HIDDEN;
 struct gs_graph_launch {

@@ -18,9 +18,14 @@
  *    set their bodies at the exec), no memory allocation or free nodes (the twin would
  *    allocate its own), no external semaphores, no kernel node the device may update, not
  *    instantiated for device launch;
- *  - never once the program changed the exec (the exec setters, cuGraphNodeSetEnabled,
- *    cuGraphExecUpdate: wrappers of the table tell us); a program that obtains an exec
- *    setter we do not wrap turns twins off for the whole process (gs_graphtime_unwrapped);
+ *  - a kernel node the program sets at the exec (XLA sets them all before each launch of
+ *    a command buffer whose buffers moved) is set the same way in the twin before its next
+ *    run: the parameters' values are copied at the program's call, as the driver takes
+ *    them, and only the last set of each node is applied, at the twin's run (kernel_set);
+ *  - never once the program changed the exec otherwise (the other exec setters,
+ *    cuGraphNodeSetEnabled, cuGraphExecUpdate: wrappers of the table tell us); a program
+ *    that obtains an exec setter we do not wrap turns twins off for the whole process
+ *    (gs_graphtime_unwrapped);
  *  - the exec's launches stay in order: CUDA orders the launches of one exec, and the twin
  *    is another one, so it runs only on the stream of the exec's launch before, and the
  *    launch after it, on another stream, first waits for an event recorded after it;
@@ -32,6 +37,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/names.h"
 #include "inject/gputime_int.h"
 
 #define TWIN_BUCKETS	      256
@@ -58,6 +64,21 @@ enum {
 	TW_OFF
 };
 
+/* What the program set a kernel node of the exec to: the parameters' values copied. */
+struct kset {
+	struct gs_cu_kernel_node p; /* .params points at argv, .extra at extra */
+	void *extra[5];
+	size_t bytes;
+	void *argv[]; /* (then the values) */
+};
+
+/* A kernel's parameters, as the driver says (cuFuncGetParamInfo): kept for the next set. */
+struct layout {
+	__u64 handle;
+	size_t n, bytes;
+	size_t at[][2]; /* offset, size */
+};
+
 struct twin {
 	struct twin *next;
 	__u64 exec;
@@ -66,6 +87,11 @@ struct twin {
 	void *done;	 /* recorded after a run of the twin */
 	void **ev;	 /* each kernel's start and end */
 	__u64 *func;
+	void **knode;	     /* the clone's kernel nodes, by kernel */
+	__u64 (*byclone)[2]; /* the same, sorted, and each one's kernel */
+	struct kset **pend;  /* each kernel's node as the program last set it, not applied */
+	struct layout **lay; /* each kernel's parameters */
+	int npend;
 	__u64 launches, stream, twin_stream;
 	unsigned long long flags;
 	int state, nk, outstanding, ci;
@@ -87,6 +113,9 @@ typedef int (*g_name_fn)(const char **, void *);
 typedef int (*g_create_fn)(void **, unsigned int);
 typedef int (*g_add_kernel_fn)(void **, void *, void **, size_t, const struct gs_cu_kernel_node *);
 typedef int (*g_launch_fn)(void *, __u64);
+typedef int (*g_find_fn)(void **, void *, void *);
+typedef int (*g_pinfo_fn)(void *, size_t, size_t *, size_t *);
+typedef int (*g_kset_fn)(void *, void *, const struct gs_cu_kernel_node *);
 
 static struct {
 	g_clone_fn clone;
@@ -104,6 +133,9 @@ static struct {
 	g_name_fn func_name, kernel_name; /* (CUDA 12.3 and later) */
 	g_create_fn create;
 	g_add_kernel_fn add_kernel;
+	g_find_fn find_in_clone;
+	g_pinfo_fn func_params, kernel_params; /* (CUDA 12.4 and later) */
+	g_kset_fn exec_kset;
 } G;
 
 static pthread_mutex_t tw_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -149,6 +181,10 @@ static void load_now(void)
 	G.create = (g_create_fn)gs_real_by_name("cuGraphCreate");
 	G.add_kernel = (g_add_kernel_fn)gs_real_by_name("cuGraphAddKernelNode_v2");
 	G.kernel_name = (g_name_fn)gs_real_by_name("cuKernelGetName");
+	G.find_in_clone = (g_find_fn)gs_real_by_name("cuGraphNodeFindInClone");
+	G.func_params = (g_pinfo_fn)gs_real_by_name("cuFuncGetParamInfo");
+	G.kernel_params = (g_pinfo_fn)gs_real_by_name("cuKernelGetParamInfo");
+	G.exec_kset = (g_kset_fn)gs_real_by_name("cuGraphExecKernelNodeSetParams_v2");
 	if (!G.wait_ptsz)
 		G.wait_ptsz = G.wait;
 	tw_loaded = gt_load_driver() && G.clone && G.nodes && G.type && G.kparams && G.deps &&
@@ -177,7 +213,11 @@ static bool load(void)
 /* For diagnosing the plane itself (GPUSCOPE_INJECT_DEBUG): why an exec has no twin. */
 static void debug(const char *what, __u64 exec)
 {
-	if (getenv("GPUSCOPE_INJECT_DEBUG"))
+	static int on = -1;
+
+	if (on < 0)
+		on = getenv("GPUSCOPE_INJECT_DEBUG") != NULL;
+	if (on)
 		fprintf(stderr, "gpuscope-inject: graph exec %#llx: %s\n", (unsigned long long)exec,
 			what);
 }
@@ -224,6 +264,14 @@ static void free_twin(struct twin *t)
 		G.ev_destroy(t->done);
 	tw_events -= t->ev ? 2 * t->nk + 1 : 0;
 	tw_count--;
+	for (int k = 0; k < t->nk; k++) {
+		free(t->pend ? t->pend[k] : NULL);
+		free(t->lay ? t->lay[k] : NULL);
+	}
+	free(t->pend);
+	free(t->lay);
+	free(t->knode);
+	free(t->byclone);
 	free(t->ev);
 	free(t->func);
 	free(t);
@@ -255,19 +303,22 @@ static void retire(struct twin *t)
 	graveyard = t;
 }
 
-/* Whether every node of the clone is of a kind the twin can run as the exec would. */
-static bool eligible(void *graph, int *nk)
+/* Whether every node of the clone is of a kind the twin can run as the exec would; its
+ * kernel nodes, in the clone's order, in t (t->knode, t->nk). */
+static bool eligible(struct twin *t, void *graph)
 {
 	size_t n = 0;
 	void **nodes;
 	bool ok = true;
+	int *nk = &t->nk;
 
 	*nk = 0;
 	/* (Not read past a size no twin could have anyway.) */
 	if (G.nodes(graph, NULL, &n) || !n || n > 8 * TWIN_MAX_KERNELS)
 		return false;
 	nodes = calloc(n, sizeof(*nodes));
-	if (!nodes || G.nodes(graph, nodes, &n)) {
+	t->knode = calloc(n, sizeof(*t->knode));
+	if (!nodes || !t->knode || G.nodes(graph, nodes, &n)) {
 		free(nodes);
 		return false;
 	}
@@ -278,7 +329,10 @@ static bool eligible(void *graph, int *nk)
 
 		ok = !G.type(nodes[i], &type) && type >= 0 && type <= 12 && type != NODE_CHILD &&
 		     (type < 8 || type == 12);
+		if (!ok && getenv("GPUSCOPE_INJECT_DEBUG"))
+			fprintf(stderr, "gpuscope-inject: graph twin: node type %d\n", type);
 		if (ok && type == NODE_KERNEL) {
+			t->knode[*nk] = nodes[i];
 			ok = ++*nk <= TWIN_MAX_KERNELS;
 			/* (A driver that does not know the attribute has no such nodes.) */
 			if (ok && G.kattr && !G.kattr(nodes[i], ATTR_DEVICE_UPDATABLE, attr))
@@ -287,6 +341,32 @@ static bool eligible(void *graph, int *nk)
 	}
 	free(nodes);
 	return ok && *nk > 0;
+}
+
+static int by_node(const void *a, const void *b)
+{
+	__u64 x = *(const __u64 *)a, y = *(const __u64 *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* The clone's kernel nodes sorted, to find a node's kernel; room for the program's sets. */
+static bool index_kernels(struct twin *t)
+{
+	t->byclone = calloc((size_t)t->nk, sizeof(*t->byclone));
+	t->pend = calloc((size_t)t->nk, sizeof(*t->pend));
+	t->lay = calloc((size_t)t->nk, sizeof(*t->lay));
+	if (!t->byclone || !t->pend || !t->lay) {
+		free(t->pend);
+		free(t->lay);
+		return false;
+	}
+	for (int k = 0; k < t->nk; k++) {
+		t->byclone[k][0] = (__u64)(unsigned long)t->knode[k];
+		t->byclone[k][1] = (__u64)k;
+	}
+	qsort(t->byclone, (size_t)t->nk, sizeof(*t->byclone), by_node);
+	return true;
 }
 
 /*
@@ -344,7 +424,7 @@ static bool edges_of(g_deps_fn get, void *node, void **nodes, __u64 *edges, size
  * the graph's only node on its own path, and measured an H200's kernels 5.9 us long at the
  * median (the hops between the graph's streams, we think).
  */
-static bool instrument(struct twin *t, void *node, int k)
+static bool instrument(struct twin *t, void *node, int k, void **root)
 {
 	struct gs_cu_kernel_node p = { 0 };
 	void *deps[64], *succ[64], *same[64], *start, *end;
@@ -364,6 +444,7 @@ static bool instrument(struct twin *t, void *node, int k)
 	if ((r = G.add_record(&start, t->graph, deps, nd, t->ev[2 * k])) ||
 	    (r = G.add_record(&end, t->graph, &node, 1, t->ev[2 * k + 1])))
 		return fail("event nodes", r);
+	*root = nd ? NULL : start;
 	if (tw_side)
 		return !(r = G.add_deps(t->graph, &start, &node, NULL, 1)) || fail("edge", r);
 	for (size_t i = 0; i < 64; i++)
@@ -466,34 +547,48 @@ static void calibrate(struct ctx_slot *c)
 	G.ev_destroy(ev[1]);
 }
 
+/*
+ * A kernel's start event node that has no dependencies (the graph's first nodes) is put
+ * after an empty kernel of ours (*prime, added at the first): run first, such an event is
+ * recorded as the launch starts, and measured the H200's first kernel of XLA's graphs
+ * 5.7 us long at the median (the others 0.2-0.7 us). (GPUSCOPE_NO_PRIME: not.)
+ */
+static bool after_prime(struct twin *t, void *root, void **prime)
+{
+	struct gs_cu_kernel_node p = { .func = (__u64)(unsigned long)T.ctx[t->ci].prime,
+				       .grid = { 1, 1, 1 },
+				       .block = { 1, 1, 1 } };
+	int r;
+
+	if (!p.func || !G.add_kernel)
+		return true;
+	if (!*prime && (r = G.add_kernel(prime, t->graph, NULL, 0, &p)))
+		return fail("empty kernel", r);
+	return !(r = G.add_deps(t->graph, prime, &root, NULL, 1)) || fail("edge", r);
+}
+
 /* Under tw_lock, the exec's context current: the twin, from the clone. */
 static bool build(struct twin *t)
 {
-	void *ctx = NULL, **nodes = NULL;
-	size_t n = 0;
-	int k = 0, r;
+	void *ctx = NULL, *root, *prime = NULL;
+	int r;
 	bool ok;
 
 	if (T.cu.ctx_get(&ctx) || !ctx || (t->ci = gt_ctx_slot(ctx)) < 0 ||
-	    tw_events + 2 * t->nk + 1 > TWIN_MAX_EVENTS || G.nodes(t->graph, NULL, &n) || !n)
+	    tw_events + 2 * t->nk + 1 > TWIN_MAX_EVENTS)
 		return false;
 	if (!T.ctx[t->ci].graph_cal)
 		calibrate(&T.ctx[t->ci]);
-	nodes = calloc(n, sizeof(*nodes));
 	t->ev = calloc(2 * (size_t)t->nk, sizeof(*t->ev));
 	t->func = calloc((size_t)t->nk, sizeof(*t->func));
 	tw_events += t->ev ? 2 * t->nk + 1 : 0; /* (free_twin gives back as much) */
-	ok = nodes && t->ev && t->func && !G.nodes(t->graph, nodes, &n) &&
-	     !T.cu.ev_create(&t->done, EVENT_NO_TIMING);
-	for (size_t i = 0; ok && i < n; i++) {
-		int type = -1;
-
-		ok = !G.type(nodes[i], &type);
-		if (ok && type == NODE_KERNEL)
-			ok = k < t->nk && instrument(t, nodes[i], k++);
+	ok = t->ev && t->func && !T.cu.ev_create(&t->done, EVENT_NO_TIMING);
+	for (int k = 0; ok && k < t->nk; k++) {
+		ok = instrument(t, t->knode[k], k, &root);
+		if (ok && root && !tw_side)
+			ok = after_prime(t, root, &prime);
 	}
-	free(nodes);
-	ok = ok && k == t->nk &&
+	ok = ok &&
 	     (!(r = G.instantiate(&t->twin_exec, t->graph, t->flags)) || fail("instantiate", r));
 	if (!ok)
 		t->twin_exec = NULL;
@@ -505,7 +600,6 @@ void gs_graphtime_instantiated(__u64 exec, __u64 graph, unsigned long long flags
 {
 	struct twin *t, *old;
 	void *clone = NULL;
-	int nk;
 
 	if (!T.every || __atomic_load_n(&tw_off, __ATOMIC_RELAXED) || !exec || !graph ||
 	    (flags & INST_DEVICE_LAUNCH))
@@ -519,16 +613,17 @@ void gs_graphtime_instantiated(__u64 exec, __u64 graph, unsigned long long flags
 		return;
 	}
 	t = calloc(1, sizeof(*t));
-	if (!t || !eligible(clone, &nk)) {
+	if (!t || !eligible(t, clone) || !index_kernels(t)) {
 		debug("no twin: nodes it cannot have", exec);
 		G.graph_destroy(clone);
+		free(t ? t->knode : NULL);
+		free(t ? t->byclone : NULL);
 		free(t);
 		pthread_mutex_unlock(&tw_lock);
 		return;
 	}
 	t->exec = exec;
 	t->graph = clone;
-	t->nk = nk;
 	t->flags = flags & INST_NODE_PRIORITY;
 	t->state = TW_CLONED;
 	/* (A handle the driver gives again: the old exec is gone.) */
@@ -540,10 +635,13 @@ void gs_graphtime_instantiated(__u64 exec, __u64 graph, unsigned long long flags
 	pthread_mutex_unlock(&tw_lock);
 }
 
-void gs_graphtime_changed(__u64 exec, bool destroyed)
+void gs_graphtime_changed(__u64 exec, unsigned int api)
 {
+	bool destroyed = api == GS_API_CU_GRAPH_EXEC_DESTROY;
 	struct twin *t;
 
+	if (!destroyed)
+		debug(api_name(api), exec);
 	if (!__atomic_load_n(&tw_count, __ATOMIC_RELAXED))
 		return;
 	pthread_mutex_lock(&tw_lock);
@@ -552,6 +650,158 @@ void gs_graphtime_changed(__u64 exec, bool destroyed)
 	else if (t)
 		t->state = TW_OFF;
 	pthread_mutex_unlock(&tw_lock);
+}
+
+/* A kernel's parameters (handle: a function, or with kernel a CUkernel), as the driver
+ * gives them: NULL if it cannot. */
+static struct layout *layout_of(__u64 handle, bool kernel)
+{
+	g_pinfo_fn info = kernel ? G.kernel_params : G.func_params;
+	size_t off, size, n = 0, bytes = 0;
+	struct layout *l;
+
+	/* (The driver takes at most 32764 bytes of parameters.) */
+	while (info && n < 8192 && !info((void *)(unsigned long)handle, n, &off, &size))
+		n++;
+	if (!info || n == 8192 || !(l = malloc(sizeof(*l) + n * sizeof(l->at[0]))))
+		return NULL;
+	l->handle = handle;
+	l->n = n;
+	for (size_t i = 0; i < n; i++) {
+		if (info((void *)(unsigned long)handle, i, &l->at[i][0], &l->at[i][1]) ||
+		    l->at[i][0] + l->at[i][1] > 32768) {
+			free(l);
+			return NULL;
+		}
+		if (l->at[i][0] + l->at[i][1] > bytes)
+			bytes = l->at[i][0] + l->at[i][1];
+	}
+	l->bytes = bytes;
+	return l;
+}
+
+/* Under tw_lock: the values of the program's parameters p for kernel k (read while the
+ * driver's call that took them returns), or NULL. Parameters by the `extra` buffer: only
+ * its one documented form. */
+static struct kset *copy_set(struct twin *t, int k, const struct gs_cu_kernel_node *p)
+{
+	__u64 h = p->func ? p->func : p->kern;
+	void *const *x = (void *const *)(unsigned long)p->extra;
+	struct layout *l = t->lay[k];
+	struct kset *ks;
+	size_t n = 0, bytes;
+
+	if (x) {
+		if (x[0] != (void *)1 || x[2] != (void *)2 || x[4] || !x[3])
+			return NULL;
+		bytes = *(const size_t *)x[3];
+	} else if (p->params) {
+		if (!l || l->handle != h) {
+			free(l);
+			l = t->lay[k] = layout_of(h, !p->func);
+		}
+		if (!l)
+			return NULL;
+		n = l->n;
+		bytes = l->bytes;
+	} else {
+		bytes = 0;
+	}
+	if (bytes > 32768 || !(ks = calloc(1, sizeof(*ks) + n * sizeof(void *) + bytes)))
+		return NULL;
+	ks->p = *p;
+	ks->bytes = bytes;
+	if (x) {
+		char *data = (char *)&ks->argv[0];
+
+		memcpy(data, x[1], bytes);
+		ks->extra[0] = (void *)1;
+		ks->extra[1] = data;
+		ks->extra[2] = (void *)2;
+		ks->extra[3] = &ks->bytes;
+		ks->p.extra = (__u64)(unsigned long)ks->extra;
+	} else if (p->params) {
+		char *data = (char *)&ks->argv[n];
+		void *const *argv = (void *const *)(unsigned long)p->params;
+
+		for (size_t i = 0; i < n; i++) {
+			ks->argv[i] = data + l->at[i][0];
+			memcpy(ks->argv[i], argv[i], l->at[i][1]);
+		}
+		ks->p.params = (__u64)(unsigned long)ks->argv;
+	}
+	return ks;
+}
+
+void gs_graphtime_kernel_set(unsigned int api, __u64 exec, __u64 node, __u64 params, int result)
+{
+	struct gs_cu_kernel_node p = { 0 };
+	void *cn = NULL;
+	struct twin *t;
+	struct kset *ks = NULL;
+	__u64 key[2], (*at)[2] = NULL;
+	int type = 0;
+
+	if (!__atomic_load_n(&tw_count, __ATOMIC_RELAXED))
+		return;
+	/* (The driver read the parameters in a call that succeeded: they are there.) */
+	if (!result && api == GS_API_CU_GRAPH_EXEC_KERNEL_NODE_SET_PARAMS_V1)
+		memcpy(&p, (const void *)(unsigned long)params,
+		       offsetof(struct gs_cu_kernel_node, kern));
+	else if (!result && api == GS_API_CU_GRAPH_EXEC_NODE_SET_PARAMS)
+		memcpy(&type, (const void *)(unsigned long)params, sizeof(type));
+	if (!result && api == GS_API_CU_GRAPH_EXEC_NODE_SET_PARAMS && type == NODE_KERNEL)
+		memcpy(&p, (const char *)(unsigned long)params + 16, sizeof(p));
+	else if (!result && api == GS_API_CU_GRAPH_EXEC_KERNEL_NODE_SET_PARAMS)
+		memcpy(&p, (const void *)(unsigned long)params, sizeof(p));
+	pthread_mutex_lock(&tw_lock);
+	t = find(exec, false);
+	if (!t || t->state == TW_OFF) {
+		pthread_mutex_unlock(&tw_lock);
+		return;
+	}
+	key[0] = 0;
+	if (!result && type == NODE_KERNEL && G.find_in_clone && G.exec_kset &&
+	    !G.find_in_clone(&cn, (void *)(unsigned long)node, t->graph)) {
+		key[0] = (__u64)(unsigned long)cn;
+		at = bsearch(key, t->byclone, (size_t)t->nk, sizeof(*t->byclone), by_node);
+	}
+	if (at && (ks = copy_set(t, (int)at[0][1], &p))) {
+		int k = (int)at[0][1];
+
+		t->npend += !t->pend[k];
+		free(t->pend[k]);
+		t->pend[k] = ks;
+	} else {
+		debug(result ? "no twin: a set that failed" : "no twin: a set it cannot follow",
+		      exec);
+		t->state = TW_OFF;
+	}
+	pthread_mutex_unlock(&tw_lock);
+}
+
+/* Under tw_lock, before a run of the twin: the program's sets since its last run. */
+static bool apply_sets(struct twin *t)
+{
+	int r;
+
+	for (int k = 0; k < t->nk && t->npend; k++) {
+		struct kset *ks = t->pend[k];
+		__u64 h;
+
+		if (!ks)
+			continue;
+		if ((r = G.exec_kset(t->twin_exec, t->knode[k], &ks->p)))
+			return fail("set", r);
+		h = ks->p.func ? ks->p.func : ks->p.kern;
+		if (h != t->func[k])
+			name_kernel(h, ks->p.func != 0);
+		t->func[k] = h;
+		free(ks);
+		t->pend[k] = NULL;
+		t->npend--;
+	}
+	return true;
 }
 
 void gs_graphtime_unwrapped(void)
@@ -619,6 +869,8 @@ __u64 gs_graphtime_launch(struct gs_graph_launch *gl, __u64 exec, __u64 stream, 
 	sample = want && !__atomic_load_n(&t->outstanding, __ATOMIC_ACQUIRE);
 	if (sample && t->state == TW_CLONED && !build(t))
 		debug("no twin: building it failed", exec);
+	if (sample && t->state == TW_READY && t->npend && !apply_sets(t))
+		t->state = TW_OFF;
 	/* (Nothing of ours goes into a stream being captured.) */
 	sample = sample && t->state == TW_READY &&
 		 !(ptsz ? T.cu.capturing_ptsz : T.cu.capturing)(stream, &capturing) && !capturing;

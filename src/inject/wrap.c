@@ -181,12 +181,21 @@ static bool changes_exec(unsigned int api)
 	}
 }
 
+/* The exec setters of a kernel node, which a twin follows (after the driver's call, which
+ * read their parameters). */
+static bool sets_kernel_node(unsigned int api)
+{
+	return api == GS_API_CU_GRAPH_EXEC_KERNEL_NODE_SET_PARAMS_V1 ||
+	       api == GS_API_CU_GRAPH_EXEC_KERNEL_NODE_SET_PARAMS ||
+	       api == GS_API_CU_GRAPH_EXEC_NODE_SET_PARAMS;
+}
+
 /* Graph calls the twins of gputime_graph.c follow (before the driver's call: a twin must
  * not run after a change, nor an exec's handle be taken again while its twin is known). */
 static void graph_call_before(unsigned int api, __u64 a0)
 {
-	if (changes_exec(api) || api == GS_API_CU_GRAPH_EXEC_DESTROY)
-		gs_graphtime_changed(a0, api == GS_API_CU_GRAPH_EXEC_DESTROY);
+	if ((changes_exec(api) && !sets_kernel_node(api)) || api == GS_API_CU_GRAPH_EXEC_DESTROY)
+		gs_graphtime_changed(a0, api);
 }
 
 static void graph_instantiated(unsigned int api, const __u64 *a)
@@ -391,6 +400,8 @@ int gs_call(unsigned int api, void *caller, __u64 a0, __u64 a1, __u64 a2, __u64 
 	    (api == GS_API_CU_GRAPH_INSTANTIATE || api == GS_API_CU_GRAPH_INSTANTIATE_PARAMS ||
 	     api == GS_API_CU_GRAPH_INSTANTIATE_PARAMS_PTSZ))
 		graph_instantiated(api, a);
+	else if (sets_kernel_node(api))
+		gs_graphtime_kernel_set(api, a0, a1, a2, r);
 	if (r == 0 && d->family == GS_FAM_KNAME && gs_probe_on)
 		gs_probe_named(api, a);
 	if (r == 0 && gs_probe_on &&

@@ -156,7 +156,7 @@ typedef struct CUDA_CONDITIONAL_NODE_PARAMS_st {
 	CUcontext ctx;
 } CUDA_CONDITIONAL_NODE_PARAMS;
 typedef struct CUgraphNodeParams_st {
-	int type; /* CU_GRAPH_NODE_TYPE_KERNEL: 0, _GRAPH: 1 (a child), _CONDITIONAL: 13 */
+	int type; /* CU_GRAPH_NODE_TYPE_KERNEL: 0, _GRAPH: 4 (a child), _CONDITIONAL: 13 */
 	int reserved0[3];
 	union {
 		long long reserved1[29];

@@ -26,7 +26,8 @@
  *     driver call (FAKECUDA_NO_STREAM_MEMOPS=1: not supported); FAKECUDA_LAUNCH_WAITS=1
  *     makes a launch wait until its stream has nothing held or running, as a launch into
  *     a full push buffer does on a GPU;
- *   - stream capture into graphs and graph launches; an event recorded into a capturing
+ *   - stream capture into graphs and graph launches (FAKECUDA_GRAPH_START_NS: a launch's first
+ *     work starts that much later, event nodes before it not); an event recorded into a capturing
  *     stream becomes a node of the graph, as in the driver (so a tracer that records its
  *     own events there changes the program's graphs, and cuGraphGetNodes shows it);
  *   - cuGetProcAddress handing out these same entry points (with FAKECUDA_GPA_PRIVATE set,
@@ -65,7 +66,8 @@ static struct {
 	long fail_alloc_at; /* 1-based index of the allocation call that fails; 0: never */
 	unsigned long long kernel_ns;
 	double gbps;
-	unsigned long long switch_ns; /* FAKECUDA_ENGINE_SWITCH_NS */
+	unsigned long long switch_ns;	   /* FAKECUDA_ENGINE_SWITCH_NS */
+	unsigned long long graph_start_ns; /* FAKECUDA_GRAPH_START_NS */
 } cfg;
 
 static unsigned long long env_ull(const char *name, unsigned long long def)
@@ -286,7 +288,7 @@ struct CUkern_st {
 	char name[256];
 	bool loaded;		/* (FAKECUDA_LAZY_LOAD_NS) */
 	bool probed;		/* in a module gpuscope instrumented */
-	int nparams;		/* its PTX parameters (probed kernels) */
+	int nparams;		/* its PTX parameters */
 	struct CUfunc_st *func; /* its function: the handle cuKernelGetFunction gives */
 	struct CUlib_st *lib;	/* its module or library */
 };
@@ -476,6 +478,7 @@ struct node {
 	size_t ndeps;
 	struct CUgraph_st *graph;
 	struct node *copy; /* (while cloning) */
+	struct node *orig; /* a clone's node: the node it copies */
 	struct node *next;
 };
 struct CUgraph_st {
@@ -670,6 +673,7 @@ EXPORT CUresult cuInit(unsigned int flags)
 		cfg.kernel_ns = env_ull("FAKECUDA_KERNEL_NS", 5000);
 		cfg.gbps = (double)env_ull("FAKECUDA_GBPS", 20);
 		cfg.switch_ns = env_ull("FAKECUDA_ENGINE_SWITCH_NS", 0);
+		cfg.graph_start_ns = env_ull("FAKECUDA_GRAPH_START_NS", 0);
 		for (int d = 0; d < cfg.ndev && r == CUDA_SUCCESS; d++) {
 			primary[d].dev = d;
 			if (arena_init(&devs[d]))
@@ -1417,14 +1421,17 @@ EXPORT CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *c, CUfunction f, voi
 	return LOCKED(launch_ex(c, f, true, params, extra));
 }
 
-/* A node of a launched graph runs: its work, or its event's record. */
-static void node_run(struct CUstream_st *s, struct node *n)
+/* A node of a launched graph runs: its work, or its event's record. The launch's first work
+ * starts *delay later (FAKECUDA_GRAPH_START_NS), an event node before it not, as on a GPU:
+ * an event first in a graph is recorded as the launch starts. */
+static void node_run(struct CUstream_st *s, struct node *n, unsigned long long *delay)
 {
 	unsigned long long now = now_ns();
 
 	n->ran = true;
 	if (n->type != 7 || !n->ev) {
-		stream_enqueue(s, n->dur, true);
+		stream_enqueue(s, n->dur + *delay, true);
+		*delay = 0;
 	} else if (s->gate) {
 		n->ev->recorded = 0;
 		n->ev->held = 1;
@@ -1448,6 +1455,7 @@ static bool node_ready(const struct node *n)
 static CUresult graph_launch(CUgraphExec g, CUstream hs, bool per_thread)
 {
 	struct CUstream_st *s = stream_of(hs, per_thread);
+	unsigned long long delay = cfg.graph_start_ns;
 	bool progress = true;
 
 	if (!g || !g->graph)
@@ -1458,7 +1466,7 @@ static CUresult graph_launch(CUgraphExec g, CUstream hs, bool per_thread)
 		s->busy_until = g->last_end;
 	/* (A graph too big for this search, 2^20 nodes: one after the other, as listed.) */
 	for (struct node *n = g->graph->nodes; g->graph->nnodes > 4096 && n; n = n->next)
-		node_run(s, n);
+		node_run(s, n, &delay);
 	while (g->graph->nnodes <= 4096 && progress) {
 		struct node *first = NULL;
 
@@ -1469,7 +1477,7 @@ static CUresult graph_launch(CUgraphExec g, CUstream hs, bool per_thread)
 			     ((n->type == 7) == (first->type == 7) && n->seq < first->seq)))
 				first = n;
 		if ((progress = first != NULL))
-			node_run(s, first);
+			node_run(s, first, &delay);
 	}
 	g->last_end = s->busy_until;
 	return CUDA_SUCCESS;
@@ -1643,6 +1651,21 @@ static CUresult kernel_node_check(const CUDA_KERNEL_NODE_PARAMS *p, bool v2, str
 	return probed_launch(*k, p->kernelParams, p->extra);
 }
 
+/* A kernel node's time: as a launch's, and for the kernel FAKECUDA_NODE_ARG_NS names, as
+ * many ns more as its first argument says (its value taken when the node is added or set,
+ * as a driver takes it: tests see whether what set a twin's node was that value). */
+static unsigned long long node_ns(const CUDA_KERNEL_NODE_PARAMS *p, const struct CUkern_st *k)
+{
+	const char *name = getenv("FAKECUDA_NODE_ARG_NS");
+	unsigned long long arg = 0;
+
+	if (name && !strcmp(name, k->name) && p->kernelParams && k->nparams > 0)
+		memcpy(&arg, p->kernelParams[0], sizeof(arg));
+	return kernel_ns(p->gridDimX, p->gridDimY, p->gridDimZ, p->blockDimX, p->blockDimY,
+			 p->blockDimZ) +
+	       arg;
+}
+
 static CUresult add_kernel_node(CUgraphNode *out, CUgraph g, const CUgraphNode *deps, size_t nd,
 				const CUDA_KERNEL_NODE_PARAMS *p, bool v2)
 {
@@ -1656,8 +1679,7 @@ static CUresult add_kernel_node(CUgraphNode *out, CUgraph g, const CUgraphNode *
 		return r;
 	n = graph_add(g, 0, deps, nd, false);
 	n->handle = p->func ? (const void *)p->func : v2 ? (const void *)p->kern : NULL;
-	n->dur = kernel_ns(p->gridDimX, p->gridDimY, p->gridDimZ, p->blockDimX, p->blockDimY,
-			   p->blockDimZ);
+	n->dur = node_ns(p, k);
 	n->kernel = k;
 	*out = (CUgraphNode)n;
 	return CUDA_SUCCESS;
@@ -1675,6 +1697,7 @@ static CUresult set_kernel_node(CUgraphNode hn, const CUDA_KERNEL_NODE_PARAMS *p
 		return r;
 	n->kernel = k;
 	n->handle = p->func ? (const void *)p->func : (const void *)p->kern;
+	n->dur = node_ns(p, k);
 	return CUDA_SUCCESS;
 }
 
@@ -1729,7 +1752,7 @@ static CUresult add_node(CUgraphNode *out, CUgraph g, const CUgraphNode *deps, s
 	switch (p->type) {
 	case 0:
 		return add_kernel_node(out, g, deps, nd, &p->kernel, true);
-	case 1:
+	case 4: /* CU_GRAPH_NODE_TYPE_GRAPH */
 		return p->graph.graph ? add_work_node(out, g, deps, nd, p->graph.graph)
 				      : CUDA_ERROR_INVALID_VALUE;
 	case 13: /* its bodies: empty graphs the program fills */
@@ -1790,6 +1813,7 @@ static CUresult clone_graph(CUgraph *out, CUgraph from)
 		*tail = malloc(sizeof(**tail));
 		**tail = *n;
 		(*tail)->next = NULL;
+		(*tail)->orig = n;
 		n->copy = *tail;
 		tail = &(*tail)->next;
 	}
@@ -1809,6 +1833,45 @@ static CUresult clone_graph(CUgraph *out, CUgraph from)
 EXPORT CUresult cuGraphClone(CUgraph *out, CUgraph original)
 {
 	return LOCKED(clone_graph(out, original));
+}
+
+static CUresult find_in_clone(CUgraphNode *out, CUgraphNode original, CUgraph clone)
+{
+	if (!out || !original || !clone)
+		return CUDA_ERROR_INVALID_VALUE;
+	for (struct node *n = clone->nodes; n; n = n->next)
+		if (n->orig == (struct node *)original) {
+			*out = (CUgraphNode)n;
+			return CUDA_SUCCESS;
+		}
+	return CUDA_ERROR_INVALID_VALUE;
+}
+
+EXPORT CUresult cuGraphNodeFindInClone(CUgraphNode *out, CUgraphNode original, CUgraph clone)
+{
+	return LOCKED(find_in_clone(out, original, clone));
+}
+
+/* A kernel's parameters as its PTX declares them: 8 bytes each (.u64). */
+static CUresult param_info(const void *h, size_t i, size_t *off, size_t *size)
+{
+	const struct CUkern_st *k = kernel_of(h);
+
+	if (!k || !off || !size || i >= (size_t)k->nparams)
+		return CUDA_ERROR_INVALID_VALUE;
+	*off = 8 * i;
+	*size = 8;
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuFuncGetParamInfo(CUfunction f, size_t i, size_t *off, size_t *size)
+{
+	return param_info(f, i, off, size);
+}
+
+EXPORT CUresult cuKernelGetParamInfo(CUkernel k, size_t i, size_t *off, size_t *size)
+{
+	return param_info(k, i, off, size);
 }
 
 /* (An instantiated graph here is its graph: an update points it at the new one.) */

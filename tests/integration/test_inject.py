@@ -427,42 +427,54 @@ def test_gpu_times_of_kernels_inside_graphs(gs):
     node before and after each kernel node, src/inject/gputime_graph.c), run in the exec's
     place at sampled launches: each kernel's own time, while the program's counts and
     results stay the graph's. The twin keeps the order CUDA gives an exec's launches (the
-    8th launch, on another stream, ends a graph's time after the 7th), and is not used
-    once the program changed the exec, nor for a graph whose kernel nodes the device may
-    update."""
+    8th launch, on another stream, ends a graph's time after the 7th), follows the
+    program's sets of the exec's kernel nodes (as XLA makes them: the arguments' values as
+    they were at the set), and is not used for a graph whose kernel nodes the device may
+    update. A graph's first kernel starts 20 us after the launch (FAKECUDA_GRAPH_START_NS),
+    an event node first in the graph as the launch does (so an empty kernel of ours comes
+    before such a start event)."""
+    env = dict(GPU_ENV, FAKECUDA_NODE_ARG_NS="other", FAKECUDA_GRAPH_START_NS="20000")
     report, truth, kernels = gs.trace(["wl_gputime", "--graphs"], opts=["--inject"],
-                                      env_extra=GPU_ENV)
-    busy, idle = kernels_by_name(report)["busy"], kernels_by_name(report)["idle"]
-    # 10 runs of the graph counted; launches 2-7 ran the twin (the 1st builds nothing, the
-    # 8th is on another stream than the one before, the 9th and 10th come after the change).
-    assert busy["graph_runs"] == 20 and idle["graph_runs"] == 10
-    assert busy["gpu"]["in_graph"] == busy["gpu"]["timed"] == 12
-    assert idle["gpu"]["in_graph"] == idle["gpu"]["timed"] == 6
-    for g, want in ((busy["gpu"], truth["gpu:busy:ns"]), (idle["gpu"], truth["gpu:idle:ns"])):
+                                      env_extra=env)
+    k = kernels_by_name(report)
+    busy, idle, other = k["busy"], k["idle"], k["other"]
+    # 12 runs of the graph counted; launches 2-7 ran the twin (the 1st builds nothing, the
+    # 8th and 9th are each on another stream than the one before), then 10-12 after the
+    # first kernel node was set to `other`: by cuGraphExecKernelNodeSetParams before the
+    # 9th, by cuGraphExecNodeSetParams before the 11th. (That node, captured, was never
+    # seen by its handle: its runs stay counted as busy's.)
+    assert idle["graph_runs"] == 12
+    assert busy["gpu"]["in_graph"] == busy["gpu"]["timed"] == 6 * 2 + 3
+    assert idle["gpu"]["in_graph"] == idle["gpu"]["timed"] == 9
+    assert other["gpu"]["in_graph"] == other["gpu"]["timed"] == 3
+    for g, want in ((busy["gpu"], truth["gpu:busy:ns"]), (idle["gpu"], truth["gpu:idle:ns"]),
+                    (other["gpu"], truth["gpu:other:ns"])):
         assert near(g["min_ns"], want) and near(g["max_ns"], want), (g, want)
         assert g["queue_p99_ns"] == 0
+    # (The argument's value at the set: 3 us more, not what its variable held later.)
+    assert truth["gpu:other:ns"] - truth["gpu:busy:ns"] > 2900
     graphs = report["gpu"]["graphs"]
-    assert graphs["timed"] == 4 and near(graphs["min_ns"], truth["gpu:graph:ns"])
+    assert graphs["timed"] == 3 and near(graphs["min_ns"], truth["gpu:graph:ns"])
     assert truth["gpu:graph:after_ns"] >= truth["gpu:graph:ns"] - 2000
     # The memset node ran at every run, the twin's too.
-    assert report["copies"]["memset"]["graph_runs"] == 10
+    assert report["copies"]["memset"]["graph_runs"] == 12
     # The device's busy time has the twin's kernels in it (the set between them not).
     busy_ns = report["gpu"]["devices"][0]["busy_ns"]
-    assert busy_ns >= 4 * truth["gpu:graph:ns"] + 6 * (2 * truth["gpu:busy:ns"] +
+    assert busy_ns >= 3 * truth["gpu:graph:ns"] + 6 * (2 * truth["gpu:busy:ns"] +
                                                       truth["gpu:idle:ns"]) - 50000
 
-    # A twin at every 4th launch at most: the 5th (the 9th comes after the change).
+    # A twin at every 4th launch at most: the 5th (the 9th is on another stream).
     report, truth, kernels = gs.trace(["wl_gputime", "--graphs"], opts=["--inject"],
-                                      env_extra=dict(GPU_ENV, GPUSCOPE_TWIN_EVERY=4))
+                                      env_extra=dict(env, GPUSCOPE_TWIN_EVERY=4))
     assert kernels_by_name(report)["busy"]["gpu"]["in_graph"] == 2
     assert kernels_by_name(report)["idle"]["gpu"]["in_graph"] == 1
-    assert report["gpu"]["graphs"]["timed"] == 9
+    assert report["gpu"]["graphs"]["timed"] == 11
 
     # Kernel nodes the device may update: no twin, every launch timed as a whole.
     report, truth, kernels = gs.trace(["wl_gputime", "--graphs"], opts=["--inject"],
-                                      env_extra=dict(GPU_ENV, FAKECUDA_DEVICE_UPDATABLE=1))
+                                      env_extra=dict(env, FAKECUDA_DEVICE_UPDATABLE=1))
     assert kernels_by_name(report)["busy"]["gpu"] is None
-    assert report["gpu"]["graphs"]["timed"] == 10
+    assert report["gpu"]["graphs"]["timed"] == 12
 
 
 def kernels_by_name(report):

@@ -19,9 +19,12 @@
  * With --graphs, only this instead (the twins of src/inject/gputime_graph.c): `busy`, a
  * 64 KiB set, `idle` and `busy` captured on s2 (each after the one before), launched 10
  * times: 6 times on s2 (each waited for), the 7th on s2 and at once the 8th on s (after the
- * 7th: CUDA orders the launches of an exec whatever their streams), then a kernel node of
- * the exec is set again (as it was) and it runs twice more on s2. Truth: the kernels' and
- * the graph's durations, and how long after the 7th ended on s2 the 8th ended on s.
+ * 7th: CUDA orders the launches of an exec whatever their streams), then the exec's first
+ * kernel node is set to run `other` (2 blocks of 64 threads, its argument 3000: with
+ * FAKECUDA_NODE_ARG_NS=other, 3 us longer), as XLA sets its nodes, the argument's variable
+ * overwritten right after, and the exec runs twice on s2; then the same set through
+ * cuGraphExecNodeSetParams, and it runs twice again. Truth: the kernels' and the graph's
+ * durations, and how long after the 7th ended on s2 the 8th ended on s.
  *
  * With --after-copy, only this instead: `idle` launched right after an asynchronous copy
  * on its stream, then on the legacy stream after a synchronous copy, 3 times each
@@ -38,7 +41,8 @@
 
 static const char ptx[] = ".version 8.0\n.target sm_90\n.address_size 64\n"
 			  ".visible .entry busy(\n.param .u64 a)\n{ ret; }\n"
-			  ".visible .entry idle(\n.param .u64 a)\n{ ret; }\n";
+			  ".visible .entry idle(\n.param .u64 a)\n{ ret; }\n"
+			  ".visible .entry other(\n.param .u64 a)\n{ ret; }\n";
 
 static unsigned long long kernel_ns(unsigned grid, unsigned block)
 {
@@ -54,24 +58,45 @@ static void pause_ms(int ms)
 	nanosleep(&ts, NULL);
 }
 
-static int graphs(CUkernel busy, CUkernel idle, CUstream s, CUstream s2, unsigned long long busy_ns,
-		  unsigned long long idle_ns)
+/* The exec's first kernel node set to run other, as XLA sets one (by the generic setter if
+ * generic); the argument's variable is gone after the call. */
+static void set_node(CUgraphExec exec, CUgraph graph, CUkernel other, int generic)
+{
+	unsigned long long arg = 3000;
+	void *args[] = { &arg };
+	CUgraphNodeParams gp = { .type = 0 };
+	CUDA_KERNEL_NODE_PARAMS *p = &gp.kernel;
+	CUgraphNode nodes[8];
+	size_t n = 8;
+
+	p->kern = other;
+	p->gridDimX = 2;
+	p->gridDimY = p->gridDimZ = p->blockDimY = p->blockDimZ = 1;
+	p->blockDimX = 64;
+	p->kernelParams = args;
+	CHECK(cuGraphGetNodes(graph, nodes, &n), 0);
+	CHECK(n, 4);
+	CHECK(generic ? cuGraphExecNodeSetParams(exec, nodes[0], &gp)
+		      : cuGraphExecKernelNodeSetParams_v2(exec, nodes[0], p),
+	      0);
+	arg = 999999999;
+	__asm__ volatile("" : : "r"(&arg) : "memory");
+}
+
+static int graphs(CUkernel busy, CUkernel idle, CUkernel other, CUstream s, CUstream s2,
+		  unsigned long long busy_ns, unsigned long long idle_ns)
 {
 	const char *g = getenv("FAKECUDA_GBPS");
 	unsigned long long set_ns =
 		(unsigned long long)((64 << 10) / ((g ? atof(g) : 20) * 50)) + 2000;
-	CUDA_KERNEL_NODE_PARAMS p = { 0 };
-	CUgraphNode nodes[8];
-	size_t n = 8;
+	unsigned long long other_ns =
+		kernel_ns(2, 64) + (getenv("FAKECUDA_NODE_ARG_NS") ? 3000 : 0);
 	CUgraph graph;
 	CUgraphExec exec;
 	CUevent on_s2, on_s;
 	CUdeviceptr d;
 	float ms = 0;
 
-	p.func = (CUfunction)busy;
-	p.gridDimX = p.gridDimY = p.gridDimZ = p.blockDimY = p.blockDimZ = 1;
-	p.blockDimX = 32;
 	CHECK(cuMemAlloc_v2(&d, 64 << 10), 0);
 	CHECK(cuEventCreate(&on_s2, 0), 0);
 	CHECK(cuEventCreate(&on_s, 0), 0);
@@ -92,20 +117,22 @@ static int graphs(CUkernel busy, CUkernel idle, CUstream s, CUstream s2, unsigne
 	CHECK(cuEventRecord(on_s, s), 0);
 	CHECK(cuCtxSynchronize(), 0);
 	CHECK(cuEventElapsedTime(&ms, on_s2, on_s), 0);
-	/* The program's graph is its own to change: the exec's kernel node, set as it was. */
-	CHECK(cuGraphGetNodes(graph, nodes, &n), 0);
-	CHECK(n, 4);
-	for (size_t i = 0; i < n; i++)
-		if (cuGraphExecKernelNodeSetParams_v2(exec, nodes[i], &p) == 0)
-			break;
-	for (int i = 0; i < 2; i++) {
+	for (int i = 0; i < 4; i++) {
+		if (i % 2 == 0)
+			set_node(exec, graph, other, i == 2);
 		CHECK(cuGraphLaunch(exec, s2), 0);
 		CHECK(cuStreamSynchronize(s2), 0);
 	}
 	CHECK(cuGraphExecDestroy(exec), 0);
 	truth_add((long long)busy_ns, "gpu:busy:ns");
 	truth_add((long long)idle_ns, "gpu:idle:ns");
-	truth_add((long long)(2 * busy_ns + idle_ns + set_ns), "gpu:graph:ns");
+	truth_add((long long)other_ns, "gpu:other:ns");
+	/* (A graph's first work starts FAKECUDA_GRAPH_START_NS after its launch does.) */
+	truth_add((long long)(2 * busy_ns + idle_ns + set_ns) +
+			  (getenv("FAKECUDA_GRAPH_START_NS")
+				   ? strtoll(getenv("FAKECUDA_GRAPH_START_NS"), NULL, 0)
+				   : 0),
+		  "gpu:graph:ns");
 	truth_add((long long)(ms * 1e6), "gpu:graph:after_ns");
 	truth_write();
 	return 0;
@@ -120,7 +147,7 @@ int main(int argc, char **argv)
 	CUdevice dev;
 	CUcontext ctx, ctx1;
 	CUlibrary lib;
-	CUkernel busy, idle;
+	CUkernel busy, idle, other;
 	CUstream s, s2;
 	CUgraph graph;
 	CUgraphExec exec;
@@ -139,8 +166,10 @@ int main(int argc, char **argv)
 	CHECK(cuStreamCreate(&s, 0), 0);
 	CHECK(cuStreamCreate(&s2, 0), 0);
 
-	if (argc > 1 && !strcmp(argv[1], "--graphs"))
-		return graphs(busy, idle, s, s2, busy_ns, idle_ns);
+	if (argc > 1 && !strcmp(argv[1], "--graphs")) {
+		CHECK(cuLibraryGetKernel(&other, lib, "other"), 0);
+		return graphs(busy, idle, other, s, s2, busy_ns, idle_ns);
+	}
 	if (argc > 1 && !strcmp(argv[1], "--after-copy")) {
 		CHECK(cuMemAlloc_v2(&d, 1 << 20), 0);
 		CHECK(cuMemHostAlloc(&host, 1 << 20, 0), 0);

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * CUDA graphs built with the graph API, as XLA builds them (no stream capture): kernel nodes
- * (by CUfunction, by CUkernel, through cuGraphAddNode), a child graph, an instantiated
- * graph's node set to another kernel, a graph's node set and the instantiated graph updated
+ * (by CUfunction, by CUkernel, through cuGraphAddNode), a child graph (through
+ * cuGraphAddNode), an instantiated graph's node set to another kernel, a graph's node set and the instantiated graph updated
  * from it, a clone, and a graph with a conditional node. Each graph launch runs what the
  * instantiated graph held then; the truth counts each kernel's runs. With `limit`, a graph
  * past what gpuscope keeps (see limit()). Then XLA's traced command buffer (traced()), and
@@ -164,7 +164,10 @@ int main(int argc, char **argv)
 	p = params(kc, 0);
 	CHECK(cuGraphAddKernelNode_v2(&c, child, NULL, 0, &p), 0);
 	CHECK(cuGraphAddKernelNode_v2(&c, child, NULL, 0, &p), 0);
-	CHECK(cuGraphAddChildGraphNode(&n, g, NULL, 0, child), 0);
+	memset(&np, 0, sizeof(np));
+	np.type = 4; /* CU_GRAPH_NODE_TYPE_GRAPH (cuGraphAddChildGraphNode: in traced()) */
+	np.graph.graph = child;
+	CHECK(cuGraphAddNode_v2(&n, g, NULL, NULL, 0, &np), 0);
 	CHECK(cuGraphInstantiateWithFlags(&e, g, 0), 0);
 	launch(e, 3, 2, 1, 2);
 	/* The instantiated graph's kB node now runs kC; g is unchanged. */
