@@ -9,8 +9,8 @@
  * clone gets an event record node in line before and after each kernel node (instrument)
  * and is instantiated: the twin. A sampled launch of the exec runs the twin in its place,
  * on the program's stream, and each kernel's pair of events goes to the harvester as a
- * launch's pair does (GS_GPU_IN_GRAPH; what the nodes add is calibrated apart,
- * calibrate).
+ * launch's pair does (GS_GPU_IN_GRAPH; what the nodes add is calibrated apart:
+ * gputime_graphcal.c).
  *
  * The twin must do what the exec would have done, so it is only used where that is sure:
  *  - graphs of kernels, copies, sets, host functions, empty nodes, event records and waits
@@ -21,7 +21,8 @@
  *  - a kernel node the program sets at the exec (XLA sets them all before each launch of
  *    a command buffer whose buffers moved) is set the same way in the twin before its next
  *    run: the parameters' values are copied at the program's call, as the driver takes
- *    them, and only the last set of each node is applied, at the twin's run (kernel_set);
+ *    them, and only the last set of each node is applied, at the twin's run
+ *    (gputime_graphset.c);
  *  - never once the program changed the exec otherwise (the other exec setters,
  *    cuGraphNodeSetEnabled, cuGraphExecUpdate: wrappers of the table tell us); a program
  *    that obtains an exec setter we do not wrap turns twins off for the whole process
@@ -38,7 +39,7 @@
 #include <string.h>
 
 #include "core/names.h"
-#include "inject/gputime_int.h"
+#include "inject/gputime_twin.h"
 
 #define TWIN_BUCKETS	      256
 #define TWIN_MAX_KERNELS      2048
@@ -50,52 +51,10 @@
 #define INST_NODE_PRIORITY    8ULL
 #define EVENT_NO_TIMING	      2U
 
-/* struct CUDA_KERNEL_NODE_PARAMS_v2_st (CUDA 12's and 13's CUDA_KERNEL_NODE_PARAMS) */
-struct gs_cu_kernel_node {
-	__u64 func;
-	__u32 grid[3], block[3], shared_mem;
-	__u32 pad;
-	__u64 params, extra, kern, ctx;
-};
-
 enum {
 	TW_CLONED = 1,
 	TW_READY,
 	TW_OFF
-};
-
-/* What the program set a kernel node of the exec to: the parameters' values copied. */
-struct kset {
-	struct gs_cu_kernel_node p; /* .params points at argv, .extra at extra */
-	void *extra[5];
-	size_t bytes;
-	void *argv[]; /* (then the values) */
-};
-
-/* A kernel's parameters, as the driver says (cuFuncGetParamInfo): kept for the next set. */
-struct layout {
-	__u64 handle;
-	size_t n, bytes;
-	size_t at[][2]; /* offset, size */
-};
-
-struct twin {
-	struct twin *next;
-	__u64 exec;
-	void *graph;	 /* the clone; the twin's graph once built */
-	void *twin_exec; /* NULL until built */
-	void *done;	 /* recorded after a run of the twin */
-	void **ev;	 /* each kernel's start and end */
-	__u64 *func;
-	void **knode;	     /* the clone's kernel nodes, by kernel */
-	__u64 (*byclone)[2]; /* the same, sorted, and each one's kernel */
-	struct kset **pend;  /* each kernel's node as the program last set it, not applied */
-	struct layout **lay; /* each kernel's parameters */
-	int npend;
-	__u64 launches, stream, twin_stream;
-	unsigned long long flags;
-	int state, nk, outstanding, ci;
-	bool wait_done;
 };
 
 typedef int (*g_clone_fn)(void **, void *);
@@ -109,13 +68,8 @@ typedef int (*g_add_deps_fn)(void *, void **, void **, void *, size_t);
 typedef int (*g_inst_fn)(void **, void *, unsigned long long);
 typedef int (*g_destroy_fn)(void *);
 typedef int (*g_wait_fn)(__u64, void *, unsigned int);
-typedef int (*g_name_fn)(const char **, void *);
-typedef int (*g_create_fn)(void **, unsigned int);
 typedef int (*g_add_kernel_fn)(void **, void *, void **, size_t, const struct gs_cu_kernel_node *);
-typedef int (*g_launch_fn)(void *, __u64);
 typedef int (*g_find_fn)(void **, void *, void *);
-typedef int (*g_pinfo_fn)(void *, size_t, size_t *, size_t *);
-typedef int (*g_kset_fn)(void *, void *, const struct gs_cu_kernel_node *);
 
 static struct {
 	g_clone_fn clone;
@@ -130,12 +84,8 @@ static struct {
 	g_inst_fn instantiate;
 	g_destroy_fn graph_destroy, exec_destroy, ev_destroy;
 	g_wait_fn wait, wait_ptsz;
-	g_name_fn func_name, kernel_name; /* (CUDA 12.3 and later) */
-	g_create_fn create;
 	g_add_kernel_fn add_kernel;
 	g_find_fn find_in_clone;
-	g_pinfo_fn func_params, kernel_params; /* (CUDA 12.4 and later) */
-	g_kset_fn exec_kset;
 } G;
 
 static pthread_mutex_t tw_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -177,14 +127,8 @@ static void load_now(void)
 	G.ev_destroy = (g_destroy_fn)gs_real_by_name("cuEventDestroy_v2");
 	G.wait = (g_wait_fn)gs_real_by_name("cuStreamWaitEvent");
 	G.wait_ptsz = (g_wait_fn)gs_real_by_name("cuStreamWaitEvent_ptsz");
-	G.func_name = (g_name_fn)gs_real_by_name("cuFuncGetName");
-	G.create = (g_create_fn)gs_real_by_name("cuGraphCreate");
 	G.add_kernel = (g_add_kernel_fn)gs_real_by_name("cuGraphAddKernelNode_v2");
-	G.kernel_name = (g_name_fn)gs_real_by_name("cuKernelGetName");
 	G.find_in_clone = (g_find_fn)gs_real_by_name("cuGraphNodeFindInClone");
-	G.func_params = (g_pinfo_fn)gs_real_by_name("cuFuncGetParamInfo");
-	G.kernel_params = (g_pinfo_fn)gs_real_by_name("cuKernelGetParamInfo");
-	G.exec_kset = (g_kset_fn)gs_real_by_name("cuGraphExecKernelNodeSetParams_v2");
 	if (!G.wait_ptsz)
 		G.wait_ptsz = G.wait;
 	tw_loaded = gt_load_driver() && G.clone && G.nodes && G.type && G.kparams && G.deps &&
@@ -222,14 +166,6 @@ static void debug(const char *what, __u64 exec)
 			what);
 }
 
-/* The same, for a step of building one that failed (the driver's result r): false. */
-static bool fail(const char *step, int r)
-{
-	if (getenv("GPUSCOPE_INJECT_DEBUG"))
-		fprintf(stderr, "gpuscope-inject: graph twin: %s: %d\n", step, r);
-	return false;
-}
-
 static unsigned int bucket(__u64 exec)
 {
 	return gt_slot_hash(exec, TWIN_BUCKETS);
@@ -264,12 +200,7 @@ static void free_twin(struct twin *t)
 		G.ev_destroy(t->done);
 	tw_events -= t->ev ? 2 * t->nk + 1 : 0;
 	tw_count--;
-	for (int k = 0; k < t->nk; k++) {
-		free(t->pend ? t->pend[k] : NULL);
-		free(t->lay ? t->lay[k] : NULL);
-	}
-	free(t->pend);
-	free(t->lay);
+	gt_twin_free_sets(t);
 	free(t->knode);
 	free(t->byclone);
 	free(t->ev);
@@ -343,66 +274,6 @@ static bool eligible(struct twin *t, void *graph)
 	return ok && *nk > 0;
 }
 
-static int by_node(const void *a, const void *b)
-{
-	__u64 x = *(const __u64 *)a, y = *(const __u64 *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-/* The clone's kernel nodes sorted, to find a node's kernel; room for the program's sets. */
-static bool index_kernels(struct twin *t)
-{
-	t->byclone = calloc((size_t)t->nk, sizeof(*t->byclone));
-	t->pend = calloc((size_t)t->nk, sizeof(*t->pend));
-	t->lay = calloc((size_t)t->nk, sizeof(*t->lay));
-	if (!t->byclone || !t->pend || !t->lay) {
-		free(t->pend);
-		free(t->lay);
-		return false;
-	}
-	for (int k = 0; k < t->nk; k++) {
-		t->byclone[k][0] = (__u64)(unsigned long)t->knode[k];
-		t->byclone[k][1] = (__u64)k;
-	}
-	qsort(t->byclone, (size_t)t->nk, sizeof(*t->byclone), by_node);
-	return true;
-}
-
-/*
- * The name of a kernel node's kernel. A node keeps the function the driver resolved for
- * the graph's context, which is not the handle the program launched while capturing (a
- * CUkernel, or a function of its own module): its name comes from the driver, as the
- * name record of the handle, so that its times go to the kernel of that name.
- */
-static void name_kernel(__u64 handle, bool is_function)
-{
-	g_name_fn get = is_function ? G.func_name : G.kernel_name;
-	const char *name = NULL;
-	struct gs_ev_kname *e;
-	size_t len;
-	__u32 size;
-
-	if (!get || get(&name, (void *)(unsigned long)handle) || !name)
-		return;
-	len = strnlen(name, GS_NAME_MAX - 1);
-	size = (__u32)((offsetof(struct gs_ev_kname, name) + len + 1 + 7) & ~(size_t)7);
-	if (!(e = gs_emit_reserve(size, GS_EV_KNAME)))
-		return;
-	gs_fill_hdr(&e->h, GS_EV_KNAME, size, gs_clock());
-	e->handle = handle;
-	e->scope = 0;
-	e->name_addr = (__u64)(unsigned long)name;
-	e->api = GS_API_CU_GRAPH_INSTANTIATE;
-	e->len = (__u16)len;
-	e->ns = GS_NS_DRIVER;
-	e->truncated = name[len] != 0;
-	e->pad = 0;
-	memcpy(e->name, name, len);
-	e->name[len] = 0;
-	gs_emit_commit(e);
-}
-
 /* A node's dependencies (succ: its dependents) and their edges' data (8 bytes each), at
  * most 64: false if more. (Counted first: given room for fewer, the driver fills what
  * fits and says so.) */
@@ -412,8 +283,8 @@ static bool edges_of(g_deps_fn get, void *node, void **nodes, __u64 *edges, size
 
 	*n = 0;
 	if ((r = get(node, NULL, NULL, n)) || *n > 64)
-		return fail("count edges", r);
-	return !*n || !(r = get(node, nodes, edges, n)) || fail("read edges", r);
+		return gt_twin_fail("count edges", r);
+	return !*n || !(r = get(node, nodes, edges, n)) || gt_twin_fail("read edges", r);
 }
 
 /*
@@ -433,118 +304,31 @@ static bool instrument(struct twin *t, void *node, int k, void **root)
 	int r;
 
 	if ((r = G.kparams(node, &p)))
-		return fail("kernel parameters", r);
+		return gt_twin_fail("kernel parameters", r);
 	if (!edges_of(G.deps, node, deps, dedges, &nd) ||
 	    !edges_of(G.succ, node, succ, sedges, &ns))
 		return false;
 	t->func[k] = p.func ? p.func : p.kern;
-	name_kernel(t->func[k], p.func != 0);
+	gt_name_kernel(t->func[k], p.func != 0);
 	if ((r = T.cu.ev_create(&t->ev[2 * k], 0)) || (r = T.cu.ev_create(&t->ev[2 * k + 1], 0)))
-		return fail("events", r);
+		return gt_twin_fail("events", r);
 	if ((r = G.add_record(&start, t->graph, deps, nd, t->ev[2 * k])) ||
 	    (r = G.add_record(&end, t->graph, &node, 1, t->ev[2 * k + 1])))
-		return fail("event nodes", r);
+		return gt_twin_fail("event nodes", r);
 	*root = nd ? NULL : start;
 	if (tw_side)
-		return !(r = G.add_deps(t->graph, &start, &node, NULL, 1)) || fail("edge", r);
+		return !(r = G.add_deps(t->graph, &start, &node, NULL, 1)) ||
+		       gt_twin_fail("edge", r);
 	for (size_t i = 0; i < 64; i++)
 		same[i] = node;
 	if ((nd && (r = G.rm_deps(t->graph, deps, same, dedges, nd))) ||
 	    (r = G.add_deps(t->graph, &start, &node, NULL, 1)) ||
 	    (ns && (r = G.rm_deps(t->graph, same, succ, sedges, ns))))
-		return fail("edges", r);
+		return gt_twin_fail("edges", r);
 	for (size_t i = 0; i < ns; i++)
 		same[i] = end;
-	return !ns || !(r = G.add_deps(t->graph, same, succ, NULL, ns)) || fail("edges after", r);
-}
-
-/*
- * One run of a calibration graph of ours on the slot's stream: the calibration kernel,
- * an event node, then (kernel) the calibration kernel again, an event node, each after the
- * one before, as a twin has them. The time between the two events, less the second
- * kernel's span as it read the timer; -1 if not had.
- */
-static __s64 graph_run(struct ctx_slot *c, void *exec, void **ev, volatile __u64 *span, bool kernel)
-{
-	g_launch_fn launch = (g_launch_fn)(void *)gs_real(GS_API_CU_GRAPH_LAUNCH);
-	__u64 spins = 0;
-	float ms;
-
-	span[0] = span[1] = 0;
-	if (!launch || launch(exec, c->stream))
-		return -1;
-	while (T.cu.ev_query(ev[1]) == NOT_READY && ++spins < 10000000)
-		;
-	if (T.cu.ev_elapsed(&ms, ev[0], ev[1]) || ms < 0)
-		return -1;
-	if (!kernel)
-		return (__s64)((double)ms * 1e6);
-	/* Nothing written (no real GPU ran it) or nonsense: none. */
-	if (!span[0] || span[1] < span[0] || (double)(span[1] - span[0]) > (double)ms * 1e6)
-		return -1;
-	return (__s64)((double)ms * 1e6) - (__s64)(span[1] - span[0]);
-}
-
-/* The calibration graph, with the second kernel (kernel) or without; NULL if not made. */
-static void *calibration_graph(void **graph, const struct gs_cu_kernel_node *p, void **ev,
-			       bool kernel)
-{
-	void *k0, *s, *k1, *e, *exec = NULL;
-
-	*graph = NULL;
-	if (G.create(graph, 0) || G.add_kernel(&k0, *graph, NULL, 0, p) ||
-	    G.add_record(&s, *graph, &k0, 1, ev[0]) ||
-	    (kernel && G.add_kernel(&k1, *graph, &s, 1, p)) ||
-	    G.add_record(&e, *graph, kernel ? &k1 : &s, 1, ev[1]) ||
-	    G.instantiate(&exec, *graph, 0))
-		return NULL;
-	return exec;
-}
-
-/*
- * What a twin's event nodes add, measured once per context before its first twin is built
- * (its context current), with the calibration kernel of the pairs' calibration
- * (gputime_ctx.c: it writes its span at bytes 64..79 of the gate's page) in graphs of ours:
- * GS_CAL_GRAPH and GS_CAL_GRAPH_EMPTY records.
- */
-static void calibrate(struct ctx_slot *c)
-{
-	volatile __u64 *span = c->gate.host + 8;
-	__u64 out = c->gate.dev + 64, ns = 2000;
-	void *params[] = { &out, &ns };
-	struct gs_cu_kernel_node p = { .func = (__u64)(unsigned long)c->cal,
-				       .grid = { 1, 1, 1 },
-				       .block = { 1, 1, 1 },
-				       .params = (__u64)(unsigned long)params };
-	void *ev[2] = { NULL, NULL }, *graph, *exec;
-	int got = 0;
-
-	c->graph_cal = true;
-	if (!c->cal || !G.create || !G.add_kernel || T.cu.ev_create(&ev[0], 0))
-		return;
-	if (T.cu.ev_create(&ev[1], 0)) {
-		G.ev_destroy(ev[0]);
-		return;
-	}
-	/* (The empty graph only where the kernel's did: a GPU that runs our kernel.) */
-	for (int with = 1; with >= 0 && (with || got); with--) {
-		exec = calibration_graph(&graph, &p, ev, with);
-		for (int i = 0; exec && i < 8; i++) {
-			__s64 added = graph_run(c, exec, ev, span, with);
-
-			if (added < 0)
-				break;
-			gt_emit_calibration(c, (__u64)added,
-					    with ? GS_CAL_GRAPH : GS_CAL_GRAPH_EMPTY);
-			got++;
-		}
-		if (exec)
-			G.exec_destroy(exec);
-		if (graph)
-			G.graph_destroy(graph);
-	}
-	G.ev_destroy(ev[0]);
-	G.ev_destroy(ev[1]);
+	return !ns || !(r = G.add_deps(t->graph, same, succ, NULL, ns)) ||
+	       gt_twin_fail("edges after", r);
 }
 
 /*
@@ -563,8 +347,8 @@ static bool after_prime(struct twin *t, void *root, void **prime)
 	if (!p.func || !G.add_kernel)
 		return true;
 	if (!*prime && (r = G.add_kernel(prime, t->graph, NULL, 0, &p)))
-		return fail("empty kernel", r);
-	return !(r = G.add_deps(t->graph, prime, &root, NULL, 1)) || fail("edge", r);
+		return gt_twin_fail("empty kernel", r);
+	return !(r = G.add_deps(t->graph, prime, &root, NULL, 1)) || gt_twin_fail("edge", r);
 }
 
 /* Under tw_lock, the exec's context current: the twin, from the clone. */
@@ -578,7 +362,7 @@ static bool build(struct twin *t)
 	    tw_events + 2 * t->nk + 1 > TWIN_MAX_EVENTS)
 		return false;
 	if (!T.ctx[t->ci].graph_cal)
-		calibrate(&T.ctx[t->ci]);
+		gt_graph_calibrate(&T.ctx[t->ci]);
 	t->ev = calloc(2 * (size_t)t->nk, sizeof(*t->ev));
 	t->func = calloc((size_t)t->nk, sizeof(*t->func));
 	tw_events += t->ev ? 2 * t->nk + 1 : 0; /* (free_twin gives back as much) */
@@ -588,8 +372,8 @@ static bool build(struct twin *t)
 		if (ok && root && !tw_side)
 			ok = after_prime(t, root, &prime);
 	}
-	ok = ok &&
-	     (!(r = G.instantiate(&t->twin_exec, t->graph, t->flags)) || fail("instantiate", r));
+	ok = ok && (!(r = G.instantiate(&t->twin_exec, t->graph, t->flags)) ||
+		    gt_twin_fail("instantiate", r));
 	if (!ok)
 		t->twin_exec = NULL;
 	t->state = ok ? TW_READY : TW_OFF;
@@ -613,7 +397,7 @@ void gs_graphtime_instantiated(__u64 exec, __u64 graph, unsigned long long flags
 		return;
 	}
 	t = calloc(1, sizeof(*t));
-	if (!t || !eligible(t, clone) || !index_kernels(t)) {
+	if (!t || !eligible(t, clone) || !gt_twin_index(t)) {
 		debug("no twin: nodes it cannot have", exec);
 		G.graph_destroy(clone);
 		free(t ? t->knode : NULL);
@@ -652,94 +436,11 @@ void gs_graphtime_changed(__u64 exec, unsigned int api)
 	pthread_mutex_unlock(&tw_lock);
 }
 
-/* A kernel's parameters (handle: a function, or with kernel a CUkernel), as the driver
- * gives them: NULL if it cannot. */
-static struct layout *layout_of(__u64 handle, bool kernel)
-{
-	g_pinfo_fn info = kernel ? G.kernel_params : G.func_params;
-	size_t off, size, n = 0, bytes = 0;
-	struct layout *l;
-
-	/* (The driver takes at most 32764 bytes of parameters.) */
-	while (info && n < 8192 && !info((void *)(unsigned long)handle, n, &off, &size))
-		n++;
-	if (!info || n == 8192 || !(l = malloc(sizeof(*l) + n * sizeof(l->at[0]))))
-		return NULL;
-	l->handle = handle;
-	l->n = n;
-	for (size_t i = 0; i < n; i++) {
-		if (info((void *)(unsigned long)handle, i, &l->at[i][0], &l->at[i][1]) ||
-		    l->at[i][0] + l->at[i][1] > 32768) {
-			free(l);
-			return NULL;
-		}
-		if (l->at[i][0] + l->at[i][1] > bytes)
-			bytes = l->at[i][0] + l->at[i][1];
-	}
-	l->bytes = bytes;
-	return l;
-}
-
-/* Under tw_lock: the values of the program's parameters p for kernel k (read while the
- * driver's call that took them returns), or NULL. Parameters by the `extra` buffer: only
- * its one documented form. */
-static struct kset *copy_set(struct twin *t, int k, const struct gs_cu_kernel_node *p)
-{
-	__u64 h = p->func ? p->func : p->kern;
-	void *const *x = (void *const *)(unsigned long)p->extra;
-	struct layout *l = t->lay[k];
-	struct kset *ks;
-	size_t n = 0, bytes;
-
-	if (x) {
-		if (x[0] != (void *)1 || x[2] != (void *)2 || x[4] || !x[3])
-			return NULL;
-		bytes = *(const size_t *)x[3];
-	} else if (p->params) {
-		if (!l || l->handle != h) {
-			free(l);
-			l = t->lay[k] = layout_of(h, !p->func);
-		}
-		if (!l)
-			return NULL;
-		n = l->n;
-		bytes = l->bytes;
-	} else {
-		bytes = 0;
-	}
-	if (bytes > 32768 || !(ks = calloc(1, sizeof(*ks) + n * sizeof(void *) + bytes)))
-		return NULL;
-	ks->p = *p;
-	ks->bytes = bytes;
-	if (x) {
-		char *data = (char *)&ks->argv[0];
-
-		memcpy(data, x[1], bytes);
-		ks->extra[0] = (void *)1;
-		ks->extra[1] = data;
-		ks->extra[2] = (void *)2;
-		ks->extra[3] = &ks->bytes;
-		ks->p.extra = (__u64)(unsigned long)ks->extra;
-	} else if (p->params) {
-		char *data = (char *)&ks->argv[n];
-		void *const *argv = (void *const *)(unsigned long)p->params;
-
-		for (size_t i = 0; i < n; i++) {
-			ks->argv[i] = data + l->at[i][0];
-			memcpy(ks->argv[i], argv[i], l->at[i][1]);
-		}
-		ks->p.params = (__u64)(unsigned long)ks->argv;
-	}
-	return ks;
-}
-
 void gs_graphtime_kernel_set(unsigned int api, __u64 exec, __u64 node, __u64 params, int result)
 {
 	struct gs_cu_kernel_node p = { 0 };
 	void *cn = NULL;
 	struct twin *t;
-	struct kset *ks = NULL;
-	__u64 key[2], (*at)[2] = NULL;
 	int type = 0;
 
 	if (!__atomic_load_n(&tw_count, __ATOMIC_RELAXED))
@@ -756,52 +457,15 @@ void gs_graphtime_kernel_set(unsigned int api, __u64 exec, __u64 node, __u64 par
 		memcpy(&p, (const void *)(unsigned long)params, sizeof(p));
 	pthread_mutex_lock(&tw_lock);
 	t = find(exec, false);
-	if (!t || t->state == TW_OFF) {
-		pthread_mutex_unlock(&tw_lock);
-		return;
-	}
-	key[0] = 0;
-	if (!result && type == NODE_KERNEL && G.find_in_clone && G.exec_kset &&
-	    !G.find_in_clone(&cn, (void *)(unsigned long)node, t->graph)) {
-		key[0] = (__u64)(unsigned long)cn;
-		at = bsearch(key, t->byclone, (size_t)t->nk, sizeof(*t->byclone), by_node);
-	}
-	if (at && (ks = copy_set(t, (int)at[0][1], &p))) {
-		int k = (int)at[0][1];
-
-		t->npend += !t->pend[k];
-		free(t->pend[k]);
-		t->pend[k] = ks;
-	} else {
+	if (t && t->state != TW_OFF &&
+	    (result || type != NODE_KERNEL || !G.find_in_clone ||
+	     G.find_in_clone(&cn, (void *)(unsigned long)node, t->graph) ||
+	     !gt_twin_keep_set(t, cn, &p))) {
 		debug(result ? "no twin: a set that failed" : "no twin: a set it cannot follow",
 		      exec);
 		t->state = TW_OFF;
 	}
 	pthread_mutex_unlock(&tw_lock);
-}
-
-/* Under tw_lock, before a run of the twin: the program's sets since its last run. */
-static bool apply_sets(struct twin *t)
-{
-	int r;
-
-	for (int k = 0; k < t->nk && t->npend; k++) {
-		struct kset *ks = t->pend[k];
-		__u64 h;
-
-		if (!ks)
-			continue;
-		if ((r = G.exec_kset(t->twin_exec, t->knode[k], &ks->p)))
-			return fail("set", r);
-		h = ks->p.func ? ks->p.func : ks->p.kern;
-		if (h != t->func[k])
-			name_kernel(h, ks->p.func != 0);
-		t->func[k] = h;
-		free(ks);
-		t->pend[k] = NULL;
-		t->npend--;
-	}
-	return true;
 }
 
 void gs_graphtime_unwrapped(void)
@@ -869,7 +533,7 @@ __u64 gs_graphtime_launch(struct gs_graph_launch *gl, __u64 exec, __u64 stream, 
 	sample = want && !__atomic_load_n(&t->outstanding, __ATOMIC_ACQUIRE);
 	if (sample && t->state == TW_CLONED && !build(t))
 		debug("no twin: building it failed", exec);
-	if (sample && t->state == TW_READY && t->npend && !apply_sets(t))
+	if (sample && t->state == TW_READY && t->npend && !gt_twin_apply_sets(t))
 		t->state = TW_OFF;
 	/* (Nothing of ours goes into a stream being captured.) */
 	sample = sample && t->state == TW_READY &&
