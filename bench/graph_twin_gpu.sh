@@ -9,9 +9,12 @@
 #    XLA's autotuning off, which picks kernels by their times, in both runs);
 # 2. bench/fidelity.py on WORKLOADS (default graphs jax eager): counts as before, and the
 #    kernels inside graphs now paired with CUPTI's per graph launch (fidelity.md).
+# XLA_FLAGS given are kept (--xla_gpu_enable_triton_gemm=false: GEMMs by cuBLAS, which XLA
+# traces into child graphs of its command buffers).
 set -u
 OUT=${OUT:-/tmp/gpuscope-twin}
-export XLA_FLAGS="--xla_gpu_autotune_level=0 ${XLA_FLAGS:-}"
+XLA_GIVEN=${XLA_FLAGS:-}
+export XLA_FLAGS="--xla_gpu_autotune_level=0 $XLA_GIVEN"
 . bench/gpu_env.sh
 for w in graphs jax; do
 	for run in plain inject; do
@@ -34,7 +37,7 @@ for w in ("graphs", "jax"):
 PY
 W=("$@")
 [ ${#W[@]} -eq 0 ] && W=(graphs jax eager)
-unset XLA_FLAGS
+export XLA_FLAGS="$XLA_GIVEN"
 python3 bench/fidelity.py run "$GS" "$OUT/fid" "${W[@]}"
 cp "$OUT/machine.txt" "$OUT/fid/"
 python3 bench/fidelity.py table "$OUT/fid"

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
- * The twins of CUDA graphs (gputime_graph.c), inside the in-process library: what the
- * files that follow the program's sets of a twin's kernel nodes (gputime_graphset.c) and
- * calibrate its event nodes (gputime_graphcal.c) share with it.
+ * The twins of CUDA graphs, inside the in-process library: gputime_graph.c runs them in
+ * the exec's place, gputime_graphbuild.c makes them, gputime_graphset.c follows the
+ * program's sets of their kernel nodes and gputime_graphcal.c calibrates their event
+ * nodes.
  */
 #ifndef GPUSCOPE_INJECT_GPUTIME_TWIN_H
 #define GPUSCOPE_INJECT_GPUTIME_TWIN_H
@@ -20,6 +21,16 @@ struct gs_cu_kernel_node {
 struct kset;
 struct layout;
 
+/* A child graph node of the graph (not of a child's): its kernels are the twin's
+ * [k0, k1); what the program set it to at the exec last, cloned (pend), or a set not kept
+ * (stale: the twin cannot run until a set is kept). */
+struct tchild {
+	void *node; /* the clone's */
+	void *pend;
+	int k0, k1;
+	bool stale;
+};
+
 struct twin {
 	struct twin *next;
 	__u64 exec;
@@ -28,16 +39,42 @@ struct twin {
 	void *done;	 /* recorded after a run of the twin */
 	void **ev;	 /* each kernel's start and end */
 	__u64 *func;
-	void **knode;	     /* the clone's kernel nodes, by kernel */
+	void **knode;  /* the clone's kernel nodes, by kernel */
+	void **kgraph; /* the graph each is a node of: the clone, or a child's graph */
+	struct tchild *child;
 	__u64 (*byclone)[2]; /* the same, sorted, and each one's kernel */
 	struct kset **pend;  /* each kernel's node as the program last set it, not applied */
 	struct layout **lay; /* each kernel's parameters */
-	int npend;
+	int npend, nchild;
 	__u64 launches, stream, twin_stream;
 	unsigned long long flags;
 	int state, nk, outstanding, ci;
 	bool wait_done;
 };
+
+enum {
+	TW_CLONED = 1, /* not built yet */
+	TW_READY,
+	TW_OFF
+};
+
+/* gputime_graphbuild.c, each under the twins' lock but the first two. The driver's graph
+ * functions there (false: no twins); every how many launches of an exec at most a twin
+ * runs; a twin of graph (instantiated with flags) not built yet, or NULL and why not;
+ * freed (its events too); built; made what the program set the exec to since its last
+ * run (false: cannot be; *ready false: not now); what the program set a kernel node, or a
+ * child node, of the exec to, kept for that (false: cannot be followed); the order wait of
+ * a launch after a twin's run on another stream; after fork(). */
+bool gt_twin_load(void) GS_HIDDEN;
+int gt_twin_every(void) GS_HIDDEN;
+struct twin *gt_twin_new(__u64 graph, unsigned long long flags, const char **why) GS_HIDDEN;
+void gt_twin_free(struct twin *t) GS_HIDDEN;
+bool gt_twin_build(struct twin *t) GS_HIDDEN;
+bool gt_twin_prepare(struct twin *t, bool *ready) GS_HIDDEN;
+bool gt_twin_kernel_set(struct twin *t, __u64 node, const struct gs_cu_kernel_node *p) GS_HIDDEN;
+bool gt_twin_child_set(struct twin *t, __u64 node, __u64 graph) GS_HIDDEN;
+void gt_twin_wait(__u64 stream, bool ptsz, void *event) GS_HIDDEN;
+void gt_twin_forget(void) GS_HIDDEN;
 
 /* gputime_graphset.c, each under the twins' lock. The clone's kernel nodes indexed (and
  * room for sets), false if not; what the program set the kernel node node (the clone's) to,

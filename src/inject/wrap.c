@@ -182,7 +182,7 @@ static bool changes_exec(unsigned int api)
 }
 
 /* The exec setters of a kernel node, which a twin follows (after the driver's call, which
- * read their parameters). */
+ * read their parameters), as it follows those of a child node. */
 static bool sets_kernel_node(unsigned int api)
 {
 	return api == GS_API_CU_GRAPH_EXEC_KERNEL_NODE_SET_PARAMS_V1 ||
@@ -194,7 +194,9 @@ static bool sets_kernel_node(unsigned int api)
  * not run after a change, nor an exec's handle be taken again while its twin is known). */
 static void graph_call_before(unsigned int api, __u64 a0)
 {
-	if ((changes_exec(api) && !sets_kernel_node(api)) || api == GS_API_CU_GRAPH_EXEC_DESTROY)
+	if ((changes_exec(api) && !sets_kernel_node(api) &&
+	     api != GS_API_CU_GRAPH_EXEC_CHILD_GRAPH_NODE_SET_PARAMS) ||
+	    api == GS_API_CU_GRAPH_EXEC_DESTROY)
 		gs_graphtime_changed(a0, api);
 }
 
@@ -402,6 +404,8 @@ int gs_call(unsigned int api, void *caller, __u64 a0, __u64 a1, __u64 a2, __u64 
 		graph_instantiated(api, a);
 	else if (sets_kernel_node(api))
 		gs_graphtime_kernel_set(api, a0, a1, a2, r);
+	else if (api == GS_API_CU_GRAPH_EXEC_CHILD_GRAPH_NODE_SET_PARAMS)
+		gs_graphtime_child_set(a0, a1, a2, r);
 	if (r == 0 && d->family == GS_FAM_KNAME && gs_probe_on)
 		gs_probe_named(api, a);
 	if (r == 0 && gs_probe_on &&

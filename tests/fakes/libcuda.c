@@ -477,8 +477,9 @@ struct node {
 	struct node **deps;
 	size_t ndeps;
 	struct CUgraph_st *graph;
-	struct node *copy; /* (while cloning) */
-	struct node *orig; /* a clone's node: the node it copies */
+	struct node *copy;	  /* (while cloning) */
+	struct node *orig;	  /* a clone's node: the node it copies */
+	struct CUgraph_st *child; /* a child graph node's own copy of its graph */
 	struct node *next;
 };
 struct CUgraph_st {
@@ -1424,12 +1425,16 @@ EXPORT CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *c, CUfunction f, voi
 /* A node of a launched graph runs: its work, or its event's record. The launch's first work
  * starts *delay later (FAKECUDA_GRAPH_START_NS), an event node before it not, as on a GPU:
  * an event first in a graph is recorded as the launch starts. */
+static void run_nodes(struct CUstream_st *s, struct CUgraph_st *g, unsigned long long *delay);
+
 static void node_run(struct CUstream_st *s, struct node *n, unsigned long long *delay)
 {
 	unsigned long long now = now_ns();
 
 	n->ran = true;
-	if (n->type != 7 || !n->ev) {
+	if (n->child) {
+		run_nodes(s, n->child, delay);
+	} else if (n->type != 7 || !n->ev) {
 		stream_enqueue(s, n->dur + *delay, true);
 		*delay = 0;
 	} else if (s->gate) {
@@ -1450,35 +1455,41 @@ static bool node_ready(const struct node *n)
 	return !n->ran;
 }
 
-/* Its nodes one after the other on the stream, each after what it depends on (of those
- * ready, event records first, then the one added first). */
-static CUresult graph_launch(CUgraphExec g, CUstream hs, bool per_thread)
+/* A graph's nodes one after the other on the stream, each after what it depends on (of
+ * those ready, event records first, then the one added first); a child's in its place. */
+static void run_nodes(struct CUstream_st *s, struct CUgraph_st *g, unsigned long long *delay)
 {
-	struct CUstream_st *s = stream_of(hs, per_thread);
-	unsigned long long delay = cfg.graph_start_ns;
 	bool progress = true;
 
-	if (!g || !g->graph)
-		return CUDA_ERROR_INVALID_HANDLE;
-	for (struct node *n = g->graph->nodes; n; n = n->next)
+	for (struct node *n = g->nodes; n; n = n->next)
 		n->ran = false;
-	if (g->last_end > s->busy_until)
-		s->busy_until = g->last_end;
 	/* (A graph too big for this search, 2^20 nodes: one after the other, as listed.) */
-	for (struct node *n = g->graph->nodes; g->graph->nnodes > 4096 && n; n = n->next)
-		node_run(s, n, &delay);
-	while (g->graph->nnodes <= 4096 && progress) {
+	for (struct node *n = g->nodes; g->nnodes > 4096 && n; n = n->next)
+		node_run(s, n, delay);
+	while (g->nnodes <= 4096 && progress) {
 		struct node *first = NULL;
 
 		/* (An event record takes no time: it happens as soon as it can.) */
-		for (struct node *n = g->graph->nodes; n; n = n->next)
+		for (struct node *n = g->nodes; n; n = n->next)
 			if (node_ready(n) &&
 			    (!first || (n->type == 7) > (first->type == 7) ||
 			     ((n->type == 7) == (first->type == 7) && n->seq < first->seq)))
 				first = n;
 		if ((progress = first != NULL))
-			node_run(s, first, &delay);
+			node_run(s, first, delay);
 	}
+}
+
+static CUresult graph_launch(CUgraphExec g, CUstream hs, bool per_thread)
+{
+	struct CUstream_st *s = stream_of(hs, per_thread);
+	unsigned long long delay = cfg.graph_start_ns;
+
+	if (!g || !g->graph)
+		return CUDA_ERROR_INVALID_HANDLE;
+	if (g->last_end > s->busy_until)
+		s->busy_until = g->last_end;
+	run_nodes(s, g->graph, &delay);
 	g->last_end = s->busy_until;
 	return CUDA_SUCCESS;
 }
@@ -1611,18 +1622,25 @@ EXPORT CUresult cuGraphExecDestroy(CUgraphExec g)
 	return CUDA_SUCCESS;
 }
 
-EXPORT CUresult cuGraphDestroy(CUgraph g)
+static void graph_free(struct CUgraph_st *g)
 {
-	if (!g)
-		return CUDA_ERROR_INVALID_VALUE;
 	while (g->nodes) {
 		struct node *n = g->nodes;
 
 		g->nodes = n->next;
+		if (n->child)
+			graph_free(n->child);
 		free(n->deps);
 		free(n);
 	}
 	free(g);
+}
+
+EXPORT CUresult cuGraphDestroy(CUgraph g)
+{
+	if (!g)
+		return CUDA_ERROR_INVALID_VALUE;
+	graph_free(g);
 	return CUDA_SUCCESS;
 }
 
@@ -1726,8 +1744,10 @@ EXPORT CUresult cuGraphExecKernelNodeSetParams_v2(CUgraphExec e, CUgraphNode nod
 	return LOCKED(set_kernel_node(node, p));
 }
 
-/* A node that runs a copy of the child graph's work (as one block of its duration), or,
- * child NULL, none (a conditional node: its bodies are run by no one here). */
+static struct CUgraph_st *graph_copy(struct CUgraph_st *from);
+
+/* A node that runs a copy of the child graph (its nodes, at each launch), or, child NULL,
+ * none (a conditional node: its bodies are run by no one here). */
 static CUresult add_work_node(CUgraphNode *out, CUgraph g, const CUgraphNode *deps, size_t nd,
 			      CUgraph child)
 {
@@ -1736,8 +1756,7 @@ static CUresult add_work_node(CUgraphNode *out, CUgraph g, const CUgraphNode *de
 	if (!out || !g)
 		return CUDA_ERROR_INVALID_VALUE;
 	n = graph_add(g, child ? 4 : 13, deps, nd, false);
-	for (struct node *c = child ? child->nodes : NULL; c; c = c->next)
-		n->dur += c->dur;
+	n->child = child ? graph_copy(child) : NULL;
 	*out = (CUgraphNode)n;
 	return CUDA_SUCCESS;
 }
@@ -1787,11 +1806,10 @@ static CUresult set_work_node(CUgraphNode hn, CUgraph child)
 {
 	struct node *n = (struct node *)hn;
 
-	if (!n || n->kernel || !child)
+	if (!n || !n->child || !child)
 		return CUDA_ERROR_INVALID_VALUE;
-	n->dur = 0;
-	for (struct node *c = child->nodes; c; c = c->next)
-		n->dur += c->dur;
+	graph_free(n->child);
+	n->child = graph_copy(child);
 	return CUDA_SUCCESS;
 }
 
@@ -1800,15 +1818,13 @@ EXPORT CUresult cuGraphExecChildGraphNodeSetParams(CUgraphExec e, CUgraphNode no
 	return e ? LOCKED(set_work_node(node, child)) : CUDA_ERROR_INVALID_VALUE;
 }
 
-/* A copy of each node, its dependencies the copies of its own. */
-static CUresult clone_graph(CUgraph *out, CUgraph from)
+/* A copy of each node, its dependencies the copies of its own (a child node's graph
+ * copied too). */
+static struct CUgraph_st *graph_copy(struct CUgraph_st *from)
 {
-	struct node **tail, *n, *c;
+	struct CUgraph_st *out = calloc(1, sizeof(*out));
+	struct node **tail = &out->nodes, *n, *c;
 
-	if (!out || !from)
-		return CUDA_ERROR_INVALID_VALUE;
-	*out = calloc(1, sizeof(**out));
-	tail = &(*out)->nodes;
 	for (n = from->nodes; n; n = n->next) {
 		*tail = malloc(sizeof(**tail));
 		**tail = *n;
@@ -1817,16 +1833,26 @@ static CUresult clone_graph(CUgraph *out, CUgraph from)
 		n->copy = *tail;
 		tail = &(*tail)->next;
 	}
-	(*out)->nnodes = from->nnodes;
-	(*out)->seq = from->seq;
-	for (c = (*out)->nodes; c; c = c->next) {
+	out->nnodes = from->nnodes;
+	out->seq = from->seq;
+	for (c = out->nodes; c; c = c->next) {
 		struct node **deps = c->ndeps ? calloc(c->ndeps, sizeof(*deps)) : NULL;
 
 		for (size_t i = 0; i < c->ndeps; i++)
 			deps[i] = c->deps[i]->copy;
 		c->deps = deps;
-		c->graph = *out;
+		c->graph = out;
+		if (c->child)
+			c->child = graph_copy(c->child);
 	}
+	return out;
+}
+
+static CUresult clone_graph(CUgraph *out, CUgraph from)
+{
+	if (!out || !from)
+		return CUDA_ERROR_INVALID_VALUE;
+	*out = graph_copy(from);
 	return CUDA_SUCCESS;
 }
 
@@ -1899,6 +1925,16 @@ EXPORT CUresult cuGraphExecNodeSetParams(CUgraphExec e, CUgraphNode node, CUgrap
 }
 
 /* What gpuscope's twins of graphs read and add (src/inject/gputime_graph.c). */
+EXPORT CUresult cuGraphChildGraphNodeGetGraph(CUgraphNode node, CUgraph *out)
+{
+	const struct node *n = (const struct node *)node;
+
+	if (!n || !out || !n->child)
+		return CUDA_ERROR_INVALID_VALUE;
+	*out = n->child;
+	return CUDA_SUCCESS;
+}
+
 EXPORT CUresult cuGraphNodeGetType(CUgraphNode node, int *type)
 {
 	if (!node || !type)

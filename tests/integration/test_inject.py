@@ -477,6 +477,39 @@ def test_gpu_times_of_kernels_inside_graphs(gs):
     assert report["gpu"]["graphs"]["timed"] == 12
 
 
+def test_gpu_times_of_kernels_inside_child_graphs(gs):
+    """A graph with a child graph node (as XLA traces its cuBLAS calls into one) gets a
+    twin whose child's kernels have their event nodes too; the program's sets of the child
+    node at the exec (cuGraphExecChildGraphNodeSetParams before the 7th to the 10th
+    launch, each to a new graph it destroys at once) are followed: cloned when the launch
+    right after may run the twin, set in the twin before it does. A set not cloned (the
+    launch after it could not run the twin) keeps the twin from running until the child is
+    set again."""
+    env = dict(GPU_ENV, FAKECUDA_NODE_ARG_NS="other", FAKECUDA_GRAPH_START_NS="20000")
+    report, truth, kernels = gs.trace(["wl_gputime", "--children"], opts=["--inject"],
+                                      env_extra=env)
+    k = kernels_by_name(report)
+    assert (k["busy"]["graph_runs"], k["idle"]["graph_runs"], k["other"]["graph_runs"]) == \
+        (26, 6, 7)
+    # A twin at launches 2-13: the child's kernel is idle at 2-6, other from the 7th.
+    assert k["busy"]["gpu"]["in_graph"] == k["busy"]["gpu"]["timed"] == 24
+    assert k["idle"]["gpu"]["in_graph"] == 5 and k["other"]["gpu"]["in_graph"] == 7
+    for name in ("busy", "idle", "other"):
+        g = k[name]["gpu"]
+        assert near(g["min_ns"], truth["gpu:%s:ns" % name]), (name, g)
+        assert near(g["max_ns"], truth["gpu:%s:ns" % name]), (name, g)
+    assert report["gpu"]["graphs"]["timed"] == 1
+
+    # Every 4th launch at most: the 5th (idle), the 9th (other: set right before it, so
+    # cloned); not the 13th: the child's last set came before the 10th, not cloned.
+    report, truth, kernels = gs.trace(["wl_gputime", "--children"], opts=["--inject"],
+                                      env_extra=dict(env, GPUSCOPE_TWIN_EVERY=4))
+    k = kernels_by_name(report)
+    assert k["busy"]["gpu"]["in_graph"] == 4
+    assert k["idle"]["gpu"]["in_graph"] == 1 and k["other"]["gpu"]["in_graph"] == 1
+    assert report["gpu"]["graphs"]["timed"] == 11
+
+
 def kernels_by_name(report):
     return {k["name"]: k for k in report["kernels"]["list"]}
 

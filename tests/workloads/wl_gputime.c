@@ -26,6 +26,12 @@
  * cuGraphExecNodeSetParams, and it runs twice again. Truth: the kernels' and the graph's
  * durations, and how long after the 7th ended on s2 the 8th ended on s.
  *
+ * With --children, only this instead (a child graph in a twin, set as XLA sets its traced
+ * command buffers): a graph of `busy`, a child graph node of one `idle` (4 x 256), then
+ * `busy`, built with the graph API and launched 13 times on s2, each waited for; before
+ * the 7th to the 10th, the child node is set at the exec to a new graph of one `other`
+ * (2 x 64, its argument 3000), destroyed right after. Truth as with --graphs.
+ *
  * With --after-copy, only this instead: `idle` launched right after an asynchronous copy
  * on its stream, then on the legacy stream after a synchronous copy, 3 times each
  * (FAKECUDA_ENGINE_SWITCH_NS delays such a kernel's start, as a GPU does).
@@ -81,6 +87,66 @@ static void set_node(CUgraphExec exec, CUgraph graph, CUkernel other, int generi
 	      0);
 	arg = 999999999;
 	__asm__ volatile("" : : "r"(&arg) : "memory");
+}
+
+static CUgraph one_kernel_graph(CUkernel k, unsigned grid, unsigned block, void **args)
+{
+	CUDA_KERNEL_NODE_PARAMS p = { .kern = k,
+				      .gridDimX = grid,
+				      .gridDimY = 1,
+				      .gridDimZ = 1,
+				      .blockDimX = block,
+				      .blockDimY = 1,
+				      .blockDimZ = 1,
+				      .kernelParams = args };
+	CUgraphNode n;
+	CUgraph g;
+
+	CHECK(cuGraphCreate(&g, 0), 0);
+	CHECK(cuGraphAddKernelNode_v2(&n, g, NULL, 0, &p), 0);
+	return g;
+}
+
+static int children(CUkernel busy, CUkernel idle, CUkernel other, CUstream s2,
+		    unsigned long long busy_ns, unsigned long long idle_ns)
+{
+	unsigned long long other_ns =
+		kernel_ns(2, 64) + (getenv("FAKECUDA_NODE_ARG_NS") ? 3000 : 0);
+	CUDA_KERNEL_NODE_PARAMS p = { .kern = busy,
+				      .gridDimX = 1,
+				      .gridDimY = 1,
+				      .gridDimZ = 1,
+				      .blockDimX = 32,
+				      .blockDimY = 1,
+				      .blockDimZ = 1 };
+	CUgraph graph, child = one_kernel_graph(idle, 4, 256, NULL);
+	CUgraphNode a, c, b;
+	CUgraphExec exec;
+
+	CHECK(cuGraphCreate(&graph, 0), 0);
+	CHECK(cuGraphAddKernelNode_v2(&a, graph, NULL, 0, &p), 0);
+	CHECK(cuGraphAddChildGraphNode(&c, graph, &a, 1, child), 0);
+	CHECK(cuGraphAddKernelNode_v2(&b, graph, &c, 1, &p), 0);
+	CHECK(cuGraphDestroy(child), 0);
+	CHECK(cuGraphInstantiateWithFlags(&exec, graph, 0), 0);
+	for (int i = 0; i < 13; i++) {
+		if (i >= 6 && i < 10) {
+			unsigned long long arg = 3000;
+			void *args[] = { &arg };
+
+			child = one_kernel_graph(other, 2, 64, args);
+			CHECK(cuGraphExecChildGraphNodeSetParams(exec, c, child), 0);
+			CHECK(cuGraphDestroy(child), 0);
+		}
+		CHECK(cuGraphLaunch(exec, s2), 0);
+		CHECK(cuStreamSynchronize(s2), 0);
+	}
+	CHECK(cuGraphExecDestroy(exec), 0);
+	truth_add((long long)busy_ns, "gpu:busy:ns");
+	truth_add((long long)idle_ns, "gpu:idle:ns");
+	truth_add((long long)other_ns, "gpu:other:ns");
+	truth_write();
+	return 0;
 }
 
 static int graphs(CUkernel busy, CUkernel idle, CUkernel other, CUstream s, CUstream s2,
@@ -166,9 +232,11 @@ int main(int argc, char **argv)
 	CHECK(cuStreamCreate(&s, 0), 0);
 	CHECK(cuStreamCreate(&s2, 0), 0);
 
-	if (argc > 1 && !strcmp(argv[1], "--graphs")) {
+	if (argc > 1 && (!strcmp(argv[1], "--graphs") || !strcmp(argv[1], "--children"))) {
 		CHECK(cuLibraryGetKernel(&other, lib, "other"), 0);
-		return graphs(busy, idle, other, s, s2, busy_ns, idle_ns);
+		return !strcmp(argv[1], "--graphs")
+			       ? graphs(busy, idle, other, s, s2, busy_ns, idle_ns)
+			       : children(busy, idle, other, s2, busy_ns, idle_ns);
 	}
 	if (argc > 1 && !strcmp(argv[1], "--after-copy")) {
 		CHECK(cuMemAlloc_v2(&d, 1 << 20), 0);

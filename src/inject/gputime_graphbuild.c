@@ -1,0 +1,464 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The making of a twin (gputime_twin.h): which graphs can have one (walk), the clone's
+ * event nodes (instrument), and what the program sets at the exec, carried over to the
+ * twin before it runs (its children here; its kernel nodes in gputime_graphset.c). Each
+ * function under the twins' lock of gputime_graph.c, the exec's context current where the
+ * twin is built or run.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "inject/gputime_twin.h"
+
+#define TWIN_MAX_KERNELS      2048
+#define TWIN_MAX_CHILDREN     256   /* child graph nodes of a graph */
+#define TWIN_MAX_DEPTH	      4	    /* children in children */
+#define TWIN_MAX_EVENTS	      65536 /* all twins of the process together */
+#define NODE_KERNEL	      0
+#define NODE_CHILD	      4
+#define ATTR_DEVICE_UPDATABLE 13
+#define NODE_KERNEL	      0
+#define NODE_CHILD	      4
+#define ATTR_DEVICE_UPDATABLE 13
+#define EVENT_NO_TIMING	      2U
+
+typedef int (*g_clone_fn)(void **, void *);
+typedef int (*g_nodes_fn)(void *, void **, size_t *);
+typedef int (*g_type_fn)(void *, int *);
+typedef int (*g_kparams_fn)(void *, void *);
+typedef int (*g_kattr_fn)(void *, int, void *);
+typedef int (*g_deps_fn)(void *, void **, void *, size_t *);
+typedef int (*g_add_record_fn)(void **, void *, void **, size_t, void *);
+typedef int (*g_add_deps_fn)(void *, void **, void **, void *, size_t);
+typedef int (*g_inst_fn)(void **, void *, unsigned long long);
+typedef int (*g_destroy_fn)(void *);
+typedef int (*g_wait_fn)(__u64, void *, unsigned int);
+typedef int (*g_add_kernel_fn)(void **, void *, void **, size_t, const struct gs_cu_kernel_node *);
+typedef int (*g_find_fn)(void **, void *, void *);
+typedef int (*g_child_fn)(void *, void **);
+typedef int (*g_exec_child_fn)(void *, void *, void *);
+
+static struct {
+	g_clone_fn clone;
+	g_nodes_fn nodes;
+	g_type_fn type;
+	g_kparams_fn kparams;
+	g_kattr_fn kattr;
+	g_deps_fn deps;
+	g_add_record_fn add_record;
+	g_add_deps_fn add_deps, rm_deps;
+	g_deps_fn succ;
+	g_inst_fn instantiate;
+	g_destroy_fn graph_destroy, exec_destroy, ev_destroy;
+	g_wait_fn wait, wait_ptsz;
+	g_add_kernel_fn add_kernel;
+	g_find_fn find_in_clone;
+	g_child_fn child;	    /* a child node's graph */
+	g_exec_child_fn exec_child; /* a twin's child node set */
+} G;
+
+static int tw_events; /* of all twins */
+static int tw_loaded; /* 1 ready, -1 not available */
+static bool tw_side;  /* GPUSCOPE_TWIN_EDGES=side: events beside the kernels (to compare) */
+/* A twin runs at every TWIN_EVERY-th launch of its exec at most (or --gpu-time=N's N, if
+ * more): its event nodes cost the GPU about 1.7 us each (H200: a CUDA-graph training step
+ * of 19 kernels replayed and waited for 1.94x with a twin at every launch, 1.20x with
+ * none; bench/results/twin-2026-11-27-h200.md). GPUSCOPE_TWIN_EVERY to change it. */
+#define TWIN_EVERY 16
+static int tw_every = TWIN_EVERY;
+
+int gt_twin_every(void)
+{
+	return T.every > tw_every ? T.every : tw_every;
+}
+
+static void load_now(void)
+{
+	G.clone = (g_clone_fn)gs_real_by_name("cuGraphClone");
+	G.nodes = (g_nodes_fn)gs_real_by_name("cuGraphGetNodes");
+	G.type = (g_type_fn)gs_real_by_name("cuGraphNodeGetType");
+	G.kparams = (g_kparams_fn)gs_real_by_name("cuGraphKernelNodeGetParams_v2");
+	G.kattr = (g_kattr_fn)gs_real_by_name("cuGraphKernelNodeGetAttribute");
+	G.deps = (g_deps_fn)gs_real_by_name("cuGraphNodeGetDependencies_v2");
+	G.add_record = (g_add_record_fn)gs_real_by_name("cuGraphAddEventRecordNode");
+	G.add_deps = (g_add_deps_fn)gs_real_by_name("cuGraphAddDependencies_v2");
+	G.rm_deps = (g_add_deps_fn)gs_real_by_name("cuGraphRemoveDependencies_v2");
+	G.succ = (g_deps_fn)gs_real_by_name("cuGraphNodeGetDependentNodes_v2");
+	tw_side = getenv("GPUSCOPE_TWIN_EDGES") && !strcmp(getenv("GPUSCOPE_TWIN_EDGES"), "side");
+	if (getenv("GPUSCOPE_TWIN_EVERY") && atoi(getenv("GPUSCOPE_TWIN_EVERY")) > 0)
+		tw_every = atoi(getenv("GPUSCOPE_TWIN_EVERY"));
+	if (getenv("GPUSCOPE_NO_TWINS")) { /* (to compare) */
+		tw_loaded = -1;
+		return;
+	}
+	G.instantiate = (g_inst_fn)gs_real_by_name("cuGraphInstantiateWithFlags");
+	G.graph_destroy = (g_destroy_fn)gs_real_by_name("cuGraphDestroy");
+	G.exec_destroy = (g_destroy_fn)gs_real_by_name("cuGraphExecDestroy");
+	G.ev_destroy = (g_destroy_fn)gs_real_by_name("cuEventDestroy_v2");
+	G.wait = (g_wait_fn)gs_real_by_name("cuStreamWaitEvent");
+	G.wait_ptsz = (g_wait_fn)gs_real_by_name("cuStreamWaitEvent_ptsz");
+	G.add_kernel = (g_add_kernel_fn)gs_real_by_name("cuGraphAddKernelNode_v2");
+	G.find_in_clone = (g_find_fn)gs_real_by_name("cuGraphNodeFindInClone");
+	G.child = (g_child_fn)gs_real_by_name("cuGraphChildGraphNodeGetGraph");
+	G.exec_child = (g_exec_child_fn)gs_real_by_name("cuGraphExecChildGraphNodeSetParams");
+	if (!G.wait_ptsz)
+		G.wait_ptsz = G.wait;
+	tw_loaded = gt_load_driver() && G.clone && G.nodes && G.type && G.kparams && G.deps &&
+				    G.add_record && G.add_deps && G.rm_deps && G.succ &&
+				    G.instantiate && G.graph_destroy && G.exec_destroy &&
+				    G.ev_destroy && G.wait
+			    ? 1
+			    : -1;
+	if (tw_loaded < 0 && getenv("GPUSCOPE_INJECT_DEBUG"))
+		fprintf(stderr,
+			"gpuscope-inject: graph twins: clone %d nodes %d type %d kparams %d deps "
+			"%d "
+			"succ %d add_record %d add_deps %d rm_deps %d instantiate %d wait %d\n",
+			!!G.clone, !!G.nodes, !!G.type, !!G.kparams, !!G.deps, !!G.succ,
+			!!G.add_record, !!G.add_deps, !!G.rm_deps, !!G.instantiate, !!G.wait);
+}
+
+bool gt_twin_load(void)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+	pthread_once(&once, load_now);
+	return tw_loaded > 0;
+}
+
+void gt_twin_free(struct twin *t)
+{
+	if (t->twin_exec)
+		G.exec_destroy(t->twin_exec);
+	if (t->graph)
+		G.graph_destroy(t->graph);
+	for (int i = 0; t->ev && i < 2 * t->nk; i++)
+		if (t->ev[i])
+			G.ev_destroy(t->ev[i]);
+	if (t->done)
+		G.ev_destroy(t->done);
+	tw_events -= t->ev ? 2 * t->nk + 1 : 0;
+	gt_twin_free_sets(t);
+	for (int i = 0; i < t->nchild; i++)
+		if (t->child[i].pend)
+			G.graph_destroy(t->child[i].pend);
+	free(t->child);
+	free(t->kgraph);
+	free(t->knode);
+	free(t->byclone);
+	free(t->ev);
+	free(t->func);
+	free(t);
+}
+
+/* The kernel nodes of a graph and its children's, in order (knode, and the graph of each:
+ * kgraph), up to cap; the graph's own child nodes (child: NULL for none); false if a node
+ * is of a kind a twin cannot run as the exec would. */
+struct walk {
+	void **knode, **kgraph;
+	struct tchild *child;
+	int nk, cap, nchild;
+};
+
+static bool walk(struct walk *w, void *graph, int depth)
+{
+	size_t n = 0;
+	void **nodes;
+	bool ok = true;
+
+	/* (Not read past a size no twin could have anyway.) */
+	if (G.nodes(graph, NULL, &n) || n > 8 * TWIN_MAX_KERNELS)
+		return false;
+	if (!n)
+		return true;
+	if (!(nodes = calloc(n, sizeof(*nodes))) || G.nodes(graph, nodes, &n)) {
+		free(nodes);
+		return false;
+	}
+	for (size_t i = 0; ok && i < n; i++) {
+		/* (The value of a launch attribute: 64 bytes; deviceUpdatable its first int.) */
+		__u64 attr[8] = { 0 };
+		void *cg = NULL;
+		int type = -1;
+
+		ok = !G.type(nodes[i], &type) && type >= 0 && type <= 12 &&
+		     (type < 8 || type == 12);
+		if (!ok && getenv("GPUSCOPE_INJECT_DEBUG"))
+			fprintf(stderr, "gpuscope-inject: graph twin: node type %d\n", type);
+		if (ok && type == NODE_KERNEL) {
+			ok = w->nk < w->cap;
+			if (ok) {
+				w->kgraph[w->nk] = graph;
+				w->knode[w->nk++] = nodes[i];
+			}
+			/* (A driver that does not know the attribute has no such nodes.) */
+			if (ok && G.kattr && !G.kattr(nodes[i], ATTR_DEVICE_UPDATABLE, attr))
+				ok = (int)attr[0] == 0;
+		} else if (ok && type == NODE_CHILD) {
+			struct tchild *c = w->child && !depth ? &w->child[w->nchild] : NULL;
+
+			ok = G.child && depth < TWIN_MAX_DEPTH && !G.child(nodes[i], &cg) && cg &&
+			     (!c || w->nchild < TWIN_MAX_CHILDREN);
+			if (ok && c)
+				*c = (struct tchild){ .node = nodes[i], .k0 = w->nk };
+			ok = ok && walk(w, cg, depth + 1);
+			if (ok && c)
+				c->k1 = w->nk, w->nchild++;
+		}
+	}
+	free(nodes);
+	return ok;
+}
+
+/* Whether the clone is a graph a twin can be made of: its kernel nodes and child nodes in
+ * t. */
+static bool eligible(struct twin *t, void *graph)
+{
+	struct walk w = { .cap = TWIN_MAX_KERNELS };
+
+	t->knode = w.knode = calloc(TWIN_MAX_KERNELS, sizeof(*w.knode));
+	t->kgraph = w.kgraph = calloc(TWIN_MAX_KERNELS, sizeof(*w.kgraph));
+	t->child = w.child = calloc(TWIN_MAX_CHILDREN, sizeof(*w.child));
+	if (!w.knode || !w.kgraph || !w.child || !walk(&w, graph, 0))
+		return false;
+	t->nk = w.nk;
+	t->nchild = w.nchild;
+	return t->nk > 0;
+}
+
+/* A node's dependencies (succ: its dependents) and their edges' data (8 bytes each), at
+ * most 64: false if more. (Counted first: given room for fewer, the driver fills what
+ * fits and says so.) */
+static bool edges_of(g_deps_fn get, void *node, void **nodes, __u64 *edges, size_t *n)
+{
+	int r;
+
+	*n = 0;
+	if ((r = get(node, NULL, NULL, n)) || *n > 64)
+		return gt_twin_fail("count edges", r);
+	return !*n || !(r = get(node, nodes, edges, n)) || gt_twin_fail("read edges", r);
+}
+
+/*
+ * A kernel node of the clone: its handle, and an event record node right before it and
+ * right after it, in line: the kernel's dependencies go to the first (which the kernel
+ * then follows), its dependents follow the second. Beside it instead (the first after the
+ * dependencies, the second after the kernel, nothing after that), each event would be
+ * the graph's only node on its own path, and measured an H200's kernels 5.9 us long at the
+ * median (the hops between the graph's streams, we think).
+ */
+static bool instrument(struct twin *t, void *graph, void *node, int k, void **root)
+{
+	struct gs_cu_kernel_node p = { 0 };
+	void *deps[64], *succ[64], *same[64], *start, *end;
+	__u64 dedges[64], sedges[64];
+	size_t nd, ns;
+	int r;
+
+	if ((r = G.kparams(node, &p)))
+		return gt_twin_fail("kernel parameters", r);
+	if (!edges_of(G.deps, node, deps, dedges, &nd) ||
+	    !edges_of(G.succ, node, succ, sedges, &ns))
+		return false;
+	t->func[k] = p.func ? p.func : p.kern;
+	gt_name_kernel(t->func[k], p.func != 0);
+	/* (A child set again: its kernels take the same events.) */
+	if ((!t->ev[2 * k] && (r = T.cu.ev_create(&t->ev[2 * k], 0))) ||
+	    (!t->ev[2 * k + 1] && (r = T.cu.ev_create(&t->ev[2 * k + 1], 0))))
+		return gt_twin_fail("events", r);
+	if ((r = G.add_record(&start, graph, deps, nd, t->ev[2 * k])) ||
+	    (r = G.add_record(&end, graph, &node, 1, t->ev[2 * k + 1])))
+		return gt_twin_fail("event nodes", r);
+	*root = nd ? NULL : start;
+	if (tw_side)
+		return !(r = G.add_deps(graph, &start, &node, NULL, 1)) || gt_twin_fail("edge", r);
+	for (size_t i = 0; i < 64; i++)
+		same[i] = node;
+	if ((nd && (r = G.rm_deps(graph, deps, same, dedges, nd))) ||
+	    (r = G.add_deps(graph, &start, &node, NULL, 1)) ||
+	    (ns && (r = G.rm_deps(graph, same, succ, sedges, ns))))
+		return gt_twin_fail("edges", r);
+	for (size_t i = 0; i < ns; i++)
+		same[i] = end;
+	return !ns || !(r = G.add_deps(graph, same, succ, NULL, ns)) ||
+	       gt_twin_fail("edges after", r);
+}
+
+/*
+ * A kernel's start event node that has no dependencies (the graph's first nodes) is put
+ * after an empty kernel of ours (*prime, added at the first): run first, such an event is
+ * recorded as the launch starts, and measured the H200's first kernel of XLA's graphs
+ * 5.7 us long at the median (the others 0.2-0.7 us). (GPUSCOPE_NO_PRIME: not.)
+ */
+static bool after_prime(struct twin *t, void *root, void **prime)
+{
+	struct gs_cu_kernel_node p = { .func = (__u64)(unsigned long)T.ctx[t->ci].prime,
+				       .grid = { 1, 1, 1 },
+				       .block = { 1, 1, 1 } };
+	int r;
+
+	if (!p.func || !G.add_kernel)
+		return true;
+	if (!*prime && (r = G.add_kernel(prime, t->graph, NULL, 0, &p)))
+		return gt_twin_fail("empty kernel", r);
+	return !(r = G.add_deps(t->graph, prime, &root, NULL, 1)) || gt_twin_fail("edge", r);
+}
+
+bool gt_twin_build(struct twin *t)
+{
+	void *ctx = NULL, *root, *prime = NULL;
+	int r;
+	bool ok;
+
+	if (T.cu.ctx_get(&ctx) || !ctx || (t->ci = gt_ctx_slot(ctx)) < 0 ||
+	    tw_events + 2 * t->nk + 1 > TWIN_MAX_EVENTS)
+		return false;
+	if (!T.ctx[t->ci].graph_cal)
+		gt_graph_calibrate(&T.ctx[t->ci]);
+	t->ev = calloc(2 * (size_t)t->nk, sizeof(*t->ev));
+	t->func = calloc((size_t)t->nk, sizeof(*t->func));
+	tw_events += t->ev ? 2 * t->nk + 1 : 0; /* (free_twin gives back as much) */
+	ok = t->ev && t->func && !T.cu.ev_create(&t->done, EVENT_NO_TIMING);
+	for (int k = 0; ok && k < t->nk; k++) {
+		ok = instrument(t, t->kgraph[k], t->knode[k], k, &root);
+		/* (A child's first nodes are not the graph's.) */
+		if (ok && root && !tw_side && t->kgraph[k] == t->graph)
+			ok = after_prime(t, root, &prime);
+	}
+	ok = ok && (!(r = G.instantiate(&t->twin_exec, t->graph, t->flags)) ||
+		    gt_twin_fail("instantiate", r));
+	if (!ok)
+		t->twin_exec = NULL;
+	t->state = ok ? TW_READY : TW_OFF;
+	return ok;
+}
+
+/*
+ * Under tw_lock: the program set child c of t to graph at the exec. Only the launch right
+ * after can run the twin (it is due), so the child is cloned only then, to be set in the
+ * twin before it runs (set_child); otherwise the set is only noted, and the twin does not
+ * run until the child is set again right before a launch that may run it (XLA sets its
+ * traced children before every launch). False if it cannot be followed.
+ */
+static bool keep_child(struct twin *t, struct tchild *c, __u64 graph)
+{
+	__u64 every = (__u64)gt_twin_every();
+	void *clone = NULL;
+
+	if (c->pend)
+		G.graph_destroy(c->pend);
+	c->pend = NULL;
+	c->stale = true;
+	if (t->launches % every)
+		return true;
+	if (G.clone(&clone, (void *)(unsigned long)graph))
+		return false;
+	c->pend = clone;
+	c->stale = false;
+	return true;
+}
+
+/* Under tw_lock, before a run of the built twin: child c as the program set it last (its
+ * clone given the same event nodes, with the same events). */
+static bool set_child(struct twin *t, struct tchild *c)
+{
+	int n = c->k1 - c->k0, r;
+	struct walk w = { .cap = n };
+	void *root;
+	bool ok;
+
+	w.knode = calloc((size_t)n + 1, sizeof(*w.knode));
+	w.kgraph = calloc((size_t)n + 1, sizeof(*w.kgraph));
+	/* (CUDA sets a child only to a graph of the same shape.) */
+	ok = w.knode && w.kgraph && walk(&w, c->pend, 1) && w.nk == n;
+	for (int j = 0; ok && j < n; j++)
+		ok = instrument(t, w.kgraph[j], w.knode[j], c->k0 + j, &root);
+	ok = ok &&
+	     (!(r = G.exec_child(t->twin_exec, c->node, c->pend)) || gt_twin_fail("child", r));
+	free(w.knode);
+	free(w.kgraph);
+	G.graph_destroy(c->pend);
+	c->pend = NULL;
+	return ok;
+}
+
+static bool apply_children(struct twin *t, bool *ready)
+{
+	for (int i = 0; i < t->nchild; i++) {
+		struct tchild *c = &t->child[i];
+
+		if (c->pend && !set_child(t, c))
+			return false;
+		if (c->stale)
+			*ready = false;
+	}
+	return true;
+}
+
+struct twin *gt_twin_new(__u64 graph, unsigned long long flags, const char **why)
+{
+	struct twin *t = NULL;
+	void *clone = NULL;
+
+	*why = "no twin: driver functions missing";
+	if (!gt_twin_load())
+		return NULL;
+	*why = "no twin: not cloned";
+	if (G.clone(&clone, (void *)(unsigned long)graph))
+		return NULL;
+	*why = "no twin: nodes it cannot have";
+	if (!(t = calloc(1, sizeof(*t))) || !eligible(t, clone) || !gt_twin_index(t)) {
+		G.graph_destroy(clone);
+		if (t) {
+			free(t->knode);
+			free(t->kgraph);
+			free(t->child);
+			free(t->byclone);
+		}
+		free(t);
+		return NULL;
+	}
+	t->graph = clone;
+	t->flags = flags;
+	t->state = TW_CLONED;
+	return t;
+}
+
+bool gt_twin_kernel_set(struct twin *t, __u64 node, const struct gs_cu_kernel_node *p)
+{
+	void *cn = NULL;
+
+	return G.find_in_clone && !G.find_in_clone(&cn, (void *)(unsigned long)node, t->graph) &&
+	       gt_twin_keep_set(t, cn, p);
+}
+
+bool gt_twin_child_set(struct twin *t, __u64 node, __u64 graph)
+{
+	void *cn = NULL;
+	int i = -1;
+
+	if (G.find_in_clone && G.exec_child &&
+	    !G.find_in_clone(&cn, (void *)(unsigned long)node, t->graph))
+		for (i = t->nchild - 1; i >= 0 && t->child[i].node != cn; i--)
+			;
+	return i >= 0 && keep_child(t, &t->child[i], graph);
+}
+
+bool gt_twin_prepare(struct twin *t, bool *ready)
+{
+	*ready = true;
+	return (!t->npend || gt_twin_apply_sets(t)) && (!t->nchild || apply_children(t, ready));
+}
+
+void gt_twin_wait(__u64 stream, bool ptsz, void *event)
+{
+	(ptsz ? G.wait_ptsz : G.wait)(stream, event, 0);
+}
+
+void gt_twin_forget(void)
+{
+	tw_events = 0;
+}
