@@ -250,7 +250,7 @@ static bool edges_of(g_deps_fn get, void *node, void **nodes, __u64 *edges, size
  * the graph's only node on its own path, and measured an H200's kernels 5.9 us long at the
  * median (the hops between the graph's streams, we think).
  */
-static bool instrument(struct twin *t, void *graph, void *node, int k, void **root)
+static bool instrument(struct twin *t, void *graph, void *node, int k)
 {
 	struct gs_cu_kernel_node p = { 0 };
 	void *deps[64], *succ[64], *same[64], *start, *end;
@@ -272,7 +272,6 @@ static bool instrument(struct twin *t, void *graph, void *node, int k, void **ro
 	if ((r = G.add_record(&start, graph, deps, nd, t->ev[2 * k])) ||
 	    (r = G.add_record(&end, graph, &node, 1, t->ev[2 * k + 1])))
 		return gt_twin_fail("event nodes", r);
-	*root = nd ? NULL : start;
 	if (tw_side)
 		return !(r = G.add_deps(graph, &start, &node, NULL, 1)) || gt_twin_fail("edge", r);
 	for (size_t i = 0; i < 64; i++)
@@ -288,28 +287,42 @@ static bool instrument(struct twin *t, void *graph, void *node, int k, void **ro
 }
 
 /*
- * A kernel's start event node that has no dependencies (the graph's first nodes) is put
- * after an empty kernel of ours (*prime, added at the first): run first, such an event is
- * recorded as the launch starts, and measured the H200's first kernel of XLA's graphs
- * 5.7 us long at the median (the others 0.2-0.7 us). (GPUSCOPE_NO_PRIME: not.)
+ * The graph's first nodes (no dependencies) are put after an empty kernel of ours: an
+ * event node first in a graph, or first in a child graph node first in it, is recorded as
+ * the launch starts, before the first kernel is set up, and measured an H200's first
+ * kernel of XLA's graphs 5.7 us long at the median (the others 0.2-0.7 us); in a child
+ * (cuBLAS traced), 3.4 us. (GPUSCOPE_NO_PRIME: not.)
  */
-static bool after_prime(struct twin *t, void *root, void **prime)
+static bool after_prime(struct twin *t)
 {
 	struct gs_cu_kernel_node p = { .func = (__u64)(unsigned long)T.ctx[t->ci].prime,
 				       .grid = { 1, 1, 1 },
 				       .block = { 1, 1, 1 } };
+	void **nodes = NULL, *prime = NULL;
+	size_t n = 0, nd;
+	bool ok;
 	int r;
 
-	if (!p.func || !G.add_kernel)
+	if (!p.func || !G.add_kernel || G.nodes(t->graph, NULL, &n) || !n)
 		return true;
-	if (!*prime && (r = G.add_kernel(prime, t->graph, NULL, 0, &p)))
-		return gt_twin_fail("empty kernel", r);
-	return !(r = G.add_deps(t->graph, prime, &root, NULL, 1)) || gt_twin_fail("edge", r);
+	if (!(nodes = calloc(n, sizeof(*nodes))) || G.nodes(t->graph, nodes, &n)) {
+		free(nodes);
+		return false;
+	}
+	ok = !(r = G.add_kernel(&prime, t->graph, NULL, 0, &p)) || gt_twin_fail("empty kernel", r);
+	for (size_t i = 0; ok && i < n; i++) {
+		if ((r = G.deps(nodes[i], NULL, NULL, &nd)))
+			ok = gt_twin_fail("edges", r);
+		else if (!nd && (r = G.add_deps(t->graph, &prime, &nodes[i], NULL, 1)))
+			ok = gt_twin_fail("edge", r);
+	}
+	free(nodes);
+	return ok;
 }
 
 bool gt_twin_build(struct twin *t)
 {
-	void *ctx = NULL, *root, *prime = NULL;
+	void *ctx = NULL;
 	int r;
 	bool ok;
 
@@ -322,14 +335,11 @@ bool gt_twin_build(struct twin *t)
 	t->func = calloc((size_t)t->nk, sizeof(*t->func));
 	tw_events += t->ev ? 2 * t->nk + 1 : 0; /* (free_twin gives back as much) */
 	ok = t->ev && t->func && !T.cu.ev_create(&t->done, EVENT_NO_TIMING);
-	for (int k = 0; ok && k < t->nk; k++) {
-		ok = instrument(t, t->kgraph[k], t->knode[k], k, &root);
-		/* (A child's first nodes are not the graph's.) */
-		if (ok && root && !tw_side && t->kgraph[k] == t->graph)
-			ok = after_prime(t, root, &prime);
-	}
-	ok = ok && (!(r = G.instantiate(&t->twin_exec, t->graph, t->flags)) ||
-		    gt_twin_fail("instantiate", r));
+	for (int k = 0; ok && k < t->nk; k++)
+		ok = instrument(t, t->kgraph[k], t->knode[k], k);
+	ok = ok && (tw_side || after_prime(t)) &&
+	     (!(r = G.instantiate(&t->twin_exec, t->graph, t->flags)) ||
+	      gt_twin_fail("instantiate", r));
 	if (!ok)
 		t->twin_exec = NULL;
 	t->state = ok ? TW_READY : TW_OFF;
@@ -367,7 +377,6 @@ static bool set_child(struct twin *t, struct tchild *c)
 {
 	int n = c->k1 - c->k0, r;
 	struct walk w = { .cap = n };
-	void *root;
 	bool ok;
 
 	w.knode = calloc((size_t)n + 1, sizeof(*w.knode));
@@ -375,7 +384,7 @@ static bool set_child(struct twin *t, struct tchild *c)
 	/* (CUDA sets a child only to a graph of the same shape.) */
 	ok = w.knode && w.kgraph && walk(&w, c->pend, 1) && w.nk == n;
 	for (int j = 0; ok && j < n; j++)
-		ok = instrument(t, w.kgraph[j], w.knode[j], c->k0 + j, &root);
+		ok = instrument(t, w.kgraph[j], w.knode[j], c->k0 + j);
 	ok = ok &&
 	     (!(r = G.exec_child(t->twin_exec, c->node, c->pend)) || gt_twin_fail("child", r));
 	free(w.knode);

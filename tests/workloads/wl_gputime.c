@@ -27,8 +27,8 @@
  * durations, and how long after the 7th ended on s2 the 8th ended on s.
  *
  * With --children, only this instead (a child graph in a twin, set as XLA sets its traced
- * command buffers): a graph of `busy`, a child graph node of one `idle` (4 x 256), then
- * `busy`, built with the graph API and launched 13 times on s2, each waited for; before
+ * command buffers): a graph of a child graph node of one `idle` (4 x 256), then `busy`
+ * twice, built with the graph API and launched 13 times on s2, each waited for; before
  * the 7th to the 10th, the child node is set at the exec to a new graph of one `other`
  * (2 x 64, its argument 3000), destroyed right after. Truth as with --graphs.
  *
@@ -124,9 +124,9 @@ static int children(CUkernel busy, CUkernel idle, CUkernel other, CUstream s2,
 	CUgraphExec exec;
 
 	CHECK(cuGraphCreate(&graph, 0), 0);
-	CHECK(cuGraphAddKernelNode_v2(&a, graph, NULL, 0, &p), 0);
-	CHECK(cuGraphAddChildGraphNode(&c, graph, &a, 1, child), 0);
-	CHECK(cuGraphAddKernelNode_v2(&b, graph, &c, 1, &p), 0);
+	CHECK(cuGraphAddChildGraphNode(&c, graph, NULL, 0, child), 0);
+	CHECK(cuGraphAddKernelNode_v2(&a, graph, &c, 1, &p), 0);
+	CHECK(cuGraphAddKernelNode_v2(&b, graph, &a, 1, &p), 0);
 	CHECK(cuGraphDestroy(child), 0);
 	CHECK(cuGraphInstantiateWithFlags(&exec, graph, 0), 0);
 	for (int i = 0; i < 13; i++) {
