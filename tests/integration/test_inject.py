@@ -480,12 +480,12 @@ def test_gpu_times_of_kernels_inside_graphs(gs):
 def test_gpu_times_of_kernels_inside_child_graphs(gs):
     """A graph with a child graph node (as XLA traces its cuBLAS calls into one) gets a
     twin whose child's kernels have their event nodes too (the child first in the graph:
-    after an empty kernel of ours, as the graph's other first nodes); the program's sets of the child
-    node at the exec (cuGraphExecChildGraphNodeSetParams before the 7th to the 10th
-    launch, each to a new graph it destroys at once) are followed: cloned when the launch
-    right after may run the twin, set in the twin before it does. A set not cloned (the
-    launch after it could not run the twin) keeps the twin from running until the child is
-    set again."""
+    after an empty kernel of ours, as the graph's other first nodes); the program's sets
+    of the child node at the exec (cuGraphExecChildGraphNodeSetParams before the 7th to
+    the 10th launch, each to a new graph it destroys at once) are followed: cloned when
+    the launch right after may run the twin, set in the twin before it does. A set not
+    cloned (the launch after it could not run the twin) keeps the twin from running until
+    the child is set again."""
     env = dict(GPU_ENV, FAKECUDA_NODE_ARG_NS="other", FAKECUDA_GRAPH_START_NS="20000")
     report, truth, kernels = gs.trace(["wl_gputime", "--children"], opts=["--inject"],
                                       env_extra=env)
