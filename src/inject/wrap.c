@@ -62,14 +62,33 @@ static void *call_record(__u32 size, __u16 type, unsigned int api, void *caller,
 	return h;
 }
 
+/* A name record: handle (of scope) is named name, by api, at ts. */
+static void emit_kname(__u64 handle, __u64 scope, const char *name, unsigned int api, __u64 ts)
+{
+	size_t len = name ? strnlen(name, GS_NAME_MAX - 1) : 0;
+	__u32 size = (__u32)((offsetof(struct gs_ev_kname, name) + len + 1 + 7) & ~(size_t)7);
+	struct gs_ev_kname *e = gs_emit_reserve(size, GS_EV_KNAME);
+
+	if (!e)
+		return;
+	gs_fill_hdr(&e->h, GS_EV_KNAME, size, ts);
+	e->handle = handle;
+	e->scope = scope;
+	e->name_addr = (__u64)(unsigned long)name;
+	e->api = (__u16)api;
+	e->len = (__u16)len;
+	e->ns = GS_NS_DRIVER;
+	e->truncated = name && name[len] != 0;
+	e->pad = 0;
+	memcpy(e->name, name ? name : "", len);
+	e->name[len] = 0;
+	gs_emit_commit(e);
+}
+
 static void emit_name(unsigned int api, const __u64 *a, __u64 t0)
 {
 	const struct gs_api_desc *d = &gs_api_descs[api];
-	const char *name = (const char *)(unsigned long)a[2];
 	struct gs_ev_kalias *al;
-	struct gs_ev_kname *e;
-	size_t len;
-	__u32 size;
 
 	if (d->shape == GS_SH_N_KFUNC) {
 		al = gs_emit_reserve(sizeof(*al), GS_EV_KALIAS);
@@ -85,23 +104,50 @@ static void emit_name(unsigned int api, const __u64 *a, __u64 t0)
 		return;
 	}
 	/* cuLibraryGetKernel, cuModuleGetFunction: (handle *out, scope, const char *name) */
-	len = name ? strnlen(name, GS_NAME_MAX - 1) : 0;
-	size = (__u32)((offsetof(struct gs_ev_kname, name) + len + 1 + 7) & ~(size_t)7);
-	e = gs_emit_reserve(size, GS_EV_KNAME);
-	if (!e)
+	emit_kname(*(const __u64 *)(unsigned long)a[0], a[1], (const char *)(unsigned long)a[2],
+		   api, t0);
+}
+
+/*
+ * GPUSCOPE_NAME_AT_LAUNCH=1 (to check the names gpuscope gives launches where handles are
+ * given out again): the name of each launched function asked of the driver before the
+ * launch (cuFuncGetName, or cuKernelGetName for a CUkernel), and a name record made when
+ * it is not the one this thread last saw for the handle.
+ */
+static bool name_check_on(void)
+{
+	static int on = -1;
+
+	if (on < 0)
+		on = getenv("GPUSCOPE_NAME_AT_LAUNCH") != NULL;
+	return on;
+}
+
+static void name_at_launch(unsigned int api, __u64 func)
+{
+	typedef int (*name_fn)(const char **, void *);
+	static __thread struct {
+		__u64 handle, hash; /* (of the name: the driver's string goes with its module) */
+	} seen[256];
+	static name_fn fn, kn;
+	unsigned int i = (unsigned int)((func >> 4) * 0x9E3779B1u) % 256;
+	const char *name = NULL;
+	__u64 hash = 1469598103934665603ULL;
+
+	if (!fn && !kn) {
+		fn = (name_fn)gs_real_by_name("cuFuncGetName");
+		kn = (name_fn)gs_real_by_name("cuKernelGetName");
+	}
+	if ((!fn || fn(&name, (void *)(unsigned long)func) || !name) &&
+	    (!kn || kn(&name, (void *)(unsigned long)func) || !name))
 		return;
-	gs_fill_hdr(&e->h, GS_EV_KNAME, size, t0);
-	e->handle = *(const __u64 *)(unsigned long)a[0];
-	e->scope = a[1];
-	e->name_addr = a[2];
-	e->api = (__u16)api;
-	e->len = (__u16)len;
-	e->ns = GS_NS_DRIVER;
-	e->truncated = name && name[len] != 0;
-	e->pad = 0;
-	memcpy(e->name, name ? name : "", len);
-	e->name[len] = 0;
-	gs_emit_commit(e);
+	for (const char *c = name; *c; c++)
+		hash = (hash ^ (unsigned char)*c) * 1099511628211ULL;
+	if (seen[i].handle == func && seen[i].hash == hash)
+		return;
+	seen[i].handle = func;
+	seen[i].hash = hash;
+	emit_kname(func, 0, name, api, gs_clock());
 }
 
 /* Reserve, fill, decode, publish: one record of type T for the call. */
@@ -317,6 +363,8 @@ int gs_call(unsigned int api, void *caller, __u64 a0, __u64 a1, __u64 a2, __u64 
 	gs_depth++;
 	tl_outer_api = api;
 	saved_errno = errno;
+	if (d->family == GS_FAM_LAUNCH && d->shape != GS_SH_L_GRAPH && name_check_on())
+		name_at_launch(api, d->shape == GS_SH_L_EX ? a1 : a0);
 	graph_call_before(api, a0);
 	/* A sampled graph launch runs its twin instead, which times its kernels (and not the
 	 * graph as a whole). */

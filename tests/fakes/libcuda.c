@@ -1968,6 +1968,16 @@ EXPORT CUresult cuFuncGetName(const char **name, CUfunction f)
 	return CUDA_SUCCESS;
 }
 
+EXPORT CUresult cuKernelGetName(const char **name, CUkernel k)
+{
+	const struct CUkern_st *kn = (const struct CUkern_st *)k;
+
+	if (!name || !kn || kn->magic != KERNEL_MAGIC)
+		return CUDA_ERROR_INVALID_HANDLE;
+	*name = kn->name;
+	return CUDA_SUCCESS;
+}
+
 /* (A kernel node the device may update: FAKECUDA_DEVICE_UPDATABLE=1 says every one is.) */
 EXPORT CUresult cuGraphKernelNodeGetAttribute(CUgraphNode node, int attr, void *value)
 {

@@ -2,12 +2,14 @@
 in the report must equal the workload's own ground truth (tests/workloads/truth.h)."""
 import json
 import os
+import struct
 import shutil
 import signal
 import subprocess
 
 import pytest
 
+import gsrec
 import gsreport
 from conftest import needs_root, wait_for, kill_quietly
 
@@ -68,6 +70,35 @@ def test_graphs_built_with_the_graph_api(gs, plane):
     assert report["kernels"]["graph_launches"] == 14
     assert report["kernels"]["runs_in_graphs"] == 54
     assert report["kernels"]["graph_launches_conditional"] == 1
+
+
+def test_names_asked_at_launch(gs, tmp_path):
+    """GPUSCOPE_NAME_AT_LAUNCH=1 (a check of the names gpuscope gives launches where the
+    driver gives handles out again, as for XLA's autotuning modules): before each launch
+    the in-process plane asks the driver the launched function's name and records it when
+    the thread has not seen it for that handle; the counts stay the truth's."""
+    rec, truth = tmp_path / "r.gsrec", tmp_path / "truth.json"
+    gs.run(["run", "-q", "-o", str(rec), "--inject", "--", gs.wl("wl_graphapi")],
+           env=gs.env(GS_TRUTH=truth, GPUSCOPE_NAME_AT_LAUNCH="1"), check_rc=0)
+    at_launch, asked, launches = {}, set(), 0
+    for r in gsrec.records(str(rec)):
+        if r["type"] == gsrec.EV_KNAME:
+            handle, _, _, api, length, _ = struct.unpack_from("<QQQHHB", r["body"])
+            if api == LAUNCH_API:
+                at_launch[handle] = r["body"][32:32 + length].decode()
+                asked.add(at_launch[handle])
+        elif r["type"] == 1 and struct.unpack_from("<H", r["body"], 16)[0] == LAUNCH_API:
+            launches += 1
+            handle, = struct.unpack_from("<Q", r["body"], 24)
+            assert handle in at_launch, "launch of %#x with no name asked first" % handle
+    # kA and kC, kOld, then kNew under kOld's handle.
+    assert launches == 11 and asked == {"kA", "kC", "kOld", "kNew"}
+    js = tmp_path / "r.json"
+    gs.run(["report", "--json=%s" % js, str(rec)], check_rc=0)
+    assert_matches(json.loads(truth.read_text()), json.loads(js.read_text()))
+
+
+LAUNCH_API = 1  # cuLaunchKernel (include/gpuscope/api.h)
 
 
 def test_graph_nodes_past_the_limit_are_said(gsr):
