@@ -24,9 +24,11 @@
  *    them, and only the last set of each node is applied, at the twin's run
  *    (gputime_graphset.c); a child node the program sets at the exec (XLA's traced cuBLAS
  *    calls, before each launch) is cloned when the launch right after may run the twin,
- *    and set in the twin, with its event nodes, before it does (gputime_graphbuild.c);
+ *    and set in the twin, with its event nodes, before it does (gputime_graphbuild.c), and
+ *    so is an update of the whole exec (cuGraphExecUpdate: llama.cpp updates its exec
+ *    from each token's capture);
  *  - never once the program changed the exec otherwise (the other exec setters,
- *    cuGraphNodeSetEnabled, cuGraphExecUpdate: wrappers of the table tell us); a program
+ *    cuGraphNodeSetEnabled: wrappers of the table tell us); a program
  *    that obtains an exec setter we do not wrap turns twins off for the whole process
  *    (gs_graphtime_unwrapped);
  *  - the exec's launches stay in order: CUDA orders the launches of one exec, and the twin
@@ -185,7 +187,7 @@ void gs_graphtime_kernel_set(unsigned int api, __u64 exec, __u64 node, __u64 par
 	pthread_mutex_unlock(&tw_lock);
 }
 
-void gs_graphtime_child_set(__u64 exec, __u64 node, __u64 graph, int result)
+void gs_graphtime_graph_set(__u64 exec, __u64 node, __u64 graph, int result)
 {
 	struct twin *t;
 
@@ -193,8 +195,10 @@ void gs_graphtime_child_set(__u64 exec, __u64 node, __u64 graph, int result)
 		return;
 	pthread_mutex_lock(&tw_lock);
 	t = find(exec, false);
-	if (t && t->state != TW_OFF && (result || !gt_twin_child_set(t, node, graph))) {
-		debug("no twin: a child set it cannot follow", exec);
+	if (t && t->state != TW_OFF && (result || !gt_twin_graph_set(t, node, graph))) {
+		debug(node ? "no twin: a child set it cannot follow"
+			   : "no twin: an update it cannot follow",
+		      exec);
 		t->state = TW_OFF;
 	}
 	pthread_mutex_unlock(&tw_lock);

@@ -40,6 +40,7 @@ typedef int (*g_add_kernel_fn)(void **, void *, void **, size_t, const struct gs
 typedef int (*g_find_fn)(void **, void *, void *);
 typedef int (*g_child_fn)(void *, void **);
 typedef int (*g_exec_child_fn)(void *, void *, void *);
+typedef int (*g_exec_update_fn)(void *, void *, void *);
 
 static struct {
 	g_clone_fn clone;
@@ -56,8 +57,9 @@ static struct {
 	g_wait_fn wait, wait_ptsz;
 	g_add_kernel_fn add_kernel;
 	g_find_fn find_in_clone;
-	g_child_fn child;	    /* a child node's graph */
-	g_exec_child_fn exec_child; /* a twin's child node set */
+	g_child_fn child;	      /* a child node's graph */
+	g_exec_child_fn exec_child;   /* a twin's child node set */
+	g_exec_update_fn exec_update; /* a twin updated (CUDA 12's signature) */
 } G;
 
 static int tw_events; /* of all twins */
@@ -104,6 +106,7 @@ static void load_now(void)
 	G.find_in_clone = (g_find_fn)gs_real_by_name("cuGraphNodeFindInClone");
 	G.child = (g_child_fn)gs_real_by_name("cuGraphChildGraphNodeGetGraph");
 	G.exec_child = (g_exec_child_fn)gs_real_by_name("cuGraphExecChildGraphNodeSetParams");
+	G.exec_update = (g_exec_update_fn)gs_real_by_name("cuGraphExecUpdate_v2");
 	if (!G.wait_ptsz)
 		G.wait_ptsz = G.wait;
 	tw_loaded = gt_load_driver() && G.clone && G.nodes && G.type && G.kparams && G.deps &&
@@ -145,6 +148,8 @@ void gt_twin_free(struct twin *t)
 	for (int i = 0; i < t->nchild; i++)
 		if (t->child[i].pend)
 			G.graph_destroy(t->child[i].pend);
+	if (t->upd)
+		G.graph_destroy(t->upd);
 	free(t->child);
 	free(t->kgraph);
 	free(t->knode);
@@ -293,7 +298,7 @@ static bool instrument(struct twin *t, void *graph, void *node, int k)
  * kernel of XLA's graphs 5.7 us long at the median (the others 0.2-0.7 us); in a child
  * (cuBLAS traced), 3.4 us. (GPUSCOPE_NO_PRIME: not.)
  */
-static bool after_prime(struct twin *t)
+static bool after_prime(struct twin *t, void *graph)
 {
 	struct gs_cu_kernel_node p = { .func = (__u64)(unsigned long)T.ctx[t->ci].prime,
 				       .grid = { 1, 1, 1 },
@@ -303,17 +308,17 @@ static bool after_prime(struct twin *t)
 	bool ok;
 	int r;
 
-	if (!p.func || !G.add_kernel || G.nodes(t->graph, NULL, &n) || !n)
+	if (!p.func || !G.add_kernel || G.nodes(graph, NULL, &n) || !n)
 		return true;
-	if (!(nodes = calloc(n, sizeof(*nodes))) || G.nodes(t->graph, nodes, &n)) {
+	if (!(nodes = calloc(n, sizeof(*nodes))) || G.nodes(graph, nodes, &n)) {
 		free(nodes);
 		return false;
 	}
-	ok = !(r = G.add_kernel(&prime, t->graph, NULL, 0, &p)) || gt_twin_fail("empty kernel", r);
+	ok = !(r = G.add_kernel(&prime, graph, NULL, 0, &p)) || gt_twin_fail("empty kernel", r);
 	for (size_t i = 0; ok && i < n; i++) {
 		if ((r = G.deps(nodes[i], NULL, NULL, &nd)))
 			ok = gt_twin_fail("edges", r);
-		else if (!nd && (r = G.add_deps(t->graph, &prime, &nodes[i], NULL, 1)))
+		else if (!nd && (r = G.add_deps(graph, &prime, &nodes[i], NULL, 1)))
 			ok = gt_twin_fail("edge", r);
 	}
 	free(nodes);
@@ -337,7 +342,7 @@ bool gt_twin_build(struct twin *t)
 	ok = t->ev && t->func && !T.cu.ev_create(&t->done, EVENT_NO_TIMING);
 	for (int k = 0; ok && k < t->nk; k++)
 		ok = instrument(t, t->kgraph[k], t->knode[k], k);
-	ok = ok && (tw_side || after_prime(t)) &&
+	ok = ok && (tw_side || after_prime(t, t->graph)) &&
 	     (!(r = G.instantiate(&t->twin_exec, t->graph, t->flags)) ||
 	      gt_twin_fail("instantiate", r));
 	if (!ok)
@@ -347,28 +352,67 @@ bool gt_twin_build(struct twin *t)
 }
 
 /*
- * Under tw_lock: the program set child c of t to graph at the exec. Only the launch right
- * after can run the twin (it is due), so the child is cloned only then, to be set in the
- * twin before it runs (set_child); otherwise the set is only noted, and the twin does not
- * run until the child is set again right before a launch that may run it (XLA sets its
- * traced children before every launch). False if it cannot be followed.
+ * Under tw_lock: the program set a child node of t's exec to graph, or updated the whole
+ * exec from it; *pend and *stale are the child's, or the update's. Only the launch right
+ * after can run the twin (it is due), so the graph is cloned only then, to be set in the
+ * twin before it runs (set_child, apply_update); otherwise the set is only noted, and the
+ * twin does not run until it is set again right before a launch that may run it (XLA sets
+ * its traced children before every launch). False if it cannot be followed.
  */
-static bool keep_child(struct twin *t, struct tchild *c, __u64 graph)
+static bool keep_graph(struct twin *t, void **pend, bool *stale, __u64 graph)
 {
-	__u64 every = (__u64)gt_twin_every();
 	void *clone = NULL;
 
-	if (c->pend)
-		G.graph_destroy(c->pend);
-	c->pend = NULL;
-	c->stale = true;
-	if (t->launches % every)
+	if (*pend)
+		G.graph_destroy(*pend);
+	*pend = NULL;
+	*stale = true;
+	if (t->launches % (__u64)gt_twin_every())
 		return true;
 	if (G.clone(&clone, (void *)(unsigned long)graph))
 		return false;
-	c->pend = clone;
-	c->stale = false;
+	*pend = clone;
+	*stale = false;
 	return true;
+}
+
+/* An update of the whole exec: what was set before it no longer counts. */
+static bool keep_update(struct twin *t, __u64 graph)
+{
+	if (!G.exec_update)
+		return false;
+	gt_twin_drop_sets(t);
+	for (int i = 0; i < t->nchild; i++) {
+		if (t->child[i].pend)
+			G.graph_destroy(t->child[i].pend);
+		t->child[i].pend = NULL;
+		t->child[i].stale = false;
+	}
+	return keep_graph(t, &t->upd, &t->upd_stale, graph);
+}
+
+/* Under tw_lock, before a run of the built twin: the update kept, its clone given the
+ * twin's event nodes (the same events) and empty kernel, as built. */
+static bool apply_update(struct twin *t)
+{
+	__u64 info[8] = { 0 }; /* (CUgraphExecUpdateResultInfo) */
+	struct walk w = { .cap = t->nk };
+	bool ok;
+	int r;
+
+	w.knode = calloc((size_t)t->nk, sizeof(*w.knode));
+	w.kgraph = calloc((size_t)t->nk, sizeof(*w.kgraph));
+	/* (CUDA updates an exec only from a graph of the same shape.) */
+	ok = w.knode && w.kgraph && walk(&w, t->upd, 0) && w.nk == t->nk;
+	for (int k = 0; ok && k < t->nk; k++)
+		ok = instrument(t, w.kgraph[k], w.knode[k], k);
+	ok = ok && (tw_side || after_prime(t, t->upd)) &&
+	     (!(r = G.exec_update(t->twin_exec, t->upd, info)) || gt_twin_fail("update", r));
+	free(w.knode);
+	free(w.kgraph);
+	G.graph_destroy(t->upd);
+	t->upd = NULL;
+	return ok;
 }
 
 /* Under tw_lock, before a run of the built twin: child c as the program set it last (its
@@ -444,22 +488,25 @@ bool gt_twin_kernel_set(struct twin *t, __u64 node, const struct gs_cu_kernel_no
 	       gt_twin_keep_set(t, cn, p);
 }
 
-bool gt_twin_child_set(struct twin *t, __u64 node, __u64 graph)
+bool gt_twin_graph_set(struct twin *t, __u64 node, __u64 graph)
 {
 	void *cn = NULL;
 	int i = -1;
 
+	if (!node)
+		return keep_update(t, graph);
 	if (G.find_in_clone && G.exec_child &&
 	    !G.find_in_clone(&cn, (void *)(unsigned long)node, t->graph))
 		for (i = t->nchild - 1; i >= 0 && t->child[i].node != cn; i--)
 			;
-	return i >= 0 && keep_child(t, &t->child[i], graph);
+	return i >= 0 && keep_graph(t, &t->child[i].pend, &t->child[i].stale, graph);
 }
 
 bool gt_twin_prepare(struct twin *t, bool *ready)
 {
-	*ready = true;
-	return (!t->npend || gt_twin_apply_sets(t)) && (!t->nchild || apply_children(t, ready));
+	*ready = !t->upd_stale;
+	return (!t->upd || apply_update(t)) && (!t->npend || gt_twin_apply_sets(t)) &&
+	       (!t->nchild || apply_children(t, ready));
 }
 
 void gt_twin_wait(__u64 stream, bool ptsz, void *event)

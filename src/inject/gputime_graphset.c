@@ -248,6 +248,15 @@ bool gt_twin_apply_sets(struct twin *t)
 	return true;
 }
 
+void gt_twin_drop_sets(struct twin *t)
+{
+	for (int k = 0; k < t->nk; k++) {
+		free(t->pend[k]);
+		t->pend[k] = NULL;
+	}
+	t->npend = 0;
+}
+
 void gt_twin_free_sets(struct twin *t)
 {
 	for (int k = 0; k < t->nk; k++) {

@@ -42,6 +42,8 @@ struct twin {
 	void **knode;  /* the clone's kernel nodes, by kernel */
 	void **kgraph; /* the graph each is a node of: the clone, or a child's graph */
 	struct tchild *child;
+	void *upd;	     /* what the program updated the exec from last, cloned (as a child) */
+	bool upd_stale;	     /* an update not kept: no run until one is */
 	__u64 (*byclone)[2]; /* the same, sorted, and each one's kernel */
 	struct kset **pend;  /* each kernel's node as the program last set it, not applied */
 	struct layout **lay; /* each kernel's parameters */
@@ -63,8 +65,9 @@ enum {
  * runs; a twin of graph (instantiated with flags) not built yet, or NULL and why not;
  * freed (its events too); built; made what the program set the exec to since its last
  * run (false: cannot be; *ready false: not now); what the program set a kernel node, or a
- * child node, of the exec to, kept for that (false: cannot be followed); the order wait of
- * a launch after a twin's run on another stream; after fork(). */
+ * child node (node), or the whole exec (node 0: cuGraphExecUpdate), to, kept for that
+ * (false: cannot be followed); the order wait of a launch after a twin's run on another
+ * stream; after fork(). */
 bool gt_twin_load(void) GS_HIDDEN;
 int gt_twin_every(void) GS_HIDDEN;
 struct twin *gt_twin_new(__u64 graph, unsigned long long flags, const char **why) GS_HIDDEN;
@@ -72,17 +75,19 @@ void gt_twin_free(struct twin *t) GS_HIDDEN;
 bool gt_twin_build(struct twin *t) GS_HIDDEN;
 bool gt_twin_prepare(struct twin *t, bool *ready) GS_HIDDEN;
 bool gt_twin_kernel_set(struct twin *t, __u64 node, const struct gs_cu_kernel_node *p) GS_HIDDEN;
-bool gt_twin_child_set(struct twin *t, __u64 node, __u64 graph) GS_HIDDEN;
+bool gt_twin_graph_set(struct twin *t, __u64 node, __u64 graph) GS_HIDDEN;
 void gt_twin_wait(__u64 stream, bool ptsz, void *event) GS_HIDDEN;
 void gt_twin_forget(void) GS_HIDDEN;
 
 /* gputime_graphset.c, each under the twins' lock. The clone's kernel nodes indexed (and
  * room for sets), false if not; what the program set the kernel node node (the clone's) to,
  * p, kept (false if it cannot be followed); the sets kept, applied to the built twin
- * before it runs (false if one failed); the sets' memory freed. */
+ * before it runs (false if one failed); the sets kept dropped (an update of the whole exec
+ * came after them); the sets' memory freed. */
 bool gt_twin_index(struct twin *t) GS_HIDDEN;
 bool gt_twin_keep_set(struct twin *t, void *node, const struct gs_cu_kernel_node *p) GS_HIDDEN;
 bool gt_twin_apply_sets(struct twin *t) GS_HIDDEN;
+void gt_twin_drop_sets(struct twin *t) GS_HIDDEN;
 void gt_twin_free_sets(struct twin *t) GS_HIDDEN;
 /* A record of the name of a node's kernel: a function, or (!is_function) a CUkernel. */
 void gt_name_kernel(__u64 handle, bool is_function) GS_HIDDEN;

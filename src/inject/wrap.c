@@ -236,12 +236,19 @@ static bool sets_kernel_node(unsigned int api)
 	       api == GS_API_CU_GRAPH_EXEC_NODE_SET_PARAMS;
 }
 
+/* The exec setters of a child node or of the whole exec (from a graph), which a twin
+ * follows too. */
+static bool sets_graph(unsigned int api)
+{
+	return api == GS_API_CU_GRAPH_EXEC_CHILD_GRAPH_NODE_SET_PARAMS ||
+	       api == GS_API_CU_GRAPH_EXEC_UPDATE || api == GS_API_CU_GRAPH_EXEC_UPDATE_V1;
+}
+
 /* Graph calls the twins of gputime_graph.c follow (before the driver's call: a twin must
  * not run after a change, nor an exec's handle be taken again while its twin is known). */
 static void graph_call_before(unsigned int api, __u64 a0)
 {
-	if ((changes_exec(api) && !sets_kernel_node(api) &&
-	     api != GS_API_CU_GRAPH_EXEC_CHILD_GRAPH_NODE_SET_PARAMS) ||
+	if ((changes_exec(api) && !sets_kernel_node(api) && !sets_graph(api)) ||
 	    api == GS_API_CU_GRAPH_EXEC_DESTROY)
 		gs_graphtime_changed(a0, api);
 }
@@ -453,7 +460,9 @@ int gs_call(unsigned int api, void *caller, __u64 a0, __u64 a1, __u64 a2, __u64 
 	else if (sets_kernel_node(api))
 		gs_graphtime_kernel_set(api, a0, a1, a2, r);
 	else if (api == GS_API_CU_GRAPH_EXEC_CHILD_GRAPH_NODE_SET_PARAMS)
-		gs_graphtime_child_set(a0, a1, a2, r);
+		gs_graphtime_graph_set(a0, a1, a2, r);
+	else if (api == GS_API_CU_GRAPH_EXEC_UPDATE || api == GS_API_CU_GRAPH_EXEC_UPDATE_V1)
+		gs_graphtime_graph_set(a0, 0, a1, r);
 	if (r == 0 && d->family == GS_FAM_KNAME && gs_probe_on)
 		gs_probe_named(api, a);
 	if (r == 0 && gs_probe_on &&

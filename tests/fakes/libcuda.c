@@ -1900,14 +1900,39 @@ EXPORT CUresult cuKernelGetParamInfo(CUkernel k, size_t i, size_t *off, size_t *
 	return param_info(k, i, off, size);
 }
 
-/* (An instantiated graph here is its graph: an update points it at the new one.) */
+/* (An instantiated graph here is its graph: an update takes the parameters of the other
+ * graph's nodes, node for node, into it.) */
+static CUresult update_graph(struct CUgraph_st *to, const struct CUgraph_st *from)
+{
+	const struct node *f = from->nodes;
+	struct node *n;
+
+	if (to == from)
+		return CUDA_SUCCESS;
+	if (to->nnodes != from->nnodes)
+		return 910; /* CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE */
+	for (n = to->nodes; n && f; n = n->next, f = f->next)
+		if (n->type != f->type || !n->child != !f->child)
+			return 910;
+	for (n = to->nodes, f = from->nodes; n && f; n = n->next, f = f->next) {
+		n->dur = f->dur;
+		n->kernel = f->kernel;
+		n->handle = f->handle;
+		n->ev = f->ev;
+		if (n->child) {
+			graph_free(n->child);
+			n->child = graph_copy(f->child);
+		}
+	}
+	return CUDA_SUCCESS;
+}
+
 EXPORT CUresult cuGraphExecUpdate_v2(CUgraphExec e, CUgraph g, void *result_info)
 {
 	(void)result_info;
 	if (!e || !g)
 		return CUDA_ERROR_INVALID_VALUE;
-	e->graph = g;
-	return CUDA_SUCCESS;
+	return LOCKED(update_graph(e->graph, g));
 }
 
 EXPORT CUresult cuGraphNodeSetParams(CUgraphNode node, CUgraphNodeParams *p)

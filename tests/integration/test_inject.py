@@ -477,17 +477,19 @@ def test_gpu_times_of_kernels_inside_graphs(gs):
     assert report["gpu"]["graphs"]["timed"] == 12
 
 
-def test_gpu_times_of_kernels_inside_child_graphs(gs):
+@pytest.mark.parametrize("how", ["--children", "--update"])
+def test_gpu_times_of_kernels_inside_child_graphs(gs, how):
     """A graph with a child graph node (as XLA traces its cuBLAS calls into one) gets a
     twin whose child's kernels have their event nodes too (the child first in the graph:
     after an empty kernel of ours, as the graph's other first nodes); the program's sets
-    of the child node at the exec (cuGraphExecChildGraphNodeSetParams before the 7th to
-    the 10th launch, each to a new graph it destroys at once) are followed: cloned when
-    the launch right after may run the twin, set in the twin before it does. A set not
-    cloned (the launch after it could not run the twin) keeps the twin from running until
-    the child is set again."""
+    before the 7th to the 10th launch, each from a new graph it destroys at once, are
+    followed: of the child node at the exec (cuGraphExecChildGraphNodeSetParams, as XLA
+    does), or of the whole exec (cuGraphExecUpdate, as llama.cpp does). The graph is cloned
+    when the launch right after may run the twin, and set in the twin before it does; a
+    set not cloned (the launch after it could not run the twin) keeps the twin from running
+    until the next."""
     env = dict(GPU_ENV, FAKECUDA_NODE_ARG_NS="other", FAKECUDA_GRAPH_START_NS="20000")
-    report, truth, kernels = gs.trace(["wl_gputime", "--children"], opts=["--inject"],
+    report, truth, kernels = gs.trace(["wl_gputime", how], opts=["--inject"],
                                       env_extra=env)
     k = kernels_by_name(report)
     assert (k["busy"]["graph_runs"], k["idle"]["graph_runs"], k["other"]["graph_runs"]) == \
@@ -502,8 +504,8 @@ def test_gpu_times_of_kernels_inside_child_graphs(gs):
     assert report["gpu"]["graphs"]["timed"] == 1
 
     # Every 4th launch at most: the 5th (idle), the 9th (other: set right before it, so
-    # cloned); not the 13th: the child's last set came before the 10th, not cloned.
-    report, truth, kernels = gs.trace(["wl_gputime", "--children"], opts=["--inject"],
+    # cloned); not the 13th: the last set came before the 10th, not cloned.
+    report, truth, kernels = gs.trace(["wl_gputime", how], opts=["--inject"],
                                       env_extra=dict(env, GPUSCOPE_TWIN_EVERY=4))
     k = kernels_by_name(report)
     assert k["busy"]["gpu"]["in_graph"] == 4

@@ -30,7 +30,9 @@
  * command buffers): a graph of a child graph node of one `idle` (4 x 256), then `busy`
  * twice, built with the graph API and launched 13 times on s2, each waited for; before
  * the 7th to the 10th, the child node is set at the exec to a new graph of one `other`
- * (2 x 64, its argument 3000), destroyed right after. Truth as with --graphs.
+ * (2 x 64, its argument 3000), destroyed right after. Truth as with --graphs. With
+ * --update, the same, but the whole exec updated (cuGraphExecUpdate, as llama.cpp does)
+ * from a new graph of the same shape, its child's kernel `other`.
  *
  * With --after-copy, only this instead: `idle` launched right after an asynchronous copy
  * on its stream, then on the legacy stream after a synchronous copy, 3 times each
@@ -107,11 +109,11 @@ static CUgraph one_kernel_graph(CUkernel k, unsigned grid, unsigned block, void 
 	return g;
 }
 
-static int children(CUkernel busy, CUkernel idle, CUkernel other, CUstream s2,
-		    unsigned long long busy_ns, unsigned long long idle_ns)
+/* A graph of a child graph node of one k (grid x block, args), then busy twice; *c its
+ * child node. */
+static CUgraph child_first(CUkernel k, unsigned grid, unsigned block, void **args, CUkernel busy,
+			   CUgraphNode *c)
 {
-	unsigned long long other_ns =
-		kernel_ns(2, 64) + (getenv("FAKECUDA_NODE_ARG_NS") ? 3000 : 0);
 	CUDA_KERNEL_NODE_PARAMS p = { .kern = busy,
 				      .gridDimX = 1,
 				      .gridDimY = 1,
@@ -119,24 +121,40 @@ static int children(CUkernel busy, CUkernel idle, CUkernel other, CUstream s2,
 				      .blockDimX = 32,
 				      .blockDimY = 1,
 				      .blockDimZ = 1 };
-	CUgraph graph, child = one_kernel_graph(idle, 4, 256, NULL);
-	CUgraphNode a, c, b;
-	CUgraphExec exec;
+	CUgraph graph, child = one_kernel_graph(k, grid, block, args);
+	CUgraphNode a, b;
 
 	CHECK(cuGraphCreate(&graph, 0), 0);
-	CHECK(cuGraphAddChildGraphNode(&c, graph, NULL, 0, child), 0);
-	CHECK(cuGraphAddKernelNode_v2(&a, graph, &c, 1, &p), 0);
+	CHECK(cuGraphAddChildGraphNode(c, graph, NULL, 0, child), 0);
+	CHECK(cuGraphAddKernelNode_v2(&a, graph, c, 1, &p), 0);
 	CHECK(cuGraphAddKernelNode_v2(&b, graph, &a, 1, &p), 0);
 	CHECK(cuGraphDestroy(child), 0);
+	return graph;
+}
+
+static int children(CUkernel busy, CUkernel idle, CUkernel other, CUstream s2,
+		    unsigned long long busy_ns, unsigned long long idle_ns, int update)
+{
+	unsigned long long other_ns =
+		kernel_ns(2, 64) + (getenv("FAKECUDA_NODE_ARG_NS") ? 3000 : 0);
+	CUgraphNode c, c2;
+	CUgraph graph = child_first(idle, 4, 256, NULL, busy, &c), g2;
+	CUgraphExec exec;
+
 	CHECK(cuGraphInstantiateWithFlags(&exec, graph, 0), 0);
 	for (int i = 0; i < 13; i++) {
 		if (i >= 6 && i < 10) {
 			unsigned long long arg = 3000;
 			void *args[] = { &arg };
 
-			child = one_kernel_graph(other, 2, 64, args);
-			CHECK(cuGraphExecChildGraphNodeSetParams(exec, c, child), 0);
-			CHECK(cuGraphDestroy(child), 0);
+			if (update) {
+				g2 = child_first(other, 2, 64, args, busy, &c2);
+				CHECK(cuGraphExecUpdate_v2(exec, g2, NULL), 0);
+			} else {
+				g2 = one_kernel_graph(other, 2, 64, args);
+				CHECK(cuGraphExecChildGraphNodeSetParams(exec, c, g2), 0);
+			}
+			CHECK(cuGraphDestroy(g2), 0);
 		}
 		CHECK(cuGraphLaunch(exec, s2), 0);
 		CHECK(cuStreamSynchronize(s2), 0);
@@ -232,11 +250,13 @@ int main(int argc, char **argv)
 	CHECK(cuStreamCreate(&s, 0), 0);
 	CHECK(cuStreamCreate(&s2, 0), 0);
 
-	if (argc > 1 && (!strcmp(argv[1], "--graphs") || !strcmp(argv[1], "--children"))) {
+	if (argc > 1 && (!strcmp(argv[1], "--graphs") || !strcmp(argv[1], "--children") ||
+			 !strcmp(argv[1], "--update"))) {
 		CHECK(cuLibraryGetKernel(&other, lib, "other"), 0);
 		return !strcmp(argv[1], "--graphs")
 			       ? graphs(busy, idle, other, s, s2, busy_ns, idle_ns)
-			       : children(busy, idle, other, s2, busy_ns, idle_ns);
+			       : children(busy, idle, other, s2, busy_ns, idle_ns,
+					  !strcmp(argv[1], "--update"));
 	}
 	if (argc > 1 && !strcmp(argv[1], "--after-copy")) {
 		CHECK(cuMemAlloc_v2(&d, 1 << 20), 0);
