@@ -66,6 +66,30 @@ static void pause_ms(int ms)
 	nanosleep(&ts, NULL);
 }
 
+/* A kernel node's parameters: k on grid x 1 x 1 blocks of block x 1 x 1 threads. */
+static CUDA_KERNEL_NODE_PARAMS kparams(CUkernel k, unsigned grid, unsigned block, void **args)
+{
+	CUDA_KERNEL_NODE_PARAMS p = { .kern = k,
+				      .gridDimX = grid,
+				      .gridDimY = 1,
+				      .gridDimZ = 1,
+				      .blockDimX = block,
+				      .blockDimY = 1,
+				      .blockDimZ = 1,
+				      .kernelParams = args };
+
+	return p;
+}
+
+/* The truth of the graph workloads: each kernel's duration. */
+static void truth_kernels(unsigned long long busy_ns, unsigned long long idle_ns,
+			  unsigned long long other_ns)
+{
+	truth_add((long long)busy_ns, "gpu:busy:ns");
+	truth_add((long long)idle_ns, "gpu:idle:ns");
+	truth_add((long long)other_ns, "gpu:other:ns");
+}
+
 /* The exec's first kernel node set to run other, as XLA sets one (by the generic setter if
  * generic); the argument's variable is gone after the call. */
 static void set_node(CUgraphExec exec, CUgraph graph, CUkernel other, int generic)
@@ -77,11 +101,7 @@ static void set_node(CUgraphExec exec, CUgraph graph, CUkernel other, int generi
 	CUgraphNode nodes[8];
 	size_t n = 8;
 
-	p->kern = other;
-	p->gridDimX = 2;
-	p->gridDimY = p->gridDimZ = p->blockDimY = p->blockDimZ = 1;
-	p->blockDimX = 64;
-	p->kernelParams = args;
+	*p = kparams(other, 2, 64, args);
 	CHECK(cuGraphGetNodes(graph, nodes, &n), 0);
 	CHECK(n, 4);
 	CHECK(generic ? cuGraphExecNodeSetParams(exec, nodes[0], &gp)
@@ -93,14 +113,7 @@ static void set_node(CUgraphExec exec, CUgraph graph, CUkernel other, int generi
 
 static CUgraph one_kernel_graph(CUkernel k, unsigned grid, unsigned block, void **args)
 {
-	CUDA_KERNEL_NODE_PARAMS p = { .kern = k,
-				      .gridDimX = grid,
-				      .gridDimY = 1,
-				      .gridDimZ = 1,
-				      .blockDimX = block,
-				      .blockDimY = 1,
-				      .blockDimZ = 1,
-				      .kernelParams = args };
+	CUDA_KERNEL_NODE_PARAMS p = kparams(k, grid, block, args);
 	CUgraphNode n;
 	CUgraph g;
 
@@ -114,13 +127,7 @@ static CUgraph one_kernel_graph(CUkernel k, unsigned grid, unsigned block, void 
 static CUgraph child_first(CUkernel k, unsigned grid, unsigned block, void **args, CUkernel busy,
 			   CUgraphNode *c)
 {
-	CUDA_KERNEL_NODE_PARAMS p = { .kern = busy,
-				      .gridDimX = 1,
-				      .gridDimY = 1,
-				      .gridDimZ = 1,
-				      .blockDimX = 32,
-				      .blockDimY = 1,
-				      .blockDimZ = 1 };
+	CUDA_KERNEL_NODE_PARAMS p = kparams(busy, 1, 32, NULL);
 	CUgraph graph, child = one_kernel_graph(k, grid, block, args);
 	CUgraphNode a, b;
 
@@ -160,9 +167,7 @@ static int children(CUkernel busy, CUkernel idle, CUkernel other, CUstream s2,
 		CHECK(cuStreamSynchronize(s2), 0);
 	}
 	CHECK(cuGraphExecDestroy(exec), 0);
-	truth_add((long long)busy_ns, "gpu:busy:ns");
-	truth_add((long long)idle_ns, "gpu:idle:ns");
-	truth_add((long long)other_ns, "gpu:other:ns");
+	truth_kernels(busy_ns, idle_ns, other_ns);
 	truth_write();
 	return 0;
 }
@@ -208,9 +213,7 @@ static int graphs(CUkernel busy, CUkernel idle, CUkernel other, CUstream s, CUst
 		CHECK(cuStreamSynchronize(s2), 0);
 	}
 	CHECK(cuGraphExecDestroy(exec), 0);
-	truth_add((long long)busy_ns, "gpu:busy:ns");
-	truth_add((long long)idle_ns, "gpu:idle:ns");
-	truth_add((long long)other_ns, "gpu:other:ns");
+	truth_kernels(busy_ns, idle_ns, other_ns);
 	/* (A graph's first work starts FAKECUDA_GRAPH_START_NS after its launch does.) */
 	truth_add((long long)(2 * busy_ns + idle_ns + set_ns) +
 			  (getenv("FAKECUDA_GRAPH_START_NS")
