@@ -112,7 +112,8 @@ static void emit_name(unsigned int api, const __u64 *a, __u64 t0)
  * GPUSCOPE_NAME_AT_LAUNCH=1 (to check the names gpuscope gives launches where handles are
  * given out again): the name of each launched function asked of the driver before the
  * launch (cuFuncGetName, or cuKernelGetName for a CUkernel), and a name record made when
- * it is not the one this thread last saw for the handle.
+ * it is not the one this thread last saw for the handle (each thread's table kept to its
+ * end).
  */
 static bool name_check_on(void)
 {
@@ -126,9 +127,10 @@ static bool name_check_on(void)
 static void name_at_launch(unsigned int api, __u64 func)
 {
 	typedef int (*name_fn)(const char **, void *);
-	static __thread struct {
+	/* (A pointer only in thread storage: a library loaded by dlopen gets little of it.) */
+	static __thread struct seen {
 		__u64 handle, hash; /* (of the name: the driver's string goes with its module) */
-	} seen[256];
+	} * seen;
 	static name_fn fn, kn;
 	unsigned int i = (unsigned int)((func >> 4) * 0x9E3779B1u) % 256;
 	const char *name = NULL;
@@ -138,6 +140,8 @@ static void name_at_launch(unsigned int api, __u64 func)
 		fn = (name_fn)gs_real_by_name("cuFuncGetName");
 		kn = (name_fn)gs_real_by_name("cuKernelGetName");
 	}
+	if (!seen && !(seen = calloc(256, sizeof(*seen))))
+		return;
 	if ((!fn || fn(&name, (void *)(unsigned long)func) || !name) &&
 	    (!kn || kn(&name, (void *)(unsigned long)func) || !name))
 		return;
