@@ -68,14 +68,16 @@ void gs_timing_end(struct gs_timing *t, int result, const struct gs_timed_call *
 
 /* Kernels inside CUDA graphs (gputime_graph.c). The program instantiated graph as exec
  * (flags: the instantiation's); is about to change the exec by api, or to destroy it; set
- * a kernel node of the exec by api, a child node to graph, or (node 0) the whole exec from
- * graph (after the call: its result);
+ * a kernel node of the exec by api, a child node to graph, (node 0) the whole exec from
+ * graph, or another node by api (params, ctx: its arguments) (after the call: its result);
  * obtained an exec setter that has no wrapper (twins off from now on). */
 void gs_graphtime_instantiated(__u64 exec, __u64 graph, unsigned long long flags) GS_HIDDEN;
 void gs_graphtime_changed(__u64 exec, unsigned int api) GS_HIDDEN;
 void gs_graphtime_kernel_set(unsigned int api, __u64 exec, __u64 node, __u64 params,
 			     int result) GS_HIDDEN;
 void gs_graphtime_graph_set(__u64 exec, __u64 node, __u64 graph, int result) GS_HIDDEN;
+void gs_graphtime_node_set(unsigned int api, __u64 exec, __u64 node, __u64 params, __u64 ctx,
+			   int result) GS_HIDDEN;
 void gs_graphtime_unwrapped(void) GS_HIDDEN;
 void gs_graphtime_after_fork(void) GS_HIDDEN;
 struct gs_graph_launch {

@@ -27,7 +27,9 @@
  *    and set in the twin, with its event nodes, before it does (gputime_graphbuild.c), and
  *    so is an update of the whole exec (cuGraphExecUpdate: llama.cpp updates its exec
  *    from each token's capture);
- *  - never once the program changed the exec otherwise (the other exec setters,
+ *    the other nodes' exec setters (copies, sets, host functions, events, memory
+ *    operations) are made on the twin too, at once;
+ *  - never once the program changed the exec otherwise (the semaphore nodes' setters,
  *    cuGraphNodeSetEnabled: wrappers of the table tell us); a program
  *    that obtains an exec setter we do not wrap turns twins off for the whole process
  *    (gs_graphtime_unwrapped);
@@ -178,10 +180,29 @@ void gs_graphtime_kernel_set(unsigned int api, __u64 exec, __u64 node, __u64 par
 		memcpy(&p, (const void *)(unsigned long)params, sizeof(p));
 	pthread_mutex_lock(&tw_lock);
 	t = find(exec, false);
-	if (t && t->state != TW_OFF &&
-	    (result || type != NODE_KERNEL || !gt_twin_kernel_set(t, node, &p))) {
+	if (t && t->state != TW_OFF && !result && type != NODE_KERNEL)
+		result = !gt_twin_node_set(t, api, node, params, 0);
+	else if (t && t->state != TW_OFF && !result)
+		result = !gt_twin_kernel_set(t, node, &p);
+	if (t && t->state != TW_OFF && result) {
 		debug(result ? "no twin: a set that failed" : "no twin: a set it cannot follow",
 		      exec);
+		t->state = TW_OFF;
+	}
+	pthread_mutex_unlock(&tw_lock);
+}
+
+void gs_graphtime_node_set(unsigned int api, __u64 exec, __u64 node, __u64 params, __u64 ctx,
+			   int result)
+{
+	struct twin *t;
+
+	if (!__atomic_load_n(&tw_count, __ATOMIC_RELAXED))
+		return;
+	pthread_mutex_lock(&tw_lock);
+	t = find(exec, false);
+	if (t && t->state != TW_OFF && (result || !gt_twin_node_set(t, api, node, params, ctx))) {
+		debug(api_name(api), exec);
 		t->state = TW_OFF;
 	}
 	pthread_mutex_unlock(&tw_lock);

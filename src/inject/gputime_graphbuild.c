@@ -502,6 +502,51 @@ bool gt_twin_graph_set(struct twin *t, __u64 node, __u64 graph)
 	return i >= 0 && keep_graph(t, &t->child[i].pend, &t->child[i].stale, graph);
 }
 
+/* The graph's setter of the same node (for a clone not built yet) of each exec setter that
+ * a twin follows at once. */
+static const struct {
+	unsigned int api;
+	const char *graph_set;
+} node_setters[] = {
+	{ GS_API_CU_GRAPH_EXEC_MEMCPY_NODE_SET_PARAMS, "cuGraphMemcpyNodeSetParams" },
+	{ GS_API_CU_GRAPH_EXEC_MEMSET_NODE_SET_PARAMS, "cuGraphMemsetNodeSetParams" },
+	{ GS_API_CU_GRAPH_EXEC_HOST_NODE_SET_PARAMS, "cuGraphHostNodeSetParams" },
+	{ GS_API_CU_GRAPH_EXEC_EVENT_RECORD_NODE_SET_EVENT, "cuGraphEventRecordNodeSetEvent" },
+	{ GS_API_CU_GRAPH_EXEC_EVENT_WAIT_NODE_SET_EVENT, "cuGraphEventWaitNodeSetEvent" },
+	{ GS_API_CU_GRAPH_EXEC_BATCH_MEM_OP_NODE_SET_PARAMS, "cuGraphBatchMemOpNodeSetParams" },
+	{ GS_API_CU_GRAPH_EXEC_NODE_SET_PARAMS, "cuGraphNodeSetParams" },
+};
+
+bool gt_twin_node_set(struct twin *t, unsigned int api, __u64 node, __u64 params, __u64 ctx)
+{
+	typedef int (*graph_set_fn)(void *, __u64);
+	gs_fn exec_set = gs_real(api);
+	graph_set_fn graph_set = NULL;
+	void *cn = NULL;
+	int type = -1;
+
+	for (size_t i = 0; i < sizeof(node_setters) / sizeof(node_setters[0]); i++)
+		if (node_setters[i].api == api)
+			graph_set = (graph_set_fn)gs_real_by_name(node_setters[i].graph_set);
+	/* (A child or conditional node by the generic setter: not followed.) */
+	if (!G.find_in_clone || G.find_in_clone(&cn, (void *)(unsigned long)node, t->graph) ||
+	    G.type(cn, &type) || type == NODE_CHILD || type == 13)
+		return false;
+	/* A set after an update not applied yet: the twin waits for the next update. */
+	if (t->upd || t->upd_stale) {
+		if (t->upd)
+			G.graph_destroy(t->upd);
+		t->upd = NULL;
+		t->upd_stale = true;
+		return true;
+	}
+	if (t->state == TW_READY)
+		return exec_set &&
+		       !exec_set((__u64)(unsigned long)t->twin_exec, (__u64)(unsigned long)cn,
+				 params, ctx, 0, 0, 0, 0, 0, 0, 0);
+	return graph_set && !graph_set(cn, params);
+}
+
 bool gt_twin_prepare(struct twin *t, bool *ready)
 {
 	*ready = !t->upd_stale;

@@ -65,8 +65,9 @@ enum {
  * runs; a twin of graph (instantiated with flags) not built yet, or NULL and why not;
  * freed (its events too); built; made what the program set the exec to since its last
  * run (false: cannot be; *ready false: not now); what the program set a kernel node, or a
- * child node (node), or the whole exec (node 0: cuGraphExecUpdate), to, kept for that
- * (false: cannot be followed); the order wait of a launch after a twin's run on another
+ * child node (node), or the whole exec (node 0: cuGraphExecUpdate), to, kept for that,
+ * or another node set by api (made on the twin, or its clone, at once) (false: cannot be
+ * followed); the order wait of a launch after a twin's run on another
  * stream; after fork(). */
 bool gt_twin_load(void) GS_HIDDEN;
 int gt_twin_every(void) GS_HIDDEN;
@@ -76,6 +77,8 @@ bool gt_twin_build(struct twin *t) GS_HIDDEN;
 bool gt_twin_prepare(struct twin *t, bool *ready) GS_HIDDEN;
 bool gt_twin_kernel_set(struct twin *t, __u64 node, const struct gs_cu_kernel_node *p) GS_HIDDEN;
 bool gt_twin_graph_set(struct twin *t, __u64 node, __u64 graph) GS_HIDDEN;
+bool gt_twin_node_set(struct twin *t, unsigned int api, __u64 node, __u64 params,
+		      __u64 ctx) GS_HIDDEN;
 void gt_twin_wait(__u64 stream, bool ptsz, void *event) GS_HIDDEN;
 void gt_twin_forget(void) GS_HIDDEN;
 

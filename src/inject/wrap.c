@@ -240,6 +240,18 @@ static bool sets_kernel_node(unsigned int api)
 	       api == GS_API_CU_GRAPH_EXEC_NODE_SET_PARAMS;
 }
 
+/* The exec setters of a copy, set, host, event or memory operation node, which a twin
+ * follows at once (their parameters are values). */
+static bool sets_node(unsigned int api)
+{
+	return api == GS_API_CU_GRAPH_EXEC_MEMCPY_NODE_SET_PARAMS ||
+	       api == GS_API_CU_GRAPH_EXEC_MEMSET_NODE_SET_PARAMS ||
+	       api == GS_API_CU_GRAPH_EXEC_HOST_NODE_SET_PARAMS ||
+	       api == GS_API_CU_GRAPH_EXEC_EVENT_RECORD_NODE_SET_EVENT ||
+	       api == GS_API_CU_GRAPH_EXEC_EVENT_WAIT_NODE_SET_EVENT ||
+	       api == GS_API_CU_GRAPH_EXEC_BATCH_MEM_OP_NODE_SET_PARAMS;
+}
+
 /* The exec setters of a child node or of the whole exec (from a graph), which a twin
  * follows too. */
 static bool sets_graph(unsigned int api)
@@ -252,7 +264,7 @@ static bool sets_graph(unsigned int api)
  * not run after a change, nor an exec's handle be taken again while its twin is known). */
 static void graph_call_before(unsigned int api, __u64 a0)
 {
-	if ((changes_exec(api) && !sets_kernel_node(api) && !sets_graph(api)) ||
+	if ((changes_exec(api) && !sets_kernel_node(api) && !sets_graph(api) && !sets_node(api)) ||
 	    api == GS_API_CU_GRAPH_EXEC_DESTROY)
 		gs_graphtime_changed(a0, api);
 }
@@ -467,6 +479,8 @@ int gs_call(unsigned int api, void *caller, __u64 a0, __u64 a1, __u64 a2, __u64 
 		gs_graphtime_graph_set(a0, a1, a2, r);
 	else if (api == GS_API_CU_GRAPH_EXEC_UPDATE || api == GS_API_CU_GRAPH_EXEC_UPDATE_V1)
 		gs_graphtime_graph_set(a0, 0, a1, r);
+	else if (sets_node(api))
+		gs_graphtime_node_set(api, a0, a1, a2, a3, r);
 	if (r == 0 && d->family == GS_FAM_KNAME && gs_probe_on)
 		gs_probe_named(api, a);
 	if (r == 0 && gs_probe_on &&

@@ -155,6 +155,12 @@ typedef struct CUDA_CONDITIONAL_NODE_PARAMS_st {
 	CUgraph *phGraph_out; /* the bodies, made by the driver */
 	CUcontext ctx;
 } CUDA_CONDITIONAL_NODE_PARAMS;
+typedef struct CUDA_MEMSET_NODE_PARAMS_st {
+	CUdeviceptr dst;
+	size_t pitch;
+	unsigned int value, elementSize;
+	size_t width, height;
+} CUDA_MEMSET_NODE_PARAMS;
 typedef struct CUgraphNodeParams_st {
 	int type; /* CU_GRAPH_NODE_TYPE_KERNEL: 0, _GRAPH: 4 (a child), _CONDITIONAL: 13 */
 	int reserved0[3];
@@ -271,6 +277,9 @@ CUresult cuGraphExecUpdate_v2(CUgraphExec e, CUgraph g, void *result_info);
 CUresult cuGraphDestroy(CUgraph g);
 CUresult cuGraphExecDestroy(CUgraphExec e);
 CUresult cuGraphExecNodeSetParams(CUgraphExec e, CUgraphNode node, CUgraphNodeParams *p);
+CUresult cuGraphExecMemsetNodeSetParams(CUgraphExec e, CUgraphNode node,
+					const CUDA_MEMSET_NODE_PARAMS *p, CUcontext ctx);
+CUresult cuGraphNodeGetType(CUgraphNode node, int *type);
 CUresult cuGraphExecChildGraphNodeSetParams(CUgraphExec e, CUgraphNode node, CUgraph child);
 CUresult cuModuleLoad(CUmodule *mod, const char *path);
 CUresult cuLibraryLoadFromFile(CUlibrary *lib, const char *path, void *jitOptions,

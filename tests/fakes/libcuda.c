@@ -480,6 +480,9 @@ struct node {
 	struct node *copy;	  /* (while cloning) */
 	struct node *orig;	  /* a clone's node: the node it copies */
 	struct CUgraph_st *child; /* a child graph node's own copy of its graph */
+	CUdeviceptr set_dst;	  /* a memset node's: what it sets at each run */
+	size_t set_count;
+	unsigned set_value, set_elem;
 	struct node *next;
 };
 struct CUgraph_st {
@@ -1432,6 +1435,9 @@ static void node_run(struct CUstream_st *s, struct node *n, unsigned long long *
 	unsigned long long now = now_ns();
 
 	n->ran = true;
+	/* (A memset node sets its bytes as it is run: the runs are in order here.) */
+	for (size_t i = 0; n->type == 2 && i < n->set_count; i++)
+		memcpy((char *)n->set_dst + i * n->set_elem, &n->set_value, n->set_elem);
 	if (n->child) {
 		run_nodes(s, n->child, delay);
 	} else if (n->type != 7 || !n->ev) {
@@ -2535,7 +2541,13 @@ static CUresult set(CUdeviceptr dst, unsigned value, size_t count, unsigned elem
 	if (s->capture) { /* a node of the graph (its bytes are not set at its runs here) */
 		if (!async)
 			return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
-		graph_add(s->capture, 2, NULL, 0, true)->dur = transfer_ns(bytes, true);
+		struct node *n = graph_add(s->capture, 2, NULL, 0, true);
+
+		n->dur = transfer_ns(bytes, true);
+		n->set_dst = dst;
+		n->set_count = count;
+		n->set_value = value;
+		n->set_elem = elem;
 		return CUDA_SUCCESS;
 	}
 	for (size_t i = 0; i < count; i++)
@@ -2548,6 +2560,35 @@ static CUresult set(CUdeviceptr dst, unsigned value, size_t count, unsigned elem
 	sleep_until(t);
 	pthread_mutex_lock(&lock);
 	return CUDA_SUCCESS;
+}
+
+/* A memset node (captured) set again: 1-D sets only. */
+static CUresult set_memset_node(CUgraphNode hn, const CUDA_MEMSET_NODE_PARAMS *p)
+{
+	struct node *n = (struct node *)hn;
+
+	if (!n || n->type != 2 || !p || p->height != 1 ||
+	    (p->elementSize != 1 && p->elementSize != 2 && p->elementSize != 4) ||
+	    !side_ok(p->dst, p->width * p->elementSize, DEVICE))
+		return CUDA_ERROR_INVALID_VALUE;
+	n->set_dst = p->dst;
+	n->set_count = p->width;
+	n->set_value = p->value;
+	n->set_elem = p->elementSize;
+	n->dur = transfer_ns(p->width * p->elementSize, true);
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuGraphMemsetNodeSetParams(CUgraphNode node, const CUDA_MEMSET_NODE_PARAMS *p)
+{
+	return LOCKED(set_memset_node(node, p));
+}
+
+EXPORT CUresult cuGraphExecMemsetNodeSetParams(CUgraphExec e, CUgraphNode node,
+					       const CUDA_MEMSET_NODE_PARAMS *p, CUcontext ctx)
+{
+	(void)ctx;
+	return e ? LOCKED(set_memset_node(node, p)) : CUDA_ERROR_INVALID_VALUE;
 }
 
 #define COPY_FN(name, dtype, ds, stype, ss, async, pt)                                          \

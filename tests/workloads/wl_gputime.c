@@ -23,7 +23,8 @@
  * kernel node is set to run `other` (2 blocks of 64 threads, its argument 3000: with
  * FAKECUDA_NODE_ARG_NS=other, 3 us longer), as XLA sets its nodes, the argument's variable
  * overwritten right after, and the exec runs twice on s2; then the same set through
- * cuGraphExecNodeSetParams, and it runs twice again. Truth: the kernels' and the graph's
+ * cuGraphExecNodeSetParams, and the memset node's value set to 7, and it runs twice again
+ * (the memory must then hold 7s). Truth: the kernels' and the graph's
  * durations, and how long after the 7th ended on s2 the 8th ended on s.
  *
  * With --children, only this instead (a child graph in a twin, set as XLA sets its traced
@@ -111,6 +112,26 @@ static void set_node(CUgraphExec exec, CUgraph graph, CUkernel other, int generi
 	__asm__ volatile("" : : "r"(&arg) : "memory");
 }
 
+/* The exec's memset node set to value (cuGraphExecMemsetNodeSetParams), as XLA sets one
+ * whose buffer moved. */
+static void set_memset(CUgraphExec exec, CUgraph graph, CUdeviceptr d, unsigned value)
+{
+	CUDA_MEMSET_NODE_PARAMS p = {
+		.dst = d, .value = value, .elementSize = 4, .width = 16 << 10, .height = 1
+	};
+	CUgraphNode nodes[8];
+	size_t n = 8;
+	int type = -1;
+
+	CHECK(cuGraphGetNodes(graph, nodes, &n), 0);
+	for (size_t i = 0; i < n; i++)
+		if (!cuGraphNodeGetType(nodes[i], &type) && type == 2) {
+			CHECK(cuGraphExecMemsetNodeSetParams(exec, nodes[i], &p, NULL), 0);
+			return;
+		}
+	CHECK(type, 2);
+}
+
 static CUgraph one_kernel_graph(CUkernel k, unsigned grid, unsigned block, void **args)
 {
 	CUDA_KERNEL_NODE_PARAMS p = kparams(k, grid, block, args);
@@ -180,6 +201,7 @@ static int graphs(CUkernel busy, CUkernel idle, CUkernel other, CUstream s, CUst
 		(unsigned long long)((64 << 10) / ((g ? atof(g) : 20) * 50)) + 2000;
 	unsigned long long other_ns =
 		kernel_ns(2, 64) + (getenv("FAKECUDA_NODE_ARG_NS") ? 3000 : 0);
+	static unsigned words[16 << 10];
 	CUgraph graph;
 	CUgraphExec exec;
 	CUevent on_s2, on_s;
@@ -209,9 +231,15 @@ static int graphs(CUkernel busy, CUkernel idle, CUkernel other, CUstream s, CUst
 	for (int i = 0; i < 4; i++) {
 		if (i % 2 == 0)
 			set_node(exec, graph, other, i == 2);
+		if (i == 2)
+			set_memset(exec, graph, d, 7);
 		CHECK(cuGraphLaunch(exec, s2), 0);
 		CHECK(cuStreamSynchronize(s2), 0);
 	}
+	/* (The set's value: what the graph's runs after it wrote, twins' included.) */
+	CHECK(cuMemcpyDtoH_v2(words, d, sizeof(words)), 0);
+	for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
+		CHECK(words[i], 7);
 	CHECK(cuGraphExecDestroy(exec), 0);
 	truth_kernels(busy_ns, idle_ns, other_ns);
 	/* (A graph's first work starts FAKECUDA_GRAPH_START_NS after its launch does.) */
