@@ -218,6 +218,15 @@ static bool walk(struct walk *w, void *graph, int depth)
 	return ok;
 }
 
+/* *p made bytes long (left as it was if it cannot be). */
+static void shrink(void **p, size_t bytes)
+{
+	void *q = realloc(*p, bytes);
+
+	if (q)
+		*p = q;
+}
+
 /* Whether the clone is a graph a twin can be made of: its kernel nodes and child nodes in
  * t. */
 static bool eligible(struct twin *t, void *graph)
@@ -227,11 +236,15 @@ static bool eligible(struct twin *t, void *graph)
 	t->knode = w.knode = calloc(TWIN_MAX_KERNELS, sizeof(*w.knode));
 	t->kgraph = w.kgraph = calloc(TWIN_MAX_KERNELS, sizeof(*w.kgraph));
 	t->child = w.child = calloc(TWIN_MAX_CHILDREN, sizeof(*w.child));
-	if (!w.knode || !w.kgraph || !w.child || !walk(&w, graph, 0))
+	if (!w.knode || !w.kgraph || !w.child || !walk(&w, graph, 0) || !w.nk)
 		return false;
 	t->nk = w.nk;
 	t->nchild = w.nchild;
-	return t->nk > 0;
+	/* (Kept as long as the exec: no more than it has.) */
+	shrink((void **)&t->knode, (size_t)w.nk * sizeof(*w.knode));
+	shrink((void **)&t->kgraph, (size_t)w.nk * sizeof(*w.kgraph));
+	shrink((void **)&t->child, (size_t)(w.nchild ? w.nchild : 1) * sizeof(*w.child));
+	return true;
 }
 
 /* A node's dependencies (succ: its dependents) and their edges' data (8 bytes each), at
