@@ -20,9 +20,6 @@
 #define NODE_KERNEL	      0
 #define NODE_CHILD	      4
 #define ATTR_DEVICE_UPDATABLE 13
-#define NODE_KERNEL	      0
-#define NODE_CHILD	      4
-#define ATTR_DEVICE_UPDATABLE 13
 #define EVENT_NO_TIMING	      2U
 
 typedef int (*g_clone_fn)(void **, void *);
@@ -210,8 +207,10 @@ static bool walk(struct walk *w, void *graph, int depth)
 			if (ok && c)
 				*c = (struct tchild){ .node = nodes[i], .k0 = w->nk };
 			ok = ok && walk(w, cg, depth + 1);
-			if (ok && c)
-				c->k1 = w->nk, w->nchild++;
+			if (ok && c) {
+				c->k1 = w->nk;
+				w->nchild++;
+			}
 		}
 	}
 	free(nodes);
