@@ -49,8 +49,12 @@ def norm(name):
 
 
 def run(gs, out, workloads):
+    # (FIDELITY_PLANES=inject: that plane only, for a quicker look at its GPU times.)
+    planes = os.environ.get("FIDELITY_PLANES", ",".join(PLANES)).split(",")
     for w in workloads:
         for plane, opts in PLANES.items():
+            if plane not in planes:
+                continue
             d = os.path.join(out, w, plane)
             os.makedirs(d, exist_ok=True)
             cmd = [gs, "run", "-q", "--no-os", "-o", os.path.join(d, "run.gsrec"),

@@ -62,6 +62,7 @@ static struct {
 static int tw_events; /* of all twins */
 static int tw_loaded; /* 1 ready, -1 not available */
 static bool tw_side;  /* GPUSCOPE_TWIN_EDGES=side: events beside the kernels (to compare) */
+static __u64 tw_prime_ns = 3000; /* GPUSCOPE_TWIN_PRIME_NS: how long the first kernel spins */
 /* A twin runs at every TWIN_EVERY-th launch of its exec at most (or --gpu-time=N's N, if
  * more): its event nodes cost the GPU about 1.7 us each (H200: a CUDA-graph training step
  * of 19 kernels replayed and waited for 1.94x with a twin at every launch, 1.20x with
@@ -89,6 +90,8 @@ static void load_now(void)
 	tw_side = getenv("GPUSCOPE_TWIN_EDGES") && !strcmp(getenv("GPUSCOPE_TWIN_EDGES"), "side");
 	if (getenv("GPUSCOPE_TWIN_EVERY") && atoi(getenv("GPUSCOPE_TWIN_EVERY")) > 0)
 		tw_every = atoi(getenv("GPUSCOPE_TWIN_EVERY"));
+	if (getenv("GPUSCOPE_TWIN_PRIME_NS"))
+		tw_prime_ns = strtoull(getenv("GPUSCOPE_TWIN_PRIME_NS"), NULL, 10);
 	if (getenv("GPUSCOPE_NO_TWINS")) { /* (to compare) */
 		tw_loaded = -1;
 		return;
@@ -304,21 +307,33 @@ static bool instrument(struct twin *t, void *graph, void *node, int k)
 }
 
 /*
- * The graph's first nodes (no dependencies) are put after an empty kernel of ours: an
- * event node first in a graph, or first in a child graph node first in it, is recorded as
- * the launch starts, before the first kernel is set up, and measured an H200's first
- * kernel of XLA's graphs 5.7 us long at the median (the others 0.2-0.7 us); in a child
- * (cuBLAS traced), 3.4 us. (GPUSCOPE_NO_PRIME: not.)
+ * The graph's first nodes (no dependencies) are put after a kernel of ours that spins 3 us
+ * (the calibration kernel): an event node first in a graph, or first in a child graph node
+ * first in it, is recorded as the launch starts, before the first kernel is set up, and
+ * measured an H200's first kernel of XLA's graphs 5.7 us long at the median (the others
+ * 0.2-0.7 us), in a child (cuBLAS traced) 3.4 us; after an empty kernel 1.2-1.3 us, after
+ * 3 us of spinning 0.9 us, and PyTorch's graph's first two +1.2/+1.4 us, then +0.8/+0.8
+ * us (bench/results/twin-xla-2026-11-27-h200.md). (GPUSCOPE_TWIN_PRIME_NS=0: the empty
+ * kernel; GPUSCOPE_NO_PRIME: neither.)
  */
 static bool after_prime(struct twin *t, void *graph)
 {
-	struct gs_cu_kernel_node p = { .func = (__u64)(unsigned long)T.ctx[t->ci].prime,
+	struct ctx_slot *c = &T.ctx[t->ci];
+	struct gs_cu_kernel_node p = { .func = (__u64)(unsigned long)c->prime,
 				       .grid = { 1, 1, 1 },
 				       .block = { 1, 1, 1 } };
-	void **nodes = NULL, *prime = NULL;
+	/* (The calibration kernel spinning tw_prime_ns writes its span at bytes 96..111 of the
+	 * gate's page, read by no one.) */
+	__u64 out = c->gate.dev + 96, ns = tw_prime_ns;
+	void *params[] = { &out, &ns }, **nodes = NULL, *prime = NULL;
 	size_t n = 0, nd;
 	bool ok;
 	int r;
+
+	if (p.func && ns && c->cal && c->gate.host && c->gate.dev) {
+		p.func = (__u64)(unsigned long)c->cal;
+		p.params = (__u64)(unsigned long)params;
+	}
 
 	if (!p.func || !G.add_kernel || G.nodes(graph, NULL, &n) || !n)
 		return true;
