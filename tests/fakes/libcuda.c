@@ -1676,8 +1676,9 @@ static CUresult kernel_node_check(const CUDA_KERNEL_NODE_PARAMS *p, bool v2, str
 }
 
 /* A kernel node's time: as a launch's, and for the kernel FAKECUDA_NODE_ARG_NS names, as
- * many ns more as its first argument says (its value taken when the node is added or set,
- * as a driver takes it: tests see whether what set a twin's node was that value). */
+ * many ns more as its first argument says, in kernelParams or the `extra` buffer (its value
+ * taken when the node is added or set, as a driver takes it: tests see whether what set a
+ * twin's node was that value). */
 static unsigned long long node_ns(const CUDA_KERNEL_NODE_PARAMS *p, const struct CUkern_st *k)
 {
 	const char *name = getenv("FAKECUDA_NODE_ARG_NS");
@@ -1685,6 +1686,10 @@ static unsigned long long node_ns(const CUDA_KERNEL_NODE_PARAMS *p, const struct
 
 	if (name && !strcmp(name, k->name) && p->kernelParams && k->nparams > 0)
 		memcpy(&arg, p->kernelParams[0], sizeof(arg));
+	else if (name && !strcmp(name, k->name) && p->extra &&
+		 p->extra[0] == CU_LAUNCH_PARAM_BUFFER_POINTER &&
+		 p->extra[2] == CU_LAUNCH_PARAM_BUFFER_SIZE && *(size_t *)p->extra[3] >= 8)
+		memcpy(&arg, p->extra[1], sizeof(arg));
 	return kernel_ns(p->gridDimX, p->gridDimY, p->gridDimZ, p->blockDimX, p->blockDimY,
 			 p->blockDimZ) +
 	       arg;

@@ -429,7 +429,8 @@ def test_gpu_times_of_kernels_inside_graphs(gs):
     results stay the graph's. The twin keeps the order CUDA gives an exec's launches (the
     8th launch, on another stream, ends a graph's time after the 7th), follows the
     program's sets of the exec's kernel nodes (as XLA makes them: the arguments' values as
-    they were at the set) and of its memset node (the workload checks the value the runs
+    they were at the set, given in kernelParams or in an `extra` buffer) and of its memset
+    node (the workload checks the value the runs
     after it wrote), and is not used for a graph whose kernel nodes the device may
     update. A graph's first kernel starts 20 us after the launch (FAKECUDA_GRAPH_START_NS),
     an event node first in the graph as the launch does (so an empty kernel of ours comes

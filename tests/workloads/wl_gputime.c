@@ -23,7 +23,8 @@
  * kernel node is set to run `other` (2 blocks of 64 threads, its argument 3000: with
  * FAKECUDA_NODE_ARG_NS=other, 3 us longer), as XLA sets its nodes, the argument's variable
  * overwritten right after, and the exec runs twice on s2; then the same set through
- * cuGraphExecNodeSetParams, and the memset node's value set to 7, and it runs twice again
+ * cuGraphExecNodeSetParams (the argument in an `extra` buffer), and the memset node's
+ * value set to 7, and it runs twice again
  * (the memory must then hold 7s). Truth: the kernels' and the graph's
  * durations, and how long after the 7th ended on s2 the 8th ended on s.
  *
@@ -96,13 +97,17 @@ static void truth_kernels(unsigned long long busy_ns, unsigned long long idle_ns
 static void set_node(CUgraphExec exec, CUgraph graph, CUkernel other, int generic)
 {
 	unsigned long long arg = 3000;
-	void *args[] = { &arg };
+	size_t size = sizeof(arg);
+	void *args[] = { &arg }, *extra[] = { CU_LAUNCH_PARAM_BUFFER_POINTER, &arg,
+					      CU_LAUNCH_PARAM_BUFFER_SIZE, &size, NULL };
 	CUgraphNodeParams gp = { .type = 0 };
 	CUDA_KERNEL_NODE_PARAMS *p = &gp.kernel;
 	CUgraphNode nodes[8];
 	size_t n = 8;
 
-	*p = kparams(other, 2, 64, args);
+	/* (The generic setter's parameters by the `extra` buffer.) */
+	*p = kparams(other, 2, 64, generic ? NULL : args);
+	p->extra = generic ? extra : NULL;
 	CHECK(cuGraphGetNodes(graph, nodes, &n), 0);
 	CHECK(n, 4);
 	CHECK(generic ? cuGraphExecNodeSetParams(exec, nodes[0], &gp)
