@@ -423,18 +423,18 @@ def test_gate_never_hangs_a_blocked_launch(gs):
 
 
 def test_gpu_times_of_kernels_inside_graphs(gs):
-    """Kernels inside a CUDA graph are timed through the graph's twin (a copy with an event
-    node before and after each kernel node, src/inject/gputime_graph.c), run in the exec's
-    place at sampled launches: each kernel's own time, while the program's counts and
-    results stay the graph's. The twin keeps the order CUDA gives an exec's launches (the
-    8th launch, on another stream, ends a graph's time after the 7th), follows the
-    program's sets of the exec's kernel nodes (as XLA makes them: the arguments' values as
-    they were at the set, given in kernelParams or in an `extra` buffer) and of its memset
-    node (the workload checks the value the runs
-    after it wrote), and is not used for a graph whose kernel nodes the device may
-    update. A graph's first kernel starts 20 us after the launch (FAKECUDA_GRAPH_START_NS),
-    an event node first in the graph as the launch does (so an empty kernel of ours comes
-    before such a start event)."""
+    """Kernels inside a CUDA graph are timed through the graph's twin (a copy with an
+    event node before and after each kernel node, src/inject/gputime_graph.c), run in
+    the exec's place at sampled launches: each kernel's own time, while the program's
+    counts and results stay the graph's. The twin keeps the order CUDA gives an exec's
+    launches (the 8th launch, on another stream, ends a graph's time after the 7th),
+    follows the program's sets of the exec's kernel nodes (as XLA makes them: the
+    arguments' values as they were at the set, given in kernelParams or in an `extra`
+    buffer) and of its memset node (the workload checks the value the runs after it
+    wrote), and is not used for a graph whose kernel nodes the device may update. A
+    graph's first kernel starts 20 us after the launch (FAKECUDA_GRAPH_START_NS), an
+    event node first in the graph as the launch does (so a kernel of ours comes before
+    the graph's first nodes)."""
     env = dict(GPU_ENV, FAKECUDA_NODE_ARG_NS="other", FAKECUDA_GRAPH_START_NS="20000")
     report, truth, kernels = gs.trace(["wl_gputime", "--graphs"], opts=["--inject"],
                                       env_extra=env)
