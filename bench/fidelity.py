@@ -264,11 +264,14 @@ def compare(d, plane):
 
 
 def graph_pairs(procs, graphs):
-    """(ours, CUPTI's) durations of kernels inside graphs, paired per graph launch and name
-    in order; and how many of CUPTI's in the launches gpuscope timed could not be paired."""
+    """(ours, CUPTI's, position) durations of kernels inside graphs, paired per graph launch
+    and name in order, the position being the kernel's place in its launch by CUPTI's start
+    (0 first); and how many of CUPTI's in the launches gpuscope timed could not be paired."""
     pairs, untimed = [], 0
     for pid, p in procs.items():
         for i, by_name in p["graph_launches"].items():
+            starts = sorted(ts for runs in by_name.values() for ts, _ in runs)
+            place = {ts: n for n, ts in reversed(list(enumerate(starts)))}
             for name, cupti_runs in by_name.items():
                 if not any(k[0] == pid and k[1] == i for k in graphs):
                     continue  # (a launch not sampled)
@@ -276,9 +279,18 @@ def graph_pairs(procs, graphs):
                 if len(ours) != len(cupti_runs):
                     untimed += len(cupti_runs)
                     continue
-                pairs += [(g, c) for (_, g), (_, c) in zip(ours, sorted(cupti_runs))
+                pairs += [(g, c, place[ts]) for (_, g), (ts, c) in zip(ours, sorted(cupti_runs))
                           if g is not None]
     return pairs, untimed
+
+
+def by_position(pairs):
+    """Error by place in the graph launch: {position: [n, CUPTI median, error median, p90]}."""
+    at = collections.defaultdict(list)
+    for g, c, pos in pairs:
+        at[pos].append((g - c, c))
+    return {pos: [len(v), med([c for _, c in v]), med([e for e, _ in v]),
+                  pct([e for e, _ in v], 0.9)] for pos, v in sorted(at.items())}
 
 
 def gpu_time(d, report, procs):
@@ -287,7 +299,7 @@ def gpu_time(d, report, procs):
     unpaired, unknown, in_graphs = 0, 0, 0
     unpaired_names, per_name = [], []
     pairs, graph_untimed = graph_pairs(procs, graphs)
-    for g, c in pairs:
+    for g, c, _ in pairs:
         b = "graph <2us" if c < 2000 else "graph 2-50us" if c <= 50000 else "graph >50us"
         buckets.setdefault(b, []).append((g - c, c))
     for pid, p in procs.items():
@@ -319,7 +331,7 @@ def gpu_time(d, report, procs):
                                                for e, c in errs) / len(errs)})
     out = {"unpaired": unpaired, "start_unknown": unknown,
            "in_graphs": in_graphs, "in_graphs_timed": len(pairs),
-           "in_graphs_untimed": graph_untimed,
+           "in_graphs_untimed": graph_untimed, "graph_positions": by_position(pairs),
            "unpaired_names": unpaired_names[:8],
            "worst": sorted(per_name, key=lambda x: x["within"])[:8]}
     for b, v in buckets.items():
@@ -393,6 +405,11 @@ def table(out):
                                                    x["median_err_ns"], x["p10_err_ns"],
                                                    x["p90_err_ns"], 100 * x["median_rel"],
                                                    100 * x["within_2pct_or_0.5us"]))
+                if g.get("graph_positions"):
+                    lines += ["", "in graphs, by place in the launch (CUPTI's start order): "
+                              "place, n, CUPTI median, error median, p90: " + "; ".join(
+                                  "%s: %d, %.0f, %+.0f, %+.0f" % (pos, *v) for pos, v in
+                                  g["graph_positions"].items())]
                 if g.get("worst"):
                     lines += ["", "least exact kernels (n, CUPTI median, error median, within): " +
                               "; ".join("`%s` %d, %.0f ns, %+.0f ns, %.0f%%" % (

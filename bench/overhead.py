@@ -45,7 +45,12 @@ GS_OPTS["uprobe-wakeups"] = []
 GS_OPTS["inject-chained"] = ["--inject", "--gpu-time=chained"]
 # inject-notwins: every launch timed, kernels inside CUDA graphs not (no twins).
 GS_OPTS["inject-notwins"] = ["--inject"]
-GS_ENV = {"inject-nogates": {"GPUSCOPE_NO_GATES": "1"},
+# inject-twin1: every launch timed, a twin at every graph launch (GPUSCOPE_TWIN_EVERY=1);
+# inject-twin1-pairs: the same with an event pair around every kernel of the twin.
+GS_OPTS["inject-twin1"] = GS_OPTS["inject-twin1-pairs"] = ["--inject"]
+GS_ENV = {"inject-twin1": {"GPUSCOPE_TWIN_EVERY": "1"},
+          "inject-twin1-pairs": {"GPUSCOPE_TWIN_EVERY": "1", "GPUSCOPE_TWIN_EVENTS": "pairs"},
+          "inject-nogates": {"GPUSCOPE_NO_GATES": "1"},
           "uprobe-wakeups": {"GPUSCOPE_RING_WAKEUPS": "1"},
           "inject-h10ms": {"GPUSCOPE_HARVEST_US": "10000"},
           "inject-notwins": {"GPUSCOPE_NO_TWINS": "1"}}

@@ -272,7 +272,7 @@ __u64 gs_graphtime_launch(struct gs_graph_launch *gl, __u64 exec, __u64 stream, 
 	    !(ptsz ? T.cu.capturing_ptsz : T.cu.capturing)(stream, &capturing) && !capturing)
 		gt_twin_wait(stream, ptsz, t->done);
 	t->wait_done = false;
-	want = n >= 1 && key == t->stream && n % (__u64)gt_twin_every() == 0;
+	want = n >= 1 && key == t->stream && n % (__u64)t->interval == 0;
 	t->stream = key;
 	/* Its last run is over but not read yet (the harvester comes every millisecond): read
 	 * now, so that this launch can run it again. */
@@ -295,6 +295,7 @@ __u64 gs_graphtime_launch(struct gs_graph_launch *gl, __u64 exec, __u64 stream, 
 	sample = sample && ready && t->state == TW_READY &&
 		 !(ptsz ? T.cu.capturing_ptsz : T.cu.capturing)(stream, &capturing) && !capturing;
 	if (sample) {
+		t->interval = gt_twin_interval(t);
 		__atomic_store_n(&t->outstanding, t->nk, __ATOMIC_RELEASE);
 		gl->twin = t;
 	}
@@ -321,8 +322,8 @@ bool gs_graphtime_launched(struct gs_graph_launch *gl, int result, __u64 stream,
 	pthread_mutex_unlock(&tw_lock);
 	pthread_mutex_lock(&T.lock);
 	for (int k = 0; k < t->nk; k++) {
-		struct pending p = { .start = t->ev[2 * k],
-				     .end = t->ev[2 * k + 1],
+		struct pending p = { .start = t->sev[k],
+				     .end = t->eev[k],
 				     .c = *call,
 				     .stream = ptsz && !stream ? GS_CU_STREAM_PER_THREAD : stream,
 				     .tid = gs_self_tid(),

@@ -62,17 +62,40 @@ static struct {
 static int tw_events; /* of all twins */
 static int tw_loaded; /* 1 ready, -1 not available */
 static bool tw_side;  /* GPUSCOPE_TWIN_EDGES=side: events beside the kernels (to compare) */
-static __u64 tw_prime_ns = 3000; /* GPUSCOPE_TWIN_PRIME_NS: how long the first kernel spins */
-/* A twin runs at every TWIN_EVERY-th launch of its exec at most (or --gpu-time=N's N, if
- * more): its event nodes cost the GPU about 1.7 us each (H200: a CUDA-graph training step
- * of 19 kernels replayed and waited for 1.94x with a twin at every launch, 1.20x with
- * none; bench/results/twin-2026-11-27-h200.md). GPUSCOPE_TWIN_EVERY to change it. */
-#define TWIN_EVERY 16
+static bool tw_pairs; /* GPUSCOPE_TWIN_EVENTS=pairs: no chained starts (to compare) */
+static __u64 tw_prime_ns = 120000; /* GPUSCOPE_TWIN_PRIME_NS: how long the first kernel spins */
+/*
+ * A twin runs at every TWIN_EVERY-th launch of its exec at most (or --gpu-time=N's N, if
+ * more), and at fewer where its runs would add more than TWIN_BUDGET_PCT of the exec's GPU
+ * time (its last whole launch, as timed): a run adds the first kernel's spin and about
+ * 1.7 us an event node (H200: a CUDA-graph training step of 19 kernels replayed and
+ * waited for 1.94x with a pair of event nodes around each kernel at every launch, 1.20x
+ * with none; bench/results/twin-2026-11-27-h200.md). GPUSCOPE_TWIN_EVERY: every that
+ * many launches, whatever it costs.
+ */
+#define TWIN_EVERY	   16
+#define TWIN_BUDGET_PCT	   5
+#define TWIN_EVENT_NODE_NS 1700
 static int tw_every = TWIN_EVERY;
+static bool tw_every_given;
 
 int gt_twin_every(void)
 {
 	return T.every > tw_every ? T.every : tw_every;
+}
+
+int gt_twin_interval(const struct twin *t)
+{
+	const struct last_dur *d = &T.dur[gt_slot_hash(t->exec, DUR_SLOTS)];
+	/* (The harvester's, read without its lock: a torn pair is one interval off.) */
+	__u64 func = __atomic_load_n(&d->func, __ATOMIC_RELAXED),
+	      ns = __atomic_load_n(&d->ns, __ATOMIC_RELAXED),
+	      extra = tw_prime_ns + (__u64)t->nev * TWIN_EVENT_NODE_NS, n;
+
+	if (tw_every_given || func != t->exec || !ns)
+		return gt_twin_every();
+	n = (extra * 100 + TWIN_BUDGET_PCT * ns - 1) / (TWIN_BUDGET_PCT * ns);
+	return n <= (__u64)gt_twin_every() ? gt_twin_every() : n < (1U << 30) ? (int)n : 1 << 30;
 }
 
 static void load_now(void)
@@ -88,7 +111,10 @@ static void load_now(void)
 	G.rm_deps = (g_add_deps_fn)gs_real_by_name("cuGraphRemoveDependencies_v2");
 	G.succ = (g_deps_fn)gs_real_by_name("cuGraphNodeGetDependentNodes_v2");
 	tw_side = getenv("GPUSCOPE_TWIN_EDGES") && !strcmp(getenv("GPUSCOPE_TWIN_EDGES"), "side");
-	if (getenv("GPUSCOPE_TWIN_EVERY") && atoi(getenv("GPUSCOPE_TWIN_EVERY")) > 0)
+	tw_pairs =
+		getenv("GPUSCOPE_TWIN_EVENTS") && !strcmp(getenv("GPUSCOPE_TWIN_EVENTS"), "pairs");
+	tw_every_given = getenv("GPUSCOPE_TWIN_EVERY") && atoi(getenv("GPUSCOPE_TWIN_EVERY")) > 0;
+	if (tw_every_given)
 		tw_every = atoi(getenv("GPUSCOPE_TWIN_EVERY"));
 	if (getenv("GPUSCOPE_TWIN_PRIME_NS"))
 		tw_prime_ns = strtoull(getenv("GPUSCOPE_TWIN_PRIME_NS"), NULL, 10);
@@ -155,6 +181,7 @@ void gt_twin_free(struct twin *t)
 	free(t->knode);
 	free(t->byclone);
 	free(t->ev);
+	free(t->sev);
 	free(t->func);
 	free(t);
 }
@@ -263,20 +290,46 @@ static bool edges_of(g_deps_fn get, void *node, void **nodes, __u64 *edges, size
 }
 
 /*
- * A kernel node of the clone: its handle, and an event record node right before it and
- * right after it, in line: the kernel's dependencies go to the first (which the kernel
- * then follows), its dependents follow the second. Beside it instead (the first after the
- * dependencies, the second after the kernel, nothing after that), each event would be
- * the graph's only node on its own path, and measured an H200's kernels 5.9 us long at the
- * median (the hops between the graph's streams, we think).
+ * Links of a chain, among the kernels instrumented before k in this pass (from k0): the
+ * one whose end node is the node's only dependency (other) and has no other dependent
+ * (before: the node starts at that end event), or whose start node is the node's only
+ * dependent and depends on nothing else (the node ends at that start event); -1 if none.
+ * (Both ways: the driver lists a graph's nodes in an order of its own.)
  */
-static bool instrument(struct twin *t, void *graph, void *node, int k)
+static int linked(struct twin *t, int k0, int k, void *other, size_t n, bool before)
+{
+	g_deps_fn far = before ? G.succ : G.deps;
+	void **mine = before ? t->endn : t->startn;
+	size_t m = 0;
+
+	if (n != 1 || tw_pairs || tw_side)
+		return -1;
+	for (int j = k0; j < k; j++)
+		if (mine[j] == other)
+			return far(other, NULL, NULL, &m) || m != 1 ? -1 : j;
+	return -1;
+}
+
+/*
+ * A kernel node of the clone (kernel k, instrumented in a pass from k0): its handle, and
+ * event record nodes in line, one right before it and one right after it: the kernel's
+ * dependencies go to the first (which the kernel then follows), its dependents follow the
+ * second. Between two kernels of a chain (the second follows the first alone), one event
+ * node ends the first and starts the second, as in the calibration graph
+ * (gputime_graphcal.c): half the event nodes' GPU time in a chain
+ * (GPUSCOPE_TWIN_EVENTS=pairs: a pair for every kernel, to compare). Beside the kernel
+ * instead (the first after the dependencies, the second after the kernel, nothing after
+ * that), each event would be the graph's only node on its own path, and measured an
+ * H200's kernels 5.9 us long at the median (the hops between the graph's streams, we
+ * think).
+ */
+static bool instrument(struct twin *t, void *graph, void *node, int k0, int k)
 {
 	struct gs_cu_kernel_node p = { 0 };
-	void *deps[64], *succ[64], *same[64], *start, *end;
+	void *deps[64], *succ[64], *same[64], *start = NULL, *end = NULL;
 	__u64 dedges[64], sedges[64];
 	size_t nd, ns;
-	int r;
+	int r, j, i;
 
 	if ((r = G.kparams(node, &p)))
 		return gt_twin_fail("kernel parameters", r);
@@ -285,24 +338,30 @@ static bool instrument(struct twin *t, void *graph, void *node, int k)
 		return false;
 	t->func[k] = p.func ? p.func : p.kern;
 	gt_name_kernel(t->func[k], p.func != 0);
+	j = linked(t, k0, k, nd == 1 ? deps[0] : NULL, nd, true);
+	i = linked(t, k0, k, ns == 1 ? succ[0] : NULL, ns, false);
 	/* (A child set again: its kernels take the same events.) */
-	if ((!t->ev[2 * k] && (r = T.cu.ev_create(&t->ev[2 * k], 0))) ||
-	    (!t->ev[2 * k + 1] && (r = T.cu.ev_create(&t->ev[2 * k + 1], 0))))
+	if ((j < 0 && !t->ev[2 * k] && (r = T.cu.ev_create(&t->ev[2 * k], 0))) ||
+	    (i < 0 && !t->ev[2 * k + 1] && (r = T.cu.ev_create(&t->ev[2 * k + 1], 0))))
 		return gt_twin_fail("events", r);
-	if ((r = G.add_record(&start, graph, deps, nd, t->ev[2 * k])) ||
-	    (r = G.add_record(&end, graph, &node, 1, t->ev[2 * k + 1])))
+	if ((j < 0 && (r = G.add_record(&start, graph, deps, nd, t->ev[2 * k]))) ||
+	    (i < 0 && (r = G.add_record(&end, graph, &node, 1, t->ev[2 * k + 1]))))
 		return gt_twin_fail("event nodes", r);
+	t->sev[k] = j < 0 ? t->ev[2 * k] : t->eev[j];
+	t->eev[k] = i < 0 ? t->ev[2 * k + 1] : t->sev[i];
+	t->startn[k] = j < 0 ? start : deps[0];
+	t->endn[k] = i < 0 ? end : succ[0];
 	if (tw_side)
 		return !(r = G.add_deps(graph, &start, &node, NULL, 1)) || gt_twin_fail("edge", r);
-	for (size_t i = 0; i < 64; i++)
-		same[i] = node;
-	if ((nd && (r = G.rm_deps(graph, deps, same, dedges, nd))) ||
-	    (r = G.add_deps(graph, &start, &node, NULL, 1)) ||
-	    (ns && (r = G.rm_deps(graph, same, succ, sedges, ns))))
+	for (size_t n = 0; n < 64; n++)
+		same[n] = node;
+	if ((start && nd && (r = G.rm_deps(graph, deps, same, dedges, nd))) ||
+	    (start && (r = G.add_deps(graph, &start, &node, NULL, 1))) ||
+	    (end && ns && (r = G.rm_deps(graph, same, succ, sedges, ns))))
 		return gt_twin_fail("edges", r);
-	for (size_t i = 0; i < ns; i++)
-		same[i] = end;
-	return !ns || !(r = G.add_deps(graph, same, succ, NULL, ns)) ||
+	for (size_t n = 0; n < ns; n++)
+		same[n] = end;
+	return !end || !ns || !(r = G.add_deps(graph, same, succ, NULL, ns)) ||
 	       gt_twin_fail("edges after", r);
 }
 
@@ -364,11 +423,17 @@ bool gt_twin_build(struct twin *t)
 	if (!T.ctx[t->ci].graph_cal)
 		gt_graph_calibrate(&T.ctx[t->ci]);
 	t->ev = calloc(2 * (size_t)t->nk, sizeof(*t->ev));
+	t->sev = calloc(4 * (size_t)t->nk, sizeof(*t->sev));
+	t->eev = t->sev ? t->sev + t->nk : NULL;
+	t->startn = t->sev ? t->sev + 2 * t->nk : NULL;
+	t->endn = t->sev ? t->sev + 3 * t->nk : NULL;
 	t->func = calloc((size_t)t->nk, sizeof(*t->func));
 	tw_events += t->ev ? 2 * t->nk + 1 : 0; /* (free_twin gives back as much) */
-	ok = t->ev && t->func && !T.cu.ev_create(&t->done, EVENT_NO_TIMING);
+	ok = t->ev && t->sev && t->func && !T.cu.ev_create(&t->done, EVENT_NO_TIMING);
 	for (int k = 0; ok && k < t->nk; k++)
-		ok = instrument(t, t->kgraph[k], t->knode[k], k);
+		ok = instrument(t, t->kgraph[k], t->knode[k], 0, k);
+	for (int k = 0; ok && k < t->nk; k++)
+		t->nev += (t->sev[k] == t->ev[2 * k]) + (t->eev[k] == t->ev[2 * k + 1]);
 	ok = ok && (tw_side || after_prime(t, t->graph)) &&
 	     (!(r = G.instantiate(&t->twin_exec, t->graph, t->flags)) ||
 	      gt_twin_fail("instantiate", r));
@@ -394,7 +459,7 @@ static bool keep_graph(struct twin *t, void **pend, bool *stale, __u64 graph)
 		G.graph_destroy(*pend);
 	*pend = NULL;
 	*stale = true;
-	if (t->launches % (__u64)gt_twin_every())
+	if (t->launches % (__u64)t->interval)
 		return true;
 	if (G.clone(&clone, (void *)(unsigned long)graph))
 		return false;
@@ -432,7 +497,7 @@ static bool apply_update(struct twin *t)
 	/* (CUDA updates an exec only from a graph of the same shape.) */
 	ok = w.knode && w.kgraph && walk(&w, t->upd, 0) && w.nk == t->nk;
 	for (int k = 0; ok && k < t->nk; k++)
-		ok = instrument(t, w.kgraph[k], w.knode[k], k);
+		ok = instrument(t, w.kgraph[k], w.knode[k], 0, k);
 	ok = ok && (tw_side || after_prime(t, t->upd)) &&
 	     (!(r = G.exec_update(t->twin_exec, t->upd, info)) || gt_twin_fail("update", r));
 	free(w.knode);
@@ -455,7 +520,7 @@ static bool set_child(struct twin *t, struct tchild *c)
 	/* (CUDA sets a child only to a graph of the same shape.) */
 	ok = w.knode && w.kgraph && walk(&w, c->pend, 1) && w.nk == n;
 	for (int j = 0; ok && j < n; j++)
-		ok = instrument(t, w.kgraph[j], w.knode[j], c->k0 + j);
+		ok = instrument(t, w.kgraph[j], w.knode[j], c->k0, c->k0 + j);
 	ok = ok &&
 	     (!(r = G.exec_child(t->twin_exec, c->node, c->pend)) || gt_twin_fail("child", r));
 	free(w.knode);
@@ -503,6 +568,7 @@ struct twin *gt_twin_new(__u64 graph, unsigned long long flags, const char **why
 	}
 	t->graph = clone;
 	t->flags = flags;
+	t->interval = gt_twin_every(); /* (until its first run) */
 	t->state = TW_CLONED;
 	return t;
 }

@@ -34,10 +34,12 @@ struct tchild {
 struct twin {
 	struct twin *next;
 	__u64 exec;
-	void *graph;	 /* the clone; the twin's graph once built */
-	void *twin_exec; /* NULL until built */
-	void *done;	 /* recorded after a run of the twin */
-	void **ev;	 /* each kernel's start and end */
+	void *graph;	       /* the clone; the twin's graph once built */
+	void *twin_exec;       /* NULL until built */
+	void *done;	       /* recorded after a run of the twin */
+	void **ev;	       /* each kernel's own start and end events (made where used) */
+	void **sev, **eev;     /* each kernel's start and end: its own, or its chain neighbour's */
+	void **startn, **endn; /* the event nodes that record them (one allocation: sev's) */
 	__u64 *func;
 	void **knode;  /* the clone's kernel nodes, by kernel */
 	void **kgraph; /* the graph each is a node of: the clone, or a child's graph */
@@ -51,6 +53,8 @@ struct twin {
 	__u64 launches, stream, twin_stream;
 	unsigned long long flags;
 	int state, nk, outstanding, ci;
+	int nev;      /* event nodes of its own, a run (with nk kernels: nk + 1 to 2 nk) */
+	int interval; /* a run every that many launches (gt_twin_interval) */
 	bool wait_done;
 };
 
@@ -71,6 +75,7 @@ enum {
  * stream; after fork(). */
 bool gt_twin_load(void) GS_HIDDEN;
 int gt_twin_every(void) GS_HIDDEN;
+int gt_twin_interval(const struct twin *t) GS_HIDDEN;
 struct twin *gt_twin_new(__u64 graph, unsigned long long flags, const char **why) GS_HIDDEN;
 void gt_twin_free(struct twin *t) GS_HIDDEN;
 bool gt_twin_build(struct twin *t) GS_HIDDEN;

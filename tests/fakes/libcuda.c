@@ -30,6 +30,8 @@
  *     work starts that much later, event nodes before it not); an event recorded into a capturing
  *     stream becomes a node of the graph, as in the driver (so a tracer that records its
  *     own events there changes the program's graphs, and cuGraphGetNodes shows it);
+ *   - FAKECUDA_STATS=path: counts written there at exit (event record nodes run by graph
+ *     launches);
  *   - cuGetProcAddress handing out these same entry points (with FAKECUDA_GPA_PRIVATE set,
  *     cuCtxSynchronize comes out as a function that is not exported, as real drivers may
  *     do for some entry points: nothing outside can know it).
@@ -1430,11 +1432,26 @@ EXPORT CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *c, CUfunction f, voi
  * an event first in a graph is recorded as the launch starts. */
 static void run_nodes(struct CUstream_st *s, struct CUgraph_st *g, unsigned long long *delay);
 
+static unsigned long long event_nodes_run; /* of graph launches, for FAKECUDA_STATS */
+
+/* FAKECUDA_STATS=path: what the GPU ran that a test cannot see otherwise, written at exit. */
+__attribute__((destructor)) static void write_stats(void)
+{
+	const char *path = getenv("FAKECUDA_STATS");
+	FILE *f = path ? fopen(path, "w") : NULL;
+
+	if (!f)
+		return;
+	fprintf(f, "graph_event_nodes_run %llu\n", event_nodes_run);
+	fclose(f);
+}
+
 static void node_run(struct CUstream_st *s, struct node *n, unsigned long long *delay)
 {
 	unsigned long long now = now_ns();
 
 	n->ran = true;
+	event_nodes_run += n->type == 7 && n->ev;
 	/* (A memset node sets its bytes as it is run: the runs are in order here.) */
 	for (size_t i = 0; n->type == 2 && i < n->set_count; i++)
 		memcpy((char *)n->set_dst + i * n->set_elem, &n->set_value, n->set_elem);

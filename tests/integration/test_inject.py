@@ -465,6 +465,18 @@ def test_gpu_times_of_kernels_inside_graphs(gs):
     assert busy_ns >= 3 * truth["gpu:graph:ns"] + 6 * (2 * truth["gpu:busy:ns"] +
                                                       truth["gpu:idle:ns"]) - 50000
 
+    # One event node between two kernels of a chain (idle, then busy: 5 event nodes in a
+    # twin run of the graph, the set between busy and idle breaking the chain), a pair
+    # for each kernel with GPUSCOPE_TWIN_EVENTS=pairs (6): 9 twin runs, the same
+    # calibration graphs in both.
+    ran = {}
+    for how in ("chained", "pairs"):
+        stats = gs.tmp / ("fake-stats-%s" % how)
+        gs.trace(["wl_gputime", "--graphs"], opts=["--inject"],
+                 env_extra=dict(env, FAKECUDA_STATS=stats, GPUSCOPE_TWIN_EVENTS=how))
+        ran[how] = int(stats.read_text().split()[1])
+    assert ran["pairs"] - ran["chained"] == 9, ran
+
     # A twin at every 4th launch at most: the 5th (the 9th is on another stream).
     report, truth, kernels = gs.trace(["wl_gputime", "--graphs"], opts=["--inject"],
                                       env_extra=dict(env, GPUSCOPE_TWIN_EVERY=4))
@@ -477,6 +489,28 @@ def test_gpu_times_of_kernels_inside_graphs(gs):
                                       env_extra=dict(env, FAKECUDA_DEVICE_UPDATABLE=1))
     assert kernels_by_name(report)["busy"]["gpu"] is None
     assert report["gpu"]["graphs"]["timed"] == 12
+
+
+def test_twins_keep_to_a_share_of_the_gpu(gs):
+    """A twin's run costs the GPU its first kernel's spin (120 us) and its event nodes (3
+    here: busy, one between, idle), so a twin runs at every 16th launch of an exec at most,
+    and less often where that would add more than 5% to the exec's GPU time (its whole
+    launches, as timed): the graph of two 200 us kernels at launches 16, 32 and 48 of 64;
+    of two 5 us kernels at the 16th only (the next would be the ~500th). Asked for with
+    GPUSCOPE_TWIN_EVERY, at that interval whatever the cost."""
+    env = {k: v for k, v in GPU_ENV.items() if k != "GPUSCOPE_TWIN_EVERY"}
+    runs = {}
+    for kernel_ns, every in (("200000", None), ("5000", None), ("5000", "16")):
+        extra = dict(env, FAKECUDA_KERNEL_NS=kernel_ns)
+        if every:
+            extra["GPUSCOPE_TWIN_EVERY"] = every
+        report, _, _ = gs.trace(["wl_gputime", "--replays", "64"], opts=["--inject"],
+                                env_extra=extra)
+        k = kernels_by_name(report)
+        assert k["busy"]["graph_runs"] == 64
+        runs[(kernel_ns, every)] = (k["busy"]["gpu"] or {}).get("in_graph", 0)
+        assert report["gpu"]["graphs"]["timed"] == 64 - runs[(kernel_ns, every)]
+    assert runs == {("200000", None): 3, ("5000", None): 1, ("5000", "16"): 3}, runs
 
 
 @pytest.mark.parametrize("how", ["--children", "--update"])

@@ -36,6 +36,9 @@
  * --update, the same, but the whole exec updated (cuGraphExecUpdate, as llama.cpp does)
  * from a new graph of the same shape, its child's kernel `other`.
  *
+ * With --replays N, only this instead: a graph of `busy` then `idle` (built with the graph
+ * API) launched N times on s2, each waited for.
+ *
  * With --after-copy, only this instead: `idle` launched right after an asynchronous copy
  * on its stream, then on the legacy stream after a synchronous copy, 3 times each
  * (FAKECUDA_ENGINE_SWITCH_NS delays such a kernel's start, as a GPU does).
@@ -163,6 +166,29 @@ static CUgraph child_first(CUkernel k, unsigned grid, unsigned block, void **arg
 	CHECK(cuGraphAddKernelNode_v2(&b, graph, &a, 1, &p), 0);
 	CHECK(cuGraphDestroy(child), 0);
 	return graph;
+}
+
+/* --replays N: a graph of busy, then idle after it, launched N times on s2, each waited
+ * for. */
+static int replays(CUkernel busy, CUkernel idle, CUstream s2, int n)
+{
+	CUDA_KERNEL_NODE_PARAMS a = kparams(busy, 1, 32, NULL), b = kparams(idle, 4, 256, NULL);
+	CUgraphNode first, second;
+	CUgraphExec exec;
+	CUgraph graph;
+
+	CHECK(cuGraphCreate(&graph, 0), 0);
+	CHECK(cuGraphAddKernelNode_v2(&first, graph, NULL, 0, &a), 0);
+	CHECK(cuGraphAddKernelNode_v2(&second, graph, &first, 1, &b), 0);
+	CHECK(cuGraphInstantiateWithFlags(&exec, graph, 0), 0);
+	for (int i = 0; i < n; i++) {
+		CHECK(cuGraphLaunch(exec, s2), 0);
+		CHECK(cuStreamSynchronize(s2), 0);
+	}
+	CHECK(cuGraphExecDestroy(exec), 0);
+	CHECK(cuGraphDestroy(graph), 0);
+	truth_write();
+	return 0;
 }
 
 static int children(CUkernel busy, CUkernel idle, CUkernel other, CUstream s2,
@@ -294,6 +320,8 @@ int main(int argc, char **argv)
 			       : children(busy, idle, other, s2, busy_ns, idle_ns,
 					  !strcmp(argv[1], "--update"));
 	}
+	if (argc > 2 && !strcmp(argv[1], "--replays"))
+		return replays(busy, idle, s2, atoi(argv[2]));
 	if (argc > 1 && !strcmp(argv[1], "--after-copy")) {
 		CHECK(cuMemAlloc_v2(&d, 1 << 20), 0);
 		CHECK(cuMemHostAlloc(&host, 1 << 20, 0), 0);
