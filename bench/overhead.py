@@ -45,6 +45,9 @@ GS_OPTS["uprobe-wakeups"] = []
 GS_OPTS["inject-chained"] = ["--inject", "--gpu-time=chained"]
 # inject-notwins: every launch timed, kernels inside CUDA graphs not (no twins).
 GS_OPTS["inject-notwins"] = ["--inject"]
+# (Diagnosis of what timing whole graph launches costs: the same without the empty kernel
+# before a start event after a copy or a graph, and without gates.)
+GS_OPTS["inject-notwins-noprime"] = GS_OPTS["inject-notwins-nogates"] = ["--inject"]
 # inject-twin1: every launch timed, a twin at every graph launch (GPUSCOPE_TWIN_EVERY=1);
 # inject-twin1-pairs: the same with an event pair around every kernel of the twin.
 GS_OPTS["inject-twin1"] = GS_OPTS["inject-twin1-pairs"] = ["--inject"]
@@ -53,7 +56,9 @@ GS_ENV = {"inject-twin1": {"GPUSCOPE_TWIN_EVERY": "1"},
           "inject-nogates": {"GPUSCOPE_NO_GATES": "1"},
           "uprobe-wakeups": {"GPUSCOPE_RING_WAKEUPS": "1"},
           "inject-h10ms": {"GPUSCOPE_HARVEST_US": "10000"},
-          "inject-notwins": {"GPUSCOPE_NO_TWINS": "1"}}
+          "inject-notwins": {"GPUSCOPE_NO_TWINS": "1"},
+          "inject-notwins-noprime": {"GPUSCOPE_NO_TWINS": "1", "GPUSCOPE_NO_PRIME": "1"},
+          "inject-notwins-nogates": {"GPUSCOPE_NO_TWINS": "1", "GPUSCOPE_NO_GATES": "1"}}
 
 
 BASELINE = None
