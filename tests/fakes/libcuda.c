@@ -1452,8 +1452,11 @@ static void node_run(struct CUstream_st *s, struct node *n, unsigned long long *
 
 	n->ran = true;
 	event_nodes_run += n->type == 7 && n->ev;
-	/* (A memset node sets its bytes as it is run: the runs are in order here.) */
-	for (size_t i = 0; n->type == 2 && i < n->set_count; i++)
+	/* (A memset node sets its bytes as it is run: the runs are in order here. Word by
+	 * word: a launch call of the double stays short, as a driver's is.) */
+	for (size_t i = 0; n->type == 2 && n->set_elem == 4 && i < n->set_count; i++)
+		((unsigned *)n->set_dst)[i] = (unsigned)n->set_value;
+	for (size_t i = 0; n->type == 2 && n->set_elem != 4 && i < n->set_count; i++)
 		memcpy((char *)n->set_dst + i * n->set_elem, &n->set_value, n->set_elem);
 	if (n->child) {
 		run_nodes(s, n->child, delay);

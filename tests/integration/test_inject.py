@@ -456,7 +456,15 @@ def test_gpu_times_of_kernels_inside_graphs(gs):
     # (The argument's value at the set: 3 us more, not what its variable held later.)
     assert truth["gpu:other:ns"] - truth["gpu:busy:ns"] > 2900
     graphs = report["gpu"]["graphs"]
-    assert graphs["timed"] == 3 and near(graphs["min_ns"], truth["gpu:graph:ns"])
+    # Graph launches are not gated (a gate costs more than it buys there): on an idle
+    # stream (the 1st launch, and the 11th after the twin's sets were made) a graph's
+    # start is the end of its launch call, which may return well after the GPU started
+    # (the double's first one 10-60 us: over 50 us it is left out of the figures); the
+    # 8th waited for the 7th on the other stream.
+    assert graphs["gated"] == 0 and 2 <= graphs["timed"] <= 3
+    assert graphs["idle_stream_starts"] == graphs["timed"] - 1
+    assert truth["gpu:graph:ns"] - 60000 < graphs["min_ns"] <= truth["gpu:graph:ns"] + 2000
+    assert near(graphs["max_ns"], truth["gpu:graph:ns"])
     assert truth["gpu:graph:after_ns"] >= truth["gpu:graph:ns"] - 2000
     # The memset node ran at every run, the twin's too.
     assert report["copies"]["memset"]["graph_runs"] == 12
