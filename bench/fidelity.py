@@ -264,9 +264,10 @@ def compare(d, plane):
 
 
 def graph_pairs(procs, graphs):
-    """(ours, CUPTI's, position) durations of kernels inside graphs, paired per graph launch
-    and name in order, the position being the kernel's place in its launch by CUPTI's start
-    (0 first); and how many of CUPTI's in the launches gpuscope timed could not be paired."""
+    """(ours, CUPTI's, position, launch) durations of kernels inside graphs, paired per graph
+    launch (the nth of the process) and name in order, the position being the kernel's place
+    in its launch by CUPTI's start (0 first); and how many of CUPTI's in the launches
+    gpuscope timed could not be paired."""
     pairs, untimed = [], 0
     for pid, p in procs.items():
         for i, by_name in p["graph_launches"].items():
@@ -279,15 +280,24 @@ def graph_pairs(procs, graphs):
                 if len(ours) != len(cupti_runs):
                     untimed += len(cupti_runs)
                     continue
-                pairs += [(g, c, place[ts]) for (_, g), (ts, c) in zip(ours, sorted(cupti_runs))
-                          if g is not None]
+                pairs += [(g, c, place[ts], i) for (_, g), (ts, c) in
+                          zip(ours, sorted(cupti_runs)) if g is not None]
     return pairs, untimed
+
+
+def by_launch(pairs):
+    """Error median by graph launch timed (the nth launch of its process): {n: [kernels,
+    error median]}."""
+    at = collections.defaultdict(list)
+    for g, c, _, i in pairs:
+        at[i].append(g - c)
+    return {i: [len(v), med(v)] for i, v in sorted(at.items())}
 
 
 def by_position(pairs):
     """Error by place in the graph launch: {position: [n, CUPTI median, error median, p90]}."""
     at = collections.defaultdict(list)
-    for g, c, pos in pairs:
+    for g, c, pos, _ in pairs:
         at[pos].append((g - c, c))
     return {pos: [len(v), med([c for _, c in v]), med([e for e, _ in v]),
                   pct([e for e, _ in v], 0.9)] for pos, v in sorted(at.items())}
@@ -299,7 +309,7 @@ def gpu_time(d, report, procs):
     unpaired, unknown, in_graphs = 0, 0, 0
     unpaired_names, per_name = [], []
     pairs, graph_untimed = graph_pairs(procs, graphs)
-    for g, c, _ in pairs:
+    for g, c, _, _ in pairs:
         b = "graph <2us" if c < 2000 else "graph 2-50us" if c <= 50000 else "graph >50us"
         buckets.setdefault(b, []).append((g - c, c))
     for pid, p in procs.items():
@@ -332,6 +342,7 @@ def gpu_time(d, report, procs):
     out = {"unpaired": unpaired, "start_unknown": unknown,
            "in_graphs": in_graphs, "in_graphs_timed": len(pairs),
            "in_graphs_untimed": graph_untimed, "graph_positions": by_position(pairs),
+           "graph_launches": by_launch(pairs),
            "unpaired_names": unpaired_names[:8],
            "worst": sorted(per_name, key=lambda x: x["within"])[:8]}
     for b, v in buckets.items():
@@ -410,6 +421,10 @@ def table(out):
                               "place, n, CUPTI median, error median, p90: " + "; ".join(
                                   "%s: %d, %.0f, %+.0f, %+.0f" % (pos, *v) for pos, v in
                                   g["graph_positions"].items())]
+                if g.get("graph_launches"):
+                    lines += ["", "in graphs, by graph launch timed: launch, kernels, error "
+                              "median: " + "; ".join("%s: %d, %+.0f" % (i, *v) for i, v in
+                                                     g["graph_launches"].items())]
                 if g.get("worst"):
                     lines += ["", "least exact kernels (n, CUPTI median, error median, within): " +
                               "; ".join("`%s` %d, %.0f ns, %+.0f ns, %.0f%%" % (

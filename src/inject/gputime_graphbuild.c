@@ -38,6 +38,8 @@ typedef int (*g_find_fn)(void **, void *, void *);
 typedef int (*g_child_fn)(void *, void **);
 typedef int (*g_exec_child_fn)(void *, void *, void *);
 typedef int (*g_exec_update_fn)(void *, void *, void *);
+typedef int (*g_upload_fn)(void *, __u64);
+typedef int (*g_sync_fn)(__u64);
 
 static struct {
 	g_clone_fn clone;
@@ -57,6 +59,8 @@ static struct {
 	g_child_fn child;	      /* a child node's graph */
 	g_exec_child_fn exec_child;   /* a twin's child node set */
 	g_exec_update_fn exec_update; /* a twin updated (CUDA 12's signature) */
+	g_upload_fn upload;	      /* a twin uploaded when built */
+	g_sync_fn sync;
 } G;
 
 static int tw_events; /* of all twins */
@@ -133,6 +137,11 @@ static void load_now(void)
 	G.child = (g_child_fn)gs_real_by_name("cuGraphChildGraphNodeGetGraph");
 	G.exec_child = (g_exec_child_fn)gs_real_by_name("cuGraphExecChildGraphNodeSetParams");
 	G.exec_update = (g_exec_update_fn)gs_real_by_name("cuGraphExecUpdate_v2");
+	/* (GPUSCOPE_TWIN_NO_UPLOAD: uploaded by the first run, to compare.) */
+	G.upload = getenv("GPUSCOPE_TWIN_NO_UPLOAD")
+			   ? NULL
+			   : (g_upload_fn)gs_real_by_name("cuGraphUpload");
+	G.sync = (g_sync_fn)gs_real_by_name("cuStreamSynchronize");
 	if (!G.wait_ptsz)
 		G.wait_ptsz = G.wait;
 	tw_loaded = gt_load_driver() && G.clone && G.nodes && G.type && G.kparams && G.deps &&
@@ -437,6 +446,10 @@ bool gt_twin_build(struct twin *t)
 	ok = ok && (tw_side || after_prime(t, t->graph)) &&
 	     (!(r = G.instantiate(&t->twin_exec, t->graph, t->flags)) ||
 	      gt_twin_fail("instantiate", r));
+	/* Uploaded now, on our stream, and waited for: not by its first run, which would be
+	 * timed with the upload in it. (Without the call, or if it fails: by that run.) */
+	if (ok && G.upload && !G.upload(t->twin_exec, T.ctx[t->ci].stream) && G.sync)
+		G.sync(T.ctx[t->ci].stream);
 	if (!ok)
 		t->twin_exec = NULL;
 	t->state = ok ? TW_READY : TW_OFF;

@@ -252,6 +252,7 @@ CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned gx, unsigned gy, unsig
 				   void **params);
 CUresult cuLaunchKernelEx(const CUlaunchConfig *c, CUfunction f, void **params, void **extra);
 CUresult cuGraphLaunch(CUgraphExec g, CUstream s);
+CUresult cuGraphUpload(CUgraphExec g, CUstream s);
 CUresult cuStreamBeginCapture_v2(CUstream s, int mode);
 CUresult cuStreamEndCapture(CUstream s, CUgraph *out);
 CUresult cuGraphInstantiateWithFlags(CUgraphExec *out, CUgraph g, unsigned long long flags);

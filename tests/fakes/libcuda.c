@@ -31,7 +31,7 @@
  *     stream becomes a node of the graph, as in the driver (so a tracer that records its
  *     own events there changes the program's graphs, and cuGraphGetNodes shows it);
  *   - FAKECUDA_STATS=path: counts written there at exit (event record nodes run by graph
- *     launches);
+ *     launches, graph uploads);
  *   - cuGetProcAddress handing out these same entry points (with FAKECUDA_GPA_PRIVATE set,
  *     cuCtxSynchronize comes out as a function that is not exported, as real drivers may
  *     do for some entry points: nothing outside can know it).
@@ -1433,6 +1433,7 @@ EXPORT CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *c, CUfunction f, voi
 static void run_nodes(struct CUstream_st *s, struct CUgraph_st *g, unsigned long long *delay);
 
 static unsigned long long event_nodes_run; /* of graph launches, for FAKECUDA_STATS */
+static unsigned long long graph_uploads;   /* (the same) */
 
 /* FAKECUDA_STATS=path: what the GPU ran that a test cannot see otherwise, written at exit. */
 __attribute__((destructor)) static void write_stats(void)
@@ -1442,7 +1443,8 @@ __attribute__((destructor)) static void write_stats(void)
 
 	if (!f)
 		return;
-	fprintf(f, "graph_event_nodes_run %llu\n", event_nodes_run);
+	fprintf(f, "graph_event_nodes_run %llu\ngraph_uploads %llu\n", event_nodes_run,
+		graph_uploads);
 	fclose(f);
 }
 
@@ -1517,6 +1519,16 @@ static CUresult graph_launch(CUgraphExec g, CUstream hs, bool per_thread)
 		s->busy_until = g->last_end;
 	run_nodes(s, g->graph, &delay);
 	g->last_end = s->busy_until;
+	return CUDA_SUCCESS;
+}
+
+/* (Nothing to upload here: counted.) */
+EXPORT CUresult cuGraphUpload(CUgraphExec g, CUstream s)
+{
+	(void)s;
+	if (!g)
+		return CUDA_ERROR_INVALID_VALUE;
+	__atomic_add_fetch(&graph_uploads, 1, __ATOMIC_RELAXED);
 	return CUDA_SUCCESS;
 }
 

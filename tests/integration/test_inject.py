@@ -482,7 +482,10 @@ def test_gpu_times_of_kernels_inside_graphs(gs):
         stats = gs.tmp / ("fake-stats-%s" % how)
         gs.trace(["wl_gputime", "--graphs"], opts=["--inject"],
                  env_extra=dict(env, FAKECUDA_STATS=stats, GPUSCOPE_TWIN_EVENTS=how))
-        ran[how] = int(stats.read_text().split()[1])
+        counts = stats.read_text().split()
+        ran[how] = int(counts[1])
+        # (The twin uploaded once, when built: its first run is not timed with the upload.)
+        assert counts[2:] == ["graph_uploads", "1"], counts
     assert ran["pairs"] - ran["chained"] == 9, ran
 
     # A twin at every 4th launch at most: the 5th (the 9th is on another stream).
