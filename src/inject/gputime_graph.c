@@ -5,9 +5,10 @@
  * A graph launch runs its kernels where no call of ours comes between them. So when the
  * program instantiates a graph, the graph is cloned (the executable graph is a snapshot,
  * and so is the clone: the program may change or destroy its graph afterwards). At the
- * exec's first sampled launch (not its first launch; every TWIN_EVERY-th at most), the
- * clone gets an event record node in line before and after each kernel node and is
- * instantiated: the twin (gputime_graphbuild.c). A sampled launch of the exec runs the twin in its place,
+ * exec's first sampled launch (not its first launch; every TWIN_EVERY-th at most, and no
+ * more often than keeps the twin's runs under a share of the exec's GPU time), the clone
+ * gets an event record node in line before and after each kernel node (one between two
+ * kernels of a chain) and is instantiated and uploaded: the twin (gputime_graphbuild.c). A sampled launch of the exec runs the twin in its place,
  * on the program's stream, and each kernel's pair of events goes to the harvester as a
  * launch's pair does (GS_GPU_IN_GRAPH; what the nodes add is calibrated apart:
  * gputime_graphcal.c).

@@ -375,14 +375,15 @@ static bool instrument(struct twin *t, void *graph, void *node, int k0, int k)
 }
 
 /*
- * The graph's first nodes (no dependencies) are put after a kernel of ours that spins 3 us
- * (the calibration kernel): an event node first in a graph, or first in a child graph node
- * first in it, is recorded as the launch starts, before the first kernel is set up, and
- * measured an H200's first kernel of XLA's graphs 5.7 us long at the median (the others
- * 0.2-0.7 us), in a child (cuBLAS traced) 3.4 us; after an empty kernel 1.2-1.3 us, after
- * 3 us of spinning 0.9 us, and PyTorch's graph's first two +1.2/+1.4 us, then +0.8/+0.8
- * us (bench/results/twin-xla-2026-11-27-h200.md). (GPUSCOPE_TWIN_PRIME_NS=0: the empty
- * kernel; GPUSCOPE_NO_PRIME: neither.)
+ * The graph's first nodes (no dependencies) are put after a kernel of ours that spins 120
+ * us (the calibration kernel): an event node first in a graph, or first in a child graph
+ * node first in it, is recorded as the launch starts, before the first kernel is set up,
+ * and measured an H200's first kernel of XLA's graphs 5.7 us long at the median, in a
+ * child (cuBLAS traced) 3.4 us; after an empty kernel 1.2-1.3 us, after 3 us of spinning
+ * 0.9 us (bench/results/twin-xla-2026-11-27-h200.md), and the graph's first 5-8 kernels
+ * still 0.5-0.9 us long, the rest 0.1-0.3; after 120 us, every place +0.02-0.4 us, 98-99%
+ * of the kernels within 2% or 0.5 us of CUPTI (twin-chain-2026-11-27-h200.md).
+ * (GPUSCOPE_TWIN_PRIME_NS=0: the empty kernel; GPUSCOPE_NO_PRIME: neither.)
  */
 static bool after_prime(struct twin *t, void *graph)
 {
