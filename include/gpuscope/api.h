@@ -95,6 +95,9 @@ enum gs_api_flags {
 };
 
 #define GS_NO_OUT 0xff
+/* (A_ARGS: the third argument itself as the record's out, a value rather than a pointer:
+ * cuGraphNodeSetEnabled's isEnabled.) */
+#define GS_ARG2_VALUE 0xfe
 
 /* clang-format off */
 #define GS_API_LIST(X)									\
@@ -269,7 +272,7 @@ enum gs_api_flags {
 	X(CU_GRAPH_EXEC_EXT_SEM_SIGNAL_NODE_SET_PARAMS, "cuGraphExecExternalSemaphoresSignalNodeSetParams", CUDA, API, A_ARGS, GS_NO_OUT, 0) \
 	X(CU_GRAPH_EXEC_EXT_SEM_WAIT_NODE_SET_PARAMS, "cuGraphExecExternalSemaphoresWaitNodeSetParams", CUDA, API, A_ARGS, GS_NO_OUT, 0) \
 	X(CU_GRAPH_EXEC_BATCH_MEM_OP_NODE_SET_PARAMS, "cuGraphExecBatchMemOpNodeSetParams", CUDA, API, A_ARGS, GS_NO_OUT, 0) \
-	X(CU_GRAPH_NODE_SET_ENABLED,	"cuGraphNodeSetEnabled",	CUDA, API, A_ARGS, GS_NO_OUT, 0)
+	X(CU_GRAPH_NODE_SET_ENABLED,	"cuGraphNodeSetEnabled",	CUDA, API, A_ARGS, GS_ARG2_VALUE, GS_AF_ALWAYS)
 /* clang-format on */
 
 #define GS_API_ENUM(id, sym, lib, fam, shape, arg, flags) GS_API_##id,

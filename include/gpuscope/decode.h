@@ -329,7 +329,9 @@ static GS_INLINE void gs_decode_api(const struct gs_api_desc *d, const __u64 *a,
 			e->out = gs_load_u64(a[0]);
 		return;
 	}
-	if (ok && d->arg != GS_NO_OUT)
+	if (d->arg == GS_ARG2_VALUE)
+		e->out = a[2];
+	else if (ok && d->arg != GS_NO_OUT)
 		e->out = gs_load_u64(d->arg == 0 ? a[0] : a[1]);
 }
 

@@ -13,7 +13,8 @@
  *     library calls, cuBLAS's, into a graph it then sets as a child node, each step).
  * Instantiating takes a copy (an instantiated graph keeps what the graph had then); setting
  * a node of the instantiated graph (cuGraphExecKernelNodeSetParams...) changes the copy,
- * cuGraphExecUpdate takes the graph's again. A conditional node's bodies run as often as
+ * cuGraphExecUpdate takes the graph's again; a kernel node disabled in it
+ * (cuGraphNodeSetEnabled) runs nothing until enabled again. A conditional node's bodies run as often as
  * the GPU decides: their kernels are not counted, and the launches of graphs that have one
  * are counted apart (model_kernels.c).
  */
@@ -40,7 +41,8 @@ struct gkernels {
 	struct {
 		__u64 node, func;
 	} * nodes;
-	struct hmap at; /* node -> its index + 1 (XLA sets nodes by the thousand a step) */
+	struct hmap at;	 /* node -> its index + 1 (XLA sets nodes by the thousand a step) */
+	struct hmap off; /* an instantiated graph's kernel nodes disabled (cuGraphNodeSetEnabled) */
 	struct {
 		__u64 count, bytes;
 	} ops[GS_COPY_KIND_MAX]; /* copies and sets captured, by direction */
@@ -72,6 +74,7 @@ static void gk_free(void *v)
 			gk_free(g->ch[i].g);
 		free(g->ch);
 		hmap_free(&g->at);
+		hmap_free(&g->off);
 		free(g->k);
 		free(g->nodes);
 		free(g);
@@ -235,7 +238,7 @@ static void each_in(const struct gkernels *g, void (*fn)(void *ctx, __u64 handle
 	for (size_t i = 0; i < g->n; i++)
 		fn(ctx, g->k[i].handle, g->k[i].count);
 	for (size_t i = 0; i < g->nn; i++)
-		if (g->nodes[i].func)
+		if (g->nodes[i].func && !hmap_get(&g->off, g->nodes[i].node, 0))
 			fn(ctx, g->nodes[i].func, 1);
 	for (size_t i = 0; i < g->nc; i++)
 		each_in(g->ch[i].g, fn, ctx);
@@ -269,6 +272,21 @@ static void exec_child_set(const struct gctx *c, struct proc *p, const struct gs
 				++*c->lost;
 			return;
 		}
+}
+
+/* An instantiated graph's kernel node disabled, or enabled again (cuGraphNodeSetEnabled:
+ * arg0 the instantiated graph, arg1 the node, out whether enabled): a disabled node runs
+ * nothing. (Only the graph API's nodes: a captured graph's are not known by handle.) */
+static void exec_node_enabled(struct proc *p, const struct gs_ev_api *e)
+{
+	struct gkernels *x = hmap_get(&p->execs, e->arg0, 0);
+
+	if (!x || !hmap_get(&x->at, e->arg1, 0))
+		return;
+	if (e->out)
+		hmap_del(&x->off, e->arg1, 0);
+	else
+		hmap_put(&x->off, e->arg1, 0, (void *)1);
 }
 
 /* A graph's node by the graph API (gs_decode_knode). */
@@ -374,6 +392,9 @@ void model__graph_api(struct proc *p, const struct gs_ev_api *e, const struct gs
 		break;
 	case GS_API_CU_GRAPH_EXEC_DESTROY:
 		gk_free(hmap_del(&p->execs, e->arg0, 0));
+		break;
+	case GS_API_CU_GRAPH_NODE_SET_ENABLED:
+		exec_node_enabled(p, e);
 		break;
 	default:
 		if (d && (d->shape == GS_SH_A_KNODE || d->shape == GS_SH_A_CHILD))

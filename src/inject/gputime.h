@@ -76,6 +76,7 @@ void gs_graphtime_changed(__u64 exec, unsigned int api) GS_HIDDEN;
 void gs_graphtime_kernel_set(unsigned int api, __u64 exec, __u64 node, __u64 params,
 			     int result) GS_HIDDEN;
 void gs_graphtime_graph_set(__u64 exec, __u64 node, __u64 graph, int result) GS_HIDDEN;
+void gs_graphtime_enabled(__u64 exec, __u64 node, unsigned int on, int result) GS_HIDDEN;
 void gs_graphtime_node_set(unsigned int api, __u64 exec, __u64 node, __u64 params, __u64 ctx,
 			   int result) GS_HIDDEN;
 void gs_graphtime_unwrapped(void) GS_HIDDEN;

@@ -30,8 +30,11 @@
  *    from each token's capture);
  *    the other nodes' exec setters (copies, sets, host functions, events, memory
  *    operations) are made on the twin too, at once;
- *  - never once the program changed the exec otherwise (the semaphore nodes' setters,
- *    cuGraphNodeSetEnabled: wrappers of the table tell us); a program
+ *  - a kernel node the program disables or enables again (cuGraphNodeSetEnabled) is the
+ *    same in the twin, and a disabled kernel's time is not read (copies and sets of a
+ *    built twin too; not after an update of the exec);
+ *  - never once the program changed the exec otherwise (the semaphore nodes' setters:
+ *    wrappers of the table tell us); a program
  *    that obtains an exec setter we do not wrap turns twins off for the whole process
  *    (gs_graphtime_unwrapped);
  *  - the exec's launches stay in order: CUDA orders the launches of one exec, and the twin
@@ -209,6 +212,21 @@ void gs_graphtime_node_set(unsigned int api, __u64 exec, __u64 node, __u64 param
 	pthread_mutex_unlock(&tw_lock);
 }
 
+void gs_graphtime_enabled(__u64 exec, __u64 node, unsigned int on, int result)
+{
+	struct twin *t;
+
+	if (!__atomic_load_n(&tw_count, __ATOMIC_RELAXED))
+		return;
+	pthread_mutex_lock(&tw_lock);
+	t = find(exec, false);
+	if (t && t->state != TW_OFF && (result || !gt_twin_enabled(t, node, on != 0))) {
+		debug("no twin: a node enabled or disabled that it cannot follow", exec);
+		t->state = TW_OFF;
+	}
+	pthread_mutex_unlock(&tw_lock);
+}
+
 void gs_graphtime_graph_set(__u64 exec, __u64 node, __u64 graph, int result)
 {
 	struct twin *t;
@@ -297,7 +315,7 @@ __u64 gs_graphtime_launch(struct gs_graph_launch *gl, __u64 exec, __u64 stream, 
 		 !(ptsz ? T.cu.capturing_ptsz : T.cu.capturing)(stream, &capturing) && !capturing;
 	if (sample) {
 		t->interval = gt_twin_interval(t);
-		__atomic_store_n(&t->outstanding, t->nk, __ATOMIC_RELEASE);
+		__atomic_store_n(&t->outstanding, t->nk - t->noff, __ATOMIC_RELEASE);
 		gl->twin = t;
 	}
 	pthread_mutex_unlock(&tw_lock);
@@ -323,6 +341,9 @@ bool gs_graphtime_launched(struct gs_graph_launch *gl, int result, __u64 stream,
 	pthread_mutex_unlock(&tw_lock);
 	pthread_mutex_lock(&T.lock);
 	for (int k = 0; k < t->nk; k++) {
+		/* (A kernel disabled ran nothing: no time.) */
+		if (t->off && t->off[k])
+			continue;
 		struct pending p = { .start = t->sev[k],
 				     .end = t->eev[k],
 				     .c = *call,

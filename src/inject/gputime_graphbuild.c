@@ -40,6 +40,7 @@ typedef int (*g_exec_child_fn)(void *, void *, void *);
 typedef int (*g_exec_update_fn)(void *, void *, void *);
 typedef int (*g_upload_fn)(void *, __u64);
 typedef int (*g_sync_fn)(__u64);
+typedef int (*g_enable_fn)(void *, void *, unsigned int);
 
 static struct {
 	g_clone_fn clone;
@@ -60,6 +61,7 @@ static struct {
 	g_exec_child_fn exec_child;   /* a twin's child node set */
 	g_exec_update_fn exec_update; /* a twin updated (CUDA 12's signature) */
 	g_upload_fn upload;	      /* a twin uploaded when built */
+	g_enable_fn set_enabled;      /* a twin's node disabled or enabled */
 	g_sync_fn sync;
 } G;
 
@@ -142,6 +144,7 @@ static void load_now(void)
 			   ? NULL
 			   : (g_upload_fn)gs_real_by_name("cuGraphUpload");
 	G.sync = (g_sync_fn)gs_real_by_name("cuStreamSynchronize");
+	G.set_enabled = (g_enable_fn)gs_real_by_name("cuGraphNodeSetEnabled");
 	if (!G.wait_ptsz)
 		G.wait_ptsz = G.wait;
 	tw_loaded = gt_load_driver() && G.clone && G.nodes && G.type && G.kparams && G.deps &&
@@ -191,6 +194,7 @@ void gt_twin_free(struct twin *t)
 	free(t->byclone);
 	free(t->ev);
 	free(t->sev);
+	free(t->off);
 	free(t->func);
 	free(t);
 }
@@ -447,6 +451,10 @@ bool gt_twin_build(struct twin *t)
 	ok = ok && (tw_side || after_prime(t, t->graph)) &&
 	     (!(r = G.instantiate(&t->twin_exec, t->graph, t->flags)) ||
 	      gt_twin_fail("instantiate", r));
+	/* Kernel nodes the program disabled before: disabled in the twin too. */
+	for (int k = 0; ok && t->off && k < t->nk; k++)
+		ok = !t->off[k] || !G.set_enabled(t->twin_exec, t->knode[k], 0) ||
+		     gt_twin_fail("disabled node", -1);
 	/* Uploaded now, on our stream, and waited for: not by its first run, which would be
 	 * timed with the upload in it. (Without the call, or if it fails: by that run.) */
 	if (ok && G.upload && !G.upload(t->twin_exec, T.ctx[t->ci].stream) && G.sync)
@@ -514,6 +522,7 @@ static bool apply_update(struct twin *t)
 		ok = instrument(t, w.kgraph[k], w.knode[k], 0, k);
 	ok = ok && (tw_side || after_prime(t, t->upd)) &&
 	     (!(r = G.exec_update(t->twin_exec, t->upd, info)) || gt_twin_fail("update", r));
+	t->updated = true;
 	free(w.knode);
 	free(w.kgraph);
 	G.graph_destroy(t->upd);
@@ -652,6 +661,28 @@ bool gt_twin_node_set(struct twin *t, unsigned int api, __u64 node, __u64 params
 		       !exec_set((__u64)(unsigned long)t->twin_exec, (__u64)(unsigned long)cn,
 				 params, ctx, 0, 0, 0, 0, 0, 0, 0);
 	return graph_set && !graph_set(cn, params);
+}
+
+bool gt_twin_enabled(struct twin *t, __u64 node, bool on)
+{
+	void *cn = NULL;
+	int k;
+
+	/* (After an update, which graph's node the program means is not sure.) */
+	if (t->updated || t->upd || t->upd_stale || !G.find_in_clone || !G.set_enabled ||
+	    G.find_in_clone(&cn, (void *)(unsigned long)node, t->graph))
+		return false;
+	for (k = 0; k < t->nk && t->knode[k] != cn; k++)
+		;
+	if (k == t->nk && t->state != TW_READY)
+		return false;
+	if (k < t->nk) {
+		if (!t->off && !(t->off = calloc((size_t)t->nk, sizeof(*t->off))))
+			return false;
+		t->noff += (!on && !t->off[k]) - (on && t->off[k]);
+		t->off[k] = !on;
+	}
+	return t->state != TW_READY || !G.set_enabled(t->twin_exec, cn, on);
 }
 
 bool gt_twin_prepare(struct twin *t, bool *ready)

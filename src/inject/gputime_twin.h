@@ -55,6 +55,9 @@ struct twin {
 	int state, nk, outstanding, ci;
 	int nev;      /* event nodes of its own, a run (with nk kernels: nk + 1 to 2 nk) */
 	int interval; /* a run every that many launches (gt_twin_interval) */
+	bool *off;    /* kernels the program disabled (NULL: none yet), noff of them */
+	int noff;
+	bool updated; /* an update of the exec applied to the twin */
 	bool wait_done;
 };
 
@@ -76,6 +79,7 @@ enum {
 bool gt_twin_load(void) GS_HIDDEN;
 int gt_twin_every(void) GS_HIDDEN;
 int gt_twin_interval(const struct twin *t) GS_HIDDEN;
+bool gt_twin_enabled(struct twin *t, __u64 node, bool on) GS_HIDDEN;
 struct twin *gt_twin_new(__u64 graph, unsigned long long flags, const char **why) GS_HIDDEN;
 void gt_twin_free(struct twin *t) GS_HIDDEN;
 bool gt_twin_build(struct twin *t) GS_HIDDEN;

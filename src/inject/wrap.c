@@ -264,7 +264,8 @@ static bool sets_graph(unsigned int api)
  * not run after a change, nor an exec's handle be taken again while its twin is known). */
 static void graph_call_before(unsigned int api, __u64 a0)
 {
-	if ((changes_exec(api) && !sets_kernel_node(api) && !sets_graph(api) && !sets_node(api)) ||
+	if ((changes_exec(api) && !sets_kernel_node(api) && !sets_graph(api) && !sets_node(api) &&
+	     api != GS_API_CU_GRAPH_NODE_SET_ENABLED) ||
 	    api == GS_API_CU_GRAPH_EXEC_DESTROY)
 		gs_graphtime_changed(a0, api);
 }
@@ -481,6 +482,8 @@ int gs_call(unsigned int api, void *caller, __u64 a0, __u64 a1, __u64 a2, __u64 
 		gs_graphtime_graph_set(a0, 0, a1, r);
 	else if (sets_node(api))
 		gs_graphtime_node_set(api, a0, a1, a2, a3, r);
+	else if (api == GS_API_CU_GRAPH_NODE_SET_ENABLED)
+		gs_graphtime_enabled(a0, a1, (unsigned int)a2, r);
 	if (r == 0 && d->family == GS_FAM_KNAME && gs_probe_on)
 		gs_probe_named(api, a);
 	if (r == 0 && gs_probe_on &&

@@ -257,6 +257,7 @@ CUresult cuStreamBeginCapture_v2(CUstream s, int mode);
 CUresult cuStreamEndCapture(CUstream s, CUgraph *out);
 CUresult cuGraphInstantiateWithFlags(CUgraphExec *out, CUgraph g, unsigned long long flags);
 typedef struct CUgraphNode_st *CUgraphNode;
+CUresult cuGraphNodeSetEnabled(CUgraphExec e, CUgraphNode node, unsigned int on);
 CUresult cuStreamBeginCaptureToGraph(CUstream s, CUgraph g, const CUgraphNode *deps,
 				     const void *edges, size_t nd, int mode);
 CUresult cuGraphGetNodes(CUgraph g, CUgraphNode *nodes, size_t *n);

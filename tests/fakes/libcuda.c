@@ -475,6 +475,7 @@ struct node {
 	int type;		  /* CUgraphNodeType */
 	int seq;		  /* order added: a launch runs nodes in it, dependencies first */
 	bool ran;		  /* (during a launch) */
+	bool disabled;		  /* cuGraphNodeSetEnabled: runs nothing (in every exec of it) */
 	struct CUevent_st *ev;	  /* an event record node's */
 	struct node **deps;
 	size_t ndeps;
@@ -1454,6 +1455,8 @@ static void node_run(struct CUstream_st *s, struct node *n, unsigned long long *
 
 	n->ran = true;
 	event_nodes_run += n->type == 7 && n->ev;
+	if (__atomic_load_n(&n->disabled, __ATOMIC_RELAXED))
+		return;
 	/* (A memset node sets its bytes as it is run: the runs are in order here. Word by
 	 * word: a launch call of the double stays short, as a driver's is.) */
 	for (size_t i = 0; n->type == 2 && n->set_elem == 4 && i < n->set_count; i++)
@@ -1976,6 +1979,18 @@ EXPORT CUresult cuGraphExecUpdate_v2(CUgraphExec e, CUgraph g, void *result_info
 	if (!e || !g)
 		return CUDA_ERROR_INVALID_VALUE;
 	return LOCKED(update_graph(e->graph, g));
+}
+
+/* (Here a node of an exec is the graph's own: disabling it disables it in every exec of
+ * that graph. Only kernel, memset and copy nodes, as in the driver.) */
+EXPORT CUresult cuGraphNodeSetEnabled(CUgraphExec e, CUgraphNode node, unsigned int on)
+{
+	struct node *n = (struct node *)node;
+
+	if (!e || !n || (n->type != 0 && n->type != 1 && n->type != 2))
+		return CUDA_ERROR_INVALID_VALUE;
+	__atomic_store_n(&n->disabled, !on, __ATOMIC_RELAXED);
+	return CUDA_SUCCESS;
 }
 
 EXPORT CUresult cuGraphNodeSetParams(CUgraphNode node, CUgraphNodeParams *p)

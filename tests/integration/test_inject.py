@@ -524,6 +524,23 @@ def test_twins_keep_to_a_share_of_the_gpu(gs):
     assert runs == {("200000", None): 3, ("5000", None): 1, ("5000", "16"): 3}, runs
 
 
+@pytest.mark.parametrize("first", [4, 0])
+def test_twins_follow_nodes_disabled(gs, first):
+    """A kernel node the program disables at the exec (cuGraphNodeSetEnabled: idle, at
+    launches 4-7 of 12, or 0-3: before the twin is built at launch 1) is disabled in the
+    twin too, and its time is not read while it is: the twin runs on (launches 1-11), idle
+    counted and timed only where it ran."""
+    report, truth, _ = gs.trace(["wl_gputime", "--replays", "12", str(first)],
+                                opts=["--inject"], env_extra=GPU_ENV)
+    k = kernels_by_name(report)
+    assert (k["busy"]["graph_runs"], k["idle"]["graph_runs"]) == (12, 8)
+    assert k["busy"]["gpu"]["in_graph"] == 11
+    assert k["idle"]["gpu"]["in_graph"] == (7 if first else 8)
+    for g, want in ((k["busy"]["gpu"], truth["gpu:busy:ns"]),
+                    (k["idle"]["gpu"], truth["gpu:idle:ns"])):
+        assert near(g["min_ns"], want) and near(g["max_ns"], want), (g, want)
+
+
 @pytest.mark.parametrize("how", ["--children", "--update"])
 def test_gpu_times_of_kernels_inside_child_graphs(gs, how):
     """A graph with a child graph node (as XLA traces its cuBLAS calls into one) gets a

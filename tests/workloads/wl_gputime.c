@@ -36,8 +36,9 @@
  * --update, the same, but the whole exec updated (cuGraphExecUpdate, as llama.cpp does)
  * from a new graph of the same shape, its child's kernel `other`.
  *
- * With --replays N, only this instead: a graph of `busy` then `idle` (built with the graph
- * API) launched N times on s2, each waited for.
+ * With --replays N [D], only this instead: a graph of `busy` then `idle` (built with the
+ * graph API) launched N times on s2, each waited for; with D, `idle` disabled
+ * (cuGraphNodeSetEnabled) at launches D to D + 3.
  *
  * With --after-copy, only this instead: `idle` launched right after an asynchronous copy
  * on its stream, then on the legacy stream after a synchronous copy, 3 times each
@@ -168,9 +169,10 @@ static CUgraph child_first(CUkernel k, unsigned grid, unsigned block, void **arg
 	return graph;
 }
 
-/* --replays N: a graph of busy, then idle after it, launched N times on s2, each waited
- * for. */
-static int replays(CUkernel busy, CUkernel idle, CUstream s2, int n)
+/* --replays N [D]: a graph of busy, then idle after it, launched N times on s2, each
+ * waited for (idle disabled at launches D to D + 3). */
+static int replays(CUkernel busy, CUkernel idle, CUstream s2, int n, int d,
+		   unsigned long long busy_ns, unsigned long long idle_ns)
 {
 	CUDA_KERNEL_NODE_PARAMS a = kparams(busy, 1, 32, NULL), b = kparams(idle, 4, 256, NULL);
 	CUgraphNode first, second;
@@ -182,11 +184,14 @@ static int replays(CUkernel busy, CUkernel idle, CUstream s2, int n)
 	CHECK(cuGraphAddKernelNode_v2(&second, graph, &first, 1, &b), 0);
 	CHECK(cuGraphInstantiateWithFlags(&exec, graph, 0), 0);
 	for (int i = 0; i < n; i++) {
+		if (d >= 0 && (i == d || i == d + 4))
+			CHECK(cuGraphNodeSetEnabled(exec, second, i != d), 0);
 		CHECK(cuGraphLaunch(exec, s2), 0);
 		CHECK(cuStreamSynchronize(s2), 0);
 	}
 	CHECK(cuGraphExecDestroy(exec), 0);
 	CHECK(cuGraphDestroy(graph), 0);
+	truth_kernels(busy_ns, idle_ns, 0);
 	truth_write();
 	return 0;
 }
@@ -321,7 +326,8 @@ int main(int argc, char **argv)
 					  !strcmp(argv[1], "--update"));
 	}
 	if (argc > 2 && !strcmp(argv[1], "--replays"))
-		return replays(busy, idle, s2, atoi(argv[2]));
+		return replays(busy, idle, s2, atoi(argv[2]), argc > 3 ? atoi(argv[3]) : -1,
+			       busy_ns, idle_ns);
 	if (argc > 1 && !strcmp(argv[1], "--after-copy")) {
 		CHECK(cuMemAlloc_v2(&d, 1 << 20), 0);
 		CHECK(cuMemHostAlloc(&host, 1 << 20, 0), 0);

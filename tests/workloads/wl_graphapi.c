@@ -3,7 +3,8 @@
  * CUDA graphs built with the graph API, as XLA builds them (no stream capture): kernel nodes
  * (by CUfunction, by CUkernel, through cuGraphAddNode), a child graph (through
  * cuGraphAddNode), an instantiated graph's node set to another kernel, a graph's node set and the instantiated graph updated
- * from it, a clone, and a graph with a conditional node. Each graph launch runs what the
+ * from it, a node of it disabled and enabled again (cuGraphNodeSetEnabled), a clone, and a
+ * graph with a conditional node. Each graph launch runs what the
  * instantiated graph held then; the truth counts each kernel's runs. With `limit`, a graph
  * past what gpuscope keeps (see limit()). Then XLA's traced command buffer (traced()), and
  * a module unloaded and its function's handle given to the next module's function (XLA's
@@ -179,6 +180,11 @@ int main(int argc, char **argv)
 	CHECK(cuGraphKernelNodeSetParams_v2(a1, &p), 0);
 	CHECK(cuGraphExecUpdate_v2(e, g, NULL), 0);
 	launch(e, 1, 1, 2, 2);
+	/* The instantiated graph's kA node disabled (it runs nothing), then enabled again. */
+	CHECK(cuGraphNodeSetEnabled(e, a2, 0), 0);
+	launch(e, 2, 0, 2, 2);
+	CHECK(cuGraphNodeSetEnabled(e, a2, 1), 0);
+	launch(e, 1, 1, 2, 2);
 	/* A clone of g, instantiated. */
 	CHECK(cuGraphClone(&clone, g), 0);
 	CHECK(cuGraphInstantiateWithFlags(&ec, clone, 0), 0);
@@ -205,6 +211,6 @@ int main(int argc, char **argv)
 	traced(ka, kb, kc);
 	handle_reused();
 	truth_write();
-	printf("wl_graphapi: 14 graph launches\n");
+	printf("wl_graphapi: 17 graph launches\n");
 	return 0;
 }
