@@ -238,7 +238,7 @@ static void each_in(const struct gkernels *g, void (*fn)(void *ctx, __u64 handle
 	for (size_t i = 0; i < g->n; i++)
 		fn(ctx, g->k[i].handle, g->k[i].count);
 	for (size_t i = 0; i < g->nn; i++)
-		if (g->nodes[i].func && !hmap_get(&g->off, g->nodes[i].node, 0))
+		if (g->nodes[i].func && !(g->off.len && hmap_get(&g->off, g->nodes[i].node, 0)))
 			fn(ctx, g->nodes[i].func, 1);
 	for (size_t i = 0; i < g->nc; i++)
 		each_in(g->ch[i].g, fn, ctx);
