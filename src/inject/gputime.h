@@ -82,7 +82,8 @@ void gs_graphtime_node_set(unsigned int api, __u64 exec, __u64 node, __u64 param
 void gs_graphtime_unwrapped(void) GS_HIDDEN;
 void gs_graphtime_after_fork(void) GS_HIDDEN;
 struct gs_graph_launch {
-	struct twin *twin; /* run in the exec's place, or NULL */
+	struct twin *twin;    /* run in the exec's place, or NULL */
+	unsigned int off_gen; /* its disabled kernels as they were then (twin->off_gen) */
 };
 /* Before a launch of exec on stream: the exec to launch instead (its twin), or exec. */
 __u64 gs_graphtime_launch(struct gs_graph_launch *gl, __u64 exec, __u64 stream,

@@ -317,6 +317,7 @@ __u64 gs_graphtime_launch(struct gs_graph_launch *gl, __u64 exec, __u64 stream, 
 		t->interval = gt_twin_interval(t);
 		__atomic_store_n(&t->outstanding, t->nk - t->noff, __ATOMIC_RELEASE);
 		gl->twin = t;
+		gl->off_gen = t->off_gen;
 	}
 	pthread_mutex_unlock(&tw_lock);
 	return sample ? (__u64)(unsigned long)t->twin_exec : exec;
@@ -338,12 +339,17 @@ bool gs_graphtime_launched(struct gs_graph_launch *gl, int result, __u64 stream,
 	}
 	t->wait_done = !(ptsz ? T.cu.ev_record_ptsz : T.cu.ev_record)(t->done, stream);
 	t->twin_stream = stream_name(stream, ptsz);
-	pthread_mutex_unlock(&tw_lock);
+	/* (Another thread enabled or disabled a kernel node since the launch: which of this
+	 * run's kernels ran is not sure, and none is read.) */
+	if (t->off_gen != gl->off_gen) {
+		__atomic_store_n(&t->outstanding, 0, __ATOMIC_RELEASE);
+		pthread_mutex_unlock(&tw_lock);
+		return false;
+	}
+	/* (Both locks: off stays as it was at the launch; tw_lock is taken before T.lock
+	 * wherever both are.) */
 	pthread_mutex_lock(&T.lock);
 	for (int k = 0; k < t->nk; k++) {
-		/* (A kernel disabled ran nothing: no time.) */
-		if (t->off && t->off[k])
-			continue;
 		struct pending p = { .start = t->sev[k],
 				     .end = t->eev[k],
 				     .c = *call,
@@ -352,11 +358,15 @@ bool gs_graphtime_launched(struct gs_graph_launch *gl, int result, __u64 stream,
 				     .ci = (__u8)t->ci,
 				     .twin = &t->outstanding };
 
+		/* (A kernel disabled ran nothing: no time.) */
+		if (t->off && t->off[k])
+			continue;
 		p.c.func = t->func[k];
 		p.c.kind = GS_GPU_KERNEL;
 		gt_queue(&p);
 	}
 	pthread_mutex_unlock(&T.lock);
+	pthread_mutex_unlock(&tw_lock);
 	return false;
 }
 

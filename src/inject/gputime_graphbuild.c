@@ -680,6 +680,7 @@ bool gt_twin_enabled(struct twin *t, __u64 node, bool on)
 		if (!t->off && !(t->off = calloc((size_t)t->nk, sizeof(*t->off))))
 			return false;
 		t->noff += (!on && !t->off[k]) - (on && t->off[k]);
+		t->off_gen += t->off[k] != !on;
 		t->off[k] = !on;
 	}
 	return t->state != TW_READY || !G.set_enabled(t->twin_exec, cn, on);

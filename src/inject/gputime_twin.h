@@ -57,7 +57,8 @@ struct twin {
 	int interval; /* a run every that many launches (gt_twin_interval) */
 	bool *off;    /* kernels the program disabled (NULL: none yet), noff of them */
 	int noff;
-	bool updated; /* an update of the exec applied to the twin */
+	unsigned int off_gen; /* changes of off */
+	bool updated;	      /* an update of the exec applied to the twin */
 	bool wait_done;
 };
 
