@@ -283,7 +283,9 @@ def test_gpu_times_of_kernels_copies_and_graphs(gs):
     # The 20 back-to-back launches queue behind each other: the last waits ~19 kernels.
     assert busy["queue_p99_ns"] > 15 * truth["gpu:busy:ns"]
     gpu = report["gpu"]
-    assert gpu["graphs"]["timed"] == truth["gpu:graph:timed"]
+    # (An ungated graph launch whose call took over 50 us is left out, and counted.)
+    late = gpu["start_unknown_late_call"]
+    assert truth["gpu:graph:timed"] - late <= gpu["graphs"]["timed"] <= truth["gpu:graph:timed"]
     assert near(gpu["graphs"]["min_ns"], truth["gpu:graph:ns"])
     assert gpu["copies"]["HtoD"]["timed"] == 1
     assert gpu["copies"]["HtoD"]["bytes"] == 1 << 20
@@ -459,9 +461,10 @@ def test_gpu_times_of_kernels_inside_graphs(gs):
     # Graph launches are not gated (a gate costs more than it buys there): on an idle
     # stream (the 1st launch, and the 11th after the twin's sets were made) a graph's
     # start is the end of its launch call, which may return well after the GPU started
-    # (the double's first one 10-60 us: over 50 us it is left out of the figures); the
-    # 8th waited for the 7th on the other stream.
-    assert graphs["gated"] == 0 and 2 <= graphs["timed"] <= 3
+    # (the double's first one 10-60 us: over 50 us it is left out of the figures, and
+    # counted); the 8th waited for the 7th on the other stream.
+    late = report["gpu"]["start_unknown_late_call"]
+    assert graphs["gated"] == 0 and graphs["timed"] + late == 3 and late <= 1
     assert graphs["idle_stream_starts"] == graphs["timed"] - 1
     assert truth["gpu:graph:ns"] - 60000 < graphs["min_ns"] <= truth["gpu:graph:ns"] + 2000
     assert near(graphs["max_ns"], truth["gpu:graph:ns"])
@@ -493,13 +496,13 @@ def test_gpu_times_of_kernels_inside_graphs(gs):
                                       env_extra=dict(env, GPUSCOPE_TWIN_EVERY=4))
     assert kernels_by_name(report)["busy"]["gpu"]["in_graph"] == 2
     assert kernels_by_name(report)["idle"]["gpu"]["in_graph"] == 1
-    assert report["gpu"]["graphs"]["timed"] == 11
+    assert report["gpu"]["graphs"]["timed"] + report["gpu"]["start_unknown_late_call"] == 11
 
     # Kernel nodes the device may update: no twin, every launch timed as a whole.
     report, truth, kernels = gs.trace(["wl_gputime", "--graphs"], opts=["--inject"],
                                       env_extra=dict(env, FAKECUDA_DEVICE_UPDATABLE=1))
     assert kernels_by_name(report)["busy"]["gpu"] is None
-    assert report["gpu"]["graphs"]["timed"] == 12
+    assert 12 - report["gpu"]["start_unknown_late_call"] <= report["gpu"]["graphs"]["timed"] <= 12
 
 
 def test_twins_keep_to_a_share_of_the_gpu(gs):
@@ -520,7 +523,8 @@ def test_twins_keep_to_a_share_of_the_gpu(gs):
         k = kernels_by_name(report)
         assert k["busy"]["graph_runs"] == 64
         runs[(kernel_ns, every)] = (k["busy"]["gpu"] or {}).get("in_graph", 0)
-        assert report["gpu"]["graphs"]["timed"] == 64 - runs[(kernel_ns, every)]
+        late = report["gpu"]["start_unknown_late_call"]
+        assert report["gpu"]["graphs"]["timed"] + late == 64 - runs[(kernel_ns, every)]
     assert runs == {("200000", None): 3, ("5000", None): 1, ("5000", "16"): 3}, runs
 
 
@@ -565,7 +569,7 @@ def test_gpu_times_of_kernels_inside_child_graphs(gs, how):
         g = k[name]["gpu"]
         assert near(g["min_ns"], truth["gpu:%s:ns" % name]), (name, g)
         assert near(g["max_ns"], truth["gpu:%s:ns" % name]), (name, g)
-    assert report["gpu"]["graphs"]["timed"] == 1
+    assert report["gpu"]["graphs"]["timed"] + report["gpu"]["start_unknown_late_call"] == 1
 
     # Every 4th launch at most: the 5th (idle), the 9th (other: set right before it, so
     # cloned); not the 13th: the last set came before the 10th, not cloned.
@@ -574,7 +578,7 @@ def test_gpu_times_of_kernels_inside_child_graphs(gs, how):
     k = kernels_by_name(report)
     assert k["busy"]["gpu"]["in_graph"] == 4
     assert k["idle"]["gpu"]["in_graph"] == 1 and k["other"]["gpu"]["in_graph"] == 1
-    assert report["gpu"]["graphs"]["timed"] == 11
+    assert report["gpu"]["graphs"]["timed"] + report["gpu"]["start_unknown_late_call"] == 11
 
 
 def kernels_by_name(report):
