@@ -260,6 +260,10 @@ def compare(d, plane):
     res = {"rows": rows, "kernels_results_unread": report["kernels"].get("results_unread")}
     if plane == "inject" and os.path.exists(os.path.join(d, "run.gsrec")):
         res["gpu_time"] = gpu_time(d, report, procs)
+        # (What was taken off kernel times, and by which rule: analysis/model_gpu.c.)
+        res["event_overhead"] = [{k: dv.get(k) for k in (
+            "device", "event_overhead_ns", "event_launch_ns", "graph_event_overhead_ns")}
+            for dv in report["gpu"]["devices"]]
     return res
 
 

@@ -276,7 +276,9 @@ enum gs_gpu_kind {
 	GS_GPU_CALIBRATION = 5,
 };
 
-/* A calibration record's func (src/inject/gputime_ctx.c): only the first is used. */
+/* A calibration record's func (src/inject/gputime_ctx.c): what the analysis takes off kernel
+ * times comes from the first two and GS_CAL_LAUNCH (analysis/model_gpu.c), inside graphs from
+ * GS_CAL_GRAPH and GS_CAL_GRAPH_EMPTY. */
 enum gs_gpu_cal {
 	GS_CAL_OVERHEAD = 0, /* a gated pair around the calibration kernel, less its span */
 	GS_CAL_EMPTY = 1,    /* a gated pair with nothing between */
@@ -289,6 +291,11 @@ enum gs_gpu_cal {
 	 * and two event nodes in line with nothing between. */
 	GS_CAL_GRAPH = 4,
 	GS_CAL_GRAPH_EMPTY = 5,
+	/* What a kernel between two events adds to an empty pair beyond its own duration as
+	 * CUPTI has it (its launch and drain on the GPU's front end), measured against CUPTI
+	 * for the GPU's architecture (bench/gputime_bias.py) or set by GPUSCOPE_EVENT_LAUNCH_NS:
+	 * one a context, where known (end_ns - start_ns). */
+	GS_CAL_LAUNCH = 6,
 };
 
 enum gs_gpu_flags {

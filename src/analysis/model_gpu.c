@@ -23,7 +23,14 @@
  * 1.28 us). Kernel times have their midpoint taken off, (O + E) / 2 of the device's
  * medians (2.30 us there: kernels under 2 us then read 64 ns long at the median, where
  * O alone made them 960 ns short, 79%), half at each end of the interval; O alone where
- * no E was measured (older recordings).
+ * no E was measured (older recordings). But where the point between O and E that matches
+ * CUPTI lies differs between machines (0.53-0.65 of the way on one-GPU H100 machines,
+ * 0.60-0.75 on one-GPU H200s, 0.37-0.47 on two-GPU H200s, whose E is 2.9-3.2 us), while what a
+ * kernel adds to an empty pair beyond CUPTI's duration (L, the pair's excess over CUPTI
+ * less E) stays within 977-1,392 ns on all three (bench/results/launch-2026-11-27.md):
+ * what the front end spends on a kernel is the GPU's, what events cost is the machine's.
+ * Where the in-process plane knows L for the GPU's architecture (GS_CAL_LAUNCH, or
+ * GPUSCOPE_EVENT_LAUNCH_NS), E + L is taken off instead (never more than O).
  *
  * Idle gaps. Event times are good to about half a microsecond (and elapsed times come as
  * float milliseconds), so a pause shorter than GAP_MIN_NS between two operations is not
@@ -229,6 +236,17 @@ static void add_graph_calibration(struct dev_stat *d, const struct gs_ev_gpu *e)
 		d->gempty[d->ngempty++] = e->end_ns - e->start_ns;
 }
 
+/* What a pair adds: E and what a kernel adds to it (L), where L is known for the device
+ * (GS_CAL_LAUNCH), never more than O; else the midpoint. */
+static void set_overhead(struct dev_stat *d)
+{
+	__u64 mo = median16(d->cal, d->ncal);
+
+	d->b.launch_ns = d->nempty ? d->launch : 0;
+	d->b.overhead_ns = d->b.launch_ns ? GS_MIN(median16(d->empty, d->nempty) + d->launch, mo)
+					  : midpoint(d->cal, d->ncal, d->empty, d->nempty);
+}
+
 static void add_calibration(struct model *m, const struct gs_ev_gpu *e)
 {
 	struct dev_stat *d = device_of(m, e->device);
@@ -240,11 +258,13 @@ static void add_calibration(struct model *m, const struct gs_ev_gpu *e)
 		d->cal[d->ncal++] = e->end_ns - e->start_ns;
 	else if (e->func == GS_CAL_EMPTY && d->nempty < 16)
 		d->empty[d->nempty++] = e->end_ns - e->start_ns;
+	else if (e->func == GS_CAL_LAUNCH)
+		d->launch = e->end_ns - e->start_ns;
 	else if (e->func != GS_CAL_GRAPH && e->func != GS_CAL_GRAPH_EMPTY)
 		return;
 	if (!d->ncal)
 		return;
-	d->b.overhead_ns = midpoint(d->cal, d->ncal, d->empty, d->nempty);
+	set_overhead(d);
 	/* A chained launch's pair (the end event before it, its own) is taken as a pair's.
 	 * Measured: on an H100 it read 0.26 us more than a pair's against CUPTI at the median
 	 * for kernels under 2 us, but the calibration kernels' difference (GS_CAL_CHAINED less

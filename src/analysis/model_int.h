@@ -112,6 +112,7 @@ struct dev_stat {
 	 * to a kernel's time from their medians (b.overhead_ns; model_gpu.c says how). */
 	__u64 cal[16], empty[16], gcal[16], gempty[16];
 	unsigned int ncal, nempty, ngcal, ngempty;
+	__u64 launch;		  /* GS_CAL_LAUNCH, 0 where not known */
 	__u64 cur_start, cur_end; /* the merged interval still open */
 	bool have_cur;
 	struct {

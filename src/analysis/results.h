@@ -134,6 +134,8 @@ struct dev_busy {
 	__u64 overhead_ns;	   /* what an event pair adds, taken off kernel times */
 	__u64 chained_overhead_ns; /* the same for a launch timed from the end before it */
 	__u64 graph_overhead_ns;   /* the same for a kernel inside a graph (its twin's nodes) */
+	__u64 launch_ns;	   /* overhead_ns is an empty pair and this (GS_CAL_LAUNCH); 0: the
+			  * midpoint rule (model_gpu.c) */
 	__u64 flushes;
 };
 

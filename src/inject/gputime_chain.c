@@ -9,7 +9,8 @@
  * to this kernel). One event a launch, the gate and the start event shared.
  *
  * Holding the program's work back longer must change nothing it can see but latency, so a
- * chain ends (its gate opened) at CHAIN_MAX launches, after CHAIN_NS (the watcher opens it
+ * chain ends (its gate opened) at CHAIN_MAX launches, after CHAIN_NS (GPUSCOPE_CHAIN_US to
+ * measure others; the watcher opens it
  * then if the program has gone quiet), at any call of the program's other than a timed
  * kernel launch (gs_timing_unchain: a sync, a query, an event, a copy may wait for the
  * work or depend on it), at another stream's launch in the context, and at exit. A launch
@@ -39,7 +40,7 @@ bool gt_chain_next(struct ctx_slot *c, struct backlog *b, struct gs_timing *t, _
 	if (c->chain && c->chain != b)
 		gt_chain_close(c); /* (one chain a context: gates are opened in order) */
 	if (c->chain != b || !b->have_held || b->chain_n >= CHAIN_MAX ||
-	    now - b->chain_since > CHAIN_NS || !closed(&c->gate, b->chain_seq)) {
+	    now - b->chain_since > T.chain_ns || !closed(&c->gate, b->chain_seq)) {
 		gt_chain_close(c);
 		return false;
 	}
@@ -86,7 +87,7 @@ bool gt_chain_hold(struct ctx_slot *c, struct backlog *b, const struct gs_timing
 		c->chain = b;
 		__atomic_add_fetch(&gs_timing_chains_open, 1, __ATOMIC_RELAXED);
 		/* (Twice: the program's next launch should end it, not the watcher.) */
-		gs_gate_hold(&c->gate, t->gate, now + 2 * CHAIN_NS);
+		gs_gate_hold(&c->gate, t->gate, now + 2 * T.chain_ns);
 	}
 	b->held = *p;
 	b->held.cell = b->chain_cell;

@@ -306,7 +306,8 @@ static const struct jfield device_gaps[] = {
 	JU64(struct dev_busy, "late", late),
 	JU64(struct dev_busy, "event_overhead_ns", overhead_ns),
 	JU64(struct dev_busy, "chained_event_overhead_ns", chained_overhead_ns),
-	JU64(struct dev_busy, "graph_event_overhead_ns", graph_overhead_ns)
+	JU64(struct dev_busy, "graph_event_overhead_ns", graph_overhead_ns),
+	JU64(struct dev_busy, "event_launch_ns", launch_ns)
 };
 
 static const struct jfield stream_gaps[] = { JU64(struct stream_stat, "idle_ns", idle_ns),

@@ -297,6 +297,28 @@ def test_gpu_times_of_kernels_copies_and_graphs(gs):
     assert truth["gpu:copy:ns"] - 2000 <= copy_ns <= truth["gpu:copy:ns"] + 5000000
 
 
+@pytest.mark.parametrize("cc,env_launch,launch", [
+    ("90", None, 1250), ("80", None, 0), ("80", "5000", 5000), ("90", "500000", 198000)])
+def test_event_overhead_by_architecture(gs, cc, env_launch, launch):
+    """What an event pair adds, taken off kernel times: an empty pair and what a kernel's
+    launch adds to it, known for the GPU's architecture (1250 ns on Hopper) or set by
+    GPUSCOPE_EVENT_LAUNCH_NS, never more than the calibration kernel's pair less its span;
+    the midpoint of that and an empty pair where not known. The double runs the calibration
+    kernel for 200 us (FAKECUDA_KERNEL_NS) with a span of 2 us, and an empty pair reads 0:
+    the calibration 198 us."""
+    env = {"FAKECUDA_RUN_CALIBRATION": "1", "FAKECUDA_CC": cc}
+    if env_launch:
+        env["GPUSCOPE_EVENT_LAUNCH_NS"] = env_launch
+    report, truth, kernels = gpu_trace(gs, **env)
+    dev = report["gpu"]["devices"][0]
+    want = launch if launch else 198000 // 2
+    assert dev["event_overhead_ns"] == want, dev
+    assert dev["event_launch_ns"] == (int(env_launch or 1250) if launch else 0), dev
+    # (The double's events add nothing: what is taken off is what kernels read short by.)
+    idle = kernels["idle"]["gpu"]
+    assert near(idle["min_ns"], truth["gpu:idle:ns"] - want), (idle, truth["gpu:idle:ns"])
+
+
 def test_launches_chained_behind_one_gate(gs):
     """Launches of a kernel on a stream, one after another with nothing of the program's
     between, are held behind one gate and each timed from the end event of the one before
