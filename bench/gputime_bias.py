@@ -158,9 +158,14 @@ def analyse(gs, out):
             100 * v["within_2pct_or_0.5us"]))
 
 
-if __name__ == "__main__":
+def main(work_fn, analyse_fn):
+    """The command line of this script and bench/param_bias.py: work TRACE, or run GS OUT."""
     if sys.argv[1] == "work":
-        work(sys.argv[2])
+        work_fn(sys.argv[2])
     else:
         os.makedirs(sys.argv[3], exist_ok=True)
-        analyse(sys.argv[2], sys.argv[3])
+        analyse_fn(sys.argv[2], sys.argv[3])
+
+
+if __name__ == "__main__":
+    main(work, analyse)
