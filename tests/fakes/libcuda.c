@@ -31,7 +31,6 @@
  *     stream becomes a node of the graph, as in the driver (so a tracer that records its
  *     own events there changes the program's graphs, and cuGraphGetNodes shows it);
  *   - FAKECUDA_RUN_CALIBRATION=1: gpuscope's calibration kernel writes its span (see launch);
- *     FAKECUDA_DEVICE_NAME: the name cuDeviceGetName gives;
  *   - FAKECUDA_STATS=path: counts written there at exit (event record nodes run by graph
  *     launches, graph uploads);
  *   - cuGetProcAddress handing out these same entry points (with FAKECUDA_GPA_PRIVATE set,
@@ -726,9 +725,7 @@ EXPORT CUresult cuDeviceGetName(char *name, int len, CUdevice dev)
 {
 	if (!name || len <= 0 || dev < 0 || dev >= cfg.ndev)
 		return CUDA_ERROR_INVALID_VALUE;
-	snprintf(name, (size_t)len, "%s",
-		 getenv("FAKECUDA_DEVICE_NAME") ? getenv("FAKECUDA_DEVICE_NAME")
-						: "gpuscope CUDA test double");
+	snprintf(name, (size_t)len, "gpuscope CUDA test double");
 	return CUDA_SUCCESS;
 }
 
