@@ -2,7 +2,7 @@
 # Chained GPU timing (--gpu-time=chained) on a GPU machine: durations against CUPTI by the
 # kernel's place in its chain (bench/gputime_bias.py), one process for each entry of BIAS
 # ("name:VAR=value,VAR=value ...": GS_OPTS for gpuscope's options, else the environment,
-# e.g. GPUSCOPE_CHAIN_PRIME_NS, GPUSCOPE_CHAIN_US, GPUSCOPE_END_DELAY_US); then, unless
+# e.g. GPUSCOPE_CHAIN_US, GPUSCOPE_END_DELAY_US); then, unless
 # COST=0, the cost of MODES on WORKLOADS (default the CUDA C loop: bench/overhead.py, ROUNDS
 # interleaved rounds). From the repository root, carrying .output/static.
 set -u

@@ -43,10 +43,6 @@ GS_OPTS = {"inject-off": ["--inject", "--gpu-time=off"], "inject-all": ["--injec
 # launches chained (--gpu-time=chained).
 GS_OPTS["uprobe-wakeups"] = []
 GS_OPTS["inject-chained"] = ["--inject", "--gpu-time=chained"]
-# inject-chained-pN: the same with our kernel spinning N us behind each chain's gate, before
-# the program's first kernel (GPUSCOPE_CHAIN_PRIME_NS).
-for _us in (5, 20, 60):
-    GS_OPTS["inject-chained-p%d" % _us] = GS_OPTS["inject-chained"]
 # inject-notwins: every launch timed, kernels inside CUDA graphs not (no twins).
 GS_OPTS["inject-notwins"] = ["--inject"]
 # (Diagnosis of what timing whole graph launches costs: the same without the empty kernel
@@ -63,8 +59,6 @@ GS_ENV = {"inject-twin1": {"GPUSCOPE_TWIN_EVERY": "1"},
           "inject-notwins": {"GPUSCOPE_NO_TWINS": "1"},
           "inject-notwins-noprime": {"GPUSCOPE_NO_TWINS": "1", "GPUSCOPE_NO_PRIME": "1"},
           "inject-notwins-nogates": {"GPUSCOPE_NO_TWINS": "1", "GPUSCOPE_NO_GATES": "1"}}
-for _us in (5, 20, 60):
-    GS_ENV["inject-chained-p%d" % _us] = {"GPUSCOPE_CHAIN_PRIME_NS": str(_us * 1000)}
 # inject-chained-cN: chains that hold their gate N us at most (GPUSCOPE_CHAIN_US; 100 us).
 for _us in (20, 30, 50):
     GS_OPTS["inject-chained-c%d" % _us] = GS_OPTS["inject-chained"]

@@ -32,11 +32,6 @@ void gs_timing_init(const char *mode)
 	T.first_hold_ns =
 		f && atoi(f) >= 0 && atoi(f) <= 100000 ? (__u64)atoi(f) * 1000 : FIRST_HOLD_NS;
 	T.no_prime = getenv("GPUSCOPE_NO_PRIME") != NULL;
-	/* (Measurements: our kernel spinning this long behind the gate of each launch that may
-	 * begin a chain.) */
-	T.chain_prime_ns = getenv("GPUSCOPE_CHAIN_PRIME_NS")
-				   ? strtoull(getenv("GPUSCOPE_CHAIN_PRIME_NS"), NULL, 10) % 1000000
-				   : 0;
 	c = getenv("GPUSCOPE_CHAIN_US"); /* (same) */
 	T.chain_ns = c && atoi(c) >= 1 && atoi(c) <= 100000 ? (__u64)atoi(c) * 1000 : CHAIN_NS;
 	/* Chains only where asked for (--gpu-time=chained): they cost about half as much, but
@@ -266,12 +261,6 @@ bool gs_timing_begin(struct gs_timing *t, __u64 stream, bool ptsz, __u8 kind, __
 	 */
 	if (t->gate && prime && c->prime)
 		T.cu.launch(c->prime, 1, 1, 1, 1, 1, 1, 0, stream_key(stream, ptsz), NULL, NULL);
-	if (t->gate && t->kernel && T.chain_prime_ns && c->cal) {
-		__u64 out = c->gate.dev + 128, ns = T.chain_prime_ns;
-		void *params[] = { &out, &ns };
-
-		T.cu.launch(c->cal, 1, 1, 1, 1, 1, 1, 0, stream_key(stream, ptsz), params, NULL);
-	}
 	if (first)
 		gs_gate_watch(&c->gate, t->gate, T.first_hold_ns);
 	if ((ptsz ? T.cu.ev_record_ptsz : T.cu.ev_record)(t->start, stream)) {

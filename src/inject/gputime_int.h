@@ -131,10 +131,9 @@ struct gt_state {
 	__u64 harvest_ns; /* between passes */
 	bool stopped;	  /* the process is exiting: no more driver calls from the harvester */
 	__u64 first_hold_ns;
-	bool no_prime;	      /* GPUSCOPE_NO_PRIME (to compare) */
-	__u64 chain_prime_ns; /* GPUSCOPE_CHAIN_PRIME_NS (to compare) */
-	__u64 chain_ns;	      /* how long a chain may hold its gate (CHAIN_NS) */
-	bool no_chains;	      /* not --gpu-time=chained: a pair of events each */
+	bool no_prime;	/* GPUSCOPE_NO_PRIME (to compare) */
+	__u64 chain_ns; /* how long a chain may hold its gate (CHAIN_NS) */
+	bool no_chains; /* not --gpu-time=chained: a pair of events each */
 	__u32 next_cell;
 	__u64 chain_open_ns[CHAIN_CELLS]; /* when each chain's gate was opened (gs_clock) */
 	__u64 end_delay_ns;	    /* GPUSCOPE_END_DELAY_US (tests: a thread held up before it) */
