@@ -14,9 +14,9 @@
  * Instantiating takes a copy (an instantiated graph keeps what the graph had then); setting
  * a node of the instantiated graph (cuGraphExecKernelNodeSetParams...) changes the copy,
  * cuGraphExecUpdate takes the graph's again; a kernel node disabled in it
- * (cuGraphNodeSetEnabled) runs nothing until enabled again. A conditional node's bodies run as often as
- * the GPU decides: their kernels are not counted, and the launches of graphs that have one
- * are counted apart (model_kernels.c).
+ * (cuGraphNodeSetEnabled) runs nothing until enabled again. A conditional node's bodies
+ * run as often as the GPU decides: their kernels are not counted, and the launches of
+ * graphs that have one are counted apart (model_kernels.c).
  */
 #include <stdlib.h>
 #include <string.h>

@@ -8,10 +8,10 @@
  * exec's first sampled launch (not its first launch; every TWIN_EVERY-th at most, and no
  * more often than keeps the twin's runs under a share of the exec's GPU time), the clone
  * gets an event record node in line before and after each kernel node (one between two
- * kernels of a chain) and is instantiated and uploaded: the twin (gputime_graphbuild.c). A sampled launch of the exec runs the twin in its place,
- * on the program's stream, and each kernel's pair of events goes to the harvester as a
- * launch's pair does (GS_GPU_IN_GRAPH; what the nodes add is calibrated apart:
- * gputime_graphcal.c).
+ * kernels of a chain) and is instantiated and uploaded: the twin (gputime_graphbuild.c).
+ * A sampled launch of the exec runs the twin in its place, on the program's stream, and
+ * each kernel's pair of events goes to the harvester as a launch's pair does
+ * (GS_GPU_IN_GRAPH; what the nodes add is calibrated apart: gputime_graphcal.c).
  *
  * The twin must do what the exec would have done, so it is only used where that is sure:
  *  - graphs of kernels, copies, sets, host functions, empty nodes, event records and waits,
