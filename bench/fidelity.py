@@ -157,7 +157,8 @@ def durations(d, report):
     graph_api = graph_launch_api()
     display = {k["name"]: norm(k["display"]) for k in report["kernels"]["list"] if k["name"]}
     over = {dv["device"]: (dv["event_overhead_ns"], dv["chained_event_overhead_ns"],
-                           dv.get("graph_event_overhead_ns", dv["event_overhead_ns"]))
+                           dv.get("graph_event_overhead_ns", dv["event_overhead_ns"]),
+                           dv.get("busy_event_overhead_ns", dv["event_overhead_ns"]))
             for dv in report["gpu"]["devices"]}
     out = collections.defaultdict(list)
     for rec in gsrec.records(os.path.join(d, "run.gsrec")):
@@ -176,7 +177,7 @@ def durations(d, report):
                 continue
             key = (rec["pid"], func)
             name = names.get(key) or names.get((rec["pid"], alias.get(key)))
-            dur = report_duration(start, end, call_end, flags, over.get(device, (0, 0, 0)))
+            dur = report_duration(start, end, call_end, flags, over.get(device, (0, 0, 0, 0)))
             if flags & 64:  # inside a graph: paired by its launch
                 in_graph.append((rec["pid"], rec["ts"], display.get(name, "?%x" % func),
                                  start, dur))
@@ -203,7 +204,8 @@ def report_duration(start, end, call_end, flags, over):
     if flags & 4 or flags & 8 or (idle and submitted - start > IDLE_WINDOW_NS):
         return None
     s = min(submitted, end) if idle else start
-    o = min(over[1 if flags & 32 else 2 if flags & 64 else 0], end - s)
+    # (chained, in a graph, ungated on a busy stream, else a gated pair)
+    o = min(over[1 if flags & 16 else 2 if flags & 64 else 0 if gated or idle else 3], end - s)
     if not idle:
         s += o // 2
     return end - (o - o // 2) - s

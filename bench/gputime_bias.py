@@ -58,28 +58,38 @@ def med(v):
     return statistics.median(v) if v else None
 
 
-def analyse(gs, out):
+def traced(gs, script, out, stem, opts=(), env=None, keep=lambda name: True):
+    """SCRIPT's workload (`SCRIPT work TRACE`) run under `gpuscope run --inject OPTS` into
+    OUT/STEM.gsrec and OUT/STEM-report.json: CUPTI's kernels (start, duration, name) that
+    keep(name) and are not gpuscope's, sorted; gpuscope's GPU records; its kernel records
+    paired with CUPTI's (the last as many, by start); the report's first device."""
     import gsrec
 
     trace = os.path.join(out, "cupti.json")
-    rec = os.path.join(out, "bias.gsrec")
-    rep = os.path.join(out, "bias-report.json")
-    extra = os.environ.get("GS_OPTS", "").split()  # (--gpu-time=chained, say)
-    p = subprocess.run([gs, "run", "-q", "--inject"] + extra +
+    rec = os.path.join(out, stem + ".gsrec")
+    rep = os.path.join(out, stem + "-report.json")
+    p = subprocess.run([gs, "run", "-q", "--inject"] + list(opts) +
                        ["-o", rec, "--json=%s" % rep, "--", sys.executable,
-                        os.path.abspath(__file__), "work", trace], capture_output=True, text=True)
+                        os.path.abspath(script), "work", trace],
+                       capture_output=True, text=True, env=env)
     if p.returncode:
         sys.exit("gpuscope run failed: %s" % p.stderr[-2000:])
     cupti = sorted((float(e["ts"]) * 1e3, float(e["dur"]) * 1e3, e["name"])
                    for e in json.load(open(trace))["traceEvents"]
-                   if e.get("cat") == "kernel" and not e["name"].startswith("gpuscope_"))
+                   if e.get("cat") == "kernel" and not e["name"].startswith("gpuscope_")
+                   and keep(e["name"]))
     recs = gsrec.gpu_records(rec)
-    cal = {w: [r["end"] - r["start"] for r in recs if r["kind"] == 5 and r["func"] == w]
-           for w in (0, 1, 2)}
     kern = sorted((r for r in recs if r["kind"] == 1), key=lambda r: r["start"])
     kern = kern[len(kern) - len(cupti):]  # (the profiled ones: the last)
+    return cupti, recs, kern, json.load(open(rep))["gpu"]["devices"][0]
+
+
+def analyse(gs, out):
+    extra = os.environ.get("GS_OPTS", "").split()  # (--gpu-time=chained, say)
+    cupti, recs, kern, dev = traced(gs, __file__, out, "bias", extra)
+    cal = {w: [r["end"] - r["start"] for r in recs if r["kind"] == 5 and r["func"] == w]
+           for w in (0, 1, 2)}
     over, empty = med(cal[0]), med(cal[1])
-    dev = json.load(open(rep))["gpu"]["devices"][0]
     said = dev["event_overhead_ns"]
     said_chained = dev.get("chained_event_overhead_ns", said)
     buckets = {"<2us": [], "2-50us": [], ">50us": []}

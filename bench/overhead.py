@@ -10,11 +10,12 @@ uprobe takes the default stacks (every 64th launch); uprobe-nostacks none, uprob
 every launch's.
 
     python overhead.py --gpuscope PATH --out DIR [--reps 7] [--modes untraced,...]
-                       [--workloads tinyops,cloop,resnet50,gpt2,cupy,graphs,jax] [--cloop BIN]
-                       [--baseline PATH]
+                       [--workloads tinyops,busyops,cloop,resnet50,gpt2,cupy,graphs,jax]
+                       [--cloop BIN] [--baseline PATH]
 
-Workloads: bench/workload.py's (tinyops, resnet50, gpt2, cupy, graphs, jax) and cloop, the CUDA C loop
-(bench/cloop.cu built as BIN; the PyTorch profiler does not apply to it and is left out).
+Workloads: bench/workload.py's (tinyops, busyops, resnet50, gpt2, cupy, graphs, jax) and
+cloop, the CUDA C loop (bench/cloop.cu built as BIN; the PyTorch profiler does not apply to
+it and is left out).
 Besides the ratios, each gpuscope mode's host time added per launch: (its time per
 iteration - untraced's) / launches per iteration, the launches counted by gpuscope in the
 same run over every iteration the workload ran (iters_total).
@@ -59,6 +60,10 @@ GS_ENV = {"inject-twin1": {"GPUSCOPE_TWIN_EVERY": "1"},
           "inject-notwins": {"GPUSCOPE_NO_TWINS": "1"},
           "inject-notwins-noprime": {"GPUSCOPE_NO_TWINS": "1", "GPUSCOPE_NO_PRIME": "1"},
           "inject-notwins-nogates": {"GPUSCOPE_NO_TWINS": "1", "GPUSCOPE_NO_GATES": "1"}}
+# inject-all-nofollow: every kernel timed, a busy stream's launches a pair each, as before
+# 2026-11-27's follows (GPUSCOPE_NO_FOLLOW).
+GS_OPTS["inject-all-nofollow"] = ["--inject"]
+GS_ENV["inject-all-nofollow"] = {"GPUSCOPE_NO_FOLLOW": "1"}
 # inject-chained-cN: chains that hold their gate N us at most (GPUSCOPE_CHAIN_US; 100 us).
 for _us in (20, 30, 50):
     GS_OPTS["inject-chained-c%d" % _us] = GS_OPTS["inject-chained"]
@@ -104,6 +109,10 @@ def run(mode, workload, gs, out):
         result["gpuscope_unwrapped"] = r["drops"]["unwrapped_entry_points"]
         result["gpuscope_launches_per_iter"] = (r["kernels"]["launches"] /
                                                 max(1, result.get("iters_total", 1)))
+        # How the kernels timed were timed (a pair gated or not, chained, followed).
+        result["gpuscope_timing"] = {
+            f: sum((k.get("gpu") or {}).get(f, 0) for k in r["kernels"]["list"])
+            for f in ("timed", "gated", "chained", "followed", "start_unknown")}
     return result
 
 

@@ -14,7 +14,6 @@ Writes OUTDIR/param.json and prints a table: per kernel, the median error agains
 import json
 import os
 import statistics
-import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -86,22 +85,10 @@ def work(trace):
 
 
 def analyse(gs, out):
-    import gsrec
+    from gputime_bias import traced
 
-    trace = os.path.join(out, "cupti.json")
-    rec = os.path.join(out, "param.gsrec")
-    rep = os.path.join(out, "param-report.json")
-    p = subprocess.run([gs, "run", "-q", "--inject", "-o", rec, "--json=%s" % rep, "--",
-                        sys.executable, os.path.abspath(__file__), "work", trace],
-                       capture_output=True, text=True)
-    if p.returncode:
-        sys.exit("gpuscope run failed: %s" % p.stderr[-2000:])
-    cupti = sorted((float(e["ts"]) * 1e3, float(e["dur"]) * 1e3, e["name"])
-                   for e in json.load(open(trace))["traceEvents"]
-                   if e.get("cat") == "kernel" and e["name"][:2] in ("k_", "sa", "sb", "z"))
-    kern = sorted((r for r in gsrec.gpu_records(rec) if r["kind"] == 1), key=lambda r: r["start"])
-    kern = kern[len(kern) - len(cupti):]
-    dev = json.load(open(rep))["gpu"]["devices"][0]
+    cupti, _, kern, dev = traced(gs, __file__, out, "param",
+                                 keep=lambda name: name[:2] in ("k_", "sa", "sb", "z"))
     over = dev["event_overhead_ns"]
     by = {}
     for c, r in zip(cupti, kern):

@@ -2,22 +2,26 @@
 median time per iteration over several timed windows, after a warm-up, measured inside
 the process so that start-up (and gpuscope's attach) is not counted.
 
-    python workload.py tinyops|resnet50|gpt2|cupy|graphs|jax [--profile]
+    python workload.py tinyops|busyops|resnet50|gpt2|cupy|graphs|jax [--profile]
 
 tinyops: a launch-bound loop of tiny elementwise ops (x.add_(1) on one element), about
-5 us each. resnet50: training steps of torchvision's ResNet-50, batch 64, bf16 autocast,
+5 us each. busyops: a GPU-bound loop of the same on 2^24 floats (each launch finds its
+stream busy). resnet50: training steps of torchvision's ResNet-50, batch 64, bf16 autocast,
 channels-last, synthetic data. gpt2: training steps of GPT-2 small (transformers, 124M,
 batch 8 x 512 tokens, bf16 autocast, AdamW), synthetic tokens. cupy: a launch-bound loop
 of CuPy's elementwise x += 1 on one element. graphs: an MLP training step captured in a
 CUDA graph, replayed and waited for each iteration. jax: a jitted MLP training step (XLA's
 command buffers), its loss waited for each iteration. --profile runs the timed windows under the
 PyTorch profiler (CPU and CUDA activities: CUPTI sees CuPy's kernels too), for comparison.
+--ab FILE N: N timed windows alternating follows on and off inside one process (under
+`gpuscope run --inject` with GPUSCOPE_FOLLOW_AB_FILE=FILE; bench/follow_ab.sh).
 (The CUDA C loop is bench/cloop.cu.) iters_total: every iteration run, warm-up included
 (for launches per iteration from a count of the process's launches).
 """
 import argparse
 import contextlib
 import json
+import os
 import statistics
 import time
 
@@ -30,7 +34,30 @@ def tinyops(profile_ctx):
                       torch.cuda.synchronize)
 
 
+def busyops(profile_ctx):
+    """A GPU-bound loop: x.add_(1) on 2^24 floats (about 30 us of GPU time each, more than
+    a launch takes on the host): every launch finds its stream busy."""
+    x = torch.zeros(1 << 24, device="cuda")
+    return windows_of(lambda: x.add_(1.0), 200, 1000, 7, profile_ctx, torch.cuda.synchronize)
+
+
 ITERS = {"n": 0}
+# --ab FILE N: N windows, FILE present during every other one (GPUSCOPE_FOLLOW_AB_FILE: a
+# busy stream's launches timed with a pair each, as with GPUSCOPE_NO_FOLLOW, while it is
+# there); AB["windows"] the (label, seconds) of each.
+AB = {"file": None, "n": 0, "windows": []}
+
+
+def ab_window(i):
+    """Before window i of an A/B run: FILE made or removed, and the harvester (which looks
+    every millisecond) given time to notice. Returns the window's label."""
+    nofollow = i % 2 == 1
+    if nofollow:
+        open(AB["file"], "w").close()
+    elif os.path.exists(AB["file"]):
+        os.unlink(AB["file"])
+    time.sleep(0.02)
+    return "nofollow" if nofollow else "follow"
 
 
 def windows_of(fn, warm, iters, windows, profile_ctx, sync):
@@ -39,13 +66,18 @@ def windows_of(fn, warm, iters, windows, profile_ctx, sync):
         fn()
     sync()
     times = []
+    if AB["file"]:
+        windows = AB["n"]
     with profile_ctx():
-        for _ in range(windows):
+        for w in range(windows):
+            label = ab_window(w) if AB["file"] else None
             t0 = time.perf_counter()
             for _ in range(iters):
                 fn()
             sync()
             times.append((time.perf_counter() - t0) / iters)
+            if label:
+                AB["windows"].append((label, times[-1]))
     ITERS["n"] += warm + iters * windows
     return times
 
@@ -141,9 +173,12 @@ def resnet50(profile_ctx):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("workload",
-                    choices=["tinyops", "resnet50", "gpt2", "cupy", "graphs", "jax"])
+                    choices=["tinyops", "busyops", "resnet50", "gpt2", "cupy", "graphs", "jax"])
     ap.add_argument("--profile", action="store_true")
+    ap.add_argument("--ab", nargs=2, metavar=("FILE", "N"))
     args = ap.parse_args()
+    if args.ab:
+        AB["file"], AB["n"] = args.ab[0], int(args.ab[1])
     if args.profile:
         from torch.profiler import profile, ProfilerActivity
 
@@ -151,10 +186,10 @@ def main():
             return profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA])
     else:
         ctx = contextlib.nullcontext
-    times = {"tinyops": tinyops, "resnet50": resnet50, "gpt2": gpt2,
+    times = {"tinyops": tinyops, "busyops": busyops, "resnet50": resnet50, "gpt2": gpt2,
              "cupy": cupy_loop, "graphs": graphs, "jax": jax_loop}[args.workload](ctx)
     print(json.dumps({"workload": args.workload, "per_iter_s": statistics.median(times),
-                      "iters_total": ITERS["n"], "windows_s": times}))
+                      "iters_total": ITERS["n"], "windows_s": times, "ab": AB["windows"]}))
 
 
 if __name__ == "__main__":

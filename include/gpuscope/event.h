@@ -296,6 +296,12 @@ enum gs_gpu_cal {
 	 * for the GPU's architecture (bench/gputime_bias.py) or set by GPUSCOPE_EVENT_LAUNCH_NS:
 	 * one a context, where known (end_ns - start_ns). */
 	GS_CAL_LAUNCH = 6,
+	/* An event pair with nothing between, recorded right after a kernel's end event (as a
+	 * launch on a busy stream has its start event): bench/busy_bias.py, not used. */
+	GS_CAL_BUSY_EMPTY = 7,
+	/* The least a kernel launched onto a busy stream reads over its duration, for the GPU's
+	 * architecture (analysis/model_gpu.c). */
+	GS_CAL_BUSY_MIN = 8,
 };
 
 enum gs_gpu_flags {
@@ -318,8 +324,9 @@ enum gs_gpu_flags {
 	 * for a chain's first (GS_GPU_FROM_PREV); call_end_ns is when the chain's gate opened,
 	 * if later than the call's end: its wait in the queue counts from then. */
 	GS_GPU_CHAINED = 1 << 4,
-	/* Its start is the end event of the launch before it in its chain (what that adds is
-	 * GS_CAL_CHAINED's, not GS_CAL_OVERHEAD's). */
+	/* Its start is the end event of the launch before it on its stream: in its chain, or
+	 * (without GS_GPU_CHAINED) on a busy stream, the launch before held to be followed
+	 * (src/inject/gputime_chain.c). */
 	GS_GPU_FROM_PREV = 1 << 5,
 	/* A kernel node of a CUDA graph, timed by event nodes around it in the graph's twin
 	 * (src/inject/gputime_graph.c): func is the node's kernel, h.ts and call_end_ns the

@@ -113,6 +113,7 @@ struct dev_stat {
 	__u64 cal[16], empty[16], gcal[16], gempty[16];
 	unsigned int ncal, nempty, ngcal, ngempty;
 	__u64 launch;		  /* GS_CAL_LAUNCH, 0 where not known */
+	__u64 busy_min;		  /* GS_CAL_BUSY_MIN, the same */
 	__u64 cur_start, cur_end; /* the merged interval still open */
 	bool have_cur;
 	struct {

@@ -287,6 +287,7 @@ void model__gpu_merge(struct gpu_stat *into, const struct gpu_stat *g)
 	into->gated += g->gated;
 	into->start_unknown += g->start_unknown;
 	into->chained += g->chained;
+	into->followed += g->followed;
 	into->in_graph += g->in_graph;
 	hist__merge(&into->dur, &g->dur);
 	hist__merge(&into->queue, &g->queue);

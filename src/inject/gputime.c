@@ -32,7 +32,9 @@ void gs_timing_init(const char *mode)
 	T.first_hold_ns =
 		f && atoi(f) >= 0 && atoi(f) <= 100000 ? (__u64)atoi(f) * 1000 : FIRST_HOLD_NS;
 	T.no_prime = getenv("GPUSCOPE_NO_PRIME") != NULL;
-	c = getenv("GPUSCOPE_CHAIN_US"); /* (same) */
+	T.no_follow = getenv("GPUSCOPE_NO_FOLLOW") != NULL;   /* (same) */
+	T.follow_ab_file = getenv("GPUSCOPE_FOLLOW_AB_FILE"); /* (same) */
+	c = getenv("GPUSCOPE_CHAIN_US");		      /* (same) */
 	T.chain_ns = c && atoi(c) >= 1 && atoi(c) <= 100000 ? (__u64)atoi(c) * 1000 : CHAIN_NS;
 	/* Chains only where asked for (--gpu-time=chained): they cost about half as much, but
 	 * time short kernels less exactly than a pair each (README). */
@@ -153,10 +155,12 @@ static struct backlog *backlog_of(void *ctx, __u64 key)
 		&T.backlog[gt_slot_hash(key ^ (__u64)(unsigned long)ctx, BACKLOG_SLOTS)];
 
 	if (b->stream != key || b->ctx != ctx) {
-		/* (A chain held on the stream that had it ends: it is another's now.) */
+		/* (A chain or a follow held on the stream that had it ends: it is another's
+		 * now.) */
 		for (int i = 0; b->chain_seq && i < T.nctx; i++)
 			if (T.ctx[i].chain == b)
 				gt_chain_close(&T.ctx[i]);
+		gt_follow_flush(b);
 		b->stream = key;
 		b->ctx = ctx;
 		b->busy_until = 0;
@@ -179,17 +183,33 @@ static __u64 backlog_add(struct backlog *b, __u64 func, __u64 now)
 	return ahead;
 }
 
+/* A launch that was to follow the one before it finds its stream idle after all: that one
+ * queued, and a start event of its own (false: none, the launch goes untimed). */
+static bool start_after_all(struct ctx_slot *c, struct gs_timing *t)
+{
+	pthread_mutex_lock(&T.lock);
+	t->prev.end_shared = false;
+	gt_queue(&t->prev);
+	t->start = gt_event_get(c);
+	if (!t->start) {
+		gt_event_put(c, t->end);
+		t->end = NULL;
+	}
+	pthread_mutex_unlock(&T.lock);
+	return t->start != NULL;
+}
+
 bool gs_timing_begin(struct gs_timing *t, __u64 stream, bool ptsz, __u8 kind, __u64 func)
 {
 	__u64 ahead = 0, now;
 	struct backlog *b = NULL;
 	struct ctx_slot *c;
 	int capturing = 0;
-	bool gate, first = false, prime = false;
+	bool gate, first = false, prime = false, follow;
 
 	t->start = t->end = NULL;
 	t->gate = 0;
-	t->chained = t->kernel = false;
+	t->chained = t->kernel = t->follows = false;
 	if (!gt_load_driver() || T.cu.ctx_get(&t->ctx) || !t->ctx)
 		return false;
 	/* Nothing of ours goes into a stream that is being captured into a graph. */
@@ -220,18 +240,28 @@ bool gs_timing_begin(struct gs_timing *t, __u64 stream, bool ptsz, __u8 kind, __
 	}
 	/* A kernel launched again, on a stream whose chain is open: timed from the end event
 	 * before it (gputime_chain.c). Else that chain ends here. */
-	t->kernel = kind == GS_GPU_KERNEL && !first && !T.no_chains;
-	if (t->kernel && t->end && gt_chain_next(c, b, t, now)) {
+	t->kernel = kind == GS_GPU_KERNEL && !first;
+	if (t->kernel && !T.no_chains && t->end && gt_chain_next(c, b, t, now)) {
 		pthread_mutex_unlock(&T.lock);
 		return true;
 	}
-	t->start = t->end ? gt_event_get(c) : NULL;
-	if (!t->start) {
+	/* The launch before on the stream, held to be followed (gputime_chain.c): taken, and
+	 * followed where the stream is busy (below), else queued. */
+	if (!tl_tid)
+		tl_tid = (__u32)syscall(SYS_gettid);
+	follow = kind == GS_GPU_KERNEL && gt_follow_take(c, b, t);
+	if (follow && (!t->end || !t->kernel || t->prev.tid != tl_tid || ahead <= BACKLOG_MIN)) {
+		t->prev.end_shared = false;
+		gt_queue(&t->prev);
+		follow = false;
+	}
+	t->start = t->end && !follow ? gt_event_get(c) : NULL;
+	if (!t->start && !follow) {
 		gt_event_put(c, t->end);
 		t->end = NULL;
 	}
 	pthread_mutex_unlock(&T.lock);
-	if (!t->start)
+	if (!t->end)
 		return false;
 	/*
 	 * Only a stream that could go idle before this launch and its end event are queued
@@ -240,11 +270,20 @@ bool gs_timing_begin(struct gs_timing *t, __u64 stream, bool ptsz, __u8 kind, __
 	 * and the end event is queued long before the kernel ends: both exact without it. A
 	 * gate is not free on the GPU (a wait on host memory; measured: ResNet-50 training
 	 * 1.31x with a gate at every launch), nor for the program's later stream queries.
+	 * Nor then a start event, where this thread's launch before it there is held: the GPU
+	 * goes from that one's end event straight to this kernel (a follow).
 	 */
 	if (gate && ahead > BACKLOG_MIN && T.cu.stream_query &&
 	    (ptsz ? T.cu.stream_query_ptsz : T.cu.stream_query)((void *)(unsigned long)stream) ==
 		    NOT_READY)
 		gate = false;
+	if (follow && !gate) {
+		t->start = t->prev.end;
+		t->follows = true;
+		return true;
+	}
+	if (follow && !start_after_all(c, t))
+		return false;
 	if (first && kind == GS_GPU_KERNEL)
 		gt_load_ahead(func);
 	if (gate)
@@ -299,8 +338,9 @@ void gs_timing_end(struct gs_timing *t, int result, const struct gs_timed_call *
 		late = gs_clock();
 	}
 	r = result || (t->ptsz ? T.cu.ev_record_ptsz : T.cu.ev_record)(t->end, t->stream);
-	if (!tl_tid)
-		tl_tid = (__u32)syscall(SYS_gettid);
+	/* The launch before, timed from its start to its end event, this one's start. */
+	if (t->chained || t->follows)
+		gt_prev_queue(t, !r);
 	p = (struct pending){ .start = t->start,
 			      .end = t->end,
 			      .c = *call,
@@ -310,9 +350,9 @@ void gs_timing_end(struct gs_timing *t, int result, const struct gs_timed_call *
 			      .tid = tl_tid,
 			      .ci = (__u8)t->ci,
 			      .gated = true,
-			      .from_prev = t->chained };
+			      .from_prev = t->chained || t->follows };
 	/* A gated kernel launch: held in a chain, its gate left closed for the next. */
-	if (!r && (t->kernel || t->chained)) {
+	if (!r && !T.no_chains && (t->kernel || t->chained)) {
 		pthread_mutex_lock(&T.lock);
 		held = gt_chain_hold(c, backlog_of(t->ctx, stream_key(t->stream, t->ptsz)), t, &p);
 		pthread_mutex_unlock(&T.lock);
@@ -329,6 +369,8 @@ void gs_timing_end(struct gs_timing *t, int result, const struct gs_timed_call *
 	 * have finished before it (judged when its time is known). */
 	late = !held && late > call->call_end + END_LATE_NS ? gs_clock() : 0;
 	if (r) {
+		if (p.from_prev)
+			t->start = NULL; /* (the launch before's end event: it gives it back) */
 		gt_give_back(c, t);
 		return;
 	}
@@ -337,7 +379,10 @@ void gs_timing_end(struct gs_timing *t, int result, const struct gs_timed_call *
 	p.end_late = late;
 	if (opened > p.c.call_end)
 		p.c.call_end = opened;
+	/* A kernel's launch, held to be followed by the next one on its stream, or queued. */
 	pthread_mutex_lock(&T.lock);
-	gt_queue(&p);
+	if (!t->kernel ||
+	    !gt_follow_hold(c, backlog_of(t->ctx, stream_key(t->stream, t->ptsz)), &p))
+		gt_queue(&p);
 	pthread_mutex_unlock(&T.lock);
 }

@@ -23,6 +23,32 @@
 #include "inject/gate.h"
 #include "inject/inject.h"
 
+/* What the GPU record says of the call besides its times. */
+struct gs_timed_call {
+	__u64 call_ts, call_end, func, bytes, dst, src;
+	__u32 copy_kind;
+	__u16 api;
+	__u8 kind;
+};
+
+/* A call timed, waiting for the harvester (internal to gputime*.c; here for struct
+ * gs_timing). */
+struct pending {
+	void *start, *end; /* start: the end event of the launch before, chained or followed */
+	struct gs_timed_call c;
+	__u64 stream;
+	__u64 end_late; /* ungated, its end event recorded late: when that call returned */
+	__u32 tid;
+	__u32 cell; /* in a chain: its cell of T.chain_open_ns (0: none) */
+	__u8 ci;
+	bool gated, forced;
+	bool end_shared; /* its end event is the next one's start: that one gives it back */
+	bool from_prev;	 /* its start is the end event of the launch before it */
+	/* A kernel node's pair of a graph's twin (gputime_graph.c): the twin's events, and its
+	 * count of pairs not read yet, which reading this one takes one off. */
+	int *twin;
+};
+
 struct gs_timing {
 	void *ctx;
 	void *start; /* CUevent recorded before the call; NULL: the call is not timed */
@@ -32,11 +58,18 @@ struct gs_timing {
 	int ci;	      /* context slot */
 	bool ptsz;    /* per-thread default stream semantics for a NULL stream */
 	bool chained; /* start: the end event of the launch before, behind the same gate */
-	bool kernel;  /* a kernel's launch, not its first, gated: it may begin a chain */
+	bool follows; /* start: the end event of the launch before, on a busy stream */
+	bool kernel;  /* a kernel's launch, not its first: it may begin a chain, or be followed */
+	/* The launch before, whose end event is this one's start (chained or follows): queued
+	 * once this one's end event is recorded (with its end event shared) or its call failed
+	 * (not shared: this one's record is not kept). */
+	struct pending prev;
 };
 
 /* Before a call of the program's that is not a timed kernel launch: the gates of chains
- * of launches are opened (what it does may wait for, or depend on, their work). */
+ * of launches are opened (what it does may wait for, or depend on, their work), and the
+ * launches held to be followed are queued (what it does may come between). Both counted in
+ * gs_timing_chains_open. */
 void gs_timing_unchain(void) GS_HIDDEN;
 extern int gs_timing_chains_open GS_HIDDEN;
 static inline bool gs_timing_chained(void)
@@ -53,17 +86,10 @@ bool gs_timing_wanted(__u64 func) GS_HIDDEN;
 /* Record the start event on `stream` (behind a gate where that is safe); false if the
  * call goes untimed. kind: enum gs_gpu_kind; func: the kernel or graph exec launched. */
 bool gs_timing_begin(struct gs_timing *t, __u64 stream, bool ptsz, __u8 kind, __u64 func) GS_HIDDEN;
-/* After the call: record the end event and queue the pair (or give the start back). */
 /* A copy or set was queued on `stream` (a synchronous one's: 0): the next gated launch on
  * it gets an empty kernel of ours before its start event (see gs_timing_begin). */
 void gs_timing_copied(__u64 stream, bool ptsz) GS_HIDDEN;
-/* What the GPU record says of the call besides its times. */
-struct gs_timed_call {
-	__u64 call_ts, call_end, func, bytes, dst, src;
-	__u32 copy_kind;
-	__u16 api;
-	__u8 kind;
-};
+/* After the call: record the end event and queue the pair (or give the start back). */
 void gs_timing_end(struct gs_timing *t, int result, const struct gs_timed_call *c) GS_HIDDEN;
 
 /* Kernels inside CUDA graphs (gputime_graph.c). The program instantiated graph as exec

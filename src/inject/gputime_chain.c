@@ -16,17 +16,43 @@
  * work or depend on it), at another stream's launch in the context, and at exit. A launch
  * is timed from the end before it only if the gate was still closed once its own end event
  * was recorded: then it was queued before the GPU could reach it.
+ *
+ * Follows: on a busy stream (more work queued ahead than the launch takes to queue, and
+ * the stream not done: gs_timing_begin's test for going without a gate), a kernel launched
+ * again by the thread that launched the one before it there, with nothing of the program's
+ * between, is timed from that launch's end event in the same way, without a gate: the GPU
+ * reaches the event when the work ahead ends, and goes straight on to this kernel, already
+ * queued. One event a launch instead of two, on the host and on the GPU (where an event
+ * between two kernels costs about 2 us, two 3.3: bench/gate_probe.cu), for what GPU-bound
+ * programs launch. So every timed kernel launch but a kernel's first, once its end event
+ * is recorded, is held on its stream (struct backlog's held, as a chain's last) until the
+ * next launch there takes it (followed or not), and queued at any other call of the
+ * program's (gs_timing_unchain), at a launch on a stream it may be ordered with (the legacy
+ * stream's and any other), by the harvester after FOLLOW_NS, and at exit. Counted with the
+ * chains in gs_timing_chains_open. Measured: a GPU-bound loop costs 1.03-1.05x with follows,
+ * 1.06-1.09x with a pair each (bench/results/follow-2026-11-27.md).
  */
 #include <stdlib.h>
 
 #include "inject/gputime_int.h"
 
-int gs_timing_chains_open;
-
 /* At exit, before the harvester's last pass (registered after it: run before it). */
 static void unchain_at_exit(void)
 {
 	gs_timing_unchain();
+}
+
+/* Under T.lock: whether what is held will be let go at exit (the harvester started, and
+ * unchain_at_exit registered after it). */
+static bool exit_registered(void)
+{
+	static bool registered;
+
+	if (!T.harvester)
+		gt_start_harvester();
+	if (!registered && T.harvester)
+		registered = atexit(unchain_at_exit) == 0;
+	return registered;
 }
 
 /* Whether gate seq (0: none) is still closed. */
@@ -44,13 +70,8 @@ bool gt_chain_next(struct ctx_slot *c, struct backlog *b, struct gs_timing *t, _
 		gt_chain_close(c);
 		return false;
 	}
-	/* The launch before is queued now, its end event this one's start. */
-	b->held.end_shared = true;
-	if (!gt_queue(&b->held)) {
-		b->have_held = false;
-		gt_chain_close(c);
-		return false;
-	}
+	/* The launch before, its end event this one's start, is queued with this one's end. */
+	t->prev = b->held;
 	t->start = b->held.end;
 	t->gate = b->chain_seq;
 	t->chained = true;
@@ -70,13 +91,7 @@ bool gt_chain_hold(struct ctx_slot *c, struct backlog *b, const struct gs_timing
 		return false;
 	}
 	if (!t->chained) {
-		static bool registered;
-
-		if (!T.harvester)
-			gt_start_harvester();
-		if (!registered && T.harvester)
-			registered = atexit(unchain_at_exit) == 0;
-		if (!registered)
+		if (!exit_registered())
 			return false; /* (then each launch opens its own gate) */
 		gt_chain_close(c);
 		b->chain_seq = t->gate;
@@ -115,10 +130,60 @@ void gt_chain_close(struct ctx_slot *c)
 	__atomic_sub_fetch(&gs_timing_chains_open, 1, __ATOMIC_RELAXED);
 }
 
+/* ---- follows (their queueing: gputime_harvest.c) ---------------------------------------- */
+
+bool gt_follow_hold(struct ctx_slot *c, struct backlog *b, const struct pending *p)
+{
+	if (__atomic_load_n(&T.no_follow, __ATOMIC_RELAXED) || T.every != 1 || b->have_held ||
+	    !exit_registered())
+		return false;
+	b->held = *p;
+	b->held.cell = 0;
+	b->have_held = true;
+	c->follows++;
+	__atomic_add_fetch(&gs_timing_chains_open, 1, __ATOMIC_RELAXED);
+	return true;
+}
+
+bool gt_follow_take(struct ctx_slot *c, struct backlog *b, struct gs_timing *t)
+{
+	/* Work on the legacy stream waits for the context's other (blocking) streams' work, and
+	 * theirs for it: a launch there ends the follows of every other stream of the context,
+	 * one elsewhere the legacy stream's. */
+	if (c->follows > (int)gt_follow_held(b)) {
+		if (!b->stream) {
+			for (int i = 0; i < BACKLOG_SLOTS; i++)
+				if (&T.backlog[i] != b && T.backlog[i].ctx == b->ctx)
+					gt_follow_flush(&T.backlog[i]);
+		} else {
+			struct backlog *l = &T.backlog[gt_slot_hash((__u64)(unsigned long)b->ctx,
+								    BACKLOG_SLOTS)];
+
+			if (l != b && !l->stream && l->ctx == b->ctx)
+				gt_follow_flush(l);
+		}
+	}
+	if (!gt_follow_held(b))
+		return false;
+	t->prev = b->held;
+	gt_follow_drop(b);
+	return true;
+}
+
+void gt_prev_queue(struct gs_timing *t, bool shared)
+{
+	pthread_mutex_lock(&T.lock);
+	t->prev.end_shared = shared;
+	gt_queue(&t->prev); /* (if it cannot: its events back, but a shared end: t's start) */
+	pthread_mutex_unlock(&T.lock);
+}
+
 void gs_timing_unchain(void)
 {
 	pthread_mutex_lock(&T.lock);
 	for (int i = 0; i < __atomic_load_n(&T.nctx, __ATOMIC_ACQUIRE); i++)
 		gt_chain_close(&T.ctx[i]);
+	for (int i = 0; i < BACKLOG_SLOTS; i++)
+		gt_follow_flush(&T.backlog[i]);
 	pthread_mutex_unlock(&T.lock);
 }

@@ -172,19 +172,25 @@ void gt_load_ahead(__u64 handle)
  * empty pair, over 21 processes on one-GPU H100 and H200 and two-GPU H200 machines (driver
  * 580, bench/gputime_bias.py: 977-1,392 ns, median 1,313; bench/results/launch-2026-11-27.md).
  * GPUSCOPE_EVENT_LAUNCH_NS sets it for any GPU (0: none, the analysis's midpoint rule).
+ * And the least that a kernel launched onto a busy stream (its start the end event of the
+ * launch before it, or its own start event queued right after that) reads over its
+ * duration, whatever the events cost: 2,976-3,264 ns for kernels under 50 us in 8 processes
+ * on one-GPU H100 and H200 machines, where an empty pair and a launch come to 2.5 us; on a
+ * two-GPU H200, where they come to 4.2 us, as much as that (bench/busy_bias.py,
+ * bench/results/follow-2026-11-27.md). GPUSCOPE_EVENT_BUSY_MIN_NS sets it (0: none).
  */
 static const struct {
 	int major, minor;
-	__u64 ns;
+	__u64 ns, busy_ns;
 } launch_by_cc[] = {
-	{ 9, 0, 1250 }, /* Hopper */
+	{ 9, 0, 1250, 3150 }, /* Hopper */
 };
 
-static __u64 launch_ns(const struct ctx_slot *c)
+static __u64 launch_ns(const struct ctx_slot *c, bool busy)
 {
 	typedef int (*attr_fn)(int *, int, int);
 	attr_fn attr = (attr_fn)gs_real_by_name("cuDeviceGetAttribute");
-	const char *set = getenv("GPUSCOPE_EVENT_LAUNCH_NS");
+	const char *set = getenv(busy ? "GPUSCOPE_EVENT_BUSY_MIN_NS" : "GPUSCOPE_EVENT_LAUNCH_NS");
 	int major = 0, minor = 0;
 
 	if (set)
@@ -194,7 +200,7 @@ static __u64 launch_ns(const struct ctx_slot *c)
 		return 0;
 	for (size_t i = 0; i < sizeof(launch_by_cc) / sizeof(launch_by_cc[0]); i++)
 		if (launch_by_cc[i].major == major && launch_by_cc[i].minor == minor)
-			return launch_by_cc[i].ns;
+			return busy ? launch_by_cc[i].busy_ns : launch_by_cc[i].ns;
 	return 0;
 }
 
@@ -227,15 +233,15 @@ void gt_emit_calibration(const struct ctx_slot *c, __u64 overhead_ns, __u64 what
 
 /*
  * One gated run on our stream: event 0, then nk (0-2) calibration kernels, kernel k with
- * kparams[k] and followed by event k + 1 (none: event 1 right after event 0); the gate
- * opened and the last event waited for. The time from the event before the last one to
- * it, ns; -1 if it could not be had.
+ * kparams[k] and followed by event k + 1, and with `empty` one more event right after the
+ * last; the gate opened and the last event waited for. The time from the event before the
+ * last one to it, ns; -1 if it could not be had.
  */
-static __s64 gated_run(struct ctx_slot *c, void **ev, int nk, launch_fn launch, void *fn,
-		       void ***kparams)
+static __s64 gated_run(struct ctx_slot *c, void **ev, int nk, bool empty, launch_fn launch,
+		       void *fn, void ***kparams)
 {
 	__u64 gate, spins = 0;
-	int last = nk ? nk : 1;
+	int last = nk + empty;
 	float ms;
 
 	gs_gate_close(&c->gate, c->stream, false, &gate);
@@ -246,8 +252,8 @@ static __s64 gated_run(struct ctx_slot *c, void **ev, int nk, launch_fn launch, 
 		launch(fn, 1, 1, 1, 1, 1, 1, 0, c->stream, kparams[k], NULL);
 		T.cu.ev_record(ev[k + 1], c->stream);
 	}
-	if (!nk)
-		T.cu.ev_record(ev[1], c->stream);
+	if (empty)
+		T.cu.ev_record(ev[last], c->stream);
 	gs_gate_open(&c->gate, gate);
 	while (T.cu.ev_query(ev[last]) == NOT_READY && ++spins < 10000000)
 		;
@@ -285,7 +291,7 @@ static void calibrate_overhead(struct ctx_slot *c)
 		__s64 raw;
 
 		span[0] = span[1] = 0;
-		raw = gated_run(c, ev, 1, launch, fn, kparams);
+		raw = gated_run(c, ev, 1, false, launch, fn, kparams);
 		/* Nothing written (no real GPU ran it) or nonsense: no correction. */
 		if (raw < 0 || !span[0] || span[1] < span[0] || span[1] - span[0] > (__u64)raw)
 			break;
@@ -293,25 +299,31 @@ static void calibrate_overhead(struct ctx_slot *c)
 		gt_emit_calibration(c, span[1] - span[0], GS_CAL_SPAN);
 		measured++;
 	}
-	if (measured && (l = launch_ns(c)))
+	if (measured && (l = launch_ns(c, false)))
 		gt_emit_calibration(c, l, GS_CAL_LAUNCH);
+	if (measured && (l = launch_ns(c, true)))
+		gt_emit_calibration(c, l, GS_CAL_BUSY_MIN);
 	for (int i = 0; i < 8 && ev[0] && ev[1]; i++) {
-		__s64 raw = gated_run(c, ev, 0, launch, fn, kparams);
+		__s64 raw = gated_run(c, ev, 0, true, launch, fn, kparams);
 
 		if (raw < 0)
 			break;
 		gt_emit_calibration(c, (__u64)raw, GS_CAL_EMPTY);
 	}
-	/* A chain (gputime_chain.c): the second kernel timed from the end event before it.
-	 * (Only with chains: nothing else reads it.) */
-	for (int i = 0; i < 8 && !T.no_chains && ev[0] && ev[1] && ev[2]; i++) {
-		__s64 raw;
+	/* A kernel timed from the end event of one before it (a chain's or a follow's,
+	 * gputime_chain.c), and an empty pair right after a kernel: recorded for
+	 * bench/gputime_bias.py and bench/busy_bias.py, not used by the analysis. */
+	for (int i = 0; i < 8 && measured && ev[0] && ev[1] && ev[2]; i++) {
+		__s64 raw, empty;
 
 		span[2] = span[3] = 0;
-		raw = gated_run(c, ev, 2, launch, fn, kparams);
+		raw = gated_run(c, ev, 2, false, launch, fn, kparams);
 		if (raw < 0 || !span[2] || span[3] < span[2] || span[3] - span[2] > (__u64)raw)
 			break;
 		gt_emit_calibration(c, (__u64)raw - (span[3] - span[2]), GS_CAL_CHAINED);
+		empty = gated_run(c, ev, 1, true, launch, fn, kparams);
+		if (empty >= 0)
+			gt_emit_calibration(c, (__u64)empty, GS_CAL_BUSY_EMPTY);
 	}
 	c->cal = fn; /* (for a twin's event nodes: gputime_graph.c) */
 	pthread_mutex_lock(&T.lock);

@@ -1,13 +1,18 @@
 // SPDX-License-Identifier: MIT
 /* GPU times (gputime_int.h): the harvester, which places finished pairs of events on the
- * host clock and emits them; also on the program's thread after a sync, and at exit. */
+ * host clock and emits them; also on the program's thread after a sync, and at exit. And
+ * what queues the launches held to be followed (gputime_chain.c), which the harvester
+ * also does after FOLLOW_NS. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "inject/gputime_int.h"
+
+int gs_timing_chains_open;
 
 static void *harvest(void *arg);
 static void flush_at_exit(void);
@@ -134,6 +139,35 @@ bool gt_queue(const struct pending *p)
 	return true;
 }
 
+/* ---- launches held to be followed (gputime_chain.c) ------------------------------------ */
+
+bool gt_follow_held(const struct backlog *b)
+{
+	return b->have_held && !b->chain_seq;
+}
+
+void gt_follow_drop(struct backlog *b)
+{
+	b->have_held = false;
+	T.ctx[b->held.ci].follows--;
+	__atomic_sub_fetch(&gs_timing_chains_open, 1, __ATOMIC_RELAXED);
+}
+
+void gt_follow_flush(struct backlog *b)
+{
+	if (!gt_follow_held(b))
+		return;
+	gt_follow_drop(b);
+	gt_queue(&b->held);
+}
+
+void gt_follow_expire(__u64 before)
+{
+	for (int i = 0; gs_timing_chains_open && i < BACKLOG_SLOTS; i++)
+		if (T.backlog[i].held.c.call_end < before)
+			gt_follow_flush(&T.backlog[i]);
+}
+
 /* One pass over what is pending: emit what finished, keep the rest in order (and the
  * pairs of graphs' twins unless twins: a twin's run leaves dozens at once, read by the
  * harvester rather than by the program's thread after its sync). Returns how many are
@@ -150,6 +184,9 @@ static size_t harvest_pass(void **current, bool recalibrate, bool twins)
 		return 0;
 	}
 	pthread_mutex_lock(&T.lock);
+	/* (A launch held to be followed whose program has made no call since: read it now.) */
+	if (recalibrate)
+		gt_follow_expire(gs_clock() - FOLLOW_NS);
 	n = T.qn;
 	if (n > cap) {
 		struct pending *b = realloc(batch, n * sizeof(*b));
@@ -218,6 +255,10 @@ static void *harvest(void *arg)
 		struct timespec nap = { 0, (long)T.harvest_ns };
 
 		nanosleep(&nap, NULL);
+		/* (Measurements: follows off while a file is there, bench/follow_ab.sh.) */
+		if (T.follow_ab_file)
+			__atomic_store_n(&T.no_follow, access(T.follow_ab_file, F_OK) == 0,
+					 __ATOMIC_RELAXED);
 		harvest_pass(&current, true, true);
 	}
 	return NULL;

@@ -4,9 +4,10 @@
  *   gputime_ctx.c      the state; the driver's functions; per context: events, the
  *                      reference events on the host clock, the calibration kernel;
  *   gputime_harvest.c  the harvester: finished pairs placed on the host clock and emitted,
- *                      at a sync and at exit;
+ *                      at a sync and at exit; launches held to be followed queued;
  *   gputime_chain.c    chains: consecutive launches on a stream held behind one gate, each
- *                      timed from the end event of the one before;
+ *                      timed from the end event of the one before; follows: the same on
+ *                      a busy stream, without a gate;
  *   gputime_graph.c    kernels inside CUDA graphs: twins of the program's graphs with
  *                      event nodes around each kernel, run at sampled launches;
  *   gputime.c          the calls timed: sampling, gates, the queue of pending pairs.
@@ -40,6 +41,7 @@
 #define CHAIN_MAX     32	    /* launches one gate holds at most (gputime_chain.c) */
 #define CHAIN_NS      100000ULL	    /* and for at most this long */
 #define CHAIN_CELLS   4096	    /* chains whose gate's opening time is kept */
+#define FOLLOW_NS     1000000ULL    /* a launch held to be followed at most this long */
 
 typedef int (*ev_create_fn)(void **, unsigned int);
 typedef int (*ev_record_fn)(void *, __u64);
@@ -76,22 +78,7 @@ struct ctx_slot {
 	struct backlog *chain; /* the context's open chain, under T.lock (one at a time) */
 	void *cal;	       /* CUfunction: our calibration kernel (calibrate_overhead) */
 	bool graph_cal;	       /* what a twin's event nodes add measured (gputime_graph.c) */
-};
-
-struct pending {
-	void *start, *end; /* start: the end event of the launch before, in a chain */
-	struct gs_timed_call c;
-	__u64 stream;
-	__u64 end_late; /* ungated, its end event recorded late: when that call returned */
-	__u32 tid;
-	__u32 cell; /* in a chain: its cell of T.chain_open_ns (0: none) */
-	__u8 ci;
-	bool gated, forced;
-	bool end_shared; /* its end event is the next one's start: that one gives it back */
-	bool from_prev;	 /* its start is the end event of the launch before it */
-	/* A kernel node's pair of a graph's twin (gputime_graph.c): the twin's events, and its
-	 * count of pairs not read yet, which reading this one takes one off. */
-	int *twin;
+	int follows;	       /* launches held on its streams to be followed, under T.lock */
 };
 
 /*
@@ -134,6 +121,8 @@ struct gt_state {
 	bool no_prime;	/* GPUSCOPE_NO_PRIME (to compare) */
 	__u64 chain_ns; /* how long a chain may hold its gate (CHAIN_NS) */
 	bool no_chains; /* not --gpu-time=chained: a pair of events each */
+	bool no_follow; /* GPUSCOPE_NO_FOLLOW (to compare): a busy stream's launches a pair each */
+	const char *follow_ab_file; /* GPUSCOPE_FOLLOW_AB_FILE: no_follow while it exists */
 	__u32 next_cell;
 	__u64 chain_open_ns[CHAIN_CELLS]; /* when each chain's gate was opened (gs_clock) */
 	__u64 end_delay_ns;	    /* GPUSCOPE_END_DELAY_US (tests: a thread held up before it) */
@@ -187,6 +176,13 @@ void gt_start_harvester(void) GS_HIDDEN;
 bool gt_queue(const struct pending *p) GS_HIDDEN;
 /* On the calling thread, now: every finished pair, twins' too (leaves the context). */
 void gt_harvest_now(void) GS_HIDDEN;
+/* Under T.lock, launches held to be followed (gputime_chain.c): whether b holds one; b's
+ * no longer held (taken, or queued); b's queued, if any; every one whose call ended before
+ * `before` queued. */
+bool gt_follow_held(const struct backlog *b) GS_HIDDEN;
+void gt_follow_drop(struct backlog *b) GS_HIDDEN;
+void gt_follow_flush(struct backlog *b) GS_HIDDEN;
+void gt_follow_expire(__u64 before) GS_HIDDEN;
 
 /* gputime_chain.c, all under T.lock */
 /* This launch, a kernel's on b's stream, goes on b's open chain: t timed from the end event
@@ -198,5 +194,14 @@ bool gt_chain_hold(struct ctx_slot *c, struct backlog *b, const struct gs_timing
 		   const struct pending *p) GS_HIDDEN;
 /* The context's open chain ends: its gate opened, its last launch queued. */
 void gt_chain_close(struct ctx_slot *c) GS_HIDDEN;
+/* A kernel launch on b's stream: the launch held there to be followed, if any, taken
+ * into t->prev (true); those on streams it may wait for, or that may wait for it, queued. */
+bool gt_follow_take(struct ctx_slot *c, struct backlog *b, struct gs_timing *t) GS_HIDDEN;
+/* A kernel launch's end event is recorded (p): held on b for the next launch there to
+ * follow (true), or (false) to be queued now. */
+bool gt_follow_hold(struct ctx_slot *c, struct backlog *b, const struct pending *p) GS_HIDDEN;
+/* Not under T.lock: t's launch before (t->prev) queued, its end event shared with t (shared)
+ * or not (t's call failed). */
+void gt_prev_queue(struct gs_timing *t, bool shared) GS_HIDDEN;
 
 #endif

@@ -263,7 +263,9 @@ void report_devcode_text(FILE *f, const struct report *r)
 
 static const struct jfield gpu_stat_counts[] = {
 	JU64(struct gpu_stat, "idle_stream_starts", idle_starts),
-	JU64(struct gpu_stat, "gated", gated), JU64(struct gpu_stat, "chained", chained),
+	JU64(struct gpu_stat, "gated", gated),
+	JU64(struct gpu_stat, "chained", chained),
+	JU64(struct gpu_stat, "followed", followed),
 	JU64(struct gpu_stat, "in_graph", in_graph),
 	JU64(struct gpu_stat, "start_unknown", start_unknown)
 };
@@ -306,8 +308,10 @@ static const struct jfield device_gaps[] = {
 	JU64(struct dev_busy, "late", late),
 	JU64(struct dev_busy, "event_overhead_ns", overhead_ns),
 	JU64(struct dev_busy, "chained_event_overhead_ns", chained_overhead_ns),
+	JU64(struct dev_busy, "busy_event_overhead_ns", busy_overhead_ns),
 	JU64(struct dev_busy, "graph_event_overhead_ns", graph_overhead_ns),
-	JU64(struct dev_busy, "event_launch_ns", launch_ns)
+	JU64(struct dev_busy, "event_launch_ns", launch_ns),
+	JU64(struct dev_busy, "event_busy_min_ns", busy_min_ns)
 };
 
 static const struct jfield stream_gaps[] = { JU64(struct stream_stat, "idle_ns", idle_ns),

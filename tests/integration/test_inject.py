@@ -387,6 +387,58 @@ def test_kernel_after_a_copy_is_timed_alone(gs):
     assert near(idle["min_ns"], want + 6000) and near(idle["max_ns"], want + 6000), idle
 
 
+def test_busy_stream_launches_follow_the_one_before(gs):
+    """A kernel launched on a busy stream right after another there (by the same thread,
+    nothing of the program's between) is timed from that one's end event: one event a
+    launch, no start event (--gpu-time=all). Not after an event recorded between, nor
+    after a launch on the legacy stream, whose work is ordered with every stream's: 4 of 6
+    launches of `idle` a round follow (wl_gputime --follow). Times exact either way;
+    GPUSCOPE_NO_FOLLOW=1 gives every launch a pair as before. What is taken off such a
+    launch's time is a gated pair's, but at least a floor of the architecture's."""
+    def trace(**env):
+        report, truth, _ = gs.trace(["wl_gputime", "--follow"],
+                                    opts=["--inject", "--gpu-time=all"],
+                                    env_extra=dict(GPU_ENV, **env))
+        return report, truth, {k["name"]: k["gpu"] for k in report["kernels"]["list"]}
+
+    for env in ({}, {"GPUSCOPE_NO_FOLLOW": "1"}):
+        report, truth, k = trace(**env)
+        busy, idle = k["busy"], k["idle"]
+        assert busy["timed"] + busy["start_unknown"] == truth["gpu:busy:timed"], busy
+        assert idle["timed"] + idle["start_unknown"] == truth["gpu:idle:timed"], idle
+        assert busy["followed"] == 0 and busy["chained"] == idle["chained"] == 0
+        if env:
+            assert idle["followed"] == 0, idle
+        else:
+            # (A launch made 180 us after the one before, its thread descheduled on a
+            # loaded machine, finds the stream nearly done and gets a pair: one a round.)
+            want = truth["gpu:idle:followed"]
+            assert want - 3 <= idle["followed"] <= want, idle
+        for g, want in ((busy, truth["gpu:busy:ns"]), (idle, truth["gpu:idle:ns"])):
+            assert near(g["min_ns"], want) and near(g["max_ns"], want), (env, g, want)
+    # What is taken off a kernel launched onto a busy stream: what a gated pair adds (E + L,
+    # E 0 on the double, as in test_event_overhead_by_architecture), but at least a floor
+    # known for Hopper (3150 ns) or set by GPUSCOPE_EVENT_BUSY_MIN_NS. The launches of
+    # `busy` are all gated (their stream idle), those of `idle` but its first ungated (the
+    # first: gated).
+    for cc, env, over, busy_over in (
+            ("90", {}, 1250, 3150), ("80", {}, 99000, 99000),
+            ("80", {"GPUSCOPE_EVENT_BUSY_MIN_NS": "150000"}, 99000, 150000),
+            ("90", {"GPUSCOPE_EVENT_BUSY_MIN_NS": "500"}, 1250, 1250)):
+        report, truth, k = trace(FAKECUDA_RUN_CALIBRATION="1", FAKECUDA_CC=cc, **env)
+        dev = report["gpu"]["devices"][0]
+        assert dev["event_overhead_ns"] == over, dev
+        assert dev["busy_event_overhead_ns"] == busy_over, dev
+        assert dev["event_busy_min_ns"] == int(env.get("GPUSCOPE_EVENT_BUSY_MIN_NS",
+                                                       3150 if cc == "90" else 0)), dev
+        assert k["busy"]["gated"] == k["busy"]["timed"] == truth["gpu:busy:timed"], k["busy"]
+        assert near(k["busy"]["min_ns"], truth["gpu:busy:ns"] - over), k["busy"]
+        assert near(k["busy"]["max_ns"], truth["gpu:busy:ns"] - over), k["busy"]
+        idle = sorted((truth["gpu:idle:ns"] - over, truth["gpu:idle:ns"] - busy_over))
+        assert near(k["idle"]["min_ns"], idle[0]) and near(k["idle"]["max_ns"], idle[1]), (
+            cc, env, k["idle"], idle)
+
+
 def test_end_event_recorded_late_is_not_counted(gs):
     """Ungated (GPUSCOPE_NO_GATES), and the end event recorded 500 us after each call
     returns (GPUSCOPE_END_DELAY_US, standing for a thread descheduled there; on an H200 a

@@ -40,6 +40,8 @@
  * graph API) launched N times on s2, each waited for; with D, `idle` disabled
  * (cuGraphNodeSetEnabled) at launches D to D + 3.
  *
+ * With --follow, only this instead (follows, src/inject/gputime_chain.c): see follows().
+ *
  * With --after-copy, only this instead: `idle` launched right after an asynchronous copy
  * on its stream, then on the legacy stream after a synchronous copy, 3 times each
  * (FAKECUDA_ENGINE_SWITCH_NS delays such a kernel's start, as a GPU does).
@@ -167,6 +169,41 @@ static CUgraph child_first(CUkernel k, unsigned grid, unsigned block, void **arg
 	CHECK(cuGraphAddKernelNode_v2(&b, graph, &a, 1, &p), 0);
 	CHECK(cuGraphDestroy(child), 0);
 	return graph;
+}
+
+/* --follow: on s, busy, idle twice, busy on the legacy stream, idle three times, back to
+ * back (each but the legacy one's queued behind the one before on a busy stream), an event
+ * recorded on s (a call of the program's between), idle once more; 3 times, each waited
+ * for, after a first launch of each. */
+static int follows(CUkernel busy, CUkernel idle, CUstream s, unsigned long long busy_ns,
+		   unsigned long long idle_ns)
+{
+	CUfunction b = (CUfunction)busy, i = (CUfunction)idle;
+	CUevent ev;
+
+	CHECK(cuEventCreate(&ev, 0), 0);
+	CHECK(cuLaunchKernel(b, 1, 1, 1, 32, 1, 1, 0, s, NULL, NULL), 0);
+	CHECK(cuLaunchKernel(i, 4, 1, 1, 256, 1, 1, 0, s, NULL, NULL), 0);
+	CHECK(cuStreamSynchronize(s), 0);
+	for (int r = 0; r < 3; r++) {
+		CHECK(cuLaunchKernel(b, 1, 1, 1, 32, 1, 1, 0, s, NULL, NULL), 0);
+		for (int k = 0; k < 5; k++) {
+			if (k == 2)
+				CHECK(cuLaunchKernel(b, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL), 0);
+			CHECK(cuLaunchKernel(i, 4, 1, 1, 256, 1, 1, 0, s, NULL, NULL), 0);
+		}
+		CHECK(cuEventRecord(ev, s), 0);
+		CHECK(cuLaunchKernel(i, 4, 1, 1, 256, 1, 1, 0, s, NULL, NULL), 0);
+		CHECK(cuCtxSynchronize(), 0);
+	}
+	truth_add(7, "gpu:busy:timed");
+	truth_add(19, "gpu:idle:timed");
+	/* (each round's first two idle after busy, and the last two of the three after the
+	 * legacy stream's launch) */
+	truth_add(12, "gpu:idle:followed");
+	truth_kernels(busy_ns, idle_ns, 0);
+	truth_write();
+	return 0;
 }
 
 /* --replays N [D]: a graph of busy, then idle after it, launched N times on s2, each
@@ -325,6 +362,8 @@ int main(int argc, char **argv)
 			       : children(busy, idle, other, s2, busy_ns, idle_ns,
 					  !strcmp(argv[1], "--update"));
 	}
+	if (argc > 1 && !strcmp(argv[1], "--follow"))
+		return follows(busy, idle, s, busy_ns, idle_ns);
 	if (argc > 2 && !strcmp(argv[1], "--replays"))
 		return replays(busy, idle, s2, atoi(argv[2]), argc > 3 ? atoi(argv[3]) : -1,
 			       busy_ns, idle_ns);
