@@ -3,7 +3,10 @@
 
 FAKES_DIR := $(OUTPUT)/fakes
 WL_DIR    := $(OUTPUT)/workloads
-FAKE_CFLAGS := -O2 -g -Wall -Wextra -Werror -fPIC -fno-ipa-icf -fvisibility=hidden -Itests/fakes
+# (-fcf-protection: each function starts with endbr64, as in CET builds such as Ubuntu's
+# Python; the kernel plane's uprobes go past it, core/elfsym.h.)
+FAKE_CFLAGS := -O2 -g -Wall -Wextra -Werror -fPIC -fno-ipa-icf -fvisibility=hidden \
+	       -fcf-protection=branch -Itests/fakes
 
 FAKES := $(FAKES_DIR)/libcuda.so.1 $(FAKES_DIR)/libcudart.so.13 $(FAKES_DIR)/libnccl.so.2 \
 	 $(FAKES_DIR)/libcudart_static.a $(FAKES_DIR)/libnvidia-ml.so.1

@@ -306,10 +306,13 @@ int tracer__py_exceptions(struct tracer *t, const char *path, __u64 raise_off, _
 		return 0;
 	ls = xcalloc(1, sizeof(*ls));
 	hmap_put(&t->links, (__u64)st.st_dev | 1ULL << 63, st.st_ino, ls);
+	/* (Past a leading endbr64 where that spares a trap: Ubuntu builds Python with one.) */
 	if (raise_off)
-		err = attach_classic(t, ls, prog, ALL_PIDS, path, raise_off, 1, false);
+		err = attach_classic(t, ls, prog, ALL_PIDS, path, elf_uprobe_site(path, raise_off),
+				     1, false);
 	if (!err && display_off)
-		err = attach_classic(t, ls, prog, ALL_PIDS, path, display_off, display_file ? 2 : 3,
+		err = attach_classic(t, ls, prog, ALL_PIDS, path,
+				     elf_uprobe_site(path, display_off), display_file ? 2 : 3,
 				     false);
 	if (err)
 		gs_warn("cannot probe Python exceptions in %s: %s", path, strerror(-err));

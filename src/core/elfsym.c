@@ -86,10 +86,47 @@ static void scan_symbols(Elf *e, Elf_Scn *scn, const GElf_Shdr *sh, const struct
 	}
 }
 
+unsigned int elf_uprobe_skip(const unsigned char *code, size_t n)
+{
+#if defined(__x86_64__)
+	static const unsigned char endbr64[] = { 0xf3, 0x0f, 0x1e, 0xfa };
+	const unsigned char *c = code + 4;
+
+	if (n < 8 || memcmp(code, endbr64, 4))
+		return 0;
+	if (c[0] == 0x66) /* (an operand-size prefix: nops only) */
+		return c[1] == 0x90 || (c[1] == 0x0f && c[2] == 0x1f) ? 4 : 0;
+	if ((c[0] >= 0x50 && c[0] <= 0x57) || (c[0] == 0x41 && c[1] >= 0x50 && c[1] <= 0x57))
+		return 4; /* push %reg */
+	if (c[0] == 0x90 || (c[0] == 0x0f && c[1] == 0x1f))
+		return 4; /* nop */
+	if (c[0] == 0xe8 || c[0] == 0xe9 || c[0] == 0xeb)
+		return 4; /* call, jmp */
+#else
+	(void)code;
+	(void)n;
+#endif
+	return 0;
+}
+
+__u64 elf_uprobe_site(const char *path, __u64 off)
+{
+	unsigned char code[8];
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t got;
+
+	if (fd < 0)
+		return off;
+	got = pread(fd, code, sizeof(code), (off_t)off);
+	close(fd);
+	return got == (ssize_t)sizeof(code) ? off + elf_uprobe_skip(code, sizeof(code)) : off;
+}
+
 static int find_in_elf(Elf *e, bool use_symtab, struct elf_apis *out, char *err, size_t errlen)
 {
 	struct loadseg *segs = NULL;
-	size_t nphdr, nsegs = 0;
+	size_t nphdr, nsegs = 0, rawlen = 0;
+	const unsigned char *raw;
 	Elf_Scn *scn = NULL;
 	GElf_Ehdr eh;
 	int ret = -1;
@@ -129,7 +166,9 @@ static int find_in_elf(Elf *e, bool use_symtab, struct elf_apis *out, char *err,
 		else if (sh.sh_type == SHT_DYNAMIC)
 			read_dyn_string(e, scn, &sh, DT_SONAME, out->soname, sizeof(out->soname));
 	}
-	/* One probe per address: aliases keep the first name of the table. */
+	/* One probe per address: aliases keep the first name of the table. Each past a
+	 * leading endbr64 where that spares a trap (elf_uprobe_skip). */
+	raw = (const unsigned char *)elf_rawfile(e, &rawlen);
 	for (int a = 1; a < GS_API_MAX; a++) {
 		if (!out->offset[a])
 			continue;
@@ -142,6 +181,10 @@ static int find_in_elf(Elf *e, bool use_symtab, struct elf_apis *out, char *err,
 		if (out->offset[a])
 			out->nfound++;
 	}
+	for (int a = 1; raw && a < GS_API_MAX; a++)
+		if (out->offset[a] && out->offset[a] < rawlen)
+			out->offset[a] +=
+				elf_uprobe_skip(raw + out->offset[a], rawlen - out->offset[a]);
 	ret = 0;
 out:
 	free(segs);

@@ -33,6 +33,17 @@ int elf_find_apis_mem(const void *buf, size_t len, bool use_symtab, struct elf_a
  * table or the full one; *pie: addresses are relative to where the file is loaded. 0 or
  * -1 (not there, or not an ELF file). */
 int elf_find_symbol(const char *path, const char *name, __u64 *value, __u64 *size, bool *pie);
+/*
+ * Where to put a uprobe on a function whose code starts with `code` (n bytes): after a
+ * leading endbr64 (4), where the instruction after it is one the kernel emulates (a push
+ * of a register, a nop, a relative jmp or call), else at the function (0). On x86-64 a
+ * uprobe on any other instruction is stepped out of line, a second trap: measured on
+ * Linux 6.18 in a Firecracker guest, 10 us a hit against 0.7 us (bench/uprobe_sites.c).
+ * The arguments and the return address are where they were at the function's entry.
+ */
+unsigned int elf_uprobe_skip(const unsigned char *code, size_t n);
+/* The same for a file offset of a function in the file at path: the offset to probe. */
+__u64 elf_uprobe_site(const char *path, __u64 off);
 /* DT_RPATH and DT_RUNPATH of an ELF file ("" if absent); 0 or -1. */
 int elf_search_paths(const char *path, char *rpath, size_t rlen, char *runpath, size_t runlen);
 

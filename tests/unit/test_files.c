@@ -55,8 +55,45 @@ static void offsets_point_at_code(void **state)
 		pread(fd, file_bytes, sizeof(file_bytes), (off_t)a.offset[GS_API_CU_LAUNCH_KERNEL]),
 		sizeof(file_bytes));
 	close(fd);
-	assert_memory_equal(file_bytes, fn, sizeof(file_bytes));
+	/* (Past a leading endbr64 where the instruction after it is emulated: the double is
+	 * built with -fcf-protection, and cuLaunchKernel pushes first.) */
+	assert_memory_equal(file_bytes, (const char *)fn + elf_uprobe_skip(fn, 16),
+			    sizeof(file_bytes));
+	assert_int_equal(elf_uprobe_skip(fn, 16), 4);
+	/* The same from the file (as the Python exception probes are placed). */
+	assert_int_equal(elf_uprobe_site(path, a.offset[GS_API_CU_LAUNCH_KERNEL] - 4),
+			 a.offset[GS_API_CU_LAUNCH_KERNEL]);
+	assert_int_equal(elf_uprobe_site("/nonexistent", 4096), 4096);
 	dlclose(h);
+}
+
+/* Where a uprobe goes: past a leading endbr64 only where the kernel emulates what follows. */
+static void uprobe_sites(void **state)
+{
+	static const struct {
+		unsigned char code[8];
+		unsigned int skip;
+	} cases[] = {
+		{ { 0xf3, 0x0f, 0x1e, 0xfa, 0x55, 0x48, 0x89, 0xe5 }, 4 }, /* push %rbp */
+		{ { 0xf3, 0x0f, 0x1e, 0xfa, 0x41, 0x57, 0x41, 0x56 }, 4 }, /* push %r15 */
+		{ { 0xf3, 0x0f, 0x1e, 0xfa, 0x53, 0x48, 0x83, 0xec }, 4 }, /* push %rbx */
+		{ { 0xf3, 0x0f, 0x1e, 0xfa, 0x90, 0xc3, 0, 0 }, 4 },	   /* nop */
+		{ { 0xf3, 0x0f, 0x1e, 0xfa, 0x66, 0x90, 0xc3, 0 }, 4 },	   /* xchg %ax,%ax */
+		{ { 0xf3, 0x0f, 0x1e, 0xfa, 0x0f, 0x1f, 0x40, 0 }, 4 },	   /* nopl */
+		{ { 0xf3, 0x0f, 0x1e, 0xfa, 0xe9, 1, 2, 3 }, 4 },	   /* jmp rel32 */
+		{ { 0xf3, 0x0f, 0x1e, 0xfa, 0xe8, 1, 2, 3 }, 4 },	   /* call rel32 */
+		{ { 0xf3, 0x0f, 0x1e, 0xfa, 0x48, 0x83, 0xec, 8 }, 0 },	   /* sub $8,%rsp */
+		{ { 0xf3, 0x0f, 0x1e, 0xfa, 0x48, 0x85, 0xff, 0 }, 0 },	   /* test %rdi,%rdi */
+		{ { 0xf3, 0x0f, 0x1e, 0xfa, 0x6a, 0x00, 0, 0 }, 0 },	   /* push $0 */
+		{ { 0xf3, 0x0f, 0x1e, 0xfa, 0x66, 0x89, 0x07, 0 }, 0 },	   /* mov %ax,(%rdi) */
+		{ { 0x55, 0x48, 0x89, 0xe5, 0x41, 0x54, 0, 0 }, 0 },	   /* push %rbp: at 0 */
+		{ { 0xf3, 0x0f, 0x1e, 0xfb, 0x55, 0, 0, 0 }, 0 },	   /* endbr32 */
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		assert_int_equal(elf_uprobe_skip(cases[i].code, 8), cases[i].skip);
+	assert_int_equal(elf_uprobe_skip(cases[0].code, 7), 0); /* (too short to tell) */
 }
 
 static void static_runtime_needs_symtab(void **state)
@@ -310,6 +347,7 @@ static void read_strings_of_a_process(void **state)
 static const struct CMUnitTest tests[] = {
 	cmocka_unit_test(read_strings_of_a_process),
 	cmocka_unit_test(offsets_point_at_code),
+	cmocka_unit_test(uprobe_sites),
 	cmocka_unit_test(static_runtime_needs_symtab),
 	cmocka_unit_test(aliases_probed_once),
 	cmocka_unit_test(not_elf_is_an_error),
