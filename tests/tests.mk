@@ -4,7 +4,8 @@
 FAKES_DIR := $(OUTPUT)/fakes
 WL_DIR    := $(OUTPUT)/workloads
 # (-fcf-protection: each function starts with endbr64, as in CET builds such as Ubuntu's
-# Python; the kernel plane's uprobes go past it, core/elfsym.h.)
+# Python; the kernel plane's uprobes go past it, core/elfsym.h. The doubles depend on this
+# file: built again when their flags change.)
 FAKE_CFLAGS := -O2 -g -Wall -Wextra -Werror -fPIC -fno-ipa-icf -fvisibility=hidden \
 	       -fcf-protection=branch -Itests/fakes
 
@@ -19,29 +20,32 @@ WORKLOADS := $(WL_DIR)/wl_driver $(WL_DIR)/wl_runtime $(WL_DIR)/wl_static $(WL_D
 
 fakes: $(FAKES) $(WORKLOADS)
 
-$(FAKES_DIR)/libcuda.so.1: tests/fakes/libcuda.c tests/fakes/fake_cuda.h
+$(FAKES_DIR)/libcuda.so.1: tests/fakes/libcuda.c tests/fakes/fake_cuda.h tests/tests.mk
 	@mkdir -p $(@D)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(FAKE_CFLAGS) -shared -Wl,-soname,libcuda.so.1 $< -o $@ -lpthread -ldl
 	$(Q)ln -sf libcuda.so.1 $(FAKES_DIR)/libcuda.so
 
-$(FAKES_DIR)/libcudart.so.13: tests/fakes/libcudart.c tests/fakes/fake_cudart.h tests/fakes/fake_cuda.h
+$(FAKES_DIR)/libcudart.so.13: tests/fakes/libcudart.c tests/fakes/fake_cudart.h tests/fakes/fake_cuda.h \
+			       tests/tests.mk
 	@mkdir -p $(@D)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(FAKE_CFLAGS) -shared -Wl,-soname,libcudart.so.13 $< -o $@ -lpthread -ldl
 
-$(FAKES_DIR)/libcudart_static.a: tests/fakes/libcudart.c tests/fakes/fake_cudart.h tests/fakes/fake_cuda.h
+$(FAKES_DIR)/libcudart_static.a: tests/fakes/libcudart.c tests/fakes/fake_cudart.h tests/fakes/fake_cuda.h \
+				  tests/tests.mk
 	@mkdir -p $(@D)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(FAKE_CFLAGS) -DFAKE_CUDART_STATIC -c $< -o $(FAKES_DIR)/cudart_static.o
 	$(Q)ar rcs $@ $(FAKES_DIR)/cudart_static.o
 
-$(FAKES_DIR)/libnvidia-ml.so.1: tests/fakes/libnvidia-ml.c
+$(FAKES_DIR)/libnvidia-ml.so.1: tests/fakes/libnvidia-ml.c tests/tests.mk
 	@mkdir -p $(@D)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(FAKE_CFLAGS) -shared -Wl,-soname,libnvidia-ml.so.1 $< -o $@ -lpthread
 
-$(FAKES_DIR)/libnccl.so.2: tests/fakes/libnccl.c tests/fakes/fake_nccl.h tests/fakes/fake_cuda.h
+$(FAKES_DIR)/libnccl.so.2: tests/fakes/libnccl.c tests/fakes/fake_nccl.h tests/fakes/fake_cuda.h \
+			    tests/tests.mk
 	@mkdir -p $(@D)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(FAKE_CFLAGS) -shared -Wl,-soname,libnccl.so.2 $< -o $@ -lpthread -ldl
