@@ -42,8 +42,9 @@ static void unchain_at_exit(void)
 	gs_timing_unchain();
 }
 
-/* Under T.lock: whether what is held will be let go at exit (the harvester started, and
- * unchain_at_exit registered after it). */
+/* Under T.lock: whether what is held will be queued when the process ends (the harvester
+ * started, and unchain_at_exit registered after it: an atexit handler that only opens
+ * gates and queues records). */
 static bool exit_registered(void)
 {
 	static bool registered;
