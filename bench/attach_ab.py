@@ -5,7 +5,9 @@ to 25.5 ms), which hides a 0.5% cost. Here one process trains for the whole run,
 again, ROUNDS times (ABAB...): each round's ratio is the median window time while attached
 over the median while detached just before it.
 
-    python3 attach_ab.py run GPUSCOPE OUT [resnet50|gpt2] [ROUNDS] [SECONDS]   (as root)
+    python3 attach_ab.py run GPUSCOPE OUT [resnet50|gpt2|tinyops|cupy] [ROUNDS] [SECONDS]
+                                                      (as root; a step of tinyops or cupy
+                                                      is 1,000 of their ops)
     python3 attach_ab.py work WORKLOAD LOG STOPFILE   (the process: windows of 4 steps,
                                                       "start end" seconds a line in LOG)
 Writes OUT/attach-WORKLOAD.json and prints the table row. Windows that straddle an attach
@@ -36,7 +38,8 @@ def work(name, log, stop):
         sys.path.insert(0, HERE)
         import workload
 
-        step = {"resnet50": workload.resnet50_step, "gpt2": workload.gpt2_step}[name]()
+        step = {"resnet50": workload.resnet50_step, "gpt2": workload.gpt2_step,
+                "tinyops": workload.tinyops_step, "cupy": workload.cupy_step}[name]()
         sync = torch.cuda.synchronize
     for _ in range(10):
         step()

@@ -3,11 +3,20 @@
  * The overhead benchmark's launch-bound CUDA C loop (bench/overhead.py, workload cloop): an
  * empty kernel launched through the runtime API 20,000 times a window, 7 windows after a
  * warm-up; prints one JSON line as bench/workload.py does (the median time per launch).
+ *
+ *   cloop [--ab FILE MODES N]
+ *
+ * --ab: as bench/workload.py's (bench/inject_ab.sh): N rounds of one window per mode of MODES
+ * (a comma list), the order turned each round, the mode written to FILE before each window
+ * (GPUSCOPE_AB_FILE, src/inject/ab.c) and a tenth of the window run untimed after it.
  */
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <cuda_runtime.h>
+#include <string>
+#include <thread>
 #include <vector>
 
 __global__ void tiny(float *x)
@@ -16,36 +25,84 @@ __global__ void tiny(float *x)
 		x[0] += 1.0f;
 }
 
-int main()
-{
-	const int iters = 20000, windows = 7;
-	float *x;
-	std::vector<double> t;
+static const int iters = 20000;
 
-	if (cudaMalloc(&x, sizeof(float)) != cudaSuccess)
-		return 1;
-	for (int i = 0; i < 2000; i++)
+static double window(float *x, int n)
+{
+	auto t0 = std::chrono::steady_clock::now();
+
+	for (int i = 0; i < n; i++)
 		tiny<<<1, 32>>>(x);
 	cudaDeviceSynchronize();
-	for (int w = 0; w < windows; w++) {
-		auto t0 = std::chrono::steady_clock::now();
+	return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / n;
+}
 
-		for (int i = 0; i < iters; i++)
-			tiny<<<1, 32>>>(x);
-		cudaDeviceSynchronize();
-		t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
-				    .count() /
-			    iters);
+static bool set_mode(const std::string &file, const std::string &mode)
+{
+	std::string tmp = file + ".tmp";
+	FILE *f = fopen(tmp.c_str(), "w");
+
+	if (!f)
+		return false;
+	fputs(mode.c_str(), f);
+	if (fclose(f) || rename(tmp.c_str(), file.c_str()))
+		return false;
+	std::this_thread::sleep_for(std::chrono::milliseconds(20));
+	return true;
+}
+
+int main(int argc, char **argv)
+{
+	const int windows = 7;
+	std::vector<std::string> modes;
+	std::vector<double> t;
+	std::string ab, json;
+	int rounds = 0, total = 2000;
+	float *x;
+
+	if (argc == 5 && !strcmp(argv[1], "--ab")) {
+		ab = argv[2];
+		for (const char *p = argv[3]; *p;) {
+			size_t n = strcspn(p, ",");
+
+			modes.emplace_back(p, n);
+			p += n + (p[n] == ',');
+		}
+		rounds = atoi(argv[4]);
+	} else if (argc != 1) {
+		fprintf(stderr, "usage: cloop [--ab FILE MODES N]\n");
+		return 1;
 	}
-	if (cudaGetLastError() != cudaSuccess)
+	if (cudaMalloc(&x, sizeof(float)) != cudaSuccess)
+		return 1;
+	window(x, 2000);
+	for (int r = 0; r < rounds; r++)
+		for (size_t j = 0; j < modes.size(); j++) {
+			const std::string &m = modes[(r + j) % modes.size()];
+			char buf[128];
+
+			if (!set_mode(ab, m)) {
+				fprintf(stderr, "cloop: cannot write %s\n", ab.c_str());
+				return 1;
+			}
+			window(x, iters / 10);
+			t.push_back(window(x, iters));
+			snprintf(buf, sizeof(buf), "%s[\"%s\", %.9g, %d]", json.empty() ? "" : ", ",
+				 m.c_str(), t.back(), r);
+			json += buf;
+			total += iters / 10 + iters;
+		}
+	for (int w = 0; !rounds && w < windows; w++, total += iters)
+		t.push_back(window(x, iters));
+	if (cudaGetLastError() != cudaSuccess || t.empty())
 		return 1;
 	std::vector<double> s = t;
 	std::sort(s.begin(), s.end());
 	printf("{\"workload\": \"cloop\", \"per_iter_s\": %.9g, \"iters_total\": %d, "
 	       "\"windows_s\": [",
-	       s[windows / 2], 2000 + iters * windows);
-	for (int w = 0; w < windows; w++)
+	       s[s.size() / 2], total);
+	for (size_t w = 0; w < t.size(); w++)
 		printf("%s%.9g", w ? ", " : "", t[w]);
-	printf("]}\n");
+	printf("], \"ab\": [%s]}\n", json.c_str());
 	return 0;
 }

@@ -13,8 +13,10 @@ of CuPy's elementwise x += 1 on one element. graphs: an MLP training step captur
 CUDA graph, replayed and waited for each iteration. jax: a jitted MLP training step (XLA's
 command buffers), its loss waited for each iteration. --profile runs the timed windows under the
 PyTorch profiler (CPU and CUDA activities: CUPTI sees CuPy's kernels too), for comparison.
---ab FILE N: N timed windows alternating follows on and off inside one process (under
-`gpuscope run --inject` with GPUSCOPE_FOLLOW_AB_FILE=FILE; bench/follow_ab.sh).
+--ab FILE MODES N: modes compared inside one process (bench/inject_ab.sh): N rounds of one
+timed window per mode of MODES (a comma list), the order turned each round, under `gpuscope
+run --inject` with GPUSCOPE_AB_FILE=FILE (src/inject/ab.c says the modes); "profiler" is a
+window under the PyTorch profiler with the plane passing calls through.
 (The CUDA C loop is bench/cloop.cu.) iters_total: every iteration run, warm-up included
 (for launches per iteration from a count of the process's launches).
 """
@@ -34,6 +36,30 @@ def tinyops(profile_ctx):
                       torch.cuda.synchronize)
 
 
+def tinyops_step(n=1000):
+    """n tiny ops (bench/attach_ab.py's step)."""
+    x = torch.zeros(1, device="cuda")
+
+    def step():
+        for _ in range(n):
+            x.add_(1.0)
+
+    return step
+
+
+def cupy_step(n=1000):
+    """n of CuPy's x += 1 on one element (bench/attach_ab.py's step)."""
+    import cupy as cp
+
+    x = cp.zeros(1, dtype=cp.float32)
+
+    def step():
+        for _ in range(n):
+            x.__iadd__(1.0)
+
+    return step
+
+
 def busyops(profile_ctx):
     """A GPU-bound loop: x.add_(1) on 2^24 floats (about 30 us of GPU time each, more than
     a launch takes on the host): every launch finds its stream busy."""
@@ -42,22 +68,46 @@ def busyops(profile_ctx):
 
 
 ITERS = {"n": 0}
-# --ab FILE N: N windows, FILE present during every other one (GPUSCOPE_FOLLOW_AB_FILE: a
-# busy stream's launches timed with a pair each, as with GPUSCOPE_NO_FOLLOW, while it is
-# there); AB["windows"] the (label, seconds) of each.
-AB = {"file": None, "n": 0, "windows": []}
+# --ab FILE MODES N; AB["windows"] the (mode, seconds, round) of each window.
+AB = {"file": None, "modes": [], "rounds": 0, "windows": []}
 
 
-def ab_window(i):
-    """Before window i of an A/B run: FILE made or removed, and the harvester (which looks
-    every millisecond) given time to notice. Returns the window's label."""
-    nofollow = i % 2 == 1
-    if nofollow:
-        open(AB["file"], "w").close()
-    elif os.path.exists(AB["file"]):
-        os.unlink(AB["file"])
+def profiler():
+    from torch.profiler import profile, ProfilerActivity
+
+    return profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA])
+
+
+def ab_set(mode):
+    """Before a window: the mode written to FILE whole, and the plane's thread (which reads
+    it every millisecond) given time to see it."""
+    tmp = AB["file"] + ".tmp"
+    with open(tmp, "w") as f:
+        f.write("pass" if mode == "profiler" else mode)
+    os.replace(tmp, AB["file"])
     time.sleep(0.02)
-    return "nofollow" if nofollow else "follow"
+
+
+def ab_windows(fn, iters, sync):
+    """The A/B rounds: each window after a tenth of its length run untimed in its mode."""
+    times = []
+    modes = AB["modes"]
+    for r in range(AB["rounds"]):
+        for j in range(len(modes)):
+            mode = modes[(r + j) % len(modes)]
+            ab_set(mode)
+            with profiler() if mode == "profiler" else contextlib.nullcontext():
+                for _ in range(max(1, iters // 10)):
+                    fn()
+                sync()
+                t0 = time.perf_counter()
+                for _ in range(iters):
+                    fn()
+                sync()
+                times.append((time.perf_counter() - t0) / iters)
+            AB["windows"].append((mode, times[-1], r))
+            ITERS["n"] += max(1, iters // 10) + iters
+    return times
 
 
 def windows_of(fn, warm, iters, windows, profile_ctx, sync):
@@ -65,20 +115,18 @@ def windows_of(fn, warm, iters, windows, profile_ctx, sync):
     for _ in range(warm):
         fn()
     sync()
-    times = []
+    ITERS["n"] += warm
     if AB["file"]:
-        windows = AB["n"]
+        return ab_windows(fn, iters, sync)
+    times = []
     with profile_ctx():
         for w in range(windows):
-            label = ab_window(w) if AB["file"] else None
             t0 = time.perf_counter()
             for _ in range(iters):
                 fn()
             sync()
             times.append((time.perf_counter() - t0) / iters)
-            if label:
-                AB["windows"].append((label, times[-1]))
-    ITERS["n"] += warm + iters * windows
+    ITERS["n"] += iters * windows
     return times
 
 
@@ -175,17 +223,11 @@ def main():
     ap.add_argument("workload",
                     choices=["tinyops", "busyops", "resnet50", "gpt2", "cupy", "graphs", "jax"])
     ap.add_argument("--profile", action="store_true")
-    ap.add_argument("--ab", nargs=2, metavar=("FILE", "N"))
+    ap.add_argument("--ab", nargs=3, metavar=("FILE", "MODES", "N"))
     args = ap.parse_args()
     if args.ab:
-        AB["file"], AB["n"] = args.ab[0], int(args.ab[1])
-    if args.profile:
-        from torch.profiler import profile, ProfilerActivity
-
-        def ctx():
-            return profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA])
-    else:
-        ctx = contextlib.nullcontext
+        AB["file"], AB["modes"], AB["rounds"] = args.ab[0], args.ab[1].split(","), int(args.ab[2])
+    ctx = profiler if args.profile else contextlib.nullcontext
     times = {"tinyops": tinyops, "busyops": busyops, "resnet50": resnet50, "gpt2": gpt2,
              "cupy": cupy_loop, "graphs": graphs, "jax": jax_loop}[args.workload](ctx)
     print(json.dumps({"workload": args.workload, "per_iter_s": statistics.median(times),

@@ -20,6 +20,21 @@ static __thread __u32 tl_tid __attribute__((tls_model("initial-exec")));
 static __thread void *tl_ctx __attribute__((tls_model("initial-exec")));
 static __thread int tl_slot __attribute__((tls_model("initial-exec")));
 
+/* --gpu-time's value as how many launches of a kernel make one timed: 1 every one, 0 none;
+ * -1 for anything else. (Chains are chosen at the start only: a chain holds a gate.) */
+static int every_of(const char *mode)
+{
+	char *end;
+	long n;
+
+	if (!strcmp(mode, "all"))
+		return 1;
+	if (!strcmp(mode, "off"))
+		return 0;
+	n = strtol(mode, &end, 10);
+	return end != mode && !*end && n > 0 && n <= 1000000 ? (int)n : -1;
+}
+
 void gs_timing_init(const char *mode)
 {
 	const char *h = getenv("GPUSCOPE_HARVEST_US"); /* (for measurements) */
@@ -32,9 +47,8 @@ void gs_timing_init(const char *mode)
 	T.first_hold_ns =
 		f && atoi(f) >= 0 && atoi(f) <= 100000 ? (__u64)atoi(f) * 1000 : FIRST_HOLD_NS;
 	T.no_prime = getenv("GPUSCOPE_NO_PRIME") != NULL;
-	T.no_follow = getenv("GPUSCOPE_NO_FOLLOW") != NULL;   /* (same) */
-	T.follow_ab_file = getenv("GPUSCOPE_FOLLOW_AB_FILE"); /* (same) */
-	c = getenv("GPUSCOPE_CHAIN_US");		      /* (same) */
+	T.no_follow = getenv("GPUSCOPE_NO_FOLLOW") != NULL; /* (same) */
+	c = getenv("GPUSCOPE_CHAIN_US");		    /* (same) */
 	T.chain_ns = c && atoi(c) >= 1 && atoi(c) <= 100000 ? (__u64)atoi(c) * 1000 : CHAIN_NS;
 	/* Chains only where asked for (--gpu-time=chained): they cost about half as much, but
 	 * time short kernels less exactly than a pair each (README). */
@@ -43,12 +57,20 @@ void gs_timing_init(const char *mode)
 		getenv("GPUSCOPE_END_DELAY_US")
 			? strtoull(getenv("GPUSCOPE_END_DELAY_US"), NULL, 10) % 1000000 * 1000
 			: 0;
-	if (!mode || !strcmp(mode, "all") || !strcmp(mode, "chained"))
-		T.every = 1;
-	else if (!strcmp(mode, "off"))
+	T.every = !mode || !strcmp(mode, "chained") ? 1 : every_of(mode);
+	if (T.every < 0)
 		T.every = 0;
-	else
-		T.every = (int)strtol(mode, NULL, 10) > 0 ? (int)strtol(mode, NULL, 10) : 0;
+}
+
+bool gs_timing_switch(const char *mode)
+{
+	int every = every_of(mode);
+
+	if (every < 0 && strcmp(mode, "nofollow") != 0)
+		return false;
+	__atomic_store_n(&T.no_follow, every < 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&T.every, every < 0 ? 1 : every, __ATOMIC_RELAXED);
+	return true;
 }
 
 void gs_timing_after_fork(void)

@@ -80,6 +80,10 @@ static inline bool gs_timing_chained(void)
 void gs_timing_synced(void) GS_HIDDEN;
 /* GPUSCOPE_GPU_TIME: "off", "all", or N (every Nth launch of each kernel, per thread). */
 void gs_timing_init(const char *mode) GS_HIDDEN;
+/* Measurements (ab.c): another --gpu-time from now on ("off", "all", N), or every launch
+ * with a pair each on busy streams too ("nofollow"). False, and nothing changed, for
+ * anything else ("chained" included). */
+bool gs_timing_switch(const char *mode) GS_HIDDEN;
 void gs_timing_after_fork(void) GS_HIDDEN;
 /* Whether this call should be timed (mode, sampling by func). */
 bool gs_timing_wanted(__u64 func) GS_HIDDEN;

@@ -255,10 +255,6 @@ static void *harvest(void *arg)
 		struct timespec nap = { 0, (long)T.harvest_ns };
 
 		nanosleep(&nap, NULL);
-		/* (Measurements: follows off while a file is there, bench/follow_ab.sh.) */
-		if (T.follow_ab_file)
-			__atomic_store_n(&T.no_follow, access(T.follow_ab_file, F_OK) == 0,
-					 __ATOMIC_RELAXED);
 		harvest_pass(&current, true, true);
 	}
 	return NULL;

@@ -122,7 +122,6 @@ struct gt_state {
 	__u64 chain_ns; /* how long a chain may hold its gate (CHAIN_NS) */
 	bool no_chains; /* not --gpu-time=chained: a pair of events each */
 	bool no_follow; /* GPUSCOPE_NO_FOLLOW (to compare): a busy stream's launches a pair each */
-	const char *follow_ab_file; /* GPUSCOPE_FOLLOW_AB_FILE: no_follow while it exists */
 	__u32 next_cell;
 	__u64 chain_open_ns[CHAIN_CELLS]; /* when each chain's gate was opened (gs_clock) */
 	__u64 end_delay_ns;	    /* GPUSCOPE_END_DELAY_US (tests: a thread held up before it) */

@@ -92,4 +92,5 @@ __attribute__((constructor)) static void gs_inject_init(void)
 	gs_probe_init();
 	pthread_atfork(NULL, NULL, after_fork_child);
 	gs_active = true;
+	gs_ab_init();
 }

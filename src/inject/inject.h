@@ -22,6 +22,7 @@
  *              gputime_int.h);
  *   wrap.c     the wrappers, generated from the API table;
  *   handout.c  dlsym and cuGetProcAddress answered with our wrappers;
+ *   ab.c       measurements: modes switched inside one process (GPUSCOPE_AB_FILE);
  *   inject.c   activation (the constructor) and what a fork resets.
  */
 #ifndef GS_INJECT_H
@@ -116,6 +117,9 @@ int gs_py_stack(void *const *native, int n, bool launch, __u64 *out, int max) GS
 void gs_py_after_fork(void) GS_HIDDEN;
 /* stacks.c: call stacks (GS_EV_STACK), by the unwinder: "0" none, else every Nth launch. */
 void gs_stacks_init(const char *every) GS_HIDDEN;
+/* Measurements (ab.c): a stack every nth launch from now on; the start's n. */
+void gs_stacks_every(__u32 n) GS_HIDDEN;
+extern __u32 gs_stacks_default GS_HIDDEN;
 /* After a call returned: its stack if it is one to take (failed, an allocation, a sampled
  * launch). ts: the call's entry time, as its record's. */
 void gs_stack_maybe(unsigned int api, __u64 ts, int result, __u64 arg) GS_HIDDEN;
@@ -163,5 +167,9 @@ int gs_call(unsigned int api, void *caller, __u64 a0, __u64 a1, __u64 a2, __u64 
 /* handout.c */
 /* The wrapper for a real driver function pointer, or the pointer itself if unknown. */
 void *gs_wrap_pointer(void *real) GS_HIDDEN;
+
+/* ab.c */
+/* With GPUSCOPE_AB_FILE: the thread that switches modes as the file says. */
+void gs_ab_init(void) GS_HIDDEN;
 
 #endif

@@ -18,12 +18,18 @@ extern const struct gs_api_desc gs_api_descs[GS_API_MAX];
 
 static __u32 every;
 static __thread __u32 tl_launches __attribute__((tls_model("initial-exec")));
+__u32 gs_stacks_default GS_HIDDEN;
+
+void gs_stacks_every(__u32 n)
+{
+	__atomic_store_n(&every, n, __ATOMIC_RELAXED);
+}
 
 void gs_stacks_init(const char *e)
 {
 	void *warm[4];
 
-	every = e ? (__u32)strtoul(e, NULL, 10) : 0;
+	every = gs_stacks_default = e ? (__u32)strtoul(e, NULL, 10) : 0;
 	/* The unwinder loads itself at its first use: now, not inside a signal handler. */
 	if (every)
 		backtrace(warm, 4);

@@ -439,6 +439,31 @@ def test_busy_stream_launches_follow_the_one_before(gs):
             cc, env, k["idle"], idle)
 
 
+def test_ab_file_switches_modes_inside_the_process(gs, tmp_path):
+    """GPUSCOPE_AB_FILE (bench/inject_ab.sh's modes inside one process, src/inject/ab.c):
+    the file's word switches --gpu-time and --stacks, or makes every wrapper only forward
+    ("pass"): `busy` launched under "off" is recorded untimed (its first launch's stack
+    taken, --stacks 64), `idle` under "2" half timed, `other` under "all+stacks=1" every
+    one timed and its stack taken, and `busy` again under "pass" not seen at all."""
+    f, folded = tmp_path / "mode", tmp_path / "ab.folded"
+    report, _, _ = gs.trace(["wl_gputime", "--ab", str(f)],
+                            opts=["--inject", "--gpu-time=all", "--folded", str(folded)],
+                            env_extra=dict(GPU_ENV, GPUSCOPE_AB_FILE=str(f)))
+    stacks = {}
+    for line in folded.read_text().splitlines():
+        frames, count = line.rsplit(" ", 1)
+        if ";cuLaunchKernel;" in frames:
+            name = frames.rsplit(";", 1)[1]
+            stacks[name] = stacks.get(name, 0) + int(count)
+    assert stacks == {"busy": 1, "other": 6}, stacks
+    k = {k["name"]: k for k in report["kernels"]["list"]}
+    assert k["busy"]["launches"] == 6 and k["busy"]["gpu"] is None, k["busy"]["gpu"]
+    assert k["idle"]["launches"] == 6 and k["idle"]["gpu"]["timed"] == 3, k["idle"]
+    assert k["other"]["launches"] == 6 and k["other"]["gpu"]["timed"] == 6, k["other"]
+    for name in ("idle", "other"):
+        assert near(k[name]["gpu"]["min_ns"], 200000 + 2), k[name]
+
+
 def test_end_event_recorded_late_is_not_counted(gs):
     """Ungated (GPUSCOPE_NO_GATES), and the end event recorded 500 us after each call
     returns (GPUSCOPE_END_DELAY_US, standing for a thread descheduled there; on an H200 a

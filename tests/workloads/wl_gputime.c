@@ -42,6 +42,10 @@
  *
  * With --follow, only this instead (follows, src/inject/gputime_chain.c): see follows().
  *
+ * With --ab FILE, only this instead (GPUSCOPE_AB_FILE, src/inject/ab.c): FILE made to say
+ * "off", then "2", "all+stacks=1" and "pass", 100 ms given to the plane after each, then 6
+ * launches of `busy`, `idle`, `other` and `busy` again, each waited for.
+ *
  * With --after-copy, only this instead: `idle` launched right after an asynchronous copy
  * on its stream, then on the legacy stream after a synchronous copy, 3 times each
  * (FAKECUDA_ENGINE_SWITCH_NS delays such a kernel's start, as a GPU does).
@@ -206,6 +210,28 @@ static int follows(CUkernel busy, CUkernel idle, CUstream s, unsigned long long 
 	return 0;
 }
 
+/* --ab FILE: the modes switched in phases (see the top). */
+static int ab_phases(const char *file, CUkernel busy, CUkernel idle, CUkernel other, CUstream s)
+{
+	static const char *const mode[] = { "off", "2", "all+stacks=1", "pass" };
+	CUkernel k[] = { busy, idle, other, busy };
+
+	for (int p = 0; p < 4; p++) {
+		FILE *f = fopen(file, "w");
+
+		if (!f || fputs(mode[p], f) < 0 || fclose(f))
+			return 1;
+		pause_ms(100);
+		for (int i = 0; i < 6; i++) {
+			CHECK(cuLaunchKernel((CUfunction)k[p], 1, 1, 1, 32, 1, 1, 0, s, NULL, NULL),
+			      0);
+			CHECK(cuStreamSynchronize(s), 0);
+		}
+	}
+	truth_write();
+	return 0;
+}
+
 /* --replays N [D]: a graph of busy, then idle after it, launched N times on s2, each
  * waited for (idle disabled at launches D to D + 3). */
 static int replays(CUkernel busy, CUkernel idle, CUstream s2, int n, int d,
@@ -361,6 +387,10 @@ int main(int argc, char **argv)
 			       ? graphs(busy, idle, other, s, s2, busy_ns, idle_ns)
 			       : children(busy, idle, other, s2, busy_ns, idle_ns,
 					  !strcmp(argv[1], "--update"));
+	}
+	if (argc > 2 && !strcmp(argv[1], "--ab")) {
+		CHECK(cuLibraryGetKernel(&other, lib, "other"), 0);
+		return ab_phases(argv[2], busy, idle, other, s);
 	}
 	if (argc > 1 && !strcmp(argv[1], "--follow"))
 		return follows(busy, idle, s, busy_ns, idle_ns);

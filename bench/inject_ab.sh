@@ -1,0 +1,68 @@
+#!/bin/bash
+# What each mode of the in-process plane costs, inside one process (issue 22): between
+# processes these machines vary 10-35%, which hides a cost of a few percent. Each of
+# WORKLOADS runs under `gpuscope run --inject` with GPUSCOPE_AB_FILE (src/inject/ab.c),
+# ROUNDS rounds of one window per mode of MODES, the order turned each round, PROCS
+# processes each. "pass" is the plane forwarding every call untouched (what is left of the
+# preload: a call through our wrapper); "profiler" a window under the PyTorch profiler
+# (not for cloop). Prints, per workload and mode, each round's window against its "pass"
+# window: median ratio (min-max) and the time added per iteration (one launch in tinyops,
+# cupy and cloop). GPU_TIME=chained starts the processes with chains, which then time
+# "all" (chains are not switched). From the repository root, carrying .output/static.
+#   OUT=/tmp/ab ROUNDS=9 PROCS=2 WORKLOADS="tinyops cloop" MODES=pass,off,10,all \
+#     bash bench/inject_ab.sh
+set -u
+OUT=${OUT:-/tmp/gpuscope-inject-ab}
+. bench/gpu_env.sh
+MODES=${MODES:-pass,off,10,all,profiler}
+WORKLOADS=${WORKLOADS:-tinyops cloop cupy resnet50 gpt2}
+case " $WORKLOADS " in
+*" cloop "*) nvcc -O2 -arch=sm_90 bench/cloop.cu -o "$OUT/cloop" >>"$OUT/machine.txt" 2>&1 ;;
+esac
+for w in $WORKLOADS; do
+	for ((i = 1; i <= ${PROCS:-2}; i++)); do
+		f="$OUT/ab-$w-$i.mode"
+		echo all >"$f"
+		if [ "$w" = cloop ]; then
+			m=$(echo ",$MODES," | sed 's/,profiler,/,/g; s/^,//; s/,$//')
+			cmd=("$OUT/cloop" --ab "$f" "$m" "$ROUNDS")
+		else
+			cmd=(python3 bench/workload.py "$w" --ab "$f" "$MODES" "$ROUNDS")
+		fi
+		GPUSCOPE_AB_FILE=$f "$GS" run -q --inject --gpu-time="${GPU_TIME:-all}" --json="$OUT/$w-$i-report.json" -- \
+			"${cmd[@]}" >"$OUT/$w-$i.json" 2>"$OUT/$w-$i.err"
+		rm -f "$f" "$f.tmp"
+	done
+done
+python3 - "$OUT" $WORKLOADS <<'PY' | tee "$OUT/ab.txt"
+import glob, json, os, statistics, sys
+out = sys.argv[1]
+print("| workload | process | mode | per iteration (median) | against pass: median (min-max) "
+      "| added per iteration | rounds |")
+print("|---|---|---|---|---|---|---|")
+for w in sys.argv[2:]:
+    for path in sorted(glob.glob(os.path.join(out, w + "-[0-9]*.json"))):
+        if path.endswith("-report.json"):
+            continue
+        lines = [l for l in open(path) if l.startswith("{")]
+        if not lines:
+            print("| %s | %s | failed | | | | |" % (w, os.path.basename(path)))
+            continue
+        rounds = {}
+        for mode, sec, r in json.loads(lines[-1])["ab"]:
+            rounds.setdefault(r, {})[mode] = sec
+        modes = []
+        for r in rounds.values():
+            modes += [m for m in r if m not in modes]
+        for m in modes:
+            both = [(r[m], r["pass"]) for r in rounds.values() if m in r and "pass" in r]
+            if not both:
+                continue
+            ratio = [a / b for a, b in both]
+            added = [1e9 * (a - b) for a, b in both]
+            t = statistics.median(a for a, _ in both)
+            print("| %s | %s | %s | %s | %.3fx (%.3f-%.3f) | %+.0f ns | %d |" % (
+                w, os.path.basename(path)[:-5], m,
+                "%.2f ms" % (1e3 * t) if t > 1e-3 else "%.3f us" % (1e6 * t), statistics.median(ratio),
+                min(ratio), max(ratio), statistics.median(added), len(both)))
+PY
