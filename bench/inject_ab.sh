@@ -8,7 +8,8 @@
 # (not for cloop). Prints, per workload and mode, each round's window against its "pass"
 # window: median ratio (min-max) and the time added per iteration (one launch in tinyops,
 # cupy and cloop). GPU_TIME=chained starts the processes with chains, which then time
-# "all" (chains are not switched). From the repository root, carrying .output/static.
+# "all" (chains are not switched); GS_OPTS adds options of gpuscope's. From the repository
+# root, carrying .output/static.
 #   OUT=/tmp/ab ROUNDS=9 PROCS=2 WORKLOADS="tinyops cloop" MODES=pass,off,10,all \
 #     bash bench/inject_ab.sh
 set -u
@@ -29,7 +30,8 @@ for w in $WORKLOADS; do
 		else
 			cmd=(python3 bench/workload.py "$w" --ab "$f" "$MODES" "$ROUNDS")
 		fi
-		GPUSCOPE_AB_FILE=$f "$GS" run -q --inject --gpu-time="${GPU_TIME:-all}" --json="$OUT/$w-$i-report.json" -- \
+		# shellcheck disable=SC2086
+		GPUSCOPE_AB_FILE=$f "$GS" run -q --inject --gpu-time="${GPU_TIME:-all}" ${GS_OPTS:-} --json="$OUT/$w-$i-report.json" -- \
 			"${cmd[@]}" >"$OUT/$w-$i.json" 2>"$OUT/$w-$i.err"
 		rm -f "$f" "$f.tmp"
 	done

@@ -528,7 +528,9 @@ struct gs_ev_stack {
 	__u64 arg; /* launches: the kernel handle */
 	__u16 api; /* the call's */
 	__u16 nframes;
-	__u32 pad;
+	__u32 skipped; /* in-process: launches of this thread whose stack was due (every Nth)
+			* but not taken since its previous stack, to keep to a rate
+			* (inject/stacks.c); 0 from the kernel probes */
 	__u64 ip[GS_STACK_MAX];
 };
 

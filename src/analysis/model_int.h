@@ -199,6 +199,7 @@ struct model {
 	struct hmap named_stacks; /* (hash, 0) -> struct named_stack (retired processes) */
 	struct hmap strings;	  /* (hash, 0) -> char *: interned names */
 	__u64 stack_records;
+	__u64 stacks_skipped; /* launches' stacks not taken for their rate (inject/stacks.c) */
 	/* device code the processes loaded (model_devcode.c) */
 	struct hmap devmods;	/* (pid, scope) -> struct dev_module */
 	struct hmap devkernels; /* (pid, hash of the name) -> struct dev_kernel */

@@ -33,6 +33,7 @@ void model__stack_add(struct model *m, const struct gs_hdr *ev)
 		return;
 	}
 	m->stack_records++;
+	m->stacks_skipped += s->skipped;
 	h = stack_hash(s);
 	/* (Linear probing on the hash: a collision of different stacks takes the next key.) */
 	for (;; h++) {

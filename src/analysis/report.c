@@ -400,6 +400,8 @@ static void build_errors(struct report *r, const struct model *m)
 		r->rings_lost = m->drops.rings_lost;
 		r->gates_forced = m->drops.gates_forced;
 	}
+	r->stacks_taken = m->stack_records;
+	r->stacks_skipped = m->stacks_skipped;
 }
 
 static void build_host(struct report *r, const struct model *m)

@@ -457,7 +457,7 @@ static __always_inline void gs_emit_stack_now(struct pt_regs *ctx, const struct 
 	e->arg = arg;
 	e->api = (__u16)st->api;
 	e->nframes = (__u16)(n / 8);
-	e->pad = 0;
+	e->skipped = 0;
 	e->h.size = offsetof(struct gs_ev_stack, ip) + (__u32)(n / 8) * 8;
 	gs_submit(e);
 }

@@ -66,6 +66,7 @@ int parse_trace_opt(struct trace_opts *o, int opt, const char *arg)
 		o->no_nvml = true;
 		return 1;
 	case OPT_STACKS:
+		o->stack_rate = 0; /* (asked for: every Nth, exactly) */
 		if (!strcmp(arg, "off")) {
 			o->stack_every = 0;
 		} else if (parse_u32(arg, &n) || n == 0) {

@@ -23,6 +23,7 @@ struct trace_opts {
 	bool no_os;	       /* without the OS plane */
 	bool no_nvml;	       /* without NVML's device metrics in the stream */
 	__u32 stack_every;     /* call stacks (bpf/tracer.h); 0 none */
+	__u32 stack_rate;      /* with inject: at most this many a second a thread; 0 no limit */
 	const char *step_func; /* --step=FUNC: the steps are its calls (analysis/steps.h) */
 	bool py_raises;	       /* --py-exceptions: every Python raise counted */
 	__u64 os_min_ns;  /* OS plane: shorter off-CPU intervals and system calls not reported */
@@ -90,6 +91,9 @@ enum {
 };
 
 #define DEFAULT_STACK_EVERY 64
+/* With --inject and no --stacks: at most this many launches' stacks a second a thread
+ * (inject/stacks.c) */
+#define DEFAULT_STACK_RATE 100
 
 #define DEFAULT_OS_MIN_NS 10000ULL
 

@@ -73,7 +73,8 @@ int cmd_run(int argc, char **argv)
 		{},
 	};
 	struct trace_opts o = { TRACE_OPTS_DEFAULTS, .mode = GS_MODE_RUN, .gpu_time = 1,
-				.stack_every = DEFAULT_STACK_EVERY };
+				.stack_every = DEFAULT_STACK_EVERY,
+				.stack_rate = DEFAULT_STACK_RATE };
 	bool gpu_time_set = false;
 	int opt, r;
 

@@ -382,6 +382,7 @@ static int build(struct trace *tr)
 					  .probe_out = o->probe_out,
 					  .ring_bytes = o->ring_bytes,
 					  .stack_every = o->stack_every,
+					  .stack_rate = o->stack_rate,
 					  .traced = traced_pid,
 					  .ctx = tr };
 

@@ -8,7 +8,9 @@
  *   N         every Nth launch of each kernel timed (--gpu-time=N);
  *   all       every launch timed (--gpu-time's default);
  *   nofollow  every launch timed, a pair each on busy streams too (GPUSCOPE_NO_FOLLOW);
- * any of the last four followed by "+stacks=N": a stack every Nth launch (--stacks; 0 none).
+ * any of the last four followed by "+stacks=N" (a stack every Nth launch, --stacks; 0 none)
+ * or "+rate=N" (at most N launches' stacks a second a thread, GPUSCOPE_STACK_RATE; 0 no
+ * limit), or both; what is not given is as at the start.
  * A thread of ours reads the file every millisecond. A file that is missing or says anything
  * else changes nothing. The benchmark writes the file (by rename, whole) and waits a few
  * milliseconds before it times a window.
@@ -27,32 +29,38 @@ static const char *ab_file;
 
 static void apply(char *word)
 {
-	char *stacks = strchr(word, '+');
+	__u32 every = gs_stacks_start.every, rate = gs_stacks_start.rate;
+	char *opt = strchr(word, '+');
 
 	if (!strcmp(word, "pass")) {
 		__atomic_store_n(&gs_active, false, __ATOMIC_RELAXED);
 		return;
 	}
-	if (stacks) {
-		*stacks++ = 0;
-		if (strncmp(stacks, "stacks=", 7) != 0)
+	for (char *next; opt; opt = next) {
+		*opt++ = 0;
+		next = strchr(opt, '+');
+		if (!strncmp(opt, "stacks=", 7))
+			every = (__u32)strtoul(opt + 7, NULL, 10);
+		else if (!strncmp(opt, "rate=", 5))
+			rate = (__u32)strtoul(opt + 5, NULL, 10);
+		else
 			return;
 	}
 	if (!gs_timing_switch(word))
 		return;
-	gs_stacks_every(stacks ? (__u32)strtoul(stacks + 7, NULL, 10) : gs_stacks_default);
+	gs_stacks_set(every, rate);
 	__atomic_store_n(&gs_active, true, __ATOMIC_RELAXED);
 }
 
 static void *ab_thread(void *arg)
 {
-	char last[16] = "";
+	char last[48] = "";
 
 	(void)arg;
 	prctl(PR_SET_NAME, GS_THREAD_PREFIX "ab"); /* (the OS plane leaves ours out) */
 	for (;;) {
 		struct timespec nap = { 0, 1000000 };
-		char buf[16];
+		char buf[48];
 		ssize_t n = -1;
 		int fd = open(ab_file, O_RDONLY | O_CLOEXEC);
 

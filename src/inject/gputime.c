@@ -95,9 +95,10 @@ bool gs_timing_wanted(__u64 func)
 {
 	unsigned int h = (unsigned int)((func >> 4) ^ (func >> 12) ^ (func >> 20));
 	unsigned int i = h & (SAMPLE_SLOTS - 1);
+	int every = __atomic_load_n(&T.every, __ATOMIC_RELAXED); /* (once: ab.c may change it) */
 
-	if (T.every <= 1)
-		return T.every == 1;
+	if (every <= 1)
+		return every == 1;
 	if (!tl_sample && !(tl_sample = calloc(SAMPLE_SLOTS, sizeof(*tl_sample))))
 		return false;
 	/* Open addressing; with more kernels than slots, they share the last probe's slot. */
@@ -107,7 +108,7 @@ bool gs_timing_wanted(__u64 func)
 			break;
 		}
 	}
-	return tl_sample[i].n++ % (__u32)T.every == 0;
+	return tl_sample[i].n++ % (__u32)every == 0;
 }
 
 /* The slot of the current context: this thread's last one, else looked up. */

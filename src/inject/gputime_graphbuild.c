@@ -87,7 +87,9 @@ static bool tw_every_given;
 
 int gt_twin_every(void)
 {
-	return T.every > tw_every ? T.every : tw_every;
+	int every = __atomic_load_n(&T.every, __ATOMIC_RELAXED); /* (once: ab.c may change it) */
+
+	return every > tw_every ? every : tw_every;
 }
 
 int gt_twin_interval(const struct twin *t)

@@ -88,7 +88,7 @@ __attribute__((constructor)) static void gs_inject_init(void)
 	gs_ring_init(dir, agent, bytes ? strtoull(bytes, NULL, 10) : 16ULL << 20);
 	gs_resolve_init();
 	gs_timing_init(getenv("GPUSCOPE_GPU_TIME"));
-	gs_stacks_init(getenv("GPUSCOPE_STACKS"));
+	gs_stacks_init(getenv("GPUSCOPE_STACKS"), getenv("GPUSCOPE_STACK_RATE"));
 	gs_probe_init();
 	pthread_atfork(NULL, NULL, after_fork_child);
 	gs_active = true;

@@ -116,10 +116,15 @@ char *gs_triton_ptx(const unsigned char *img, size_t n, char *where, size_t wn) 
 int gs_py_stack(void *const *native, int n, bool launch, __u64 *out, int max) GS_HIDDEN;
 void gs_py_after_fork(void) GS_HIDDEN;
 /* stacks.c: call stacks (GS_EV_STACK), by the unwinder: "0" none, else every Nth launch. */
-void gs_stacks_init(const char *every) GS_HIDDEN;
-/* Measurements (ab.c): a stack every nth launch from now on; the start's n. */
-void gs_stacks_every(__u32 n) GS_HIDDEN;
-extern __u32 gs_stacks_default GS_HIDDEN;
+/* GPUSCOPE_STACKS (a stack every Nth launch) and GPUSCOPE_STACK_RATE (at most that many
+ * launches' stacks a second a thread; no limit if unset). */
+void gs_stacks_init(const char *every, const char *per_s) GS_HIDDEN;
+/* Measurements (ab.c): a stack every nth launch, at most per_s a second, from now on; the
+ * start's. */
+void gs_stacks_set(__u32 every, __u32 per_s) GS_HIDDEN;
+extern struct gs_stacks_start {
+	__u32 every, rate;
+} gs_stacks_start GS_HIDDEN;
 /* After a call returned: its stack if it is one to take (failed, an allocation, a sampled
  * launch). ts: the call's entry time, as its record's. */
 void gs_stack_maybe(unsigned int api, __u64 ts, int result, __u64 arg) GS_HIDDEN;

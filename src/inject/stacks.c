@@ -5,6 +5,16 @@
  * pointers unwinds too) at the same calls as the kernel probes: every Nth launch of a
  * thread, every allocation, every failed call. The frames of this library are left out:
  * the stack starts where the program called the driver.
+ *
+ * A stack costs more than its unwinding: measured on an H200 in one process, taking the
+ * stack of every 64th launch added 0.14-0.37 us to each launch of a loop of tiny ops (9-23
+ * us a stack), where the unwinding and the Python frames themselves took about 2.5 us
+ * (bench/results/stacks-2026-11-27.md): the rest is spent outside the unwinding (where,
+ * not found). So the in-process plane limits how many it takes, not their measured time:
+ * with GPUSCOPE_STACK_RATE (which gpuscope sets unless --stacks was given), a launch whose
+ * stack is due is skipped while its thread has taken that many stacks a second (a token
+ * bucket: BURST at most at once); its next stack record carries how many were skipped.
+ * Allocations' and failed calls' stacks are always taken.
  */
 #include <execinfo.h>
 #include <stddef.h>
@@ -16,50 +26,72 @@
 
 extern const struct gs_api_desc gs_api_descs[GS_API_MAX];
 
-static __u32 every;
-static __thread __u32 tl_launches __attribute__((tls_model("initial-exec")));
-__u32 gs_stacks_default GS_HIDDEN;
+#define BURST	 10
+#define TOKEN	 1000000000ULL /* a stack's worth: a second's of a rate of one */
+#define RATE_MAX 1000000U
 
-void gs_stacks_every(__u32 n)
+static __u32 every, rate;
+static __thread __u32 tl_launches __attribute__((tls_model("initial-exec")));
+static __thread struct {
+	__u64 tokens;  /* stacks the thread may take now, times TOKEN */
+	__u64 last;    /* when it last earned */
+	__u32 skipped; /* launches' stacks skipped since the thread's last stack record */
+} tl_acct __attribute__((tls_model("initial-exec")));
+struct gs_stacks_start gs_stacks_start GS_HIDDEN;
+
+void gs_stacks_set(__u32 n, __u32 per_s)
 {
 	__atomic_store_n(&every, n, __ATOMIC_RELAXED);
+	__atomic_store_n(&rate, per_s <= RATE_MAX ? per_s : 0, __ATOMIC_RELAXED);
 }
 
-void gs_stacks_init(const char *e)
+void gs_stacks_init(const char *e, const char *per_s)
 {
 	void *warm[4];
 
-	every = gs_stacks_default = e ? (__u32)strtoul(e, NULL, 10) : 0;
+	every = e ? (__u32)strtoul(e, NULL, 10) : 0;
+	rate = per_s ? (__u32)strtoul(per_s, NULL, 10) : 0;
+	if (rate > RATE_MAX)
+		rate = 0;
+	gs_stacks_start.every = every;
+	gs_stacks_start.rate = rate;
 	/* The unwinder loads itself at its first use: now, not inside a signal handler. */
 	if (every)
 		backtrace(warm, 4);
 }
 
-void gs_stack_maybe(unsigned int api, __u64 ts, int result, __u64 arg)
+/* A launch's stack is due at now: whether the thread may take one, at per_s a second. */
+static bool affordable(__u64 now, __u32 per_s)
 {
-	const struct gs_api_desc *d = api < GS_API_MAX ? &gs_api_descs[api] : NULL;
+	const __u64 cap = BURST * TOKEN;
+
+	if (!tl_acct.last || now - tl_acct.last >= cap / per_s)
+		tl_acct.tokens = cap; /* (the first, or after a pause) */
+	else if (now > tl_acct.last)
+		tl_acct.tokens = tl_acct.tokens + (now - tl_acct.last) * per_s < cap
+					 ? tl_acct.tokens + (now - tl_acct.last) * per_s
+					 : cap;
+	tl_acct.last = now;
+	if (tl_acct.tokens < TOKEN)
+		return false;
+	tl_acct.tokens -= TOKEN;
+	return true;
+}
+
+/* The stack of the call being made (api, at ts), recorded. */
+static void take(unsigned int api, __u64 ts, __u64 arg, bool launch)
+{
 	void *frames[GS_STACK_MAX + 8];
 	__u64 ips[GS_STACK_MAX];
 	struct gs_ev_stack *e;
-	bool failed = result != 0 && result != 600 /* CUDA_ERROR_NOT_READY: a status */;
-	bool alloc;
-	int n, skip = 0;
+	int n = backtrace(frames, (int)(sizeof(frames) / sizeof(frames[0]))), skip = 0;
 
-	if (!every || !d)
-		return;
-	alloc = d->family == GS_FAM_MEM &&
-		(d->shape == GS_SH_M_ALLOC || d->shape == GS_SH_M_PITCH ||
-		 d->shape == GS_SH_M_ASYNC || d->shape == GS_SH_M_POOL ||
-		 d->shape == GS_SH_M_CREATE);
-	if (!failed && !alloc && (d->family != GS_FAM_LAUNCH || tl_launches++ % every))
-		return;
-	n = backtrace(frames, (int)(sizeof(frames) / sizeof(frames[0])));
 	while (skip < n && gs_called_from_self(frames[skip]))
 		skip++;
 	n -= skip;
 	if (n <= 0)
 		return;
-	n = gs_py_stack(frames + skip, n, d->family == GS_FAM_LAUNCH && !failed, ips, GS_STACK_MAX);
+	n = gs_py_stack(frames + skip, n, launch, ips, GS_STACK_MAX);
 	e = gs_emit_reserve((__u32)(offsetof(struct gs_ev_stack, ip) + (size_t)n * 8), GS_EV_STACK);
 	if (!e)
 		return;
@@ -68,7 +100,32 @@ void gs_stack_maybe(unsigned int api, __u64 ts, int result, __u64 arg)
 	e->arg = arg;
 	e->api = (__u16)api;
 	e->nframes = (__u16)n;
-	e->pad = 0;
+	e->skipped = tl_acct.skipped;
+	tl_acct.skipped = 0;
 	memcpy(e->ip, ips, (size_t)n * 8);
 	gs_emit_commit(e);
+}
+
+void gs_stack_maybe(unsigned int api, __u64 ts, int result, __u64 arg)
+{
+	const struct gs_api_desc *d = api < GS_API_MAX ? &gs_api_descs[api] : NULL;
+	bool failed = result != 0 && result != 600 /* CUDA_ERROR_NOT_READY: a status */;
+	/* (Each read once: ab.c may change them meanwhile.) */
+	__u32 n = __atomic_load_n(&every, __ATOMIC_RELAXED),
+	      per_s = __atomic_load_n(&rate, __ATOMIC_RELAXED);
+	bool alloc;
+
+	if (!n || !d)
+		return;
+	alloc = d->family == GS_FAM_MEM &&
+		(d->shape == GS_SH_M_ALLOC || d->shape == GS_SH_M_PITCH ||
+		 d->shape == GS_SH_M_ASYNC || d->shape == GS_SH_M_POOL ||
+		 d->shape == GS_SH_M_CREATE);
+	if (!failed && !alloc && (d->family != GS_FAM_LAUNCH || tl_launches++ % n))
+		return;
+	if (!failed && !alloc && per_s && !affordable(ts, per_s)) {
+		tl_acct.skipped++;
+		return;
+	}
+	take(api, ts, arg, d->family == GS_FAM_LAUNCH && !failed);
 }

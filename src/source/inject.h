@@ -29,6 +29,8 @@ struct inject_opts {
 	const char *probe_bundle, *probe_out;
 	__u64 ring_bytes;  /* per process */
 	__u32 stack_every; /* call stacks: 0 none, else every Nth launch, allocations, failures */
+	__u32 stack_rate;  /* at most this many launches' stacks a second a thread
+			    * (GPUSCOPE_STACK_RATE, inject/stacks.c); 0 no limit */
 	void *ctx;	   /* (for on_ring and traced) */
 	/* The node agent's side (inject__open_agent). A ring is read once the process that
 	 * maps it is found (its pid on this side of any pid namespace: its records get that

@@ -140,11 +140,11 @@ static char *env_pair(const char *name, const char *value)
 
 char **inject__env(const struct inject *in, char *const *env)
 {
-	static const char *const ours[] = {
-		"LD_PRELOAD=",	      "GPUSCOPE_INJECT_DIR=", "GPUSCOPE_PID=",
-		"GPUSCOPE_GPU_TIME=", "GPUSCOPE_RING_BYTES=", "GPUSCOPE_STACKS=",
-		"GPUSCOPE_DEVCODE=",  "GPUSCOPE_PROBE=",      "GPUSCOPE_PROBE_OUT="
-	};
+	static const char *const ours[] = { "LD_PRELOAD=",	    "GPUSCOPE_INJECT_DIR=",
+					    "GPUSCOPE_PID=",	    "GPUSCOPE_GPU_TIME=",
+					    "GPUSCOPE_RING_BYTES=", "GPUSCOPE_STACKS=",
+					    "GPUSCOPE_DEVCODE=",    "GPUSCOPE_PROBE=",
+					    "GPUSCOPE_PROBE_OUT=",  "GPUSCOPE_STACK_RATE=" };
 	const char *preload = NULL;
 	char num[32], **out;
 	size_t n = 0, k = 0;
@@ -198,6 +198,8 @@ char **inject__env(const struct inject *in, char *const *env)
 	out[k++] = env_pair("GPUSCOPE_RING_BYTES", num);
 	snprintf(num, sizeof(num), "%u", in->o.stack_every);
 	out[k++] = env_pair("GPUSCOPE_STACKS", num);
+	snprintf(num, sizeof(num), "%u", in->o.stack_rate);
+	out[k++] = env_pair("GPUSCOPE_STACK_RATE", num);
 	out[k] = NULL;
 	return out;
 }

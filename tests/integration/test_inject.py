@@ -443,8 +443,8 @@ def test_ab_file_switches_modes_inside_the_process(gs, tmp_path):
     """GPUSCOPE_AB_FILE (bench/inject_ab.sh's modes inside one process, src/inject/ab.c):
     the file's word switches --gpu-time and --stacks, or makes every wrapper only forward
     ("pass"): `busy` launched under "off" is recorded untimed (its first launch's stack
-    taken, --stacks 64), `idle` under "2" half timed, `other` under "all+stacks=1" every
-    one timed and its stack taken, and `busy` again under "pass" not seen at all."""
+    taken, --stacks 64), `idle` under "2" half timed, `other` under "all+stacks=1+rate=0"
+    every one timed and its stack taken, and `busy` again under "pass" not seen at all."""
     f, folded = tmp_path / "mode", tmp_path / "ab.folded"
     report, _, _ = gs.trace(["wl_gputime", "--ab", str(f)],
                             opts=["--inject", "--gpu-time=all", "--folded", str(folded)],

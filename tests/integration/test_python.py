@@ -146,6 +146,29 @@ def test_text_report_says_python(gsr):
     assert rows == {frame("worker", "worker"): "1", frame("launch", "launch"): "3"}, table
 
 
+def test_stack_rate(gs, tmp_path):
+    """--inject without --stacks: a launch's stack is due every 64th launch of a thread, but
+    taken only while the thread keeps to 100 a second (at most 10 at once; inject/stacks.c).
+    The launches skipped are counted: taken + skipped = due, exactly (the main thread's
+    20,000 launches, and the worker's one). Allocations' and failures' stacks are always
+    taken. With --stacks 64, every due stack is taken."""
+    n = 20000
+    due = (n + 63) // 64 + 1
+    for opts, limited in (([], True), (["--stacks", "64"], False)):
+        paths = {k: tmp_path / ("b%d.%s" % (limited, k)) for k in ("folded", "json")}
+        gs.run(["run", "-q", "--inject", "--gpu-time=off"] + opts +
+               ["--folded", str(paths["folded"]), "--json=%s" % paths["json"], "--",
+                PYTHON, os.path.abspath(SCRIPT), "--launches", str(n)], check_rc=0)
+        lines = folded(paths["folded"])
+        report = json.load(open(paths["json"]))
+        taken = sum(c for s, c in lines.items() if ";cuLaunchKernel" in s)
+        skipped = report["drops"]["stacks_skipped"]
+        assert taken + skipped == due, (taken, skipped, due)
+        assert (skipped > due // 2) if limited else skipped == 0, (taken, skipped)
+        assert sum(c for s, c in lines.items() if s.endswith(";cuMemAlloc_v2")) == 3, lines
+        assert report["drops"]["stacks_taken"] == taken + 3
+
+
 def test_unknown_version_keeps_native_stacks(gs, tmp_path):
     out, js = tmp_path / "o.folded", tmp_path / "o.json"
     gs.run(["run", "-q", "--inject", "--json=%s" % js, "--", gs.wl("wl_pyfake"), "old"],
