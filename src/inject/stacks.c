@@ -13,8 +13,9 @@
  * not found). So the in-process plane limits how many it takes, not their measured time:
  * with GPUSCOPE_STACK_RATE (which gpuscope sets unless --stacks was given), a launch whose
  * stack is due is skipped while its thread has taken that many stacks a second (a token
- * bucket: BURST at most at once); its next stack record carries how many were skipped.
- * Allocations' and failed calls' stacks are always taken.
+ * bucket: BURST at most at once); its next stack record carries how many were skipped
+ * (those after a thread's last stack record go uncounted). Allocations' and failed calls'
+ * stacks are always taken.
  */
 #include <execinfo.h>
 #include <stddef.h>
