@@ -10,7 +10,8 @@
  *   nofollow  every launch timed, a pair each on busy streams too (GPUSCOPE_NO_FOLLOW);
  * any of the last four followed by "+stacks=N" (a stack every Nth launch, --stacks; 0 none)
  * or "+rate=N" (at most N launches' stacks a second a thread, GPUSCOPE_STACK_RATE; 0 no
- * limit), or both; what is not given is as at the start.
+ * limit) or "+norecord" (every record given up before the ring: what writing them costs),
+ * in any number; what is not given is as at the start.
  * A thread of ours reads the file every millisecond. A file that is missing or says anything
  * else changes nothing. The benchmark writes the file (by rename, whole) and waits a few
  * milliseconds before it times a window.
@@ -31,6 +32,7 @@ static void apply(char *word)
 {
 	__u32 every = gs_stacks_start.every, rate = gs_stacks_start.rate;
 	char *opt = strchr(word, '+');
+	bool norecord = false;
 
 	if (!strcmp(word, "pass")) {
 		__atomic_store_n(&gs_active, false, __ATOMIC_RELAXED);
@@ -43,12 +45,15 @@ static void apply(char *word)
 			every = (__u32)strtoul(opt + 7, NULL, 10);
 		else if (!strncmp(opt, "rate=", 5))
 			rate = (__u32)strtoul(opt + 5, NULL, 10);
+		else if (!strcmp(opt, "norecord"))
+			norecord = true;
 		else
 			return;
 	}
 	if (!gs_timing_switch(word))
 		return;
 	gs_stacks_set(every, rate);
+	__atomic_store_n(&gs_ab_norecord, norecord, __ATOMIC_RELAXED);
 	__atomic_store_n(&gs_active, true, __ATOMIC_RELAXED);
 }
 

@@ -43,7 +43,8 @@ void gs_clock_init(void) GS_HIDDEN;
 /* ring.c */
 /* Whether the agent holds its lock on DIR/agent.lock (it runs). */
 bool gs_agent_locked(const char *dir) GS_HIDDEN;
-extern bool gs_active; /* a gpuscope session is there to read what we write */
+extern bool gs_active;	    /* a gpuscope session is there to read what we write */
+extern bool gs_ab_norecord; /* measurements (ab.c): every record given up before the ring */
 /* How deep this thread is in our wrappers (wrap.c keeps it). */
 extern __thread int gs_depth __attribute__((tls_model("initial-exec")));
 /* Whether this thread is inside a wrapper called from inside another (a signal handler). */

@@ -29,6 +29,7 @@
 #include "inject/inject.h"
 
 bool gs_active GS_HIDDEN;
+bool gs_ab_norecord GS_HIDDEN;
 __thread int gs_depth GS_HIDDEN __attribute__((tls_model("initial-exec")));
 
 static struct {
@@ -161,7 +162,8 @@ void *gs_emit_reserve(__u32 size, __u16 type)
 {
 	int state = __atomic_load_n(&g.ring_state, __ATOMIC_ACQUIRE);
 
-	if (state < 0 || (state == 0 && !make_ring()))
+	if (state < 0 || (state == 0 && !make_ring()) ||
+	    __atomic_load_n(&gs_ab_norecord, __ATOMIC_RELAXED))
 		return NULL;
 	return shmring_reserve(&g.ring, size, type);
 }

@@ -444,7 +444,8 @@ def test_ab_file_switches_modes_inside_the_process(gs, tmp_path):
     the file's word switches --gpu-time and --stacks, or makes every wrapper only forward
     ("pass"): `busy` launched under "off" is recorded untimed (its first launch's stack
     taken, --stacks 64), `idle` under "2" half timed, `other` under "all+stacks=1+rate=0"
-    every one timed and its stack taken, and `busy` again under "pass" not seen at all."""
+    every one timed and its stack taken, `busy` again under "pass" not seen at all, and
+    `idle` again under "off+norecord" not recorded (nor counted as dropped)."""
     f, folded = tmp_path / "mode", tmp_path / "ab.folded"
     report, _, _ = gs.trace(["wl_gputime", "--ab", str(f)],
                             opts=["--inject", "--gpu-time=all", "--folded", str(folded)],
@@ -460,6 +461,7 @@ def test_ab_file_switches_modes_inside_the_process(gs, tmp_path):
     assert k["busy"]["launches"] == 6 and k["busy"]["gpu"] is None, k["busy"]["gpu"]
     assert k["idle"]["launches"] == 6 and k["idle"]["gpu"]["timed"] == 3, k["idle"]
     assert k["other"]["launches"] == 6 and k["other"]["gpu"]["timed"] == 6, k["other"]
+    assert report["drops"]["total"] == 0, report["drops"]
     for name in ("idle", "other"):
         assert near(k[name]["gpu"]["min_ns"], 200000 + 2), k[name]
 

@@ -43,8 +43,9 @@
  * With --follow, only this instead (follows, src/inject/gputime_chain.c): see follows().
  *
  * With --ab FILE, only this instead (GPUSCOPE_AB_FILE, src/inject/ab.c): FILE made to say
- * "off", then "2", "all+stacks=1+rate=0" and "pass", 100 ms given to the plane after
- * each, then 6 launches of `busy`, `idle`, `other` and `busy` again, each waited for.
+ * "off", then "2", "all+stacks=1+rate=0", "pass" and "off+norecord", 100 ms given to the
+ * plane after each, then 6 launches of `busy`, `idle`, `other`, `busy` again and `idle`
+ * again, each waited for.
  *
  * With --after-copy, only this instead: `idle` launched right after an asynchronous copy
  * on its stream, then on the legacy stream after a synchronous copy, 3 times each
@@ -213,10 +214,11 @@ static int follows(CUkernel busy, CUkernel idle, CUstream s, unsigned long long 
 /* --ab FILE: the modes switched in phases (see the top). */
 static int ab_phases(const char *file, CUkernel busy, CUkernel idle, CUkernel other, CUstream s)
 {
-	static const char *const mode[] = { "off", "2", "all+stacks=1+rate=0", "pass" };
-	CUkernel k[] = { busy, idle, other, busy };
+	static const char *const mode[] = { "off", "2", "all+stacks=1+rate=0", "pass",
+					    "off+norecord" };
+	CUkernel k[] = { busy, idle, other, busy, idle };
 
-	for (int p = 0; p < 4; p++) {
+	for (int p = 0; p < 5; p++) {
 		FILE *f = fopen(file, "w");
 
 		if (!f || fputs(mode[p], f) < 0 || fclose(f))
