@@ -71,7 +71,9 @@ static struct {
 	double gbps;
 	unsigned long long switch_ns;	   /* FAKECUDA_ENGINE_SWITCH_NS */
 	unsigned long long graph_start_ns; /* FAKECUDA_GRAPH_START_NS */
-} cfg;
+	bool run_calibration;		   /* FAKECUDA_RUN_CALIBRATION */
+	bool launch_waits;		   /* FAKECUDA_LAUNCH_WAITS */
+} cfg; /* (read once, at cuInit: not at every launch, whose cost the benches count) */
 
 static unsigned long long env_ull(const char *name, unsigned long long def)
 {
@@ -682,6 +684,8 @@ EXPORT CUresult cuInit(unsigned int flags)
 		cfg.gbps = (double)env_ull("FAKECUDA_GBPS", 20);
 		cfg.switch_ns = env_ull("FAKECUDA_ENGINE_SWITCH_NS", 0);
 		cfg.graph_start_ns = env_ull("FAKECUDA_GRAPH_START_NS", 0);
+		cfg.run_calibration = getenv("FAKECUDA_RUN_CALIBRATION") != NULL;
+		cfg.launch_waits = getenv("FAKECUDA_LAUNCH_WAITS") != NULL;
 		for (int d = 0; d < cfg.ndev && r == CUDA_SUCCESS; d++) {
 			primary[d].dev = d;
 			if (arena_init(&devs[d]))
@@ -1357,7 +1361,7 @@ static CUresult launch(const void *f, unsigned gx, unsigned gy, unsigned gz, uns
 	/* FAKECUDA_RUN_CALIBRATION: gpuscope's calibration kernel (out, ns) writes a span of its
 	 * ns, and runs FAKECUDA_KERNEL_NS as any kernel of one thread: its pair reads longer
 	 * than its span by the difference, all of it unseen by the span. */
-	if (getenv("FAKECUDA_RUN_CALIBRATION") && params && is_calibration(kernel_of(f))) {
+	if (cfg.run_calibration && params && is_calibration(kernel_of(f))) {
 		unsigned long long *out = (unsigned long long *)*(unsigned long long *)params[0];
 		unsigned long long ns = *(unsigned long long *)params[1];
 
@@ -1373,8 +1377,7 @@ static CUresult launch(const void *f, unsigned gx, unsigned gy, unsigned gz, uns
 		call_ns = now_ns(); /* submitted only now */
 	}
 	/* A full push buffer: the launch waits for the stream to drain, gates included. */
-	while (getenv("FAKECUDA_LAUNCH_WAITS") && !s->capture &&
-	       (s->gate || s->busy_until > now_ns())) {
+	while (cfg.launch_waits && !s->capture && (s->gate || s->busy_until > now_ns())) {
 		pthread_mutex_unlock(&lock);
 		sleep_until(now_ns() + 20000);
 		pthread_mutex_lock(&lock);
