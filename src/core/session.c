@@ -55,12 +55,18 @@ void session__catch_signals(struct session *s)
 
 int session__poll(struct session *s, int timeout_ms)
 {
-	int total = 0;
+	int total = 0, wait = timeout_ms;
 
+	/* The first source that polls waits; the rest deliver what they have. (A source
+	 * without a poll, such as the host's facts, is no place to wait: had the next one been
+	 * given 0, the loop around this would spin.) */
 	for (unsigned int i = 0; i < s->nsrc; i++) {
-		int n = s->src[i].ops->poll ? s->src[i].ops->poll(s->src[i].obj, i ? 0 : timeout_ms)
-					    : 0;
+		int n;
 
+		if (!s->src[i].ops->poll)
+			continue;
+		n = s->src[i].ops->poll(s->src[i].obj, wait);
+		wait = 0;
 		total += n > 0 ? n : 0;
 	}
 	return total;

@@ -52,7 +52,7 @@ struct session {
 
 /* A session with an empty stream. */
 void session__init(struct session *s);
-/* Sources are polled in the order they were added (the first waits). */
+/* Sources are polled in the order they were added (the first that polls waits). */
 void session__add_source(struct session *s, const struct source_ops *ops, void *obj);
 /* Close obj with the session, after its sources (NULL-safe). */
 void session__own(struct session *s, void (*close)(void *obj), void *obj);
@@ -60,7 +60,8 @@ void session__own(struct session *s, void (*close)(void *obj), void *obj);
 void session__catch_signals(struct session *s);
 /* The session's start record is in the stream: every source's start facts follow it. */
 void session__start(struct session *s);
-/* One round: every source polled; the first waits up to timeout_ms. Records delivered. */
+/* One round: every source polled; the first that polls waits up to timeout_ms. Records
+ * delivered. */
 int session__poll(struct session *s, int timeout_ms);
 /* The end: every source delivers the rest. */
 void session__finish(struct session *s);
