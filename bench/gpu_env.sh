@@ -1,8 +1,9 @@
 # shellcheck shell=bash
 # Sourced by the GPU benchmarks (from the repository root): $OUT made, tracefs mounted, and
 # the machine, its GPU and driver, Python and PyTorch, and gpuscope in $OUT/machine.txt.
-# GS: the static gpuscope carried in .output/static.
-GS=.output/static/gpuscope
+# GS: the static gpuscope carried in .output/static, unless set (another build carried, to
+# compare).
+GS=${GS:-.output/static/gpuscope}
 ROUNDS=${ROUNDS:-7}
 mkdir -p "$OUT"
 mountpoint -q /sys/kernel/tracing || mount -t tracefs tracefs /sys/kernel/tracing
