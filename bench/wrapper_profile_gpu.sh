@@ -9,9 +9,10 @@
 # ) and bench/ring_cost.c built static in .output/ring_cost. Runs:
 #   - ring_cost (what a record costs the launching thread: cache, ring, reader), 15 rounds,
 #     with a stand-in launch touching 32 KiB and 256 KiB (not with RING_COST=0);
-#   - the CUDA C loop (bench/cloop.cu) under `run --inject --gpu-time=off`, one process per
-#     mode of MODES (each window in that mode), under `perf record`: per process the share
-#     of each command and library, and of each symbol.
+#   - WORKLOAD (cloop, the CUDA C loop of bench/cloop.cu, or one of bench/workload.py's:
+#     tinyops, cupy) under `run --inject --gpu-time=all`, one process per mode of MODES
+#     (each of its 40 windows in that mode), under `perf record`: per process the share of
+#     each thread, of each command and library, and of each symbol.
 # From the repository root on the GPU machine, carrying .output/static, .output/perf and
 # .output/ring_cost; root. GS: another build of gpuscope's (bench/gpu_env.sh).
 #   OUT=/tmp/wp bash bench/wrapper_profile_gpu.sh
@@ -25,20 +26,25 @@ if [ "${RING_COST:-1}" = 1 ]; then
 	.output/ring_cost 15 50000 32 3000 >"$OUT/ring_cost-32k.json" 2>&1
 	.output/ring_cost 15 50000 256 3000 >"$OUT/ring_cost-256k.json" 2>&1
 fi
-nvcc -O2 -arch=sm_90 bench/cloop.cu -o "$OUT/cloop" >>"$OUT/machine.txt" 2>&1
+W=${WORKLOAD:-cloop}
+[ "$W" = cloop ] && nvcc -O2 -arch=sm_90 bench/cloop.cu -o "$OUT/cloop" >>"$OUT/machine.txt" 2>&1
 ev=cycles
 $P/perf stat -e cycles true >/dev/null 2>&1 || ev=cpu-clock
 echo "perf event: $ev" >>"$OUT/machine.txt"
 for m in $MODES; do
 	f=$OUT/ab-$m.mode
 	echo "$m" >"$f"
-	GPUSCOPE_AB_FILE=$f $P/perf record -q -e "$ev" -F 20000 -o "$OUT/perf-$m.data" -- \
-		"$GS" run -q --inject --gpu-time=off -- "$OUT/cloop" --ab "$f" "$m" 40 \
-		>"$OUT/cloop-$m.json" 2>"$OUT/cloop-$m.err"
-	$P/perf report -i "$OUT/perf-$m.data" --no-children --sort comm,dso --stdio \
-		>"$OUT/dso-$m.txt" 2>&1
-	$P/perf report -i "$OUT/perf-$m.data" --no-children --sort dso,sym --stdio \
-		>"$OUT/sym-$m.txt" 2>&1
+	cmd=("$OUT/cloop")
+	[ "$W" = cloop ] || cmd=(python3 bench/workload.py "$W")
+	GPUSCOPE_AB_FILE=$f $P/perf record -q -e "$ev" -F 20000 -o "$OUT/perf-$W-$m.data" -- \
+		"$GS" run -q --inject --gpu-time=all -- "${cmd[@]}" --ab "$f" "$m" 40 \
+		>"$OUT/$W-$m.json" 2>"$OUT/$W-$m.err"
+	$P/perf report -i "$OUT/perf-$W-$m.data" --no-children --sort comm,dso --stdio \
+		>"$OUT/dso-$W-$m.txt" 2>&1
+	$P/perf report -i "$OUT/perf-$W-$m.data" --no-children --sort pid,comm --stdio \
+		>"$OUT/thread-$W-$m.txt" 2>&1
+	$P/perf report -i "$OUT/perf-$W-$m.data" --no-children --sort dso,sym --stdio \
+		>"$OUT/sym-$W-$m.txt" 2>&1
 	rm -f "$f" "$f.tmp"
 done
 rm -f "$OUT/cloop"
