@@ -530,7 +530,8 @@ struct gs_ev_stack {
 	__u16 nframes;
 	__u32 skipped; /* in-process: launches of this thread whose stack was due (every Nth)
 			* but not taken since its previous stack, to keep to a rate
-			* (inject/stacks.c); 0 from the kernel probes */
+			* (inject/stacks.c); 0 from the kernel probes. An in-process record
+			* of no frames carries only these (the thread's last skips). */
 	__u64 ip[GS_STACK_MAX];
 };
 

@@ -32,8 +32,11 @@ void model__stack_add(struct model *m, const struct gs_hdr *ev)
 			hmap_put(&m->symbols, ev->pid, y->addr, xstrdup(y->name));
 		return;
 	}
-	m->stack_records++;
 	m->stacks_skipped += s->skipped;
+	/* (The in-process plane's record of no frames: only a thread's last skips.) */
+	if (!s->nframes && ev->source == GS_SRC_INJECT)
+		return;
+	m->stack_records++;
 	h = stack_hash(s);
 	/* (Linear probing on the hash: a collision of different stacks takes the next key.) */
 	for (;; h++) {

@@ -73,6 +73,7 @@ static void after_fork_child(void)
 	gs_timing_after_fork();
 	gs_probe_after_fork();
 	gs_py_after_fork();
+	gs_stacks_after_fork();
 }
 
 __attribute__((constructor)) static void gs_inject_init(void)

@@ -129,6 +129,8 @@ extern struct gs_stacks_start {
 /* After a call returned: its stack if it is one to take (failed, an allocation, a sampled
  * launch). ts: the call's entry time, as its record's. */
 void gs_stack_maybe(unsigned int api, __u64 ts, int result, __u64 arg) GS_HIDDEN;
+/* In a forked child: the forking thread's counts are the parent's. */
+void gs_stacks_after_fork(void) GS_HIDDEN;
 
 /* probe.c, probe_jit.c: device-side probes (GPUSCOPE_PROBE). */
 extern bool gs_probe_on GS_HIDDEN;

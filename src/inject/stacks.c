@@ -13,11 +13,13 @@
  * not found). So the in-process plane limits how many it takes, not their measured time:
  * with GPUSCOPE_STACK_RATE (which gpuscope sets unless --stacks was given), a launch whose
  * stack is due is skipped while its thread has taken that many stacks a second (a token
- * bucket: BURST at most at once); its next stack record carries how many were skipped
- * (those after a thread's last stack record go uncounted). Allocations' and failed calls'
- * stacks are always taken.
+ * bucket: BURST at most at once); its next stack record carries how many were skipped, or,
+ * when the thread ends (or ends the process) with skips since its last one, a record of no
+ * frames that only carries them (a thread still running when another one ends the process
+ * keeps its last skips uncounted). Allocations' and failed calls' stacks are always taken.
  */
 #include <execinfo.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,7 +39,11 @@ static __thread struct {
 	__u64 tokens;  /* stacks the thread may take now, times TOKEN */
 	__u64 last;    /* when it last earned */
 	__u32 skipped; /* launches' stacks skipped since the thread's last stack record */
+	__u16 api;     /* the last one's call */
 } tl_acct __attribute__((tls_model("initial-exec")));
+static pthread_key_t tally_key; /* set in a thread with skips not yet recorded */
+static pthread_once_t tally_once = PTHREAD_ONCE_INIT;
+static bool tally_key_ok;
 struct gs_stacks_start gs_stacks_start GS_HIDDEN;
 
 void gs_stacks_set(__u32 n, __u32 per_s)
@@ -59,6 +65,54 @@ void gs_stacks_init(const char *e, const char *per_s)
 	/* The unwinder loads itself at its first use: now, not inside a signal handler. */
 	if (every)
 		backtrace(warm, 4);
+}
+
+/* This thread's skips since its last stack record, in a record of no frames. */
+static void tally(void)
+{
+	const __u32 size = (__u32)offsetof(struct gs_ev_stack, ip);
+	struct gs_ev_stack *e;
+
+	if (!tl_acct.skipped || !(e = gs_emit_reserve(size, GS_EV_STACK)))
+		return;
+	gs_fill_hdr(&e->h, GS_EV_STACK, size, gs_clock());
+	e->arg = 0;
+	e->api = tl_acct.api;
+	e->nframes = 0;
+	e->skipped = tl_acct.skipped;
+	tl_acct.skipped = 0;
+	gs_emit_commit(e);
+}
+
+static void thread_ends(void *set)
+{
+	(void)set;
+	tally();
+}
+
+static void tally_init(void)
+{
+	tally_key_ok = pthread_key_create(&tally_key, thread_ends) == 0;
+	atexit(tally); /* (exit runs it in the thread that ends the process) */
+}
+
+/* A launch's stack skipped (inside a wrapper: never in a signal handler that interrupted
+ * this thread outside one, which would make its calls nested, and stackless). */
+static void count_skip(unsigned int api)
+{
+	if (!tl_acct.skipped++) {
+		pthread_once(&tally_once, tally_init);
+		if (tally_key_ok)
+			pthread_setspecific(tally_key, (void *)1);
+	}
+	tl_acct.api = (__u16)api;
+}
+
+void gs_stacks_after_fork(void)
+{
+	/* (The forking thread's skips are the parent's.) */
+	memset(&tl_acct, 0, sizeof(tl_acct));
+	tl_launches = 0;
 }
 
 /* A launch's stack is due at now: whether the thread may take one, at per_s a second. */
@@ -125,7 +179,7 @@ void gs_stack_maybe(unsigned int api, __u64 ts, int result, __u64 arg)
 	if (!failed && !alloc && (d->family != GS_FAM_LAUNCH || tl_launches++ % n))
 		return;
 	if (!failed && !alloc && per_s && !affordable(ts, per_s)) {
-		tl_acct.skipped++;
+		count_skip(api);
 		return;
 	}
 	take(api, ts, arg, d->family == GS_FAM_LAUNCH && !failed);

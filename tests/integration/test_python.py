@@ -150,15 +150,18 @@ def test_stack_rate(gs, tmp_path):
     """--inject without --stacks: a launch's stack is due every 64th launch of a thread, but
     taken only while the thread keeps to 100 a second (at most 10 at once; inject/stacks.c).
     The launches skipped are counted: taken + skipped = due, exactly (the main thread's
-    20,000 launches, and the worker's one). Allocations' and failures' stacks are always
-    taken. With --stacks 64, every due stack is taken."""
-    n = 20000
-    due = (n + 63) // 64 + 1
+    20,000 launches, then the worker's one, then 5,000 in a thread that ends and 5,000 more
+    in the main thread, the program's last calls: their skips come after the threads' last
+    stacks). Allocations' and failures' stacks are always taken. With --stacks 64, every
+    due stack is taken."""
+    n, tail = 20000, 5000
+    due = (n + tail + 63) // 64 + 1 + (tail + 63) // 64
     for opts, limited in (([], True), (["--stacks", "64"], False)):
         paths = {k: tmp_path / ("b%d.%s" % (limited, k)) for k in ("folded", "json")}
         gs.run(["run", "-q", "--inject", "--gpu-time=off"] + opts +
                ["--folded", str(paths["folded"]), "--json=%s" % paths["json"], "--",
-                PYTHON, os.path.abspath(SCRIPT), "--launches", str(n)], check_rc=0)
+                PYTHON, os.path.abspath(SCRIPT), "--launches", str(n), "--tail", str(tail)],
+               check_rc=0)
         lines = folded(paths["folded"])
         report = json.load(open(paths["json"]))
         taken = sum(c for s, c in lines.items() if ";cuLaunchKernel" in s)

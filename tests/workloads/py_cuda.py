@@ -3,6 +3,7 @@ functions, a thread and a generator, for the Python frames of stacks. Each call'
 marked `# CALL <name>`: the test reads the lines from this file.
 
     py_cuda.py [--launches N] [--pause SECONDS] [--wait FILE] [--engine LIB [--engine-state]]
+               [--tail N]
 
 --pause: a pause after loading the driver, before the first call (as a program importing
 its framework makes), and before exiting: the kernel probes' Python walker is set up
@@ -10,7 +11,8 @@ meanwhile, and the last frames are named while the process lives. --wait: after 
 up, create FILE.ready and wait for FILE (for gpuscope attach). --engine: last, backward()
 has a thread with no Python state (LIB: libwl_engine.so) launch twice while it waits, as
 loss.backward() waits for PyTorch's autograd engine; --engine-state: that thread has a Python
-state with no frames (as PyTorch's engine threads have).
+state with no frames (as PyTorch's engine threads have). --tail: last of all, N launches in
+a thread that then ends, and N in the main thread (the program's last calls).
 """
 import os
 import time
@@ -72,6 +74,12 @@ def worker(ctx, kern):
     check(cu.cuLaunchKernel(kern, 10000, 1, 1, 32, 1, 1, 0, None, None, None))  # CALL worker
 
 
+def tail_launches(ctx, kern, n):
+    check(cu.cuCtxSetCurrent(ctx))
+    for _ in range(n):
+        check(cu.cuLaunchKernel(kern, 1, 1, 1, 32, 1, 1, 0, None, None, None))  # CALL tail
+
+
 def backward(ctx, kern, lib, state):
     engine = ctypes.CDLL(lib)
     engine.engine_run.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_int]
@@ -104,6 +112,12 @@ def main():
         backward(ctx, kern, option("--engine", None), "--engine-state" in sys.argv)  # CALL main-backward
     check(cu.cuCtxSynchronize())
     time.sleep(float(option("--pause", 0)))
+    tail = int(option("--tail", 0))
+    if tail:
+        t = threading.Thread(target=tail_launches, args=(ctx, kern, tail))
+        t.start()
+        t.join()
+        tail_launches(ctx, kern, tail)  # CALL main-tail
 
 
 if __name__ == "__main__":
