@@ -535,6 +535,13 @@ struct gs_ev_stack {
 	__u64 ip[GS_STACK_MAX];
 };
 
+/* An in-process stack record of no frames is no stack: it only carries its thread's last
+ * skips (inject/stacks.c). */
+static inline int gs_stack_only_skips(const struct gs_ev_stack *s)
+{
+	return !s->nframes && s->h.source == GS_SRC_INJECT;
+}
+
 /*
  * A Python frame in a stack (ip[]): a pseudo-address with bit 63 set (no user address has
  * it), the code object's address (8-byte aligned) in bits 19..62 and the instruction's byte

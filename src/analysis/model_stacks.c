@@ -33,8 +33,7 @@ void model__stack_add(struct model *m, const struct gs_hdr *ev)
 		return;
 	}
 	m->stacks_skipped += s->skipped;
-	/* (The in-process plane's record of no frames: only a thread's last skips.) */
-	if (!s->nframes && ev->source == GS_SRC_INJECT)
+	if (gs_stack_only_skips(s))
 		return;
 	m->stack_records++;
 	h = stack_hash(s);

@@ -208,8 +208,8 @@ void tl_stack(struct timeline *tl, const struct model *m, const struct gs_ev_sta
 	struct pending_stack *p = hmap_get(&tl->stacks, s->h.tid, 0);
 	size_t len = 0;
 
-	if (!s->nframes && s->h.source == GS_SRC_INJECT)
-		return; /* (only a count of skipped stacks: inject/stacks.c) */
+	if (gs_stack_only_skips(s))
+		return;
 	if (!p) {
 		p = xcalloc(1, sizeof(*p));
 		hmap_put(&tl->stacks, s->h.tid, 0, p);
