@@ -105,13 +105,16 @@ static size_t candidates(const struct view *w, __u64 **out)
 	return n;
 }
 
-/* Whether most launches are of kernels launched about a multiple of c times (the loop's). */
+/* Whether most launches are of kernels launched about a multiple of c times (the loop's):
+ * summed by kernel, not launch by launch, as it is asked once for each candidate count. */
 static bool loop_dominates(const struct view *w, __u64 c)
 {
-	size_t in = 0;
+	const struct hmap_slot *s;
+	__u64 in = 0;
 
-	for (size_t i = 0; i < w->n; i++)
-		in += in_loop(count_of(w, w->l[i].func), c);
+	hmap_for_each (&w->counts, s)
+		if (in_loop((uintptr_t)s->val, c))
+			in += (uintptr_t)s->val;
 	return 2 * in >= w->n;
 }
 
