@@ -10,7 +10,8 @@
  * stack of every 64th launch added 0.14-0.37 us to each launch of a loop of tiny ops (9-23
  * us a stack), where the unwinding and the Python frames themselves took about 2.5 us
  * (bench/results/ab-2026-11-27.md): the rest is spent outside the unwinding (where,
- * not found). So the in-process plane limits how many it takes, not their measured time:
+ * not found; measured while gpuscope's own loop spun a CPU beside the program, fixed
+ * since, and not measured again). So the in-process plane limits how many it takes, not their measured time:
  * with GPUSCOPE_STACK_RATE (which gpuscope sets unless --stacks was given), a launch whose
  * stack is due is skipped while its thread has taken that many stacks a second (a token
  * bucket: BURST at most at once); its next stack record carries how many were skipped, or,
