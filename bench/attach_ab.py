@@ -9,7 +9,8 @@ over the median while detached just before it.
                                                       (as root; a step of tinyops or cupy
                                                       is 1,000 of their ops)
     python3 attach_ab.py work WORKLOAD LOG STOPFILE   (the process: windows of 4 steps,
-                                                      "start end" seconds a line in LOG)
+                                                      "start end cpu" seconds a line in
+                                                      LOG, cpu the thread's CPU time)
 Writes OUT/attach-WORKLOAD.json and prints the table row. Windows that straddle an attach
 or a detach (and the first second after each) are left out. gpuscope's options are its
 defaults (the OS plane too); GS_OPTS adds some.
@@ -47,24 +48,25 @@ def work(name, log, stop):
     with open(log, "w", buffering=1) as f:
         f.write("ready\n")
         while not os.path.exists(stop):
-            t0 = time.time()
+            t0, c0 = time.time(), time.thread_time()
             for _ in range(4):
                 step()
             sync()
-            f.write("%.6f %.6f\n" % (t0, time.time()))
+            f.write("%.6f %.6f %.6f\n" % (t0, time.time(), time.thread_time() - c0))
 
 
 def windows(log):
+    """(start, end, the thread's CPU seconds) of each window."""
     out = []
     for line in open(log):
         parts = line.split()
-        if len(parts) == 2:
-            out.append((float(parts[0]), float(parts[1])))
+        if len(parts) == 3:
+            out.append(tuple(float(p) for p in parts))
     return out
 
 
-def inside(ws, lo, hi):
-    return [(e - s) / 4 for s, e in ws if s >= lo and e <= hi]
+def inside(ws, lo, hi, cpu=False):
+    return [(c if cpu else e - s) / 4 for s, e, c in ws if s >= lo and e <= hi]
 
 
 def run(gs, out, name, rounds, secs):
@@ -106,10 +108,14 @@ def run(gs, out, name, rounds, secs):
         _, b0, b1 = phases[2 * r + 1]
         off = inside(ws, a0 + SETTLE, a1)
         on = inside(ws, b0 + SETTLE, b1 - END_SETTLE)
+        off_cpu = inside(ws, a0 + SETTLE, a1, cpu=True)
+        on_cpu = inside(ws, b0 + SETTLE, b1 - END_SETTLE, cpu=True)
         rep = json.load(open(reports[r]))
         res["rounds"].append({
             "off_s": statistics.median(off) if off else None, "off_windows": len(off),
             "on_s": statistics.median(on) if on else None, "on_windows": len(on),
+            "off_cpu_s": statistics.median(off_cpu) if off_cpu else None,
+            "on_cpu_s": statistics.median(on_cpu) if on_cpu else None,
             "launches": rep["kernels"]["launches"], "drops": rep["drops"]["total"]})
     ratios = [x["on_s"] / x["off_s"] for x in res["rounds"] if x["on_s"] and x["off_s"]]
     if not ratios:
@@ -118,12 +124,16 @@ def run(gs, out, name, rounds, secs):
                      secs, SETTLE, END_SETTLE))
     res["ratio_median"] = statistics.median(ratios)
     res["ratio_min_max"] = [min(ratios), max(ratios)]
+    cpu = [x["on_cpu_s"] / x["off_cpu_s"] for x in res["rounds"]
+           if x["on_cpu_s"] and x["off_cpu_s"]]
+    res["cpu_ratio_median"] = statistics.median(cpu) if cpu else None
     res["step_off_median_s"] = statistics.median(x["off_s"] for x in res["rounds"]
                                                  if x["off_s"])
     json.dump(res, open(os.path.join(out, "attach-%s.json" % name), "w"), indent=1)
-    print("| %s (%d rounds of %d s) | %.2f ms | %.4fx (%.4f-%.4f) |" % (
+    print("| %s (%d rounds of %d s) | %.2f ms | %.4fx (%.4f-%.4f) | CPU %s |" % (
         name, len(ratios), secs, 1e3 * res["step_off_median_s"], res["ratio_median"],
-        res["ratio_min_max"][0], res["ratio_min_max"][1]))
+        res["ratio_min_max"][0], res["ratio_min_max"][1],
+        "%.4fx" % res["cpu_ratio_median"] if cpu else "-"))
 
 
 if __name__ == "__main__":

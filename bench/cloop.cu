@@ -8,12 +8,14 @@
  *
  * --ab: as bench/workload.py's (bench/inject_ab.sh): N rounds of one window per mode of MODES
  * (a comma list), the order turned each round, the mode written to FILE before each window
- * (GPUSCOPE_AB_FILE, src/inject/ab.c) and a tenth of the window run untimed after it.
+ * (GPUSCOPE_AB_FILE, src/inject/ab.c) and a tenth of the window run untimed after it; "ab_cpu"
+ * the same windows' CPU time on this thread (not a guest's time stolen by its host).
  */
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <cuda_runtime.h>
 #include <string>
 #include <thread>
@@ -27,13 +29,25 @@ __global__ void tiny(float *x)
 
 static const int iters = 20000;
 
-static double window(float *x, int n)
+static double thread_cpu_s()
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* Seconds a launch; *cpu (if given) the thread's CPU seconds a launch. */
+static double window(float *x, int n, double *cpu = nullptr)
 {
 	auto t0 = std::chrono::steady_clock::now();
+	double c0 = thread_cpu_s();
 
 	for (int i = 0; i < n; i++)
 		tiny<<<1, 32>>>(x);
 	cudaDeviceSynchronize();
+	if (cpu)
+		*cpu = (thread_cpu_s() - c0) / n;
 	return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / n;
 }
 
@@ -56,7 +70,7 @@ int main(int argc, char **argv)
 	const int windows = 7;
 	std::vector<std::string> modes;
 	std::vector<double> t;
-	std::string ab, json;
+	std::string ab, json, json_cpu;
 	int rounds = 0, total = 2000;
 	float *x;
 
@@ -80,16 +94,20 @@ int main(int argc, char **argv)
 		for (size_t j = 0; j < modes.size(); j++) {
 			const std::string &m = modes[(r + j) % modes.size()];
 			char buf[128];
+			double cpu;
 
 			if (!set_mode(ab, m)) {
 				fprintf(stderr, "cloop: cannot write %s\n", ab.c_str());
 				return 1;
 			}
 			window(x, iters / 10);
-			t.push_back(window(x, iters));
+			t.push_back(window(x, iters, &cpu));
 			snprintf(buf, sizeof(buf), "%s[\"%s\", %.9g, %d]", json.empty() ? "" : ", ",
 				 m.c_str(), t.back(), r);
 			json += buf;
+			snprintf(buf, sizeof(buf), "%s[\"%s\", %.9g, %d]", json_cpu.empty() ? "" : ", ",
+				 m.c_str(), cpu, r);
+			json_cpu += buf;
 			total += iters / 10 + iters;
 		}
 	for (int w = 0; !rounds && w < windows; w++, total += iters)
@@ -103,6 +121,6 @@ int main(int argc, char **argv)
 	       s[s.size() / 2], total);
 	for (size_t w = 0; w < t.size(); w++)
 		printf("%s%.9g", w ? ", " : "", t[w]);
-	printf("], \"ab\": [%s]}\n", json.c_str());
+	printf("], \"ab\": [%s], \"ab_cpu\": [%s]}\n", json.c_str(), json_cpu.c_str());
 	return 0;
 }

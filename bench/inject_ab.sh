@@ -39,32 +39,45 @@ done
 python3 - "$OUT" $WORKLOADS <<'PY' | tee "$OUT/ab.txt"
 import glob, json, os, statistics, sys
 out = sys.argv[1]
+
+
+def against_pass(windows):
+    """Per mode: each round's window against that round's pass window."""
+    rounds = {}
+    for mode, sec, r in windows:
+        rounds.setdefault(r, {})[mode] = sec
+    modes = []
+    for r in rounds.values():
+        modes += [m for m in r if m not in modes]
+    for m in modes:
+        both = [(r[m], r["pass"]) for r in rounds.values() if m in r and "pass" in r]
+        if both:
+            yield m, both
+
+
 print("| workload | process | mode | per iteration (median) | against pass: median (min-max) "
-      "| added per iteration | rounds |")
-print("|---|---|---|---|---|---|---|")
+      "| added per iteration | rounds | the thread's CPU time against pass | CPU added |")
+print("|---|---|---|---|---|---|---|---|---|")
 for w in sys.argv[2:]:
     for path in sorted(glob.glob(os.path.join(out, w + "-[0-9]*.json"))):
         if path.endswith("-report.json"):
             continue
         lines = [l for l in open(path) if l.startswith("{")]
         if not lines:
-            print("| %s | %s | failed | | | | |" % (w, os.path.basename(path)))
+            print("| %s | %s | failed | | | | | | |" % (w, os.path.basename(path)))
             continue
-        rounds = {}
-        for mode, sec, r in json.loads(lines[-1])["ab"]:
-            rounds.setdefault(r, {})[mode] = sec
-        modes = []
-        for r in rounds.values():
-            modes += [m for m in r if m not in modes]
-        for m in modes:
-            both = [(r[m], r["pass"]) for r in rounds.values() if m in r and "pass" in r]
-            if not both:
-                continue
+        d = json.loads(lines[-1])
+        cpu = dict(against_pass(d.get("ab_cpu", [])))
+        for m, both in against_pass(d["ab"]):
             ratio = [a / b for a, b in both]
             added = [1e9 * (a - b) for a, b in both]
             t = statistics.median(a for a, _ in both)
-            print("| %s | %s | %s | %s | %.3fx (%.3f-%.3f) | %+.0f ns | %d |" % (
+            c = cpu.get(m)
+            cr = [a / b for a, b in c] if c else None
+            print("| %s | %s | %s | %s | %.3fx (%.3f-%.3f) | %+.0f ns | %d | %s | %s |" % (
                 w, os.path.basename(path)[:-5], m,
                 "%.2f ms" % (1e3 * t) if t > 1e-3 else "%.3f us" % (1e6 * t), statistics.median(ratio),
-                min(ratio), max(ratio), statistics.median(added), len(both)))
+                min(ratio), max(ratio), statistics.median(added), len(both),
+                "%.3fx (%.3f-%.3f)" % (statistics.median(cr), min(cr), max(cr)) if cr else "",
+                "%+.0f ns" % statistics.median(1e9 * (a - b) for a, b in c) if c else ""))
 PY

@@ -69,7 +69,9 @@ def busyops(profile_ctx):
 
 ITERS = {"n": 0}
 # --ab FILE MODES N; AB["windows"] the (mode, seconds, round) of each window.
-AB = {"file": None, "modes": [], "rounds": 0, "windows": []}
+# AB["cpu"] the same with the window's CPU time on this thread (a guest's time stolen by
+# its host, and other programs', are not in it; gpuscope's threads are not either).
+AB = {"file": None, "modes": [], "rounds": 0, "windows": [], "cpu": []}
 
 
 def profiler():
@@ -100,12 +102,14 @@ def ab_windows(fn, iters, sync):
                 for _ in range(max(1, iters // 10)):
                     fn()
                 sync()
-                t0 = time.perf_counter()
+                t0, c0 = time.perf_counter(), time.thread_time()
                 for _ in range(iters):
                     fn()
                 sync()
                 times.append((time.perf_counter() - t0) / iters)
+                cpu = (time.thread_time() - c0) / iters
             AB["windows"].append((mode, times[-1], r))
+            AB["cpu"].append((mode, cpu, r))
             ITERS["n"] += max(1, iters // 10) + iters
     return times
 
@@ -231,7 +235,8 @@ def main():
     times = {"tinyops": tinyops, "busyops": busyops, "resnet50": resnet50, "gpt2": gpt2,
              "cupy": cupy_loop, "graphs": graphs, "jax": jax_loop}[args.workload](ctx)
     print(json.dumps({"workload": args.workload, "per_iter_s": statistics.median(times),
-                      "iters_total": ITERS["n"], "windows_s": times, "ab": AB["windows"]}))
+                      "iters_total": ITERS["n"], "windows_s": times, "ab": AB["windows"],
+                      "ab_cpu": AB["cpu"]}))
 
 
 if __name__ == "__main__":
