@@ -8,8 +8,9 @@
 # (not for cloop). Prints, per workload and mode, each round's window against its "pass"
 # window: median ratio (min-max) and the time added per iteration (one launch in tinyops,
 # cupy and cloop). GPU_TIME=chained starts the processes with chains, which then time
-# "all" (chains are not switched); GS_OPTS adds options of gpuscope's. From the repository
-# root, carrying .output/static.
+# "all" (chains are not switched); GS_OPTS adds options of gpuscope's; PHASES=1 also times
+# the parts of the launches' calls per mode (bench/phases_table.py, $OUT/phases.txt). From
+# the repository root, carrying .output/static.
 #   OUT=/tmp/ab ROUNDS=9 PROCS=2 WORKLOADS="tinyops cloop" MODES=pass,off,10,all \
 #     bash bench/inject_ab.sh
 set -u
@@ -30,8 +31,9 @@ for w in $WORKLOADS; do
 		else
 			cmd=(python3 bench/workload.py "$w" --ab "$f" "$MODES" "$ROUNDS")
 		fi
+		rm -f "$f.phases"
 		# shellcheck disable=SC2086
-		GPUSCOPE_AB_FILE=$f "$GS" run -q --inject --gpu-time="${GPU_TIME:-all}" ${GS_OPTS:-} --json="$OUT/$w-$i-report.json" -- \
+		GPUSCOPE_AB_FILE=$f env ${PHASES:+GPUSCOPE_AB_PHASES=1} "$GS" run -q --inject --gpu-time="${GPU_TIME:-all}" ${GS_OPTS:-} --json="$OUT/$w-$i-report.json" -- \
 			"${cmd[@]}" >"$OUT/$w-$i.json" 2>"$OUT/$w-$i.err"
 		rm -f "$f" "$f.tmp"
 	done
@@ -81,3 +83,6 @@ for w in sys.argv[2:]:
                 "%.3fx (%.3f-%.3f)" % (statistics.median(cr), min(cr), max(cr)) if cr else "",
                 "%+.0f ns" % statistics.median(1e9 * (a - b) for a, b in c) if c else ""))
 PY
+if [ -n "${PHASES:-}" ]; then
+	python3 bench/phases_table.py "$OUT"/ab-*.mode.phases | tee "$OUT/phases.txt"
+fi

@@ -15,8 +15,12 @@
  * A thread of ours reads the file every millisecond. A file that is missing or says anything
  * else changes nothing. The benchmark writes the file (by rename, whole) and waits a few
  * milliseconds before it times a window.
+ * With GPUSCOPE_AB_PHASES set, the parts of the launches' calls are timed (inject.h's
+ * enum gs_phase), and at each switch one line goes to FILE.phases: the mode that ran, then
+ * per part how many and the ns they took.
  */
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -27,6 +31,42 @@
 #include "inject/inject.h"
 
 static const char *ab_file;
+
+bool gs_phases_on;
+static __u64 phase_n[GS_PH_N], phase_ns[GS_PH_N];
+
+void gs_phase_add(enum gs_phase ph, __u64 t0)
+{
+	if (!t0)
+		return;
+	__atomic_add_fetch(&phase_n[ph], 1, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&phase_ns[ph], gs_clock() - t0, __ATOMIC_RELAXED);
+}
+
+/* The parts' sums since the last switch, as one line after the mode they ran in. */
+static void phases_write(const char *mode)
+{
+	char line[1024], path[4096];
+	int n, fd;
+
+	n = snprintf(line, sizeof(line), "%s", mode);
+	for (int i = 0; i < GS_PH_N && n > 0 && n < (int)sizeof(line); i++)
+		n += snprintf(
+			line + n, sizeof(line) - (size_t)n, " %llu:%llu",
+			(unsigned long long)__atomic_exchange_n(&phase_n[i], 0, __ATOMIC_RELAXED),
+			(unsigned long long)__atomic_exchange_n(&phase_ns[i], 0, __ATOMIC_RELAXED));
+	if (n <= 0 || n >= (int)sizeof(line) - 1 ||
+	    snprintf(path, sizeof(path), "%s.phases", ab_file) >= (int)sizeof(path))
+		return;
+	line[n++] = '\n';
+	fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return;
+	if (write(fd, line, (size_t)n) != n) {
+		/* (a measurement's file: a short line is seen as one) */
+	}
+	close(fd);
+}
 
 static void apply(char *word)
 {
@@ -77,8 +117,11 @@ static void *ab_thread(void *arg)
 			buf[n] = 0;
 			buf[strcspn(buf, " \t\r\n")] = 0;
 			if (strcmp(buf, last) != 0) {
-				apply(buf);
+				if (gs_phases_on)
+					phases_write(last[0] ? last : "start");
+				/* (before apply, which cuts the word at its options) */
 				memcpy(last, buf, sizeof(last));
+				apply(buf);
 			}
 		}
 		nanosleep(&nap, NULL);
@@ -89,6 +132,6 @@ static void *ab_thread(void *arg)
 void gs_ab_init(void)
 {
 	ab_file = getenv("GPUSCOPE_AB_FILE");
-	if (ab_file && *ab_file)
-		gs_thread(ab_thread);
+	if (ab_file && *ab_file && gs_thread(ab_thread))
+		gs_phases_on = getenv("GPUSCOPE_AB_PHASES") != NULL;
 }

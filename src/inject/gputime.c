@@ -224,7 +224,7 @@ static bool start_after_all(struct ctx_slot *c, struct gs_timing *t)
 
 bool gs_timing_begin(struct gs_timing *t, __u64 stream, bool ptsz, __u8 kind, __u64 func)
 {
-	__u64 ahead = 0, now;
+	__u64 ahead = 0, now, ph;
 	struct backlog *b = NULL;
 	struct ctx_slot *c;
 	int capturing = 0;
@@ -233,11 +233,13 @@ bool gs_timing_begin(struct gs_timing *t, __u64 stream, bool ptsz, __u8 kind, __
 	t->start = t->end = NULL;
 	t->gate = 0;
 	t->chained = t->kernel = t->follows = false;
+	ph = gs_phase_t0();
 	if (!gt_load_driver() || T.cu.ctx_get(&t->ctx) || !t->ctx)
 		return false;
 	/* Nothing of ours goes into a stream that is being captured into a graph. */
 	if ((ptsz ? T.cu.capturing_ptsz : T.cu.capturing)(stream, &capturing) || capturing)
 		return false;
+	gs_phase_add(GS_PH_ASK, ph);
 	t->ci = slot_of(t->ctx);
 	if (t->ci < 0)
 		return false;
@@ -245,7 +247,9 @@ bool gs_timing_begin(struct gs_timing *t, __u64 stream, bool ptsz, __u8 kind, __
 	t->stream = stream;
 	t->ptsz = ptsz;
 	now = gs_clock();
+	ph = gs_phase_t0();
 	pthread_mutex_lock(&T.lock);
+	gs_phase_add(GS_PH_LOCK, ph);
 	t->end = gt_event_get(c);
 	/* Copies are never gated: one from pageable memory waits inside the call for the
 	 * copy engine, which a gate would hold up. Nor are graph launches: measured on an
@@ -296,10 +300,12 @@ bool gs_timing_begin(struct gs_timing *t, __u64 stream, bool ptsz, __u8 kind, __
 	 * Nor then a start event, where this thread's launch before it there is held: the GPU
 	 * goes from that one's end event straight to this kernel (a follow).
 	 */
+	ph = gate && ahead > BACKLOG_MIN ? gs_phase_t0() : 0;
 	if (gate && ahead > BACKLOG_MIN && T.cu.stream_query &&
 	    (ptsz ? T.cu.stream_query_ptsz : T.cu.stream_query)((void *)(unsigned long)stream) ==
 		    NOT_READY)
 		gate = false;
+	gs_phase_add(GS_PH_QUERY, ph);
 	if (follow && !gate) {
 		t->start = t->prev.end;
 		t->follows = true;
@@ -309,8 +315,11 @@ bool gs_timing_begin(struct gs_timing *t, __u64 stream, bool ptsz, __u8 kind, __
 		return false;
 	if (first && kind == GS_GPU_KERNEL)
 		gt_load_ahead(func);
-	if (gate)
+	if (gate) {
+		ph = gs_phase_t0();
 		gs_gate_close(&c->gate, stream, ptsz, &t->gate);
+		gs_phase_add(GS_PH_GATE, ph);
+	}
 	/*
 	 * A kernel gated on a stream whose last work was a copy or a set starts 5-7 us after
 	 * its start event about half the time, whatever the kernel (measured on an H200,
@@ -325,11 +334,13 @@ bool gs_timing_begin(struct gs_timing *t, __u64 stream, bool ptsz, __u8 kind, __
 		T.cu.launch(c->prime, 1, 1, 1, 1, 1, 1, 0, stream_key(stream, ptsz), NULL, NULL);
 	if (first)
 		gs_gate_watch(&c->gate, t->gate, T.first_hold_ns);
+	ph = gs_phase_t0();
 	if ((ptsz ? T.cu.ev_record_ptsz : T.cu.ev_record)(t->start, stream)) {
 		gs_gate_open(&c->gate, t->gate);
 		gt_give_back(c, t);
 		return false;
 	}
+	gs_phase_add(GS_PH_START_EV, ph);
 	return true;
 }
 
@@ -347,7 +358,7 @@ void gs_timing_copied(__u64 stream, bool ptsz)
 void gs_timing_end(struct gs_timing *t, int result, const struct gs_timed_call *call)
 {
 	struct ctx_slot *c = &T.ctx[t->ci];
-	__u64 opened, late = gs_clock();
+	__u64 opened, late = gs_clock(), ph;
 	struct pending p;
 	bool held;
 	int r;
@@ -360,7 +371,9 @@ void gs_timing_end(struct gs_timing *t, int result, const struct gs_timed_call *
 		nanosleep(&d, NULL);
 		late = gs_clock();
 	}
+	ph = gs_phase_t0();
 	r = result || (t->ptsz ? T.cu.ev_record_ptsz : T.cu.ev_record)(t->end, t->stream);
+	gs_phase_add(GS_PH_END_EV, ph);
 	/* The launch before, timed from its start to its end event, this one's start. */
 	if (t->chained || t->follows)
 		gt_prev_queue(t, !r);
@@ -403,7 +416,9 @@ void gs_timing_end(struct gs_timing *t, int result, const struct gs_timed_call *
 	if (opened > p.c.call_end)
 		p.c.call_end = opened;
 	/* A kernel's launch, held to be followed by the next one on its stream, or queued. */
+	ph = gs_phase_t0();
 	pthread_mutex_lock(&T.lock);
+	gs_phase_add(GS_PH_LOCK, ph);
 	if (!t->kernel ||
 	    !gt_follow_hold(c, backlog_of(t->ctx, stream_key(t->stream, t->ptsz)), &p))
 		gt_queue(&p);

@@ -93,8 +93,11 @@ static int harvest_one(const struct pending *p)
 	struct ctx_slot *c = &T.ctx[p->ci];
 	const struct ref *r;
 	float to_start, dur;
+	__u64 ph = gs_phase_t0();
 	int q = T.cu.ev_elapsed(&dur, p->start, p->end);
 	__s64 start;
+
+	gs_phase_add(GS_PH_HARVEST, ph);
 
 	if (q == NOT_READY)
 		return 0;

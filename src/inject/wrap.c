@@ -352,7 +352,7 @@ int gs_call(unsigned int api, void *caller, __u64 a0, __u64 a1, __u64 a2, __u64 
 {
 	gs_fn real = gs_real(api);
 	const struct gs_api_desc *d = &gs_api_descs[api];
-	__u64 t0, t1, stream = 0, func = 0,
+	__u64 t0, t1, stream = 0, func = 0, ph0, ph,
 		      a[GS_ARGS] = { a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10 };
 	struct gs_timing tm = { .start = NULL };
 	struct gs_graph_launch gl = { .twin = NULL };
@@ -387,6 +387,7 @@ int gs_call(unsigned int api, void *caller, __u64 a0, __u64 a1, __u64 a2, __u64 
 	gs_depth++;
 	tl_outer_api = api;
 	saved_errno = errno;
+	ph0 = d->family == GS_FAM_LAUNCH ? gs_phase_t0() : 0; /* (measurements: ab.c) */
 	if (d->family == GS_FAM_LAUNCH && d->shape != GS_SH_L_GRAPH && name_check_on())
 		name_at_launch(api, d->shape == GS_SH_L_EX ? a1 : a0);
 	graph_call_before(api, a0);
@@ -400,8 +401,11 @@ int gs_call(unsigned int api, void *caller, __u64 a0, __u64 a1, __u64 a2, __u64 
 	 * depend on them (a name lookup cannot). */
 	if (gs_timing_chained() && !(timed && kind == GS_GPU_KERNEL) && d->family != GS_FAM_KNAME)
 		gs_timing_unchain();
-	if (timed)
+	if (timed) {
+		ph = gs_phase_t0();
 		gs_timing_begin(&tm, stream, d->flags & GS_AF_PTSZ, kind, func);
+		gs_phase_add(GS_PH_BEGIN, ph);
+	}
 	if (gs_probe_on && api == GS_API_CU_CTX_DESTROY)
 		gs_probe_ctx_destroy(a0); /* (its maps go with it) */
 	if (gs_probe_on && (d->family == GS_FAM_LAUNCH || gs_probe_graph_call(api))) {
@@ -422,6 +426,8 @@ int gs_call(unsigned int api, void *caller, __u64 a0, __u64 a1, __u64 a2, __u64 
 		r = real(launch_exec, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10);
 	}
 	t1 = gs_clock();
+	if (ph0)
+		gs_phase_add(timed ? GS_PH_REAL : GS_PH_REAL_UNT, t0);
 	if (gl.twin) {
 		struct gs_timed_call tc = { .call_ts = t0, .call_end = t1, .api = (__u16)api };
 
@@ -448,12 +454,18 @@ int gs_call(unsigned int api, void *caller, __u64 a0, __u64 a1, __u64 a2, __u64 
 					     .copy_kind = c.kind,
 					     .api = (__u16)api,
 					     .kind = kind };
+		ph = gs_phase_t0();
 		gs_timing_end(&tm, r, &tc);
+		gs_phase_add(GS_PH_END, ph);
 	}
 	if (r == 0 && d->family == GS_FAM_COPY)
 		gs_timing_copied(stream, d->flags & GS_AF_PTSZ); /* (sync: 0, set above) */
+	ph = ph0 ? gs_phase_t0() : 0;
 	gs_stack_maybe(api, t0, r, func);
+	gs_phase_add(GS_PH_STACK, ph);
+	ph = ph0 ? gs_phase_t0() : 0;
 	emit(api, caller, a, r, t0, t1);
+	gs_phase_add(GS_PH_EMIT, ph);
 	if (r == 0 &&
 	    (api == GS_API_CU_MODULE_LOAD_DATA || api == GS_API_CU_MODULE_LOAD_DATA_EX ||
 	     api == GS_API_CU_MODULE_LOAD_FAT_BINARY || api == GS_API_CU_LIBRARY_LOAD_DATA)) {
@@ -491,6 +503,7 @@ int gs_call(unsigned int api, void *caller, __u64 a0, __u64 a1, __u64 a2, __u64 
 		gs_probe_unloaded(a[0]);
 	if (r == 0 && waits_for_gpu(api, d))
 		gs_timing_synced();
+	gs_phase_add(timed ? GS_PH_TIMED : GS_PH_UNTIMED, ph0);
 	errno = saved_errno;
 	gs_depth--;
 	return r;

@@ -449,7 +449,8 @@ def test_ab_file_switches_modes_inside_the_process(gs, tmp_path):
     f, folded = tmp_path / "mode", tmp_path / "ab.folded"
     report, _, _ = gs.trace(["wl_gputime", "--ab", str(f)],
                             opts=["--inject", "--gpu-time=all", "--folded", str(folded)],
-                            env_extra=dict(GPU_ENV, GPUSCOPE_AB_FILE=str(f)))
+                            env_extra=dict(GPU_ENV, GPUSCOPE_AB_FILE=str(f),
+                                           GPUSCOPE_AB_PHASES="1"))
     stacks = {}
     for line in folded.read_text().splitlines():
         frames, count = line.rsplit(" ", 1)
@@ -464,6 +465,31 @@ def test_ab_file_switches_modes_inside_the_process(gs, tmp_path):
     assert report["drops"]["total"] == 0, report["drops"]
     for name in ("idle", "other"):
         assert near(k[name]["gpu"]["min_ns"], 200000 + 2), k[name]
+    # GPUSCOPE_AB_PHASES: per mode that ran (each line written at the switch after it), how
+    # many of each part of the launches' calls, and their ns (inject.h's enum gs_phase).
+    parts = ["timed", "untimed", "real", "real_unt", "begin", "end", "ask", "lock", "query",
+             "gate", "start_ev", "end_ev", "stack", "emit", "harvest"]
+    phases = {}
+    for line in (tmp_path / "mode.phases").read_text().splitlines():
+        mode, *sums = line.split()
+        assert len(sums) == len(parts), line
+        phases[mode] = {p: tuple(int(x) for x in v.split(":")) for p, v in zip(parts, sums)}
+    assert list(phases) == ["start", "off", "2", "all+stacks=1+rate=0", "pass"], phases
+    counts = {m: {p: n for p, (n, _) in v.items() if n} for m, v in phases.items()}
+    launched = dict(stack=6, emit=6)
+    assert counts["off"] == dict(untimed=6, real_unt=6, **launched), counts["off"]
+    timed = dict(begin=3, end=3, ask=3, lock=6, gate=3, start_ev=3, end_ev=3)
+    assert {p: n for p, n in counts["2"].items() if p != "harvest"} == dict(
+        timed=3, untimed=3, real=3, real_unt=3, **launched, **timed), counts["2"]
+    assert counts["2"]["harvest"] >= 3, counts["2"]
+    assert counts["all+stacks=1+rate=0"]["timed"] == 6, counts
+    assert counts["pass"] == {} and counts["start"] == {}, counts
+    for mode in ("off", "2"):
+        ns = {p: t for p, (n, t) in phases[mode].items() if n}
+        assert all(t > 0 for t in ns.values()), ns
+        # (the wrapper's whole call holds its parts)
+        assert ns.get("timed", 0) >= sum(ns.get(p, 0) for p in ("real", "begin", "end")), ns
+        assert ns["untimed"] >= ns["real_unt"], ns
 
 
 def test_end_event_recorded_late_is_not_counted(gs):
