@@ -250,6 +250,7 @@ bool gs_timing_begin(struct gs_timing *t, __u64 stream, bool ptsz, __u8 kind, __
 	ph = gs_phase_t0();
 	pthread_mutex_lock(&T.lock);
 	gs_phase_add(GS_PH_LOCK, ph);
+	ph = gs_phase_t0();
 	t->end = gt_event_get(c);
 	/* Copies are never gated: one from pageable memory waits inside the call for the
 	 * copy engine, which a gate would hold up. Nor are graph launches: measured on an
@@ -269,6 +270,7 @@ bool gs_timing_begin(struct gs_timing *t, __u64 stream, bool ptsz, __u8 kind, __
 	 * before it (gputime_chain.c). Else that chain ends here. */
 	t->kernel = kind == GS_GPU_KERNEL && !first;
 	if (t->kernel && !T.no_chains && t->end && gt_chain_next(c, b, t, now)) {
+		gs_phase_add(GS_PH_LOCKED, ph);
 		pthread_mutex_unlock(&T.lock);
 		return true;
 	}
@@ -287,6 +289,7 @@ bool gs_timing_begin(struct gs_timing *t, __u64 stream, bool ptsz, __u8 kind, __
 		gt_event_put(c, t->end);
 		t->end = NULL;
 	}
+	gs_phase_add(GS_PH_LOCKED, ph);
 	pthread_mutex_unlock(&T.lock);
 	if (!t->end)
 		return false;
