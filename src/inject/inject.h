@@ -198,6 +198,7 @@ enum gs_phase {
 	GS_PH_STACK,	/* gs_stack_maybe after a launch */
 	GS_PH_EMIT,	/* a launch's record */
 	GS_PH_HARVEST,	/* a pair's first cuEventElapsedTime (harvester, or after a sync) */
+	GS_PH_LOCKED,	/* gs_timing_begin's work under T.lock */
 	GS_PH_N
 };
 extern bool gs_phases_on GS_HIDDEN;

@@ -468,7 +468,7 @@ def test_ab_file_switches_modes_inside_the_process(gs, tmp_path):
     # GPUSCOPE_AB_PHASES: per mode that ran (each line written at the switch after it), how
     # many of each part of the launches' calls, and their ns (inject.h's enum gs_phase).
     parts = ["timed", "untimed", "real", "real_unt", "begin", "end", "ask", "lock", "query",
-             "gate", "start_ev", "end_ev", "stack", "emit", "harvest"]
+             "gate", "start_ev", "end_ev", "stack", "emit", "harvest", "locked"]
     phases = {}
     for line in (tmp_path / "mode.phases").read_text().splitlines():
         mode, *sums = line.split()
@@ -478,7 +478,7 @@ def test_ab_file_switches_modes_inside_the_process(gs, tmp_path):
     counts = {m: {p: n for p, (n, _) in v.items() if n} for m, v in phases.items()}
     launched = dict(stack=6, emit=6)
     assert counts["off"] == dict(untimed=6, real_unt=6, **launched), counts["off"]
-    timed = dict(begin=3, end=3, ask=3, lock=6, gate=3, start_ev=3, end_ev=3)
+    timed = dict(begin=3, end=3, ask=3, lock=6, gate=3, start_ev=3, end_ev=3, locked=3)
     assert {p: n for p, n in counts["2"].items() if p != "harvest"} == dict(
         timed=3, untimed=3, real=3, real_unt=3, **launched, **timed), counts["2"]
     assert counts["2"]["harvest"] >= 3, counts["2"]
