@@ -442,6 +442,7 @@ struct gs_ev_drops {
 	__u64 unwrapped;	  /* in-process: driver entry points handed out unwrapped */
 	__u64 rings_lost;   /* in-process: rings abandoned (corrupt, or writer died mid-record) */
 	__u64 gates_forced; /* in-process: timing gates opened by the watchdog */
+	__u64 time_capped;  /* in-process: launches due for GPU timing left untimed by its rate */
 };
 
 /* ---- the OS plane (src/bpf/os.bpf.c) ---------------------------------------------------- */

@@ -399,6 +399,7 @@ static void build_errors(struct report *r, const struct model *m)
 		r->unwrapped = m->drops.unwrapped;
 		r->rings_lost = m->drops.rings_lost;
 		r->gates_forced = m->drops.gates_forced;
+		r->time_capped = m->drops.time_capped;
 	}
 	r->stacks_taken = m->stack_records;
 	r->stacks_skipped = m->stacks_skipped;

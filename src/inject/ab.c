@@ -10,8 +10,9 @@
  *   nofollow  every launch timed, a pair each on busy streams too (GPUSCOPE_NO_FOLLOW);
  * any of the last four followed by "+stacks=N" (a stack every Nth launch, --stacks; 0 none)
  * or "+rate=N" (at most N launches' stacks a second a thread, GPUSCOPE_STACK_RATE; 0 no
- * limit) or "+norecord" (every record given up before the ring: what writing them costs),
- * in any number; what is not given is as at the start.
+ * limit) or "+trate=N" (with N, at most N launches timed a second a thread,
+ * GPUSCOPE_TIME_RATE; 0 no limit) or "+norecord" (every record given up before the ring:
+ * what writing them costs), in any number; what is not given is as at the start.
  * A thread of ours reads the file every millisecond. A file that is missing or says anything
  * else changes nothing. The benchmark writes the file (by rename, whole) and waits a few
  * milliseconds before it times a window.
@@ -31,6 +32,7 @@
 #include "inject/inject.h"
 
 static const char *ab_file;
+static __u32 trate_start;
 
 bool gs_phases_on;
 static __u64 phase_n[GS_PH_N], phase_ns[GS_PH_N];
@@ -70,7 +72,7 @@ static void phases_write(const char *mode)
 
 static void apply(char *word)
 {
-	__u32 every = gs_stacks_start.every, rate = gs_stacks_start.rate;
+	__u32 every = gs_stacks_start.every, rate = gs_stacks_start.rate, trate = trate_start;
 	char *opt = strchr(word, '+');
 	bool norecord = false;
 
@@ -85,6 +87,8 @@ static void apply(char *word)
 			every = (__u32)strtoul(opt + 7, NULL, 10);
 		else if (!strncmp(opt, "rate=", 5))
 			rate = (__u32)strtoul(opt + 5, NULL, 10);
+		else if (!strncmp(opt, "trate=", 6))
+			trate = (__u32)strtoul(opt + 6, NULL, 10);
 		else if (!strcmp(opt, "norecord"))
 			norecord = true;
 		else
@@ -93,6 +97,7 @@ static void apply(char *word)
 	if (!gs_timing_switch(word))
 		return;
 	gs_stacks_set(every, rate);
+	gs_timing_rate(trate);
 	__atomic_store_n(&gs_ab_norecord, norecord, __ATOMIC_RELAXED);
 	__atomic_store_n(&gs_active, true, __ATOMIC_RELAXED);
 }
@@ -132,6 +137,7 @@ static void *ab_thread(void *arg)
 void gs_ab_init(void)
 {
 	ab_file = getenv("GPUSCOPE_AB_FILE");
+	trate_start = gs_timing_rate_now();
 	if (ab_file && *ab_file && gs_thread(ab_thread))
 		gs_phases_on = getenv("GPUSCOPE_AB_PHASES") != NULL;
 }

@@ -19,6 +19,9 @@ static __thread struct sample_slot *tl_sample __attribute__((tls_model("initial-
 static __thread __u32 tl_tid __attribute__((tls_model("initial-exec")));
 static __thread void *tl_ctx __attribute__((tls_model("initial-exec")));
 static __thread int tl_slot __attribute__((tls_model("initial-exec")));
+/* The thread's timed launches under --gpu-time=N, kept to a rate: when the next would be
+ * due if they came evenly spaced (gs_clock ns; GCRA's theoretical arrival time). */
+static __thread __u64 tl_rate_tat __attribute__((tls_model("initial-exec")));
 
 /* --gpu-time's value as how many launches of a kernel make one timed: 1 every one, 0 none;
  * -1 for anything else. (Chains are chosen at the start only: a chain holds a gate.) */
@@ -60,6 +63,20 @@ void gs_timing_init(const char *mode)
 	T.every = !mode || !strcmp(mode, "chained") ? 1 : every_of(mode);
 	if (T.every < 0)
 		T.every = 0;
+	c = getenv("GPUSCOPE_TIME_RATE");
+	gs_timing_rate(c && *c ? (__u32)strtoul(c, NULL, 10) % 10000001 : TIME_RATE);
+}
+
+void gs_timing_rate(__u32 per_s)
+{
+	__atomic_store_n(&T.rate_ns, per_s ? 1000000000ULL / per_s : 0, __ATOMIC_RELAXED);
+}
+
+__u32 gs_timing_rate_now(void)
+{
+	__u64 gap = __atomic_load_n(&T.rate_ns, __ATOMIC_RELAXED);
+
+	return gap ? (__u32)(1000000000ULL / gap) : 0;
 }
 
 bool gs_timing_switch(const char *mode)
@@ -91,6 +108,23 @@ void gs_timing_after_fork(void)
 	gs_graphtime_after_fork();
 }
 
+/* Whether the thread may time one more launch now: on average one every T.rate_ns, up to
+ * TIME_BURST at once (counted when not). */
+static bool rate_allows(void)
+{
+	__u64 gap = __atomic_load_n(&T.rate_ns, __ATOMIC_RELAXED), now;
+
+	if (!gap)
+		return true;
+	now = gs_clock();
+	if (tl_rate_tat > now + (TIME_BURST - 1) * gap) {
+		gs_count_time_capped();
+		return false;
+	}
+	tl_rate_tat = (tl_rate_tat > now ? tl_rate_tat : now) + gap;
+	return true;
+}
+
 bool gs_timing_wanted(__u64 func)
 {
 	unsigned int h = (unsigned int)((func >> 4) ^ (func >> 12) ^ (func >> 20));
@@ -108,7 +142,14 @@ bool gs_timing_wanted(__u64 func)
 			break;
 		}
 	}
-	return tl_sample[i].n++ % (__u32)every == 0;
+	if (tl_sample[i].n++ % (__u32)every)
+		return false;
+	/* A kernel's first launch on the thread is timed; later ones due are timed only while
+	 * the thread keeps to the rate. A timed launch on an idle stream costs its thread a
+	 * gate and two events, about 5-7 us on an H200 (bench/results/cost-2026-11-27b-h200.md):
+	 * at 1,000 a second, under 1% of the thread's time whatever its launch rate. One left
+	 * untimed is counted; the kernel's next one due is the next chance. */
+	return tl_sample[i].n == 1 || rate_allows();
 }
 
 /* The slot of the current context: this thread's last one, else looked up. */

@@ -84,8 +84,13 @@ void gs_timing_init(const char *mode) GS_HIDDEN;
  * with a pair each on busy streams too ("nofollow"). False, and nothing changed, for
  * anything else ("chained" included). */
 bool gs_timing_switch(const char *mode) GS_HIDDEN;
+/* Measurements (ab.c): with --gpu-time=N, at most per_s launches timed a second a thread
+ * (0: no limit) from now on. */
+void gs_timing_rate(__u32 per_s) GS_HIDDEN;
+__u32 gs_timing_rate_now(void) GS_HIDDEN; /* (per second, 0: no limit) */
 void gs_timing_after_fork(void) GS_HIDDEN;
-/* Whether this call should be timed (mode, sampling by func). */
+/* Whether this call should be timed (mode, sampling by func; with --gpu-time=N, a due launch
+ * that would exceed the thread's rate is not, and is counted: see gputime.c). */
 bool gs_timing_wanted(__u64 func) GS_HIDDEN;
 /* Record the start event on `stream` (behind a gate where that is safe); false if the
  * call goes untimed. kind: enum gs_gpu_kind; func: the kernel or graph exec launched. */

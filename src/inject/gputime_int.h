@@ -42,6 +42,8 @@
 #define CHAIN_NS      100000ULL	    /* and for at most this long */
 #define CHAIN_CELLS   4096	    /* chains whose gate's opening time is kept */
 #define FOLLOW_NS     1000000ULL    /* a launch held to be followed at most this long */
+#define TIME_RATE     1000	    /* --gpu-time=N: timed launches a second a thread, at most */
+#define TIME_BURST    10	    /* ... of which this many at once */
 
 typedef int (*ev_create_fn)(void **, unsigned int);
 typedef int (*ev_record_fn)(void *, __u64);
@@ -106,7 +108,8 @@ struct last_dur {
 };
 
 struct gt_state {
-	int every;			       /* 0 off, 1 all, N every Nth */
+	int every;     /* 0 off, 1 all, N every Nth */
+	__u64 rate_ns; /* N: timed launches at least this far apart a thread, on average (0: any) */
 	struct backlog backlog[BACKLOG_SLOTS]; /* under lock */
 	struct last_dur dur[DUR_SLOTS];	       /* under lock */
 	pthread_mutex_t lock;

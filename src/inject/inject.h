@@ -66,6 +66,7 @@ void gs_ring_prepare(void) GS_HIDDEN;
 /* Counters in the ring's header. */
 void gs_count_unwrapped(void) GS_HIDDEN;
 void gs_count_gate_forced(void) GS_HIDDEN;
+void gs_count_time_capped(void) GS_HIDDEN;
 
 /* resolve.c */
 /* The real driver function behind an API of the table (resolved on first use). */

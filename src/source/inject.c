@@ -298,6 +298,7 @@ static void read_counts(struct ring *r)
 		r->seen.drops[t] = accept(r->seen.drops[t], h.drops[t], bound);
 	r->seen.unwrapped = accept(r->seen.unwrapped, h.unwrapped, bound);
 	r->seen.gates_forced = accept(r->seen.gates_forced, h.gates_forced, bound);
+	r->seen.time_capped = accept(r->seen.time_capped, h.time_capped, bound);
 }
 
 static void finish(struct inject *in, struct ring *r, bool lost)
@@ -372,6 +373,7 @@ static void retire(struct inject *in)
 			in->retired.drops[t] += r->seen.drops[t];
 		in->retired.unwrapped += r->seen.unwrapped;
 		in->retired.gates_forced += r->seen.gates_forced;
+		in->retired.time_capped += r->seen.time_capped;
 	}
 	in->n = k;
 }
@@ -439,11 +441,13 @@ void inject__drops(const struct inject *in, struct gs_ev_drops *d)
 			d->by_type[t] += c->drops[t];
 		d->unwrapped += c->unwrapped;
 		d->gates_forced += c->gates_forced;
+		d->time_capped += c->time_capped;
 	}
 	for (int t = 0; t < GS_EV_MAX; t++)
 		d->by_type[t] += in->retired.drops[t];
 	d->unwrapped += in->retired.unwrapped;
 	d->gates_forced += in->retired.gates_forced;
+	d->time_capped += in->retired.time_capped;
 	d->rings_lost += in->rings_lost;
 }
 

@@ -34,6 +34,7 @@ struct ring_counts {
 	__u64 drops[GS_EV_MAX];
 	__u64 unwrapped;    /* driver entry points handed out unwrapped */
 	__u64 gates_forced; /* GPU timing gates the watchdog had to open (inject/gate.h) */
+	__u64 time_capped;  /* launches due for GPU timing left untimed by its rate */
 };
 
 struct ring {

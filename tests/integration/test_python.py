@@ -172,6 +172,33 @@ def test_stack_rate(gs, tmp_path):
         assert report["drops"]["stacks_taken"] == taken + 3
 
 
+def test_time_rate(gs, tmp_path):
+    """--inject --gpu-time=N: every Nth launch of a kernel on a thread is due for GPU
+    timing, but a thread times at most GPUSCOPE_TIME_RATE a second (1,000 unless set; 10
+    at once), its first launch of each kernel always (inject/gputime.c). The due launches
+    left untimed are counted: timed + capped = due, exactly (at N = 2, the main thread's
+    10,000 launches and the worker's one). With GPUSCOPE_TIME_RATE=0 every due launch is
+    timed, and the report's text says why some were not. (Kernels of 200 ns, so that the
+    double's stream keeps up: a backlog of timed work the size of the event pool would
+    leave launches untimed for want of events.)"""
+    n = 10000
+    due = n // 2 + 1
+    for rate, limited in (("100", True), ("0", False)):
+        js, rec = tmp_path / ("r%s.json" % rate), tmp_path / ("r%s.gsrec" % rate)
+        gs.run(["run", "--inject", "--gpu-time=2", "--json=%s" % js, "-o", str(rec), "--",
+                PYTHON, os.path.abspath(SCRIPT), "--launches", str(n)],
+               env=dict(gs.env(), GPUSCOPE_TIME_RATE=rate, FAKECUDA_KERNEL_NS="200"),
+               check_rc=0)
+        report = json.load(open(js))
+        p = gs.run(["report", str(rec)], check_rc=0)  # (the count kept in a recording)
+        k = {k["name"]: k for k in report["kernels"]["list"]}["pyKernel"]
+        capped = report["drops"]["gpu_time_capped"]
+        assert k["launches"] == n + 1 and k["gpu"]["timed"] + capped == due, (k, capped)
+        assert (capped > due // 2) if limited else capped == 0, (k["gpu"], capped)
+        assert ("%d launches were due for GPU timing but left untimed" % capped in
+                p.stdout + p.stderr) == limited, p.stdout + p.stderr
+
+
 def test_unknown_version_keeps_native_stacks(gs, tmp_path):
     out, js = tmp_path / "o.folded", tmp_path / "o.json"
     gs.run(["run", "-q", "--inject", "--json=%s" % js, "--", gs.wl("wl_pyfake"), "old"],
