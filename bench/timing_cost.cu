@@ -18,7 +18,17 @@
  *   end_harvest    end, and a thread reading one elapsed (reference-end) a launch
  *   gate_end_harvest    gate_end and that thread
  *
- *   nvcc -O2 -arch=sm_90 timing_cost.cu -o timing_cost -lcuda && ./timing_cost [N] [REPS]
+ * With PACE_NS, launches paced like a tiny-op loop instead (issue 22: --gpu-time=10 cost
+ * the tiny op about 9 us a timed launch, every-kernel timing about 5 us a launch): back to
+ * back, the GPU's own time for the events can become the bound; here each iteration starts
+ * PACE_NS after the one before (spinning), so the stream is idle at every launch, and each
+ * iteration's calls are timed alone. Variants: plain; end, gate_pair and gate_end on every
+ * iteration or on every 10th (`_10`); gate_pair with the harvesting thread. Per variant,
+ * the median over rounds of the mean host ns of its timed iterations and of its untimed
+ * ones.
+ *
+ *   nvcc -O2 -arch=sm_90 timing_cost.cu -o timing_cost -lcuda
+ *   ./timing_cost [N] [REPS] [PACE_NS]
  * Prints one JSON object.
  */
 #include <cuda.h>
@@ -54,6 +64,7 @@ enum { PLAIN, ASK, END, PAIR, GATE_PAIR, GATE_END };
 
 static CUcontext ctx;
 static CUevent *starts, *ends, ref;
+static long *timed_at; /* what was published, in order: the iterations timed */
 static volatile long published, harvested;
 static volatile int harvest_stop, harvest_pairs;
 
@@ -69,7 +80,8 @@ static void *harvester(void *arg)
 
 		nanosleep(&nap, NULL);
 		while (harvested < upto) {
-			long i = harvested;
+			long i = timed_at[harvested];
+
 			if (harvest_pairs) {
 				if (cuEventElapsedTime(&ms, starts[i], ends[i]) == CUDA_ERROR_NOT_READY)
 					break;
@@ -83,28 +95,50 @@ static void *harvester(void *arg)
 	return NULL;
 }
 
-static double run(int v, bool harvest, long n, CUstream s, CUdeviceptr gate_dev,
-		  volatile unsigned *gate)
+struct variant {
+	int v, every;
+	bool harvest;
+	const char *name;
+};
+
+/* Host ns a launch: all (the loop's), and with a pace, timed and untimed iterations'. */
+struct result {
+	double all, timed, untimed;
+};
+
+static struct result run(const struct variant *var, long n, double pace, CUstream s,
+			 CUdeviceptr gate_dev, volatile unsigned *gate)
 {
 	pthread_t th;
-	double t0, t1;
+	double t0, next, sum[2] = { 0, 0 };
+	long count[2] = { 0, 0 };
 	unsigned seq = *gate;
+	int v = var->v;
 
 	published = harvested = 0;
 	harvest_stop = 0;
 	harvest_pairs = v == PAIR || v == GATE_PAIR;
 	CK(cuEventRecord(ref, s));
 	CK(cuStreamSynchronize(s));
-	if (harvest)
+	if (var->harvest)
 		pthread_create(&th, NULL, harvester, NULL);
-	t0 = now_ns();
+	t0 = next = now_ns();
 	for (long i = 0; i < n; i++) {
-		bool gated = v == GATE_PAIR || v == GATE_END;
+		bool timed = v != PLAIN && i % var->every == 0;
+		bool gated = timed && (v == GATE_PAIR || v == GATE_END);
+		double it0 = 0;
+
+		if (pace) {
+			while (now_ns() < next)
+				;
+			it0 = now_ns();
+			next = it0 + pace;
+		}
 		if (gated)
 			CK(cuStreamWaitValue32(s, gate_dev, ++seq, CU_STREAM_WAIT_VALUE_GEQ));
-		if (v == PAIR || v == GATE_PAIR)
+		if (timed && (v == PAIR || v == GATE_PAIR))
 			CK(cuEventRecord(starts[i], s));
-		if (v == ASK) {
+		if (timed && v == ASK) {
 			CUcontext c;
 			CUstreamCaptureStatus st;
 
@@ -112,43 +146,69 @@ static double run(int v, bool harvest, long n, CUstream s, CUdeviceptr gate_dev,
 			CK(cuStreamIsCapturing(s, &st));
 		}
 		empty<<<1, 1, 0, s>>>();
-		if (v != PLAIN && v != ASK)
+		if (timed && v != ASK)
 			CK(cuEventRecord(ends[i], s));
 		if (gated)
 			__atomic_store_n(gate, seq, __ATOMIC_RELEASE);
-		published = i + 1;
+		if (timed && v != ASK) {
+			timed_at[published] = i;
+			published = published + 1;
+		}
+		if (pace) {
+			sum[timed] += now_ns() - it0;
+			count[timed]++;
+		}
 	}
-	t1 = now_ns();
+	struct result r = { (now_ns() - t0) / n, count[1] ? sum[1] / count[1] : 0,
+			    count[0] ? sum[0] / count[0] : 0 };
 	harvest_stop = 1;
-	if (harvest)
+	if (var->harvest)
 		pthread_join(th, NULL);
 	CK(cuStreamSynchronize(s));
-	return (t1 - t0) / n;
+	return r;
+}
+
+static double median(std::vector<double> x)
+{
+	std::sort(x.begin(), x.end());
+	return x.empty() ? 0 : x[x.size() / 2];
 }
 
 int main(int argc, char **argv)
 {
 	long n = argc > 1 ? atol(argv[1]) : 20000;
 	int reps = argc > 2 ? atoi(argv[2]) : 7;
+	double pace = argc > 3 ? atof(argv[3]) : 0;
 	CUstream s;
 	CUdeviceptr gate_dev;
 	unsigned *gate;
-	struct {
-		int v;
-		bool harvest;
-		const char *name;
-	} variants[] = { { PLAIN, false, "plain" },
-			 { ASK, false, "ask" },
-			 { END, false, "end" },
-			 { PAIR, false, "pair" },
-			 { GATE_PAIR, false, "gate_pair" },
-			 { GATE_END, false, "gate_end" },
-			 { PAIR, true, "pair_harvest" },
-			 { GATE_PAIR, true, "gate_pair_harvest" },
-			 { END, true, "end_harvest" },
-			 { GATE_END, true, "gate_end_harvest" } };
-	const int nv = sizeof(variants) / sizeof(variants[0]);
-	std::vector<std::vector<double>> t(nv);
+	static const struct variant back_to_back[] = {
+		{ PLAIN, 1, false, "plain" },
+		{ ASK, 1, false, "ask" },
+		{ END, 1, false, "end" },
+		{ PAIR, 1, false, "pair" },
+		{ GATE_PAIR, 1, false, "gate_pair" },
+		{ GATE_END, 1, false, "gate_end" },
+		{ PAIR, 1, true, "pair_harvest" },
+		{ GATE_PAIR, 1, true, "gate_pair_harvest" },
+		{ END, 1, true, "end_harvest" },
+		{ GATE_END, 1, true, "gate_end_harvest" },
+	};
+	static const struct variant paced[] = {
+		{ PLAIN, 1, false, "plain" },
+		{ END, 1, false, "end" },
+		{ END, 10, false, "end_10" },
+		{ GATE_PAIR, 1, false, "gate_pair" },
+		{ GATE_PAIR, 10, false, "gate_pair_10" },
+		{ GATE_END, 1, false, "gate_end" },
+		{ GATE_END, 10, false, "gate_end_10" },
+		{ GATE_PAIR, 1, true, "gate_pair_harvest" },
+		{ GATE_PAIR, 10, true, "gate_pair_10_harvest" },
+	};
+	const struct variant *vars = pace ? paced : back_to_back;
+	const int nv = pace ? sizeof(paced) / sizeof(paced[0])
+			    : sizeof(back_to_back) / sizeof(back_to_back[0]);
+	std::vector<std::vector<double>> t(nv), tt(nv), tu(nv);
 
 	cudaFree(0);
 	CK(cuCtxGetCurrent(&ctx));
@@ -158,6 +218,7 @@ int main(int argc, char **argv)
 	*gate = 0;
 	starts = (CUevent *)calloc(n, sizeof(CUevent));
 	ends = (CUevent *)calloc(n, sizeof(CUevent));
+	timed_at = (long *)calloc(n, sizeof(long));
 	for (long i = 0; i < n; i++) {
 		CK(cuEventCreate(&starts[i], 0));
 		CK(cuEventCreate(&ends[i], 0));
@@ -166,17 +227,31 @@ int main(int argc, char **argv)
 	for (int i = 0; i < 2000; i++)
 		empty<<<1, 1, 0, s>>>();
 	CK(cuStreamSynchronize(s));
-	/* Plain first in every round too: gates change what later calls cost (a measured
-	 * effect on queries), so rounds run the variants in the same order and report it. */
+	/* Back to back, plain first in every round: gates change what later calls cost (a
+	 * measured effect on queries), so rounds run the variants in the same order. Paced,
+	 * the order is turned each round. */
 	for (int r = 0; r < reps; r++)
-		for (int i = 0; i < nv; i++)
-			t[i].push_back(run(variants[i].v, variants[i].harvest, n, s, gate_dev, gate));
+		for (int k = 0; k < nv; k++) {
+			int i = pace ? (k + r) % nv : k;
+			struct result x = run(&vars[i], n, pace, s, gate_dev, gate);
+
+			t[i].push_back(x.all);
+			tt[i].push_back(x.timed);
+			tu[i].push_back(x.untimed);
+		}
 	printf("{\"n\": %ld, \"reps\": %d", n, reps);
+	if (pace)
+		printf(", \"pace_ns\": %.0f", pace);
 	for (int i = 0; i < nv; i++) {
 		std::vector<double> x = t[i];
+
 		std::sort(x.begin(), x.end());
-		printf(", \"%s_ns\": [%.0f, %.0f, %.0f]", variants[i].name, x[x.size() / 2], x[0],
-		       x.back());
+		if (pace)
+			printf(", \"%s\": {\"timed_ns\": %.0f, \"untimed_ns\": %.0f}", vars[i].name,
+			       median(tt[i]), median(tu[i]));
+		else
+			printf(", \"%s_ns\": [%.0f, %.0f, %.0f]", vars[i].name, x[x.size() / 2],
+			       x[0], x.back());
 	}
 	printf("}\n");
 	return 0;
