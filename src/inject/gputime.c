@@ -44,6 +44,7 @@ void gs_timing_init(const char *mode)
 
 	const char *f = getenv("GPUSCOPE_FIRST_GATE_US"); /* (same) */
 	const char *c;
+	unsigned long rate;
 
 	T.harvest_ns =
 		h && atoi(h) >= 100 && atoi(h) <= 100000 ? (__u64)atoi(h) * 1000 : HARVEST_NS;
@@ -64,7 +65,8 @@ void gs_timing_init(const char *mode)
 	if (T.every < 0)
 		T.every = 0;
 	c = getenv("GPUSCOPE_TIME_RATE");
-	gs_timing_rate(c && *c ? (__u32)strtoul(c, NULL, 10) % 10000001 : TIME_RATE);
+	rate = c && *c ? strtoul(c, NULL, 10) : TIME_RATE;
+	gs_timing_rate(rate > 10000000 ? 10000000 : (__u32)rate);
 }
 
 void gs_timing_rate(__u32 per_s)
@@ -146,9 +148,10 @@ bool gs_timing_wanted(__u64 func)
 		return false;
 	/* A kernel's first launch on the thread is timed; later ones due are timed only while
 	 * the thread keeps to the rate. A timed launch on an idle stream costs its thread a
-	 * gate and two events, about 5-7 us on an H200 (bench/results/cost-2026-11-27b-h200.md):
-	 * at 1,000 a second, under 1% of the thread's time whatever its launch rate. One left
-	 * untimed is counted; the kernel's next one due is the next chance. */
+	 * gate and two events, 7-9 us on the H200 guests among many, 16-17 us alone
+	 * (bench/results/cost-2026-11-27b-h200.md): at 1,000 a second, 1-2% of the thread's
+	 * time whatever its launch rate. One left untimed is counted; the kernel's next one
+	 * due is the next chance. */
 	return tl_sample[i].n == 1 || rate_allows();
 }
 
