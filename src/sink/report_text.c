@@ -562,9 +562,9 @@ static void losses(FILE *f, const struct report *r)
 		{ r->gates_forced, "GPU timing gates opened by the watchdog: a launch call "
 				   "blocked behind one; those launches' times may include "
 				   "waiting" },
-		{ r->time_capped, "launches were due for GPU timing but left untimed, to time "
-				  "at most 1000 a second a thread (--gpu-time=N; "
-				  "GPUSCOPE_TIME_RATE sets the rate, 0 none)" },
+		{ r->time_capped, "launches were due for GPU timing but left untimed, to keep "
+				  "to a rate a thread (--gpu-time=N: at most 1000 timed a "
+				  "second unless GPUSCOPE_TIME_RATE says another, 0 none)" },
 		{ r->rings_lost, "in-process rings stopped early (a process died while writing, "
 				 "or the ring was damaged)" },
 		{ r->stacks_skipped, "launches' call stacks were due but skipped, to take at most "
