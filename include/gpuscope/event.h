@@ -443,6 +443,7 @@ struct gs_ev_drops {
 	__u64 rings_lost;   /* in-process: rings abandoned (corrupt, or writer died mid-record) */
 	__u64 gates_forced; /* in-process: timing gates opened by the watchdog */
 	__u64 time_capped;  /* in-process: launches due for GPU timing left untimed by its rate */
+	__u64 time_lost;    /* in-process: ... for want of events or queue room */
 };
 
 /* ---- the OS plane (src/bpf/os.bpf.c) ---------------------------------------------------- */

@@ -183,7 +183,8 @@ void model__dev_flush(struct dev_stat *d, __u64 upto)
 	size_t keep = 0;
 
 	d->b.flushes++;
-	qsort(d->pending, d->npending, sizeof(*d->pending), by_start);
+	if (d->npending) /* (none yet: no array to give qsort) */
+		qsort(d->pending, d->npending, sizeof(*d->pending), by_start);
 	for (size_t i = 0; i < d->npending; i++) {
 		if (d->pending[i].start < upto)
 			dev_merge(d, d->pending[i].start, d->pending[i].end);

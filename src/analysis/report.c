@@ -400,6 +400,7 @@ static void build_errors(struct report *r, const struct model *m)
 		r->rings_lost = m->drops.rings_lost;
 		r->gates_forced = m->drops.gates_forced;
 		r->time_capped = m->drops.time_capped;
+		r->time_lost = m->drops.time_lost;
 	}
 	r->stacks_taken = m->stack_records;
 	r->stacks_skipped = m->stacks_skipped;

@@ -256,7 +256,7 @@ struct report {
 	size_t nerrors;
 	__u64 error_calls;
 	__u64 drops[GS_EV_MAX], drops_total, lost_calls;
-	__u64 unwrapped, rings_lost, gates_forced, time_capped;
+	__u64 unwrapped, rings_lost, gates_forced, time_capped, time_lost;
 	__u64 stacks_taken, stacks_skipped; /* stack records; launches' skipped for the rate */
 
 	/* GPU time (the in-process plane's; see analysis/gputime.c) */

@@ -22,7 +22,7 @@ _Static_assert(sizeof(struct gs_ev_proc) == 312, "gs_ev_proc");
 _Static_assert(sizeof(struct gs_ev_lib) == 288, "gs_ev_lib");
 _Static_assert(sizeof(struct gs_ev_session) == 576, "gs_ev_session");
 _Static_assert(sizeof(struct gs_ev_attach) == 312, "gs_ev_attach");
-_Static_assert(sizeof(struct gs_ev_drops) == 24 + 8 * GS_EV_MAX + 40, "gs_ev_drops");
+_Static_assert(sizeof(struct gs_ev_drops) == 24 + 8 * GS_EV_MAX + 48, "gs_ev_drops");
 _Static_assert(sizeof(struct gs_ev_gpu) == 24 + 72 + 16, "gs_ev_gpu");
 _Static_assert(sizeof(struct gs_ev_offcpu) == 56, "gs_ev_offcpu");
 _Static_assert(sizeof(struct gs_ev_faults) == 64, "gs_ev_faults");

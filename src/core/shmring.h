@@ -53,6 +53,7 @@ struct shmring_hdr {
 	__u64 unwrapped;    /* driver entry points handed out unwrapped */
 	__u64 gates_forced; /* GPU timing gates the watchdog had to open (inject/gate.h) */
 	__u64 time_capped;  /* launches due for GPU timing left untimed by its rate (gputime.c) */
+	__u64 time_lost;    /* ... for want of events or queue room (gputime.c) */
 };
 
 _Static_assert(sizeof(struct shmring_hdr) <= GS_SHMRING_HDR, "shmring header fits its page");

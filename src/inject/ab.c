@@ -34,17 +34,6 @@
 static const char *ab_file;
 static __u32 trate_start;
 
-bool gs_phases_on;
-static __u64 phase_n[GS_PH_N], phase_ns[GS_PH_N];
-
-void gs_phase_add(enum gs_phase ph, __u64 t0)
-{
-	if (!t0)
-		return;
-	__atomic_add_fetch(&phase_n[ph], 1, __ATOMIC_RELAXED);
-	__atomic_add_fetch(&phase_ns[ph], gs_clock() - t0, __ATOMIC_RELAXED);
-}
-
 /* The parts' sums since the last switch, as one line after the mode they ran in. */
 static void phases_write(const char *mode)
 {
@@ -52,11 +41,13 @@ static void phases_write(const char *mode)
 	int n, fd;
 
 	n = snprintf(line, sizeof(line), "%s", mode);
-	for (int i = 0; i < GS_PH_N && n > 0 && n < (int)sizeof(line); i++)
-		n += snprintf(
-			line + n, sizeof(line) - (size_t)n, " %llu:%llu",
-			(unsigned long long)__atomic_exchange_n(&phase_n[i], 0, __ATOMIC_RELAXED),
-			(unsigned long long)__atomic_exchange_n(&phase_ns[i], 0, __ATOMIC_RELAXED));
+	for (int i = 0; i < GS_PH_N && n > 0 && n < (int)sizeof(line); i++) {
+		__u64 count, ns;
+
+		gs_phase_take((enum gs_phase)i, &count, &ns);
+		n += snprintf(line + n, sizeof(line) - (size_t)n, " %llu:%llu",
+			      (unsigned long long)count, (unsigned long long)ns);
+	}
 	if (n <= 0 || n >= (int)sizeof(line) - 1 ||
 	    snprintf(path, sizeof(path), "%s.phases", ab_file) >= (int)sizeof(path))
 		return;

@@ -145,3 +145,22 @@ __u64 gs_clock(void)
 	ns = mono_ns();
 	return ns;
 }
+
+/* ---- measurements (GPUSCOPE_AB_PHASES, ab.c): the parts of the calls, summed ---------- */
+
+bool gs_phases_on;
+static __u64 phase_n[GS_PH_N], phase_ns[GS_PH_N];
+
+void gs_phase_add(enum gs_phase ph, __u64 t0)
+{
+	if (!t0)
+		return;
+	__atomic_add_fetch(&phase_n[ph], 1, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&phase_ns[ph], gs_clock() - t0, __ATOMIC_RELAXED);
+}
+
+void gs_phase_take(enum gs_phase ph, __u64 *n, __u64 *ns)
+{
+	*n = __atomic_exchange_n(&phase_n[ph], 0, __ATOMIC_RELAXED);
+	*ns = __atomic_exchange_n(&phase_ns[ph], 0, __ATOMIC_RELAXED);
+}

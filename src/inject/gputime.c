@@ -335,8 +335,10 @@ bool gs_timing_begin(struct gs_timing *t, __u64 stream, bool ptsz, __u8 kind, __
 	}
 	gs_phase_add(GS_PH_LOCKED, ph);
 	pthread_mutex_unlock(&T.lock);
-	if (!t->end)
+	if (!t->end) {
+		gs_count_time_lost(); /* (the pool of events is empty) */
 		return false;
+	}
 	/*
 	 * Only a stream that could go idle before this launch and its end event are queued
 	 * needs the gate. With more work ahead than that (estimated, and the stream not done)

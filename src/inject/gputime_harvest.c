@@ -134,6 +134,7 @@ bool gt_queue(const struct pending *p)
 	if (T.qn == T.qcap) {
 		/* Too much outstanding: this call goes untimed, the program is not held up. */
 		release(&T.ctx[p->ci], p);
+		gs_count_time_lost();
 		return false;
 	}
 	T.q[T.qn++] = *p;

@@ -7,7 +7,7 @@
  * the kernel probes into a shared-memory ring that gpuscope drains (src/source/inject.c).
  *
  * Files, each using only those above it:
- *   clock.c    the clock of every record;
+ *   clock.c    the clock of every record (and measurements' sums of the parts of calls);
  *   ring.c     the process's ring, record emission, per-thread state;
  *   resolve.c  the real driver functions, and where a call came from;
  *   gate.c     (gate.h) what may be timed: no stream in capture;
@@ -39,6 +39,37 @@ typedef int (*gs_fn)(__u64, __u64, __u64, __u64, __u64, __u64, __u64, __u64, __u
 /* clock.c */
 __u64 gs_clock(void) GS_HIDDEN;
 void gs_clock_init(void) GS_HIDDEN;
+/* Measurements only (GPUSCOPE_AB_PHASES, with GPUSCOPE_AB_FILE): the time of parts of the
+ * launches' calls by our clock, summed and counted per part, written with the mode they ran
+ * in at each switch (bench/inject_ab.sh). */
+enum gs_phase {
+	GS_PH_TIMED,	/* a timed launch's wrapper, from entry to return */
+	GS_PH_UNTIMED,	/* an untimed launch's */
+	GS_PH_REAL,	/* the driver's launch call in a timed one */
+	GS_PH_REAL_UNT, /* in an untimed one */
+	GS_PH_BEGIN,	/* gs_timing_begin */
+	GS_PH_END,	/* gs_timing_end */
+	GS_PH_ASK,	/* its questions before a launch: the context, a capture */
+	GS_PH_LOCK,	/* taking T.lock on the program's thread (waiting for it) */
+	GS_PH_QUERY,	/* cuStreamQuery of a stream that looks busy */
+	GS_PH_GATE,	/* the gate's cuStreamWaitValue */
+	GS_PH_START_EV, /* the start event's cuEventRecord */
+	GS_PH_END_EV,	/* the end event's */
+	GS_PH_STACK,	/* gs_stack_maybe after a launch */
+	GS_PH_EMIT,	/* a launch's record */
+	GS_PH_HARVEST,	/* a pair's first cuEventElapsedTime (harvester, or after a sync) */
+	GS_PH_LOCKED,	/* gs_timing_begin's work under T.lock */
+	GS_PH_N
+};
+extern bool gs_phases_on GS_HIDDEN; /* (set by ab.c) */
+void gs_phase_add(enum gs_phase ph, __u64 t0) GS_HIDDEN;
+/* A part's count and ns since the last take (ab.c, at a switch). */
+void gs_phase_take(enum gs_phase ph, __u64 *n, __u64 *ns) GS_HIDDEN;
+/* The start of a part (0 when not measuring: gs_phase_add then adds nothing). */
+static inline __u64 gs_phase_t0(void)
+{
+	return __builtin_expect(gs_phases_on, 0) ? gs_clock() : 0;
+}
 
 /* ring.c */
 /* Whether the agent holds its lock on DIR/agent.lock (it runs). */
@@ -67,6 +98,7 @@ void gs_ring_prepare(void) GS_HIDDEN;
 void gs_count_unwrapped(void) GS_HIDDEN;
 void gs_count_gate_forced(void) GS_HIDDEN;
 void gs_count_time_capped(void) GS_HIDDEN;
+void gs_count_time_lost(void) GS_HIDDEN;
 
 /* resolve.c */
 /* The real driver function behind an API of the table (resolved on first use). */
@@ -180,34 +212,5 @@ void *gs_wrap_pointer(void *real) GS_HIDDEN;
 /* ab.c */
 /* With GPUSCOPE_AB_FILE: the thread that switches modes as the file says. */
 void gs_ab_init(void) GS_HIDDEN;
-/* Measurements only (GPUSCOPE_AB_PHASES, with GPUSCOPE_AB_FILE): the time of parts of the
- * launches' calls by our clock, summed and counted per part, written with the mode they ran
- * in at each switch (bench/inject_ab.sh). */
-enum gs_phase {
-	GS_PH_TIMED,	/* a timed launch's wrapper, from entry to return */
-	GS_PH_UNTIMED,	/* an untimed launch's */
-	GS_PH_REAL,	/* the driver's launch call in a timed one */
-	GS_PH_REAL_UNT, /* in an untimed one */
-	GS_PH_BEGIN,	/* gs_timing_begin */
-	GS_PH_END,	/* gs_timing_end */
-	GS_PH_ASK,	/* its questions before a launch: the context, a capture */
-	GS_PH_LOCK,	/* taking T.lock on the program's thread (waiting for it) */
-	GS_PH_QUERY,	/* cuStreamQuery of a stream that looks busy */
-	GS_PH_GATE,	/* the gate's cuStreamWaitValue */
-	GS_PH_START_EV, /* the start event's cuEventRecord */
-	GS_PH_END_EV,	/* the end event's */
-	GS_PH_STACK,	/* gs_stack_maybe after a launch */
-	GS_PH_EMIT,	/* a launch's record */
-	GS_PH_HARVEST,	/* a pair's first cuEventElapsedTime (harvester, or after a sync) */
-	GS_PH_LOCKED,	/* gs_timing_begin's work under T.lock */
-	GS_PH_N
-};
-extern bool gs_phases_on GS_HIDDEN;
-void gs_phase_add(enum gs_phase ph, __u64 t0) GS_HIDDEN;
-/* The start of a part (0 when not measuring: gs_phase_add then adds nothing). */
-static inline __u64 gs_phase_t0(void)
-{
-	return __builtin_expect(gs_phases_on, 0) ? gs_clock() : 0;
-}
 
 #endif

@@ -210,6 +210,12 @@ void gs_count_time_capped(void)
 		__atomic_fetch_add(&g.ring.h->time_capped, 1, __ATOMIC_RELAXED);
 }
 
+void gs_count_time_lost(void)
+{
+	if (__atomic_load_n(&g.ring_state, __ATOMIC_ACQUIRE) == 1)
+		__atomic_fetch_add(&g.ring.h->time_lost, 1, __ATOMIC_RELAXED);
+}
+
 void gs_count_unwrapped(void)
 {
 	if (gs_active && (__atomic_load_n(&g.ring_state, __ATOMIC_ACQUIRE) == 1 || make_ring()))

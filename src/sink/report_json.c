@@ -549,6 +549,7 @@ static const struct jfield losses[] = { JU64(struct report, "lost_calls", lost_c
 					JU64(struct report, "rings_lost", rings_lost),
 					JU64(struct report, "gates_forced", gates_forced),
 					JU64(struct report, "gpu_time_capped", time_capped),
+					JU64(struct report, "gpu_time_lost", time_lost),
 					JU64(struct report, "stacks_taken", stacks_taken),
 					JU64(struct report, "stacks_skipped", stacks_skipped) };
 

@@ -565,6 +565,9 @@ static void losses(FILE *f, const struct report *r)
 		{ r->time_capped, "launches were due for GPU timing but left untimed, to keep "
 				  "to a rate a thread (--gpu-time=N: at most 1000 timed a "
 				  "second unless GPUSCOPE_TIME_RATE says another, 0 none)" },
+		{ r->time_lost, "launches and copies were due for GPU timing but left untimed "
+				"for want of events (8192 a context) or room in the queue of "
+				"pairs not yet read" },
 		{ r->rings_lost, "in-process rings stopped early (a process died while writing, "
 				 "or the ring was damaged)" },
 		{ r->stacks_skipped, "launches' call stacks were due but skipped, to take at most "

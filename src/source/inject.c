@@ -299,6 +299,7 @@ static void read_counts(struct ring *r)
 	r->seen.unwrapped = accept(r->seen.unwrapped, h.unwrapped, bound);
 	r->seen.gates_forced = accept(r->seen.gates_forced, h.gates_forced, bound);
 	r->seen.time_capped = accept(r->seen.time_capped, h.time_capped, bound);
+	r->seen.time_lost = accept(r->seen.time_lost, h.time_lost, bound);
 }
 
 static void finish(struct inject *in, struct ring *r, bool lost)
@@ -374,6 +375,7 @@ static void retire(struct inject *in)
 		in->retired.unwrapped += r->seen.unwrapped;
 		in->retired.gates_forced += r->seen.gates_forced;
 		in->retired.time_capped += r->seen.time_capped;
+		in->retired.time_lost += r->seen.time_lost;
 	}
 	in->n = k;
 }
@@ -442,12 +444,14 @@ void inject__drops(const struct inject *in, struct gs_ev_drops *d)
 		d->unwrapped += c->unwrapped;
 		d->gates_forced += c->gates_forced;
 		d->time_capped += c->time_capped;
+		d->time_lost += c->time_lost;
 	}
 	for (int t = 0; t < GS_EV_MAX; t++)
 		d->by_type[t] += in->retired.drops[t];
 	d->unwrapped += in->retired.unwrapped;
 	d->gates_forced += in->retired.gates_forced;
 	d->time_capped += in->retired.time_capped;
+	d->time_lost += in->retired.time_lost;
 	d->rings_lost += in->rings_lost;
 }
 

@@ -35,6 +35,7 @@ struct ring_counts {
 	__u64 unwrapped;    /* driver entry points handed out unwrapped */
 	__u64 gates_forced; /* GPU timing gates the watchdog had to open (inject/gate.h) */
 	__u64 time_capped;  /* launches due for GPU timing left untimed by its rate */
+	__u64 time_lost;    /* ... for want of events or queue room */
 };
 
 struct ring {

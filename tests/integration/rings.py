@@ -9,7 +9,7 @@ HDR = 4096
 MIN_DATA = 64 << 10
 EV_MAX = 25
 # struct shmring_hdr: magic, version, hdr_size, data_size, pid, pad, created_ns; head at 64,
-# tail at 128, drops[GS_EV_MAX] at 192, unwrapped, gates_forced, time_capped.
+# tail at 128, drops[GS_EV_MAX] at 192, unwrapped, gates_forced, time_capped, time_lost.
 OFF_CREATED, OFF_DROPS, OFF_UNWRAPPED, OFF_GATES = 32, 192, 192 + 8 * EV_MAX, 200 + 8 * EV_MAX
 
 

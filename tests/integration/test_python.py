@@ -175,28 +175,33 @@ def test_stack_rate(gs, tmp_path):
 def test_time_rate(gs, tmp_path):
     """--inject --gpu-time=N: every Nth launch of a kernel on a thread is due for GPU
     timing, but a thread times at most GPUSCOPE_TIME_RATE a second (1,000 unless set; 10
-    at once), its first launch of each kernel always (inject/gputime.c). The due launches
-    left untimed are counted: timed + capped = due, exactly (at N = 2, the main thread's
-    10,000 launches and the worker's one). With GPUSCOPE_TIME_RATE=0 every due launch is
-    timed, and the report's text says why some were not. (Kernels of 200 ns, so that the
-    double's stream keeps up: a backlog of timed work the size of the event pool would
-    leave launches untimed for want of events.)"""
-    n = 10000
-    due = n // 2 + 1
-    for rate, limited in (("100", True), ("0", False)):
-        js, rec = tmp_path / ("r%s.json" % rate), tmp_path / ("r%s.gsrec" % rate)
+    at once), its first launch of each kernel always (inject/gputime.c). Every due launch
+    left untimed is counted, by why: timed + capped + lost = due, exactly (at N = 2, the
+    main thread's launches and the worker's one). Capped: the rate, 100 a second here.
+    With GPUSCOPE_TIME_RATE=0 every due launch is timed while the double's 200 ns kernels
+    keep up; 20,000 launches of 100 us kernels queue 2 s of work, more pairs than the pool
+    of 8,192 events holds: lost. The text report says both (from a recording)."""
+    for rate, kernel_ns, n, why in (("100", "200", 10000, "capped"), ("0", "200", 10000, None),
+                                     ("0", "100000", 20000, "lost")):
+        due = n // 2 + 1
+        js, rec = tmp_path / ("r%s.json" % kernel_ns), tmp_path / ("r%s.gsrec" % kernel_ns)
         gs.run(["run", "--inject", "--gpu-time=2", "--json=%s" % js, "-o", str(rec), "--",
                 PYTHON, os.path.abspath(SCRIPT), "--launches", str(n)],
-               env=dict(gs.env(), GPUSCOPE_TIME_RATE=rate, FAKECUDA_KERNEL_NS="200"),
+               env=dict(gs.env(), GPUSCOPE_TIME_RATE=rate, FAKECUDA_KERNEL_NS=kernel_ns),
                check_rc=0)
         report = json.load(open(js))
-        p = gs.run(["report", str(rec)], check_rc=0)  # (the count kept in a recording)
         k = {k["name"]: k for k in report["kernels"]["list"]}["pyKernel"]
-        capped = report["drops"]["gpu_time_capped"]
-        assert k["launches"] == n + 1 and k["gpu"]["timed"] + capped == due, (k, capped)
-        assert (capped > due // 2) if limited else capped == 0, (k["gpu"], capped)
-        assert ("%d launches were due for GPU timing but left untimed" % capped in
-                p.stdout + p.stderr) == limited, p.stdout + p.stderr
+        capped, lost = report["drops"]["gpu_time_capped"], report["drops"]["gpu_time_lost"]
+        assert k["launches"] == n + 1 and k["gpu"]["timed"] + capped + lost == due, (
+            k, capped, lost)
+        assert (capped > due // 2) if why == "capped" else capped == 0, (k["gpu"], capped)
+        assert (lost > 0) == (why == "lost"), (k["gpu"], lost)
+        p = gs.run(["report", str(rec)], check_rc=0)
+        text = p.stdout + p.stderr
+        assert ("%d launches were due for GPU timing but left untimed, to keep" % capped
+                in text) == (why == "capped"), text
+        assert ("%d launches and copies were due for GPU timing but left untimed for want"
+                % lost in text) == (why == "lost"), text
 
 
 def test_unknown_version_keeps_native_stacks(gs, tmp_path):
