@@ -151,10 +151,8 @@ __u64 gs_clock(void)
 bool gs_phases_on;
 static __u64 phase_n[GS_PH_N], phase_ns[GS_PH_N];
 
-void gs_phase_add(enum gs_phase ph, __u64 t0)
+void gs_phase_sum(enum gs_phase ph, __u64 t0)
 {
-	if (!t0)
-		return;
 	__atomic_add_fetch(&phase_n[ph], 1, __ATOMIC_RELAXED);
 	__atomic_add_fetch(&phase_ns[ph], gs_clock() - t0, __ATOMIC_RELAXED);
 }

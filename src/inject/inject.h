@@ -62,13 +62,19 @@ enum gs_phase {
 	GS_PH_N
 };
 extern bool gs_phases_on GS_HIDDEN; /* (set by ab.c) */
-void gs_phase_add(enum gs_phase ph, __u64 t0) GS_HIDDEN;
+void gs_phase_sum(enum gs_phase ph, __u64 t0) GS_HIDDEN;
 /* A part's count and ns since the last take (ab.c, at a switch). */
 void gs_phase_take(enum gs_phase ph, __u64 *n, __u64 *ns) GS_HIDDEN;
 /* The start of a part (0 when not measuring: gs_phase_add then adds nothing). */
 static inline __u64 gs_phase_t0(void)
 {
 	return __builtin_expect(gs_phases_on, 0) ? gs_clock() : 0;
+}
+/* The part that began at t0 has ended (inline: not measuring costs a test, not a call). */
+static inline void gs_phase_add(enum gs_phase ph, __u64 t0)
+{
+	if (__builtin_expect(t0 != 0, 0))
+		gs_phase_sum(ph, t0);
 }
 
 /* ring.c */
