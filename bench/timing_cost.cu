@@ -17,6 +17,16 @@
  *   gate_pair_harvest   gate_pair and that thread (the plane's every-kernel timing)
  *   end_harvest    end, and a thread reading one elapsed (reference-end) a launch
  *   gate_end_harvest    gate_end and that thread
+ *   graph          instead of the launch, a graph of an event record node, the kernel and
+ *                  another event record node (a pool of GRAPHS instantiated ahead, each
+ *                  with its own events), its kernel node's parameters set at the exec and
+ *                  launched: two driver calls where a gated pair makes four, the two
+ *                  events back to back with the kernel on the GPU without a gate
+ *   graph_launch   the same without setting the parameters (what the graph's launch
+ *                  costs alone)
+ * and what the empty kernel reads between its events ("elapsed_ns"), median over 1,000
+ * paced launches with a gated pair each, and over the pool's graphs after as many paced
+ * launches of them.
  *
  * With PACE_NS, launches paced like a tiny-op loop instead (issue 22: --gpu-time=10 cost
  * the tiny op about 9 us a timed launch, every-kernel timing about 5 us a launch): back to
@@ -60,7 +70,41 @@ static double now_ns()
 	return ts.tv_sec * 1e9 + ts.tv_nsec;
 }
 
-enum { PLAIN, ASK, END, PAIR, GATE_PAIR, GATE_END };
+enum { PLAIN, ASK, END, PAIR, GATE_PAIR, GATE_END, GRAPH, GRAPH_LAUNCH };
+
+#define GRAPHS 64
+static CUgraphExec graph_exec[GRAPHS];
+static CUgraphNode graph_kernel[GRAPHS];
+static CUevent graph_ev[GRAPHS][2];
+static CUDA_KERNEL_NODE_PARAMS graph_params;
+
+/* The pool of graphs [start event, the empty kernel, end event]. */
+static void graphs_make(void)
+{
+	cudaFunction_t f;
+
+	if (cudaGetFuncBySymbol(&f, (const void *)empty) != cudaSuccess)
+		exit(1);
+	graph_params = (CUDA_KERNEL_NODE_PARAMS){ .func = (CUfunction)f,
+						  .gridDimX = 1,
+						  .gridDimY = 1,
+						  .gridDimZ = 1,
+						  .blockDimX = 1,
+						  .blockDimY = 1,
+						  .blockDimZ = 1 };
+	for (int k = 0; k < GRAPHS; k++) {
+		CUgraph g;
+		CUgraphNode a, b;
+
+		CK(cuEventCreate(&graph_ev[k][0], 0));
+		CK(cuEventCreate(&graph_ev[k][1], 0));
+		CK(cuGraphCreate(&g, 0));
+		CK(cuGraphAddEventRecordNode(&a, g, NULL, 0, graph_ev[k][0]));
+		CK(cuGraphAddKernelNode(&graph_kernel[k], g, &a, 1, &graph_params));
+		CK(cuGraphAddEventRecordNode(&b, g, &graph_kernel[k], 1, graph_ev[k][1]));
+		CK(cuGraphInstantiate(&graph_exec[k], g, 0));
+	}
+}
 
 static CUcontext ctx;
 static CUevent *starts, *ends, ref;
@@ -145,12 +189,20 @@ static struct result run(const struct variant *var, long n, double pace, CUstrea
 			CK(cuCtxGetCurrent(&c));
 			CK(cuStreamIsCapturing(s, &st));
 		}
-		empty<<<1, 1, 0, s>>>();
-		if (timed && v != ASK)
+		if (timed && (v == GRAPH || v == GRAPH_LAUNCH)) {
+			if (v == GRAPH)
+				CK(cuGraphExecKernelNodeSetParams(graph_exec[i % GRAPHS],
+								  graph_kernel[i % GRAPHS],
+								  &graph_params));
+			CK(cuGraphLaunch(graph_exec[i % GRAPHS], s));
+		} else {
+			empty<<<1, 1, 0, s>>>();
+		}
+		if (timed && v != ASK && v != GRAPH && v != GRAPH_LAUNCH)
 			CK(cuEventRecord(ends[i], s));
 		if (gated)
 			__atomic_store_n(gate, seq, __ATOMIC_RELEASE);
-		if (timed && v != ASK) {
+		if (timed && v != ASK && v != GRAPH && v != GRAPH_LAUNCH) {
 			timed_at[published] = i;
 			published = published + 1;
 		}
@@ -193,6 +245,8 @@ int main(int argc, char **argv)
 		{ GATE_PAIR, 1, true, "gate_pair_harvest" },
 		{ END, 1, true, "end_harvest" },
 		{ GATE_END, 1, true, "gate_end_harvest" },
+		{ GRAPH, 1, false, "graph" },
+		{ GRAPH_LAUNCH, 1, false, "graph_launch" },
 	};
 	static const struct variant paced[] = {
 		{ PLAIN, 1, false, "plain" },
@@ -202,6 +256,9 @@ int main(int argc, char **argv)
 		{ GATE_PAIR, 10, false, "gate_pair_10" },
 		{ GATE_END, 1, false, "gate_end" },
 		{ GATE_END, 10, false, "gate_end_10" },
+		{ GRAPH, 1, false, "graph" },
+		{ GRAPH, 10, false, "graph_10" },
+		{ GRAPH_LAUNCH, 1, false, "graph_launch" },
 		{ GATE_PAIR, 1, true, "gate_pair_harvest" },
 		{ GATE_PAIR, 10, true, "gate_pair_10_harvest" },
 	};
@@ -224,6 +281,9 @@ int main(int argc, char **argv)
 		CK(cuEventCreate(&ends[i], 0));
 	}
 	CK(cuEventCreate(&ref, 0));
+	graphs_make();
+	for (int k = 0; k < GRAPHS; k++)
+		CK(cuGraphLaunch(graph_exec[k], s)); /* (uploaded) */
 	for (int i = 0; i < 2000; i++)
 		empty<<<1, 1, 0, s>>>();
 	CK(cuStreamSynchronize(s));
@@ -239,7 +299,28 @@ int main(int argc, char **argv)
 			tt[i].push_back(x.timed);
 			tu[i].push_back(x.untimed);
 		}
-	printf("{\"n\": %ld, \"reps\": %d", n, reps);
+	std::vector<double> el_pair, el_graph;
+	static const struct variant pairs = { GATE_PAIR, 1, false, "" };
+	static const struct variant graph = { GRAPH, 1, false, "" };
+	long m = n < 1000 ? n : 1000;
+
+	run(&pairs, m, 15000, s, gate_dev, gate);
+	for (long i = 0; i < m; i++) {
+		float ms;
+
+		if (cuEventElapsedTime(&ms, starts[i], ends[i]) == CUDA_SUCCESS)
+			el_pair.push_back(ms * 1e6);
+	}
+	run(&graph, m, 15000, s, gate_dev, gate);
+	for (int k = 0; k < GRAPHS; k++) {
+		float ms;
+
+		if (cuEventElapsedTime(&ms, graph_ev[k][0], graph_ev[k][1]) == CUDA_SUCCESS)
+			el_graph.push_back(ms * 1e6);
+	}
+	printf("{\"n\": %ld, \"reps\": %d, \"elapsed_ns\": {\"gate_pair\": %.0f, "
+	       "\"graph\": %.0f}",
+	       n, reps, median(el_pair), median(el_graph));
 	if (pace)
 		printf(", \"pace_ns\": %.0f", pace);
 	for (int i = 0; i < nv; i++) {
