@@ -24,6 +24,10 @@
  *                  events back to back with the kernel on the GPU without a gate
  *   graph_launch   the same without setting the parameters (what the graph's launch
  *                  costs alone)
+ *   graph_switch   graph, its kernel node set to another function every other launch
+ *   graph_kern     graph, the node set by the kernel's CUkernel handle (as CUDA 13's
+ *                  runtime stubs launch) rather than a CUfunction
+ * (the first error a graph variant met, if any: "graph_errors")
  * and what the empty kernel reads between its events ("elapsed_ns"), median over 1,000
  * paced launches with a gated pair each, and over the pool's graphs after as many paced
  * launches of them.
@@ -62,6 +66,7 @@
 	} while (0)
 
 __global__ void empty() {}
+__global__ void empty2() {}
 
 static double now_ns()
 {
@@ -70,13 +75,14 @@ static double now_ns()
 	return ts.tv_sec * 1e9 + ts.tv_nsec;
 }
 
-enum { PLAIN, ASK, END, PAIR, GATE_PAIR, GATE_END, GRAPH, GRAPH_LAUNCH };
+enum { PLAIN, ASK, END, PAIR, GATE_PAIR, GATE_END, GRAPH, GRAPH_LAUNCH, GRAPH_SWITCH, GRAPH_KERN };
 
 #define GRAPHS 64
 static CUgraphExec graph_exec[GRAPHS];
 static CUgraphNode graph_kernel[GRAPHS];
 static CUevent graph_ev[GRAPHS][2];
-static CUDA_KERNEL_NODE_PARAMS graph_params;
+static CUDA_KERNEL_NODE_PARAMS graph_params, graph_params2, graph_params_kern;
+static int graph_error[GRAPH_KERN + 1];
 
 /* The pool of graphs [start event, the empty kernel, end event]. */
 static void graphs_make(void)
@@ -92,6 +98,20 @@ static void graphs_make(void)
 						  .blockDimX = 1,
 						  .blockDimY = 1,
 						  .blockDimZ = 1 };
+	graph_params2 = graph_params;
+	if (cudaGetFuncBySymbol(&f, (const void *)empty2) != cudaSuccess)
+		exit(1);
+	graph_params2.func = (CUfunction)f;
+	graph_params_kern = graph_params;
+	graph_params_kern.func = NULL;
+	{
+		cudaKernel_t k;
+
+		if (cudaGetKernel(&k, (const void *)empty) != cudaSuccess)
+			exit(1);
+		graph_params_kern.kern = (CUkernel)k;
+		CK(cuCtxGetCurrent(&graph_params_kern.ctx));
+	}
 	for (int k = 0; k < GRAPHS; k++) {
 		CUgraph g;
 		CUgraphNode a, b;
@@ -189,20 +209,27 @@ static struct result run(const struct variant *var, long n, double pace, CUstrea
 			CK(cuCtxGetCurrent(&c));
 			CK(cuStreamIsCapturing(s, &st));
 		}
-		if (timed && (v == GRAPH || v == GRAPH_LAUNCH)) {
-			if (v == GRAPH)
-				CK(cuGraphExecKernelNodeSetParams(graph_exec[i % GRAPHS],
-								  graph_kernel[i % GRAPHS],
-								  &graph_params));
-			CK(cuGraphLaunch(graph_exec[i % GRAPHS], s));
+		if (timed && v >= GRAPH) {
+			const CUDA_KERNEL_NODE_PARAMS *p = v == GRAPH_KERN		 ? &graph_params_kern
+							   : v == GRAPH_SWITCH && i % 2 ? &graph_params2
+											: &graph_params;
+			CUresult r = v == GRAPH_LAUNCH
+					     ? CUDA_SUCCESS
+					     : cuGraphExecKernelNodeSetParams(graph_exec[i % GRAPHS],
+									      graph_kernel[i % GRAPHS], p);
+
+			if (!r)
+				r = cuGraphLaunch(graph_exec[i % GRAPHS], s);
+			if (r && !graph_error[v])
+				graph_error[v] = (int)r;
 		} else {
 			empty<<<1, 1, 0, s>>>();
 		}
-		if (timed && v != ASK && v != GRAPH && v != GRAPH_LAUNCH)
+		if (timed && v != ASK && v < GRAPH)
 			CK(cuEventRecord(ends[i], s));
 		if (gated)
 			__atomic_store_n(gate, seq, __ATOMIC_RELEASE);
-		if (timed && v != ASK && v != GRAPH && v != GRAPH_LAUNCH) {
+		if (timed && v != ASK && v < GRAPH) {
 			timed_at[published] = i;
 			published = published + 1;
 		}
@@ -247,6 +274,8 @@ int main(int argc, char **argv)
 		{ GATE_END, 1, true, "gate_end_harvest" },
 		{ GRAPH, 1, false, "graph" },
 		{ GRAPH_LAUNCH, 1, false, "graph_launch" },
+		{ GRAPH_SWITCH, 1, false, "graph_switch" },
+		{ GRAPH_KERN, 1, false, "graph_kern" },
 	};
 	static const struct variant paced[] = {
 		{ PLAIN, 1, false, "plain" },
@@ -259,6 +288,8 @@ int main(int argc, char **argv)
 		{ GRAPH, 1, false, "graph" },
 		{ GRAPH, 10, false, "graph_10" },
 		{ GRAPH_LAUNCH, 1, false, "graph_launch" },
+		{ GRAPH_SWITCH, 1, false, "graph_switch" },
+		{ GRAPH_KERN, 1, false, "graph_kern" },
 		{ GATE_PAIR, 1, true, "gate_pair_harvest" },
 		{ GATE_PAIR, 10, true, "gate_pair_10_harvest" },
 	};
@@ -319,8 +350,9 @@ int main(int argc, char **argv)
 			el_graph.push_back(ms * 1e6);
 	}
 	printf("{\"n\": %ld, \"reps\": %d, \"elapsed_ns\": {\"gate_pair\": %.0f, "
-	       "\"graph\": %.0f}",
-	       n, reps, median(el_pair), median(el_graph));
+	       "\"graph\": %.0f}, \"graph_errors\": [%d, %d, %d, %d]",
+	       n, reps, median(el_pair), median(el_graph), graph_error[GRAPH],
+	       graph_error[GRAPH_LAUNCH], graph_error[GRAPH_SWITCH], graph_error[GRAPH_KERN]);
 	if (pace)
 		printf(", \"pace_ns\": %.0f", pace);
 	for (int i = 0; i < nv; i++) {
