@@ -146,6 +146,16 @@ __u64 gs_clock(void)
 	return ns;
 }
 
+bool gs_rate_allows(__u64 *tat, __u64 now, __u32 per_s, __u32 burst)
+{
+	__u64 gap = 1000000000ULL / per_s;
+
+	if (*tat > now + (burst - 1) * gap)
+		return false;
+	*tat = (*tat > now ? *tat : now) + gap;
+	return true;
+}
+
 /* ---- measurements (GPUSCOPE_AB_PHASES, ab.c): the parts of the calls, summed ---------- */
 
 bool gs_phases_on;

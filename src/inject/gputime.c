@@ -19,8 +19,7 @@ static __thread struct sample_slot *tl_sample __attribute__((tls_model("initial-
 static __thread __u32 tl_tid __attribute__((tls_model("initial-exec")));
 static __thread void *tl_ctx __attribute__((tls_model("initial-exec")));
 static __thread int tl_slot __attribute__((tls_model("initial-exec")));
-/* The thread's timed launches under --gpu-time=N, kept to a rate: when the next would be
- * due if they came evenly spaced (gs_clock ns; GCRA's theoretical arrival time). */
+/* The thread's timed launches under --gpu-time=N, kept to a rate (gs_rate_allows). */
 static __thread __u64 tl_rate_tat __attribute__((tls_model("initial-exec")));
 
 /* --gpu-time's value as how many launches of a kernel make one timed: 1 every one, 0 none;
@@ -71,14 +70,12 @@ void gs_timing_init(const char *mode)
 
 void gs_timing_rate(__u32 per_s)
 {
-	__atomic_store_n(&T.rate_ns, per_s ? 1000000000ULL / per_s : 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&T.rate, per_s, __ATOMIC_RELAXED);
 }
 
 __u32 gs_timing_rate_now(void)
 {
-	__u64 gap = __atomic_load_n(&T.rate_ns, __ATOMIC_RELAXED);
-
-	return gap ? (__u32)(1000000000ULL / gap) : 0;
+	return __atomic_load_n(&T.rate, __ATOMIC_RELAXED);
 }
 
 bool gs_timing_switch(const char *mode)
@@ -110,21 +107,15 @@ void gs_timing_after_fork(void)
 	gs_graphtime_after_fork();
 }
 
-/* Whether the thread may time one more launch now: on average one every T.rate_ns, up to
- * TIME_BURST at once (counted when not). */
+/* Whether the thread may time one more launch now (counted when not). */
 static bool rate_allows(void)
 {
-	__u64 gap = __atomic_load_n(&T.rate_ns, __ATOMIC_RELAXED), now;
+	__u32 per_s = __atomic_load_n(&T.rate, __ATOMIC_RELAXED);
 
-	if (!gap)
+	if (!per_s || gs_rate_allows(&tl_rate_tat, gs_clock(), per_s, TIME_BURST))
 		return true;
-	now = gs_clock();
-	if (tl_rate_tat > now + (TIME_BURST - 1) * gap) {
-		gs_count_time_capped();
-		return false;
-	}
-	tl_rate_tat = (tl_rate_tat > now ? tl_rate_tat : now) + gap;
-	return true;
+	gs_count_time_capped();
+	return false;
 }
 
 bool gs_timing_wanted(__u64 func)

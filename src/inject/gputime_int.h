@@ -108,8 +108,8 @@ struct last_dur {
 };
 
 struct gt_state {
-	int every;     /* 0 off, 1 all, N every Nth */
-	__u64 rate_ns; /* N: timed launches at least this far apart a thread, on average (0: any) */
+	int every;  /* 0 off, 1 all, N every Nth */
+	__u32 rate; /* N: timed launches a second a thread, at most (0: any) */
 	struct backlog backlog[BACKLOG_SLOTS]; /* under lock */
 	struct last_dur dur[DUR_SLOTS];	       /* under lock */
 	pthread_mutex_t lock;

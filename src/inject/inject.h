@@ -39,6 +39,10 @@ typedef int (*gs_fn)(__u64, __u64, __u64, __u64, __u64, __u64, __u64, __u64, __u
 /* clock.c */
 __u64 gs_clock(void) GS_HIDDEN;
 void gs_clock_init(void) GS_HIDDEN;
+/* A thread's budget of something a second (stacks taken, launches timed): whether one more
+ * may be had at now, keeping to per_s a second on average with up to burst at once. *tat
+ * (the thread's own, 0 at first) is when the next would come if they came evenly spaced. */
+bool gs_rate_allows(__u64 *tat, __u64 now, __u32 per_s, __u32 burst) GS_HIDDEN;
 /* Measurements only (GPUSCOPE_AB_PHASES, with GPUSCOPE_AB_FILE): the time of parts of the
  * launches' calls by our clock, summed and counted per part, written with the mode they ran
  * in at each switch (bench/inject_ab.sh). */

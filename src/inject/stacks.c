@@ -11,10 +11,12 @@
  * us a stack), where the unwinding and the Python frames themselves took about 2.5 us
  * (bench/results/ab-2026-11-27.md): the rest is spent outside the unwinding (where,
  * not found; measured while gpuscope's own loop spun a CPU beside the program, fixed
- * since, and not measured again). So the in-process plane limits how many it takes, not their measured time:
+ * since, and not measured again). So the in-process plane limits how many it takes, not
+ * their measured time:
  * with GPUSCOPE_STACK_RATE (which gpuscope sets unless --stacks was given), a launch whose
- * stack is due is skipped while its thread has taken that many stacks a second (a token
- * bucket: BURST at most at once); its next stack record carries how many were skipped, or,
+ * stack is due is skipped while its thread has taken that many stacks a second
+ * (gs_rate_allows, the rate --gpu-time=N's timed launches keep to too: BURST at most at
+ * once); its next stack record carries how many were skipped, or,
  * when the thread ends (or ends the process) with skips since its last one, a record of no
  * frames that only carries them (a thread still running when another one ends the process
  * keeps its last skips uncounted). Allocations' and failed calls' stacks are always taken.
@@ -31,14 +33,12 @@
 extern const struct gs_api_desc gs_api_descs[GS_API_MAX];
 
 #define BURST	 10
-#define TOKEN	 1000000000ULL /* a stack's worth: a second's of a rate of one */
 #define RATE_MAX 1000000U
 
 static __u32 every, rate;
 static __thread __u32 tl_launches __attribute__((tls_model("initial-exec")));
 static __thread struct {
-	__u64 tokens;  /* stacks the thread may take now, times TOKEN */
-	__u64 last;    /* when it last earned */
+	__u64 tat;     /* its rate's (gs_rate_allows) */
 	__u32 skipped; /* launches' stacks skipped since the thread's last stack record */
 	__u16 api;     /* the last one's call */
 } tl_acct __attribute__((tls_model("initial-exec")));
@@ -116,24 +116,6 @@ void gs_stacks_after_fork(void)
 	tl_launches = 0;
 }
 
-/* A launch's stack is due at now: whether the thread may take one, at per_s a second. */
-static bool affordable(__u64 now, __u32 per_s)
-{
-	const __u64 cap = BURST * TOKEN;
-
-	if (!tl_acct.last || now - tl_acct.last >= cap / per_s)
-		tl_acct.tokens = cap; /* (the first, or after a pause) */
-	else if (now > tl_acct.last)
-		tl_acct.tokens = tl_acct.tokens + (now - tl_acct.last) * per_s < cap
-					 ? tl_acct.tokens + (now - tl_acct.last) * per_s
-					 : cap;
-	tl_acct.last = now;
-	if (tl_acct.tokens < TOKEN)
-		return false;
-	tl_acct.tokens -= TOKEN;
-	return true;
-}
-
 /* The stack of the call being made (api, at ts), recorded. */
 static void take(unsigned int api, __u64 ts, __u64 arg, bool launch)
 {
@@ -179,7 +161,7 @@ void gs_stack_maybe(unsigned int api, __u64 ts, int result, __u64 arg)
 		 d->shape == GS_SH_M_CREATE);
 	if (!failed && !alloc && (d->family != GS_FAM_LAUNCH || tl_launches++ % n))
 		return;
-	if (!failed && !alloc && per_s && !affordable(ts, per_s)) {
+	if (!failed && !alloc && per_s && !gs_rate_allows(&tl_acct.tat, ts, per_s, BURST)) {
 		count_skip(api);
 		return;
 	}
