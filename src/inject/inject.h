@@ -7,7 +7,7 @@
  * the kernel probes into a shared-memory ring that gpuscope drains (src/source/inject.c).
  *
  * Files, each using only those above it:
- *   clock.c    the clock of every record (and measurements' sums of the parts of calls);
+ *   clock.c    the clock of every record, per-thread rates, measurements' sums of calls;
  *   ring.c     the process's ring, record emission, per-thread state;
  *   resolve.c  the real driver functions, and where a call came from;
  *   gate.c     (gate.h) what may be timed: no stream in capture;
