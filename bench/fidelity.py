@@ -158,7 +158,8 @@ def durations(d, report):
     display = {k["name"]: norm(k["display"]) for k in report["kernels"]["list"] if k["name"]}
     over = {dv["device"]: (dv["event_overhead_ns"], dv["chained_event_overhead_ns"],
                            dv.get("graph_event_overhead_ns", dv["event_overhead_ns"]),
-                           dv.get("busy_event_overhead_ns", dv["event_overhead_ns"]))
+                           dv.get("busy_event_overhead_ns", dv["event_overhead_ns"]),
+                           dv.get("carried_event_overhead_ns", dv["event_overhead_ns"]))
             for dv in report["gpu"]["devices"]}
     out = collections.defaultdict(list)
     for rec in gsrec.records(os.path.join(d, "run.gsrec")):
@@ -177,7 +178,7 @@ def durations(d, report):
                 continue
             key = (rec["pid"], func)
             name = names.get(key) or names.get((rec["pid"], alias.get(key)))
-            dur = report_duration(start, end, call_end, flags, over.get(device, (0, 0, 0, 0)))
+            dur = report_duration(start, end, call_end, flags, over.get(device, (0,) * 5))
             if flags & 64:  # inside a graph: paired by its launch
                 in_graph.append((rec["pid"], rec["ts"], display.get(name, "?%x" % func),
                                  start, dur))
@@ -199,13 +200,14 @@ EV_LAUNCH = 1
 def report_duration(start, end, call_end, flags, over):
     """A kernel's duration from its record, as analysis/model_gpu.c computes it (None: one
     the report leaves out, its start or end not known well enough)."""
-    gated, submitted = flags & (2 | 64), call_end
+    gated, submitted = flags & (2 | 64 | 128), call_end
     idle = not gated and start < submitted
     if flags & 4 or flags & 8 or (idle and submitted - start > IDLE_WINDOW_NS):
         return None
     s = min(submitted, end) if idle else start
-    # (chained, in a graph, ungated on a busy stream, else a gated pair)
-    o = min(over[1 if flags & 16 else 2 if flags & 64 else 0 if gated or idle else 3], end - s)
+    # (chained, in a graph, run by a carrier, ungated on a busy stream, else a gated pair)
+    o = min(over[1 if flags & 16 else 2 if flags & 64 else 4 if flags & 128
+                 else 0 if gated or idle else 3], end - s)
     if not idle:
         s += o // 2
     return end - (o - o // 2) - s

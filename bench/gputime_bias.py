@@ -92,28 +92,31 @@ def analyse(gs, out):
     over, empty = med(cal[0]), med(cal[1])
     said = dev["event_overhead_ns"]
     said_chained = dev.get("chained_event_overhead_ns", said)
+    said_carried = dev.get("carried_event_overhead_ns", said)
     buckets = {"<2us": [], "2-50us": [], ">50us": []}
     places = {}  # the place in its chain (0: a pair, or a chain's first) of kernels < 50 us
     place = 0
     for c, r in zip(cupti, kern):
         place = place + 1 if r["flags"] & 32 else 0
         # Gated, nothing else said of it but that it was held in a chain (16), timed from
-        # the end event before it (32).
-        if not r["flags"] & 2 or r["flags"] & ~(3 | 16 | 32):
+        # the end event before it (32); or run by a carrier (128).
+        if not r["flags"] & (2 | 128) or r["flags"] & ~(3 | 16 | 32 | 128):
             continue
         raw, d = r["end"] - r["start"], c[1]
         b = "<2us" if d < 2000 else "2-50us" if d <= 50000 else ">50us"
-        off = said_chained if r["flags"] & 32 else said
+        off = said_chained if r["flags"] & 32 else said_carried if r["flags"] & 128 else said
         if d <= 50000:
             k = str(place) if place < 4 else "4-7" if place < 8 else "8+"
             places.setdefault(k, []).append((raw - d, raw - min(off, raw) - d, d))
         buckets[b].append({"cupti": d, "raw": raw, "reported": raw - min(off, raw),
                            "kernel": raw - min(over, raw), "empty": raw - min(empty, raw),
                            "midpoint": raw - min((over + empty) / 2, raw),
-                           "chained": bool(r["flags"] & 32)})
+                           "chained": bool(r["flags"] & 32),
+                           "carried": bool(r["flags"] & 128)})
     table = {}
     for b, v in buckets.items():
         row = {"n": len(v), "chained": sum(x["chained"] for x in v),
+               "carried": sum(x["carried"] for x in v),
                "cupti_median_ns": med([x["cupti"] for x in v]),
                "raw_minus_cupti_median_ns": med([x["raw"] - x["cupti"] for x in v])}
         for est in ("reported", "kernel", "raw", "empty", "midpoint"):
@@ -122,6 +125,15 @@ def analyse(gs, out):
             ok = [abs(e) <= max(0.02 * x["cupti"], 500) for e, x in zip(err, v)]
             row[est] = {"median_err_ns": med(err), "median_rel": med(rel),
                         "within_2pct_or_0.5us": sum(ok) / len(ok) if ok else None}
+        # (the report's estimate for the carried and for the pairs apart)
+        for part, sub in (("carried", [x for x in v if x["carried"]]),
+                          ("pairs", [x for x in v if not x["carried"]])):
+            err = [x["reported"] - x["cupti"] for x in sub]
+            ok = [abs(e) <= max(0.02 * x["cupti"], 500) for e, x in zip(err, sub)]
+            row["reported_" + part] = {
+                "n": len(sub), "median_err_ns": med(err),
+                "raw_minus_cupti_median_ns": med([x["raw"] - x["cupti"] for x in sub]),
+                "within_2pct_or_0.5us": sum(ok) / len(ok) if ok else None}
         table[b] = row
     by_place = {}
     for k, v in sorted(places.items()):
@@ -135,6 +147,13 @@ def analyse(gs, out):
     res = {"reported_overhead_ns": said, "by_place_under_50us": by_place,
            "reported_launch_ns": dev.get("event_launch_ns"),
            "launch_exact_ns": small - empty if empty is not None and small is not None else None, "reported_chained_overhead_ns": said_chained,
+           "reported_carried_overhead_ns": said_carried,
+           "carried_calibration_ns": med([r["end"] - r["start"] for r in recs
+                                          if r["kind"] == 5 and r["func"] == 9]),
+           "carried_empty_ns": med([r["end"] - r["start"] for r in recs
+                                    if r["kind"] == 5 and r["func"] == 10]),
+           "carried_still_ns": med([r["end"] - r["start"] for r in recs
+                                    if r["kind"] == 5 and r["func"] == 11]),
            "calibration_chained_ns": [r["end"] - r["start"] for r in recs
                                       if r["kind"] == 5 and r["func"] == 3],
            "calibration_overhead_ns": cal[0],

@@ -278,7 +278,7 @@ enum gs_gpu_kind {
 
 /* A calibration record's func (src/inject/gputime_ctx.c): what the analysis takes off kernel
  * times comes from the first two and GS_CAL_LAUNCH (analysis/model_gpu.c), inside graphs from
- * GS_CAL_GRAPH and GS_CAL_GRAPH_EMPTY. */
+ * GS_CAL_GRAPH and GS_CAL_GRAPH_EMPTY, in carriers from GS_CAL_CARRIED and GS_CAL_CARRIED_EMPTY. */
 enum gs_gpu_cal {
 	GS_CAL_OVERHEAD = 0, /* a gated pair around the calibration kernel, less its span */
 	GS_CAL_EMPTY = 1,    /* a gated pair with nothing between */
@@ -302,6 +302,13 @@ enum gs_gpu_cal {
 	/* The least a kernel launched onto a busy stream reads over its duration, for the GPU's
 	 * architecture (analysis/model_gpu.c). */
 	GS_CAL_BUSY_MIN = 8,
+	/* A carrier (src/inject/gputime_carry.c) around the calibration kernel, its node set
+	 * before each run as a launch sets it, less the span; an empty carrier (two event
+	 * nodes first in a graph); and the first again without the set before each run
+	 * (bench/gputime_bias.py, not used). */
+	GS_CAL_CARRIED = 9,
+	GS_CAL_CARRIED_EMPTY = 10,
+	GS_CAL_CARRIED_STILL = 11,
 };
 
 enum gs_gpu_flags {
@@ -332,6 +339,10 @@ enum gs_gpu_flags {
 	 * (src/inject/gputime_graph.c): func is the node's kernel, h.ts and call_end_ns the
 	 * graph launch's call, stream its stream. */
 	GS_GPU_IN_GRAPH = 1 << 6,
+	/* Run by a carrier: a graph of gpuscope's own, [event record node, this kernel, event
+	 * record node], launched in place of the program's launch on an idle stream
+	 * (src/inject/gputime_carry.c): its times are exact, as a gated launch's. */
+	GS_GPU_CARRIED = 1 << 7,
 };
 
 /*

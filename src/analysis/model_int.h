@@ -110,8 +110,8 @@ struct dev_stat {
 	/* Calibration (GS_GPU_CALIBRATION): a gated pair around our calibration kernel less
 	 * its span (cal), a gated pair with nothing between (empty); what an event pair adds
 	 * to a kernel's time from their medians (b.overhead_ns; model_gpu.c says how). */
-	__u64 cal[16], empty[16], gcal[16], gempty[16];
-	unsigned int ncal, nempty, ngcal, ngempty;
+	__u64 cal[16], empty[16], gcal[16], gempty[16], ccal[16], cempty[16];
+	unsigned int ncal, nempty, ngcal, ngempty, nccal, ncempty;
 	__u64 launch;		  /* GS_CAL_LAUNCH, 0 where not known */
 	__u64 busy_min;		  /* GS_CAL_BUSY_MIN, the same */
 	__u64 cur_start, cur_end; /* the merged interval still open */

@@ -94,6 +94,7 @@ struct gpu_stat {
 	__u64 chained;	     /* of which held in a chain (src/inject/gputime_chain.c) */
 	__u64 followed;	     /* timed from the end event before it on a busy stream (same) */
 	__u64 in_graph;	     /* of which run inside a CUDA graph (src/inject/gputime_graph.c) */
+	__u64 carried;	     /* run by a carrier of ours (src/inject/gputime_carry.c): exact */
 	__u64 start_unknown; /* not in the figures above: when it started is not known */
 	struct hist dur, queue;
 };
@@ -136,6 +137,7 @@ struct dev_busy {
 	__u64 chained_overhead_ns; /* the same for a launch timed from the end before it */
 	__u64 busy_overhead_ns;	   /* the same for a kernel launched onto a busy stream */
 	__u64 graph_overhead_ns;   /* the same for a kernel inside a graph (its twin's nodes) */
+	__u64 carried_overhead_ns; /* the same for a launch run by a carrier (its nodes) */
 	__u64 launch_ns;	   /* overhead_ns is an empty pair and this (GS_CAL_LAUNCH); 0: the
 			  * midpoint rule (model_gpu.c) */
 	__u64 busy_min_ns; /* busy_overhead_ns is overhead_ns, at least this (GS_CAL_BUSY_MIN) */

@@ -13,7 +13,7 @@
 #include "gpuscope/event.h"
 
 #define GS_REC_MAGIC   "GPUSCOPE"
-#define GS_REC_VERSION 11
+#define GS_REC_VERSION 12
 
 struct recording;
 

@@ -8,6 +8,8 @@
  *   N         every Nth launch of each kernel timed (--gpu-time=N);
  *   all       every launch timed (--gpu-time's default);
  *   nofollow  every launch timed, a pair each on busy streams too (GPUSCOPE_NO_FOLLOW);
+ *   pairs     every launch timed, none by a carrier (as without GPUSCOPE_CARRY=1);
+ *   carry     every launch timed, by carriers where they can (GPUSCOPE_CARRY=1);
  * any of the last four followed by "+stacks=N" (a stack every Nth launch, --stacks; 0 none)
  * or "+rate=N" (at most N launches' stacks a second a thread, GPUSCOPE_STACK_RATE; 0 no
  * limit) or "+trate=N" (with N, at most N launches timed a second a thread,

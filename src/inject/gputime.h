@@ -43,6 +43,7 @@ struct pending {
 	__u8 ci;
 	bool gated, forced;
 	bool end_shared; /* its end event is the next one's start: that one gives it back */
+	__u16 carrier;	 /* run by carrier carrier - 1 of its context, its events (0: none) */
 	bool from_prev;	 /* its start is the end event of the launch before it */
 	/* A kernel node's pair of a graph's twin (gputime_graph.c): the twin's events, and its
 	 * count of pairs not read yet, which reading this one takes one off. */
@@ -60,6 +61,8 @@ struct gs_timing {
 	bool chained; /* start: the end event of the launch before, behind the same gate */
 	bool follows; /* start: the end event of the launch before, on a busy stream */
 	bool kernel;  /* a kernel's launch, not its first: it may begin a chain, or be followed */
+	int carrier;  /* run by carrier carrier - 1 (gputime_carry.c: start and end are its
+		       * events), 0: not */
 	/* The launch before, whose end event is this one's start (chained or follows): queued
 	 * once this one's end event is recorded (with its end event shared) or its call failed
 	 * (not shared: this one's record is not kept). */
@@ -81,8 +84,9 @@ void gs_timing_synced(void) GS_HIDDEN;
 /* GPUSCOPE_GPU_TIME: "off", "all", or N (every Nth launch of each kernel, per thread). */
 void gs_timing_init(const char *mode) GS_HIDDEN;
 /* Measurements (ab.c): another --gpu-time from now on ("off", "all", N), or every launch
- * with a pair each on busy streams too ("nofollow"). False, and nothing changed, for
- * anything else ("chained" included). */
+ * with a pair each on busy streams too ("nofollow"), or with no carriers ("pairs"), or
+ * with carriers ("carry"). False, and nothing changed, for anything else ("chained"
+ * included). */
 bool gs_timing_switch(const char *mode) GS_HIDDEN;
 /* Measurements (ab.c): with --gpu-time=N, at most per_s launches timed a second a thread
  * (0: no limit) from now on. */
@@ -92,9 +96,15 @@ void gs_timing_after_fork(void) GS_HIDDEN;
 /* Whether this call should be timed (mode, sampling by func; with --gpu-time=N, a due launch
  * that would exceed the thread's rate is not, and is counted: see gputime.c). */
 bool gs_timing_wanted(__u64 func) GS_HIDDEN;
-/* Record the start event on `stream` (behind a gate where that is safe); false if the
- * call goes untimed. kind: enum gs_gpu_kind; func: the kernel or graph exec launched. */
-bool gs_timing_begin(struct gs_timing *t, __u64 stream, bool ptsz, __u8 kind, __u64 func) GS_HIDDEN;
+/* Record the start event on `stream` (behind a gate where that is safe), or take a carrier
+ * for the launch (t->carrier: carriable, a plain cuLaunchKernel); false if the call goes
+ * untimed. kind: enum gs_gpu_kind; func: the kernel or graph exec launched. */
+bool gs_timing_begin(struct gs_timing *t, __u64 stream, bool ptsz, __u8 kind, __u64 func,
+		     bool carriable) GS_HIDDEN;
+/* A launch given a carrier (t->carrier): made by it (a: cuLaunchKernel's arguments), 0; or
+ * not (the driver's answer, t then untimed and the carrier given back): the caller makes
+ * the program's launch itself. */
+int gs_timing_carry(struct gs_timing *t, const __u64 *a) GS_HIDDEN;
 /* A copy or set was queued on `stream` (a synchronous one's: 0): the next gated launch on
  * it gets an empty kernel of ours before its start event (see gs_timing_begin). */
 void gs_timing_copied(__u64 stream, bool ptsz) GS_HIDDEN;

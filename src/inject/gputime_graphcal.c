@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
- * What a twin's event nodes add to the times they read (gputime_twin.h), measured once
- * per context in graphs of ours, as the pairs' calibration does for launches
- * (gputime_ctx.c): GS_CAL_GRAPH and GS_CAL_GRAPH_EMPTY records.
+ * What a twin's event nodes add to the times they read (gputime_twin.h), and a carrier's
+ * (gputime_carry.c), measured once per context in graphs of ours, as the pairs'
+ * calibration does for launches (gputime_ctx.c): GS_CAL_GRAPH and GS_CAL_GRAPH_EMPTY
+ * records, GS_CAL_CARRIED and GS_CAL_CARRIED_EMPTY.
  */
 #include <stdlib.h>
 
@@ -14,6 +15,7 @@ typedef int (*g_add_record_fn)(void **, void *, void **, size_t, void *);
 typedef int (*g_inst_fn)(void **, void *, unsigned long long);
 typedef int (*g_destroy_fn)(void *);
 typedef int (*g_launch_fn)(void *, __u64);
+typedef int (*k_set_fn)(void *, void *, const struct gs_cu_kernel_node *);
 
 static struct {
 	g_create_fn create;
@@ -22,6 +24,7 @@ static struct {
 	g_inst_fn instantiate;
 	g_destroy_fn graph_destroy, exec_destroy, ev_destroy;
 	g_launch_fn launch;
+	k_set_fn set;
 } C;
 
 static void load(void)
@@ -34,13 +37,14 @@ static void load(void)
 	C.exec_destroy = (g_destroy_fn)gs_real_by_name("cuGraphExecDestroy");
 	C.ev_destroy = (g_destroy_fn)gs_real_by_name("cuEventDestroy_v2");
 	C.launch = (g_launch_fn)(void *)gs_real(GS_API_CU_GRAPH_LAUNCH);
+	C.set = (k_set_fn)(void *)gs_real(GS_API_CU_GRAPH_EXEC_KERNEL_NODE_SET_PARAMS);
 }
 
 /*
- * One run of a calibration graph of ours on the slot's stream: the calibration kernel,
- * an event node, then (kernel) the calibration kernel again, an event node, each after the
- * one before, as a twin has them. The time between the two events, less the second
- * kernel's span as it read the timer; -1 if not had.
+ * One run of a calibration graph of ours on the slot's stream: (lead) the calibration
+ * kernel, an event node, then (kernel) the calibration kernel again, an event node, each
+ * after the one before, as a twin has them (a carrier: without the lead). The time between
+ * the two events, less the second kernel's span as it read the timer; -1 if not had.
  */
 static __s64 graph_run(struct ctx_slot *c, void *exec, void **ev, volatile __u64 *span, bool kernel)
 {
@@ -62,15 +66,16 @@ static __s64 graph_run(struct ctx_slot *c, void *exec, void **ev, volatile __u64
 	return (__s64)((double)ms * 1e6) - (__s64)(span[1] - span[0]);
 }
 
-/* The calibration graph, with the second kernel (kernel) or without; NULL if not made. */
+/* The calibration graph, with the lead kernel (lead) or without, with the second kernel
+ * (kernel) or without; NULL if not made. */
 static void *calibration_graph(void **graph, const struct gs_cu_kernel_node *p, void **ev,
-			       bool kernel)
+			       bool lead, bool kernel)
 {
 	void *k0, *s, *k1, *e, *exec = NULL;
 
 	*graph = NULL;
-	if (C.create(graph, 0) || C.add_kernel(&k0, *graph, NULL, 0, p) ||
-	    C.add_record(&s, *graph, &k0, 1, ev[0]) ||
+	if (C.create(graph, 0) || (lead && C.add_kernel(&k0, *graph, NULL, 0, p)) ||
+	    C.add_record(&s, *graph, lead ? &k0 : NULL, lead, ev[0]) ||
 	    (kernel && C.add_kernel(&k1, *graph, &s, 1, p)) ||
 	    C.add_record(&e, *graph, kernel ? &k1 : &s, 1, ev[1]) ||
 	    C.instantiate(&exec, *graph, 0))
@@ -79,12 +84,12 @@ static void *calibration_graph(void **graph, const struct gs_cu_kernel_node *p, 
 }
 
 /*
- * What a twin's event nodes add, measured once per context before its first twin is built
- * (its context current), with the calibration kernel of the pairs' calibration
- * (gputime_ctx.c: it writes its span at bytes 64..79 of the gate's page) in graphs of ours:
- * GS_CAL_GRAPH and GS_CAL_GRAPH_EMPTY records.
+ * What event nodes add, measured with the calibration kernel of the pairs' calibration
+ * (gputime_ctx.c: it writes its span at bytes 64..79 of the gate's page) in graphs of ours,
+ * c's context current: after a lead kernel (a twin's) or first in the graph (a carrier's);
+ * records of what (around the kernel) and empty (nothing between).
  */
-void gt_graph_calibrate(struct ctx_slot *c)
+static void calibrate(struct ctx_slot *c, bool lead, __u64 what, __u64 empty)
 {
 	volatile __u64 *span = c->gate.host + 8;
 	__u64 out = c->gate.dev + 64, ns = 2000;
@@ -96,7 +101,6 @@ void gt_graph_calibrate(struct ctx_slot *c)
 	void *ev[2] = { NULL, NULL }, *graph, *exec;
 	int got = 0;
 
-	c->graph_cal = true;
 	load();
 	if (!c->cal || !C.create || !C.add_record || !C.instantiate || !C.launch || !C.add_kernel ||
 	    T.cu.ev_create(&ev[0], 0))
@@ -107,14 +111,13 @@ void gt_graph_calibrate(struct ctx_slot *c)
 	}
 	/* (The empty graph only where the kernel's did: a GPU that runs our kernel.) */
 	for (int with = 1; with >= 0 && (with || got); with--) {
-		exec = calibration_graph(&graph, &p, ev, with);
+		exec = calibration_graph(&graph, &p, ev, lead, with);
 		for (int i = 0; exec && i < 8; i++) {
 			__s64 added = graph_run(c, exec, ev, span, with);
 
 			if (added < 0)
 				break;
-			gt_emit_calibration(c, (__u64)added,
-					    with ? GS_CAL_GRAPH : GS_CAL_GRAPH_EMPTY);
+			gt_emit_calibration(c, (__u64)added, with ? what : empty);
 			got++;
 		}
 		if (exec)
@@ -124,4 +127,41 @@ void gt_graph_calibrate(struct ctx_slot *c)
 	}
 	C.ev_destroy(ev[0]);
 	C.ev_destroy(ev[1]);
+}
+
+/* Before a context's first twin is built. */
+void gt_graph_calibrate(struct ctx_slot *c)
+{
+	c->graph_cal = true;
+	calibrate(c, true, GS_CAL_GRAPH, GS_CAL_GRAPH_EMPTY);
+}
+
+/*
+ * With its first carrier k (gputime_carry.c), before it is used: k's node set to the
+ * calibration kernel before each run, as a launch sets it (its spin 2,000 and 2,001 ns in
+ * turn: a set that changes something), then the same in a graph of ours never set, and an
+ * empty one.
+ */
+void gt_carry_calibrate(struct ctx_slot *c, struct carrier *k)
+{
+	volatile __u64 *span = c->gate.host + 8;
+	__u64 out = c->gate.dev + 64, ns[2] = { 2000, 2001 };
+
+	load();
+	for (int i = 0; c->cal && C.set && C.launch && i < 8; i++) {
+		void *params[] = { &out, &ns[i & 1] };
+		struct gs_cu_kernel_node p = { .func = (__u64)(unsigned long)c->cal,
+					       .grid = { 1, 1, 1 },
+					       .block = { 1, 1, 1 },
+					       .params = (__u64)(unsigned long)params };
+		__s64 added;
+
+		if (C.set(k->exec, k->node, &p))
+			break;
+		added = graph_run(c, k->exec, k->ev, span, true);
+		if (added < 0)
+			break;
+		gt_emit_calibration(c, (__u64)added, GS_CAL_CARRIED);
+	}
+	calibrate(c, false, GS_CAL_CARRIED_STILL, GS_CAL_CARRIED_EMPTY);
 }

@@ -62,7 +62,7 @@ static void emit_gpu(const struct ctx_slot *c, const struct pending *p, __u64 st
 		   (!p->gated && start < p->c.call_ts ? GS_GPU_IDLE_STREAM : 0) |
 		   (p->end_late && end < p->end_late + END_SOON_NS ? GS_GPU_END_LATE : 0) |
 		   (p->cell ? GS_GPU_CHAINED : 0) | (p->from_prev ? GS_GPU_FROM_PREV : 0) |
-		   (p->twin ? GS_GPU_IN_GRAPH : 0);
+		   (p->twin ? GS_GPU_IN_GRAPH : 0) | (p->carrier ? GS_GPU_CARRIED : 0);
 	e->device = c->device;
 	e->copy_kind = p->c.copy_kind;
 	e->pad = 0;
@@ -70,9 +70,14 @@ static void emit_gpu(const struct ctx_slot *c, const struct pending *p, __u64 st
 }
 
 /* Under T.lock: a pair read or dropped. Its events go back to the pool (a shared end event
- * is the next one's start: that one gives it back), a twin's stay in the twin. */
+ * is the next one's start: that one gives it back), a twin's stay in the twin, a carrier's
+ * go back with it (its run is over: gputime_carry.c). */
 static void release(struct ctx_slot *c, const struct pending *p)
 {
+	if (p->carrier) {
+		c->carry_free[c->ncarry_free++] = p->carrier - 1;
+		return;
+	}
 	if (p->twin) {
 		__atomic_fetch_sub(p->twin, 1, __ATOMIC_ACQ_REL);
 		return;
@@ -221,6 +226,11 @@ static size_t harvest_pass(void **current, bool recalibrate, bool twins)
 	for (int ci = 0; recalibrate && ci < __atomic_load_n(&T.nctx, __ATOMIC_ACQUIRE); ci++) {
 		struct ctx_slot *c = &T.ctx[ci];
 
+		/* (Carriers wanted: made here, off the program's threads.) */
+		if (__atomic_load_n(&c->carry_want, __ATOMIC_RELAXED) && !T.cu.ctx_set(c->ctx)) {
+			*current = c->ctx;
+			gt_carry_grow(c);
+		}
 		if (c->broken || !c->nref || gs_clock() - c->last_cal < CALIBRATE_NS)
 			continue;
 		if (!T.cu.ctx_set(c->ctx)) {

@@ -10,9 +10,12 @@
  *                      a busy stream, without a gate;
  *   gputime_graph.c    kernels inside CUDA graphs: twins of the program's graphs with
  *                      event nodes around each kernel, run at sampled launches;
+ *   gputime_carry.c    carriers: graphs of ours that run a launch between two event nodes
+ *                      in its place, on an idle stream;
  *   gputime.c          the calls timed: sampling, gates, the queue of pending pairs.
  * Layered: gputime.c uses gputime_chain.c uses gputime_harvest.c uses gputime_ctx.c;
- * gputime_graph.c uses gputime_harvest.c.
+ * gputime_graph.c uses gputime_harvest.c; gputime.c uses gputime_carry.c uses
+ * gputime_graphcal.c and gputime_ctx.c.
  */
 #ifndef GS_INJECT_GPUTIME_INT_H
 #define GS_INJECT_GPUTIME_INT_H
@@ -44,6 +47,9 @@
 #define FOLLOW_NS     1000000ULL    /* a launch held to be followed at most this long */
 #define TIME_RATE     1000	    /* --gpu-time=N: timed launches a second a thread, at most */
 #define TIME_BURST    10	    /* ... of which this many at once */
+#define CARRY_MAX     512	    /* carriers a context (gputime_carry.c) */
+#define CARRY_GROW    16	    /* made at once when none is free */
+#define CARRY_HOW     1024	    /* kernels whose way of being carried is kept, a context */
 
 typedef int (*ev_create_fn)(void **, unsigned int);
 typedef int (*ev_record_fn)(void *, __u64);
@@ -65,6 +71,13 @@ struct ref {
 	__u64 host_ns;
 };
 
+/* A graph of ours [event record node, kernel node, event record node] that runs a launch
+ * of the program's in its place, its kernel node set to the launch (gputime_carry.c). */
+struct carrier {
+	void *graph, *exec, *node;
+	void *ev[2];
+};
+
 struct ctx_slot {
 	void *ctx;
 	__u64 stream; /* ours, for reference events */
@@ -81,6 +94,14 @@ struct ctx_slot {
 	void *cal;	       /* CUfunction: our calibration kernel (calibrate_overhead) */
 	bool graph_cal;	       /* what a twin's event nodes add measured (gputime_graph.c) */
 	int follows;	       /* launches held on its streams to be followed, under T.lock */
+	/* Carriers (gputime_carry.c), under T.lock: made, and the free ones' indices; more
+	 * wanted (the harvester makes them); none ever again (carry_off); their calibration
+	 * done (carry_cal, the harvester's). */
+	struct carrier *carry;
+	int *carry_free;
+	int ncarry, ncarry_free;
+	bool carry_want, carry_off, carry_cal;
+	__u64 *carry_how; /* (gputime_carry.c: how each kernel is set in a node) */
 };
 
 /*
@@ -125,6 +146,7 @@ struct gt_state {
 	__u64 chain_ns; /* how long a chain may hold its gate (CHAIN_NS) */
 	bool no_chains; /* not --gpu-time=chained: a pair of events each */
 	bool no_follow; /* GPUSCOPE_NO_FOLLOW (to compare): a busy stream's launches a pair each */
+	bool no_carry;	/* no GPUSCOPE_CARRY=1: an idle stream's launches a gated pair each */
 	__u32 next_cell;
 	__u64 chain_open_ns[CHAIN_CELLS]; /* when each chain's gate was opened (gs_clock) */
 	__u64 end_delay_ns;	    /* GPUSCOPE_END_DELAY_US (tests: a thread held up before it) */
@@ -185,6 +207,15 @@ bool gt_follow_held(const struct backlog *b) GS_HIDDEN;
 void gt_follow_drop(struct backlog *b) GS_HIDDEN;
 void gt_follow_flush(struct backlog *b) GS_HIDDEN;
 void gt_follow_expire(__u64 before) GS_HIDDEN;
+
+/* gputime_carry.c. Under T.lock: a free carrier for t's launch of func (t->carrier, its
+ * events t->start and t->end), or false (none free: more wanted). By the harvester (c's
+ * context current): more carriers made where wanted. */
+bool gt_carry_take(struct ctx_slot *c, struct gs_timing *t, __u64 func) GS_HIDDEN;
+void gt_carry_grow(struct ctx_slot *c) GS_HIDDEN;
+/* gputime_graphcal.c: what a carrier's event nodes add, measured with carrier k in c's
+ * context, c's context current (GS_CAL_CARRIED, GS_CAL_CARRIED_EMPTY, _STILL). */
+void gt_carry_calibrate(struct ctx_slot *c, struct carrier *k) GS_HIDDEN;
 
 /* gputime_chain.c, all under T.lock */
 /* This launch, a kernel's on b's stream, goes on b's open chain: t timed from the end event

@@ -267,6 +267,7 @@ static const struct jfield gpu_stat_counts[] = {
 	JU64(struct gpu_stat, "chained", chained),
 	JU64(struct gpu_stat, "followed", followed),
 	JU64(struct gpu_stat, "in_graph", in_graph),
+	JU64(struct gpu_stat, "carried", carried),
 	JU64(struct gpu_stat, "start_unknown", start_unknown)
 };
 
@@ -310,6 +311,7 @@ static const struct jfield device_gaps[] = {
 	JU64(struct dev_busy, "chained_event_overhead_ns", chained_overhead_ns),
 	JU64(struct dev_busy, "busy_event_overhead_ns", busy_overhead_ns),
 	JU64(struct dev_busy, "graph_event_overhead_ns", graph_overhead_ns),
+	JU64(struct dev_busy, "carried_event_overhead_ns", carried_overhead_ns),
 	JU64(struct dev_busy, "event_launch_ns", launch_ns),
 	JU64(struct dev_busy, "event_busy_min_ns", busy_min_ns)
 };

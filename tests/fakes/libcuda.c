@@ -31,6 +31,8 @@
  *     stream becomes a node of the graph, as in the driver (so a tracer that records its
  *     own events there changes the program's graphs, and cuGraphGetNodes shows it);
  *   - FAKECUDA_RUN_CALIBRATION=1: gpuscope's calibration kernel writes its span (see launch);
+ *   - FAKECUDA_EXEC_SET_STRICT, FAKECUDA_EXEC_SET_REFUSE: kernel nodes set at an exec
+ *     refused (see cuGraphExecKernelNodeSetParams_v2);
  *   - FAKECUDA_STATS=path: counts written there at exit (event record nodes run by graph
  *     launches, graph uploads);
  *   - cuGetProcAddress handing out these same entry points (with FAKECUDA_GPA_PRIVATE set,
@@ -489,6 +491,7 @@ struct node {
 	CUdeviceptr set_dst;	  /* a memset node's: what it sets at each run */
 	size_t set_count;
 	unsigned set_value, set_elem;
+	unsigned long long *cal_out, cal_ns; /* gpuscope's calibration kernel's arguments */
 	struct node *next;
 };
 struct CUgraph_st {
@@ -1482,6 +1485,11 @@ static void node_run(struct CUstream_st *s, struct node *n, unsigned long long *
 		((unsigned *)n->set_dst)[i] = (unsigned)n->set_value;
 	for (size_t i = 0; n->type == 2 && n->set_elem != 4 && i < n->set_count; i++)
 		memcpy((char *)n->set_dst + i * n->set_elem, &n->set_value, n->set_elem);
+	/* (Our calibration kernel in a node: its span written as a launch writes it.) */
+	if (cfg.run_calibration && n->cal_out) {
+		n->cal_out[0] = (s->busy_until > now ? s->busy_until : now) + *delay;
+		n->cal_out[1] = n->cal_out[0] + (n->cal_ns < n->dur ? n->cal_ns : n->dur);
+	}
 	if (n->child) {
 		run_nodes(s, n->child, delay);
 	} else if (n->type != 7 || !n->ev) {
@@ -1749,6 +1757,16 @@ static unsigned long long node_ns(const CUDA_KERNEL_NODE_PARAMS *p, const struct
 	       arg;
 }
 
+/* A node of gpuscope's calibration kernel (out, ns): its arguments' values kept. */
+static void node_calibration(struct node *n, const CUDA_KERNEL_NODE_PARAMS *p)
+{
+	n->cal_out = NULL;
+	if (is_calibration(n->kernel) && p->kernelParams) {
+		n->cal_out = *(unsigned long long **)p->kernelParams[0];
+		n->cal_ns = *(unsigned long long *)p->kernelParams[1];
+	}
+}
+
 static CUresult add_kernel_node(CUgraphNode *out, CUgraph g, const CUgraphNode *deps, size_t nd,
 				const CUDA_KERNEL_NODE_PARAMS *p, bool v2)
 {
@@ -1764,6 +1782,7 @@ static CUresult add_kernel_node(CUgraphNode *out, CUgraph g, const CUgraphNode *
 	n->handle = p->func ? (const void *)p->func : v2 ? (const void *)p->kern : NULL;
 	n->dur = node_ns(p, k);
 	n->kernel = k;
+	node_calibration(n, p);
 	*out = (CUgraphNode)n;
 	return CUDA_SUCCESS;
 }
@@ -1781,6 +1800,7 @@ static CUresult set_kernel_node(CUgraphNode hn, const CUDA_KERNEL_NODE_PARAMS *p
 	n->kernel = k;
 	n->handle = p->func ? (const void *)p->func : (const void *)p->kern;
 	n->dur = node_ns(p, k);
+	node_calibration(n, p);
 	return CUDA_SUCCESS;
 }
 
@@ -1801,10 +1821,27 @@ EXPORT CUresult cuGraphKernelNodeSetParams_v2(CUgraphNode node, const CUDA_KERNE
 	return LOCKED(set_kernel_node(node, p));
 }
 
+/* FAKECUDA_EXEC_SET_STRICT=1: a CUkernel as the function refused (the driver documents
+ * func as a CUfunction, a CUkernel going in kern with its context); FAKECUDA_EXEC_SET_REFUSE
+ * names a kernel refused either way (as a driver refuses one using dynamic parallelism in a
+ * node whose kernel did not). */
+static bool exec_set_refused(const CUDA_KERNEL_NODE_PARAMS *p)
+{
+	const char *name = getenv("FAKECUDA_EXEC_SET_REFUSE");
+	const struct CUkern_st *k = p ? kernel_of(p->func ? (const void *)p->func : p->kern) : NULL;
+
+	if (p && p->func && getenv("FAKECUDA_EXEC_SET_STRICT") &&
+	    ((const struct CUkern_st *)p->func)->magic == KERNEL_MAGIC)
+		return true;
+	return k && name && !strcmp(name, k->name);
+}
+
 EXPORT CUresult cuGraphExecKernelNodeSetParams_v2(CUgraphExec e, CUgraphNode node,
 						  const CUDA_KERNEL_NODE_PARAMS *p)
 {
 	if (!e)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (exec_set_refused(p))
 		return CUDA_ERROR_INVALID_VALUE;
 	return LOCKED(set_kernel_node(node, p));
 }

@@ -276,7 +276,8 @@ def test_gpu_times_of_kernels_copies_and_graphs(gs):
     # gated); on device 1 the first of 4 finds its stream idle, the other 3 (200 us kernels
     # ahead, once the harvester has their time, which it has after the 1 ms pauses) need no
     # gate of their own, but go on the first one's chain while it is held (gated too).
-    assert idle["gated"] == idle["timed"] and idle["idle_stream_starts"] == 0
+    # (Or run by a carrier, with GPUSCOPE_CARRY=1: test_launches_run_by_carriers.)
+    assert idle["gated"] + idle["carried"] == idle["timed"] and idle["idle_stream_starts"] == 0
     assert 21 - forced <= busy["gated"] <= 24 and busy["idle_stream_starts"] == 0
     # The double's GPU does not run our calibration kernel: nothing to correct.
     assert all(d["event_overhead_ns"] == 0 for d in report["gpu"]["devices"])
@@ -295,6 +296,52 @@ def test_gpu_times_of_kernels_copies_and_graphs(gs):
     # +1.2 ms with both cores taken by other work).
     copy_ns = gpu["copies"]["HtoD"]["gpu_ns"]
     assert truth["gpu:copy:ns"] - 2000 <= copy_ns <= truth["gpu:copy:ns"] + 5000000
+
+
+def test_launches_run_by_carriers(gs):
+    """With GPUSCOPE_CARRY=1, a timed plain launch on an idle stream, once the harvester has
+    made carriers, is run by one of ours: a graph [event node, the kernel, event node] set to the launch and launched
+    in its place (no gate, no events of the pool), and timed as exactly as a gated pair. The
+    driver may refuse a CUkernel as a node's function (FAKECUDA_EXEC_SET_STRICT): then it is
+    set as a CUkernel with its context. A kernel refused both ways (FAKECUDA_EXEC_SET_REFUSE)
+    is launched as the program made it, that once untimed (counted as lost), and never
+    carried again. Without GPUSCOPE_CARRY (the default): none carried. (The double's GPU is
+    quiet between the idle launches, 1 ms apart: from the 2nd or 3rd on, carried.)"""
+    on = {"GPUSCOPE_CARRY": "1"}
+    runs = {name: gpu_trace(gs, **env) for name, env in (
+        ("carry", on), ("strict", dict(on, FAKECUDA_EXEC_SET_STRICT="1")),
+        ("refused", dict(on, FAKECUDA_EXEC_SET_REFUSE="idle")), ("none", {}))}
+    for name, (report, truth, kernels) in runs.items():
+        idle, lost = kernels["idle"], report["drops"]["gpu_time_lost"]
+        g = idle["gpu"]
+        # Every launch made, and the program saw no error (it checks each).
+        assert idle["launches"] == 15 and report["kernels"]["failed"] == 0, name
+        assert g["timed"] + g["start_unknown"] + lost == 15, (name, g, lost)
+        assert g["gated"] + g["carried"] == g["timed"] and g["idle_stream_starts"] == 0, name
+        assert lost == (1 if name == "refused" else 0), (name, lost)
+        if name in ("carry", "strict"):
+            assert 10 <= g["carried"] <= 14, (name, g)
+        else:
+            assert g["carried"] == 0, (name, g)
+        # Exact, as a gated pair's.
+        want = truth["gpu:idle:ns"]
+        assert near(g["min_ns"], want) and near(g["max_ns"], want), (name, g, want)
+    # (The 20 busy launches go back to back before any carrier is made.)
+    assert all(k["busy"]["gpu"]["carried"] <= 4 for _, _, k in runs.values())
+    # What a carrier adds is measured with a carrier of ours, set before each run: here the
+    # double's graphs start their first work 4 us late, so the calibration kernel's carrier
+    # reads 200 + 4 us for its 2 us span, where a gated pair reads 198 us. What a pair adds
+    # (no L known for sm_80: the midpoint of that and an empty pair's 0, 99 us) and those
+    # 4 us more are taken off carried kernels: all read 200 - 99 us, as the first idle
+    # launch (a pair) does.
+    report, truth, kernels = gpu_trace(gs, FAKECUDA_RUN_CALIBRATION="1", FAKECUDA_CC="80",
+                                       FAKECUDA_GRAPH_START_NS="4000", **on)
+    dev, g = report["gpu"]["devices"][0], kernels["idle"]["gpu"]
+    # (elapsed times come as float milliseconds)
+    assert dev["event_overhead_ns"] == 99000, dev
+    assert near(dev["carried_event_overhead_ns"], 103000, 200), dev
+    assert g["carried"] >= 10 and g["gated"] >= 1, g
+    assert near(g["min_ns"], 101000) and near(g["max_ns"], 101000), g
 
 
 @pytest.mark.parametrize("cc,env_launch,launch", [

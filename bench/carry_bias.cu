@@ -1,0 +1,215 @@
+// SPDX-License-Identifier: MIT
+/*
+ * What a carrier's events read beyond the kernel between them (src/inject/gputime_carry.c),
+ * and what it depends on. On an H200 PyTorch's kernels read 3-4 us more between a
+ * carrier's events than CUPTI has them, where a gated pair reads 2.4 us more, and our
+ * calibration kernel in a carrier set before each run reads no more than in a pair
+ * (bench/results/carry-2026-11-27-h200.md). Here a kernel that spins NS by %globaltimer
+ * and writes its span runs in a carrier [event node, kernel node, event node] launched on
+ * an idle stream (each run waited for, then 20 us of nothing); the excess is what the
+ * events read less that span. Per kernel (its parameters 16 bytes, 1 KiB or 4 KiB; 1 block
+ * or 1,024 blocks of 128 threads; NS 1,000 or 20,000) and per way of running it:
+ *   still     the carrier launched again, its node not set since the first
+ *   set       its node set before each run to the same values
+ *   setv      set to other values each run (the output pointer alternating)
+ *   switch    set to another kernel (of 16-byte parameters) and back, in turn
+ *   stream    no carrier: the kernel launched between two events on the stream (ungated:
+ *             the first event completes before the launch is submitted)
+ *   kern      set each run by the kernel's CUkernel handle (kern, ctx; func NULL)
+ *   kfunc     set each run with the CUkernel handle as func (as a CUDA 13 runtime stub
+ *             passes it to cuLaunchKernel)
+ * median excess ns over RUNS runs.
+ *
+ *   nvcc -O2 -arch=sm_90 carry_bias.cu -o carry_bias -lcuda
+ *   ./carry_bias [RUNS]
+ * Prints one JSON object.
+ */
+#include <cuda.h>
+#include <cuda_runtime.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#include <algorithm>
+#include <vector>
+
+#define CK(x)                                                                              \
+	do {                                                                               \
+		CUresult r_ = (x);                                                         \
+		if (r_) {                                                                  \
+			fprintf(stderr, "%s:%d: %s = %d\n", __FILE__, __LINE__, #x, (int)r_); \
+			exit(1);                                                           \
+		}                                                                          \
+	} while (0)
+
+template <int B> struct pad {
+	unsigned char b[B];
+};
+
+__device__ unsigned long long gtimer()
+{
+	unsigned long long t;
+	asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+	return t;
+}
+
+template <int B>
+__global__ void spin(unsigned long long *out, unsigned long long ns, pad<B> p)
+{
+	if (threadIdx.x || blockIdx.x)
+		return;
+	unsigned long long t0 = gtimer(), t1;
+	do
+		t1 = gtimer();
+	while (t1 - t0 < ns);
+	out[0] = t0 + p.b[0] * 0;
+	out[1] = t1;
+}
+
+static double now_ns()
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e9 + ts.tv_nsec;
+}
+
+static void pause_us(double us)
+{
+	double t = now_ns() + us * 1000;
+	while (now_ns() < t)
+		;
+}
+
+static double median(std::vector<double> v)
+{
+	if (v.empty())
+		return -1;
+	std::sort(v.begin(), v.end());
+	return v[v.size() / 2];
+}
+
+struct kern {
+	CUfunction f;
+	const char *name;
+	int bytes;
+	CUkernel k;
+};
+
+static unsigned long long *host_out; /* mapped: [0..1] and [2..3] */
+static CUdeviceptr dev_out;
+static unsigned char params_buf[4096];
+
+/* Node parameters for kernel k writing to slot (0 or 1), spinning ns. */
+static void node_of(CUDA_KERNEL_NODE_PARAMS *p, const kern &k, int slot, unsigned long long *ns,
+		    CUdeviceptr *out, void **args, unsigned grid)
+{
+	*out = dev_out + 16 * slot;
+	args[0] = out;
+	args[1] = ns;
+	args[2] = params_buf;
+	*p = CUDA_KERNEL_NODE_PARAMS{};
+	p->func = k.f;
+	p->gridDimX = grid;
+	p->gridDimY = p->gridDimZ = 1;
+	p->blockDimX = 128;
+	p->blockDimY = p->blockDimZ = 1;
+	p->kernelParams = args;
+}
+
+int main(int argc, char **argv)
+{
+	int runs = argc > 1 ? atoi(argv[1]) : 200;
+	CUcontext ctx;
+	CUstream s;
+	CUevent ev[2];
+	CUgraph g;
+	CUgraphNode a, kn, b;
+	CUgraphExec exec;
+	cudaFunction_t f16, f1k, f4k;
+	static const char *ways[] = { "still", "set", "setv", "switch", "stream", "kern", "kfunc" };
+	cudaKernel_t k16, k1k, k4k;
+
+	cudaFree(0);
+	CK(cuCtxGetCurrent(&ctx));
+	CK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+	CK(cuMemHostAlloc((void **)&host_out, 64, CU_MEMHOSTALLOC_DEVICEMAP));
+	CK(cuMemHostGetDevicePointer(&dev_out, host_out, 0));
+	cudaGetFuncBySymbol(&f16, (const void *)spin<16>);
+	cudaGetFuncBySymbol(&f1k, (const void *)spin<1024>);
+	cudaGetFuncBySymbol(&f4k, (const void *)spin<4000>);
+	cudaGetKernel(&k16, (const void *)spin<16>);
+	cudaGetKernel(&k1k, (const void *)spin<1024>);
+	cudaGetKernel(&k4k, (const void *)spin<4000>);
+	kern ks[] = { { (CUfunction)f16, "16B", 16, (CUkernel)k16 },
+		      { (CUfunction)f1k, "1KiB", 1024, (CUkernel)k1k },
+		      { (CUfunction)f4k, "4KiB", 4000, (CUkernel)k4k } };
+	CK(cuEventCreate(&ev[0], 0));
+	CK(cuEventCreate(&ev[1], 0));
+	printf("{\"runs\": %d, \"excess_ns\": {", runs);
+	bool first = true;
+	for (const kern &k : ks)
+		for (unsigned grid : { 1u, 1024u })
+			for (unsigned long long ns : { 1000ull, 20000ull }) {
+				unsigned long long nsv = ns, ns16 = ns;
+				CUdeviceptr out, out16;
+				void *args[3], *args16[3];
+				CUDA_KERNEL_NODE_PARAMS p, p16;
+
+				node_of(&p, k, 0, &nsv, &out, args, grid);
+				CK(cuGraphCreate(&g, 0));
+				CK(cuGraphAddEventRecordNode(&a, g, NULL, 0, ev[0]));
+				CK(cuGraphAddKernelNode(&kn, g, &a, 1, &p));
+				CK(cuGraphAddEventRecordNode(&b, g, &kn, 1, ev[1]));
+				CK(cuGraphInstantiate(&exec, g, 0));
+				CK(cuGraphUpload(exec, s));
+				for (int w = 0; w < 7; w++) {
+					std::vector<double> ex;
+
+					CK(cuGraphExecKernelNodeSetParams(exec, kn, &p));
+
+					for (int i = 0; i < runs + 10; i++) {
+						int slot = w == 2 ? i & 1 : 0;
+						float ms;
+
+						node_of(&p, k, slot, &nsv, &out, args, grid);
+						if (w == 5) {
+							p.func = NULL;
+							p.kern = k.k;
+							p.ctx = ctx;
+						} else if (w == 6) {
+							p.func = (CUfunction)k.k;
+						}
+						if (w == 3 && (i & 1)) {
+							node_of(&p16, ks[0], 0, &ns16, &out16, args16,
+								grid);
+							CK(cuGraphExecKernelNodeSetParams(exec, kn, &p16));
+						} else if (w >= 1 && w != 4 &&
+							   cuGraphExecKernelNodeSetParams(exec, kn, &p)) {
+							ex.assign(1, -1); /* (refused: -1) */
+							break;
+						}
+						if (w == 4) {
+							CK(cuEventRecord(ev[0], s));
+							CK(cuLaunchKernel(p.func, grid, 1, 1, 128, 1, 1, 0, s,
+									  args, NULL));
+							CK(cuEventRecord(ev[1], s));
+						} else {
+							CK(cuGraphLaunch(exec, s));
+						}
+						CK(cuStreamSynchronize(s));
+						CK(cuEventElapsedTime(&ms, ev[0], ev[1]));
+						unsigned long long *o = host_out + 2 * slot;
+						/* (switch: the runs of k, each set back to it) */
+						if (i >= 10 && (w != 3 || !(i & 1)))
+							ex.push_back(ms * 1e6 - (double)(o[1] - o[0]));
+						pause_us(20);
+					}
+					printf("%s\"%s/%u/%llu/%s\": %.0f", first ? "" : ", ", k.name, grid,
+					       ns, ways[w], median(ex));
+					first = false;
+				}
+				CK(cuGraphExecDestroy(exec));
+				CK(cuGraphDestroy(g));
+			}
+	printf("}}\n");
+	return 0;
+}

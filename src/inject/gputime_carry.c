@@ -1,0 +1,222 @@
+// SPDX-License-Identifier: MIT
+/*
+ * GPU times (gputime_int.h): carriers, with GPUSCOPE_CARRY=1 only. A timed launch on an idle stream otherwise takes a
+ * gate and a pair of events, three driver calls besides the launch: on the H200 guests
+ * 5-6 us of the 7-9 us a timed launch adds (bench/results/cost-2026-11-27b-h200.md). A
+ * carrier is a graph of ours, [event record node, kernel node, event record node], made
+ * ahead with its own two events. A timed plain launch (cuLaunchKernel or its _ptsz, no
+ * `extra`) on a stream judged idle sets the carrier's kernel node to the launch
+ * (cuGraphExecKernelNodeSetParams) and launches the carrier on the launch's stream in its
+ * place: two driver calls, about what the launch alone costs (3.2-3.5 us against 3.4-4.0,
+ * paced, bench/timing_cost.cu). The GPU runs the three nodes one after the other, so the
+ * events bracket the kernel as a gated pair does, without a gate.
+ *
+ * A carrier is used again only once its events are read (the harvester gives it back):
+ * then its last run is over, and its next launch waits for nothing. Where none is free the
+ * launch takes the pair; the harvester makes more (CARRY_GROW at a time, up to CARRY_MAX a
+ * context). The kernel's handle may be a function or a CUkernel (CUDA 13's runtime
+ * launches those): how the driver took it is kept per kernel; one it refuses both ways is
+ * never carried again, and that launch is made as the program made it, untimed (counted
+ * as lost). Whatever fails, the program's own launch call is made, and its result is the
+ * program's.
+ *
+ * Why not by default (measured on an H200, bench/results/carry-2026-11-27-h200.md): every
+ * launch timed cost the tiny-op loop 1.32x with carriers against 1.53x with pairs (the
+ * profiler 1.23x), the C loop +1.9 us a launch against +4.3; but PyTorch's kernels read
+ * 3-4 us longer between a carrier's events than CUPTI has them (a pair: 2.4 us), where our
+ * calibration kernel, set the same way, reads what it reads between a pair. So their
+ * durations are 3-4 us too long, and the program's own profiler (CUPTI) sees each carried
+ * kernel run inside a graph.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "inject/gputime_twin.h"
+
+#define HOW_FUNC 1ULL /* set as the node's function */
+#define HOW_KERN 2ULL /* as a CUkernel, with the context */
+#define HOW_NONE 3ULL /* refused both ways: never carried */
+
+typedef int (*k_set_fn)(void *, void *, const struct gs_cu_kernel_node *);
+typedef int (*g_launch_fn)(void *, __u64);
+typedef int (*g_create_fn)(void **, unsigned int);
+typedef int (*g_add_record_fn)(void **, void *, void **, size_t, void *);
+typedef int (*g_add_kernel_fn)(void **, void *, void **, size_t, const struct gs_cu_kernel_node *);
+typedef int (*g_inst_fn)(void **, void *, unsigned long long);
+typedef int (*g_upload_fn)(void *, __u64);
+typedef int (*g_destroy_fn)(void *);
+
+static struct {
+	k_set_fn set;
+	g_launch_fn launch, launch_ptsz;
+	g_create_fn create;
+	g_add_record_fn add_record;
+	g_add_kernel_fn add_kernel;
+	g_inst_fn instantiate;
+	g_upload_fn upload;
+	g_destroy_fn graph_destroy, ev_destroy;
+	bool loaded, ok;
+} K;
+
+static void load(void)
+{
+	K.set = (k_set_fn)(void *)gs_real(GS_API_CU_GRAPH_EXEC_KERNEL_NODE_SET_PARAMS);
+	K.launch = (g_launch_fn)(void *)gs_real(GS_API_CU_GRAPH_LAUNCH);
+	K.launch_ptsz = (g_launch_fn)(void *)gs_real(GS_API_CU_GRAPH_LAUNCH_PTSZ);
+	K.create = (g_create_fn)gs_real_by_name("cuGraphCreate");
+	K.add_record = (g_add_record_fn)gs_real_by_name("cuGraphAddEventRecordNode");
+	K.add_kernel = (g_add_kernel_fn)gs_real_by_name("cuGraphAddKernelNode_v2");
+	K.instantiate = (g_inst_fn)gs_real_by_name("cuGraphInstantiateWithFlags");
+	K.upload = (g_upload_fn)gs_real_by_name("cuGraphUpload");
+	K.graph_destroy = (g_destroy_fn)gs_real_by_name("cuGraphDestroy");
+	K.ev_destroy = (g_destroy_fn)gs_real_by_name("cuEventDestroy_v2");
+	if (!K.launch_ptsz)
+		K.launch_ptsz = K.launch;
+	K.ok = K.set && K.launch && K.create && K.add_record && K.add_kernel && K.instantiate &&
+	       K.graph_destroy && K.ev_destroy;
+	__atomic_store_n(&K.loaded, true, __ATOMIC_RELEASE);
+}
+
+/* How the driver takes handle in a node (0: not known yet). */
+static __u64 *how_slot(struct ctx_slot *c, __u64 handle)
+{
+	return &c->carry_how[gt_slot_hash(handle, CARRY_HOW)];
+}
+
+bool gt_carry_take(struct ctx_slot *c, struct gs_timing *t, __u64 func)
+{
+	struct carrier *k;
+	int i;
+
+	if (c->carry_off || T.no_carry ||
+	    (c->carry_how &&
+	     __atomic_load_n(how_slot(c, func), __ATOMIC_RELAXED) == (func | HOW_NONE)))
+		return false;
+	if (!c->ncarry_free) {
+		/* (the harvester makes more: gt_carry_grow) */
+		c->carry_want = c->ncarry < CARRY_MAX;
+		return false;
+	}
+	i = c->carry_free[--c->ncarry_free];
+	k = &c->carry[i];
+	t->carrier = i + 1;
+	t->start = k->ev[0];
+	t->end = k->ev[1];
+	return true;
+}
+
+/* One carrier made (c's context current): false, and nothing kept, if it cannot be. */
+static bool make(struct ctx_slot *c, struct carrier *k)
+{
+	__u64 out = c->gate.dev + 96, ns = 0;
+	void *params[] = { &out, &ns }, *first, *node;
+	/* (What the node runs until a launch sets it: our calibration kernel, never run.) */
+	struct gs_cu_kernel_node p = { .func = (__u64)(unsigned long)c->cal,
+				       .grid = { 1, 1, 1 },
+				       .block = { 1, 1, 1 },
+				       .params = (__u64)(unsigned long)params };
+
+	memset(k, 0, sizeof(*k));
+	if (T.cu.ev_create(&k->ev[0], 0))
+		return false;
+	if (T.cu.ev_create(&k->ev[1], 0)) {
+		K.ev_destroy(k->ev[0]);
+		return false;
+	}
+	if (!K.create(&k->graph, 0) && !K.add_record(&first, k->graph, NULL, 0, k->ev[0]) &&
+	    !K.add_kernel(&k->node, k->graph, &first, 1, &p) &&
+	    !K.add_record(&node, k->graph, &k->node, 1, k->ev[1]) &&
+	    !K.instantiate(&k->exec, k->graph, 0)) {
+		/* (Its first launch would upload it: done now, on our stream.) */
+		if (K.upload)
+			K.upload(k->exec, c->stream);
+		return true;
+	}
+	if (k->graph)
+		K.graph_destroy(k->graph);
+	K.ev_destroy(k->ev[0]);
+	K.ev_destroy(k->ev[1]);
+	return false;
+}
+
+void gt_carry_grow(struct ctx_slot *c)
+{
+	struct carrier made[CARRY_GROW];
+	int n = 0, want;
+
+	if (!__atomic_load_n(&K.loaded, __ATOMIC_ACQUIRE))
+		load();
+	pthread_mutex_lock(&T.lock);
+	want = c->carry_want && !c->carry_off ? CARRY_MAX - c->ncarry : 0;
+	c->carry_want = false;
+	if (want > 0 && !c->carry) {
+		c->carry = calloc(CARRY_MAX, sizeof(*c->carry));
+		c->carry_free = calloc(CARRY_MAX, sizeof(*c->carry_free));
+		c->carry_how = calloc(CARRY_HOW, sizeof(*c->carry_how));
+	}
+	if (!K.ok || !c->cal || !c->carry || !c->carry_free || !c->carry_how)
+		c->carry_off = true;
+	want = c->carry_off ? 0 : want < CARRY_GROW ? want : CARRY_GROW;
+	pthread_mutex_unlock(&T.lock);
+	if (want <= 0)
+		return;
+	while (n < want && make(c, &made[n]))
+		n++;
+	if (n && !c->carry_cal) {
+		c->carry_cal = true;
+		gt_carry_calibrate(c, &made[0]);
+	}
+	pthread_mutex_lock(&T.lock);
+	for (int i = 0; i < n; i++) {
+		c->carry[c->ncarry] = made[i];
+		c->carry_free[c->ncarry_free++] = c->ncarry++;
+	}
+	/* (None could be made in this context: the pairs it is.) */
+	if (!n && !c->ncarry)
+		c->carry_off = true;
+	pthread_mutex_unlock(&T.lock);
+}
+
+static int set_node(struct ctx_slot *c, struct carrier *k, __u64 handle, __u64 how,
+		    struct gs_cu_kernel_node *p)
+{
+	p->func = how == HOW_FUNC ? handle : 0;
+	p->kern = how == HOW_KERN ? handle : 0;
+	p->ctx = how == HOW_KERN ? (__u64)(unsigned long)c->ctx : 0;
+	return K.set(k->exec, k->node, p);
+}
+
+int gs_timing_carry(struct gs_timing *t, const __u64 *a)
+{
+	struct ctx_slot *c = &T.ctx[t->ci];
+	struct carrier *k = &c->carry[t->carrier - 1];
+	struct gs_cu_kernel_node p = { .grid = { (__u32)a[1], (__u32)a[2], (__u32)a[3] },
+				       .block = { (__u32)a[4], (__u32)a[5], (__u32)a[6] },
+				       .shared_mem = (__u32)a[7],
+				       .params = a[9] };
+	__u64 *slot = how_slot(c, a[0]), seen = __atomic_load_n(slot, __ATOMIC_RELAXED);
+	__u64 how = (seen & ~3ULL) == a[0] ? seen & 3 : 0;
+	int r = -1;
+
+	if (how == HOW_FUNC || how == HOW_KERN) {
+		r = set_node(c, k, a[0], how, &p);
+	} else if (!how) {
+		/* First carried: as a function, else as a CUkernel; kept whichever took. */
+		how = HOW_FUNC;
+		if ((r = set_node(c, k, a[0], how, &p)))
+			r = set_node(c, k, a[0], how = HOW_KERN, &p);
+		__atomic_store_n(slot, a[0] | (r ? HOW_NONE : how), __ATOMIC_RELAXED);
+	}
+	if (!r)
+		r = (t->ptsz ? K.launch_ptsz : K.launch)(k->exec, a[8]);
+	if (!r)
+		return 0;
+	/* Not carried: the carrier back, the launch untimed (the caller makes it). */
+	pthread_mutex_lock(&T.lock);
+	c->carry_free[c->ncarry_free++] = t->carrier - 1;
+	pthread_mutex_unlock(&T.lock);
+	t->carrier = 0;
+	t->start = t->end = NULL;
+	gs_count_time_lost();
+	return r;
+}
