@@ -15,19 +15,28 @@
  *   switch    set to another kernel (of 16-byte parameters) and back, in turn
  *   stream    no carrier: the kernel launched between two events on the stream (ungated:
  *             the first event completes before the launch is submitted)
- *   kern      set each run by the kernel's CUkernel handle (kern, ctx; func NULL)
- *   kfunc     set each run with the CUkernel handle as func (as a CUDA 13 runtime stub
- *             passes it to cuLaunchKernel)
+ *   kern      set each run by the kernel's CUkernel handle (kern, ctx; func NULL; as a
+ *             CUkernel in func the driver refuses it: CUDA_ERROR_INVALID_VALUE)
+ *   gated     no carrier: a gated pair (cuStreamWaitValue32 on host memory, opened after
+ *             the end event is recorded), as the in-process plane times a launch
+ *   setall    set, every byte of the parameters other each run
+ *   pool      set, each run on the next of 64 carriers in turn (as the plane's pool)
+ *   poolall   both
+ *   pool_paced2, pool_paced8   set, on the next carrier, launched 2 or 8 us after the one
+ *             before without waiting (as a launch-bound loop does), read every 64
+ *   gated_paced2, gated_paced8 the same with gated pairs
  * median excess ns over RUNS runs.
  *
  *   nvcc -O2 -arch=sm_90 carry_bias.cu -o carry_bias -lcuda
- *   ./carry_bias [RUNS]
+ *   ./carry_bias [RUNS] [legacy]      (legacy: on the legacy default stream, as PyTorch
+ *                                      launches by default; else a non-blocking stream)
  * Prints one JSON object.
  */
 #include <cuda.h>
 #include <cuda_runtime.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <algorithm>
 #include <vector>
@@ -94,7 +103,7 @@ struct kern {
 	CUkernel k;
 };
 
-static unsigned long long *host_out; /* mapped: [0..1] and [2..3] */
+static unsigned long long *host_out; /* mapped: a span per slot (16 bytes), slots 0-63 */
 static CUdeviceptr dev_out;
 static unsigned char params_buf[4096];
 
@@ -115,24 +124,38 @@ static void node_of(CUDA_KERNEL_NODE_PARAMS *p, const kern &k, int slot, unsigne
 	p->kernelParams = args;
 }
 
+struct carrier {
+	CUgraphExec exec;
+	CUgraphNode node;
+	CUevent ev[2];
+};
+
+#define POOL 64
+
 int main(int argc, char **argv)
 {
 	int runs = argc > 1 ? atoi(argv[1]) : 200;
 	CUcontext ctx;
 	CUstream s;
-	CUevent ev[2];
-	CUgraph g;
-	CUgraphNode a, kn, b;
-	CUgraphExec exec;
 	cudaFunction_t f16, f1k, f4k;
-	static const char *ways[] = { "still", "set", "setv", "switch", "stream", "kern", "kfunc" };
 	cudaKernel_t k16, k1k, k4k;
+	static const char *ways[] = { "still", "set",	  "setv",   "switch", "stream",
+				      "kern",  "gated", "setall", "pool",	"poolall",
+				      "pool_paced2", "pool_paced8", "gated_paced2", "gated_paced8" };
+	static carrier pool[POOL];
+	unsigned gate_seq = 0;
+	volatile unsigned *gate;
 
 	cudaFree(0);
 	CK(cuCtxGetCurrent(&ctx));
-	CK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
-	CK(cuMemHostAlloc((void **)&host_out, 64, CU_MEMHOSTALLOC_DEVICEMAP));
+	if (argc > 2 && !strcmp(argv[2], "legacy"))
+		s = CU_STREAM_LEGACY;
+	else
+		CK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+	CK(cuMemHostAlloc((void **)&host_out, 16 * POOL + 64, CU_MEMHOSTALLOC_DEVICEMAP));
 	CK(cuMemHostGetDevicePointer(&dev_out, host_out, 0));
+	gate = (volatile unsigned *)(host_out + 2 * POOL);
+	*gate = 0;
 	cudaGetFuncBySymbol(&f16, (const void *)spin<16>);
 	cudaGetFuncBySymbol(&f1k, (const void *)spin<1024>);
 	cudaGetFuncBySymbol(&f4k, (const void *)spin<4000>);
@@ -142,8 +165,6 @@ int main(int argc, char **argv)
 	kern ks[] = { { (CUfunction)f16, "16B", 16, (CUkernel)k16 },
 		      { (CUfunction)f1k, "1KiB", 1024, (CUkernel)k1k },
 		      { (CUfunction)f4k, "4KiB", 4000, (CUkernel)k4k } };
-	CK(cuEventCreate(&ev[0], 0));
-	CK(cuEventCreate(&ev[1], 0));
 	printf("{\"runs\": %d, \"excess_ns\": {", runs);
 	bool first = true;
 	for (const kern &k : ks)
@@ -155,45 +176,59 @@ int main(int argc, char **argv)
 				CUDA_KERNEL_NODE_PARAMS p, p16;
 
 				node_of(&p, k, 0, &nsv, &out, args, grid);
-				CK(cuGraphCreate(&g, 0));
-				CK(cuGraphAddEventRecordNode(&a, g, NULL, 0, ev[0]));
-				CK(cuGraphAddKernelNode(&kn, g, &a, 1, &p));
-				CK(cuGraphAddEventRecordNode(&b, g, &kn, 1, ev[1]));
-				CK(cuGraphInstantiate(&exec, g, 0));
-				CK(cuGraphUpload(exec, s));
-				for (int w = 0; w < 7; w++) {
+				for (carrier &c : pool) {
+					CUgraph g;
+					CUgraphNode a, b;
+
+					CK(cuEventCreate(&c.ev[0], 0));
+					CK(cuEventCreate(&c.ev[1], 0));
+					CK(cuGraphCreate(&g, 0));
+					CK(cuGraphAddEventRecordNode(&a, g, NULL, 0, c.ev[0]));
+					CK(cuGraphAddKernelNode(&c.node, g, &a, 1, &p));
+					CK(cuGraphAddEventRecordNode(&b, g, &c.node, 1, c.ev[1]));
+					CK(cuGraphInstantiate(&c.exec, g, 0));
+					CK(cuGraphUpload(c.exec, s));
+				}
+				for (int w = 0; w < 10; w++) {
 					std::vector<double> ex;
 
-					CK(cuGraphExecKernelNodeSetParams(exec, kn, &p));
 
+					CK(cuGraphExecKernelNodeSetParams(pool[0].exec, pool[0].node, &p));
 					for (int i = 0; i < runs + 10; i++) {
 						int slot = w == 2 ? i & 1 : 0;
+						carrier &c = w >= 8 ? pool[i % POOL] : pool[0];
+						CUevent *ev = w == 4 || w == 6 ? pool[0].ev : c.ev;
 						float ms;
 
+						if (w == 7 || w == 9)
+							memset(params_buf, i, sizeof(params_buf));
 						node_of(&p, k, slot, &nsv, &out, args, grid);
 						if (w == 5) {
 							p.func = NULL;
 							p.kern = k.k;
 							p.ctx = ctx;
-						} else if (w == 6) {
-							p.func = (CUfunction)k.k;
 						}
 						if (w == 3 && (i & 1)) {
 							node_of(&p16, ks[0], 0, &ns16, &out16, args16,
 								grid);
-							CK(cuGraphExecKernelNodeSetParams(exec, kn, &p16));
-						} else if (w >= 1 && w != 4 &&
-							   cuGraphExecKernelNodeSetParams(exec, kn, &p)) {
-							ex.assign(1, -1); /* (refused: -1) */
-							break;
+							CK(cuGraphExecKernelNodeSetParams(c.exec, c.node,
+											  &p16));
+						} else if (w >= 1 && w != 4 && w != 6) {
+							CK(cuGraphExecKernelNodeSetParams(c.exec, c.node,
+											  &p));
 						}
-						if (w == 4) {
+						if (w == 6)
+							CK(cuStreamWaitValue32(s, dev_out + 16 * POOL, ++gate_seq,
+									       CU_STREAM_WAIT_VALUE_GEQ));
+						if (w == 4 || w == 6) {
 							CK(cuEventRecord(ev[0], s));
 							CK(cuLaunchKernel(p.func, grid, 1, 1, 128, 1, 1, 0, s,
 									  args, NULL));
 							CK(cuEventRecord(ev[1], s));
+							if (w == 6)
+								*gate = gate_seq;
 						} else {
-							CK(cuGraphLaunch(exec, s));
+							CK(cuGraphLaunch(c.exec, s));
 						}
 						CK(cuStreamSynchronize(s));
 						CK(cuEventElapsedTime(&ms, ev[0], ev[1]));
@@ -207,8 +242,54 @@ int main(int argc, char **argv)
 					       ns, ways[w], median(ex));
 					first = false;
 				}
-				CK(cuGraphExecDestroy(exec));
-				CK(cuGraphDestroy(g));
+				/* Paced: launches PACE us apart (spinning), not waited for, each on
+				 * the next carrier (or a gated pair with the next carrier's events),
+				 * its own span slot; read every POOL launches. */
+				for (int w = 10; w < 14; w++) {
+					std::vector<double> ex;
+					double pace = w % 2 ? 8 : 2;
+					bool gated = w >= 12;
+
+					for (int i = 0; i < runs + POOL; i++) {
+						carrier &c = pool[i % POOL];
+
+						node_of(&p, k, i % POOL, &nsv, &out, args, grid);
+						if (gated) {
+							CK(cuStreamWaitValue32(s, dev_out + 16 * POOL,
+									       ++gate_seq,
+									       CU_STREAM_WAIT_VALUE_GEQ));
+							CK(cuEventRecord(c.ev[0], s));
+							CK(cuLaunchKernel(p.func, grid, 1, 1, 128, 1, 1, 0, s,
+									  args, NULL));
+							CK(cuEventRecord(c.ev[1], s));
+							*gate = gate_seq;
+						} else {
+							CK(cuGraphExecKernelNodeSetParams(c.exec, c.node,
+											  &p));
+							CK(cuGraphLaunch(c.exec, s));
+						}
+						pause_us(pace);
+						if (i % POOL != POOL - 1)
+							continue;
+						CK(cuStreamSynchronize(s));
+						for (int j = 0; j < POOL && i >= POOL; j++) {
+							unsigned long long *o = host_out + 2 * j;
+							float ms;
+
+							CK(cuEventElapsedTime(&ms, pool[j].ev[0],
+									      pool[j].ev[1]));
+							ex.push_back(ms * 1e6 - (double)(o[1] - o[0]));
+						}
+						pause_us(20);
+					}
+					printf(", \"%s/%u/%llu/%s\": %.0f", k.name, grid, ns, ways[w],
+					       median(ex));
+				}
+				for (carrier &c : pool) {
+					CK(cuGraphExecDestroy(c.exec));
+					CK(cuEventDestroy(c.ev[0]));
+					CK(cuEventDestroy(c.ev[1]));
+				}
 			}
 	printf("}}\n");
 	return 0;
