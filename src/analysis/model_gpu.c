@@ -249,9 +249,10 @@ static void add_graph_calibration(struct dev_stat *d, const struct gs_ev_gpu *e)
  * What a carrier's event nodes add (src/inject/gputime_carry.c): what a gated pair adds,
  * and what the calibration kernel reads more in a carrier set before each run, as a
  * launch sets it, than between a gated pair (GS_CAL_CARRIED less GS_CAL_OVERHEAD, never
- * below nothing); the pairs' where not measured. Measured on an H200, a carried kernel
- * read 3.0 us more than a paired one against CUPTI under 2 us, where an empty carrier
- * reads what an empty pair does: what comes between is the set's, not the event nodes'.
+ * below nothing); the pairs' where not measured. Measured on an H200 that is 0.2-0.5 us
+ * more than a pair, where PyTorch's short kernels read 0.8-1.8 us more than paired ones
+ * (3-4 us under the PyTorch profiler): carried durations of those stay long, which is why
+ * carriers are opt-in (bench/results/carry-2026-11-27-h200.md).
  */
 static __u64 carried_overhead(const struct dev_stat *d)
 {

@@ -55,9 +55,9 @@ void gs_timing_init(const char *mode)
 	T.no_prime = getenv("GPUSCOPE_NO_PRIME") != NULL;
 	T.no_follow = getenv("GPUSCOPE_NO_FOLLOW") != NULL; /* (same) */
 	/* Carriers only where asked for (GPUSCOPE_CARRY=1): cheaper, but measured on an H200
-	 * a carried kernel of PyTorch's read 3-4 us longer against CUPTI than a paired one,
-	 * which the calibration does not see, and the program's own profiler sees it run
-	 * in a graph (gputime_carry.c). */
+	 * a short carried kernel of PyTorch's read 1-2 us longer than a paired one (3-4 us
+	 * under the PyTorch profiler), which the calibration does not see, and the program's
+	 * own profiler sees it run in a graph (gputime_carry.c). */
 	c = getenv("GPUSCOPE_CARRY");
 	T.no_carry = no_carry_start = !c || strcmp(c, "1") != 0;
 	c = getenv("GPUSCOPE_CHAIN_US"); /* (same) */

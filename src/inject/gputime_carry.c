@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
- * GPU times (gputime_int.h): carriers, with GPUSCOPE_CARRY=1 only. A timed launch on an idle stream otherwise takes a
- * gate and a pair of events, three driver calls besides the launch: on the H200 guests
+ * GPU times (gputime_int.h): carriers, with GPUSCOPE_CARRY=1 only. A timed launch on an idle
+ * stream otherwise takes a gate and a pair of events, three driver calls besides the
+ * launch: on the H200 guests
  * 5-6 us of the 7-9 us a timed launch adds (bench/results/cost-2026-11-27b-h200.md). A
  * carrier is a graph of ours, [event record node, kernel node, event record node], made
  * ahead with its own two events. A timed plain launch (cuLaunchKernel or its _ptsz, no
@@ -21,12 +22,13 @@
  * program's.
  *
  * Why not by default (measured on an H200, bench/results/carry-2026-11-27-h200.md): every
- * launch timed cost the tiny-op loop 1.32x with carriers against 1.53x with pairs (the
- * profiler 1.23x), the C loop +1.9 us a launch against +4.3; but PyTorch's kernels read
- * 3-4 us longer between a carrier's events than CUPTI has them (a pair: 2.4 us), where our
- * calibration kernel, set the same way, reads what it reads between a pair. So their
- * durations are 3-4 us too long, and the program's own profiler (CUPTI) sees each carried
- * kernel run inside a graph.
+ * launch timed cost the tiny-op loop 1.27-1.32x with carriers against 1.53-1.60x with pairs
+ * (the profiler 1.23-1.28x), the C loop +1.9 us a launch against +4.3; but PyTorch's short
+ * kernels read 0.8-1.8 us longer between a carrier's events than between a gated pair, and
+ * 3-4 us longer under the PyTorch profiler, whose CUPTI also sees each carried kernel run
+ * in a graph. Our calibration kernel in a carrier set before each run reads only 0.2-0.5 us
+ * more than between a pair, and so does a test kernel of any parameter size, grid or
+ * length (bench/carry_bias.cu): what PyTorch's kernels add is not known.
  */
 #include <stdlib.h>
 #include <string.h>
