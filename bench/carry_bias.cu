@@ -25,6 +25,8 @@
  *   pool_paced2, pool_paced8   set, on the next carrier, launched 2 or 8 us after the one
  *             before without waiting (as a launch-bound loop does), read every 64
  *   gated_paced2, gated_paced8 the same with gated pairs
+ *   tmpl16, tmpl4k   set, on a carrier instantiated with another kernel (of 16-byte or
+ *             4 KiB parameters), as the plane's carriers are made with a kernel of its own
  * median excess ns over RUNS runs.
  *
  *   nvcc -O2 -arch=sm_90 carry_bias.cu -o carry_bias -lcuda
@@ -141,7 +143,8 @@ int main(int argc, char **argv)
 	cudaKernel_t k16, k1k, k4k;
 	static const char *ways[] = { "still", "set",	  "setv",   "switch", "stream",
 				      "kern",  "gated", "setall", "pool",	"poolall",
-				      "pool_paced2", "pool_paced8", "gated_paced2", "gated_paced8" };
+				      "pool_paced2", "pool_paced8", "gated_paced2", "gated_paced8",
+				      "tmpl16", "tmpl4k" };
 	static carrier pool[POOL];
 	unsigned gate_seq = 0;
 	volatile unsigned *gate;
@@ -284,6 +287,44 @@ int main(int argc, char **argv)
 					}
 					printf(", \"%s/%u/%llu/%s\": %.0f", k.name, grid, ns, ways[w],
 					       median(ex));
+				}
+				/* A carrier instantiated with another kernel (16-byte or 4 KiB
+				 * parameters), set to this one before each run, waited for. */
+				for (int w = 14; w < 16; w++) {
+					std::vector<double> ex;
+					carrier t;
+					CUgraph g;
+					CUgraphNode a, b;
+					CUDA_KERNEL_NODE_PARAMS pt;
+					CUdeviceptr outt;
+					void *argst[3];
+					unsigned long long nst = ns;
+
+					node_of(&pt, ks[w == 14 ? 0 : 2], 0, &nst, &outt, argst, grid);
+					CK(cuEventCreate(&t.ev[0], 0));
+					CK(cuEventCreate(&t.ev[1], 0));
+					CK(cuGraphCreate(&g, 0));
+					CK(cuGraphAddEventRecordNode(&a, g, NULL, 0, t.ev[0]));
+					CK(cuGraphAddKernelNode(&t.node, g, &a, 1, &pt));
+					CK(cuGraphAddEventRecordNode(&b, g, &t.node, 1, t.ev[1]));
+					CK(cuGraphInstantiate(&t.exec, g, 0));
+					CK(cuGraphUpload(t.exec, s));
+					for (int i = 0; i < runs + 10; i++) {
+						float ms;
+
+						node_of(&p, k, 0, &nsv, &out, args, grid);
+						CK(cuGraphExecKernelNodeSetParams(t.exec, t.node, &p));
+						CK(cuGraphLaunch(t.exec, s));
+						CK(cuStreamSynchronize(s));
+						CK(cuEventElapsedTime(&ms, t.ev[0], t.ev[1]));
+						if (i >= 10)
+							ex.push_back(ms * 1e6 -
+								     (double)(host_out[1] - host_out[0]));
+						pause_us(20);
+					}
+					printf(", \"%s/%u/%llu/%s\": %.0f", k.name, grid, ns, ways[w],
+					       median(ex));
+					CK(cuGraphExecDestroy(t.exec));
 				}
 				for (carrier &c : pool) {
 					CK(cuGraphExecDestroy(c.exec));

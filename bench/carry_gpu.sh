@@ -5,7 +5,7 @@
 # profiler, inside one process (bench/inject_ab.sh: tinyops, the CUDA C loop, CuPy); then
 # the GPU durations of carried and paired launches against CUPTI by kernel size
 # (bench/gputime_bias.py, with carriers and without), and (bench/fidelity.py, the in-process
-# plane) what CUPTI sees of carried launches. About 5 minutes. From the repository root,
+# plane) what CUPTI sees of carried launches. About 2 minutes. From the repository root,
 # carrying .output/static; root.
 #   OUT=/tmp/carry ROUNDS=7 bash bench/carry_gpu.sh
 set -u
