@@ -25,6 +25,8 @@
  *   pool_paced2, pool_paced8   set, on the next carrier, launched 2 or 8 us after the one
  *             before without waiting (as a launch-bound loop does), read every 64
  *   gated_paced2, gated_paced8 the same with gated pairs
+ * (and a kernel "write" whose every thread also writes a float of device memory: 128 or
+ * 131,072 of them; not setall, poolall)
  *   tmpl16, tmpl4k   set, on a carrier instantiated with another kernel (of 16-byte or
  *             4 KiB parameters), as the plane's carriers are made with a kernel of its own
  * median excess ns over RUNS runs.
@@ -61,6 +63,21 @@ __device__ unsigned long long gtimer()
 	unsigned long long t;
 	asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
 	return t;
+}
+
+/* Every thread adds 1 to its float of buf (its parameter bytes hold the pointer), then
+ * as spin. */
+__global__ void spinw(unsigned long long *out, unsigned long long ns, float *buf)
+{
+	buf[blockIdx.x * blockDim.x + threadIdx.x] += 1.0f;
+	if (threadIdx.x || blockIdx.x)
+		return;
+	unsigned long long t0 = gtimer(), t1;
+	do
+		t1 = gtimer();
+	while (t1 - t0 < ns);
+	out[0] = t0;
+	out[1] = t1;
 }
 
 template <int B>
@@ -165,9 +182,17 @@ int main(int argc, char **argv)
 	cudaGetKernel(&k16, (const void *)spin<16>);
 	cudaGetKernel(&k1k, (const void *)spin<1024>);
 	cudaGetKernel(&k4k, (const void *)spin<4000>);
+	cudaFunction_t fw;
+	cudaKernel_t kw;
+	CUdeviceptr dbuf;
+
+	cudaGetFuncBySymbol(&fw, (const void *)spinw);
+	cudaGetKernel(&kw, (const void *)spinw);
+	CK(cuMemAlloc(&dbuf, 1024 * 128 * sizeof(float)));
 	kern ks[] = { { (CUfunction)f16, "16B", 16, (CUkernel)k16 },
 		      { (CUfunction)f1k, "1KiB", 1024, (CUkernel)k1k },
-		      { (CUfunction)f4k, "4KiB", 4000, (CUkernel)k4k } };
+		      { (CUfunction)f4k, "4KiB", 4000, (CUkernel)k4k },
+		      { (CUfunction)fw, "write", 8, (CUkernel)kw } };
 	printf("{\"runs\": %d, \"excess_ns\": {", runs);
 	bool first = true;
 	for (const kern &k : ks)
@@ -177,6 +202,12 @@ int main(int argc, char **argv)
 				CUdeviceptr out, out16;
 				void *args[3], *args16[3];
 				CUDA_KERNEL_NODE_PARAMS p, p16;
+				bool write = k.bytes == 8;
+
+				/* (write's buffer: the first 8 bytes of the parameters) */
+				memset(params_buf, 0, sizeof(params_buf));
+				if (write)
+					memcpy(params_buf, &dbuf, sizeof(dbuf));
 
 				node_of(&p, k, 0, &nsv, &out, args, grid);
 				for (carrier &c : pool) {
@@ -203,6 +234,8 @@ int main(int argc, char **argv)
 						CUevent *ev = w == 4 || w == 6 ? pool[0].ev : c.ev;
 						float ms;
 
+						if (write && (w == 7 || w == 9))
+							break; /* (its pointer) */
 						if (w == 7 || w == 9)
 							memset(params_buf, i, sizeof(params_buf));
 						node_of(&p, k, slot, &nsv, &out, args, grid);
