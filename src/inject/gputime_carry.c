@@ -39,46 +39,6 @@
 #define HOW_KERN 2ULL /* as a CUkernel, with the context */
 #define HOW_NONE 3ULL /* refused both ways: never carried */
 
-typedef int (*k_set_fn)(void *, void *, const struct gs_cu_kernel_node *);
-typedef int (*g_launch_fn)(void *, __u64);
-typedef int (*g_create_fn)(void **, unsigned int);
-typedef int (*g_add_record_fn)(void **, void *, void **, size_t, void *);
-typedef int (*g_add_kernel_fn)(void **, void *, void **, size_t, const struct gs_cu_kernel_node *);
-typedef int (*g_inst_fn)(void **, void *, unsigned long long);
-typedef int (*g_upload_fn)(void *, __u64);
-typedef int (*g_destroy_fn)(void *);
-
-static struct {
-	k_set_fn set;
-	g_launch_fn launch, launch_ptsz;
-	g_create_fn create;
-	g_add_record_fn add_record;
-	g_add_kernel_fn add_kernel;
-	g_inst_fn instantiate;
-	g_upload_fn upload;
-	g_destroy_fn graph_destroy, ev_destroy;
-	bool loaded, ok;
-} K;
-
-static void load(void)
-{
-	K.set = (k_set_fn)(void *)gs_real(GS_API_CU_GRAPH_EXEC_KERNEL_NODE_SET_PARAMS);
-	K.launch = (g_launch_fn)(void *)gs_real(GS_API_CU_GRAPH_LAUNCH);
-	K.launch_ptsz = (g_launch_fn)(void *)gs_real(GS_API_CU_GRAPH_LAUNCH_PTSZ);
-	K.create = (g_create_fn)gs_real_by_name("cuGraphCreate");
-	K.add_record = (g_add_record_fn)gs_real_by_name("cuGraphAddEventRecordNode");
-	K.add_kernel = (g_add_kernel_fn)gs_real_by_name("cuGraphAddKernelNode_v2");
-	K.instantiate = (g_inst_fn)gs_real_by_name("cuGraphInstantiateWithFlags");
-	K.upload = (g_upload_fn)gs_real_by_name("cuGraphUpload");
-	K.graph_destroy = (g_destroy_fn)gs_real_by_name("cuGraphDestroy");
-	K.ev_destroy = (g_destroy_fn)gs_real_by_name("cuEventDestroy_v2");
-	if (!K.launch_ptsz)
-		K.launch_ptsz = K.launch;
-	K.ok = K.set && K.launch && K.create && K.add_record && K.add_kernel && K.instantiate &&
-	       K.graph_destroy && K.ev_destroy;
-	__atomic_store_n(&K.loaded, true, __ATOMIC_RELEASE);
-}
-
 /* How the driver takes handle in a node (0: not known yet). */
 static __u64 *how_slot(struct ctx_slot *c, __u64 handle)
 {
@@ -110,6 +70,7 @@ bool gt_carry_take(struct ctx_slot *c, struct gs_timing *t, __u64 func)
 /* One carrier made (c's context current): false, and nothing kept, if it cannot be. */
 static bool make(struct ctx_slot *c, struct carrier *k)
 {
+	const struct gt_graph_fns *K = gt_graph_fns();
 	__u64 out = c->gate.dev + 96, ns = 0;
 	void *params[] = { &out, &ns }, *first, *node;
 	/* (What the node runs until a launch sets it: our calibration kernel, never run.) */
@@ -122,22 +83,22 @@ static bool make(struct ctx_slot *c, struct carrier *k)
 	if (T.cu.ev_create(&k->ev[0], 0))
 		return false;
 	if (T.cu.ev_create(&k->ev[1], 0)) {
-		K.ev_destroy(k->ev[0]);
+		K->ev_destroy(k->ev[0]);
 		return false;
 	}
-	if (!K.create(&k->graph, 0) && !K.add_record(&first, k->graph, NULL, 0, k->ev[0]) &&
-	    !K.add_kernel(&k->node, k->graph, &first, 1, &p) &&
-	    !K.add_record(&node, k->graph, &k->node, 1, k->ev[1]) &&
-	    !K.instantiate(&k->exec, k->graph, 0)) {
+	if (!K->create(&k->graph, 0) && !K->add_record(&first, k->graph, NULL, 0, k->ev[0]) &&
+	    !K->add_kernel(&k->node, k->graph, &first, 1, &p) &&
+	    !K->add_record(&node, k->graph, &k->node, 1, k->ev[1]) &&
+	    !K->instantiate(&k->exec, k->graph, 0)) {
 		/* (Its first launch would upload it: done now, on our stream.) */
-		if (K.upload)
-			K.upload(k->exec, c->stream);
+		if (K->upload)
+			K->upload(k->exec, c->stream);
 		return true;
 	}
 	if (k->graph)
-		K.graph_destroy(k->graph);
-	K.ev_destroy(k->ev[0]);
-	K.ev_destroy(k->ev[1]);
+		K->graph_destroy(k->graph);
+	K->ev_destroy(k->ev[0]);
+	K->ev_destroy(k->ev[1]);
 	return false;
 }
 
@@ -146,8 +107,10 @@ void gt_carry_grow(struct ctx_slot *c)
 	struct carrier made[CARRY_GROW];
 	int n = 0, want;
 
-	if (!__atomic_load_n(&K.loaded, __ATOMIC_ACQUIRE))
-		load();
+	const struct gt_graph_fns *g = gt_graph_fns();
+	bool ok = g->set && g->launch && g->create && g->add_record && g->add_kernel &&
+		  g->instantiate && g->graph_destroy && g->ev_destroy;
+
 	pthread_mutex_lock(&T.lock);
 	want = c->carry_want && !c->carry_off ? CARRY_MAX - c->ncarry : 0;
 	c->carry_want = false;
@@ -156,7 +119,7 @@ void gt_carry_grow(struct ctx_slot *c)
 		c->carry_free = calloc(CARRY_MAX, sizeof(*c->carry_free));
 		c->carry_how = calloc(CARRY_HOW, sizeof(*c->carry_how));
 	}
-	if (!K.ok || !c->cal || !c->carry || !c->carry_free || !c->carry_how)
+	if (!ok || !c->cal || !c->carry || !c->carry_free || !c->carry_how)
 		c->carry_off = true;
 	want = c->carry_off ? 0 : want < CARRY_GROW ? want : CARRY_GROW;
 	pthread_mutex_unlock(&T.lock);
@@ -185,7 +148,7 @@ static int set_node(struct ctx_slot *c, struct carrier *k, __u64 handle, __u64 h
 	p->func = how == HOW_FUNC ? handle : 0;
 	p->kern = how == HOW_KERN ? handle : 0;
 	p->ctx = how == HOW_KERN ? (__u64)(unsigned long)c->ctx : 0;
-	return K.set(k->exec, k->node, p);
+	return gt_graph_fns()->set(k->exec, k->node, p);
 }
 
 int gs_timing_carry(struct gs_timing *t, const __u64 *a)
@@ -210,7 +173,7 @@ int gs_timing_carry(struct gs_timing *t, const __u64 *a)
 		__atomic_store_n(slot, a[0] | (r ? HOW_NONE : how), __ATOMIC_RELAXED);
 	}
 	if (!r)
-		r = (t->ptsz ? K.launch_ptsz : K.launch)(k->exec, a[8]);
+		r = (t->ptsz ? gt_graph_fns()->launch_ptsz : gt_graph_fns()->launch)(k->exec, a[8]);
 	if (!r)
 		return 0;
 	/* Not carried: the carrier back, the launch untimed (the caller makes it). */

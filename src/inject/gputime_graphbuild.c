@@ -28,17 +28,12 @@ typedef int (*g_type_fn)(void *, int *);
 typedef int (*g_kparams_fn)(void *, void *);
 typedef int (*g_kattr_fn)(void *, int, void *);
 typedef int (*g_deps_fn)(void *, void **, void *, size_t *);
-typedef int (*g_add_record_fn)(void **, void *, void **, size_t, void *);
 typedef int (*g_add_deps_fn)(void *, void **, void **, void *, size_t);
-typedef int (*g_inst_fn)(void **, void *, unsigned long long);
-typedef int (*g_destroy_fn)(void *);
 typedef int (*g_wait_fn)(__u64, void *, unsigned int);
-typedef int (*g_add_kernel_fn)(void **, void *, void **, size_t, const struct gs_cu_kernel_node *);
 typedef int (*g_find_fn)(void **, void *, void *);
 typedef int (*g_child_fn)(void *, void **);
 typedef int (*g_exec_child_fn)(void *, void *, void *);
 typedef int (*g_exec_update_fn)(void *, void *, void *);
-typedef int (*g_upload_fn)(void *, __u64);
 typedef int (*g_sync_fn)(__u64);
 typedef int (*g_enable_fn)(void *, void *, unsigned int);
 

@@ -5,29 +5,14 @@
  * calibration does for launches (gputime_ctx.c): GS_CAL_GRAPH and GS_CAL_GRAPH_EMPTY
  * records, GS_CAL_CARRIED and GS_CAL_CARRIED_EMPTY.
  */
+#include <pthread.h>
 #include <stdlib.h>
 
 #include "inject/gputime_twin.h"
 
-typedef int (*g_create_fn)(void **, unsigned int);
-typedef int (*g_add_kernel_fn)(void **, void *, void **, size_t, const struct gs_cu_kernel_node *);
-typedef int (*g_add_record_fn)(void **, void *, void **, size_t, void *);
-typedef int (*g_inst_fn)(void **, void *, unsigned long long);
-typedef int (*g_destroy_fn)(void *);
-typedef int (*g_launch_fn)(void *, __u64);
-typedef int (*k_set_fn)(void *, void *, const struct gs_cu_kernel_node *);
+static struct gt_graph_fns C;
 
-static struct {
-	g_create_fn create;
-	g_add_kernel_fn add_kernel;
-	g_add_record_fn add_record;
-	g_inst_fn instantiate;
-	g_destroy_fn graph_destroy, exec_destroy, ev_destroy;
-	g_launch_fn launch;
-	k_set_fn set;
-} C;
-
-static void load(void)
+static void load_once(void)
 {
 	C.create = (g_create_fn)gs_real_by_name("cuGraphCreate");
 	C.add_kernel = (g_add_kernel_fn)gs_real_by_name("cuGraphAddKernelNode_v2");
@@ -36,8 +21,25 @@ static void load(void)
 	C.graph_destroy = (g_destroy_fn)gs_real_by_name("cuGraphDestroy");
 	C.exec_destroy = (g_destroy_fn)gs_real_by_name("cuGraphExecDestroy");
 	C.ev_destroy = (g_destroy_fn)gs_real_by_name("cuEventDestroy_v2");
+	C.upload = (g_upload_fn)gs_real_by_name("cuGraphUpload");
 	C.launch = (g_launch_fn)(void *)gs_real(GS_API_CU_GRAPH_LAUNCH);
+	C.launch_ptsz = (g_launch_fn)(void *)gs_real(GS_API_CU_GRAPH_LAUNCH_PTSZ);
+	if (!C.launch_ptsz)
+		C.launch_ptsz = C.launch;
 	C.set = (k_set_fn)(void *)gs_real(GS_API_CU_GRAPH_EXEC_KERNEL_NODE_SET_PARAMS);
+}
+
+const struct gt_graph_fns *gt_graph_fns(void)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+	pthread_once(&once, load_once);
+	return &C;
+}
+
+static void load(void)
+{
+	gt_graph_fns();
 }
 
 /*

@@ -107,6 +107,27 @@ void gt_name_kernel(__u64 handle, bool is_function) GS_HIDDEN;
 
 /* gputime_graphcal.c: what a twin's event nodes add, measured in the context of c. */
 void gt_graph_calibrate(struct ctx_slot *c) GS_HIDDEN;
+/* And the driver's functions for graphs of ours (calibration graphs, carriers), resolved at
+ * the first call; each NULL where the driver has none. */
+typedef int (*g_create_fn)(void **, unsigned int);
+typedef int (*g_add_kernel_fn)(void **, void *, void **, size_t, const struct gs_cu_kernel_node *);
+typedef int (*g_add_record_fn)(void **, void *, void **, size_t, void *);
+typedef int (*g_inst_fn)(void **, void *, unsigned long long);
+typedef int (*g_destroy_fn)(void *);
+typedef int (*g_launch_fn)(void *, __u64);
+typedef int (*g_upload_fn)(void *, __u64);
+typedef int (*k_set_fn)(void *, void *, const struct gs_cu_kernel_node *);
+struct gt_graph_fns {
+	g_create_fn create;
+	g_add_kernel_fn add_kernel;
+	g_add_record_fn add_record;
+	g_inst_fn instantiate;
+	g_destroy_fn graph_destroy, exec_destroy, ev_destroy;
+	g_upload_fn upload;
+	g_launch_fn launch, launch_ptsz; /* (cuGraphLaunch's where no _ptsz) */
+	k_set_fn set;			 /* cuGraphExecKernelNodeSetParams_v2 */
+};
+const struct gt_graph_fns *gt_graph_fns(void) GS_HIDDEN;
 
 /* GPUSCOPE_INJECT_DEBUG: a step of building or keeping a twin that failed (the driver's
  * result r): false. */
