@@ -14,8 +14,8 @@
  *                      in its place, on an idle stream;
  *   gputime.c          the calls timed: sampling, gates, the queue of pending pairs.
  * Layered: gputime.c uses gputime_chain.c uses gputime_harvest.c uses gputime_ctx.c;
- * gputime_graph.c uses gputime_harvest.c; gputime.c uses gputime_carry.c uses
- * gputime_graphcal.c and gputime_ctx.c.
+ * gputime_graph.c uses gputime_harvest.c; gputime.c and gputime_harvest.c use
+ * gputime_carry.c, which uses gputime_graphcal.c and gputime_ctx.c.
  */
 #ifndef GS_INJECT_GPUTIME_INT_H
 #define GS_INJECT_GPUTIME_INT_H
