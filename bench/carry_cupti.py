@@ -6,7 +6,8 @@ plus 3.5 us whatever its parameters, grid or length. Here the same elementwise k
 (x.add_(1) on 2^4 .. 2^26 floats, 40 launches a size, each size waited for) run under
 `gpuscope run --inject`, with carriers (GPUSCOPE_CARRY=1) and without, each with the
 profiler recording CUDA activity and without: per size, the median of what the events read
-(end - start, as recorded), and how many of the 40 were carried.
+(end - start, as recorded: a carried run corrected to read as its pairs, once it can be),
+and how many of the 40 (CARRY_N) were carried, and of those corrected.
 
     python3 carry_cupti.py run GPUSCOPE OUTDIR     (on the GPU machine)
     python3 carry_cupti.py work PROFILE            (the workload: PROFILE 1 or 0)
@@ -22,7 +23,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests", "integration"))
 SIZES = list(range(4, 27, 2))
-N = 40
+N = int(os.environ.get("CARRY_N", "40"))  # launches a size
 
 
 def work(profile):
@@ -64,7 +65,9 @@ def run(gs, out):
             res[name] = [{"floats": 1 << k,
                           "raw_median_ns": statistics.median(
                               r["end"] - r["start"] for r in kern[i * N:(i + 1) * N]),
-                          "carried": sum(bool(r["flags"] & 128) for r in kern[i * N:(i + 1) * N])}
+                          "carried": sum(bool(r["flags"] & 128) for r in kern[i * N:(i + 1) * N]),
+                          "corrected": sum(r["flags"] & 130 == 130
+                                           for r in kern[i * N:(i + 1) * N])}
                          for i, k in enumerate(SIZES)]
     json.dump(res, open(os.path.join(out, "carry_cupti.json"), "w"), indent=1)
     names = list(res)
@@ -72,7 +75,8 @@ def run(gs, out):
     print("|---|" + "---|" * len(names))
     for i, k in enumerate(SIZES):
         print("| 2^%d | " % k + " | ".join(
-            "%.0f (%d carried)" % (res[n][i]["raw_median_ns"], res[n][i]["carried"])
+            "%.0f (%d carried, %d corrected)" % (res[n][i]["raw_median_ns"], res[n][i]["carried"],
+                                                 res[n][i]["corrected"])
             for n in names) + " |")
 
 

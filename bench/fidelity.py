@@ -205,8 +205,9 @@ def report_duration(start, end, call_end, flags, over):
     if flags & 4 or flags & 8 or (idle and submitted - start > IDLE_WINDOW_NS):
         return None
     s = min(submitted, end) if idle else start
-    # (chained, in a graph, run by a carrier, ungated on a busy stream, else a gated pair)
-    o = min(over[1 if flags & 16 else 2 if flags & 64 else 4 if flags & 128
+    # (chained, in a graph, run by a carrier and not corrected to its pairs, ungated on a
+    # busy stream, else a gated pair)
+    o = min(over[1 if flags & 16 else 2 if flags & 64 else 4 if flags & 130 == 128
                  else 0 if gated or idle else 3], end - s)
     if not idle:
         s += o // 2

@@ -341,7 +341,8 @@ enum gs_gpu_flags {
 	GS_GPU_IN_GRAPH = 1 << 6,
 	/* Run by a carrier: a graph of gpuscope's own, [event record node, this kernel, event
 	 * record node], launched in place of the program's launch on an idle stream
-	 * (src/inject/gputime_carry.c): its times are exact, as a gated launch's. */
+	 * (src/inject/gputime_carry.c). With GS_GPU_GATED, its times are corrected to read as
+	 * the gated pairs of the same kernel and launch shape read; else as the events read. */
 	GS_GPU_CARRIED = 1 << 7,
 };
 

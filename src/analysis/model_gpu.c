@@ -64,7 +64,7 @@ static struct gpu_stat *gpu_stat_of(struct kstat *k)
 static void add_to_stat(struct gpu_stat *g, const struct gs_ev_gpu *e, __u64 dur, __u64 queue,
 			bool idle)
 {
-	g->gated += !!(e->flags & GS_GPU_GATED);
+	g->gated += (e->flags & (GS_GPU_GATED | GS_GPU_CARRIED)) == GS_GPU_GATED;
 	g->chained += !!(e->flags & GS_GPU_CHAINED);
 	g->followed += (e->flags & (GS_GPU_FROM_PREV | GS_GPU_CHAINED)) == GS_GPU_FROM_PREV;
 	g->carried += !!(e->flags & GS_GPU_CARRIED);
@@ -368,10 +368,11 @@ void model__gpu_add(struct model *m, const struct gs_hdr *ev)
 	/* Kernels: what the event pair adds, half on each side (its split is not known); a
 	 * start taken from the call rather than from its event has no event's share. */
 	b = &device_of(m, e->device)->b;
-	overhead = !launch					 ? 0
-		   : (e->flags & GS_GPU_CHAINED)		 ? b->chained_overhead_ns
-		   : (e->flags & GS_GPU_IN_GRAPH)		 ? b->graph_overhead_ns
-		   : (e->flags & GS_GPU_CARRIED)		 ? b->carried_overhead_ns
+	overhead = !launch			  ? 0
+		   : (e->flags & GS_GPU_CHAINED)  ? b->chained_overhead_ns
+		   : (e->flags & GS_GPU_IN_GRAPH) ? b->graph_overhead_ns
+		   : (e->flags & (GS_GPU_CARRIED | GS_GPU_GATED)) == GS_GPU_CARRIED
+			   ? b->carried_overhead_ns
 		   : !gated && !idle && e->kind == GS_GPU_KERNEL ? b->busy_overhead_ns
 								 : b->overhead_ns;
 	overhead = GS_MIN(overhead, end - start);

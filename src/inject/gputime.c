@@ -56,10 +56,13 @@ void gs_timing_init(const char *mode)
 	T.no_follow = getenv("GPUSCOPE_NO_FOLLOW") != NULL; /* (same) */
 	/* Carriers only where asked for (GPUSCOPE_CARRY=1): cheaper, but measured on an H200
 	 * a short carried kernel of PyTorch's read 1-2 us longer than a paired one (3-4 us
-	 * under the PyTorch profiler), which the calibration does not see, and the program's
-	 * own profiler sees it run in a graph (gputime_carry.c). */
+	 * under the PyTorch profiler), which the calibration does not see; corrected by its
+	 * pairs, it reads as they do at the median but spread wider; and the program's own
+	 * profiler sees it run in a graph (gputime_carry.c). */
 	c = getenv("GPUSCOPE_CARRY");
 	T.no_carry = no_carry_start = !c || strcmp(c, "1") != 0;
+	c = getenv("GPUSCOPE_CARRY_REF"); /* (tests, measurements) */
+	T.carry_ref = c && atoi(c) >= 1 && atoi(c) <= 1000000 ? (__u32)atoi(c) : CARRY_REF;
 	c = getenv("GPUSCOPE_CHAIN_US"); /* (same) */
 	T.chain_ns = c && atoi(c) >= 1 && atoi(c) <= 100000 ? (__u64)atoi(c) * 1000 : CHAIN_NS;
 	/* Chains only where asked for (--gpu-time=chained): they cost about half as much, but
@@ -268,8 +271,7 @@ static bool start_after_all(struct ctx_slot *c, struct gs_timing *t)
 	return t->start != NULL;
 }
 
-bool gs_timing_begin(struct gs_timing *t, __u64 stream, bool ptsz, __u8 kind, __u64 func,
-		     bool carriable)
+bool gs_timing_begin(struct gs_timing *t, __u64 stream, bool ptsz, __u8 kind, __u64 func, __u64 key)
 {
 	__u64 ahead = 0, now, ph;
 	struct backlog *b = NULL;
@@ -281,6 +283,7 @@ bool gs_timing_begin(struct gs_timing *t, __u64 stream, bool ptsz, __u8 kind, __
 	t->gate = 0;
 	t->chained = t->kernel = t->follows = false;
 	t->carrier = 0;
+	t->key = 0;
 	ph = gs_phase_t0();
 	if (!gt_load_driver() || T.cu.ctx_get(&t->ctx) || !t->ctx)
 		return false;
@@ -333,12 +336,16 @@ bool gs_timing_begin(struct gs_timing *t, __u64 stream, bool ptsz, __u8 kind, __
 		follow = false;
 	}
 	/* A plain launch again on a stream judged idle, its last work not a copy: run by a
-	 * carrier (gputime_carry.c), which needs no gate and no events of the pool. (Not in
-	 * chains: they are chosen to hold a gate.) */
-	if (carriable && t->kernel && !follow && !prime && T.no_chains && ahead <= BACKLOG_MIN) {
+	 * carrier (gputime_carry.c), which needs no gate and no events of the pool, but for
+	 * every CARRY_REF-th of its kernel and shape, and where none is free: those take a
+	 * gated pair, which the carried runs are corrected by. (Not in chains: they are chosen
+	 * to hold a gate.) */
+	if (key && !T.no_carry && t->kernel && !follow && !prime && T.no_chains &&
+	    ahead <= BACKLOG_MIN) {
 		void *ev = t->end;
 
-		if (gt_carry_take(c, t, func)) {
+		t->key = key;
+		if (!gt_carry_ref(key) && gt_carry_take(c, t, func)) {
 			gt_event_put(c, ev);
 			gs_phase_add(GS_PH_LOCKED, ph);
 			pthread_mutex_unlock(&T.lock);
@@ -430,7 +437,8 @@ static void end_carried(const struct gs_timing *t, const struct gs_timed_call *c
 			     .stream = t->ptsz && !t->stream ? GS_CU_STREAM_PER_THREAD : t->stream,
 			     .tid = tl_tid,
 			     .ci = (__u8)t->ci,
-			     .carrier = (__u16)t->carrier };
+			     .carrier = (__u16)t->carrier,
+			     .key = t->key };
 
 	pthread_mutex_lock(&T.lock);
 	gt_queue(&p);
@@ -472,7 +480,8 @@ void gs_timing_end(struct gs_timing *t, int result, const struct gs_timed_call *
 			      .tid = tl_tid,
 			      .ci = (__u8)t->ci,
 			      .gated = true,
-			      .from_prev = t->chained || t->follows };
+			      .from_prev = t->chained || t->follows,
+			      .key = t->key };
 	/* A gated kernel launch: held in a chain, its gate left closed for the next. */
 	if (!r && !T.no_chains && (t->kernel || t->chained)) {
 		pthread_mutex_lock(&T.lock);

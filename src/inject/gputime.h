@@ -44,7 +44,10 @@ struct pending {
 	bool gated, forced;
 	bool end_shared; /* its end event is the next one's start: that one gives it back */
 	__u16 carrier;	 /* run by carrier carrier - 1 of its context, its events (0: none) */
-	bool from_prev;	 /* its start is the end event of the launch before it */
+	/* A carriable launch's kernel and shape (gputime_carry.c: its carried runs corrected
+	 * by its gated pairs' readings), 0: none. */
+	__u64 key;
+	bool from_prev; /* its start is the end event of the launch before it */
 	/* A kernel node's pair of a graph's twin (gputime_graph.c): the twin's events, and its
 	 * count of pairs not read yet, which reading this one takes one off. */
 	int *twin;
@@ -63,6 +66,7 @@ struct gs_timing {
 	bool kernel;  /* a kernel's launch, not its first: it may begin a chain, or be followed */
 	int carrier;  /* run by carrier carrier - 1 (gputime_carry.c: start and end are its
 		       * events), 0: not */
+	__u64 key;    /* carriers on, a plain launch: its kernel and shape (0: not) */
 	/* The launch before, whose end event is this one's start (chained or follows): queued
 	 * once this one's end event is recorded (with its end event shared) or its call failed
 	 * (not shared: this one's record is not kept). */
@@ -97,10 +101,11 @@ void gs_timing_after_fork(void) GS_HIDDEN;
  * that would exceed the thread's rate is not, and is counted: see gputime.c). */
 bool gs_timing_wanted(__u64 func) GS_HIDDEN;
 /* Record the start event on `stream` (behind a gate where that is safe), or take a carrier
- * for the launch (t->carrier: carriable, a plain cuLaunchKernel); false if the call goes
- * untimed. kind: enum gs_gpu_kind; func: the kernel or graph exec launched. */
+ * for the launch (t->carrier; key: a plain cuLaunchKernel's kernel and shape, 0 for any
+ * other call); false if the call goes untimed. kind: enum gs_gpu_kind; func: the kernel or
+ * graph exec launched. */
 bool gs_timing_begin(struct gs_timing *t, __u64 stream, bool ptsz, __u8 kind, __u64 func,
-		     bool carriable) GS_HIDDEN;
+		     __u64 key) GS_HIDDEN;
 /* A launch given a carrier (t->carrier): made by it (a: cuLaunchKernel's arguments), 0; or
  * not (the driver's answer, t then untimed and the carrier given back): the caller makes
  * the program's launch itself. */

@@ -36,7 +36,9 @@ static const struct ref *ref_for(const struct ctx_slot *c, __u64 call_ts)
 	return r;
 }
 
-static void emit_gpu(const struct ctx_slot *c, const struct pending *p, __u64 start, __u64 end)
+/* corrected: a carried run's times made to read as its gated pairs do (gputime_carry.c). */
+static void emit_gpu(const struct ctx_slot *c, const struct pending *p, __u64 start, __u64 end,
+		     bool corrected)
 {
 	struct gs_ev_gpu *e = gs_emit_reserve(sizeof(*e), GS_EV_GPU);
 
@@ -62,7 +64,8 @@ static void emit_gpu(const struct ctx_slot *c, const struct pending *p, __u64 st
 		   (!p->gated && start < p->c.call_ts ? GS_GPU_IDLE_STREAM : 0) |
 		   (p->end_late && end < p->end_late + END_SOON_NS ? GS_GPU_END_LATE : 0) |
 		   (p->cell ? GS_GPU_CHAINED : 0) | (p->from_prev ? GS_GPU_FROM_PREV : 0) |
-		   (p->twin ? GS_GPU_IN_GRAPH : 0) | (p->carrier ? GS_GPU_CARRIED : 0);
+		   (p->twin ? GS_GPU_IN_GRAPH : 0) | (p->carrier ? GS_GPU_CARRIED : 0) |
+		   (corrected ? GS_GPU_GATED : 0);
 	e->device = c->device;
 	e->copy_kind = p->c.copy_kind;
 	e->pad = 0;
@@ -108,9 +111,14 @@ static int harvest_one(const struct pending *p)
 		return 0;
 	r = ref_for(c, p->c.call_ts);
 	if (q == 0 && dur >= 0 && !T.cu.ev_elapsed(&to_start, r->event, p->start)) {
+		__u64 raw = (__u64)((double)dur * 1e6), shift = 0;
+		/* (A carried run read as its pairs do: half the difference off each end.) */
+		bool corrected = p->key && gt_carry_shift(p, raw, &shift);
+
 		start = (__s64)r->host_ns + (__s64)((double)to_start * 1e6);
 		if (start > 0)
-			emit_gpu(c, p, (__u64)start, (__u64)start + (__u64)((double)dur * 1e6));
+			emit_gpu(c, p, (__u64)start + shift / 2,
+				 (__u64)start + raw - (shift - shift / 2), corrected);
 	}
 	pthread_mutex_lock(&T.lock);
 	if (q == 0 && dur >= 0 && p->c.func &&

@@ -50,6 +50,10 @@
 #define CARRY_MAX     512	    /* carriers a context (gputime_carry.c) */
 #define CARRY_GROW    16	    /* made at once when none is free */
 #define CARRY_HOW     1024	    /* kernels whose way of being carried is kept, a context */
+#define CARRY_REF     16	    /* every Nth carriable launch of a kernel and shape: a pair */
+#define CARRY_KEYS    1024	    /* kernels and shapes whose readings are kept */
+#define CARRY_RING    16	    /* ... the latest this many carried, and paired */
+#define CARRY_MIN     4		    /* ... this many of each before a correction */
 
 typedef int (*ev_create_fn)(void **, unsigned int);
 typedef int (*ev_record_fn)(void *, __u64);
@@ -128,6 +132,15 @@ struct last_dur {
 	__u64 func, ns;
 };
 
+/* A kernel and launch shape run by carriers (gputime_carry.c): its launches (T.lock), and
+ * the latest readings of its carried runs and of its gated pairs (the harvest's). */
+struct carry_ref {
+	__u64 key;
+	__u32 launches;
+	__u32 carried[CARRY_RING], paired[CARRY_RING];
+	__u8 nc, np;
+};
+
 struct gt_state {
 	int every;  /* 0 off, 1 all, N every Nth */
 	__u32 rate; /* N: timed launches a second a thread, at most (0: any) */
@@ -142,11 +155,13 @@ struct gt_state {
 	__u64 harvest_ns; /* between passes */
 	bool stopped;	  /* the process is exiting: no more driver calls from the harvester */
 	__u64 first_hold_ns;
-	bool no_prime;	/* GPUSCOPE_NO_PRIME (to compare) */
-	__u64 chain_ns; /* how long a chain may hold its gate (CHAIN_NS) */
-	bool no_chains; /* not --gpu-time=chained: a pair of events each */
-	bool no_follow; /* GPUSCOPE_NO_FOLLOW (to compare): a busy stream's launches a pair each */
-	bool no_carry;	/* no GPUSCOPE_CARRY=1: an idle stream's launches a gated pair each */
+	bool no_prime;	 /* GPUSCOPE_NO_PRIME (to compare) */
+	__u64 chain_ns;	 /* how long a chain may hold its gate (CHAIN_NS) */
+	bool no_chains;	 /* not --gpu-time=chained: a pair of events each */
+	bool no_follow;	 /* GPUSCOPE_NO_FOLLOW (to compare): a busy stream's launches a pair each */
+	bool no_carry;	 /* no GPUSCOPE_CARRY=1: an idle stream's launches a gated pair each */
+	__u32 carry_ref; /* GPUSCOPE_CARRY_REF: every Nth carriable launch a pair (CARRY_REF) */
+	struct carry_ref refs[CARRY_KEYS];
 	__u32 next_cell;
 	__u64 chain_open_ns[CHAIN_CELLS]; /* when each chain's gate was opened (gs_clock) */
 	__u64 end_delay_ns;	    /* GPUSCOPE_END_DELAY_US (tests: a thread held up before it) */
@@ -213,6 +228,12 @@ void gt_follow_expire(__u64 before) GS_HIDDEN;
  * context current): more carriers made where wanted. */
 bool gt_carry_take(struct ctx_slot *c, struct gs_timing *t, __u64 func) GS_HIDDEN;
 void gt_carry_grow(struct ctx_slot *c) GS_HIDDEN;
+/* Under T.lock: whether this carriable launch of key is to be a gated pair all the same (a
+ * reference for its carried runs). */
+bool gt_carry_ref(__u64 key) GS_HIDDEN;
+/* In a harvest, a pair of p->key read (raw ns): kept; for a carried one, how much to take
+ * off it to read as its gated pairs do (false: not known yet). */
+bool gt_carry_shift(const struct pending *p, __u64 raw, __u64 *shift) GS_HIDDEN;
 /* gputime_graphcal.c: what a carrier's event nodes add, measured with carrier k in c's
  * context, c's context current (GS_CAL_CARRIED, GS_CAL_CARRIED_EMPTY, _STILL). */
 void gt_carry_calibrate(struct ctx_slot *c, struct carrier *k) GS_HIDDEN;

@@ -338,6 +338,16 @@ static bool timed_call(const struct gs_api_desc *d, const __u64 *a, __u64 *strea
 	return true;
 }
 
+/* A plain launch's kernel and shape (grid, block, shared memory), never 0. */
+static __u64 carry_key(const __u64 *a)
+{
+	__u64 h = a[0] * 0x9E3779B97F4A7C15ULL;
+
+	for (int i = 1; i <= 7; i++)
+		h = (h ^ (__u32)a[i]) * 0x100000001B3ULL;
+	return h | 1;
+}
+
 /* Synchronisation that returns only once GPU work is done (not queries, not waits queued
  * on the GPU). */
 static bool waits_for_gpu(unsigned int api, const struct gs_api_desc *d)
@@ -403,9 +413,10 @@ int gs_call(unsigned int api, void *caller, __u64 a0, __u64 a1, __u64 a2, __u64 
 		gs_timing_unchain();
 	if (timed) {
 		ph = gs_phase_t0();
-		/* (A plain launch may be run by a carrier of ours: gputime_carry.c.) */
+		/* (A plain launch may be run by a carrier of ours: gputime_carry.c. Its key: the
+		 * kernel and its grid, block and shared memory.) */
 		gs_timing_begin(&tm, stream, d->flags & GS_AF_PTSZ, kind, func,
-				d->shape == GS_SH_L_STD && !a10 && !gs_probe_on);
+				d->shape == GS_SH_L_STD && !a10 && !gs_probe_on ? carry_key(a) : 0);
 		gs_phase_add(GS_PH_BEGIN, ph);
 	}
 	if (gs_probe_on && api == GS_API_CU_CTX_DESTROY)

@@ -245,6 +245,14 @@ def gpu_trace(gs, mode="all", **env):
     return report, truth, kernels
 
 
+def gpu_trace_rec(gs, rec, mode="all", **env):
+    """gpu_trace, the run recorded into rec too."""
+    report, truth, _ = gs.trace(["wl_gputime", "--devices", "2"],
+                                opts=["--inject", "--gpu-time=%s" % mode, "-o", str(rec)],
+                                env_extra=dict(GPU_ENV, **env))
+    return report, truth, {k["name"]: k for k in report["kernels"]["list"]}
+
+
 def near(got, want, tol_ns=2000):
     return abs(got - want) <= tol_ns
 
@@ -342,6 +350,36 @@ def test_launches_run_by_carriers(gs):
     assert near(dev["carried_event_overhead_ns"], 103000, 200), dev
     assert g["carried"] >= 10 and g["gated"] >= 1, g
     assert near(g["min_ns"], 101000) and near(g["max_ns"], 101000), g
+
+
+def test_carried_runs_read_as_their_pairs(gs):
+    """Every Nth carriable launch of a kernel and shape takes a gated pair all the same
+    (GPUSCOPE_CARRY_REF=2 here; 16 by default); once 4 of each are read, a carried run has
+    the difference of the two medians taken off, half at each end, and says so
+    (GS_GPU_CARRIED with GS_GPU_GATED): it reads as its pairs do. Here the double's graphs
+    start their work 4 us late, which no calibration sees (FAKECUDA_RUN_CALIBRATION unset):
+    carried runs read 4 us long until corrected, then exact."""
+    import gsrec
+
+    rec = gs.tmp / "carry.gsrec"
+    report, truth, kernels = gpu_trace_rec(gs, rec, GPUSCOPE_CARRY="1", GPUSCOPE_CARRY_REF="2",
+                                           FAKECUDA_GRAPH_START_NS="4000")
+    want = truth["gpu:idle:ns"]
+    kern = [r for r in gsrec.gpu_records(str(rec)) if r["kind"] == 1]
+    funcs = {r["func"] for r in kern if r["flags"] & 128}  # (only `idle` is carried here)
+    assert len(funcs) == 1
+    idle = [r for r in kern if r["func"] in funcs]
+    corrected = [r for r in idle if r["flags"] & 130 == 130]
+    as_read = [r for r in idle if r["flags"] & 130 == 128]
+    pairs = [r for r in idle if r["flags"] & 130 == 2]
+    assert len(corrected) >= 2 and len(as_read) >= 1 and len(pairs) >= 4, idle
+    for r in corrected + pairs:
+        assert near(r["end"] - r["start"], want, 200), (r, want)
+    for r in as_read:
+        assert near(r["end"] - r["start"], want + 4000, 200), (r, want)
+    # The report takes a corrected run as a gated pair, counted as carried.
+    g = kernels["idle"]["gpu"]
+    assert g["carried"] == len(corrected) + len(as_read) and g["gated"] == len(pairs), g
 
 
 @pytest.mark.parametrize("cc,env_launch,launch", [
