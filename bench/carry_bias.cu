@@ -27,6 +27,8 @@
  *   gated_paced2, gated_paced8 the same with gated pairs
  * (and a kernel "write" whose every thread also writes a float of device memory: 128 or
  * 131,072 of them; not setall, poolall)
+ *   gridsw, gated_gridsw   set, the grid one block different every other run; a gated
+ *             pair the same
  *   tmpl16, tmpl4k   set, on a carrier instantiated with another kernel (of 16-byte or
  *             4 KiB parameters), as the plane's carriers are made with a kernel of its own
  * median excess ns over RUNS runs.
@@ -161,7 +163,7 @@ int main(int argc, char **argv)
 	static const char *ways[] = { "still", "set",	  "setv",   "switch", "stream",
 				      "kern",  "gated", "setall", "pool",	"poolall",
 				      "pool_paced2", "pool_paced8", "gated_paced2", "gated_paced8",
-				      "tmpl16", "tmpl4k" };
+				      "tmpl16", "tmpl4k", "gridsw", "gated_gridsw" };
 	static carrier pool[POOL];
 	unsigned gate_seq = 0;
 	volatile unsigned *gate;
@@ -358,6 +360,41 @@ int main(int argc, char **argv)
 					printf(", \"%s/%u/%llu/%s\": %.0f", k.name, grid, ns, ways[w],
 					       median(ex));
 					CK(cuGraphExecDestroy(t.exec));
+				}
+				/* The grid changed each run (grid, then one block more or less), on
+				 * the carrier set before each run, or a gated pair; waited for. */
+				for (int w = 16; w < 18; w++) {
+					std::vector<double> ex;
+					carrier &c = pool[0];
+
+					for (int i = 0; i < runs + 10; i++) {
+						unsigned gi = i & 1 ? (grid > 1 ? grid - 1 : 2) : grid;
+						float ms;
+
+						node_of(&p, k, 0, &nsv, &out, args, gi);
+						if (w == 16) {
+							CK(cuGraphExecKernelNodeSetParams(c.exec, c.node,
+											  &p));
+							CK(cuGraphLaunch(c.exec, s));
+						} else {
+							CK(cuStreamWaitValue32(s, dev_out + 16 * POOL,
+									       ++gate_seq,
+									       CU_STREAM_WAIT_VALUE_GEQ));
+							CK(cuEventRecord(c.ev[0], s));
+							CK(cuLaunchKernel(p.func, gi, 1, 1, 128, 1, 1, 0, s,
+									  args, NULL));
+							CK(cuEventRecord(c.ev[1], s));
+							*gate = gate_seq;
+						}
+						CK(cuStreamSynchronize(s));
+						CK(cuEventElapsedTime(&ms, c.ev[0], c.ev[1]));
+						if (i >= 10)
+							ex.push_back(ms * 1e6 -
+								     (double)(host_out[1] - host_out[0]));
+						pause_us(20);
+					}
+					printf(", \"%s/%u/%llu/%s\": %.0f", k.name, grid, ns, ways[w],
+					       median(ex));
 				}
 				for (carrier &c : pool) {
 					CK(cuGraphExecDestroy(c.exec));
