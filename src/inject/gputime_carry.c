@@ -28,7 +28,8 @@
  * events than between a gated pair, and 3-4 us longer under the PyTorch profiler, whose
  * CUPTI also sees each carried kernel run in a graph. Our calibration kernel reads only
  * 0.2-0.5 us more, and so does a test kernel of any parameter size, grid or length
- * (bench/carry_bias.cu), but for a node set to another kernel than it ran last (+1-2.5 us).
+ * (bench/carry_bias.cu), but for a node set to another kernel (+1-2.5 us) or grid (+0.5-1
+ * us) than it ran last: each carrier's first runs of a launch shape read long.
  * Corrected by their pairs (below), 400 launches of each read as pairs at the median, but
  * only 44-65% within 0.5 us of CUPTI, against 100% for pairs.
  */
