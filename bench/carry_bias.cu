@@ -153,6 +153,26 @@ struct carrier {
 
 #define POOL 64
 
+/*
+ * p's kernel launched between two events (ev) on s, behind a gate (gated: a wait on the
+ * host word after the spans, opened once the end event is recorded, as the in-process
+ * plane's gate) or not.
+ */
+static void pair_launch(CUstream s, const CUDA_KERNEL_NODE_PARAMS *p, CUevent *ev, bool gated)
+{
+	static unsigned seq;
+	volatile unsigned *gate = (volatile unsigned *)(host_out + 2 * POOL);
+
+	if (gated)
+		CK(cuStreamWaitValue32(s, dev_out + 16 * POOL, ++seq, CU_STREAM_WAIT_VALUE_GEQ));
+	CK(cuEventRecord(ev[0], s));
+	CK(cuLaunchKernel(p->func, p->gridDimX, 1, 1, p->blockDimX, 1, 1, 0, s, p->kernelParams,
+			  NULL));
+	CK(cuEventRecord(ev[1], s));
+	if (gated)
+		*gate = seq;
+}
+
 int main(int argc, char **argv)
 {
 	int runs = argc > 1 ? atoi(argv[1]) : 200;
@@ -165,8 +185,6 @@ int main(int argc, char **argv)
 				      "pool_paced2", "pool_paced8", "gated_paced2", "gated_paced8",
 				      "tmpl16", "tmpl4k", "gridsw", "gated_gridsw" };
 	static carrier pool[POOL];
-	unsigned gate_seq = 0;
-	volatile unsigned *gate;
 
 	cudaFree(0);
 	CK(cuCtxGetCurrent(&ctx));
@@ -176,8 +194,7 @@ int main(int argc, char **argv)
 		CK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
 	CK(cuMemHostAlloc((void **)&host_out, 16 * POOL + 64, CU_MEMHOSTALLOC_DEVICEMAP));
 	CK(cuMemHostGetDevicePointer(&dev_out, host_out, 0));
-	gate = (volatile unsigned *)(host_out + 2 * POOL);
-	*gate = 0;
+	*(volatile unsigned *)(host_out + 2 * POOL) = 0;
 	cudaGetFuncBySymbol(&f16, (const void *)spin<16>);
 	cudaGetFuncBySymbol(&f1k, (const void *)spin<1024>);
 	cudaGetFuncBySymbol(&f4k, (const void *)spin<4000>);
@@ -255,16 +272,8 @@ int main(int argc, char **argv)
 							CK(cuGraphExecKernelNodeSetParams(c.exec, c.node,
 											  &p));
 						}
-						if (w == 6)
-							CK(cuStreamWaitValue32(s, dev_out + 16 * POOL, ++gate_seq,
-									       CU_STREAM_WAIT_VALUE_GEQ));
 						if (w == 4 || w == 6) {
-							CK(cuEventRecord(ev[0], s));
-							CK(cuLaunchKernel(p.func, grid, 1, 1, 128, 1, 1, 0, s,
-									  args, NULL));
-							CK(cuEventRecord(ev[1], s));
-							if (w == 6)
-								*gate = gate_seq;
+							pair_launch(s, &p, ev, w == 6);
 						} else {
 							CK(cuGraphLaunch(c.exec, s));
 						}
@@ -293,14 +302,7 @@ int main(int argc, char **argv)
 
 						node_of(&p, k, i % POOL, &nsv, &out, args, grid);
 						if (gated) {
-							CK(cuStreamWaitValue32(s, dev_out + 16 * POOL,
-									       ++gate_seq,
-									       CU_STREAM_WAIT_VALUE_GEQ));
-							CK(cuEventRecord(c.ev[0], s));
-							CK(cuLaunchKernel(p.func, grid, 1, 1, 128, 1, 1, 0, s,
-									  args, NULL));
-							CK(cuEventRecord(c.ev[1], s));
-							*gate = gate_seq;
+							pair_launch(s, &p, c.ev, true);
 						} else {
 							CK(cuGraphExecKernelNodeSetParams(c.exec, c.node,
 											  &p));
@@ -377,14 +379,7 @@ int main(int argc, char **argv)
 											  &p));
 							CK(cuGraphLaunch(c.exec, s));
 						} else {
-							CK(cuStreamWaitValue32(s, dev_out + 16 * POOL,
-									       ++gate_seq,
-									       CU_STREAM_WAIT_VALUE_GEQ));
-							CK(cuEventRecord(c.ev[0], s));
-							CK(cuLaunchKernel(p.func, gi, 1, 1, 128, 1, 1, 0, s,
-									  args, NULL));
-							CK(cuEventRecord(c.ev[1], s));
-							*gate = gate_seq;
+							pair_launch(s, &p, c.ev, true);
 						}
 						CK(cuStreamSynchronize(s));
 						CK(cuEventElapsedTime(&ms, c.ev[0], c.ev[1]));
