@@ -173,6 +173,35 @@ static void pair_launch(CUstream s, const CUDA_KERNEL_NODE_PARAMS *p, CUevent *e
 		*gate = seq;
 }
 
+/* A carrier of p's kernel, its events its own, uploaded on s. */
+static void carrier_make(carrier *c, const CUDA_KERNEL_NODE_PARAMS *p, CUstream s)
+{
+	CUgraph g;
+	CUgraphNode a, b;
+
+	CK(cuEventCreate(&c->ev[0], 0));
+	CK(cuEventCreate(&c->ev[1], 0));
+	CK(cuGraphCreate(&g, 0));
+	CK(cuGraphAddEventRecordNode(&a, g, NULL, 0, c->ev[0]));
+	CK(cuGraphAddKernelNode(&c->node, g, &a, 1, p));
+	CK(cuGraphAddEventRecordNode(&b, g, &c->node, 1, c->ev[1]));
+	CK(cuGraphInstantiate(&c->exec, g, 0));
+	CK(cuGraphUpload(c->exec, s));
+}
+
+/* Once s has run a launch between ev: what they read less the span its kernel wrote into
+ * slot; then 20 us of nothing (the stream idle at the next launch). */
+static double waited_excess(CUstream s, const CUevent *ev, int slot)
+{
+	const unsigned long long *o = host_out + 2 * slot;
+	float ms;
+
+	CK(cuStreamSynchronize(s));
+	CK(cuEventElapsedTime(&ms, ev[0], ev[1]));
+	pause_us(20);
+	return ms * 1e6 - (double)(o[1] - o[0]);
+}
+
 int main(int argc, char **argv)
 {
 	int runs = argc > 1 ? atoi(argv[1]) : 200;
@@ -229,19 +258,8 @@ int main(int argc, char **argv)
 					memcpy(params_buf, &dbuf, sizeof(dbuf));
 
 				node_of(&p, k, 0, &nsv, &out, args, grid);
-				for (carrier &c : pool) {
-					CUgraph g;
-					CUgraphNode a, b;
-
-					CK(cuEventCreate(&c.ev[0], 0));
-					CK(cuEventCreate(&c.ev[1], 0));
-					CK(cuGraphCreate(&g, 0));
-					CK(cuGraphAddEventRecordNode(&a, g, NULL, 0, c.ev[0]));
-					CK(cuGraphAddKernelNode(&c.node, g, &a, 1, &p));
-					CK(cuGraphAddEventRecordNode(&b, g, &c.node, 1, c.ev[1]));
-					CK(cuGraphInstantiate(&c.exec, g, 0));
-					CK(cuGraphUpload(c.exec, s));
-				}
+				for (carrier &c : pool)
+					carrier_make(&c, &p, s);
 				for (int w = 0; w < 10; w++) {
 					std::vector<double> ex;
 
@@ -251,7 +269,6 @@ int main(int argc, char **argv)
 						int slot = w == 2 ? i & 1 : 0;
 						carrier &c = w >= 8 ? pool[i % POOL] : pool[0];
 						CUevent *ev = w == 4 || w == 6 ? pool[0].ev : c.ev;
-						float ms;
 
 						if (write && (w == 7 || w == 9))
 							break; /* (its pointer) */
@@ -277,13 +294,11 @@ int main(int argc, char **argv)
 						} else {
 							CK(cuGraphLaunch(c.exec, s));
 						}
-						CK(cuStreamSynchronize(s));
-						CK(cuEventElapsedTime(&ms, ev[0], ev[1]));
-						unsigned long long *o = host_out + 2 * slot;
+						double e = waited_excess(s, ev, slot);
+
 						/* (switch: the runs of k, each set back to it) */
 						if (i >= 10 && (w != 3 || !(i & 1)))
-							ex.push_back(ms * 1e6 - (double)(o[1] - o[0]));
-						pause_us(20);
+							ex.push_back(e);
 					}
 					printf("%s\"%s/%u/%llu/%s\": %.0f", first ? "" : ", ", k.name, grid,
 					       ns, ways[w], median(ex));
@@ -330,34 +345,22 @@ int main(int argc, char **argv)
 				for (int w = 14; w < 16; w++) {
 					std::vector<double> ex;
 					carrier t;
-					CUgraph g;
-					CUgraphNode a, b;
 					CUDA_KERNEL_NODE_PARAMS pt;
 					CUdeviceptr outt;
 					void *argst[3];
 					unsigned long long nst = ns;
 
 					node_of(&pt, ks[w == 14 ? 0 : 2], 0, &nst, &outt, argst, grid);
-					CK(cuEventCreate(&t.ev[0], 0));
-					CK(cuEventCreate(&t.ev[1], 0));
-					CK(cuGraphCreate(&g, 0));
-					CK(cuGraphAddEventRecordNode(&a, g, NULL, 0, t.ev[0]));
-					CK(cuGraphAddKernelNode(&t.node, g, &a, 1, &pt));
-					CK(cuGraphAddEventRecordNode(&b, g, &t.node, 1, t.ev[1]));
-					CK(cuGraphInstantiate(&t.exec, g, 0));
-					CK(cuGraphUpload(t.exec, s));
+					carrier_make(&t, &pt, s);
 					for (int i = 0; i < runs + 10; i++) {
-						float ms;
 
 						node_of(&p, k, 0, &nsv, &out, args, grid);
 						CK(cuGraphExecKernelNodeSetParams(t.exec, t.node, &p));
 						CK(cuGraphLaunch(t.exec, s));
-						CK(cuStreamSynchronize(s));
-						CK(cuEventElapsedTime(&ms, t.ev[0], t.ev[1]));
+						double e = waited_excess(s, t.ev, 0);
+
 						if (i >= 10)
-							ex.push_back(ms * 1e6 -
-								     (double)(host_out[1] - host_out[0]));
-						pause_us(20);
+							ex.push_back(e);
 					}
 					printf(", \"%s/%u/%llu/%s\": %.0f", k.name, grid, ns, ways[w],
 					       median(ex));
@@ -371,7 +374,6 @@ int main(int argc, char **argv)
 
 					for (int i = 0; i < runs + 10; i++) {
 						unsigned gi = i & 1 ? (grid > 1 ? grid - 1 : 2) : grid;
-						float ms;
 
 						node_of(&p, k, 0, &nsv, &out, args, gi);
 						if (w == 16) {
@@ -381,12 +383,10 @@ int main(int argc, char **argv)
 						} else {
 							pair_launch(s, &p, c.ev, true);
 						}
-						CK(cuStreamSynchronize(s));
-						CK(cuEventElapsedTime(&ms, c.ev[0], c.ev[1]));
+						double e = waited_excess(s, c.ev, 0);
+
 						if (i >= 10)
-							ex.push_back(ms * 1e6 -
-								     (double)(host_out[1] - host_out[0]));
-						pause_us(20);
+							ex.push_back(e);
 					}
 					printf(", \"%s/%u/%llu/%s\": %.0f", k.name, grid, ns, ways[w],
 					       median(ex));
