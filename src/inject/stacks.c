@@ -19,7 +19,8 @@
  * once); its next stack record carries how many were skipped, or,
  * when the thread ends (or ends the process) with skips since its last one, a record of no
  * frames that only carries them (a thread still running when another one ends the process
- * keeps its last skips uncounted). Allocations' and failed calls' stacks are always taken.
+ * keeps its last skips uncounted: so does a Python thread just join()ed, whose join returns
+ * before the thread has ended). Allocations' and failed calls' stacks are always taken.
  */
 #include <execinfo.h>
 #include <pthread.h>
