@@ -61,6 +61,8 @@ void gs_timing_init(const char *mode)
 	 * profiler sees it run in a graph (gputime_carry.c). */
 	c = getenv("GPUSCOPE_CARRY");
 	T.no_carry = no_carry_start = !c || strcmp(c, "1") != 0;
+	/* (Carriers taken oldest first, whatever their kernel: measurements.) */
+	T.carry_any = getenv("GPUSCOPE_CARRY_ANY") != NULL;
 	c = getenv("GPUSCOPE_CARRY_REF"); /* (tests, measurements) */
 	T.carry_ref = c && atoi(c) >= 1 && atoi(c) <= 1000000 ? (__u32)atoi(c) : CARRY_REF;
 	c = getenv("GPUSCOPE_CHAIN_US"); /* (same) */

@@ -13,9 +13,10 @@
  * events bracket the kernel as a gated pair does, without a gate.
  *
  * A carrier is used again only once its events are read (the harvester gives it back):
- * then its last run is over, and its next launch waits for nothing. Where none is free the
- * launch takes the pair; the harvester makes more (CARRY_GROW at a time, up to CARRY_MAX a
- * context). The kernel's handle may be a function or a CUkernel (CUDA 13's runtime
+ * then its last run is over, and its next launch waits for nothing. A launch takes the
+ * free carrier last set to its kernel and launch shape where there is one (below). Where
+ * none is free the launch takes the pair; the harvester makes more (CARRY_GROW at a time, up
+ * to CARRY_MAX a context), and where none free was the launch's own. The kernel's handle may be a function or a CUkernel (CUDA 13's runtime
  * launches those): how the driver took it is kept per kernel; one it refuses both ways is
  * never carried again, and that launch is made as the program made it, untimed (counted
  * as lost). Whatever fails, the program's own launch call is made, and its result is the
@@ -49,10 +50,53 @@ static __u64 *how_slot(struct ctx_slot *c, __u64 handle)
 	return &c->carry_how[gt_slot_hash(handle, CARRY_HOW)];
 }
 
+/*
+ * The free carriers, in two lists of 1 + index: all of them in the order they were freed,
+ * and those of each key slot. A launch takes the one last set to its kernel and shape
+ * where one is free, else the one freed longest ago (and more are wanted, till CARRY_MAX):
+ * a node set to another kernel than it ran last reads 1-2.5 us longer, to another grid
+ * 0.5-1 us (bench/results/carry-2026-11-27-h200.md).
+ */
+static int *same_head(struct ctx_slot *c, __u64 key)
+{
+	return &c->carry_same[gt_slot_hash(key, CARRY_SAME)];
+}
+
+static void unfree(struct ctx_slot *c, int i)
+{
+	struct carrier *k = &c->carry[i];
+
+	*(k->older ? &c->carry[k->older - 1].newer : &c->carry_oldest) = k->newer;
+	*(k->newer ? &c->carry[k->newer - 1].older : &c->carry_newest) = k->older;
+	*(k->prev_same ? &c->carry[k->prev_same - 1].next_same : same_head(c, k->key)) =
+		k->next_same;
+	if (k->next_same)
+		c->carry[k->next_same - 1].prev_same = k->prev_same;
+	k->older = k->newer = k->prev_same = k->next_same = 0;
+	c->ncarry_free--;
+}
+
+void gt_carry_put(struct ctx_slot *c, int i)
+{
+	struct carrier *k = &c->carry[i];
+	int *head = same_head(c, k->key);
+
+	k->older = c->carry_newest;
+	k->newer = 0;
+	*(c->carry_newest ? &c->carry[c->carry_newest - 1].newer : &c->carry_oldest) = i + 1;
+	c->carry_newest = i + 1;
+	k->prev_same = 0;
+	k->next_same = *head;
+	if (*head)
+		c->carry[*head - 1].prev_same = i + 1;
+	*head = i + 1;
+	c->ncarry_free++;
+}
+
 bool gt_carry_take(struct ctx_slot *c, struct gs_timing *t, __u64 func)
 {
 	struct carrier *k;
-	int i;
+	int i = 0;
 
 	if (c->carry_off || T.no_carry ||
 	    (c->carry_how &&
@@ -63,9 +107,18 @@ bool gt_carry_take(struct ctx_slot *c, struct gs_timing *t, __u64 func)
 		c->carry_want = c->ncarry < CARRY_MAX;
 		return false;
 	}
-	i = c->carry_free[--c->ncarry_free];
-	k = &c->carry[i];
-	t->carrier = i + 1;
+	/* (a slot's list: its newest few looked at) */
+	for (int n = 0, j = T.carry_any ? 0 : *same_head(c, t->key); j && n < 4 && !i;
+	     j = c->carry[j - 1].next_same, n++)
+		if (c->carry[j - 1].key == t->key)
+			i = j;
+	if (!i) {
+		i = c->carry_oldest;
+		c->carry_want = !T.carry_any && c->ncarry < CARRY_MAX;
+	}
+	unfree(c, i - 1);
+	k = &c->carry[i - 1];
+	t->carrier = i;
 	t->start = k->ev[0];
 	t->end = k->ev[1];
 	return true;
@@ -120,10 +173,10 @@ void gt_carry_grow(struct ctx_slot *c)
 	c->carry_want = false;
 	if (want > 0 && !c->carry) {
 		c->carry = calloc(CARRY_MAX, sizeof(*c->carry));
-		c->carry_free = calloc(CARRY_MAX, sizeof(*c->carry_free));
+		c->carry_same = calloc(CARRY_SAME, sizeof(*c->carry_same));
 		c->carry_how = calloc(CARRY_HOW, sizeof(*c->carry_how));
 	}
-	if (!ok || !c->cal || !c->carry || !c->carry_free || !c->carry_how)
+	if (!ok || !c->cal || !c->carry || !c->carry_same || !c->carry_how)
 		c->carry_off = true;
 	want = c->carry_off ? 0 : want < CARRY_GROW ? want : CARRY_GROW;
 	pthread_mutex_unlock(&T.lock);
@@ -138,7 +191,7 @@ void gt_carry_grow(struct ctx_slot *c)
 	pthread_mutex_lock(&T.lock);
 	for (int i = 0; i < n; i++) {
 		c->carry[c->ncarry] = made[i];
-		c->carry_free[c->ncarry_free++] = c->ncarry++;
+		gt_carry_put(c, c->ncarry++);
 	}
 	/* (None could be made in this context: the pairs it is.) */
 	if (!n && !c->ncarry)
@@ -176,13 +229,15 @@ int gs_timing_carry(struct gs_timing *t, const __u64 *a)
 			r = set_node(c, k, a[0], how = HOW_KERN, &p);
 		__atomic_store_n(slot, a[0] | (r ? HOW_NONE : how), __ATOMIC_RELAXED);
 	}
+	/* (Its node now the launch's, or not known: the key it is kept under.) */
+	k->key = r ? 0 : t->key;
 	if (!r)
 		r = (t->ptsz ? gt_graph_fns()->launch_ptsz : gt_graph_fns()->launch)(k->exec, a[8]);
 	if (!r)
 		return 0;
 	/* Not carried: the carrier back, the launch untimed (the caller makes it). */
 	pthread_mutex_lock(&T.lock);
-	c->carry_free[c->ncarry_free++] = t->carrier - 1;
+	gt_carry_put(c, t->carrier - 1);
 	pthread_mutex_unlock(&T.lock);
 	t->carrier = 0;
 	t->start = t->end = NULL;

@@ -78,7 +78,7 @@ static void emit_gpu(const struct ctx_slot *c, const struct pending *p, __u64 st
 static void release(struct ctx_slot *c, const struct pending *p)
 {
 	if (p->carrier) {
-		c->carry_free[c->ncarry_free++] = p->carrier - 1;
+		gt_carry_put(c, p->carrier - 1);
 		return;
 	}
 	if (p->twin) {

@@ -50,6 +50,7 @@
 #define CARRY_MAX     512	    /* carriers a context (gputime_carry.c) */
 #define CARRY_GROW    16	    /* made at once when none is free */
 #define CARRY_HOW     1024	    /* kernels whose way of being carried is kept, a context */
+#define CARRY_SAME    256	    /* key slots of free carriers, a context */
 #define CARRY_REF     16	    /* every Nth carriable launch of a kernel and shape: a pair */
 #define CARRY_KEYS    1024	    /* kernels and shapes whose readings are kept */
 #define CARRY_RING    16	    /* ... the latest this many carried, and paired */
@@ -80,6 +81,10 @@ struct ref {
 struct carrier {
 	void *graph, *exec, *node;
 	void *ev[2];
+	__u64 key; /* the launch shape its node was last set to (0: none) */
+	/* While free (1 + index, 0: none): the free one freed before it and after it, and
+	 * those of its key's slot before and after it. */
+	int older, newer, prev_same, next_same;
 };
 
 struct ctx_slot {
@@ -98,11 +103,13 @@ struct ctx_slot {
 	void *cal;	       /* CUfunction: our calibration kernel (calibrate_overhead) */
 	bool graph_cal;	       /* what a twin's event nodes add measured (gputime_graph.c) */
 	int follows;	       /* launches held on its streams to be followed, under T.lock */
-	/* Carriers (gputime_carry.c), under T.lock: made, and the free ones' indices; more
-	 * wanted (the harvester makes them); none ever again (carry_off); their calibration
-	 * done (carry_cal, the harvester's). */
+	/* Carriers (gputime_carry.c), under T.lock: made, and the free ones (the oldest and
+	 * newest freed; per key slot, the newest: 1 + index, 0 none); more wanted (the
+	 * harvester makes them); none ever again (carry_off); their calibration done
+	 * (carry_cal, the harvester's). */
 	struct carrier *carry;
-	int *carry_free;
+	int *carry_same;
+	int carry_oldest, carry_newest;
 	int ncarry, ncarry_free;
 	bool carry_want, carry_off, carry_cal;
 	__u64 *carry_how; /* (gputime_carry.c: how each kernel is set in a node) */
@@ -160,6 +167,7 @@ struct gt_state {
 	bool no_chains;	 /* not --gpu-time=chained: a pair of events each */
 	bool no_follow;	 /* GPUSCOPE_NO_FOLLOW (to compare): a busy stream's launches a pair each */
 	bool no_carry;	 /* no GPUSCOPE_CARRY=1: an idle stream's launches a gated pair each */
+	bool carry_any;	 /* GPUSCOPE_CARRY_ANY=1: a launch takes the oldest free carrier */
 	__u32 carry_ref; /* GPUSCOPE_CARRY_REF: every Nth carriable launch a pair (CARRY_REF) */
 	struct carry_ref refs[CARRY_KEYS];
 	__u32 next_cell;
@@ -224,9 +232,11 @@ void gt_follow_flush(struct backlog *b) GS_HIDDEN;
 void gt_follow_expire(__u64 before) GS_HIDDEN;
 
 /* gputime_carry.c. Under T.lock: a free carrier for t's launch of func (t->carrier, its
- * events t->start and t->end), or false (none free: more wanted). By the harvester (c's
- * context current): more carriers made where wanted. */
+ * events t->start and t->end), the one last set to t->key where one is free, or false
+ * (none free: more wanted); carrier i free again. By the harvester (c's context current):
+ * more carriers made where wanted. */
 bool gt_carry_take(struct ctx_slot *c, struct gs_timing *t, __u64 func) GS_HIDDEN;
+void gt_carry_put(struct ctx_slot *c, int i) GS_HIDDEN;
 void gt_carry_grow(struct ctx_slot *c) GS_HIDDEN;
 /* Under T.lock: whether this carriable launch of key is to be a gated pair all the same (a
  * reference for its carried runs). */

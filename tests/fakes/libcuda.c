@@ -34,7 +34,8 @@
  *   - FAKECUDA_EXEC_SET_STRICT, FAKECUDA_EXEC_SET_REFUSE: kernel nodes set at an exec
  *     refused (see cuGraphExecKernelNodeSetParams_v2);
  *   - FAKECUDA_STATS=path: counts written there at exit (event record nodes run by graph
- *     launches, graph uploads);
+ *     launches, graph uploads, exec kernel nodes set to another kernel or grid: with
+ *     FAKECUDA_NODE_SWITCH_NS, such a node's next run is that much longer);
  *   - cuGetProcAddress handing out these same entry points (with FAKECUDA_GPA_PRIVATE set,
  *     cuCtxSynchronize comes out as a function that is not exported, as real drivers may
  *     do for some entry points: nothing outside can know it).
@@ -75,6 +76,7 @@ static struct {
 	unsigned long long graph_start_ns; /* FAKECUDA_GRAPH_START_NS */
 	bool run_calibration;		   /* FAKECUDA_RUN_CALIBRATION */
 	bool launch_waits;		   /* FAKECUDA_LAUNCH_WAITS */
+	unsigned long long node_switch_ns; /* FAKECUDA_NODE_SWITCH_NS */
 } cfg; /* (read once, at cuInit: not at every launch, whose cost the benches count) */
 
 static unsigned long long env_ull(const char *name, unsigned long long def)
@@ -492,6 +494,8 @@ struct node {
 	size_t set_count;
 	unsigned set_value, set_elem;
 	unsigned long long *cal_out, cal_ns; /* gpuscope's calibration kernel's arguments */
+	unsigned grid[3];		     /* a kernel node's */
+	unsigned long long switch_ns;	     /* FAKECUDA_NODE_SWITCH_NS, for its next run */
 	struct node *next;
 };
 struct CUgraph_st {
@@ -689,6 +693,7 @@ EXPORT CUresult cuInit(unsigned int flags)
 		cfg.graph_start_ns = env_ull("FAKECUDA_GRAPH_START_NS", 0);
 		cfg.run_calibration = getenv("FAKECUDA_RUN_CALIBRATION") != NULL;
 		cfg.launch_waits = getenv("FAKECUDA_LAUNCH_WAITS") != NULL;
+		cfg.node_switch_ns = env_ull("FAKECUDA_NODE_SWITCH_NS", 0);
 		for (int d = 0; d < cfg.ndev && r == CUDA_SUCCESS; d++) {
 			primary[d].dev = d;
 			if (arena_init(&devs[d]))
@@ -1457,6 +1462,7 @@ static void run_nodes(struct CUstream_st *s, struct CUgraph_st *g, unsigned long
 
 static unsigned long long event_nodes_run; /* of graph launches, for FAKECUDA_STATS */
 static unsigned long long graph_uploads;   /* (the same) */
+static unsigned long long node_switches;   /* (the same: exec kernel nodes set to another) */
 
 /* FAKECUDA_STATS=path: what the GPU ran that a test cannot see otherwise, written at exit. */
 __attribute__((destructor)) static void write_stats(void)
@@ -1466,8 +1472,8 @@ __attribute__((destructor)) static void write_stats(void)
 
 	if (!f)
 		return;
-	fprintf(f, "graph_event_nodes_run %llu\ngraph_uploads %llu\n", event_nodes_run,
-		graph_uploads);
+	fprintf(f, "graph_event_nodes_run %llu\ngraph_uploads %llu\nkernel_node_switches %llu\n",
+		event_nodes_run, graph_uploads, node_switches);
 	fclose(f);
 }
 
@@ -1493,8 +1499,9 @@ static void node_run(struct CUstream_st *s, struct node *n, unsigned long long *
 	if (n->child) {
 		run_nodes(s, n->child, delay);
 	} else if (n->type != 7 || !n->ev) {
-		stream_enqueue(s, n->dur + *delay, true);
+		stream_enqueue(s, n->dur + n->switch_ns + *delay, true);
 		*delay = 0;
+		n->switch_ns = 0;
 	} else if (s->gate) {
 		n->ev->recorded = 0;
 		n->ev->held = 1;
@@ -1782,6 +1789,7 @@ static CUresult add_kernel_node(CUgraphNode *out, CUgraph g, const CUgraphNode *
 	n->handle = p->func ? (const void *)p->func : v2 ? (const void *)p->kern : NULL;
 	n->dur = node_ns(p, k);
 	n->kernel = k;
+	memcpy(n->grid, (unsigned[]){ p->gridDimX, p->gridDimY, p->gridDimZ }, sizeof(n->grid));
 	node_calibration(n, p);
 	*out = (CUgraphNode)n;
 	return CUDA_SUCCESS;
@@ -1800,7 +1808,29 @@ static CUresult set_kernel_node(CUgraphNode hn, const CUDA_KERNEL_NODE_PARAMS *p
 	n->kernel = k;
 	n->handle = p->func ? (const void *)p->func : (const void *)p->kern;
 	n->dur = node_ns(p, k);
+	memcpy(n->grid, (unsigned[]){ p->gridDimX, p->gridDimY, p->gridDimZ }, sizeof(n->grid));
 	node_calibration(n, p);
+	return CUDA_SUCCESS;
+}
+
+/* An exec's kernel node set: one set to another kernel or grid than it had counts as a
+ * switch, and with FAKECUDA_NODE_SWITCH_NS its next run is that much longer (as an H200's
+ * reads 0.5-2.5 us longer: bench/carry_bias.cu). */
+static CUresult exec_set_kernel_node(CUgraphNode hn, const CUDA_KERNEL_NODE_PARAMS *p)
+{
+	struct node *n = (struct node *)hn;
+	struct CUkern_st *was = n ? n->kernel : NULL;
+	unsigned grid[3];
+	CUresult r;
+
+	if (n)
+		memcpy(grid, n->grid, sizeof(grid));
+	if ((r = set_kernel_node(hn, p)))
+		return r;
+	if (n->kernel != was || memcmp(grid, n->grid, sizeof(grid))) {
+		node_switches++;
+		n->switch_ns = cfg.node_switch_ns;
+	}
 	return CUDA_SUCCESS;
 }
 
@@ -1843,7 +1873,7 @@ EXPORT CUresult cuGraphExecKernelNodeSetParams_v2(CUgraphExec e, CUgraphNode nod
 		return CUDA_ERROR_INVALID_VALUE;
 	if (exec_set_refused(p))
 		return CUDA_ERROR_INVALID_VALUE;
-	return LOCKED(set_kernel_node(node, p));
+	return LOCKED(exec_set_kernel_node(node, p));
 }
 
 static struct CUgraph_st *graph_copy(struct CUgraph_st *from);

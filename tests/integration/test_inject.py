@@ -253,6 +253,12 @@ def gpu_trace_rec(gs, rec, mode="all", **env):
     return report, truth, {k["name"]: k for k in report["kernels"]["list"]}
 
 
+def fake_stats(path):
+    """What the double's GPU ran (FAKECUDA_STATS): count by name."""
+    words = path.read_text().split()
+    return dict(zip(words[::2], map(int, words[1::2])))
+
+
 def near(got, want, tol_ns=2000):
     return abs(got - want) <= tol_ns
 
@@ -352,6 +358,43 @@ def test_launches_run_by_carriers(gs):
     assert near(g["min_ns"], 101000) and near(g["max_ns"], 101000), g
 
 
+def test_carriers_kept_per_shape(gs):
+    """A carrier's kernel node set to another kernel or grid than it ran last reads longer on
+    a GPU (0.5-2.5 us on an H200; here FAKECUDA_NODE_SWITCH_NS, 3 us): so a carried launch
+    takes the free carrier last set to its kernel and shape where there is one. Three shapes
+    launched in turn, each alone on an idle stream: each keeps its own carriers, and only a
+    carrier's first runs are switched; taking the oldest free (GPUSCOPE_CARRY_ANY=1, before
+    2026-11-27) switches nearly every carried run. (GPUSCOPE_CARRY_REF: no reference pairs,
+    so no run is corrected.)"""
+    import gsrec
+
+    carried, long_runs = {}, {}
+    for how, extra in (("kept", {}), ("any", {"GPUSCOPE_CARRY_ANY": "1"})):
+        rec, stats = gs.tmp / ("shapes-%s.gsrec" % how), gs.tmp / ("shapes-%s.stats" % how)
+        report, truth, _ = gs.trace(["wl_gputime", "--shapes", "20"],
+                                    opts=["--inject", "-o", str(rec)],
+                                    env_extra=dict(GPU_ENV, GPUSCOPE_CARRY="1",
+                                                   GPUSCOPE_CARRY_REF="1000000",
+                                                   FAKECUDA_NODE_SWITCH_NS="3000",
+                                                   FAKECUDA_STATS=stats, **extra))
+        assert report["kernels"]["launches"] == 60 and report["drops"]["gpu_time_lost"] == 0
+        runs = [r for r in gsrec.gpu_records(str(rec)) if r["kind"] == 1 and r["flags"] & 128]
+        # Every carried run reads its kernel's time, or that and the switch (or more).
+        wants = sorted({truth["gpu:busy:ns"], truth["gpu:idle:ns"], truth["gpu:idle2:ns"]})
+        for r in runs:
+            d = r["end"] - r["start"]
+            # (The double's times are its host clock's: a run may read a little late.)
+            assert any(near(d, w, 250) or near(d, w + 3000, 2500) for w in wants), (d, wants)
+        carried[how] = len(runs)
+        long_runs[how] = sum(r["end"] - r["start"] > wants[-1] + 1500 for r in runs)
+        # What the double saw: the runs read long are the switched ones.
+        assert long_runs[how] <= fake_stats(stats)["kernel_node_switches"], (how, long_runs)
+    assert carried["kept"] >= 40 and carried["any"] >= 40, carried
+    # Kept per shape: a switch per shape's first carriers at most (the pool's growth).
+    assert long_runs["kept"] <= 6, long_runs
+    assert long_runs["any"] >= carried["any"] // 2, (long_runs, carried)
+
+
 def test_carried_runs_read_as_their_pairs(gs):
     """Every Nth carriable launch of a kernel and shape takes a gated pair all the same
     (GPUSCOPE_CARRY_REF=2 here; 16 by default); once 4 of each are read, a carried run has
@@ -376,7 +419,9 @@ def test_carried_runs_read_as_their_pairs(gs):
     for r in corrected + pairs:
         assert near(r["end"] - r["start"], want, 200), (r, want)
     for r in as_read:
-        assert near(r["end"] - r["start"], want + 4000, 200), (r, want)
+        # (a carrier's first run may read 0.1-0.3 us more: the double's host clock, read
+        # again for the kernel after the event node, on a cold path)
+        assert near(r["end"] - r["start"], want + 4000, 400), (r, want)
     # The report takes a corrected run as a gated pair, counted as carried.
     g = kernels["idle"]["gpu"]
     assert g["carried"] == len(corrected) + len(as_read) and g["gated"] == len(pairs), g
@@ -700,10 +745,10 @@ def test_gpu_times_of_kernels_inside_graphs(gs):
         stats = gs.tmp / ("fake-stats-%s" % how)
         gs.trace(["wl_gputime", "--graphs"], opts=["--inject"],
                  env_extra=dict(env, FAKECUDA_STATS=stats, GPUSCOPE_TWIN_EVENTS=how))
-        counts = stats.read_text().split()
-        ran[how] = int(counts[1])
+        counts = fake_stats(stats)
+        ran[how] = counts["graph_event_nodes_run"]
         # (The twin uploaded once, when built: its first run is not timed with the upload.)
-        assert counts[2:] == ["graph_uploads", "1"], counts
+        assert counts["graph_uploads"] == 1, counts
     assert ran["pairs"] - ran["chained"] == 9, ran
 
     # A twin at every 4th launch at most: the 5th (the 9th is on another stream).

@@ -42,6 +42,8 @@
  *
  * With --follow, only this instead (follows, src/inject/gputime_chain.c): see follows().
  *
+ * With --shapes N, only this instead (carriers, src/inject/gputime_carry.c): see shapes().
+ *
  * With --ab FILE, only this instead (GPUSCOPE_AB_FILE, src/inject/ab.c): FILE made to say
  * "off", then "2", "all+stacks=1+rate=0", "pass" and "off+norecord", 100 ms given to the
  * plane after each, then 6 launches of `busy`, `idle`, `other`, `busy` again and `idle`
@@ -234,6 +236,30 @@ static int ab_phases(const char *file, CUkernel busy, CUkernel idle, CUkernel ot
 	return 0;
 }
 
+/* --shapes N: N rounds of busy (1 x 32), idle (4 x 256) and idle (2 x 256), each launched
+ * alone on s 1 ms after the one before ended. */
+static int shapes(CUkernel busy, CUkernel idle, CUstream s, int n)
+{
+	const struct {
+		CUkernel k;
+		unsigned grid, block;
+	} sh[] = { { busy, 1, 32 }, { idle, 4, 256 }, { idle, 2, 256 } };
+
+	for (int i = 0; i < n; i++)
+		for (int j = 0; j < 3; j++) {
+			pause_ms(1);
+			CHECK(cuLaunchKernel((CUfunction)sh[j].k, sh[j].grid, 1, 1, sh[j].block, 1,
+					     1, 0, s, NULL, NULL),
+			      0);
+			CHECK(cuStreamSynchronize(s), 0);
+		}
+	truth_add((long long)kernel_ns(1, 32), "gpu:busy:ns");
+	truth_add((long long)kernel_ns(4, 256), "gpu:idle:ns");
+	truth_add((long long)kernel_ns(2, 256), "gpu:idle2:ns");
+	truth_write();
+	return 0;
+}
+
 /* --replays N [D]: a graph of busy, then idle after it, launched N times on s2, each
  * waited for (idle disabled at launches D to D + 3). */
 static int replays(CUkernel busy, CUkernel idle, CUstream s2, int n, int d,
@@ -396,6 +422,8 @@ int main(int argc, char **argv)
 	}
 	if (argc > 1 && !strcmp(argv[1], "--follow"))
 		return follows(busy, idle, s, busy_ns, idle_ns);
+	if (argc > 2 && !strcmp(argv[1], "--shapes"))
+		return shapes(busy, idle, s, atoi(argv[2]));
 	if (argc > 2 && !strcmp(argv[1], "--replays"))
 		return replays(busy, idle, s2, atoi(argv[2]), argc > 3 ? atoi(argv[3]) : -1,
 			       busy_ns, idle_ns);
