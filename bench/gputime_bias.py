@@ -1,6 +1,7 @@
 """GPU durations of `--inject` against CUPTI, by kernel size (issue 22): one process runs
 elementwise kernels from about 1 us to about 1 ms (x.add_(1) on 2^4 .. 2^26 floats, 40
-launches each (BIAS_N), launch-bound for the small ones) and cuBLAS GEMMs, under the PyTorch
+launches each (BIAS_N), launch-bound for the small ones; BIAS_ORDER=interleave: 2^4 .. 2^20
+in turn, BIAS_N rounds) and cuBLAS GEMMs, under the PyTorch
 profiler, itself under `gpuscope run --inject`; then each kernel execution is paired with
 CUPTI's (in order) and the ways of turning a gated event pair into a kernel duration are
 compared per size bucket (< 2 us, 2-50 us, > 50 us):
@@ -42,11 +43,20 @@ def work(trace):
     for m in mats:
         m @ m
     torch.cuda.synchronize()
+    n = int(os.environ.get("BIAS_N", "40"))  # (launches a size)
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        for x in xs:
-            for _ in range(int(os.environ.get("BIAS_N", "40"))):  # (launches a size)
-                x.add_(1)
-            torch.cuda.synchronize()
+        if os.environ.get("BIAS_ORDER") == "interleave":
+            # (the sizes up to 2^20 floats in turn, each round waited for: every launch a
+            # new shape for its stream, as in a training step)
+            for _ in range(n):
+                for x in xs[:9]:
+                    x.add_(1)
+                torch.cuda.synchronize()
+        else:
+            for x in xs:
+                for _ in range(n):
+                    x.add_(1)
+                torch.cuda.synchronize()
         for m in mats:
             for _ in range(10):
                 m @ m
