@@ -32,7 +32,10 @@
  * (bench/carry_bias.cu), but for a node set to another kernel (+1-2.5 us) or grid (+0.5-1
  * us) than it ran last: each carrier's first runs of a launch shape read long.
  * Corrected by their pairs (below), 400 launches of each read as pairs at the median, but
- * only 44-65% within 0.5 us of CUPTI, against 100% for pairs.
+ * only 44-65% within 0.5 us of CUPTI, against 100% for pairs. Kept per shape, with shapes
+ * in turn (bench/results/carry-keep-2026-11-27-h200.md): short kernels +0.25-0.30 us over
+ * CUPTI, 42-54% within 0.5 us (taken oldest first +1.4-1.5 us, 14-18%), and CUPTI sees
+ * them run 0.2-0.3 us longer than when paired.
  */
 #include <stdint.h>
 #include <stdlib.h>
