@@ -46,7 +46,10 @@ def test_steps_and_the_slow_one(gs, tmp_path, plane):
             assert parts["data"] >= (79e6 if s is slow else 1.9e6), (s, steps["list"])
     if steps["gpu_timed"]:
         assert all(s["parts"]["compute"] > 0 for s in steps["list"])
-    assert slow["parts"]["data"] > 0.98 * slow["duration_ns"]
+    # (The rest is the thread's own work and, on a loaded machine, its wait for a CPU once
+    # woken: 2-7.5 ms seen with three CPU hogs on two CPUs.)
+    assert max(slow["parts"], key=lambda k: slow["parts"][k] or 0) == "data", slow
+    assert slow["parts"]["data"] > 0.8 * slow["duration_ns"], slow
     assert steps["parts"]["data"] == sum(s["parts"]["data"] for s in steps["list"])
 
 
