@@ -86,15 +86,25 @@ static void *calibration_graph(void **graph, const struct gs_cu_kernel_node *p, 
 }
 
 /*
- * What event nodes add, measured with the calibration kernel of the pairs' calibration
- * (gputime_ctx.c: it writes its span at bytes 64..79 of the gate's page) in graphs of ours,
- * c's context current: after a lead kernel (a twin's) or first in the graph (a carrier's);
- * records of what (around the kernel) and empty (nothing between).
+ * The gate page's words the calibration kernel writes its span to, one pair each for what
+ * may run at once: the pairs' calibration (gputime_ctx.c, as a context is first set up, in
+ * the program's thread) at bytes 64..95, twins' primes at 96..111 (gputime_graphbuild.c),
+ * twins' calibration (before a context's first twin, in the program's thread) at
+ * 112..127, carriers' (with a context's first carriers, by the harvester) at 128..143.
  */
-static void calibrate(struct ctx_slot *c, bool lead, __u64 what, __u64 empty)
+#define SPAN_TWINS    14
+#define SPAN_CARRIERS 16
+
+/*
+ * What event nodes add, measured with the calibration kernel of the pairs' calibration
+ * in graphs of ours, c's context current: after a lead kernel (a twin's) or first in the
+ * graph (a carrier's); records of what (around the kernel) and empty (nothing between);
+ * the kernel's span written at word `at` of the gate's page.
+ */
+static void calibrate(struct ctx_slot *c, bool lead, __u64 what, __u64 empty, int at)
 {
-	volatile __u64 *span = c->gate.host + 8;
-	__u64 out = c->gate.dev + 64, ns = 2000;
+	volatile __u64 *span = c->gate.host + at;
+	__u64 out = c->gate.dev + 8 * (__u64)at, ns = 2000;
 	void *params[] = { &out, &ns };
 	struct gs_cu_kernel_node p = { .func = (__u64)(unsigned long)c->cal,
 				       .grid = { 1, 1, 1 },
@@ -135,7 +145,7 @@ static void calibrate(struct ctx_slot *c, bool lead, __u64 what, __u64 empty)
 void gt_graph_calibrate(struct ctx_slot *c)
 {
 	c->graph_cal = true;
-	calibrate(c, true, GS_CAL_GRAPH, GS_CAL_GRAPH_EMPTY);
+	calibrate(c, true, GS_CAL_GRAPH, GS_CAL_GRAPH_EMPTY, SPAN_TWINS);
 }
 
 /*
@@ -146,8 +156,8 @@ void gt_graph_calibrate(struct ctx_slot *c)
  */
 void gt_carry_calibrate(struct ctx_slot *c, struct carrier *k)
 {
-	volatile __u64 *span = c->gate.host + 8;
-	__u64 out = c->gate.dev + 64, ns[2] = { 2000, 2001 };
+	volatile __u64 *span = c->gate.host + SPAN_CARRIERS;
+	__u64 out = c->gate.dev + 8 * SPAN_CARRIERS, ns[2] = { 2000, 2001 };
 
 	load();
 	for (int i = 0; c->cal && C.set && C.launch && i < 8; i++) {
@@ -165,5 +175,5 @@ void gt_carry_calibrate(struct ctx_slot *c, struct carrier *k)
 			break;
 		gt_emit_calibration(c, (__u64)added, GS_CAL_CARRIED);
 	}
-	calibrate(c, false, GS_CAL_CARRIED_STILL, GS_CAL_CARRIED_EMPTY);
+	calibrate(c, false, GS_CAL_CARRIED_STILL, GS_CAL_CARRIED_EMPTY, SPAN_CARRIERS);
 }
