@@ -14,7 +14,9 @@
  * or "+rate=N" (at most N launches' stacks a second a thread, GPUSCOPE_STACK_RATE; 0 no
  * limit) or "+trate=N" (with N, at most N launches timed a second a thread,
  * GPUSCOPE_TIME_RATE; 0 no limit) or "+norecord" (every record given up before the ring:
- * what writing them costs), in any number; what is not given is as at the start.
+ * what writing them costs) or "+carry" / "+pairs" (timed launches on idle streams run by
+ * carriers, or gated pairs: N's sampled ones too), in any number; what is not given is as
+ * at the start (or as the word says).
  * A thread of ours reads the file every millisecond. A file that is missing or says anything
  * else changes nothing. The benchmark writes the file (by rename, whole) and waits a few
  * milliseconds before it times a window.
@@ -68,6 +70,7 @@ static void apply(char *word)
 	__u32 every = gs_stacks_start.every, rate = gs_stacks_start.rate, trate = trate_start;
 	char *opt = strchr(word, '+');
 	bool norecord = false;
+	int carriers = -1;
 
 	if (!strcmp(word, "pass")) {
 		__atomic_store_n(&gs_active, false, __ATOMIC_RELAXED);
@@ -84,11 +87,15 @@ static void apply(char *word)
 			trate = (__u32)strtoul(opt + 6, NULL, 10);
 		else if (!strcmp(opt, "norecord"))
 			norecord = true;
+		else if (!strcmp(opt, "carry") || !strcmp(opt, "pairs"))
+			carriers = !strcmp(opt, "carry");
 		else
 			return;
 	}
 	if (!gs_timing_switch(word))
 		return;
+	if (carriers >= 0)
+		gs_timing_carriers(carriers);
 	gs_stacks_set(every, rate);
 	gs_timing_rate(trate);
 	__atomic_store_n(&gs_ab_norecord, norecord, __ATOMIC_RELAXED);

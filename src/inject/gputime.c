@@ -87,6 +87,11 @@ void gs_timing_rate(__u32 per_s)
 	__atomic_store_n(&T.rate, per_s, __ATOMIC_RELAXED);
 }
 
+void gs_timing_carriers(bool on)
+{
+	__atomic_store_n(&T.no_carry, !on, __ATOMIC_RELAXED);
+}
+
 __u32 gs_timing_rate_now(void)
 {
 	return __atomic_load_n(&T.rate, __ATOMIC_RELAXED);

@@ -95,6 +95,8 @@ bool gs_timing_switch(const char *mode) GS_HIDDEN;
 /* Measurements (ab.c): with --gpu-time=N, at most per_s launches timed a second a thread
  * (0: no limit) from now on. */
 void gs_timing_rate(__u32 per_s) GS_HIDDEN;
+/* ab.c: timed launches on idle streams run by carriers (on) or gated pairs. */
+void gs_timing_carriers(bool on) GS_HIDDEN;
 __u32 gs_timing_rate_now(void) GS_HIDDEN; /* (per second, 0: no limit) */
 void gs_timing_after_fork(void) GS_HIDDEN;
 /* Whether this call should be timed (mode, sampling by func; with --gpu-time=N, a due launch

@@ -574,8 +574,9 @@ def test_ab_file_switches_modes_inside_the_process(gs, tmp_path):
     the file's word switches --gpu-time and --stacks, or makes every wrapper only forward
     ("pass"): `busy` launched under "off" is recorded untimed (its first launch's stack
     taken, --stacks 64), `idle` under "2" half timed, `other` under "all+stacks=1+rate=0"
-    every one timed and its stack taken, `busy` again under "pass" not seen at all, and
-    `idle` again under "off+norecord" not recorded (nor counted as dropped)."""
+    every one timed and its stack taken, `busy` again under "pass" not seen at all,
+    `idle` again under "off+norecord" not recorded (nor counted as dropped), and `other`
+    again under "all+carry" every one timed, by carriers once made (the first a pair)."""
     f, folded = tmp_path / "mode", tmp_path / "ab.folded"
     report, _, _ = gs.trace(["wl_gputime", "--ab", str(f)],
                             opts=["--inject", "--gpu-time=all", "--folded", str(folded)],
@@ -591,7 +592,8 @@ def test_ab_file_switches_modes_inside_the_process(gs, tmp_path):
     k = {k["name"]: k for k in report["kernels"]["list"]}
     assert k["busy"]["launches"] == 6 and k["busy"]["gpu"] is None, k["busy"]["gpu"]
     assert k["idle"]["launches"] == 6 and k["idle"]["gpu"]["timed"] == 3, k["idle"]
-    assert k["other"]["launches"] == 6 and k["other"]["gpu"]["timed"] == 6, k["other"]
+    assert k["other"]["launches"] == 12 and k["other"]["gpu"]["timed"] == 12, k["other"]
+    assert 2 <= k["other"]["gpu"]["carried"] <= 5, k["other"]
     assert report["drops"]["total"] == 0, report["drops"]
     for name in ("idle", "other"):
         assert near(k[name]["gpu"]["min_ns"], 200000 + 2), k[name]
@@ -604,7 +606,8 @@ def test_ab_file_switches_modes_inside_the_process(gs, tmp_path):
         mode, *sums = line.split()
         assert len(sums) == len(parts), line
         phases[mode] = {p: tuple(int(x) for x in v.split(":")) for p, v in zip(parts, sums)}
-    assert list(phases) == ["start", "off", "2", "all+stacks=1+rate=0", "pass"], phases
+    assert list(phases) == ["start", "off", "2", "all+stacks=1+rate=0", "pass",
+                            "off+norecord"], phases
     counts = {m: {p: n for p, (n, _) in v.items() if n} for m, v in phases.items()}
     launched = dict(stack=6, emit=6)
     assert counts["off"] == dict(untimed=6, real_unt=6, **launched), counts["off"]

@@ -45,9 +45,9 @@
  * With --shapes N, only this instead (carriers, src/inject/gputime_carry.c): see shapes().
  *
  * With --ab FILE, only this instead (GPUSCOPE_AB_FILE, src/inject/ab.c): FILE made to say
- * "off", then "2", "all+stacks=1+rate=0", "pass" and "off+norecord", 100 ms given to the
- * plane after each, then 6 launches of `busy`, `idle`, `other`, `busy` again and `idle`
- * again, each waited for.
+ * "off", then "2", "all+stacks=1+rate=0", "pass", "off+norecord" and "all+carry", 100 ms
+ * given to the plane after each, then 6 launches of `busy`, `idle`, `other`, `busy` again,
+ * `idle` again and `other` again, each 1 ms after the one before ended.
  *
  * With --after-copy, only this instead: `idle` launched right after an asynchronous copy
  * on its stream, then on the legacy stream after a synchronous copy, 3 times each
@@ -216,17 +216,19 @@ static int follows(CUkernel busy, CUkernel idle, CUstream s, unsigned long long 
 /* --ab FILE: the modes switched in phases (see the top). */
 static int ab_phases(const char *file, CUkernel busy, CUkernel idle, CUkernel other, CUstream s)
 {
-	static const char *const mode[] = { "off", "2", "all+stacks=1+rate=0", "pass",
-					    "off+norecord" };
-	CUkernel k[] = { busy, idle, other, busy, idle };
+	static const char *const mode[] = {
+		"off", "2", "all+stacks=1+rate=0", "pass", "off+norecord", "all+carry"
+	};
+	CUkernel k[] = { busy, idle, other, busy, idle, other };
 
-	for (int p = 0; p < 5; p++) {
+	for (int p = 0; p < 6; p++) {
 		FILE *f = fopen(file, "w");
 
 		if (!f || fputs(mode[p], f) < 0 || fclose(f))
 			return 1;
 		pause_ms(100);
 		for (int i = 0; i < 6; i++) {
+			pause_ms(1); /* (an idle stream: carriers made meanwhile) */
 			CHECK(cuLaunchKernel((CUfunction)k[p], 1, 1, 1, 32, 1, 1, 0, s, NULL, NULL),
 			      0);
 			CHECK(cuStreamSynchronize(s), 0);
