@@ -17,10 +17,12 @@
  * stack is due is skipped while its thread has taken that many stacks a second
  * (gs_rate_allows, the rate --gpu-time=N's timed launches keep to too: BURST at most at
  * once); its next stack record carries how many were skipped, or,
- * when the thread ends (or ends the process) with skips since its last one, a record of no
- * frames that only carries them (a thread still running when another one ends the process
- * keeps its last skips uncounted: so does a Python thread just join()ed, whose join returns
- * before the thread has ended). Allocations' and failed calls' stacks are always taken.
+ * when the thread ends with skips since its last one, a record of no frames that only
+ * carries them. At exit, the thread that ends the process writes such a record for every
+ * thread with skips still unrecorded (ACCTS of them at most: beyond, a thread still running
+ * then keeps its last skips uncounted), a Python thread just join()ed among them, whose
+ * join returns before the thread has ended. Allocations' and failed calls' stacks are
+ * always taken.
  */
 #include <execinfo.h>
 #include <pthread.h>
@@ -35,14 +37,22 @@ extern const struct gs_api_desc gs_api_descs[GS_API_MAX];
 
 #define BURST	 10
 #define RATE_MAX 1000000U
+#define ACCTS	 256
+
+struct acct {
+	__u64 tat;     /* its rate's (gs_rate_allows) */
+	__u32 skipped; /* launches' stacks skipped since the thread's last stack record (atomic:
+			* the thread ending the process may take them) */
+	__u16 api;     /* the last one's call */
+	__u32 tid;
+	int slot; /* 1 + its place in accts, 0 none */
+};
 
 static __u32 every, rate;
 static __thread __u32 tl_launches __attribute__((tls_model("initial-exec")));
-static __thread struct {
-	__u64 tat;     /* its rate's (gs_rate_allows) */
-	__u32 skipped; /* launches' stacks skipped since the thread's last stack record */
-	__u16 api;     /* the last one's call */
-} tl_acct __attribute__((tls_model("initial-exec")));
+static __thread struct acct tl_acct __attribute__((tls_model("initial-exec")));
+/* The threads that have skipped a stack, till they end (lock-free: fork-safe). */
+static struct acct *accts[ACCTS];
 static pthread_key_t tally_key; /* set in a thread with skips not yet recorded */
 static pthread_once_t tally_once = PTHREAD_ONCE_INIT;
 static bool tally_key_ok;
@@ -69,51 +79,80 @@ void gs_stacks_init(const char *e, const char *per_s)
 		backtrace(warm, 4);
 }
 
-/* This thread's skips since its last stack record, in a record of no frames. */
-static void tally(void)
+/* A thread's skips since its last stack record, in a record of no frames (its own). */
+static void tally(struct acct *a)
 {
 	const __u32 size = (__u32)offsetof(struct gs_ev_stack, ip);
 	struct gs_ev_stack *e;
+	__u32 n = __atomic_exchange_n(&a->skipped, 0, __ATOMIC_RELAXED);
 
-	if (!tl_acct.skipped || !(e = gs_emit_reserve(size, GS_EV_STACK)))
+	if (!n)
 		return;
+	if (!(e = gs_emit_reserve(size, GS_EV_STACK))) {
+		__atomic_fetch_add(&a->skipped, n, __ATOMIC_RELAXED); /* (the ring's drop) */
+		return;
+	}
 	gs_fill_hdr(&e->h, GS_EV_STACK, size, gs_clock());
+	e->h.tid = a->tid;
 	e->arg = 0;
-	e->api = tl_acct.api;
+	e->api = a->api;
 	e->nframes = 0;
-	e->skipped = tl_acct.skipped;
-	tl_acct.skipped = 0;
+	e->skipped = n;
 	gs_emit_commit(e);
 }
 
 static void thread_ends(void *set)
 {
 	(void)set;
-	tally();
+	tally(&tl_acct);
+	if (tl_acct.slot)
+		__atomic_store_n(&accts[tl_acct.slot - 1], NULL, __ATOMIC_RELEASE);
+	tl_acct.slot = 0;
+}
+
+/* At exit (in the thread that ends the process): every thread's skips not recorded. */
+static void tally_all(void)
+{
+	for (int i = 0; i < ACCTS; i++) {
+		struct acct *a = __atomic_load_n(&accts[i], __ATOMIC_ACQUIRE);
+
+		if (a)
+			tally(a);
+	}
+	tally(&tl_acct);
 }
 
 static void tally_init(void)
 {
 	tally_key_ok = pthread_key_create(&tally_key, thread_ends) == 0;
-	atexit(tally); /* (exit runs it in the thread that ends the process) */
+	atexit(tally_all);
 }
 
 /* A launch's stack skipped (inside a wrapper: never in a signal handler that interrupted
  * this thread outside one, which would make its calls nested, and stackless). */
 static void count_skip(unsigned int api)
 {
-	if (!tl_acct.skipped++) {
-		pthread_once(&tally_once, tally_init);
-		if (tally_key_ok)
-			pthread_setspecific(tally_key, (void *)1);
-	}
 	tl_acct.api = (__u16)api;
+	if (__atomic_fetch_add(&tl_acct.skipped, 1, __ATOMIC_RELAXED) || tl_acct.slot)
+		return;
+	pthread_once(&tally_once, tally_init);
+	if (tally_key_ok)
+		pthread_setspecific(tally_key, (void *)1);
+	tl_acct.tid = gs_self_tid();
+	for (int i = 0; i < ACCTS && !tl_acct.slot; i++) {
+		struct acct *none = NULL;
+
+		if (__atomic_compare_exchange_n(&accts[i], &none, &tl_acct, false, __ATOMIC_ACQ_REL,
+						__ATOMIC_RELAXED))
+			tl_acct.slot = i + 1;
+	}
 }
 
 void gs_stacks_after_fork(void)
 {
-	/* (The forking thread's skips are the parent's.) */
+	/* (The parent's threads and skips are the parent's.) */
 	memset(&tl_acct, 0, sizeof(tl_acct));
+	memset(accts, 0, sizeof(accts));
 	tl_launches = 0;
 }
 
@@ -139,8 +178,7 @@ static void take(unsigned int api, __u64 ts, __u64 arg, bool launch)
 	e->arg = arg;
 	e->api = (__u16)api;
 	e->nframes = (__u16)n;
-	e->skipped = tl_acct.skipped;
-	tl_acct.skipped = 0;
+	e->skipped = __atomic_exchange_n(&tl_acct.skipped, 0, __ATOMIC_RELAXED);
 	memcpy(e->ip, ips, (size_t)n * 8);
 	gs_emit_commit(e);
 }

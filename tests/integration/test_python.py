@@ -150,9 +150,9 @@ def test_stack_rate(gs, tmp_path):
     """--inject without --stacks: a launch's stack is due every 64th launch of a thread, but
     taken only while the thread keeps to 100 a second (at most 10 at once; inject/stacks.c).
     The launches skipped are counted: taken + skipped = due, exactly (the main thread's
-    20,000 launches, then the worker's one, then 5,000 in a thread that ends, waited for until
-    gone, and 5,000 more in the main thread, the program's last calls: their skips come after
-    the threads' last stacks). Allocations' and failures' stacks are always taken. With --stacks 64, every
+    20,000 launches, then the worker's one, then 5,000 in a thread that is still there when
+    the program ends, and 5,000 more in the main thread, the program's last calls: their
+    skips come after the threads' last stacks, and are recorded at exit). Allocations' and failures' stacks are always taken. With --stacks 64, every
     due stack is taken."""
     n, tail = 20000, 5000
     due = (n + tail + 63) // 64 + 1 + (tail + 63) // 64

@@ -12,8 +12,8 @@ up, create FILE.ready and wait for FILE (for gpuscope attach). --engine: last, b
 has a thread with no Python state (LIB: libwl_engine.so) launch twice while it waits, as
 loss.backward() waits for PyTorch's autograd engine; --engine-state: that thread has a Python
 state with no frames (as PyTorch's engine threads have). --tail: last of all, N launches in
-a thread that then ends (waited for until the thread is gone), and N in the main thread (the
-program's last calls).
+a thread that then waits for ever (it is still there when the program ends), and N in the
+main thread (the program's last calls).
 """
 import os
 import time
@@ -75,12 +75,13 @@ def worker(ctx, kern):
     check(cu.cuLaunchKernel(kern, 10000, 1, 1, 32, 1, 1, 0, None, None, None))  # CALL worker
 
 
-def tail_launches(ctx, kern, n, tids=None):
-    if tids is not None:
-        tids.append(threading.get_native_id())
+def tail_launches(ctx, kern, n, done=None):
     check(cu.cuCtxSetCurrent(ctx))
     for _ in range(n):
         check(cu.cuLaunchKernel(kern, 1, 1, 1, 32, 1, 1, 0, None, None, None))  # CALL tail
+    if done:
+        done.set()
+        threading.Event().wait()  # (still there when the program ends)
 
 
 def backward(ctx, kern, lib, state):
@@ -117,16 +118,9 @@ def main():
     time.sleep(float(option("--pause", 0)))
     tail = int(option("--tail", 0))
     if tail:
-        tids = []
-        t = threading.Thread(target=tail_launches, args=(ctx, kern, tail, tids))
-        t.start()
-        t.join()
-        # join() returns once the thread's Python state is gone, before the thread has ended
-        # (its key destructors, where its last skips are recorded, run after): wait for it.
-        for _ in range(1000):
-            if not os.path.exists("/proc/self/task/%d" % tids[0]):
-                break
-            time.sleep(0.01)
+        done = threading.Event()
+        threading.Thread(target=tail_launches, args=(ctx, kern, tail, done), daemon=True).start()
+        done.wait()
         tail_launches(ctx, kern, tail)  # CALL main-tail
 
 
