@@ -45,7 +45,7 @@ struct acct {
 			* the thread ending the process may take them) */
 	__u16 api;     /* the last one's call */
 	__u32 tid;
-	int slot; /* 1 + its place in accts, 0 none */
+	int slot; /* 1 + its place in accts, 0 none, -1 never (the thread is ending) */
 };
 
 static __u32 every, rate;
@@ -105,9 +105,11 @@ static void thread_ends(void *set)
 {
 	(void)set;
 	tally(&tl_acct);
-	if (tl_acct.slot)
+	if (tl_acct.slot > 0)
 		__atomic_store_n(&accts[tl_acct.slot - 1], NULL, __ATOMIC_RELEASE);
-	tl_acct.slot = 0;
+	/* (Not again: its memory goes with the thread, and no destructor may be left to
+	 * take it out of the table.) */
+	tl_acct.slot = -1;
 }
 
 /* At exit (in the thread that ends the process): every thread's skips not recorded. */
@@ -135,10 +137,11 @@ static void count_skip(unsigned int api)
 	tl_acct.api = (__u16)api;
 	if (__atomic_fetch_add(&tl_acct.skipped, 1, __ATOMIC_RELAXED) || tl_acct.slot)
 		return;
-	pthread_once(&tally_once, tally_init);
-	if (tally_key_ok)
-		pthread_setspecific(tally_key, (void *)1);
 	tl_acct.tid = gs_self_tid();
+	pthread_once(&tally_once, tally_init);
+	/* (In the table only with the destructor that takes it out.) */
+	if (!tally_key_ok || pthread_setspecific(tally_key, (void *)1))
+		return;
 	for (int i = 0; i < ACCTS && !tl_acct.slot; i++) {
 		struct acct *none = NULL;
 
