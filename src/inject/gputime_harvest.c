@@ -103,6 +103,8 @@ static int harvest_one(const struct pending *p)
 	float to_start, dur;
 	__u64 ph = gs_phase_t0();
 	int q = T.cu.ev_elapsed(&dur, p->start, p->end);
+	__u64 raw, shift = 0;
+	bool read, corrected;
 	__s64 start;
 
 	gs_phase_add(GS_PH_HARVEST, ph);
@@ -110,17 +112,13 @@ static int harvest_one(const struct pending *p)
 	if (q == NOT_READY)
 		return 0;
 	r = ref_for(c, p->c.call_ts);
-	if (q == 0 && dur >= 0 && !T.cu.ev_elapsed(&to_start, r->event, p->start)) {
-		__u64 raw = (__u64)((double)dur * 1e6), shift = 0;
-		/* (A carried run read as its pairs do: half the difference off each end.) */
-		bool corrected = p->key && gt_carry_shift(p, raw, &shift);
-
-		start = (__s64)r->host_ns + (__s64)((double)to_start * 1e6);
-		if (start > 0)
-			emit_gpu(c, p, (__u64)start + shift / 2,
-				 (__u64)start + raw - (shift - shift / 2), corrected);
-	}
+	/* (Both read before the events go back to the pool.) */
+	read = q == 0 && dur >= 0 && !T.cu.ev_elapsed(&to_start, r->event, p->start);
+	raw = read ? (__u64)((double)dur * 1e6) : 0;
 	pthread_mutex_lock(&T.lock);
+	/* (A carried run read as its pairs do: half the difference off each end. The key's
+	 * readings under the lock: a launch of another key may take its slot over.) */
+	corrected = read && p->key && gt_carry_shift(p, raw, &shift);
 	if (q == 0 && dur >= 0 && p->c.func &&
 	    (p->c.kind == GS_GPU_KERNEL || p->c.kind == GS_GPU_GRAPH)) {
 		struct last_dur *d = &T.dur[gt_slot_hash(p->c.func, DUR_SLOTS)];
@@ -130,6 +128,10 @@ static int harvest_one(const struct pending *p)
 	}
 	release(c, p);
 	pthread_mutex_unlock(&T.lock);
+	start = (__s64)r->host_ns + (__s64)((double)to_start * 1e6);
+	if (read && start > 0)
+		emit_gpu(c, p, (__u64)start + shift / 2, (__u64)start + raw - (shift - shift / 2),
+			 corrected);
 	return 1;
 }
 
