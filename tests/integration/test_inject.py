@@ -363,12 +363,13 @@ def test_carriers_kept_per_shape(gs):
     a GPU (0.5-2.5 us on an H200; here FAKECUDA_NODE_SWITCH_NS, 3 us): so a carried launch
     takes the free carrier last set to its kernel and shape where there is one. Three shapes
     launched in turn, each alone on an idle stream: each keeps its own carriers, and only a
-    carrier's first runs are switched; taking the oldest free (GPUSCOPE_CARRY_ANY=1, before
-    2026-11-27) switches nearly every carried run. (GPUSCOPE_CARRY_REF: no reference pairs,
-    so no run is corrected.)"""
+    carrier's first runs are switched (3 of 54 on a quiet machine); taking the oldest free
+    (GPUSCOPE_CARRY_ANY=1, before 2026-11-27) switches nearly every carried run.
+    (GPUSCOPE_CARRY_REF: no reference pairs, so no run is corrected. Under load a shape's
+    carrier may not be back yet: the bounds leave room for that.)"""
     import gsrec
 
-    carried, long_runs = {}, {}
+    carried, long_runs, switches = {}, {}, {}
     for how, extra in (("kept", {}), ("any", {"GPUSCOPE_CARRY_ANY": "1"})):
         rec, stats = gs.tmp / ("shapes-%s.gsrec" % how), gs.tmp / ("shapes-%s.stats" % how)
         report, truth, _ = gs.trace(["wl_gputime", "--shapes", "20"],
@@ -379,20 +380,18 @@ def test_carriers_kept_per_shape(gs):
                                                    FAKECUDA_STATS=stats, **extra))
         assert report["kernels"]["launches"] == 60 and report["drops"]["gpu_time_lost"] == 0
         runs = [r for r in gsrec.gpu_records(str(rec)) if r["kind"] == 1 and r["flags"] & 128]
-        # Every carried run reads its kernel's time, or that and the switch (or more).
+        # Every carried run reads its kernel's time at least (the double's times are its
+        # host clock's: a run may read late, never short), a switched one 3 us more.
         wants = sorted({truth["gpu:busy:ns"], truth["gpu:idle:ns"], truth["gpu:idle2:ns"]})
-        for r in runs:
-            d = r["end"] - r["start"]
-            # (The double's times are its host clock's: a run may read a little late.)
-            assert any(near(d, w, 250) or near(d, w + 3000, 2500) for w in wants), (d, wants)
+        assert all(r["end"] - r["start"] >= wants[0] - 250 for r in runs), runs
         carried[how] = len(runs)
         long_runs[how] = sum(r["end"] - r["start"] > wants[-1] + 1500 for r in runs)
-        # What the double saw: the runs read long are the switched ones.
-        assert long_runs[how] <= fake_stats(stats)["kernel_node_switches"], (how, long_runs)
+        switches[how] = fake_stats(stats)["kernel_node_switches"]
     assert carried["kept"] >= 40 and carried["any"] >= 40, carried
-    # Kept per shape: a switch per shape's first carriers at most (the pool's growth).
-    assert long_runs["kept"] <= 6, long_runs
-    assert long_runs["any"] >= carried["any"] // 2, (long_runs, carried)
+    assert switches["kept"] <= carried["kept"] // 4, (switches, carried)
+    assert long_runs["kept"] <= carried["kept"] // 4, (long_runs, carried)
+    assert switches["any"] >= 3 * carried["any"] // 4, (switches, carried)
+    assert long_runs["any"] >= 3 * carried["any"] // 4, (long_runs, carried)
 
 
 def test_carried_runs_read_as_their_pairs(gs):
