@@ -104,6 +104,8 @@ void model__each_process(const struct model *m, void (*fn)(void *ctx, const stru
 const char *model__comm(const struct model *m, __u32 pid);
 /* Whether the stream has retired it: every record of it is in, what it held folded. */
 bool model__retired(const struct model *m, __u32 pid);
+/* Whether its exit is in. */
+bool model__exited(const struct model *m, __u32 pid);
 /* Its command line (NULL if not recorded), interned: valid while the model is, and another
  * pointer once it changes. */
 const char *model__cmdline(const struct model *m, __u32 pid);

@@ -39,6 +39,13 @@ bool model__retired(const struct model *m, __u32 pid)
 	return p && p->retired;
 }
 
+bool model__exited(const struct model *m, __u32 pid)
+{
+	const struct proc *p = model__proc_get(m, pid);
+
+	return p && p->s.exited;
+}
+
 const char *model__cmdline(const struct model *m, __u32 pid)
 {
 	const struct proc *p = model__proc_get(m, pid);

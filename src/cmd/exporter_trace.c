@@ -174,6 +174,50 @@ static void on_ring(void *ctx, __u32 pid, __u64 created_ns, bool open)
 	}
 }
 
+/*
+ * A driver call, fork, exec or library seen by the kernel probes for a pid whose exit is
+ * in is another process's: the pid was given out again (the kernel's ring has a process's
+ * records in order, its exit last). Not the OS plane's records, which may come after the
+ * exit, nor gpuscope's own about it, nor an in-process ring's, which may be read after the
+ * exit: a process seen only through its ring is not told apart from the one before.
+ */
+static bool pid_reused(const struct model *m, const struct gs_hdr *ev)
+{
+	switch (ev->type) {
+	case GS_EV_PROC:
+		if (((const struct gs_ev_proc *)ev)->kind != GS_PROC_FORK &&
+		    ((const struct gs_ev_proc *)ev)->kind != GS_PROC_EXEC)
+			return false;
+		break;
+	case GS_EV_LAUNCH:
+	case GS_EV_MEM:
+	case GS_EV_COPY:
+	case GS_EV_SYNC:
+	case GS_EV_API:
+	case GS_EV_NCCL:
+	case GS_EV_LIB:
+		break;
+	default:
+		return false;
+	}
+	return ev->pid && (ev->source == GS_SRC_UPROBE || ev->source == GS_SRC_TRACEPOINT) &&
+	       model__exited(m, ev->pid);
+}
+
+/* The process before on a pid given out again forgotten now, kept series and all, not
+ * merged into the new one; nor is the new one forgotten when the old one's time is up.
+ * (Under the lock.) */
+static void forget_before(struct xtrace *x, __u32 pid)
+{
+	unsigned int kept = 0;
+
+	model__forget_proc(x->model, pid);
+	for (unsigned int i = 0; i < x->nexited; i++)
+		if (x->exited[i].pid != pid)
+			x->exited[kept++] = x->exited[i];
+	x->nexited = kept;
+}
+
 static void add_record(void *ctx, const struct gs_hdr *ev)
 {
 	struct xtrace *x = ctx;
@@ -181,6 +225,8 @@ static void add_record(void *ctx, const struct gs_hdr *ev)
 	bool fresh;
 
 	pthread_mutex_lock(&x->lock);
+	if (pid_reused(x->model, ev))
+		forget_before(x, ev->pid);
 	fresh = !model__process(x->model, ev->pid, NULL);
 	analyses__add(&x->an, ev);
 	if (ev->type == GS_EV_PROC && ((const struct gs_ev_proc *)ev)->kind == GS_PROC_EXIT) {

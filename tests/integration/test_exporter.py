@@ -412,6 +412,49 @@ def pids_of(m, name="gpuscope_kernel_launches_total"):
     return {dict(ls)["pid"] for (n, ls) in m if n == name}
 
 
+def run_workload_as(gs, tmp_path, pid, name, *args):
+    """run_workload, the process given pid (the kernel's next pid set just before it is
+    made: tried again where another process took it first)."""
+    truth = tmp_path / ("%s.again.truth.json" % name)
+    for _ in range(50):
+        with open("/proc/sys/kernel/ns_last_pid", "w") as f:
+            f.write(str(pid - 1))
+        p = subprocess.Popen([gs.wl(name)] + list(args), env=gs.env(GS_TRUTH=truth),
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        assert p.wait(timeout=60) == 0
+        if p.pid == pid:
+            return json.loads(truth.read_text())
+    pytest.fail("pid %d not given to %s in 50 tries" % (pid, name))
+
+
+@needs_root
+def test_pid_given_out_again(agent, gs, tmp_path):
+    """A process that exits stays in the metrics for --retain; where its pid is given to a
+    new CUDA process meanwhile (pid_max is 32,768 on many hosts), the new one's series are
+    its own: its launches and memory not added to the dead one's, and not dropped when the
+    dead one's time would have been up."""
+    a = agent(ebpf=True, args=FAKE_LIBS + ["--retain", "60"])
+    before = a.metrics()
+    truth = run_workload(gs, tmp_path, "wl_driver")
+    m = a.wait_for(lambda m: pids_of(m) - pids_of(before))
+    pid = int((pids_of(m) - pids_of(before)).pop())
+
+    def launches(m):
+        return sum(v for (n, ls), v in m.items()
+                   if n == "gpuscope_kernel_launches_total" and ("pid", str(pid)) in ls)
+
+    a.wait_for(lambda m: launches(m) == truth["launches"])
+    time.sleep(1)  # (retired: its records all in)
+    again = run_workload_as(gs, tmp_path, pid, "wl_driver", "--loops", "2")
+    assert again["launches"] != truth["launches"]
+    m = a.wait_for(lambda m: launches(m) == again["launches"])
+    time.sleep(1)  # (its records all read: not one run's added to the other's)
+    m = a.metrics()
+    assert launches(m) == again["launches"], (launches(m), truth["launches"])
+    assert value(m, "gpuscope_process_device_memory_bytes", pid=pid, gpu=0) == \
+        again["outstanding:device"]
+
+
 @needs_root
 def test_per_process_metrics_from_the_probes(agent, gs, tmp_path):
     """Every CUDA process on the node, as the kernel probes see it: launches by kernel,
