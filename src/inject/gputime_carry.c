@@ -16,7 +16,8 @@
  * then its last run is over, and its next launch waits for nothing. A launch takes the
  * free carrier last set to its kernel and launch shape where there is one (below). Where
  * none is free the launch takes the pair; the harvester makes more (CARRY_GROW at a time, up
- * to CARRY_MAX a context), and where none free was the launch's own. The kernel's handle may be a function or a CUkernel (CUDA 13's runtime
+ * to CARRY_MAX a context), also where no free one was last set to the launch's shape. The
+ * kernel's handle may be a function or a CUkernel (CUDA 13's runtime
  * launches those): how the driver took it is kept per kernel; one it refuses both ways is
  * never carried again, and that launch is made as the program made it, untimed (counted
  * as lost). Whatever fails, the program's own launch call is made, and its result is the

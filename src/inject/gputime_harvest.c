@@ -128,8 +128,8 @@ static int harvest_one(const struct pending *p)
 	}
 	release(c, p);
 	pthread_mutex_unlock(&T.lock);
-	start = (__s64)r->host_ns + (__s64)((double)to_start * 1e6);
-	if (read && start > 0)
+	start = read ? (__s64)r->host_ns + (__s64)((double)to_start * 1e6) : 0;
+	if (start > 0)
 		emit_gpu(c, p, (__u64)start + shift / 2, (__u64)start + raw - (shift - shift / 2),
 			 corrected);
 	return 1;
