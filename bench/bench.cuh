@@ -17,7 +17,7 @@
 	do {                                                                              \
 		int r_ = (int)(x);                                                        \
 		if (r_) {                                                                 \
-			fprintf(stderr, "%s: %d\n", #x, r_);                              \
+			fprintf(stderr, "%s:%d: %s = %d\n", __FILE__, __LINE__, #x, r_);  \
 			exit(1);                                                          \
 		}                                                                         \
 	} while (0)

@@ -47,14 +47,7 @@
 #include <algorithm>
 #include <vector>
 
-#define CK(x)                                                                              \
-	do {                                                                               \
-		CUresult r_ = (x);                                                         \
-		if (r_) {                                                                  \
-			fprintf(stderr, "%s:%d: %s = %d\n", __FILE__, __LINE__, #x, (int)r_); \
-			exit(1);                                                           \
-		}                                                                          \
-	} while (0)
+#include "bench.cuh" /* CK() */
 
 template <int B> struct pad {
 	unsigned char b[B];
