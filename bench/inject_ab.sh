@@ -26,7 +26,7 @@ for w in $WORKLOADS; do
 		f="$OUT/ab-$w-$i.mode"
 		echo all >"$f"
 		if [ "$w" = cloop ]; then
-			m=$(echo ",$MODES," | sed 's/,profiler,/,/g; s/^,//; s/,$//')
+			m=$(echo ",$MODES," | sed 's/,profiler,/,/g; s/,profcuda,/,/g; s/^,//; s/,$//')
 			cmd=("$OUT/cloop" --ab "$f" "$m" "$ROUNDS")
 		else
 			cmd=(python3 bench/workload.py "$w" --ab "$f" "$MODES" "$ROUNDS")

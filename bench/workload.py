@@ -16,7 +16,8 @@ PyTorch profiler (CPU and CUDA activities: CUPTI sees CuPy's kernels too), for c
 --ab FILE MODES N: modes compared inside one process (bench/inject_ab.sh): N rounds of one
 timed window per mode of MODES (a comma list), the order turned each round, under `gpuscope
 run --inject` with GPUSCOPE_AB_FILE=FILE (src/inject/ab.c says the modes); "profiler" is a
-window under the PyTorch profiler with the plane passing calls through.
+window under the PyTorch profiler with the plane passing calls through, "profcuda" one under
+its CUDA activity alone.
 (The CUDA C loop is bench/cloop.cu.) iters_total: every iteration run, warm-up included
 (for launches per iteration from a count of the process's launches).
 """
@@ -74,10 +75,13 @@ ITERS = {"n": 0}
 AB = {"file": None, "modes": [], "rounds": 0, "windows": [], "cpu": []}
 
 
-def profiler():
+def profiler(cuda_only=False):
+    """The PyTorch profiler; cuda_only: its CUDA activity alone (CUPTI's kernel, copy and
+    runtime records, no CPU operator events)."""
     from torch.profiler import profile, ProfilerActivity
 
-    return profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA])
+    acts = [ProfilerActivity.CUDA] if cuda_only else [ProfilerActivity.CPU, ProfilerActivity.CUDA]
+    return profile(activities=acts)
 
 
 def ab_set(mode):
@@ -85,7 +89,7 @@ def ab_set(mode):
     it every millisecond) given time to see it."""
     tmp = AB["file"] + ".tmp"
     with open(tmp, "w") as f:
-        f.write("pass" if mode == "profiler" else mode)
+        f.write("pass" if mode in ("profiler", "profcuda") else mode)
     os.replace(tmp, AB["file"])
     time.sleep(0.02)
 
@@ -98,7 +102,8 @@ def ab_windows(fn, iters, sync):
         for j in range(len(modes)):
             mode = modes[(r + j) % len(modes)]
             ab_set(mode)
-            with profiler() if mode == "profiler" else contextlib.nullcontext():
+            prof = mode in ("profiler", "profcuda")
+            with profiler(mode == "profcuda") if prof else contextlib.nullcontext():
                 for _ in range(max(1, iters // 10)):
                     fn()
                 sync()

@@ -238,3 +238,32 @@ def test_static_build_serves_nvml_through_its_helper(tmp_path):
         _, err = agent.communicate(timeout=30)
     assert agent.returncode == 0, err
     assert "NVML loaded" in err
+
+
+CUPTI_HEADERS = sorted(glob.glob("/usr/local/cuda*/include/cupti_activity.h") +
+                       glob.glob("/usr/local/cuda*/extras/CUPTI/include/cupti_activity.h"))
+
+
+@pytest.mark.skipif(not CUPTI_HEADERS, reason="no CUDA toolkit with CUPTI's headers here")
+def test_cupti_abi_matches_the_real_header(tmp_path):
+    """include/gpuscope/cupti_abi.h declares the kernel record's layout so that the toolkit
+    is not a build dependency: each offset and value checked against CUPTI's own header."""
+    checks = [("GS_CUPTI_K_%s" % k, "offsetof(CUpti_ActivityKernel10, %s)" % f) for k, f in (
+        ("START", "start"), ("END", "end"), ("DEVICE", "deviceId"), ("CONTEXT", "contextId"),
+        ("STREAM", "streamId"), ("GRID", "gridX"), ("DYNAMIC_SMEM", "dynamicSharedMemory"),
+        ("CORRELATION", "correlationId"), ("GRAPH_NODE", "graphNodeId"),
+        ("GRAPH", "graphId"))] + [
+        ("GS_CUPTI_K_SIZE", "sizeof(CUpti_ActivityKernel10)"),
+        ("GS_CUPTI_K_GRID + 20", "offsetof(CUpti_ActivityKernel10, blockZ)"),
+        ("GS_CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL", "CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL"),
+        ("GS_CUPTI_SUCCESS", "CUPTI_SUCCESS"),
+        ("GS_CUPTI_ERROR_NOT_INITIALIZED", "CUPTI_ERROR_NOT_INITIALIZED")]
+    src = tmp_path / "abi.c"
+    src.write_text("#include <stddef.h>\n#include <cupti_activity.h>\n"
+                   '#include "gpuscope/cupti_abi.h"\n' +
+                   "".join('_Static_assert(%s == %s, "%s");\n' % (a, b, a) for a, b in checks))
+    for h in CUPTI_HEADERS:
+        p = subprocess.run(["cc", "-fsyntax-only", "-I", os.path.dirname(h),
+                            "-I", os.path.join(ROOT, "include"), str(src)],
+                           capture_output=True, text=True)
+        assert p.returncode == 0, (h, p.stderr)

@@ -10,7 +10,7 @@ FAKE_CFLAGS := -O2 -g -Wall -Wextra -Werror -fPIC -fno-ipa-icf -fvisibility=hidd
 	       -fcf-protection=branch -Itests/fakes
 
 FAKES := $(FAKES_DIR)/libcuda.so.1 $(FAKES_DIR)/libcudart.so.13 $(FAKES_DIR)/libnccl.so.2 \
-	 $(FAKES_DIR)/libcudart_static.a $(FAKES_DIR)/libnvidia-ml.so.1
+	 $(FAKES_DIR)/libcudart_static.a $(FAKES_DIR)/libnvidia-ml.so.1 $(FAKES_DIR)/libcupti.so.13
 WORKLOADS := $(WL_DIR)/wl_driver $(WL_DIR)/wl_runtime $(WL_DIR)/wl_static $(WL_DIR)/wl_nccl \
 	     $(WL_DIR)/rpath/bin/wl_driver_rpath $(WL_DIR)/wl_dlopen $(WL_DIR)/wl_gputime \
 	     $(WL_DIR)/wl_secure $(WL_DIR)/wl_os $(WL_DIR)/wl_stall $(WL_DIR)/wl_stack \
@@ -38,6 +38,11 @@ $(FAKES_DIR)/libcudart_static.a: tests/fakes/libcudart.c tests/fakes/fake_cudart
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(FAKE_CFLAGS) -DFAKE_CUDART_STATIC -c $< -o $(FAKES_DIR)/cudart_static.o
 	$(Q)ar rcs $@ $(FAKES_DIR)/cudart_static.o
+
+$(FAKES_DIR)/libcupti.so.13: tests/fakes/libcupti.c include/gpuscope/cupti_abi.h tests/tests.mk
+	@mkdir -p $(@D)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(FAKE_CFLAGS) -shared -Wl,-soname,libcupti.so.13 $< -o $@ -lpthread -ldl
 
 $(FAKES_DIR)/libnvidia-ml.so.1: tests/fakes/libnvidia-ml.c tests/tests.mk
 	@mkdir -p $(@D)
@@ -70,7 +75,7 @@ $(WL_DIR)/wl_graphapi: tests/workloads/wl_graphapi.c $(WL_DEPS) $(FAKES_DIR)/lib
 $(WL_DIR)/wl_gputime: tests/workloads/wl_gputime.c $(WL_DEPS) $(FAKES_DIR)/libcuda.so.1
 	@mkdir -p $(@D)
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(WL_CFLAGS) $< -o $@ -L$(FAKES_DIR) -l:libcuda.so.1
+	$(Q)$(CC) $(WL_CFLAGS) $< -o $@ -L$(FAKES_DIR) -l:libcuda.so.1 -ldl
 
 $(WL_DIR)/wl_queue: tests/workloads/wl_queue.c $(WL_DEPS) $(FAKES_DIR)/libcuda.so.1
 	@mkdir -p $(@D)

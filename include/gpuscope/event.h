@@ -309,6 +309,18 @@ enum gs_gpu_cal {
 	GS_CAL_CARRIED = 9,
 	GS_CAL_CARRIED_EMPTY = 10,
 	GS_CAL_CARRIED_STILL = 11,
+	/* --gpu-time=cupti (src/inject/gputime_cupti.c), once a process: how its kernels were
+	 * timed, end_ns - start_ns one of enum gs_cupti_state; and at its exit, the driver's
+	 * kernel records that no launch of the process could be matched to (end_ns - start_ns:
+	 * how many). */
+	GS_CAL_CUPTI = 12,
+	GS_CAL_CUPTI_UNMATCHED = 13,
+};
+
+enum gs_cupti_state {
+	GS_CUPTI_ON = 1,      /* by the driver's own timestamps (CUPTI's kernel activity) */
+	GS_CUPTI_MISSING = 2, /* CUPTI not found or refused: event pairs instead */
+	GS_CUPTI_HANDED = 3,  /* the program's own profiler took CUPTI: untimed from then */
 };
 
 enum gs_gpu_flags {
@@ -346,6 +358,13 @@ enum gs_gpu_flags {
 	GS_GPU_CARRIED = 1 << 7,
 };
 
+/* gs_ev_gpu.flags2 */
+enum gs_gpu_flags2 {
+	/* Its times were written by the driver itself (CUPTI's kernel activity, as the
+	 * PyTorch profiler has them: src/inject/gputime_cupti.c): exact, nothing to take off. */
+	GS_GPU_BY_DRIVER = 1 << 0,
+};
+
 /*
  * GPU execution of one launch or asynchronous copy, from CUDA events recorded around it,
  * on the host clock. h.ts, h.pid and h.tid are those of the call that started it.
@@ -365,7 +384,7 @@ struct gs_ev_gpu {
 	__u8 flags;	 /* enum gs_gpu_flags */
 	__s32 device;	 /* ordinal, -1 if unknown */
 	__u32 copy_kind; /* enum gs_copy_kind, as the API said */
-	__u32 pad;
+	__u32 flags2;	 /* enum gs_gpu_flags2 (0 in recordings before it) */
 };
 
 enum gs_proc_kind {
@@ -420,6 +439,7 @@ enum gs_session_flags {
 	GS_SESSION_INJECT = 1 << 3,	 /* the driver calls came from the in-process plane */
 	GS_SESSION_OS = 1 << 4,		 /* the OS plane was on */
 	GS_SESSION_GPU_CHAINS = 1 << 5, /* GPU time of every launch, chained (--gpu-time=chained) */
+	GS_SESSION_GPU_CUPTI = 1 << 6,	/* ... of every kernel, by CUPTI (--gpu-time=cupti) */
 };
 
 struct gs_ev_session {

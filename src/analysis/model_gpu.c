@@ -64,7 +64,9 @@ static struct gpu_stat *gpu_stat_of(struct kstat *k)
 static void add_to_stat(struct gpu_stat *g, const struct gs_ev_gpu *e, __u64 dur, __u64 queue,
 			bool idle)
 {
-	g->gated += (e->flags & (GS_GPU_GATED | GS_GPU_CARRIED)) == GS_GPU_GATED;
+	g->by_driver += !!(e->flags2 & GS_GPU_BY_DRIVER);
+	g->gated += (e->flags & (GS_GPU_GATED | GS_GPU_CARRIED)) == GS_GPU_GATED &&
+		    !(e->flags2 & GS_GPU_BY_DRIVER);
 	g->chained += !!(e->flags & GS_GPU_CHAINED);
 	g->followed += (e->flags & (GS_GPU_FROM_PREV | GS_GPU_CHAINED)) == GS_GPU_FROM_PREV;
 	g->carried += !!(e->flags & GS_GPU_CARRIED);
@@ -347,7 +349,8 @@ void model__gpu_add(struct model *m, const struct gs_hdr *ev)
 	/* (A kernel inside a graph: its start event is the graph's, right before it.) */
 	/* (Or by a carrier: its start event node is right before it.) */
 	bool gated = e->flags & (GS_GPU_GATED | GS_GPU_IN_GRAPH | GS_GPU_CARRIED),
-	     launch = e->kind == GS_GPU_KERNEL || e->kind == GS_GPU_GRAPH;
+	     launch = e->kind == GS_GPU_KERNEL || e->kind == GS_GPU_GRAPH,
+	     by_driver = e->flags2 & GS_GPU_BY_DRIVER; /* (CUPTI's: exact) */
 	/* Ungated, work cannot start before it was submitted: a launch's at the end of its
 	 * call (which may have loaded a module first), a copy's during it. */
 	__u64 submitted = launch ? e->call_end_ns : e->h.ts;
@@ -358,6 +361,15 @@ void model__gpu_add(struct model *m, const struct gs_hdr *ev)
 	bool late_start, late_end;
 	struct copy_stat *c;
 
+	if (e->kind == GS_GPU_CALIBRATION && e->func == GS_CAL_CUPTI) {
+		if (e->end_ns - e->start_ns < 4)
+			m->cupti_states[e->end_ns - e->start_ns]++;
+		return;
+	}
+	if (e->kind == GS_GPU_CALIBRATION && e->func == GS_CAL_CUPTI_UNMATCHED) {
+		m->cupti_unmatched += e->end_ns - e->start_ns;
+		return;
+	}
 	if (e->kind == GS_GPU_CALIBRATION) {
 		add_calibration(m, e);
 		return;
@@ -368,7 +380,7 @@ void model__gpu_add(struct model *m, const struct gs_hdr *ev)
 	/* Kernels: what the event pair adds, half on each side (its split is not known); a
 	 * start taken from the call rather than from its event has no event's share. */
 	b = &device_of(m, e->device)->b;
-	overhead = !launch			  ? 0
+	overhead = !launch || by_driver		  ? 0
 		   : (e->flags & GS_GPU_CHAINED)  ? b->chained_overhead_ns
 		   : (e->flags & GS_GPU_IN_GRAPH) ? b->graph_overhead_ns
 		   : (e->flags & (GS_GPU_CARRIED | GS_GPU_GATED)) == GS_GPU_CARRIED

@@ -189,6 +189,10 @@ struct model {
 	__u64 gpu_start_late; /* ... ungated on an idle stream, their call long after the start */
 	__u64 gpu_end_late;   /* ... ungated, their end event recorded late (GS_GPU_END_LATE) */
 	__u64 gpu_copy_end_late; /* copies and sets with GS_GPU_END_LATE: not in copy figures */
+	/* --gpu-time=cupti's status records: processes per enum gs_cupti_state; the driver's
+	 * records no launch was matched to (src/inject/gputime_cupti.c) */
+	__u64 cupti_states[4];
+	__u64 cupti_unmatched;
 	/* OS plane */
 	struct os_stat os;
 	__u64 os_events;

@@ -290,6 +290,7 @@ void model__gpu_merge(struct gpu_stat *into, const struct gpu_stat *g)
 	into->followed += g->followed;
 	into->in_graph += g->in_graph;
 	into->carried += g->carried;
+	into->by_driver += g->by_driver;
 	hist__merge(&into->dur, &g->dur);
 	hist__merge(&into->queue, &g->queue);
 }

@@ -263,6 +263,11 @@ struct report {
 	bool inject;	 /* driver calls came from the in-process plane */
 	__u32 gpu_time;	 /* 0 off, 1 every launch, N every Nth launch of a kernel */
 	bool gpu_chains; /* every launch, chained (GS_SESSION_GPU_CHAINS) */
+	bool gpu_cupti;	 /* every kernel, by CUPTI (GS_SESSION_GPU_CUPTI) */
+	/* --gpu-time=cupti: processes whose kernels CUPTI timed, where it was not found (pairs
+	 * instead), that handed it to their own profiler; its records matched to no launch
+	 * (or run in graphs) */
+	__u64 cupti_on, cupti_missing, cupti_handed, cupti_unmatched;
 	__u64 gpu_records, gpu_start_unknown, gpu_start_late, gpu_end_late, gpu_copy_end_late;
 	size_t *gpu_order; /* indexes into kernels[] of those with GPU time, most first */
 	size_t ngpu_kernels;

@@ -63,6 +63,11 @@ void report__build_gpu(struct report *r, const struct model *m)
 	r->inject = m->have_start && (m->start.flags & GS_SESSION_INJECT);
 	r->gpu_time = r->inject ? m->start.gpu_time : 0;
 	r->gpu_chains = r->inject && (m->start.flags & GS_SESSION_GPU_CHAINS);
+	r->gpu_cupti = r->inject && (m->start.flags & GS_SESSION_GPU_CUPTI);
+	r->cupti_on = m->cupti_states[GS_CUPTI_ON];
+	r->cupti_missing = m->cupti_states[GS_CUPTI_MISSING];
+	r->cupti_handed = m->cupti_states[GS_CUPTI_HANDED];
+	r->cupti_unmatched = m->cupti_unmatched;
 	r->gpu_records = m->gpu_records;
 	r->gpu_start_unknown = m->gpu_start_unknown;
 	r->gpu_start_late = m->gpu_start_late;

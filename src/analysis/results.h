@@ -95,6 +95,7 @@ struct gpu_stat {
 	__u64 followed;	     /* timed from the end event before it on a busy stream (same) */
 	__u64 in_graph;	     /* of which run inside a CUDA graph (src/inject/gputime_graph.c) */
 	__u64 carried;	     /* run by a carrier of ours (src/inject/gputime_carry.c): exact */
+	__u64 by_driver;     /* timed by the driver (CUPTI: src/inject/gputime_cupti.c): exact */
 	__u64 start_unknown; /* not in the figures above: when it started is not known */
 	struct hist dur, queue;
 };

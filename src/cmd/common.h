@@ -30,6 +30,7 @@ struct trace_opts {
 	bool inject;	  /* run: driver calls from the in-process plane (src/inject) */
 	__u32 gpu_time;	  /* with inject: 0 off, 1 every launch, N every Nth launch of a kernel */
 	bool gpu_chains;  /* every launch, consecutive ones chained (src/inject/gputime_chain.c) */
+	bool gpu_cupti;	  /* every kernel, by CUPTI (src/inject/gputime_cupti.c) */
 	bool device_code; /* with inject: read the device code modules are loaded from */
 	const char *probe_bundle, *probe_out; /* with inject: device-side probes (cmd/probe.c) */
 	bool no_report;			      /* (probe: its own output instead) */

@@ -25,7 +25,10 @@ static const char usage[] =
 	"                         GPUSCOPE_TIME_RATE), or chained: every launch,\n"
 	"                         consecutive ones held behind one gate and timed from the\n"
 	"                         end before them (about half the host cost of all; less\n"
-	"                         exact for short kernels: README)\n"
+	"                         exact for short kernels: README), or cupti: every\n"
+	"                         kernel by the driver's own timestamps (CUPTI, found\n"
+	"                         beside the program's CUDA libraries; about a fifth of\n"
+	"                         the host cost of all; kernels in graphs not yet)\n"
 	"      --device-code      with --inject: read the device code the program loads: which\n"
 	"                         modules and kernels have PTX (what device-side probes can be\n"
 	"                         put in) and which SASS only\n"
@@ -40,22 +43,26 @@ static const char usage[] =
 	"  sudo gpuscope run --inject -o train.pftrace -- python train.py   # ui.perfetto.dev\n"
 	"  sudo gpuscope run --folded train.folded -q -- python train.py\n";
 
-static int parse_gpu_time(const char *arg, __u32 *out, bool *chains)
+static int parse_gpu_time(const char *arg, __u32 *out, bool *chains, bool *cupti)
 {
 	__u32 n;
 
-	*chains = false;
+	*chains = *cupti = false;
 	if (!strcmp(arg, "all")) {
 		*out = 1;
 	} else if (!strcmp(arg, "chained")) {
 		*out = 1;
 		*chains = true;
+	} else if (!strcmp(arg, "cupti")) {
+		*out = 1;
+		*cupti = true;
 	} else if (!strcmp(arg, "off")) {
 		*out = 0;
 	} else if (parse_u32(arg, &n) == 0 && n > 0) {
 		*out = n;
 	} else {
-		gs_err("--gpu-time wants all, chained, off or a positive N (every Nth launch), not "
+		gs_err("--gpu-time wants all, chained, cupti, off or a positive N (every Nth "
+		       "launch), not "
 		       "'%s'",
 		       arg);
 		return -1;
@@ -111,7 +118,7 @@ int cmd_run(int argc, char **argv)
 			continue;
 		}
 		if (opt == OPT_GPU_TIME) {
-			if (parse_gpu_time(optarg, &o.gpu_time, &o.gpu_chains))
+			if (parse_gpu_time(optarg, &o.gpu_time, &o.gpu_chains, &o.gpu_cupti))
 				return GS_EXIT_USAGE;
 			gpu_time_set = true;
 			continue;

@@ -328,6 +328,8 @@ int gs_event_check(const void *buf, size_t len, const char **why)
 		    ~(GS_GPU_IDLE_STREAM | GS_GPU_GATED | GS_GPU_START_UNKNOWN | GS_GPU_END_LATE |
 		      GS_GPU_CHAINED | GS_GPU_FROM_PREV | GS_GPU_IN_GRAPH | GS_GPU_CARRIED))
 			FAIL("unknown GPU record flags");
+		if (g->flags2 & ~GS_GPU_BY_DRIVER)
+			FAIL("unknown GPU record flags");
 		return 0;
 	}
 	case GS_EV_OFFCPU: {

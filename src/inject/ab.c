@@ -10,6 +10,8 @@
  *   nofollow  every launch timed, a pair each on busy streams too (GPUSCOPE_NO_FOLLOW);
  *   pairs     every launch timed, none by a carrier (as without GPUSCOPE_CARRY=1);
  *   carry     every launch timed, by carriers where they can (GPUSCOPE_CARRY=1);
+ *   cupti     every kernel timed by CUPTI's records (--gpu-time=cupti), CUPTI's kind
+ *             enabled only in such windows;
  * any of the last four followed by "+stacks=N" (a stack every Nth launch, --stacks; 0 none)
  * or "+rate=N" (at most N launches' stacks a second a thread, GPUSCOPE_STACK_RATE; 0 no
  * limit) or "+trate=N" (with N, at most N launches timed a second a thread,
@@ -74,6 +76,7 @@ static void apply(char *word)
 
 	if (!strcmp(word, "pass")) {
 		__atomic_store_n(&gs_active, false, __ATOMIC_RELAXED);
+		gs_cupti_want(false); /* (CUPTI's records cost the driver's calls too) */
 		return;
 	}
 	for (char *next; opt; opt = next) {

@@ -77,6 +77,10 @@ void gs_timing_init(const char *mode)
 	T.every = !mode || !strcmp(mode, "chained") ? 1 : every_of(mode);
 	if (T.every < 0)
 		T.every = 0;
+	/* (cupti: kernels timed by the driver's timestamps, gputime_cupti.c; no pairs, unless
+	 * CUPTI is not found.) */
+	if (mode && !strcmp(mode, "cupti"))
+		gs_cupti_want(true);
 	c = getenv("GPUSCOPE_TIME_RATE");
 	rate = c && *c ? strtoul(c, NULL, 10) : TIME_RATE;
 	gs_timing_rate(rate > 10000000 ? 10000000 : (__u32)rate);
@@ -101,9 +105,13 @@ bool gs_timing_switch(const char *mode)
 {
 	int every = every_of(mode);
 	bool pairs = !strcmp(mode, "pairs"), carry = !strcmp(mode, "carry");
+	bool cupti = !strcmp(mode, "cupti");
 
-	if (every < 0 && !pairs && !carry && strcmp(mode, "nofollow") != 0)
+	if (every < 0 && !pairs && !carry && !cupti && strcmp(mode, "nofollow") != 0)
 		return false;
+	gs_cupti_want(cupti);
+	if (cupti)
+		every = 0;
 	__atomic_store_n(&T.no_follow, every < 0 && !pairs && !carry, __ATOMIC_RELAXED);
 	__atomic_store_n(&T.no_carry, pairs || (!carry && no_carry_start), __ATOMIC_RELAXED);
 	__atomic_store_n(&T.every, every < 0 ? 1 : every, __ATOMIC_RELAXED);
@@ -126,6 +134,7 @@ void gs_timing_after_fork(void)
 	tl_tid = 0;
 	tl_ctx = NULL;
 	gs_graphtime_after_fork();
+	gs_cupti_after_fork();
 }
 
 /* Whether the thread may time one more launch now (counted when not). */

@@ -144,4 +144,25 @@ __u64 gs_graphtime_launch(struct gs_graph_launch *gl, __u64 exec, __u64 stream,
 bool gs_graphtime_launched(struct gs_graph_launch *gl, int result, __u64 stream, bool ptsz,
 			   const struct gs_timed_call *call) GS_HIDDEN;
 
+/* --gpu-time=cupti (gputime_cupti.c): kernels timed by the driver's own timestamps. A
+ * launch's place in its stream's queue (qi: 1 + the queue, 0: none). */
+struct gs_cupti_launch {
+	int qi;
+	__u64 gen, seq;
+};
+bool gs_cupti_wanted(void) GS_HIDDEN;
+/* Before a kernel launch's call (dims: grid x, y, z, block x, y, z; now: when it began),
+ * and after it. */
+void gs_cupti_before(struct gs_cupti_launch *l, __u64 stream, bool ptsz, __u64 func,
+		     const __u32 *dims, unsigned int api, __u64 now) GS_HIDDEN;
+void gs_cupti_after(struct gs_cupti_launch *l, int result, __u64 call_ts, __u64 call_end) GS_HIDDEN;
+/* The program made a stream (its handle may have been another stream's). */
+void gs_cupti_stream_made(__u64 stream) GS_HIDDEN;
+/* --gpu-time=cupti from now on (on), or not (ab.c). */
+void gs_cupti_want(bool on) GS_HIDDEN;
+void gs_cupti_after_fork(void) GS_HIDDEN;
+/* dlsym found p for name, a CUPTI function: ours in its place if a profiler starts with it
+ * (p then called by it). */
+void *gs_cupti_dlsym(const char *name, void *p) GS_HIDDEN;
+
 #endif

@@ -68,7 +68,7 @@ static void emit_gpu(const struct ctx_slot *c, const struct pending *p, __u64 st
 		   (corrected ? GS_GPU_GATED : 0);
 	e->device = c->device;
 	e->copy_kind = p->c.copy_kind;
-	e->pad = 0;
+	e->flags2 = 0;
 	gs_emit_commit(e);
 }
 

@@ -93,6 +93,8 @@ GS_HIDDEN void *gs_dlsym_c(void *handle, const char *name)
 	void *p = gs_real_sym(handle, name);
 	int api;
 
+	if (p && name && !strncmp(name, "cupti", 5))
+		return gs_cupti_dlsym(name, p); /* (a profiler of the program's: gputime_cupti.c) */
 	if (!p || !name || name[0] != 'c' || name[1] != 'u' || !in_libcuda(p))
 		return p;
 	if (!strcmp(name, "cuGetProcAddress")) {

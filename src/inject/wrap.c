@@ -338,6 +338,23 @@ static bool timed_call(const struct gs_api_desc *d, const __u64 *a, __u64 *strea
 	return true;
 }
 
+/* A kernel launch queued for its record of the driver's (gputime_cupti.c): its grid and
+ * block, from the arguments or the launch configuration (read by timed_call already). */
+static void cupti_before(struct gs_cupti_launch *cl, const struct gs_api_desc *d, const __u64 *a,
+			 unsigned int api, __u64 stream, __u64 func)
+{
+	__u32 dims[6];
+
+	if (d->shape == GS_SH_L_EX)
+		memcpy(dims, (const void *)(unsigned long)a[0], sizeof(dims));
+	else if (d->shape == GS_SH_L_STD)
+		for (int i = 0; i < 6; i++)
+			dims[i] = (__u32)a[1 + i];
+	else
+		return;
+	gs_cupti_before(cl, stream, d->flags & GS_AF_PTSZ, func, dims, api, gs_clock());
+}
+
 /* A plain launch's kernel and shape (grid, block, shared memory), never 0. */
 static __u64 carry_key(const __u64 *a)
 {
@@ -366,6 +383,7 @@ int gs_call(unsigned int api, void *caller, __u64 a0, __u64 a1, __u64 a2, __u64 
 		      a[GS_ARGS] = { a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10 };
 	struct gs_timing tm = { .start = NULL };
 	struct gs_graph_launch gl = { .twin = NULL };
+	struct gs_cupti_launch cl = { .qi = 0 };
 	__u64 launch_exec;
 	__u8 kind = 0;
 	int r, saved_errno;
@@ -406,7 +424,11 @@ int gs_call(unsigned int api, void *caller, __u64 a0, __u64 a1, __u64 a2, __u64 
 	launch_exec = d->shape == GS_SH_L_GRAPH && !gs_probe_on
 			      ? gs_graphtime_launch(&gl, a0, a1, d->flags & GS_AF_PTSZ)
 			      : a0;
-	timed = !gl.twin && timed_call(d, a, &stream, &func, &kind) && gs_timing_wanted(func);
+	timed = !gl.twin && timed_call(d, a, &stream, &func, &kind);
+	/* (--gpu-time=cupti: kernels timed by the driver, gputime_cupti.c; graphs not yet.) */
+	if (timed && kind == GS_GPU_KERNEL && gs_cupti_wanted() && !gs_probe_on)
+		cupti_before(&cl, d, a, api, stream, func);
+	timed = timed && gs_timing_wanted(func);
 	/* Launches held in a chain are let go before anything that may wait for them or
 	 * depend on them (a name lookup cannot). */
 	if (gs_timing_chained() && !(timed && kind == GS_GPU_KERNEL) && d->family != GS_FAM_KNAME)
@@ -442,6 +464,8 @@ int gs_call(unsigned int api, void *caller, __u64 a0, __u64 a1, __u64 a2, __u64 
 		}
 	}
 	t1 = gs_clock();
+	if (cl.qi)
+		gs_cupti_after(&cl, r, t0, t1);
 	if (ph0)
 		gs_phase_add(timed ? GS_PH_REAL : GS_PH_REAL_UNT, t0);
 	if (gl.twin) {
@@ -512,6 +536,9 @@ int gs_call(unsigned int api, void *caller, __u64 a0, __u64 a1, __u64 a2, __u64 
 		gs_graphtime_node_set(api, a0, a1, a2, a3, r);
 	else if (api == GS_API_CU_GRAPH_NODE_SET_ENABLED)
 		gs_graphtime_enabled(a0, a1, (unsigned int)a2, r);
+	if (r == 0 && (api == GS_API_CU_STREAM_CREATE || api == GS_API_CU_STREAM_CREATE_PRIO) &&
+	    a0 >= 4096 && gs_cupti_wanted())
+		gs_cupti_stream_made(*(const __u64 *)(unsigned long)a0);
 	if (r == 0 && d->family == GS_FAM_KNAME && gs_probe_on)
 		gs_probe_named(api, a);
 	if (r == 0 && gs_probe_on &&

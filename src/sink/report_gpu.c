@@ -15,9 +15,11 @@ static void heading(FILE *f, const char *title)
 	fprintf(f, "\n%s\n", title);
 }
 
-static void gpu_mode_str(char *buf, size_t n, __u32 mode, bool chains)
+static void gpu_mode_str(char *buf, size_t n, __u32 mode, bool chains, bool cupti)
 {
-	if (mode == 1 && chains)
+	if (mode == 1 && cupti)
+		snprintf(buf, n, "every kernel launched outside graphs");
+	else if (mode == 1 && chains)
 		snprintf(buf, n,
 			 "every launch and asynchronous copy (consecutive launches chained: each "
 			 "timed from the end before it)");
@@ -125,9 +127,27 @@ void report_gpu_text(FILE *f, const struct report *r, const struct text_opts *o)
 		fprintf(f, "  not measured (--gpu-time=off)\n");
 		return;
 	}
-	gpu_mode_str(mode, sizeof(mode), r->gpu_time, r->gpu_chains);
-	fprintf(f, "  from CUDA events around %s; %llu operations recorded\n", mode,
-		(unsigned long long)r->gpu_records);
+	gpu_mode_str(mode, sizeof(mode), r->gpu_time, r->gpu_chains, r->gpu_cupti);
+	fprintf(f, "  from %s %s; %llu operations recorded\n",
+		r->gpu_cupti ? "the driver's own timestamps (CUPTI) of" : "CUDA events around",
+		mode, (unsigned long long)r->gpu_records);
+	if (r->cupti_missing)
+		fprintf(f,
+			"  %llu process%s found no CUPTI (or CUPTI refused): timed with CUDA "
+			"events "
+			"around every launch instead (GPUSCOPE_CUPTI=path names the library)\n",
+			(unsigned long long)r->cupti_missing, r->cupti_missing == 1 ? "" : "es");
+	if (r->cupti_handed)
+		fprintf(f,
+			"  %llu process%s started a profiler of its own (CUPTI has one client): "
+			"its "
+			"kernels went untimed from then on\n",
+			(unsigned long long)r->cupti_handed, r->cupti_handed == 1 ? "" : "es");
+	if (r->cupti_unmatched)
+		fprintf(f,
+			"  %llu kernel records of the driver's matched no launch, or ran in a "
+			"graph: not in these figures\n",
+			(unsigned long long)r->cupti_unmatched);
 	if (!r->gpu_records)
 		return;
 	if (r->gpu_start_unknown - r->gpu_start_late - r->gpu_end_late)
@@ -268,6 +288,7 @@ static const struct jfield gpu_stat_counts[] = {
 	JU64(struct gpu_stat, "followed", followed),
 	JU64(struct gpu_stat, "in_graph", in_graph),
 	JU64(struct gpu_stat, "carried", carried),
+	JU64(struct gpu_stat, "by_driver", by_driver),
 	JU64(struct gpu_stat, "start_unknown", start_unknown)
 };
 
@@ -294,6 +315,13 @@ void report_gpu_stat_json(struct json *j, const char *key, const struct gpu_stat
 	JSON_U64S(j, g, gpu_stat_counts);
 	json_obj_end(j);
 }
+
+static const struct jfield gpu_cupti_counts[] = {
+	JU64(struct report, "cupti_processes", cupti_on),
+	JU64(struct report, "cupti_missing", cupti_missing),
+	JU64(struct report, "cupti_handed_over", cupti_handed),
+	JU64(struct report, "cupti_unmatched", cupti_unmatched),
+};
 
 static const struct jfield gpu_totals[] = {
 	JU64(struct report, "start_unknown_late_call", gpu_start_late),
@@ -359,6 +387,8 @@ void report_gpu_json(struct json *j, const struct report *r)
 	json_bool(j, "inject", r->inject);
 	json_u64(j, "every", r->gpu_time); /* 0 off, 1 every launch, N every Nth */
 	json_bool(j, "chained", r->gpu_chains);
+	json_bool(j, "cupti", r->gpu_cupti);
+	JSON_U64S(j, r, gpu_cupti_counts);
 	json_u64(j, "records", r->gpu_records);
 	json_u64(j, "start_unknown", r->gpu_start_unknown);
 	/* of start_unknown: */

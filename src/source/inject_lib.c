@@ -180,7 +180,10 @@ char **inject__env(const struct inject *in, char *const *env)
 	if (in->o.gpu_time == 0)
 		snprintf(num, sizeof(num), "off");
 	else if (in->o.gpu_time == 1)
-		snprintf(num, sizeof(num), in->o.gpu_chains ? "chained" : "all");
+		snprintf(num, sizeof(num),
+			 in->o.gpu_chains  ? "chained"
+			 : in->o.gpu_cupti ? "cupti"
+					   : "all");
 	else
 		snprintf(num, sizeof(num), "%u", in->o.gpu_time);
 	out[k++] = env_pair("GPUSCOPE_GPU_TIME", num);

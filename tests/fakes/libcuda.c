@@ -623,6 +623,26 @@ static void check_gates(void)
 	}
 }
 
+/* The test double of CUPTI (libcupti.c): told of every kernel that runs outside graphs,
+ * ungated, as it is queued: its context, stream (the double's own, a per-thread one is
+ * the thread's), simulated start and end (CLOCK_MONOTONIC), grid and block. */
+typedef void (*kernel_hook_fn)(void *ctx, void *stream, unsigned long long start,
+			       unsigned long long end, const unsigned int *dims);
+static kernel_hook_fn kernel_hook;
+
+EXPORT void fakecuda_kernel_hook(kernel_hook_fn fn)
+{
+	pthread_mutex_lock(&lock);
+	kernel_hook = fn;
+	pthread_mutex_unlock(&lock);
+}
+
+/* The double's stream behind a handle (for the double of CUPTI's stream ids). */
+EXPORT void *fakecuda_stream_of(CUstream s, int per_thread)
+{
+	return stream_of(s, per_thread);
+}
+
 /* When the current call began: work it submits can start from then on. */
 static __thread unsigned long long call_ns;
 
@@ -1401,6 +1421,11 @@ static CUresult launch(const void *f, unsigned gx, unsigned gy, unsigned gz, uns
 		return CUDA_SUCCESS;
 	}
 	stream_enqueue(s, dur, true);
+	if (kernel_hook && !s->gate) {
+		unsigned int dims[6] = { gx, gy, gz, bx, by, bz };
+
+		kernel_hook(current, s, s->busy_until - dur, s->busy_until, dims);
+	}
 	return CUDA_SUCCESS;
 }
 

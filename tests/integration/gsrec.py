@@ -48,8 +48,9 @@ def gpu_records(path):
     for r in records(path):
         if r["type"] == EV_GPU:
             (start, end, call_end, func, stream, nbytes, dst, src, ctx, api, kind, flags,
-             device, copy_kind, _) = GPU.unpack_from(r["body"])
+             device, copy_kind, flags2) = GPU.unpack_from(r["body"])
             out.append({"call": r["ts"], "call_end": call_end, "start": start, "end": end,
                         "func": func, "stream": stream, "bytes": nbytes, "api": api,
-                        "kind": kind, "flags": flags, "device": device, "pid": r["pid"]})
+                        "kind": kind, "flags": flags, "device": device, "pid": r["pid"],
+                        "flags2": flags2, "tid": r["tid"]})
     return out

@@ -219,8 +219,8 @@ def test_bad_gpu_time_options(gsr):
     p = gsr.run(["run", "--gpu-time=sometimes", "--inject", "--", "true"])
     assert p.returncode == 1
     assert p.stderr.strip().splitlines() == [
-        "gpuscope: --gpu-time wants all, chained, off or a positive N (every Nth launch), not "
-        "'sometimes'"]
+        "gpuscope: --gpu-time wants all, chained, cupti, off or a positive N (every Nth "
+        "launch), not 'sometimes'"]
     p = gsr.run(["run", "--gpu-time=all", "--", "true"])
     assert p.returncode == 1
     assert "--gpu-time needs --inject" in p.stderr
@@ -911,3 +911,80 @@ def test_gpu_time_text_report(gsr):
     assert "\nGPU time\n" in text
     assert "device 0: busy" in text
     assert "async HtoD    1 timed, 1.00 MiB" in text
+
+
+def cupti_trace(gs, name, *args, **env):
+    """wl_gputime --cupti under --gpu-time=cupti (the double of CUPTI: tests/fakes/libcupti.c),
+    recorded: (report, truth, the kernels' GPU records)."""
+    import gsrec
+
+    rec = gs.tmp / ("%s.gsrec" % name)
+    report, truth, _ = gs.trace(["wl_gputime", "--cupti"] + list(args),
+                                opts=["--inject", "--gpu-time=cupti", "-o", str(rec)],
+                                env_extra=dict(FAKECUDA_KERNEL_NS="20000", **env))
+    return report, truth, [r for r in gsrec.gpu_records(str(rec)) if r["kind"] == 1]
+
+
+def test_cupti_times_every_kernel_exactly(gs):
+    """--gpu-time=cupti: each kernel's times are the driver's own record of it (CUPTI's kernel
+    activity), matched to its launch by its stream and its place there: on an explicit
+    stream, the thread's default stream (_ptsz) and by cuLaunchKernelEx; launches captured
+    into a graph have no record of their own and must not take a later launch's. Every
+    launch outside the capture gets its own kernel's exact duration, nothing is lost or
+    unmatched, and no event pair is used."""
+    report, truth, recs = cupti_trace(gs, "cupti", "40")
+    gpu = report["gpu"]
+    assert gpu["cupti"] and gpu["cupti_processes"] == 1 and gpu["cupti_missing"] == 0
+    assert gpu["cupti_unmatched"] == 0 and report["drops"]["gpu_time_lost"] == 0, gpu
+    kernels = {k["name"]: k for k in report["kernels"]["list"]}
+    assert kernels["busy"]["launches"] == 43 and kernels["idle"]["launches"] == 80
+    busy, idle = kernels["busy"]["gpu"], kernels["idle"]["gpu"]
+    assert busy["timed"] == busy["by_driver"] == 40, busy
+    assert idle["timed"] == idle["by_driver"] == 80, idle
+    assert busy["gated"] == idle["gated"] == 0
+    wants = {truth["gpu:busy:ns"], truth["gpu:idle:ns"], truth["gpu:idle2:ns"]}
+    assert len(recs) == 120 and all(r["flags2"] == 1 for r in recs)
+    assert all(r["end"] - r["start"] in wants for r in recs), recs
+    # Each on its own kernel: busy's records are busy's duration, idle's one of idle's two.
+    by_func = {}
+    for r in recs:
+        by_func.setdefault(r["func"], set()).add(r["end"] - r["start"])
+    assert sorted(map(sorted, by_func.values())) == sorted(
+        [[truth["gpu:busy:ns"]], sorted([truth["gpu:idle:ns"], truth["gpu:idle2:ns"]])])
+    # A kernel starts after its launch call began.
+    assert all(r["start"] >= r["call"] for r in recs), recs
+
+
+def test_cupti_handed_to_the_programs_profiler(gs):
+    """CUPTI has one client: when the program starts its own (a profiler's
+    cuptiActivityRegisterCallbacks, here through dlsym on a dlopen'ed libcupti), our records
+    are flushed and our kind given up before its call goes on to CUPTI; the kernels after
+    go untimed and the report says so. A lost record (FAKECUPTI_LOSE) costs one launch of
+    its kernel on its stream its times, counted as lost (which launch is not known: the later
+    ones there each take the next one's record, of the same kernel and shape)."""
+    calls = gs.tmp / "cupti-calls.txt"
+    report, truth, recs = cupti_trace(gs, "handed", "20", "client", FAKECUPTI_CALLS=calls,
+                                      FAKECUPTI_LOSE="4")
+    gpu = report["gpu"]
+    assert gpu["cupti_processes"] == 1 and gpu["cupti_handed_over"] == 1, gpu
+    busy = {k["name"]: k for k in report["kernels"]["list"]}["busy"]["gpu"]
+    # (the 4th record lost: the 2nd round's busy)
+    assert truth["gpu:busy:timed"] == 11 and busy["by_driver"] == 10, busy
+    assert len(recs) == 3 * 11 - 1 and report["drops"]["gpu_time_lost"] == 1
+    wants = {truth["gpu:busy:ns"], truth["gpu:idle:ns"], truth["gpu:idle2:ns"]}
+    assert all(r["end"] - r["start"] in wants for r in recs), recs
+    assert "cuptiActivityRegisterCallbacks" in calls.read_text()
+    text = gs.run(["report", str(gs.tmp / "handed.gsrec")]).stdout
+    assert "started a profiler of its own" in text, text
+
+
+def test_cupti_missing_falls_back_to_pairs(gs):
+    """Where CUPTI is not found (GPUSCOPE_CUPTI names a file that is not there), kernels are
+    timed with event pairs instead, and the report says so."""
+    report, truth, recs = cupti_trace(gs, "missing", "10",
+                                      GPUSCOPE_CUPTI=str(gs.tmp / "no-libcupti.so"))
+    gpu = report["gpu"]
+    assert gpu["cupti_missing"] == 1 and gpu["cupti_processes"] == 0, gpu
+    busy = {k["name"]: k for k in report["kernels"]["list"]}["busy"]["gpu"]
+    assert busy["by_driver"] == 0 and busy["timed"] >= 8, busy
+    assert all(r["flags2"] == 0 for r in recs)

@@ -49,10 +49,15 @@
  * given to the plane after each, then 6 launches of `busy`, `idle`, `other`, `busy` again,
  * `idle` again and `other` again, each 1 ms after the one before ended.
  *
+ * With --cupti N [client], only this instead (--gpu-time=cupti, src/inject/gputime_cupti.c):
+ * see cupti_rounds().
+ *
  * With --after-copy, only this instead: `idle` launched right after an asynchronous copy
  * on its stream, then on the legacy stream after a synchronous copy, 3 times each
  * (FAKECUDA_ENGINE_SWITCH_NS delays such a kernel's start, as a GPU does).
  */
+#include <dlfcn.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -262,6 +267,80 @@ static int shapes(CUkernel busy, CUkernel idle, CUstream s, int n)
 	return 0;
 }
 
+static void client_request(unsigned char **buf, size_t *size, size_t *max)
+{
+	static unsigned char b[1 << 16];
+
+	*buf = b;
+	*size = sizeof(b);
+	*max = 0;
+}
+
+static void client_complete(void *ctx, unsigned stream, unsigned char *buf, size_t size,
+			    size_t valid)
+{
+	(void)ctx, (void)stream, (void)buf, (void)size, (void)valid;
+}
+
+/* --cupti N [client]: N rounds of busy (1 x 32) on s, idle (4 x 256) on this thread's
+ * default stream (cuLaunchKernel_ptsz) and idle (2 x 256) on s2 by cuLaunchKernelEx, each
+ * round waited for; in round N / 2, busy also captured 3 times on s2 into a graph launched
+ * once (a captured launch has no kernel record of its own: s2's queue must not keep it).
+ * With client, after round N / 2 the program starts a CUPTI client of its own, as a
+ * profiler does (cuptiActivityRegisterCallbacks from dlopen'ed libcupti.so.13): the rounds
+ * after go untimed, and the program's call reaches CUPTI. Truth: each kernel's duration,
+ * and how many of each were timed. */
+static int cupti_rounds(CUkernel busy, CUkernel idle, CUstream s, CUstream s2, int n, bool client)
+{
+	CUlaunchConfig cfg = { .gridDimX = 2,
+			       .gridDimY = 1,
+			       .gridDimZ = 1,
+			       .blockDimX = 256,
+			       .blockDimY = 1,
+			       .blockDimZ = 1,
+			       .hStream = s2 };
+	int timed = n;
+
+	for (int i = 0; i < n; i++) {
+		CHECK(cuLaunchKernel((CUfunction)busy, 1, 1, 1, 32, 1, 1, 0, s, NULL, NULL), 0);
+		CHECK(cuLaunchKernel_ptsz((CUfunction)idle, 4, 1, 1, 256, 1, 1, 0, NULL, NULL,
+					  NULL),
+		      0);
+		CHECK(cuLaunchKernelEx(&cfg, (CUfunction)idle, NULL, NULL), 0);
+		if (i == n / 2) {
+			CUgraph g;
+			CUgraphExec e;
+
+			CHECK(cuStreamBeginCapture_v2(s2, 0), 0);
+			for (int k = 0; k < 3; k++)
+				CHECK(cuLaunchKernel((CUfunction)busy, 1, 1, 1, 32, 1, 1, 0, s2,
+						     NULL, NULL),
+				      0);
+			CHECK(cuStreamEndCapture(s2, &g), 0);
+			CHECK(cuGraphInstantiateWithFlags(&e, g, 0), 0);
+			CHECK(cuGraphLaunch(e, s2), 0);
+		}
+		CHECK(cuCtxSynchronize(), 0);
+		if (i == n / 2 && client) {
+			void *h = dlopen("libcupti.so.13", RTLD_NOW);
+			int (*reg)(void *, void *) =
+				h ? (int (*)(void *, void *))dlsym(h,
+								   "cuptiActivityRegisterCallbacks")
+				  : NULL;
+
+			CHECK(reg != NULL, 1);
+			CHECK(reg((void *)client_request, (void *)client_complete), 0);
+			timed = i + 1;
+		}
+	}
+	truth_add((long long)kernel_ns(1, 32), "gpu:busy:ns");
+	truth_add((long long)kernel_ns(4, 256), "gpu:idle:ns");
+	truth_add((long long)kernel_ns(2, 256), "gpu:idle2:ns");
+	truth_add(timed, "gpu:busy:timed");
+	truth_write();
+	return 0;
+}
+
 /* --replays N [D]: a graph of busy, then idle after it, launched N times on s2, each
  * waited for (idle disabled at launches D to D + 3). */
 static int replays(CUkernel busy, CUkernel idle, CUstream s2, int n, int d,
@@ -424,6 +503,9 @@ int main(int argc, char **argv)
 	}
 	if (argc > 1 && !strcmp(argv[1], "--follow"))
 		return follows(busy, idle, s, busy_ns, idle_ns);
+	if (argc > 2 && !strcmp(argv[1], "--cupti"))
+		return cupti_rounds(busy, idle, s, s2, atoi(argv[2]),
+				    argc > 3 && !strcmp(argv[3], "client"));
 	if (argc > 2 && !strcmp(argv[1], "--shapes"))
 		return shapes(busy, idle, s, atoi(argv[2]));
 	if (argc > 2 && !strcmp(argv[1], "--replays"))

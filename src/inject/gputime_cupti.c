@@ -1,0 +1,672 @@
+// SPDX-License-Identifier: MIT
+/*
+ * --gpu-time=cupti: every kernel timed by the driver's own timestamps, as the PyTorch
+ * profiler has them (CUPTI's kernel activity), instead of a gate and a pair of events
+ * around each launch. Measured on an H200 (bench/cupti_cost.cu, a paced C loop): a launch
+ * costs its thread about 0.9-1.0 us more with CUPTI's kernel records on, against 4.3-4.6 us
+ * for a gated pair; and the times are CUPTI's, exact by definition.
+ *
+ * CUPTI is not linked: it is looked for when the first kernel is launched (already loaded,
+ * as libtorch_cuda loads it; next to the program's CUDA libraries, as the wheels ship it;
+ * the loader's path; the toolkit's directories; GPUSCOPE_CUPTI names one). Where it is not
+ * found or refuses, every kernel is timed with pairs instead, and the report says so.
+ *
+ * A record has no handle of the launch that made it, only CUPTI's ids of its context and
+ * stream, its grid and block, and times. So each launch the program makes (not into a
+ * stream being captured: that one runs later, in a graph) is queued on its stream before
+ * the driver is called, and each record is matched to the oldest launch queued on its
+ * stream with its grid and block: kernels on one stream run, and are recorded, in the
+ * order they were launched. A launch whose record never comes (CUPTI drops records only
+ * when it has no buffer) is passed over when a later launch's comes, if that one is of
+ * another kernel or shape; if not, each later launch of the stream takes the record of the
+ * one after it, the same kernel's (the figures stay right, the launches' own times are one
+ * late), and the last is left over. What is left over at the end is counted as lost; a
+ * record no launch matches is counted (reported at exit).
+ * Kernels run by graphs are not attributed yet (counted with them).
+ *
+ * The program's own profiler: CUPTI has one client. Our exported cuptiActivityRegister-
+ * Callbacks, cuptiSubscribe and the others a profiler starts with hand CUPTI over first:
+ * our records are flushed, our kind disabled, and kernels go untimed from then on (the
+ * report says so); the program's call then goes to CUPTI as it would have.
+ *
+ * Times: CUPTI's clock is CLOCK_REALTIME; it is placed on CLOCK_MONOTONIC (gs_clock's) by
+ * the offset between the two, read at each buffer. No timestamp callback is registered, so
+ * that a profiler handed CUPTI later gets the clock it expects.
+ */
+#include <dlfcn.h>
+#include <link.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "gpuscope/cupti_abi.h"
+#include "inject/gputime_int.h"
+
+#define CQ_MAX	   256	      /* streams whose launches wait for their records */
+#define CQ_FIRST   1024	      /* entries a stream's queue starts with ... */
+#define CQ_CAP	   (1u << 18) /* ... and holds at most */
+#define CQ_LOOK	   16	      /* a record's launch looked for among the oldest this many */
+#define CUPTI_BUF  (4u << 20)
+#define FLUSH_MS   20
+#define EARLY_NS   200000ULL /* a record may start this much before its call began (clocks) */
+#define PER_THREAD GS_CU_STREAM_PER_THREAD
+#define LEGACY	   GS_CU_STREAM_LEGACY
+
+enum {
+	ST_IDLE,
+	ST_STARTING,
+	ST_RUNNING,
+	ST_FAILED,
+	ST_HANDED
+};
+
+struct cq_entry {
+	__u64 call_ts, call_end, func, stream;
+	__u32 tid, dims[6]; /* grid x, y, z, block x, y, z */
+	__u16 api;
+	bool failed; /* the call failed: no record will come */
+};
+
+/* A stream's launches waiting for their records: a ring, the oldest at head. */
+struct cq {
+	__u64 ctx, stream; /* stream: the handle, PER_THREAD or LEGACY */
+	__u32 owner;	   /* a per-thread default stream's thread, else 0 */
+	__u32 cctx, cstream;
+	int device;
+	bool used, closed;
+	__u64 gen;  /* bumped whenever the slot changes hands or closes */
+	__u64 seq0; /* the sequence number of the entry at head */
+	struct cq_entry *e;
+	__u32 cap, head, n;
+};
+
+static struct {
+	int state;    /* ST_* */
+	bool want;    /* --gpu-time=cupti, or ab.c's "cupti" */
+	bool kind_on; /* our kind enabled */
+	void *handle;
+	pthread_mutex_t lock; /* the queues */
+	struct cq q[CQ_MAX];
+	int last; /* the queue of the last record matched */
+	__u64 unmatched, in_graphs;
+	struct {
+		gs_cupti_register_fn reg;
+		gs_cupti_kind_fn enable, disable;
+		gs_cupti_flush_fn flush;
+		gs_cupti_period_fn period;
+		gs_cupti_next_fn next;
+		gs_cupti_dropped_fn dropped;
+		gs_cupti_ctx_id_fn ctx_id;
+		gs_cupti_stream_id_fn stream_id;
+	} f;
+} C = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+/* This thread's last queue. */
+static __thread struct {
+	__u64 ctx, stream, gen;
+	int qi; /* 1 + index, 0: none */
+} tl_q __attribute__((tls_model("initial-exec")));
+
+/* ---- finding and starting CUPTI ------------------------------------------------------- */
+
+static const char *const sonames[] = { "libcupti.so.13", "libcupti.so.12", "libcupti.so" };
+
+/* A directory of the program's CUDA libraries (the wheels put libcupti beside them). */
+static int cuda_dir(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	const char *name = info->dlpi_name, *slash;
+	char *out = arg;
+
+	(void)size;
+	if (!name || !(slash = strrchr(name, '/')) ||
+	    (!strstr(slash, "libcudart.so") && !strstr(slash, "libcublas.so")))
+		return 0;
+	if ((size_t)(slash - name) + 32 >= 4096)
+		return 0;
+	memcpy(out, name, (size_t)(slash - name));
+	out[slash - name] = '\0';
+	return 1;
+}
+
+static void *open_cupti(void)
+{
+	static const char *const dirs[] = { "/usr/local/cuda/extras/CUPTI/lib64",
+					    "/usr/local/cuda/lib64" };
+	const char *env = getenv("GPUSCOPE_CUPTI");
+	char path[4096 + 64];
+	void *h;
+
+	if (env && *env)
+		return dlopen(env, RTLD_NOW | RTLD_LOCAL);
+	for (size_t i = 0; i < sizeof(sonames) / sizeof(*sonames); i++)
+		if ((h = dlopen(sonames[i], RTLD_NOW | RTLD_NOLOAD)))
+			return h;
+	path[0] = '\0';
+	if (dl_iterate_phdr(cuda_dir, path) && path[0]) {
+		size_t n = strlen(path);
+
+		for (size_t i = 0; i < sizeof(sonames) / sizeof(*sonames); i++) {
+			snprintf(path + n, sizeof(path) - n, "/%s", sonames[i]);
+			if ((h = dlopen(path, RTLD_NOW | RTLD_LOCAL)))
+				return h;
+			path[n] = '\0';
+		}
+	}
+	for (size_t i = 0; i < sizeof(sonames) / sizeof(*sonames); i++)
+		if ((h = dlopen(sonames[i], RTLD_NOW | RTLD_LOCAL)))
+			return h;
+	for (size_t d = 0; d < sizeof(dirs) / sizeof(*dirs); d++) {
+		snprintf(path, sizeof(path), "%s/libcupti.so", dirs[d]);
+		if ((h = dlopen(path, RTLD_NOW | RTLD_LOCAL)))
+			return h;
+	}
+	return NULL;
+}
+
+static void request(uint8_t **buf, size_t *size, size_t *max_records);
+static void complete(void *ctx, uint32_t stream_id, uint8_t *buf, size_t size, size_t valid);
+static void flush_at_exit(void);
+
+#define SYM(field, name) (C.f.field = (__typeof__(C.f.field))gs_real_sym(C.handle, name))
+
+static bool setup(void)
+{
+	if (!gt_load_driver() || !T.cu.ctx_dev || !(C.handle = open_cupti()))
+		return false;
+	if (!SYM(reg, "cuptiActivityRegisterCallbacks") || !SYM(enable, "cuptiActivityEnable") ||
+	    !SYM(disable, "cuptiActivityDisable") || !SYM(flush, "cuptiActivityFlushAll") ||
+	    !SYM(next, "cuptiActivityGetNextRecord") || !SYM(ctx_id, "cuptiGetContextId") ||
+	    !SYM(stream_id, "cuptiGetStreamIdEx"))
+		return false;
+	SYM(period, "cuptiActivityFlushPeriod");
+	SYM(dropped, "cuptiActivityGetNumDroppedRecords");
+	if (C.f.reg(request, complete) != GS_CUPTI_SUCCESS)
+		return false;
+	if (C.f.period)
+		C.f.period(FLUSH_MS);
+	/* (Registered after CUPTI's own: run before them.) */
+	atexit(flush_at_exit);
+	return true;
+}
+
+/* A status record (GS_CAL_CUPTI, GS_CAL_CUPTI_UNMATCHED) in the current context's name. */
+static void emit_status(__u64 what, __u64 value)
+{
+	struct gs_ev_gpu *e;
+	void *ctx = NULL;
+	int dev = -1;
+	__u64 now = gs_clock();
+
+	if (T.cu.ctx_get && T.cu.ctx_get(&ctx) == 0 && ctx && T.cu.ctx_dev)
+		T.cu.ctx_dev(&dev);
+	if (!(e = gs_emit_reserve(sizeof(*e), GS_EV_GPU)))
+		return;
+	gs_fill_hdr(&e->h, GS_EV_GPU, sizeof(*e), now);
+	memset((char *)e + sizeof(e->h), 0, sizeof(*e) - sizeof(e->h));
+	e->start_ns = e->call_end_ns = now;
+	e->end_ns = now + value;
+	e->ctx = (__u64)(unsigned long)ctx;
+	e->api = GS_API_CU_LAUNCH_KERNEL;
+	e->kind = GS_GPU_CALIBRATION;
+	e->device = dev;
+	e->func = what;
+	gs_emit_commit(e);
+}
+
+/* Our kind on or off, as wanted (C.lock not held: CUPTI may deliver buffers inside). */
+static void apply(void)
+{
+	bool on = __atomic_load_n(&C.want, __ATOMIC_ACQUIRE);
+
+	if (__atomic_load_n(&C.state, __ATOMIC_ACQUIRE) != ST_RUNNING || on == C.kind_on)
+		return;
+	if (on)
+		C.f.enable(GS_CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+	else
+		C.f.disable(GS_CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+	C.kind_on = on;
+	if (!on)
+		C.f.flush(0);
+}
+
+/* Started on the first launch to time: false while it cannot be (another thread starting
+ * it, or failed: pairs from then on). */
+static bool started(void)
+{
+	int s = __atomic_load_n(&C.state, __ATOMIC_ACQUIRE);
+	bool ok;
+
+	if (s == ST_RUNNING)
+		return true;
+	if (s != ST_IDLE || !__atomic_compare_exchange_n(&C.state, &s, ST_STARTING, false,
+							 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+		return false;
+	ok = setup();
+	s = ST_STARTING;
+	if (!__atomic_compare_exchange_n(&C.state, &s, ok ? ST_RUNNING : ST_FAILED, false,
+					 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+		return false; /* (handed over meanwhile) */
+	emit_status(GS_CAL_CUPTI, ok ? GS_CUPTI_ON : GS_CUPTI_MISSING);
+	if (!ok) {
+		__atomic_store_n(&C.want, false, __ATOMIC_RELEASE);
+		gs_timing_switch("all");
+		return false;
+	}
+	apply();
+	return C.kind_on;
+}
+
+/* ---- the launches' queues ------------------------------------------------------------- */
+
+static struct cq_entry *at(struct cq *q, __u32 i)
+{
+	return &q->e[(q->head + i) % q->cap];
+}
+
+/* Under C.lock: room for one more entry (false: full). */
+static bool cq_room(struct cq *q)
+{
+	struct cq_entry *ne;
+	__u32 ncap;
+
+	if (q->n < q->cap)
+		return true;
+	if (q->cap >= CQ_CAP)
+		return false;
+	ncap = q->cap ? 2 * q->cap : CQ_FIRST;
+	if (!(ne = malloc(ncap * sizeof(*ne))))
+		return false;
+	for (__u32 i = 0; i < q->n; i++)
+		ne[i] = *at(q, i);
+	free(q->e);
+	q->e = ne;
+	q->cap = ncap;
+	q->head = 0;
+	return true;
+}
+
+/* Under C.lock: the queue of (ctx, stream, owner), made with CUPTI's ids if new (-1: no
+ * room). A per-thread stream's is always new here: a thread of the same id before was
+ * another thread, with another stream. */
+static int cq_find(__u64 ctx, __u64 stream, __u32 owner, __u32 cctx, __u32 cstream, int dev)
+{
+	int free_i = -1;
+
+	for (int i = 0; i < CQ_MAX; i++) {
+		struct cq *q = &C.q[i];
+
+		if (q->used && !q->closed && q->ctx == ctx && q->stream == stream &&
+		    q->owner == owner) {
+			if (!owner)
+				return i;
+			q->closed = true;
+			q->gen++;
+		}
+		if (free_i < 0 && (!q->used || (q->closed && !q->n)))
+			free_i = i;
+	}
+	if (free_i >= 0) {
+		struct cq *q = &C.q[free_i];
+
+		q->ctx = ctx;
+		q->stream = stream;
+		q->owner = owner;
+		q->cctx = cctx;
+		q->cstream = cstream;
+		q->device = dev;
+		q->used = true;
+		q->closed = false;
+		q->gen++;
+		q->head = q->n = 0;
+	}
+	return free_i;
+}
+
+void gs_cupti_stream_made(__u64 stream)
+{
+	pthread_mutex_lock(&C.lock);
+	for (int i = 0; i < CQ_MAX; i++)
+		if (C.q[i].used && !C.q[i].closed && C.q[i].stream == stream) {
+			C.q[i].closed = true; /* (its old stream is gone: a handle given again) */
+			C.q[i].gen++;
+		}
+	pthread_mutex_unlock(&C.lock);
+}
+
+bool gs_cupti_wanted(void)
+{
+	return __atomic_load_n(&C.want, __ATOMIC_RELAXED);
+}
+
+void gs_cupti_before(struct gs_cupti_launch *l, __u64 stream, bool ptsz, __u64 func,
+		     const __u32 *dims, unsigned int api, __u64 now)
+{
+	void *ctx = NULL;
+	int capturing = 0, dev = -1, qi;
+	bool per_thread = stream == PER_THREAD || (ptsz && !stream);
+	__u64 key = per_thread ? PER_THREAD : !stream ? LEGACY : stream;
+	__u32 owner = per_thread ? gs_self_tid() : 0, cctx = 0, cstream = 0;
+	struct cq *q;
+	struct cq_entry *e;
+
+	l->qi = 0;
+	if (!started() || T.cu.ctx_get(&ctx) || !ctx ||
+	    (ptsz ? T.cu.capturing_ptsz : T.cu.capturing)(stream, &capturing) || capturing)
+		return;
+	pthread_mutex_lock(&C.lock);
+	qi = tl_q.qi;
+	if (!qi || tl_q.ctx != (__u64)(unsigned long)ctx || tl_q.stream != key ||
+	    C.q[qi - 1].gen != tl_q.gen || C.q[qi - 1].owner != owner) {
+		pthread_mutex_unlock(&C.lock);
+		/* (CUPTI asked outside our lock: it may deliver buffers, which take it.) */
+		if (C.f.ctx_id(ctx, &cctx) ||
+		    C.f.stream_id(ctx,
+				  per_thread || key == LEGACY ? NULL : (void *)(unsigned long)key,
+				  per_thread, &cstream))
+			return;
+		T.cu.ctx_dev(&dev);
+		pthread_mutex_lock(&C.lock);
+		qi = 1 + cq_find((__u64)(unsigned long)ctx, key, owner, cctx, cstream, dev);
+		tl_q.qi = qi;
+		tl_q.ctx = (__u64)(unsigned long)ctx;
+		tl_q.stream = key;
+		tl_q.gen = qi ? C.q[qi - 1].gen : 0;
+	}
+	if (!qi || !cq_room(q = &C.q[qi - 1])) {
+		pthread_mutex_unlock(&C.lock);
+		if (qi)
+			gs_count_time_lost();
+		return;
+	}
+	e = at(q, q->n++);
+	*e = (struct cq_entry){ .call_ts = now,
+				.func = func,
+				.stream = stream,
+				.tid = gs_self_tid(),
+				.api = (__u16)api };
+	memcpy(e->dims, dims, sizeof(e->dims));
+	l->qi = qi;
+	l->gen = q->gen;
+	l->seq = q->seq0 + q->n - 1;
+	pthread_mutex_unlock(&C.lock);
+}
+
+void gs_cupti_after(struct gs_cupti_launch *l, int result, __u64 call_ts, __u64 call_end)
+{
+	struct cq *q;
+
+	if (!l->qi)
+		return;
+	pthread_mutex_lock(&C.lock);
+	q = &C.q[l->qi - 1];
+	/* (Not there any more: matched already, its record was that quick.) */
+	if (q->gen == l->gen && l->seq >= q->seq0 && l->seq - q->seq0 < q->n) {
+		struct cq_entry *e = at(q, (__u32)(l->seq - q->seq0));
+
+		e->call_ts = call_ts;
+		e->call_end = call_end;
+		e->failed = result != 0;
+	}
+	pthread_mutex_unlock(&C.lock);
+}
+
+/* ---- records -------------------------------------------------------------------------- */
+
+static void request(uint8_t **buf, size_t *size, size_t *max_records)
+{
+	*buf = aligned_alloc(8, CUPTI_BUF);
+	*size = *buf ? CUPTI_BUF : 0;
+	*max_records = 0;
+}
+
+static __u64 rd64(const uint8_t *r, int off)
+{
+	__u64 v;
+
+	memcpy(&v, r + off, sizeof(v));
+	return v;
+}
+
+static __u32 rd32(const uint8_t *r, int off)
+{
+	__u32 v;
+
+	memcpy(&v, r + off, sizeof(v));
+	return v;
+}
+
+/* CLOCK_REALTIME less CLOCK_MONOTONIC, now (the narrowest of three readings). */
+static __s64 realtime_offset(void)
+{
+	__s64 best = 0;
+	__u64 width = ~0ULL;
+
+	for (int i = 0; i < 3; i++) {
+		struct timespec a, r, b;
+		__u64 ta, tb, tr;
+
+		clock_gettime(CLOCK_MONOTONIC, &a);
+		clock_gettime(CLOCK_REALTIME, &r);
+		clock_gettime(CLOCK_MONOTONIC, &b);
+		ta = (__u64)a.tv_sec * 1000000000ULL + (__u64)a.tv_nsec;
+		tb = (__u64)b.tv_sec * 1000000000ULL + (__u64)b.tv_nsec;
+		tr = (__u64)r.tv_sec * 1000000000ULL + (__u64)r.tv_nsec;
+		if (tb - ta < width) {
+			width = tb - ta;
+			best = (__s64)(tr - (ta + tb) / 2);
+		}
+	}
+	return best;
+}
+
+static void emit(const struct cq *q, const struct cq_entry *e, __u64 start, __u64 end)
+{
+	struct gs_ev_gpu *g = gs_emit_reserve(sizeof(*g), GS_EV_GPU);
+
+	if (!g)
+		return;
+	gs_fill_hdr(&g->h, GS_EV_GPU, sizeof(*g), e->call_ts);
+	memset((char *)g + sizeof(g->h), 0, sizeof(*g) - sizeof(g->h));
+	g->h.tid = e->tid;
+	g->start_ns = start;
+	g->end_ns = end > start ? end : start;
+	g->call_end_ns = e->call_end > e->call_ts ? e->call_end : e->call_ts;
+	g->func = e->func;
+	g->stream = e->stream;
+	g->ctx = q->ctx;
+	g->api = e->api;
+	g->kind = GS_GPU_KERNEL;
+	g->flags = GS_GPU_GATED;
+	g->flags2 = GS_GPU_BY_DRIVER;
+	g->device = q->device;
+	gs_emit_commit(g);
+}
+
+/* Under C.lock: one kernel record, matched to its launch and emitted, or counted. */
+static void match(const uint8_t *r, __s64 offset)
+{
+	__u32 cctx = rd32(r, GS_CUPTI_K_CONTEXT), cstream = rd32(r, GS_CUPTI_K_STREAM), dims[6];
+	__u64 start = rd64(r, GS_CUPTI_K_START) - (__u64)offset,
+	      end = rd64(r, GS_CUPTI_K_END) - (__u64)offset;
+	struct cq *q = NULL;
+	__u32 j;
+
+	if (rd32(r, GS_CUPTI_K_GRAPH)) {
+		C.in_graphs++;
+		return;
+	}
+	if (C.q[C.last].used && C.q[C.last].cctx == cctx && C.q[C.last].cstream == cstream)
+		q = &C.q[C.last];
+	for (int i = 0; !q && i < CQ_MAX; i++)
+		if (C.q[i].used && C.q[i].n && C.q[i].cctx == cctx && C.q[i].cstream == cstream) {
+			q = &C.q[i];
+			C.last = i;
+		}
+	memcpy(dims, r + GS_CUPTI_K_GRID, sizeof(dims));
+	for (j = 0; q && j < q->n && j < CQ_LOOK; j++) {
+		const struct cq_entry *e = at(q, j);
+
+		if (!e->failed && !memcmp(e->dims, dims, sizeof(dims)) &&
+		    e->call_ts <= start + EARLY_NS)
+			break;
+	}
+	if (!q || j == q->n || j == CQ_LOOK) {
+		C.unmatched++;
+		return;
+	}
+	for (__u32 k = 0; k < j; k++)
+		if (!at(q, k)->failed)
+			gs_count_time_lost(); /* (its record never came) */
+	emit(q, at(q, j), start, end);
+	q->head = (q->head + j + 1) % q->cap;
+	q->n -= j + 1;
+	q->seq0 += j + 1;
+}
+
+static void complete(void *ctx, uint32_t stream_id, uint8_t *buf, size_t size, size_t valid)
+{
+	__s64 offset = realtime_offset();
+	void *rec = NULL;
+	size_t dropped = 0;
+
+	(void)ctx;
+	(void)stream_id;
+	(void)size;
+	pthread_mutex_lock(&C.lock);
+	while (valid && C.f.next(buf, valid, &rec) == GS_CUPTI_SUCCESS)
+		if (rd32(rec, 0) == GS_CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)
+			match(rec, offset);
+	pthread_mutex_unlock(&C.lock);
+	if (C.f.dropped && C.f.dropped(NULL, 0, &dropped) == GS_CUPTI_SUCCESS)
+		for (size_t i = 0; i < dropped && i < 1000000; i++)
+			gs_count_time_lost();
+	free(buf);
+}
+
+/* After the last flush: the launches whose records never came, counted as lost. */
+static void count_left(void)
+{
+	pthread_mutex_lock(&C.lock);
+	for (int i = 0; i < CQ_MAX; i++) {
+		struct cq *q = &C.q[i];
+
+		for (__u32 k = 0; k < q->n; k++)
+			if (!at(q, k)->failed)
+				gs_count_time_lost();
+		q->seq0 += q->n;
+		q->n = 0;
+	}
+	pthread_mutex_unlock(&C.lock);
+	emit_status(GS_CAL_CUPTI_UNMATCHED, C.unmatched + C.in_graphs);
+}
+
+static void flush_at_exit(void)
+{
+	if (__atomic_load_n(&C.state, __ATOMIC_ACQUIRE) != ST_RUNNING)
+		return;
+	C.f.flush(1);
+	count_left();
+}
+
+/* ---- modes and the program's own profiler --------------------------------------------- */
+
+void gs_cupti_want(bool on)
+{
+	int s = __atomic_load_n(&C.state, __ATOMIC_ACQUIRE);
+
+	if (s == ST_FAILED || s == ST_HANDED)
+		on = false;
+	__atomic_store_n(&C.want, on, __ATOMIC_RELEASE);
+	apply();
+}
+
+/* The program is about to use CUPTI itself: ours flushed and given up. */
+static void hand_over(void)
+{
+	int s = __atomic_load_n(&C.state, __ATOMIC_ACQUIRE);
+
+	__atomic_store_n(&C.want, false, __ATOMIC_RELEASE);
+	while (s == ST_IDLE || s == ST_RUNNING)
+		if (__atomic_compare_exchange_n(&C.state, &s, ST_HANDED, false, __ATOMIC_ACQ_REL,
+						__ATOMIC_ACQUIRE))
+			break;
+	if (s != ST_RUNNING)
+		return; /* (never started, or already handed: nothing of ours there) */
+	if (C.kind_on)
+		C.f.disable(GS_CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+	C.kind_on = false;
+	C.f.flush(1);
+	emit_status(GS_CAL_CUPTI, GS_CUPTI_HANDED);
+	count_left();
+}
+
+void gs_cupti_after_fork(void)
+{
+	/* (CUPTI does not follow into a child; the child's launches go untimed.) */
+	pthread_mutex_init(&C.lock, NULL);
+	if (__atomic_load_n(&C.state, __ATOMIC_ACQUIRE) != ST_IDLE)
+		__atomic_store_n(&C.state, ST_HANDED, __ATOMIC_RELEASE);
+	__atomic_store_n(&C.want, false, __ATOMIC_RELEASE);
+	memset(&tl_q, 0, sizeof(tl_q));
+}
+
+/* The functions a CUPTI client starts with, exported (and handed out by dlsym): CUPTI
+ * handed over, then the function called, as dlsym found it for the program, else as the
+ * loader would have bound it. */
+typedef int (*fwd_fn)(__u64, __u64, __u64, __u64);
+
+#define HAND_OVER_LIST(X)                         \
+	X(cuptiActivityRegisterCallbacks)         \
+	X(cuptiActivityRegisterTimestampCallback) \
+	X(cuptiActivityEnable)                    \
+	X(cuptiActivityEnableContext)             \
+	X(cuptiSubscribe)                         \
+	X(cuptiSubscribe_v2)                      \
+	X(cuptiFinalize)
+#define ENUM(name) HO_##name,
+enum {
+	HAND_OVER_LIST(ENUM) HO_N
+};
+static void *learnt[HO_N]; /* what dlsym found, for the program */
+
+static int forward(int which, const char *name, void *caller, __u64 a, __u64 b, __u64 c, __u64 d)
+{
+	fwd_fn f = (fwd_fn)__atomic_load_n(&learnt[which], __ATOMIC_ACQUIRE);
+	Dl_info info;
+
+	/* (CUPTI calling its own entry points through ours is not the program.) */
+	if (!dladdr(caller, &info) || !info.dli_fname || !strstr(info.dli_fname, "libcupti"))
+		hand_over();
+	if (!f)
+		f = (fwd_fn)gs_real_sym(RTLD_NEXT, name);
+	if (!f && C.handle)
+		f = (fwd_fn)gs_real_sym(C.handle, name);
+	return f ? f(a, b, c, d) : GS_CUPTI_ERROR_NOT_INITIALIZED;
+}
+
+#define HAND_OVER(name)                                                                      \
+	__attribute__((visibility("default"))) int name(__u64 a, __u64 b, __u64 c, __u64 d); \
+	int name(__u64 a, __u64 b, __u64 c, __u64 d)                                         \
+	{                                                                                    \
+		return forward(HO_##name, #name, __builtin_return_address(0), a, b, c, d);   \
+	}
+HAND_OVER_LIST(HAND_OVER)
+
+#define ENTRY(name) { #name, (void *)name },
+static const struct {
+	const char *name;
+	void *ours;
+} hand_overs[HO_N] = { HAND_OVER_LIST(ENTRY) };
+
+void *gs_cupti_dlsym(const char *name, void *p)
+{
+	for (int i = 0; i < HO_N; i++)
+		if (!strcmp(name, hand_overs[i].name)) {
+			if (p != hand_overs[i].ours)
+				__atomic_store_n(&learnt[i], p, __ATOMIC_RELEASE);
+			return hand_overs[i].ours;
+		}
+	return p;
+}

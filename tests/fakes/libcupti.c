@@ -1,0 +1,293 @@
+// SPDX-License-Identifier: MIT
+/*
+ * libcupti.so.13 test double: the activity API's kernel records, as --gpu-time=cupti uses
+ * them (src/inject/gputime_cupti.c).
+ *
+ * While CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL is enabled, the double of libcuda tells it of
+ * every kernel queued outside graphs (fakecuda_kernel_hook), with the simulated start and
+ * end; it keeps a record of each, as CUpti_ActivityKernel10 lays one out, its times on
+ * CLOCK_REALTIME as CUPTI's are. Records are delivered in a buffer the client gave, once
+ * the kernel has ended on the simulated clock: at cuptiActivityFlushAll (all of them when
+ * forced) and every flush period on a thread of its own. Context and stream ids: small
+ * numbers given in order of first asking, the same for the same context or stream (the
+ * double's stream behind a handle: fakecuda_stream_of), as CUPTI's are.
+ *
+ * FAKECUPTI_LOSE=N: the Nth kernel's record is never delivered (as records CUPTI drops).
+ * FAKECUPTI_CALLS=path: at exit, which of the client-facing functions were called, one
+ * name a line (tests: whose calls reached the double).
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../../include/gpuscope/cupti_abi.h"
+
+#define EXPORT			__attribute__((visibility("default")))
+#define MAX_IDS			1024
+#define ERROR_INVALID_PARAMETER 1
+#define ERROR_MAX_LIMIT_REACHED 12
+
+struct rec {
+	uint32_t ctx, stream;
+	uint64_t start, end; /* CLOCK_MONOTONIC */
+	unsigned int dims[6];
+};
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static gs_cupti_request_fn request;
+static gs_cupti_complete_fn complete;
+static int kernels_on;
+static struct rec *recs;
+static size_t nrecs, caprecs;
+static unsigned long kernels_seen, lose_at;
+static void *ids[MAX_IDS];
+static int nids;
+static uint32_t period_ms;
+static char calls[512];
+
+typedef void (*kernel_hook_fn)(void *, void *, unsigned long long, unsigned long long,
+			       const unsigned int *);
+typedef void (*set_hook_fn)(kernel_hook_fn);
+typedef void *(*stream_of_fn)(void *, int);
+
+static uint64_t clock_ns(clockid_t c)
+{
+	struct timespec t;
+
+	clock_gettime(c, &t);
+	return (uint64_t)t.tv_sec * 1000000000ULL + (uint64_t)t.tv_nsec;
+}
+
+static void called(const char *name)
+{
+	pthread_mutex_lock(&lock);
+	if (!strstr(calls, name) && strlen(calls) + strlen(name) + 2 < sizeof(calls)) {
+		strcat(calls, name);
+		strcat(calls, "\n");
+	}
+	pthread_mutex_unlock(&lock);
+}
+
+/* Under lock: a small id for a pointer. */
+static uint32_t id_of(void *p)
+{
+	for (int i = 0; i < nids; i++)
+		if (ids[i] == p)
+			return (uint32_t)i + 1;
+	if (nids == MAX_IDS)
+		return 0;
+	ids[nids++] = p;
+	return (uint32_t)nids;
+}
+
+static void on_kernel(void *ctx, void *stream, unsigned long long start, unsigned long long end,
+		      const unsigned int *dims)
+{
+	pthread_mutex_lock(&lock);
+	if (kernels_on && ++kernels_seen != lose_at) {
+		if (nrecs == caprecs) {
+			caprecs = caprecs ? 2 * caprecs : 1024;
+			recs = realloc(recs, caprecs * sizeof(*recs));
+		}
+		recs[nrecs++] = (struct rec){
+			.ctx = id_of(ctx), .stream = id_of(stream), .start = start, .end = end
+		};
+		memcpy(recs[nrecs - 1].dims, dims, sizeof(recs[0].dims));
+	}
+	pthread_mutex_unlock(&lock);
+}
+
+static void hook(kernel_hook_fn fn)
+{
+	set_hook_fn set = (set_hook_fn)dlsym(RTLD_DEFAULT, "fakecuda_kernel_hook");
+
+	if (set)
+		set(fn);
+}
+
+/* The records of kernels that have ended (all: forced), delivered in buffers. */
+static void deliver(int forced)
+{
+	uint64_t now = clock_ns(CLOCK_MONOTONIC), off = clock_ns(CLOCK_REALTIME) - now;
+
+	for (;;) {
+		uint8_t *buf = NULL;
+		size_t size = 0, max = 0, valid = 0, k = 0, left = 0;
+
+		pthread_mutex_lock(&lock);
+		if (!request || !complete || !nrecs) {
+			pthread_mutex_unlock(&lock);
+			return;
+		}
+		request(&buf, &size, &max);
+		if (!buf || size < GS_CUPTI_K_SIZE) {
+			pthread_mutex_unlock(&lock);
+			return;
+		}
+		memset(buf, 0, size);
+		for (size_t i = 0; i < nrecs; i++) {
+			struct rec *r = &recs[i];
+			uint8_t *p = buf + valid;
+			uint32_t kind = GS_CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+			uint64_t s = r->start + off, e = r->end + off;
+
+			if ((!forced && r->end > now) || valid + GS_CUPTI_K_SIZE > size ||
+			    (max && k == max)) {
+				recs[left++] = *r;
+				continue;
+			}
+			memcpy(p, &kind, 4);
+			memcpy(p + GS_CUPTI_K_START, &s, 8);
+			memcpy(p + GS_CUPTI_K_END, &e, 8);
+			memcpy(p + GS_CUPTI_K_CONTEXT, &r->ctx, 4);
+			memcpy(p + GS_CUPTI_K_STREAM, &r->stream, 4);
+			memcpy(p + GS_CUPTI_K_GRID, r->dims, sizeof(r->dims));
+			valid += GS_CUPTI_K_SIZE;
+			k++;
+		}
+		nrecs = left;
+		pthread_mutex_unlock(&lock);
+		complete(NULL, 0, buf, size, valid);
+		if (!k || !left || !forced)
+			return;
+	}
+}
+
+static void *flusher(void *arg)
+{
+	(void)arg;
+	for (;;) {
+		struct timespec t = { 0, (long)period_ms * 1000000L };
+
+		nanosleep(&t, NULL);
+		deliver(0);
+	}
+	return NULL;
+}
+
+static void write_calls(void)
+{
+	const char *path = getenv("FAKECUPTI_CALLS");
+	FILE *f = path ? fopen(path, "w") : NULL;
+
+	if (f) {
+		fputs(calls, f);
+		fclose(f);
+	}
+}
+
+__attribute__((constructor)) static void init(void)
+{
+	const char *s = getenv("FAKECUPTI_LOSE");
+
+	lose_at = s ? strtoul(s, NULL, 10) : 0;
+	atexit(write_calls);
+}
+
+EXPORT int cuptiActivityRegisterCallbacks(gs_cupti_request_fn req, gs_cupti_complete_fn done)
+{
+	called("cuptiActivityRegisterCallbacks");
+	if (!req || !done)
+		return ERROR_INVALID_PARAMETER;
+	pthread_mutex_lock(&lock);
+	request = req;
+	complete = done;
+	pthread_mutex_unlock(&lock);
+	return GS_CUPTI_SUCCESS;
+}
+
+EXPORT int cuptiActivityEnable(int kind)
+{
+	called("cuptiActivityEnable");
+	if (kind == GS_CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) {
+		pthread_mutex_lock(&lock);
+		kernels_on = 1;
+		pthread_mutex_unlock(&lock);
+		hook(on_kernel);
+	}
+	return GS_CUPTI_SUCCESS;
+}
+
+EXPORT int cuptiActivityDisable(int kind)
+{
+	if (kind == GS_CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) {
+		pthread_mutex_lock(&lock);
+		kernels_on = 0;
+		pthread_mutex_unlock(&lock);
+	}
+	return GS_CUPTI_SUCCESS;
+}
+
+EXPORT int cuptiActivityFlushAll(uint32_t flag)
+{
+	deliver(flag & 1);
+	return GS_CUPTI_SUCCESS;
+}
+
+EXPORT int cuptiActivityFlushPeriod(uint32_t ms)
+{
+	pthread_t t;
+
+	pthread_mutex_lock(&lock);
+	if (!period_ms && ms) {
+		period_ms = ms;
+		pthread_create(&t, NULL, flusher, NULL);
+	}
+	pthread_mutex_unlock(&lock);
+	return GS_CUPTI_SUCCESS;
+}
+
+EXPORT int cuptiActivityGetNextRecord(uint8_t *buf, size_t valid, void **rec)
+{
+	uint8_t *next = *rec ? (uint8_t *)*rec + GS_CUPTI_K_SIZE : buf;
+
+	if (next + GS_CUPTI_K_SIZE > buf + valid)
+		return ERROR_MAX_LIMIT_REACHED;
+	*rec = next;
+	return GS_CUPTI_SUCCESS;
+}
+
+EXPORT int cuptiActivityGetNumDroppedRecords(void *ctx, uint32_t stream, size_t *n)
+{
+	(void)ctx;
+	(void)stream;
+	*n = 0;
+	return GS_CUPTI_SUCCESS;
+}
+
+EXPORT int cuptiGetContextId(void *ctx, uint32_t *id)
+{
+	pthread_mutex_lock(&lock);
+	*id = id_of(ctx);
+	pthread_mutex_unlock(&lock);
+	return GS_CUPTI_SUCCESS;
+}
+
+EXPORT int cuptiGetStreamIdEx(void *ctx, void *stream, uint8_t per_thread, uint32_t *id)
+{
+	stream_of_fn of = (stream_of_fn)dlsym(RTLD_DEFAULT, "fakecuda_stream_of");
+
+	(void)ctx;
+	if (!of)
+		return ERROR_INVALID_PARAMETER;
+	stream = of(stream, per_thread);
+	pthread_mutex_lock(&lock);
+	*id = id_of(stream);
+	pthread_mutex_unlock(&lock);
+	return GS_CUPTI_SUCCESS;
+}
+
+EXPORT int cuptiSubscribe(void *subscriber, void *callback, void *userdata)
+{
+	(void)subscriber;
+	(void)callback;
+	(void)userdata;
+	called("cuptiSubscribe");
+	return GS_CUPTI_SUCCESS;
+}
