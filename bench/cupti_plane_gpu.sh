@@ -6,21 +6,27 @@
 # tinyops, ResNet-50, GPT-2 and CUDA graphs run under `gpuscope run --inject
 # --gpu-time=cupti -o`, and ResNet-50 once more with pairs, then bench/cupti_check.py on
 # the recordings (records by the driver against launches, unmatched and lost, kernels
-# starting before their call, per-kernel medians against the pairs'). About 5 minutes.
+# starting before their call, per-kernel medians against the pairs'). About 5 minutes;
+# NO_AB=1: the recordings only (about 2).
 # From the repository root, carrying .output/static; root.
 #   OUT=/tmp/cupti bash bench/cupti_plane_gpu.sh
 set -u
 OUT=${OUT:-/tmp/gpuscope-cupti-plane}
 . bench/gpu_env.sh
 export ROUNDS
-OUT=$OUT/ab WORKLOADS="tinyops cloop" MODES=pass,off,all,cupti PROCS=1 \
-	timeout 200 bash bench/inject_ab.sh >/dev/null 2>&1
-OUT=$OUT/prof WORKLOADS=tinyops MODES=pass,profiler,profcuda PROCS=1 \
-	timeout 100 bash bench/inject_ab.sh >/dev/null 2>&1
-cat "$OUT"/ab/ab.txt "$OUT"/prof/ab.txt
+if [ -z "${NO_AB:-}" ]; then
+	OUT=$OUT/ab WORKLOADS="tinyops cloop" MODES=pass,off,all,cupti PROCS=1 \
+		timeout 200 bash bench/inject_ab.sh >/dev/null 2>&1
+	OUT=$OUT/prof WORKLOADS=tinyops MODES=pass,profiler,profcuda PROCS=1 \
+		timeout 100 bash bench/inject_ab.sh >/dev/null 2>&1
+	cat "$OUT"/ab/ab.txt "$OUT"/prof/ab.txt
+fi
+# (GPUSCOPE_INJECT_DEBUG: the plane's own count of how records were matched, in .out)
 for w in tinyops resnet50 gpt2 graphs; do
-	timeout 150 "$GS" run -q --inject --gpu-time=cupti -o "$OUT/$w-cupti.gsrec" \
-		--json="$OUT/$w-cupti.json" -- python3 bench/workload.py "$w" >"$OUT/$w-cupti.out" 2>&1
+	GPUSCOPE_INJECT_DEBUG=1 timeout 150 "$GS" run -q --inject --gpu-time=cupti \
+		-o "$OUT/$w-cupti.gsrec" --json="$OUT/$w-cupti.json" -- \
+		python3 bench/workload.py "$w" >"$OUT/$w-cupti.out" 2>&1
+	grep "gpuscope cupti" "$OUT/$w-cupti.out"
 done
 timeout 150 "$GS" run -q --inject -o "$OUT/resnet50-pairs.gsrec" --json="$OUT/resnet50-pairs.json" \
 	-- python3 bench/workload.py resnet50 >"$OUT/resnet50-pairs.out" 2>&1

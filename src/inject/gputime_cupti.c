@@ -16,12 +16,13 @@
  * stream being captured: that one runs later, in a graph) is queued on its stream before
  * the driver is called, and each record is matched to the oldest launch queued on its
  * stream with its grid and block: kernels on one stream run, and are recorded, in the
- * order they were launched. A launch whose record never comes (CUPTI drops records only
- * when it has no buffer) is passed over when a later launch's comes, if that one is of
- * another kernel or shape; if not, each later launch of the stream takes the record of the
- * one after it, the same kernel's (the figures stay right, the launches' own times are one
- * late), and the last is left over. What is left over at the end is counted as lost; a
- * record no launch matches is counted (reported at exit).
+ * order they were launched. But CUPTI does not deliver records in that order (on an H200,
+ * most of ResNet-50's came out of it): so a record goes to the oldest launch waiting on its
+ * stream with its grid and block, wherever that is in the queue. Where one kernel and shape
+ * come many times, a launch may then take the record of another launch of the same (the
+ * figures stay right; a launch's own times may be another's of its kind). A launch whose
+ * record has not come after STALE_NS, or at the end, is counted as lost; a record no launch
+ * matches is counted (reported at exit).
  * Kernels run by graphs are not attributed yet (counted with them).
  *
  * The program's own profiler: CUPTI has one client. Our exported cuptiActivityRegister-
@@ -44,10 +45,11 @@
 #include "gpuscope/cupti_abi.h"
 #include "inject/gputime_int.h"
 
-#define CQ_MAX	   256	      /* streams whose launches wait for their records */
-#define CQ_FIRST   1024	      /* entries a stream's queue starts with ... */
-#define CQ_CAP	   (1u << 18) /* ... and holds at most */
-#define CQ_LOOK	   16	      /* a record's launch looked for among the oldest this many */
+#define CQ_MAX	   256		  /* streams whose launches wait for their records */
+#define CQ_FIRST   1024		  /* entries a stream's queue starts with ... */
+#define CQ_CAP	   (1u << 18)	  /* ... and holds at most */
+#define CQ_SCAN	   4096		  /* a record's launch looked for among the oldest this many */
+#define STALE_NS   10000000000ULL /* a launch whose record has not come in this long: lost */
 #define CUPTI_BUF  (4u << 20)
 #define FLUSH_MS   20
 #define EARLY_NS   200000ULL /* a record may start this much before its call began (clocks) */
@@ -67,6 +69,7 @@ struct cq_entry {
 	__u32 tid, dims[6]; /* grid x, y, z, block x, y, z */
 	__u16 api;
 	bool failed; /* the call failed: no record will come */
+	bool done;   /* its record came (taken out once the entries before it are) */
 };
 
 /* A stream's launches waiting for their records: a ring, the oldest at head. */
@@ -91,6 +94,9 @@ static struct {
 	struct cq q[CQ_MAX];
 	int last; /* the queue of the last record matched */
 	__u64 unmatched, in_graphs;
+	/* (GPUSCOPE_INJECT_DEBUG, at exit: records matched to the oldest launch waiting on
+	 * their stream, or to a later one; not matched for want of their stream or shape) */
+	__u64 in_order, out_of_order, no_stream, no_shape;
 	struct {
 		gs_cupti_register_fn reg;
 		gs_cupti_kind_fn enable, disable;
@@ -102,6 +108,16 @@ static struct {
 		gs_cupti_stream_id_fn stream_id;
 	} f;
 } C = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+/* For diagnosing the plane itself (GPUSCOPE_INJECT_DEBUG). */
+static bool debug_on(void)
+{
+	static int on = -1;
+
+	if (on < 0)
+		on = getenv("GPUSCOPE_INJECT_DEBUG") != NULL;
+	return on;
+}
 
 /* This thread's last queue. */
 static __thread struct {
@@ -491,6 +507,7 @@ static void match(const uint8_t *r, __s64 offset)
 	__u64 start = rd64(r, GS_CUPTI_K_START) - (__u64)offset,
 	      end = rd64(r, GS_CUPTI_K_END) - (__u64)offset;
 	struct cq *q = NULL;
+	int first = -1, any = -1;
 	__u32 j;
 
 	if (rd32(r, GS_CUPTI_K_GRAPH)) {
@@ -505,40 +522,94 @@ static void match(const uint8_t *r, __s64 offset)
 			C.last = i;
 		}
 	memcpy(dims, r + GS_CUPTI_K_GRID, sizeof(dims));
-	for (j = 0; q && j < q->n && j < CQ_LOOK; j++) {
+	/* (The oldest of its shape launched before it started; else the oldest of its shape:
+	 * a record of the same shape that came before it took the one it should have had.) */
+	for (j = 0; q && j < q->n && j < CQ_SCAN; j++) {
 		const struct cq_entry *e = at(q, j);
 
-		if (!e->failed && !memcmp(e->dims, dims, sizeof(dims)) &&
-		    e->call_ts <= start + EARLY_NS)
-			break;
+		if (e->done || e->failed)
+			continue;
+		if (first < 0)
+			first = (int)j;
+		if (!memcmp(e->dims, dims, sizeof(dims))) {
+			if (any < 0)
+				any = (int)j;
+			if (e->call_ts <= start + EARLY_NS)
+				break;
+		}
 	}
-	if (!q || j == q->n || j == CQ_LOOK) {
+	if (q && (j == q->n || j == CQ_SCAN) && any >= 0)
+		j = (__u32)any;
+	if (!q || j == q->n || j == CQ_SCAN) {
 		C.unmatched++;
+		if (q)
+			C.no_shape++;
+		else
+			C.no_stream++;
+		if (q && debug_on() && C.no_shape == 1)
+			fprintf(stderr,
+				"gpuscope cupti: no launch of grid %u,%u,%u block %u,%u,%u on "
+				"stream %u (%u waiting, the oldest %u,%u,%u %u,%u,%u)\n",
+				dims[0], dims[1], dims[2], dims[3], dims[4], dims[5], cstream, q->n,
+				q->n ? at(q, 0)->dims[0] : 0, q->n ? at(q, 0)->dims[1] : 0,
+				q->n ? at(q, 0)->dims[2] : 0, q->n ? at(q, 0)->dims[3] : 0,
+				q->n ? at(q, 0)->dims[4] : 0, q->n ? at(q, 0)->dims[5] : 0);
 		return;
 	}
-	for (__u32 k = 0; k < j; k++)
-		if (!at(q, k)->failed)
-			gs_count_time_lost(); /* (its record never came) */
+	if ((int)j == first)
+		C.in_order++;
+	else
+		C.out_of_order++;
 	emit(q, at(q, j), start, end);
-	q->head = (q->head + j + 1) % q->cap;
-	q->n -= j + 1;
-	q->seq0 += j + 1;
+	at(q, j)->done = true;
+	/* (Past what is done, failed, or has waited too long for its record: lost.) */
+	while (q->n) {
+		const struct cq_entry *e = at(q, 0);
+
+		if (!e->done && !e->failed && e->call_ts + STALE_NS >= start)
+			break;
+		if (!e->done && !e->failed)
+			gs_count_time_lost();
+		q->head = (q->head + 1) % q->cap;
+		q->n--;
+		q->seq0++;
+	}
+}
+
+static int by_start(const void *a, const void *b)
+{
+	__u64 x = rd64(*(const uint8_t *const *)a, GS_CUPTI_K_START),
+	      y = rd64(*(const uint8_t *const *)b, GS_CUPTI_K_START);
+
+	return x < y ? -1 : x > y;
 }
 
 static void complete(void *ctx, uint32_t stream_id, uint8_t *buf, size_t size, size_t valid)
 {
 	__s64 offset = realtime_offset();
+	size_t dropped = 0, n = 0, unread = 0, cap = valid / GS_CUPTI_K_SIZE + 1;
+	const uint8_t **k = malloc(cap * sizeof(*k));
 	void *rec = NULL;
-	size_t dropped = 0;
 
 	(void)ctx;
 	(void)stream_id;
 	(void)size;
-	pthread_mutex_lock(&C.lock);
+	/* (A buffer's kernel records matched in the order they started.) */
 	while (valid && C.f.next(buf, valid, &rec) == GS_CUPTI_SUCCESS)
-		if (rd32(rec, 0) == GS_CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)
-			match(rec, offset);
+		if (rd32(rec, 0) == GS_CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) {
+			if (k && n < cap)
+				k[n++] = rec;
+			else
+				unread++; /* (no memory to sort them in) */
+		}
+	if (k)
+		qsort(k, n, sizeof(*k), by_start);
+	pthread_mutex_lock(&C.lock);
+	C.unmatched += unread;
+	for (size_t i = 0; i < n; i++)
+		match(k[i], offset);
 	pthread_mutex_unlock(&C.lock);
+	free(k);
 	if (C.f.dropped && C.f.dropped(NULL, 0, &dropped) == GS_CUPTI_SUCCESS)
 		for (size_t i = 0; i < dropped && i < 1000000; i++)
 			gs_count_time_lost();
@@ -548,18 +619,31 @@ static void complete(void *ctx, uint32_t stream_id, uint8_t *buf, size_t size, s
 /* After the last flush: the launches whose records never came, counted as lost. */
 static void count_left(void)
 {
+	__u64 left = 0;
+
 	pthread_mutex_lock(&C.lock);
 	for (int i = 0; i < CQ_MAX; i++) {
 		struct cq *q = &C.q[i];
 
 		for (__u32 k = 0; k < q->n; k++)
-			if (!at(q, k)->failed)
+			if (!at(q, k)->failed && !at(q, k)->done) {
 				gs_count_time_lost();
+				left++;
+			}
 		q->seq0 += q->n;
 		q->n = 0;
 	}
 	pthread_mutex_unlock(&C.lock);
 	emit_status(GS_CAL_CUPTI_UNMATCHED, C.unmatched + C.in_graphs);
+	if (debug_on())
+		fprintf(stderr,
+			"gpuscope cupti: records matched %llu in order, %llu out of order; "
+			"unmatched %llu (no stream %llu, no launch of the shape %llu); in graphs "
+			"%llu; launches left %llu\n",
+			(unsigned long long)C.in_order, (unsigned long long)C.out_of_order,
+			(unsigned long long)C.unmatched, (unsigned long long)C.no_stream,
+			(unsigned long long)C.no_shape, (unsigned long long)C.in_graphs,
+			(unsigned long long)left);
 }
 
 static void flush_at_exit(void)

@@ -13,6 +13,9 @@
  * double's stream behind a handle: fakecuda_stream_of), as CUPTI's are.
  *
  * FAKECUPTI_LOSE=N: the Nth kernel's record is never delivered (as records CUPTI drops).
+ * FAKECUPTI_REVERSE=1: each buffer's records in the reverse of their order (CUPTI keeps a
+ * buffer per thread, and delivers them as they fill: records of one stream come out of
+ * order when two threads launch on it).
  * FAKECUPTI_CALLS=path: at exit, which of the client-facing functions were called, one
  * name a line (tests: whose calls reached the double).
  */
@@ -46,6 +49,7 @@ static int kernels_on;
 static struct rec *recs;
 static size_t nrecs, caprecs;
 static unsigned long kernels_seen, lose_at;
+static int reverse;
 static void *ids[MAX_IDS];
 static int nids;
 static uint32_t period_ms;
@@ -153,6 +157,14 @@ static void deliver(int forced)
 		}
 		nrecs = left;
 		pthread_mutex_unlock(&lock);
+		for (size_t i = 0; reverse && i < k / 2; i++) {
+			uint8_t t[GS_CUPTI_K_SIZE], *a = buf + i * GS_CUPTI_K_SIZE,
+						    *b = buf + (k - 1 - i) * GS_CUPTI_K_SIZE;
+
+			memcpy(t, a, sizeof(t));
+			memcpy(a, b, sizeof(t));
+			memcpy(b, t, sizeof(t));
+		}
 		complete(NULL, 0, buf, size, valid);
 		if (!k || !left || !forced)
 			return;
@@ -187,6 +199,7 @@ __attribute__((constructor)) static void init(void)
 	const char *s = getenv("FAKECUPTI_LOSE");
 
 	lose_at = s ? strtoul(s, NULL, 10) : 0;
+	reverse = getenv("FAKECUPTI_REVERSE") != NULL;
 	atexit(write_calls);
 }
 

@@ -925,14 +925,17 @@ def cupti_trace(gs, name, *args, **env):
     return report, truth, [r for r in gsrec.gpu_records(str(rec)) if r["kind"] == 1]
 
 
-def test_cupti_times_every_kernel_exactly(gs):
+@pytest.mark.parametrize("order", ["in", "reversed"])
+def test_cupti_times_every_kernel_exactly(gs, order):
     """--gpu-time=cupti: each kernel's times are the driver's own record of it (CUPTI's kernel
-    activity), matched to its launch by its stream and its place there: on an explicit
+    activity), matched to a launch on its stream of its grid and block: on an explicit
     stream, the thread's default stream (_ptsz) and by cuLaunchKernelEx; launches captured
     into a graph have no record of their own and must not take a later launch's. Every
     launch outside the capture gets its own kernel's exact duration, nothing is lost or
-    unmatched, and no event pair is used."""
-    report, truth, recs = cupti_trace(gs, "cupti", "40")
+    unmatched, and no event pair is used; also with each buffer's records delivered in
+    reverse (FAKECUPTI_REVERSE: CUPTI's buffers are per thread)."""
+    env = {"FAKECUPTI_REVERSE": "1"} if order == "reversed" else {}
+    report, truth, recs = cupti_trace(gs, "cupti", "40", **env)
     gpu = report["gpu"]
     assert gpu["cupti"] and gpu["cupti_processes"] == 1 and gpu["cupti_missing"] == 0
     assert gpu["cupti_unmatched"] == 0 and report["drops"]["gpu_time_lost"] == 0, gpu
