@@ -23,7 +23,8 @@ if [ -z "${NO_AB:-}" ]; then
 fi
 # (GPUSCOPE_INJECT_DEBUG: the plane's own count of how records were matched, in .out)
 for w in tinyops resnet50 gpt2 graphs; do
-	GPUSCOPE_INJECT_DEBUG=1 timeout 150 "$GS" run -q --inject --gpu-time=cupti \
+	GPUSCOPE_CUPTI_DUMP=$OUT/$w-dump.txt GPUSCOPE_INJECT_DEBUG=1 \
+		timeout 150 "$GS" run -q --inject --gpu-time=cupti \
 		-o "$OUT/$w-cupti.gsrec" --json="$OUT/$w-cupti.json" -- \
 		python3 bench/workload.py "$w" >"$OUT/$w-cupti.out" 2>&1
 	grep "gpuscope cupti" "$OUT/$w-cupti.out"

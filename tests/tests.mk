@@ -75,7 +75,7 @@ $(WL_DIR)/wl_graphapi: tests/workloads/wl_graphapi.c $(WL_DEPS) $(FAKES_DIR)/lib
 $(WL_DIR)/wl_gputime: tests/workloads/wl_gputime.c $(WL_DEPS) $(FAKES_DIR)/libcuda.so.1
 	@mkdir -p $(@D)
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(WL_CFLAGS) $< -o $@ -L$(FAKES_DIR) -l:libcuda.so.1 -ldl
+	$(Q)$(CC) $(WL_CFLAGS) $< -o $@ -L$(FAKES_DIR) -l:libcuda.so.1 -ldl -lpthread
 
 $(WL_DIR)/wl_queue: tests/workloads/wl_queue.c $(WL_DEPS) $(FAKES_DIR)/libcuda.so.1
 	@mkdir -p $(@D)

@@ -40,18 +40,23 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <time.h>
 
 #include "gpuscope/cupti_abi.h"
 #include "inject/gputime_int.h"
 
-#define CQ_MAX	   256		  /* streams whose launches wait for their records */
-#define CQ_FIRST   1024		  /* entries a stream's queue starts with ... */
-#define CQ_CAP	   (1u << 18)	  /* ... and holds at most */
-#define CQ_SCAN	   4096		  /* a record's launch looked for among the oldest this many */
+#define CQ_MAX	   256	      /* streams whose launches wait for their records */
+#define CQ_FIRST   1024	      /* entries a stream's queue starts with ... */
+#define CQ_CAP	   (1u << 18) /* ... and holds at most */
+#define SHAPES	   4096	      /* grids and blocks a stream's queue tells apart */
+#define PROBES	   64
+#define WALK	   256 /* launches of a shape looked at for a record, at most */
+#define NONE	   (~0ULL)
 #define STALE_NS   10000000000ULL /* a launch whose record has not come in this long: lost */
 #define CUPTI_BUF  (4u << 20)
-#define FLUSH_MS   20
+#define FLUSH_MS   20	     /* CUPTI's own thread's period */
+#define ASK_MS	   50	     /* ours: records of what has completed asked for */
 #define EARLY_NS   200000ULL /* a record may start this much before its call began (clocks) */
 #define PER_THREAD GS_CU_STREAM_PER_THREAD
 #define LEGACY	   GS_CU_STREAM_LEGACY
@@ -70,6 +75,13 @@ struct cq_entry {
 	__u16 api;
 	bool failed; /* the call failed: no record will come */
 	bool done;   /* its record came (taken out once the entries before it are) */
+	__u64 next;  /* the sequence number of the next launch of its shape, or NONE */
+};
+
+/* A queue's launches of one grid and block, oldest first (sequence numbers, NONE). */
+struct shape {
+	__u32 dims[6];
+	__u64 first, last;
 };
 
 /* A stream's launches waiting for their records: a ring, the oldest at head. */
@@ -83,6 +95,7 @@ struct cq {
 	__u64 seq0; /* the sequence number of the entry at head */
 	struct cq_entry *e;
 	__u32 cap, head, n;
+	struct shape *shapes; /* SHAPES, open addressing by grid and block */
 };
 
 static struct {
@@ -117,6 +130,44 @@ static bool debug_on(void)
 	if (on < 0)
 		on = getenv("GPUSCOPE_INJECT_DEBUG") != NULL;
 	return on;
+}
+
+/* GPUSCOPE_CUPTI_DUMP=path (diagnosing the matching): the first DUMP_N / 2 launches queued
+ * and records read, written there at exit. */
+#define DUMP_N 4000
+struct dump_row {
+	__u64 t;
+	__u32 stream, dims[6];
+	__u16 api;
+	bool record;
+};
+static struct dump_row *dump;
+static int ndump, ndumped[2];
+
+static void dump_add(bool record, __u64 t, __u32 stream, const __u32 *dims, __u16 api)
+{
+	static int on = -1;
+
+	if (on < 0)
+		on = getenv("GPUSCOPE_CUPTI_DUMP") && (dump = calloc(DUMP_N, sizeof(*dump)));
+	if (!on || ndumped[record] >= DUMP_N / 2)
+		return;
+	ndumped[record]++;
+	dump[ndump] = (struct dump_row){ .t = t, .stream = stream, .api = api, .record = record };
+	memcpy(dump[ndump++].dims, dims, sizeof(dump[0].dims));
+}
+
+static void dump_write(void)
+{
+	FILE *f = dump ? fopen(getenv("GPUSCOPE_CUPTI_DUMP"), "w") : NULL;
+
+	for (int i = 0; f && i < ndump; i++)
+		fprintf(f, "%s %llu %u %u,%u,%u %u,%u,%u %u\n", dump[i].record ? "rec" : "launch",
+			(unsigned long long)dump[i].t, dump[i].stream, dump[i].dims[0],
+			dump[i].dims[1], dump[i].dims[2], dump[i].dims[3], dump[i].dims[4],
+			dump[i].dims[5], dump[i].api);
+	if (f)
+		fclose(f);
 }
 
 /* This thread's last queue. */
@@ -185,6 +236,24 @@ static void request(uint8_t **buf, size_t *size, size_t *max_records);
 static void complete(void *ctx, uint32_t stream_id, uint8_t *buf, size_t size, size_t valid);
 static void flush_at_exit(void);
 
+static void *flusher(void *arg)
+{
+	(void)arg;
+	prctl(PR_SET_NAME, GS_THREAD_PREFIX "cupti"); /* (the OS plane leaves ours out) */
+	for (;;) {
+		struct timespec nap = { 0, ASK_MS * 1000000L };
+		int s;
+
+		nanosleep(&nap, NULL);
+		s = __atomic_load_n(&C.state, __ATOMIC_ACQUIRE);
+		if (s == ST_HANDED || s == ST_FAILED)
+			return NULL;
+		if (__atomic_load_n(&C.kind_on, __ATOMIC_ACQUIRE))
+			C.f.flush(0);
+	}
+	return NULL;
+}
+
 #define SYM(field, name) (C.f.field = (__typeof__(C.f.field))gs_real_sym(C.handle, name))
 
 static bool setup(void)
@@ -202,6 +271,9 @@ static bool setup(void)
 		return false;
 	if (C.f.period)
 		C.f.period(FLUSH_MS);
+	/* (CUPTI's own thread delivers only full buffers, measured on an H100: ResNet-50's
+	 * records all came at exit. Ours asks for what has completed, every ASK_MS.) */
+	gs_thread(flusher);
 	/* (Registered after CUPTI's own: run before them.) */
 	atexit(flush_at_exit);
 	return true;
@@ -281,6 +353,82 @@ static struct cq_entry *at(struct cq *q, __u32 i)
 	return &q->e[(q->head + i) % q->cap];
 }
 
+/* Under C.lock: the entry of sequence number seq, if still in the queue. */
+static struct cq_entry *by_seq(struct cq *q, __u64 seq)
+{
+	return seq != NONE && seq >= q->seq0 && seq - q->seq0 < q->n ? at(q, (__u32)(seq - q->seq0))
+								     : NULL;
+}
+
+/* Under C.lock: the slot of a grid and block (made: where it is not there), or NULL. */
+static struct shape *shape_of(struct cq *q, const __u32 *dims, bool make)
+{
+	__u64 h = 0xcbf29ce484222325ULL;
+
+	struct shape *empty = NULL;
+
+	if (!q->shapes) {
+		if (!make || !(q->shapes = malloc(SHAPES * sizeof(*q->shapes))))
+			return NULL;
+		for (int k = 0; k < SHAPES; k++) {
+			q->shapes[k].first = q->shapes[k].last = NONE;
+			memset(q->shapes[k].dims, 0,
+			       sizeof(q->shapes[k].dims)); /* (no grid of 0) */
+		}
+	}
+	for (int i = 0; i < 6; i++)
+		h = (h ^ dims[i]) * 0x100000001b3ULL;
+	for (int p = 0; p < PROBES; p++) {
+		struct shape *s = &q->shapes[(h + (__u64)p) % SHAPES];
+
+		if (!memcmp(s->dims, dims, sizeof(s->dims)))
+			return s;
+		if (s->first == NONE && !empty)
+			empty = s; /* (free, or of a shape with none waiting: may be taken over) */
+	}
+	if (make && empty)
+		memcpy(empty->dims, dims, sizeof(empty->dims));
+	return make ? empty : NULL;
+}
+
+/* Under C.lock: the oldest launch of a shape waiting for its record, taken off the shape's
+ * list (failed ones on the way dropped from it), or NULL. */
+static struct cq_entry *shape_take(struct cq *q, struct shape *sh, __u64 *seq)
+{
+	struct cq_entry *e;
+
+	while ((e = by_seq(q, sh->first))) {
+		*seq = sh->first;
+		sh->first = e->next;
+		if (!e->failed)
+			break;
+	}
+	if (!e || sh->first == NONE)
+		sh->first = sh->last = NONE;
+	return e;
+}
+
+/* Under C.lock: the queue's oldest entry taken out (if its record has not come: lost). */
+static void cq_pop(struct cq *q)
+{
+	struct cq_entry *e = at(q, 0);
+
+	if (!e->done) {
+		struct shape *sh = shape_of(q, e->dims, false);
+
+		if (sh && sh->first == q->seq0) {
+			sh->first = e->next;
+			if (sh->first == NONE)
+				sh->last = NONE;
+		}
+		if (!e->failed)
+			gs_count_time_lost();
+	}
+	q->head = (q->head + 1) % q->cap;
+	q->n--;
+	q->seq0++;
+}
+
 /* Under C.lock: room for one more entry (false: full). */
 static bool cq_room(struct cq *q)
 {
@@ -336,6 +484,9 @@ static int cq_find(__u64 ctx, __u64 stream, __u32 owner, __u32 cctx, __u32 cstre
 		q->closed = false;
 		q->gen++;
 		q->head = q->n = 0;
+		if (q->shapes)
+			for (int k = 0; k < SHAPES; k++)
+				q->shapes[k].first = q->shapes[k].last = NONE;
 	}
 	return free_i;
 }
@@ -366,6 +517,8 @@ void gs_cupti_before(struct gs_cupti_launch *l, __u64 stream, bool ptsz, __u64 f
 	__u32 owner = per_thread ? gs_self_tid() : 0, cctx = 0, cstream = 0;
 	struct cq *q;
 	struct cq_entry *e;
+	struct shape *sh;
+	__u64 seq;
 
 	l->qi = 0;
 	if (!started() || T.cu.ctx_get(&ctx) || !ctx ||
@@ -390,19 +543,27 @@ void gs_cupti_before(struct gs_cupti_launch *l, __u64 stream, bool ptsz, __u64 f
 		tl_q.stream = key;
 		tl_q.gen = qi ? C.q[qi - 1].gen : 0;
 	}
-	if (!qi || !cq_room(q = &C.q[qi - 1])) {
+	if (!qi || !cq_room(q = &C.q[qi - 1]) || !(sh = shape_of(q, dims, true))) {
 		pthread_mutex_unlock(&C.lock);
 		if (qi)
 			gs_count_time_lost();
 		return;
 	}
+	seq = q->seq0 + q->n;
 	e = at(q, q->n++);
 	*e = (struct cq_entry){ .call_ts = now,
 				.func = func,
 				.stream = stream,
 				.tid = gs_self_tid(),
-				.api = (__u16)api };
+				.api = (__u16)api,
+				.next = NONE };
+	if (by_seq(q, sh->last))
+		by_seq(q, sh->last)->next = seq;
+	else
+		sh->first = seq;
+	sh->last = seq;
 	memcpy(e->dims, dims, sizeof(e->dims));
+	dump_add(false, now, q->cstream, dims, (__u16)api);
 	l->qi = qi;
 	l->gen = q->gen;
 	l->seq = q->seq0 + q->n - 1;
@@ -507,8 +668,9 @@ static void match(const uint8_t *r, __s64 offset)
 	__u64 start = rd64(r, GS_CUPTI_K_START) - (__u64)offset,
 	      end = rd64(r, GS_CUPTI_K_END) - (__u64)offset;
 	struct cq *q = NULL;
-	int first = -1, any = -1;
-	__u32 j;
+	struct cq_entry *e;
+	struct shape *sh;
+	__u64 seq;
 
 	if (rd32(r, GS_CUPTI_K_GRAPH)) {
 		C.in_graphs++;
@@ -522,25 +684,10 @@ static void match(const uint8_t *r, __s64 offset)
 			C.last = i;
 		}
 	memcpy(dims, r + GS_CUPTI_K_GRID, sizeof(dims));
-	/* (The oldest of its shape launched before it started; else the oldest of its shape:
-	 * a record of the same shape that came before it took the one it should have had.) */
-	for (j = 0; q && j < q->n && j < CQ_SCAN; j++) {
-		const struct cq_entry *e = at(q, j);
-
-		if (e->done || e->failed)
-			continue;
-		if (first < 0)
-			first = (int)j;
-		if (!memcmp(e->dims, dims, sizeof(dims))) {
-			if (any < 0)
-				any = (int)j;
-			if (e->call_ts <= start + EARLY_NS)
-				break;
-		}
-	}
-	if (q && (j == q->n || j == CQ_SCAN) && any >= 0)
-		j = (__u32)any;
-	if (!q || j == q->n || j == CQ_SCAN) {
+	dump_add(true, start, cstream, dims, 0);
+	/* (The oldest launch of its grid and block on its stream: where one kernel and shape
+	 * run many times, it may be another of the same.) */
+	if (!q || !(sh = shape_of(q, dims, false)) || !(e = shape_take(q, sh, &seq))) {
 		C.unmatched++;
 		if (q)
 			C.no_shape++;
@@ -549,31 +696,20 @@ static void match(const uint8_t *r, __s64 offset)
 		if (q && debug_on() && C.no_shape == 1)
 			fprintf(stderr,
 				"gpuscope cupti: no launch of grid %u,%u,%u block %u,%u,%u on "
-				"stream %u (%u waiting, the oldest %u,%u,%u %u,%u,%u)\n",
-				dims[0], dims[1], dims[2], dims[3], dims[4], dims[5], cstream, q->n,
-				q->n ? at(q, 0)->dims[0] : 0, q->n ? at(q, 0)->dims[1] : 0,
-				q->n ? at(q, 0)->dims[2] : 0, q->n ? at(q, 0)->dims[3] : 0,
-				q->n ? at(q, 0)->dims[4] : 0, q->n ? at(q, 0)->dims[5] : 0);
+				"stream %u (%u waiting)\n",
+				dims[0], dims[1], dims[2], dims[3], dims[4], dims[5], cstream,
+				q->n);
 		return;
 	}
-	if ((int)j == first)
+	if (seq == q->seq0)
 		C.in_order++;
 	else
 		C.out_of_order++;
-	emit(q, at(q, j), start, end);
-	at(q, j)->done = true;
+	emit(q, e, start, end);
+	e->done = true;
 	/* (Past what is done, failed, or has waited too long for its record: lost.) */
-	while (q->n) {
-		const struct cq_entry *e = at(q, 0);
-
-		if (!e->done && !e->failed && e->call_ts + STALE_NS >= start)
-			break;
-		if (!e->done && !e->failed)
-			gs_count_time_lost();
-		q->head = (q->head + 1) % q->cap;
-		q->n--;
-		q->seq0++;
-	}
+	while (q->n && (at(q, 0)->done || at(q, 0)->failed || at(q, 0)->call_ts + STALE_NS < start))
+		cq_pop(q);
 }
 
 static int by_start(const void *a, const void *b)
@@ -626,13 +762,11 @@ static void count_left(void)
 		struct cq *q = &C.q[i];
 
 		for (__u32 k = 0; k < q->n; k++)
-			if (!at(q, k)->failed && !at(q, k)->done) {
-				gs_count_time_lost();
-				left++;
-			}
-		q->seq0 += q->n;
-		q->n = 0;
+			left += !at(q, k)->failed && !at(q, k)->done;
+		while (q->n)
+			cq_pop(q);
 	}
+	dump_write();
 	pthread_mutex_unlock(&C.lock);
 	emit_status(GS_CAL_CUPTI_UNMATCHED, C.unmatched + C.in_graphs);
 	if (debug_on())

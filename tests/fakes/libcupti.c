@@ -16,6 +16,10 @@
  * FAKECUPTI_REVERSE=1: each buffer's records in the reverse of their order (CUPTI keeps a
  * buffer per thread, and delivers them as they fill: records of one stream come out of
  * order when two threads launch on it).
+ * FAKECUPTI_PER_THREAD=1: as CUPTI keeps a buffer per launching thread, each delivery
+ * holds one thread's records after another's (records of one stream come out of order
+ * when two threads launch on it); FAKECUPTI_HOLD=1: records delivered only by a forced
+ * flush (as CUPTI's own thread delivers only full buffers).
  * FAKECUPTI_CALLS=path: at exit, which of the client-facing functions were called, one
  * name a line (tests: whose calls reached the double).
  */
@@ -37,7 +41,7 @@
 #define ERROR_MAX_LIMIT_REACHED 12
 
 struct rec {
-	uint32_t ctx, stream;
+	uint32_t ctx, stream, thread;
 	uint64_t start, end; /* CLOCK_MONOTONIC */
 	unsigned int dims[6];
 };
@@ -49,7 +53,9 @@ static int kernels_on;
 static struct rec *recs;
 static size_t nrecs, caprecs;
 static unsigned long kernels_seen, lose_at;
-static int reverse;
+static int reverse, per_thread, hold;
+static __thread uint32_t thread_no;
+static uint32_t threads;
 static void *ids[MAX_IDS];
 static int nids;
 static uint32_t period_ms;
@@ -99,9 +105,13 @@ static void on_kernel(void *ctx, void *stream, unsigned long long start, unsigne
 			caprecs = caprecs ? 2 * caprecs : 1024;
 			recs = realloc(recs, caprecs * sizeof(*recs));
 		}
-		recs[nrecs++] = (struct rec){
-			.ctx = id_of(ctx), .stream = id_of(stream), .start = start, .end = end
-		};
+		if (!thread_no)
+			thread_no = ++threads;
+		recs[nrecs++] = (struct rec){ .ctx = id_of(ctx),
+					      .stream = id_of(stream),
+					      .thread = thread_no,
+					      .start = start,
+					      .end = end };
 		memcpy(recs[nrecs - 1].dims, dims, sizeof(recs[0].dims));
 	}
 	pthread_mutex_unlock(&lock);
@@ -116,10 +126,26 @@ static void hook(kernel_hook_fn fn)
 }
 
 /* The records of kernels that have ended (all: forced), delivered in buffers. */
+static int by_thread(const void *a, const void *b)
+{
+	const struct rec *x = a, *y = b;
+
+	if (x->thread != y->thread)
+		return x->thread < y->thread ? -1 : 1;
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
 static void deliver(int forced)
 {
 	uint64_t now = clock_ns(CLOCK_MONOTONIC), off = clock_ns(CLOCK_REALTIME) - now;
 
+	if (hold && !forced)
+		return;
+	if (per_thread) {
+		pthread_mutex_lock(&lock);
+		qsort(recs, nrecs, sizeof(*recs), by_thread);
+		pthread_mutex_unlock(&lock);
+	}
 	for (;;) {
 		uint8_t *buf = NULL;
 		size_t size = 0, max = 0, valid = 0, k = 0, left = 0;
@@ -200,6 +226,8 @@ __attribute__((constructor)) static void init(void)
 
 	lose_at = s ? strtoul(s, NULL, 10) : 0;
 	reverse = getenv("FAKECUPTI_REVERSE") != NULL;
+	per_thread = getenv("FAKECUPTI_PER_THREAD") != NULL;
+	hold = getenv("FAKECUPTI_HOLD") != NULL;
 	atexit(write_calls);
 }
 

@@ -50,13 +50,14 @@
  * `idle` again and `other` again, each 1 ms after the one before ended.
  *
  * With --cupti N [client], only this instead (--gpu-time=cupti, src/inject/gputime_cupti.c):
- * see cupti_rounds().
+ * see cupti_rounds(). With --cupti-threads N: see cupti_threads().
  *
  * With --after-copy, only this instead: `idle` launched right after an asynchronous copy
  * on its stream, then on the legacy stream after a synchronous copy, 3 times each
  * (FAKECUDA_ENGINE_SWITCH_NS delays such a kernel's start, as a GPU does).
  */
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -341,6 +342,48 @@ static int cupti_rounds(CUkernel busy, CUkernel idle, CUstream s, CUstream s2, i
 	return 0;
 }
 
+struct launcher {
+	CUcontext ctx;
+	CUkernel k;
+	CUstream s;
+	unsigned grid, block;
+	int n;
+};
+
+static void *launch_n(void *arg)
+{
+	struct launcher *l = arg;
+
+	CHECK(cuCtxSetCurrent(l->ctx), 0);
+	for (int i = 0; i < l->n; i++)
+		CHECK(cuLaunchKernel((CUfunction)l->k, l->grid, 1, 1, l->block, 1, 1, 0, l->s, NULL,
+				     NULL),
+		      0);
+	return NULL;
+}
+
+/* --cupti-threads N: two threads launch N kernels each on one stream at once, busy (1 x 32)
+ * and idle (4 x 256), as PyTorch's main and autograd threads do on the default stream
+ * (after one launch of busy, 2 x 32, on s2 first: CUPTI started by then). */
+static int cupti_threads(CUcontext ctx, CUkernel busy, CUkernel idle, CUstream s, CUstream s2,
+			 int n)
+{
+	struct launcher l[2] = { { ctx, busy, s, 1, 32, n }, { ctx, idle, s, 4, 256, n } };
+	pthread_t t[2];
+
+	CHECK(cuLaunchKernel((CUfunction)busy, 2, 1, 1, 32, 1, 1, 0, s2, NULL, NULL), 0);
+	CHECK(cuCtxSynchronize(), 0);
+	for (int i = 0; i < 2; i++)
+		CHECK(pthread_create(&t[i], NULL, launch_n, &l[i]), 0);
+	for (int i = 0; i < 2; i++)
+		CHECK(pthread_join(t[i], NULL), 0);
+	CHECK(cuCtxSynchronize(), 0);
+	truth_add((long long)kernel_ns(1, 32), "gpu:busy:ns");
+	truth_add((long long)kernel_ns(4, 256), "gpu:idle:ns");
+	truth_write();
+	return 0;
+}
+
 /* --replays N [D]: a graph of busy, then idle after it, launched N times on s2, each
  * waited for (idle disabled at launches D to D + 3). */
 static int replays(CUkernel busy, CUkernel idle, CUstream s2, int n, int d,
@@ -503,6 +546,8 @@ int main(int argc, char **argv)
 	}
 	if (argc > 1 && !strcmp(argv[1], "--follow"))
 		return follows(busy, idle, s, busy_ns, idle_ns);
+	if (argc > 2 && !strcmp(argv[1], "--cupti-threads"))
+		return cupti_threads(ctx, busy, idle, s, s2, atoi(argv[2]));
 	if (argc > 2 && !strcmp(argv[1], "--cupti"))
 		return cupti_rounds(busy, idle, s, s2, atoi(argv[2]),
 				    argc > 3 && !strcmp(argv[3], "client"));
