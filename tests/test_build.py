@@ -251,7 +251,7 @@ def test_cupti_abi_matches_the_real_header(tmp_path):
     checks = [("GS_CUPTI_K_%s" % k, "offsetof(CUpti_ActivityKernel10, %s)" % f) for k, f in (
         ("START", "start"), ("END", "end"), ("DEVICE", "deviceId"), ("CONTEXT", "contextId"),
         ("STREAM", "streamId"), ("GRID", "gridX"), ("DYNAMIC_SMEM", "dynamicSharedMemory"),
-        ("CORRELATION", "correlationId"), ("GRAPH_NODE", "graphNodeId"),
+        ("CORRELATION", "correlationId"), ("NAME", "name"), ("GRAPH_NODE", "graphNodeId"),
         ("GRAPH", "graphId"))] + [
         ("GS_CUPTI_K_SIZE", "sizeof(CUpti_ActivityKernel10)"),
         ("GS_CUPTI_K_GRID + 20", "offsetof(CUpti_ActivityKernel10, blockZ)"),

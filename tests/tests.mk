@@ -16,7 +16,7 @@ WORKLOADS := $(WL_DIR)/wl_driver $(WL_DIR)/wl_runtime $(WL_DIR)/wl_static $(WL_D
 	     $(WL_DIR)/wl_secure $(WL_DIR)/wl_os $(WL_DIR)/wl_stall $(WL_DIR)/wl_stack \
 	     $(WL_DIR)/wl_queue $(WL_DIR)/wl_memory $(WL_DIR)/wl_devcode $(WL_DIR)/wl_probe \
 	     $(WL_DIR)/wl_pyfake $(WL_DIR)/python3.13-fake $(WL_DIR)/python3.14-fake \
-	     $(WL_DIR)/libwl_engine.so $(WL_DIR)/wl_graphapi
+	     $(WL_DIR)/libwl_engine.so $(WL_DIR)/wl_graphapi $(WL_DIR)/libwl_cuptiuser.so
 
 fakes: $(FAKES) $(WORKLOADS)
 
@@ -112,6 +112,11 @@ $(WL_DIR)/wl_pyfake: tests/workloads/wl_pyfake.c $(WL_DEPS) $(FAKES_DIR)/libcuda
 	$(Q)$(CC) $(WL_CFLAGS) -rdynamic $< -o $@ -L$(FAKES_DIR) -l:libcuda.so.1
 
 # A native thread that launches for a Python thread (py_cuda.py --engine), frame pointers kept.
+$(WL_DIR)/libwl_cuptiuser.so: tests/workloads/wl_cuptiuser.c $(FAKES_DIR)/libcupti.so.13
+	@mkdir -p $(@D)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(WL_CFLAGS) -fPIC -shared $< -o $@ -L$(FAKES_DIR) -l:libcupti.so.13
+
 $(WL_DIR)/libwl_engine.so: tests/workloads/wl_engine.c $(WL_DEPS) $(FAKES_DIR)/libcuda.so.1
 	@mkdir -p $(@D)
 	$(call msg,CC,$@)

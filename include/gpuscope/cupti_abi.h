@@ -25,6 +25,7 @@
 #define GS_CUPTI_K_GRID		52  /* i32 x, y, z, then block x, y, z */
 #define GS_CUPTI_K_DYNAMIC_SMEM 80  /* i32 */
 #define GS_CUPTI_K_CORRELATION	92  /* u32 */
+#define GS_CUPTI_K_NAME		104 /* const char *: the kernel's mangled name */
 #define GS_CUPTI_K_GRAPH_NODE	144 /* u64 */
 #define GS_CUPTI_K_GRAPH	156 /* u32, 0: not launched by a graph */
 #define GS_CUPTI_K_SIZE		216

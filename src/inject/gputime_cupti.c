@@ -51,8 +51,9 @@
 #define CQ_CAP	   (1u << 18) /* ... and holds at most */
 #define SHAPES	   4096	      /* grids and blocks a stream's queue tells apart */
 #define PROBES	   64
-#define WALK	   256 /* launches of a shape looked at for a record, at most */
 #define NONE	   (~0ULL)
+#define KEY_N	   8		  /* a launch's key: grid, block, its kernel's name (hash) */
+#define NAMES	   1024		  /* kernels whose names a thread keeps (by handle) */
 #define STALE_NS   10000000000ULL /* a launch whose record has not come in this long: lost */
 #define CUPTI_BUF  (4u << 20)
 #define FLUSH_MS   20	     /* CUPTI's own thread's period */
@@ -71,7 +72,7 @@ enum {
 
 struct cq_entry {
 	__u64 call_ts, call_end, func, stream;
-	__u32 tid, dims[6]; /* grid x, y, z, block x, y, z */
+	__u32 tid, dims[KEY_N]; /* grid x, y, z, block x, y, z, its kernel's name (hash) */
 	__u16 api;
 	bool failed; /* the call failed: no record will come */
 	bool done;   /* its record came (taken out once the entries before it are) */
@@ -80,7 +81,7 @@ struct cq_entry {
 
 /* A queue's launches of one grid and block, oldest first (sequence numbers, NONE). */
 struct shape {
-	__u32 dims[6];
+	__u32 dims[KEY_N];
 	__u64 first, last;
 };
 
@@ -197,6 +198,19 @@ static int cuda_dir(struct dl_phdr_info *info, size_t size, void *arg)
 	return 1;
 }
 
+/* A libcupti already loaded, in whatever scope (libtorch_cuda's, loaded by Python with
+ * RTLD_LOCAL: not found by RTLD_NEXT). */
+static int loaded_cupti(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	const char *slash = info->dlpi_name ? strrchr(info->dlpi_name, '/') : NULL;
+
+	(void)size;
+	if (!slash || strncmp(slash + 1, "libcupti.so", 11) != 0)
+		return 0;
+	*(void **)arg = dlopen(info->dlpi_name, RTLD_NOW | RTLD_NOLOAD);
+	return *(void **)arg != NULL;
+}
+
 static void *open_cupti(void)
 {
 	static const char *const dirs[] = { "/usr/local/cuda/extras/CUPTI/lib64",
@@ -207,9 +221,9 @@ static void *open_cupti(void)
 
 	if (env && *env)
 		return dlopen(env, RTLD_NOW | RTLD_LOCAL);
-	for (size_t i = 0; i < sizeof(sonames) / sizeof(*sonames); i++)
-		if ((h = dlopen(sonames[i], RTLD_NOW | RTLD_NOLOAD)))
-			return h;
+	h = NULL;
+	if (dl_iterate_phdr(loaded_cupti, &h) && h)
+		return h;
 	path[0] = '\0';
 	if (dl_iterate_phdr(cuda_dir, path) && path[0]) {
 		size_t n = strlen(path);
@@ -348,6 +362,47 @@ static bool started(void)
 
 /* ---- the launches' queues ------------------------------------------------------------- */
 
+static __u64 name_hash(const char *name)
+{
+	__u64 h = 0xcbf29ce484222325ULL;
+
+	if (!name)
+		return 0;
+	for (; *name; name++)
+		h = (h ^ (unsigned char)*name) * 0x100000001b3ULL;
+	return h | 1;
+}
+
+/* The hash of a launched kernel's name, from the driver (a function's, or a library
+ * kernel's: CUDA 12's runtime launches those), kept per thread by handle; 0 where the
+ * driver cannot say. (A handle given again to another kernel after its module is gone reads
+ * as the old name until it leaves the table: its records then go unmatched, counted.) */
+static __u64 func_name_hash(__u64 func)
+{
+	typedef int (*name_fn)(const char **, void *);
+	static name_fn fn, kn;
+	static __thread struct {
+		__u64 func, hash;
+	} * seen;
+	unsigned int i = (unsigned int)((func >> 4) * 0x9E3779B1u) % NAMES;
+	const char *name = NULL;
+
+	if (!seen && !(seen = calloc(NAMES, sizeof(*seen))))
+		return 0;
+	if (seen[i].func == func && func)
+		return seen[i].hash;
+	if (!fn && !kn) {
+		fn = (name_fn)gs_real_by_name("cuFuncGetName");
+		kn = (name_fn)gs_real_by_name("cuKernelGetName");
+	}
+	if ((!fn || fn(&name, (void *)(unsigned long)func) || !name) &&
+	    (!kn || kn(&name, (void *)(unsigned long)func) || !name))
+		name = NULL;
+	seen[i].func = func;
+	seen[i].hash = name_hash(name);
+	return seen[i].hash;
+}
+
 static struct cq_entry *at(struct cq *q, __u32 i)
 {
 	return &q->e[(q->head + i) % q->cap];
@@ -376,7 +431,7 @@ static struct shape *shape_of(struct cq *q, const __u32 *dims, bool make)
 			       sizeof(q->shapes[k].dims)); /* (no grid of 0) */
 		}
 	}
-	for (int i = 0; i < 6; i++)
+	for (int i = 0; i < KEY_N; i++)
 		h = (h ^ dims[i]) * 0x100000001b3ULL;
 	for (int p = 0; p < PROBES; p++) {
 		struct shape *s = &q->shapes[(h + (__u64)p) % SHAPES];
@@ -518,12 +573,17 @@ void gs_cupti_before(struct gs_cupti_launch *l, __u64 stream, bool ptsz, __u64 f
 	struct cq *q;
 	struct cq_entry *e;
 	struct shape *sh;
-	__u64 seq;
+	__u64 seq, nh;
+	__u32 shape[KEY_N];
 
 	l->qi = 0;
 	if (!started() || T.cu.ctx_get(&ctx) || !ctx ||
 	    (ptsz ? T.cu.capturing_ptsz : T.cu.capturing)(stream, &capturing) || capturing)
 		return;
+	memcpy(shape, dims, 6 * sizeof(*shape));
+	nh = func_name_hash(func);
+	shape[6] = (__u32)nh;
+	shape[7] = (__u32)(nh >> 32);
 	pthread_mutex_lock(&C.lock);
 	qi = tl_q.qi;
 	if (!qi || tl_q.ctx != (__u64)(unsigned long)ctx || tl_q.stream != key ||
@@ -543,7 +603,7 @@ void gs_cupti_before(struct gs_cupti_launch *l, __u64 stream, bool ptsz, __u64 f
 		tl_q.stream = key;
 		tl_q.gen = qi ? C.q[qi - 1].gen : 0;
 	}
-	if (!qi || !cq_room(q = &C.q[qi - 1]) || !(sh = shape_of(q, dims, true))) {
+	if (!qi || !cq_room(q = &C.q[qi - 1]) || !(sh = shape_of(q, shape, true))) {
 		pthread_mutex_unlock(&C.lock);
 		if (qi)
 			gs_count_time_lost();
@@ -562,7 +622,7 @@ void gs_cupti_before(struct gs_cupti_launch *l, __u64 stream, bool ptsz, __u64 f
 	else
 		sh->first = seq;
 	sh->last = seq;
-	memcpy(e->dims, dims, sizeof(e->dims));
+	memcpy(e->dims, shape, sizeof(e->dims));
 	dump_add(false, now, q->cstream, dims, (__u16)api);
 	l->qi = qi;
 	l->gen = q->gen;
@@ -664,7 +724,9 @@ static void emit(const struct cq *q, const struct cq_entry *e, __u64 start, __u6
 /* Under C.lock: one kernel record, matched to its launch and emitted, or counted. */
 static void match(const uint8_t *r, __s64 offset)
 {
-	__u32 cctx = rd32(r, GS_CUPTI_K_CONTEXT), cstream = rd32(r, GS_CUPTI_K_STREAM), dims[6];
+	__u32 cctx = rd32(r, GS_CUPTI_K_CONTEXT), cstream = rd32(r, GS_CUPTI_K_STREAM), dims[KEY_N];
+	const char *name = (const char *)(unsigned long)rd64(r, GS_CUPTI_K_NAME);
+	__u64 nh = name_hash(name);
 	__u64 start = rd64(r, GS_CUPTI_K_START) - (__u64)offset,
 	      end = rd64(r, GS_CUPTI_K_END) - (__u64)offset;
 	struct cq *q = NULL;
@@ -683,11 +745,18 @@ static void match(const uint8_t *r, __s64 offset)
 			q = &C.q[i];
 			C.last = i;
 		}
-	memcpy(dims, r + GS_CUPTI_K_GRID, sizeof(dims));
+	memcpy(dims, r + GS_CUPTI_K_GRID, 6 * sizeof(*dims));
+	dims[6] = (__u32)nh;
+	dims[7] = (__u32)(nh >> 32);
 	dump_add(true, start, cstream, dims, 0);
 	/* (The oldest launch of its grid and block on its stream: where one kernel and shape
 	 * run many times, it may be another of the same.) */
-	if (!q || !(sh = shape_of(q, dims, false)) || !(e = shape_take(q, sh, &seq))) {
+	/* (Launches whose kernel's name could not be had are under no name: 0.) */
+	if (q && (!(sh = shape_of(q, dims, false)) || !(e = shape_take(q, sh, &seq)))) {
+		dims[6] = dims[7] = 0;
+		e = (sh = shape_of(q, dims, false)) ? shape_take(q, sh, &seq) : NULL;
+	}
+	if (!q || !e) {
 		C.unmatched++;
 		if (q)
 			C.no_shape++;
@@ -857,10 +926,18 @@ static int forward(int which, const char *name, void *caller, __u64 a, __u64 b, 
 	/* (CUPTI calling its own entry points through ours is not the program.) */
 	if (!dladdr(caller, &info) || !info.dli_fname || !strstr(info.dli_fname, "libcupti"))
 		hand_over();
-	if (!f)
-		f = (fwd_fn)gs_real_sym(RTLD_NEXT, name);
 	if (!f && C.handle)
 		f = (fwd_fn)gs_real_sym(C.handle, name);
+	if (!f) {
+		/* (The program's libcupti may be in a local scope, where RTLD_NEXT does not look:
+		 * a library's reference to it still binds to ours, which comes first.) */
+		void *h = NULL;
+
+		if (dl_iterate_phdr(loaded_cupti, &h) && h)
+			f = (fwd_fn)gs_real_sym(h, name);
+	}
+	if (!f)
+		f = (fwd_fn)gs_real_sym(RTLD_NEXT, name);
 	return f ? f(a, b, c, d) : GS_CUPTI_ERROR_NOT_INITIALIZED;
 }
 

@@ -30,6 +30,8 @@
  *     work starts that much later, event nodes before it not); an event recorded into a capturing
  *     stream becomes a node of the graph, as in the driver (so a tracer that records its
  *     own events there changes the program's graphs, and cuGraphGetNodes shows it);
+ *   - FAKECUDA_SLOW_KERNEL=name:ns: launches of that kernel run ns longer (its runs told
+ *     apart from another kernel's of the same shape);
  *   - FAKECUDA_RUN_CALIBRATION=1: gpuscope's calibration kernel writes its span (see launch);
  *   - FAKECUDA_EXEC_SET_STRICT, FAKECUDA_EXEC_SET_REFUSE: kernel nodes set at an exec
  *     refused (see cuGraphExecKernelNodeSetParams_v2);
@@ -77,6 +79,8 @@ static struct {
 	bool run_calibration;		   /* FAKECUDA_RUN_CALIBRATION */
 	bool launch_waits;		   /* FAKECUDA_LAUNCH_WAITS */
 	unsigned long long node_switch_ns; /* FAKECUDA_NODE_SWITCH_NS */
+	char slow_kernel[64];		   /* FAKECUDA_SLOW_KERNEL=name:ns ... */
+	unsigned long long slow_ns;	   /* ... launches of that kernel run ns longer */
 } cfg; /* (read once, at cuInit: not at every launch, whose cost the benches count) */
 
 static unsigned long long env_ull(const char *name, unsigned long long def)
@@ -625,9 +629,9 @@ static void check_gates(void)
 
 /* The test double of CUPTI (libcupti.c): told of every kernel that runs outside graphs,
  * ungated, as it is queued: its context, stream (the double's own, a per-thread one is
- * the thread's), simulated start and end (CLOCK_MONOTONIC), grid and block. */
+ * the thread's), simulated start and end (CLOCK_MONOTONIC), grid and block, name. */
 typedef void (*kernel_hook_fn)(void *ctx, void *stream, unsigned long long start,
-			       unsigned long long end, const unsigned int *dims);
+			       unsigned long long end, const unsigned int *dims, const char *name);
 static kernel_hook_fn kernel_hook;
 
 EXPORT void fakecuda_kernel_hook(kernel_hook_fn fn)
@@ -714,6 +718,13 @@ EXPORT CUresult cuInit(unsigned int flags)
 		cfg.run_calibration = getenv("FAKECUDA_RUN_CALIBRATION") != NULL;
 		cfg.launch_waits = getenv("FAKECUDA_LAUNCH_WAITS") != NULL;
 		cfg.node_switch_ns = env_ull("FAKECUDA_NODE_SWITCH_NS", 0);
+		if (getenv("FAKECUDA_SLOW_KERNEL") && strchr(getenv("FAKECUDA_SLOW_KERNEL"), ':')) {
+			const char *v = getenv("FAKECUDA_SLOW_KERNEL");
+			size_t n = (size_t)(strchr(v, ':') - v);
+
+			snprintf(cfg.slow_kernel, sizeof(cfg.slow_kernel), "%.*s", (int)n, v);
+			cfg.slow_ns = strtoull(v + n + 1, NULL, 10);
+		}
 		for (int d = 0; d < cfg.ndev && r == CUDA_SUCCESS; d++) {
 			primary[d].dev = d;
 			if (arena_init(&devs[d]))
@@ -1386,6 +1397,8 @@ static CUresult launch(const void *f, unsigned gx, unsigned gy, unsigned gz, uns
 		return r;
 	s = stream_of(hs, per_thread);
 	dur = kernel_ns(gx, gy, gz, bx, by, bz);
+	if (cfg.slow_ns && !strcmp(kernel_of(f)->name, cfg.slow_kernel))
+		dur += cfg.slow_ns;
 	/* FAKECUDA_RUN_CALIBRATION: gpuscope's calibration kernel (out, ns) writes a span of its
 	 * ns, and runs FAKECUDA_KERNEL_NS as any kernel of one thread: its pair reads longer
 	 * than its span by the difference, all of it unseen by the span. */
@@ -1424,7 +1437,8 @@ static CUresult launch(const void *f, unsigned gx, unsigned gy, unsigned gz, uns
 	if (kernel_hook && !s->gate) {
 		unsigned int dims[6] = { gx, gy, gz, bx, by, bz };
 
-		kernel_hook(current, s, s->busy_until - dur, s->busy_until, dims);
+		kernel_hook(current, s, s->busy_until - dur, s->busy_until, dims,
+			    kernel_of(f)->name);
 	}
 	return CUDA_SUCCESS;
 }

@@ -44,6 +44,7 @@ struct rec {
 	uint32_t ctx, stream, thread;
 	uint64_t start, end; /* CLOCK_MONOTONIC */
 	unsigned int dims[6];
+	const char *name;
 };
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -62,7 +63,7 @@ static uint32_t period_ms;
 static char calls[512];
 
 typedef void (*kernel_hook_fn)(void *, void *, unsigned long long, unsigned long long,
-			       const unsigned int *);
+			       const unsigned int *, const char *);
 typedef void (*set_hook_fn)(kernel_hook_fn);
 typedef void *(*stream_of_fn)(void *, int);
 
@@ -97,7 +98,7 @@ static uint32_t id_of(void *p)
 }
 
 static void on_kernel(void *ctx, void *stream, unsigned long long start, unsigned long long end,
-		      const unsigned int *dims)
+		      const unsigned int *dims, const char *name)
 {
 	pthread_mutex_lock(&lock);
 	if (kernels_on && ++kernels_seen != lose_at) {
@@ -111,7 +112,8 @@ static void on_kernel(void *ctx, void *stream, unsigned long long start, unsigne
 					      .stream = id_of(stream),
 					      .thread = thread_no,
 					      .start = start,
-					      .end = end };
+					      .end = end,
+					      .name = name };
 		memcpy(recs[nrecs - 1].dims, dims, sizeof(recs[0].dims));
 	}
 	pthread_mutex_unlock(&lock);
@@ -178,6 +180,7 @@ static void deliver(int forced)
 			memcpy(p + GS_CUPTI_K_CONTEXT, &r->ctx, 4);
 			memcpy(p + GS_CUPTI_K_STREAM, &r->stream, 4);
 			memcpy(p + GS_CUPTI_K_GRID, r->dims, sizeof(r->dims));
+			memcpy(p + GS_CUPTI_K_NAME, &r->name, sizeof(r->name));
 			valid += GS_CUPTI_K_SIZE;
 			k++;
 		}
