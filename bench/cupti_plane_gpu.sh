@@ -20,6 +20,9 @@ if [ -z "${NO_AB:-}" ]; then
 	OUT=$OUT/prof WORKLOADS=tinyops MODES=pass,profiler,profcuda PROCS=1 \
 		timeout 100 bash bench/inject_ab.sh >/dev/null 2>&1
 	cat "$OUT"/ab/ab.txt "$OUT"/prof/ab.txt
+	# (the program's profiler must still work through our CUPTI entry points)
+	echo "profiler process, lines about CUPTI on stderr: $(grep -ci cupti "$OUT"/prof/*.err)"
+	grep -i cupti "$OUT"/prof/*.err | head -3
 fi
 # (GPUSCOPE_INJECT_DEBUG: the plane's own count of how records were matched, in .out)
 for w in tinyops resnet50 gpt2 graphs; do
