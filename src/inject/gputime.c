@@ -153,7 +153,6 @@ bool gs_timing_wanted(__u64 func)
 	unsigned int h = (unsigned int)((func >> 4) ^ (func >> 12) ^ (func >> 20));
 	unsigned int i = h & (SAMPLE_SLOTS - 1);
 	int every = __atomic_load_n(&T.every, __ATOMIC_RELAXED); /* (once: ab.c may change it) */
-
 	if (every <= 1)
 		return every == 1;
 	if (!tl_sample && !(tl_sample = calloc(SAMPLE_SLOTS, sizeof(*tl_sample))))

@@ -352,8 +352,9 @@ static bool started(void)
 		return false; /* (handed over meanwhile) */
 	emit_status(GS_CAL_CUPTI, ok ? GS_CUPTI_ON : GS_CUPTI_MISSING);
 	if (!ok) {
+		/* (pairs from now on, as --gpu-time=all) */
 		__atomic_store_n(&C.want, false, __ATOMIC_RELEASE);
-		gs_timing_switch("all");
+		__atomic_store_n(&T.every, 1, __ATOMIC_RELAXED);
 		return false;
 	}
 	apply();
@@ -862,7 +863,6 @@ static void flush_at_exit(void)
 void gs_cupti_want(bool on)
 {
 	int s = __atomic_load_n(&C.state, __ATOMIC_ACQUIRE);
-
 	if (s == ST_FAILED || s == ST_HANDED)
 		on = false;
 	__atomic_store_n(&C.want, on, __ATOMIC_RELEASE);

@@ -131,18 +131,19 @@ void report_gpu_text(FILE *f, const struct report *r, const struct text_opts *o)
 	fprintf(f, "  from %s %s; %llu operations recorded\n",
 		r->gpu_cupti ? "the driver's own timestamps (CUPTI) of" : "CUDA events around",
 		mode, (unsigned long long)r->gpu_records);
-	if (r->cupti_missing)
-		fprintf(f,
-			"  %llu process%s found no CUPTI (or CUPTI refused): timed with CUDA "
-			"events "
-			"around every launch instead (GPUSCOPE_CUPTI=path names the library)\n",
-			(unsigned long long)r->cupti_missing, r->cupti_missing == 1 ? "" : "es");
-	if (r->cupti_handed)
-		fprintf(f,
-			"  %llu process%s started a profiler of its own (CUPTI has one client): "
-			"its "
-			"kernels went untimed from then on\n",
-			(unsigned long long)r->cupti_handed, r->cupti_handed == 1 ? "" : "es");
+	for (int i = 0; i < 2; i++) {
+		static const char *const what[] = {
+			"found no CUPTI (or CUPTI refused): timed with CUDA events around every "
+			"launch instead (GPUSCOPE_CUPTI=path names the library)",
+			"started a profiler of its own (CUPTI has one client): its kernels went "
+			"untimed from then on",
+		};
+		__u64 n = i ? r->cupti_handed : r->cupti_missing;
+
+		if (n)
+			fprintf(f, "  %llu process%s %s\n", (unsigned long long)n,
+				n == 1 ? "" : "es", what[i]);
+	}
 	if (r->cupti_unmatched)
 		fprintf(f,
 			"  %llu kernel records of the driver's matched no launch, or ran in a "
