@@ -37,7 +37,7 @@ def medians(path, driver):
 
 
 def main(d):
-    for w in ("tinyops", "resnet50", "gpt2", "graphs"):
+    for w in sorted(f[:-len("-cupti.json")] for f in os.listdir(d) if f.endswith("-cupti.json")):
         rec, rep = os.path.join(d, w + "-cupti.gsrec"), os.path.join(d, w + "-cupti.json")
         if not os.path.exists(rep):
             print(w, "no report")

@@ -7,7 +7,7 @@
 # --gpu-time=cupti -o`, and ResNet-50 once more with pairs, then bench/cupti_check.py on
 # the recordings (records by the driver against launches, unmatched and lost, kernels
 # starting before their call, per-kernel medians against the pairs'). About 5 minutes;
-# NO_AB=1: the recordings only (about 2).
+# NO_AB=1: the recordings only (about 2); CHECK="cupy jax": those workloads recorded instead.
 # From the repository root, carrying .output/static; root.
 #   OUT=/tmp/cupti bash bench/cupti_plane_gpu.sh
 set -u
@@ -25,14 +25,16 @@ if [ -z "${NO_AB:-}" ]; then
 	grep -i cupti "$OUT"/prof/*.err | head -3
 fi
 # (GPUSCOPE_INJECT_DEBUG: the plane's own count of how records were matched, in .out)
-for w in tinyops resnet50 gpt2 graphs; do
+for w in ${CHECK:-tinyops resnet50 gpt2 graphs}; do
 	GPUSCOPE_CUPTI_DUMP=$OUT/$w-dump.txt GPUSCOPE_INJECT_DEBUG=1 \
 		timeout 150 "$GS" run -q --inject --gpu-time=cupti \
 		-o "$OUT/$w-cupti.gsrec" --json="$OUT/$w-cupti.json" -- \
 		python3 bench/workload.py "$w" >"$OUT/$w-cupti.out" 2>&1
 	grep "gpuscope cupti" "$OUT/$w-cupti.out"
 done
-timeout 150 "$GS" run -q --inject -o "$OUT/resnet50-pairs.gsrec" --json="$OUT/resnet50-pairs.json" \
-	-- python3 bench/workload.py resnet50 >"$OUT/resnet50-pairs.out" 2>&1
+[ -n "${CHECK:-}" ] ||
+	timeout 150 "$GS" run -q --inject -o "$OUT/resnet50-pairs.gsrec" \
+		--json="$OUT/resnet50-pairs.json" -- python3 bench/workload.py resnet50 \
+		>"$OUT/resnet50-pairs.out" 2>&1
 python3 bench/cupti_check.py "$OUT" | tee "$OUT/check.txt"
 rm -f "$OUT"/*.gsrec
