@@ -156,6 +156,8 @@ bool gs_cupti_wanted(void) GS_HIDDEN;
 void gs_cupti_before(struct gs_cupti_launch *l, __u64 stream, bool ptsz, __u64 func,
 		     const __u32 *dims, unsigned int api, __u64 now) GS_HIDDEN;
 void gs_cupti_after(struct gs_cupti_launch *l, int result, __u64 call_ts, __u64 call_end) GS_HIDDEN;
+/* The program unloaded a module or library (its kernels' handles may be given again). */
+void gs_cupti_unloaded(void) GS_HIDDEN;
 /* The program made a stream (its handle may have been another stream's). */
 void gs_cupti_stream_made(__u64 stream) GS_HIDDEN;
 /* --gpu-time=cupti from now on (on), or not (ab.c). */

@@ -138,7 +138,7 @@ static bool debug_on(void)
 #define DUMP_N 4000
 struct dump_row {
 	__u64 t;
-	__u32 stream, dims[6];
+	__u32 stream, dims[KEY_N]; /* (with the name's hash) */
 	__u16 api;
 	bool record;
 };
@@ -163,10 +163,11 @@ static void dump_write(void)
 	FILE *f = dump ? fopen(getenv("GPUSCOPE_CUPTI_DUMP"), "w") : NULL;
 
 	for (int i = 0; f && i < ndump; i++)
-		fprintf(f, "%s %llu %u %u,%u,%u %u,%u,%u %u\n", dump[i].record ? "rec" : "launch",
-			(unsigned long long)dump[i].t, dump[i].stream, dump[i].dims[0],
-			dump[i].dims[1], dump[i].dims[2], dump[i].dims[3], dump[i].dims[4],
-			dump[i].dims[5], dump[i].api);
+		fprintf(f, "%s %llu %u %u,%u,%u %u,%u,%u %08x%08x %u\n",
+			dump[i].record ? "rec" : "launch", (unsigned long long)dump[i].t,
+			dump[i].stream, dump[i].dims[0], dump[i].dims[1], dump[i].dims[2],
+			dump[i].dims[3], dump[i].dims[4], dump[i].dims[5], dump[i].dims[7],
+			dump[i].dims[6], dump[i].api);
 	if (f)
 		fclose(f);
 }
@@ -374,23 +375,32 @@ static __u64 name_hash(const char *name)
 	return h | 1;
 }
 
+/* Modules and libraries unloaded so far: a handle may then be given to another kernel
+ * (the driver does it: XLA's autotuning unloads and loads modules all along). */
+static __u64 unloads;
+
+void gs_cupti_unloaded(void)
+{
+	__atomic_fetch_add(&unloads, 1, __ATOMIC_RELEASE);
+}
+
 /* The hash of a launched kernel's name, from the driver (a function's, or a library
- * kernel's: CUDA 12's runtime launches those), kept per thread by handle; 0 where the
- * driver cannot say. (A handle given again to another kernel after its module is gone reads
- * as the old name until it leaves the table: its records then go unmatched, counted.) */
+ * kernel's: CUDA 12's runtime launches those), kept per thread by handle until a module is
+ * unloaded; 0 where the driver cannot say. */
 static __u64 func_name_hash(__u64 func)
 {
 	typedef int (*name_fn)(const char **, void *);
 	static name_fn fn, kn;
 	static __thread struct {
-		__u64 func, hash;
+		__u64 func, hash, unloads;
 	} * seen;
 	unsigned int i = (unsigned int)((func >> 4) * 0x9E3779B1u) % NAMES;
+	__u64 now = __atomic_load_n(&unloads, __ATOMIC_ACQUIRE);
 	const char *name = NULL;
 
 	if (!seen && !(seen = calloc(NAMES, sizeof(*seen))))
 		return 0;
-	if (seen[i].func == func && func)
+	if (seen[i].func == func && func && seen[i].unloads == now)
 		return seen[i].hash;
 	if (!fn && !kn) {
 		fn = (name_fn)gs_real_by_name("cuFuncGetName");
@@ -401,6 +411,7 @@ static __u64 func_name_hash(__u64 func)
 		name = NULL;
 	seen[i].func = func;
 	seen[i].hash = name_hash(name);
+	seen[i].unloads = now;
 	return seen[i].hash;
 }
 
@@ -624,7 +635,7 @@ void gs_cupti_before(struct gs_cupti_launch *l, __u64 stream, bool ptsz, __u64 f
 		sh->first = seq;
 	sh->last = seq;
 	memcpy(e->dims, shape, sizeof(e->dims));
-	dump_add(false, now, q->cstream, dims, (__u16)api);
+	dump_add(false, now, q->cstream, shape, (__u16)api);
 	l->qi = qi;
 	l->gen = q->gen;
 	l->seq = q->seq0 + q->n - 1;

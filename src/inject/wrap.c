@@ -544,6 +544,8 @@ int gs_call(unsigned int api, void *caller, __u64 a0, __u64 a1, __u64 a2, __u64 
 	if (r == 0 && gs_probe_on &&
 	    (api == GS_API_CU_MODULE_UNLOAD || api == GS_API_CU_LIBRARY_UNLOAD))
 		gs_probe_unloaded(a[0]);
+	if (r == 0 && (api == GS_API_CU_MODULE_UNLOAD || api == GS_API_CU_LIBRARY_UNLOAD))
+		gs_cupti_unloaded();
 	if (r == 0 && waits_for_gpu(api, d))
 		gs_timing_synced();
 	gs_phase_add(timed ? GS_PH_TIMED : GS_PH_UNTIMED, ph0);
