@@ -382,6 +382,11 @@ static __u64 unloads;
 void gs_cupti_unloaded(void)
 {
 	__atomic_fetch_add(&unloads, 1, __ATOMIC_RELEASE);
+	/* The records of kernels done so far taken now, before a new kernel is given an old
+	 * handle and its name (the report names a handle's times by its name then). */
+	if (__atomic_load_n(&C.state, __ATOMIC_ACQUIRE) == ST_RUNNING &&
+	    __atomic_load_n(&C.kind_on, __ATOMIC_ACQUIRE))
+		C.f.flush(0);
 }
 
 /* The hash of a launched kernel's name, from the driver (a function's, or a library

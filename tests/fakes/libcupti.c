@@ -113,7 +113,9 @@ static void on_kernel(void *ctx, void *stream, unsigned long long start, unsigne
 					      .thread = thread_no,
 					      .start = start,
 					      .end = end,
-					      .name = name };
+					      /* (CUPTI's own copy: the kernel may be unloaded
+					       * before the record is read) */
+					      .name = name ? strdup(name) : NULL };
 		memcpy(recs[nrecs - 1].dims, dims, sizeof(recs[0].dims));
 	}
 	pthread_mutex_unlock(&lock);

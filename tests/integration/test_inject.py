@@ -415,12 +415,13 @@ def test_carried_runs_read_as_their_pairs(gs):
     as_read = [r for r in idle if r["flags"] & 130 == 128]
     pairs = [r for r in idle if r["flags"] & 130 == 2]
     assert len(corrected) >= 2 and len(as_read) >= 1 and len(pairs) >= 4, idle
+    # (The double's times are its host clock's, read in the call: on this 2-CPU machine a
+    # run read up to 0.32 us long, and a carrier's first run up to 1.2 us over its 4 us,
+    # at the session's start (da60697) as after. Far from 4 us either way.)
     for r in corrected + pairs:
-        assert near(r["end"] - r["start"], want, 200), (r, want)
+        assert near(r["end"] - r["start"], want, 500), (r, want)
     for r in as_read:
-        # (a carrier's first run may read 0.1-0.3 us more: the double's host clock, read
-        # again for the kernel after the event node, on a cold path)
-        assert near(r["end"] - r["start"], want + 4000, 400), (r, want)
+        assert want + 3800 <= r["end"] - r["start"] <= want + 6000, (r, want)
     # The report takes a corrected run as a gated pair, counted as carried.
     g = kernels["idle"]["gpu"]
     assert g["carried"] == len(corrected) + len(as_read) and g["gated"] == len(pairs), g
