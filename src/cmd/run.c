@@ -27,7 +27,7 @@ static const char usage[] =
 	"                         end before them (about half the host cost of all; less\n"
 	"                         exact for short kernels: README), or cupti: every\n"
 	"                         kernel by the driver's own timestamps (CUPTI, found\n"
-	"                         beside the program's CUDA libraries; about a fifth of\n"
+	"                         beside the program's CUDA libraries; about a third of\n"
 	"                         the host cost of all; kernels in graphs not yet)\n"
 	"      --device-code      with --inject: read the device code the program loads: which\n"
 	"                         modules and kernels have PTX (what device-side probes can be\n"
