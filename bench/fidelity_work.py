@@ -19,7 +19,8 @@ nccl2     two ranks on two GPUs (this script started once per rank by the parent
           10 all_reduce, 10 broadcast, 10 all_gather each
 
 The profiler is entered before the first CUDA call, so CUPTI and gpuscope see the same
-executions. Each process writes OUTDIR/cupti-<workload>[-rank].json (the trace) and
+executions (FIDELITY_NO_PROFILER=1: none, for gpuscope's --gpu-time=cupti, which the
+profiler would take CUPTI from: bench/cupti_fidelity.py). Each process writes OUTDIR/cupti-<workload>[-rank].json (the trace) and
 OUTDIR/facts-<workload>[-rank].json: what the workload itself knows (its pid, the NCCL
 calls it made, what its allocator reserved).
 """
@@ -229,15 +230,18 @@ def main():
         sys.exit(max(p.wait() for p in ranks))
     tag = name if len(sys.argv) == 3 else "%s-%s" % (name, sys.argv[3])
     facts = {"pid": os.getpid()}
-    prof = profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA])
-    prof.__enter__()
+    prof = None if os.environ.get("FIDELITY_NO_PROFILER") else \
+        profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA])
+    if prof:
+        prof.__enter__()
     if name == "nccl2":
         nccl_rank(facts, int(sys.argv[3]), int(sys.argv[4]))
     else:
         WORKLOADS[name](facts)
     torch.cuda.synchronize()
-    prof.__exit__(None, None, None)
-    prof.export_chrome_trace(os.path.join(out, "cupti-%s.json" % tag))
+    if prof:
+        prof.__exit__(None, None, None)
+        prof.export_chrome_trace(os.path.join(out, "cupti-%s.json" % tag))
     with open(os.path.join(out, "facts-%s.json" % tag), "w") as f:
         json.dump(facts, f)
 

@@ -74,11 +74,11 @@ void gs_timing_init(const char *mode)
 		getenv("GPUSCOPE_END_DELAY_US")
 			? strtoull(getenv("GPUSCOPE_END_DELAY_US"), NULL, 10) % 1000000 * 1000
 			: 0;
-	T.every = !mode || !strcmp(mode, "chained") ? 1 : every_of(mode);
+	T.every = !mode || !strcmp(mode, "chained") || !strcmp(mode, "cupti") ? 1 : every_of(mode);
 	if (T.every < 0)
 		T.every = 0;
-	/* (cupti: kernels timed by the driver's timestamps, gputime_cupti.c; no pairs, unless
-	 * CUPTI is not found.) */
+	/* (cupti: kernels timed by the driver's timestamps, gputime_cupti.c; pairs for copies
+	 * and sets, and for kernels where CUPTI is not found.) */
 	if (mode && !strcmp(mode, "cupti"))
 		gs_cupti_want(true);
 	c = getenv("GPUSCOPE_TIME_RATE");
@@ -111,7 +111,7 @@ bool gs_timing_switch(const char *mode)
 		return false;
 	gs_cupti_want(cupti);
 	if (cupti)
-		every = 0;
+		every = 1;
 	__atomic_store_n(&T.no_follow, every < 0 && !pairs && !carry, __ATOMIC_RELAXED);
 	__atomic_store_n(&T.no_carry, pairs || (!carry && no_carry_start), __ATOMIC_RELAXED);
 	__atomic_store_n(&T.every, every < 0 ? 1 : every, __ATOMIC_RELAXED);

@@ -151,6 +151,8 @@ struct gs_cupti_launch {
 	__u64 gen, seq;
 };
 bool gs_cupti_wanted(void) GS_HIDDEN;
+/* Wanted, and started (here, if not yet): kernels' records coming, graphs' included. */
+bool gs_cupti_active(void) GS_HIDDEN;
 /* Before a kernel launch's call (dims: grid x, y, z, block x, y, z; now: when it began),
  * and after it. */
 void gs_cupti_before(struct gs_cupti_launch *l, __u64 stream, bool ptsz, __u64 func,

@@ -24,12 +24,16 @@
  * its kind (about 5% of ResNet-50's started before the launch they were given). A launch
  * whose record has not come after STALE_NS, or at the end, is counted as lost; a record
  * no launch matches is counted (reported at exit).
- * Kernels run by graphs are not attributed yet (counted with them).
+ * A kernel run by a graph has no launch of ours: its record is emitted as it comes, under
+ * its name (in_graph). Copies and sets, and graph launches as a whole, are timed with
+ * pairs of events, as under --gpu-time=all (graphs get no twin: their kernels' records
+ * are had).
  *
  * The program's own profiler: CUPTI has one client. Our exported cuptiActivityRegister-
  * Callbacks, cuptiSubscribe and the others a profiler starts with hand CUPTI over first:
- * our records are flushed, our kind disabled, and kernels go untimed from then on (the
- * report says so); the program's call then goes to CUPTI as it would have.
+ * our records are flushed, our kind disabled, and kernels are timed with pairs from then
+ * on, as under --gpu-time=all (the report says so); the program's call then goes to CUPTI
+ * as it would have.
  *
  * Times: CUPTI's clock is CLOCK_REALTIME; it is placed on CLOCK_MONOTONIC (gs_clock's) by
  * the offset between the two, read at each buffer. No timestamp callback is registered, so
@@ -59,6 +63,8 @@
 #define CUPTI_BUF  (4u << 20)
 #define FLUSH_MS   20 /* CUPTI's own thread's period */
 #define ASK_MS	   50 /* ours: records of what has completed asked for */
+#define NAMED_N	   4096
+#define NAMED	   (1ULL << 63) /* a kernel run in a graph, by its name: no driver's handle */
 #define PER_THREAD GS_CU_STREAM_PER_THREAD
 #define LEGACY	   GS_CU_STREAM_LEGACY
 
@@ -108,9 +114,10 @@ static struct {
 	struct cq q[CQ_MAX];
 	int last; /* the queue of the last record matched */
 	__u64 unmatched, in_graphs;
+	__u64 named[NAMED_N]; /* handles of kernels named for their runs in graphs (NAMED) */
 	/* (GPUSCOPE_INJECT_DEBUG, at exit: records matched to the oldest launch waiting on
 	 * their stream, or to a later one; not matched for want of their stream or shape) */
-	__u64 in_order, out_of_order, no_stream, no_shape;
+	__u64 in_order, out_of_order, no_stream, no_shape, graph_runs;
 	struct {
 		gs_cupti_register_fn reg;
 		gs_cupti_kind_fn enable, disable;
@@ -579,6 +586,11 @@ bool gs_cupti_wanted(void)
 	return __atomic_load_n(&C.want, __ATOMIC_RELAXED);
 }
 
+bool gs_cupti_active(void)
+{
+	return gs_cupti_wanted() && started();
+}
+
 void gs_cupti_before(struct gs_cupti_launch *l, __u64 stream, bool ptsz, __u64 func,
 		     const __u32 *dims, unsigned int api, __u64 now)
 {
@@ -738,6 +750,53 @@ static void emit(const struct cq *q, const struct cq_entry *e, __u64 start, __u6
 	gs_emit_commit(g);
 }
 
+/* Under C.lock: a kernel run by a graph. Its record carries the graph launch's correlation,
+ * and no launch of ours is its own; it is known by its name, under a handle of its own
+ * (NAMED | the name's hash, named once: the report merges a kernel's handles by name), on
+ * the stream and context of our queue there if there is one. */
+static void in_graph(const uint8_t *r, const char *name, __u64 nh, __u64 start, __u64 end)
+{
+	__u32 cctx = rd32(r, GS_CUPTI_K_CONTEXT), cstream = rd32(r, GS_CUPTI_K_STREAM);
+	const struct cq *q = NULL;
+	struct gs_ev_gpu *g;
+	__u64 handle = NAMED | nh;
+	unsigned int i = (unsigned int)(nh % NAMED_N);
+
+	if (!nh) {
+		C.in_graphs++; /* (no name: not told apart) */
+		return;
+	}
+	for (int k = 0; k < CQ_MAX; k++)
+		if (C.q[k].used && C.q[k].cctx == cctx &&
+		    (!q || (C.q[k].cstream == cstream && q->cstream != cstream)))
+			q = &C.q[k];
+	for (int p = 0; p < 8 && C.named[i] != handle; p++, i = (i + 1) % NAMED_N)
+		if (!C.named[i]) {
+			C.named[i] = handle;
+			gs_emit_kname(handle, 0, name, GS_API_CU_GRAPH_LAUNCH, start);
+			break;
+		}
+	if (C.named[i] != handle) /* (the table full there: named again, harmless) */
+		gs_emit_kname(handle, 0, name, GS_API_CU_GRAPH_LAUNCH, start);
+	if (!(g = gs_emit_reserve(sizeof(*g), GS_EV_GPU)))
+		return;
+	gs_fill_hdr(&g->h, GS_EV_GPU, sizeof(*g), start);
+	memset((char *)g + sizeof(g->h), 0, sizeof(*g) - sizeof(g->h));
+	g->h.tid = g->h.pid; /* (no thread of the program's launched it as such) */
+	g->start_ns = g->call_end_ns = start;
+	g->end_ns = end > start ? end : start;
+	g->func = handle;
+	g->stream = q && q->cstream == cstream ? q->stream : 0;
+	g->ctx = q ? q->ctx : 0;
+	g->api = GS_API_CU_GRAPH_LAUNCH;
+	g->kind = GS_GPU_KERNEL;
+	g->flags = GS_GPU_IN_GRAPH;
+	g->flags2 = GS_GPU_BY_DRIVER;
+	g->device = q ? q->device : (int)rd32(r, GS_CUPTI_K_DEVICE);
+	gs_emit_commit(g);
+	C.graph_runs++;
+}
+
 /* Under C.lock: one kernel record, matched to its launch and emitted, or counted. */
 static void match(const uint8_t *r, __s64 offset)
 {
@@ -752,7 +811,7 @@ static void match(const uint8_t *r, __s64 offset)
 	__u64 seq;
 
 	if (rd32(r, GS_CUPTI_K_GRAPH)) {
-		C.in_graphs++;
+		in_graph(r, name, nh, start, end);
 		return;
 	}
 	if (C.q[C.last].used && C.q[C.last].cctx == cctx && C.q[C.last].cstream == cstream)
@@ -859,11 +918,11 @@ static void count_left(void)
 		fprintf(stderr,
 			"gpuscope cupti: records matched %llu in order, %llu out of order; "
 			"unmatched %llu (no stream %llu, no launch of the shape %llu); in graphs "
-			"%llu; launches left %llu\n",
+			"%llu (nameless %llu); launches left %llu\n",
 			(unsigned long long)C.in_order, (unsigned long long)C.out_of_order,
 			(unsigned long long)C.unmatched, (unsigned long long)C.no_stream,
-			(unsigned long long)C.no_shape, (unsigned long long)C.in_graphs,
-			(unsigned long long)left);
+			(unsigned long long)C.no_shape, (unsigned long long)C.graph_runs,
+			(unsigned long long)C.in_graphs, (unsigned long long)left);
 }
 
 static void flush_at_exit(void)

@@ -127,8 +127,9 @@ void gs_graphtime_instantiated(__u64 exec, __u64 graph, unsigned long long flags
 	struct twin *t, *old;
 	const char *why = NULL;
 
+	/* (Under --gpu-time=cupti, a graph's kernels have records of the driver's.) */
 	if (!T.every || __atomic_load_n(&tw_off, __ATOMIC_RELAXED) || !exec || !graph ||
-	    (flags & INST_DEVICE_LAUNCH))
+	    (flags & INST_DEVICE_LAUNCH) || gs_cupti_active())
 		return;
 	pthread_mutex_lock(&tw_lock);
 	sweep();
@@ -291,7 +292,9 @@ __u64 gs_graphtime_launch(struct gs_graph_launch *gl, __u64 exec, __u64 stream, 
 	    !(ptsz ? T.cu.capturing_ptsz : T.cu.capturing)(stream, &capturing) && !capturing)
 		gt_twin_wait(stream, ptsz, t->done);
 	t->wait_done = false;
-	want = n >= 1 && key == t->stream && n % (__u64)t->interval == 0;
+	/* (Not where the driver's records time the kernels: --gpu-time=cupti, as ab.c may
+	 * switch to after the twin was made.) */
+	want = n >= 1 && key == t->stream && n % (__u64)t->interval == 0 && !gs_cupti_wanted();
 	t->stream = key;
 	/* Its last run is over but not read yet (the harvester comes every millisecond): read
 	 * now, so that this launch can run it again. */

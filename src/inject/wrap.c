@@ -63,7 +63,7 @@ static void *call_record(__u32 size, __u16 type, unsigned int api, void *caller,
 }
 
 /* A name record: handle (of scope) is named name, by api, at ts. */
-static void emit_kname(__u64 handle, __u64 scope, const char *name, unsigned int api, __u64 ts)
+void gs_emit_kname(__u64 handle, __u64 scope, const char *name, unsigned int api, __u64 ts)
 {
 	size_t len = name ? strnlen(name, GS_NAME_MAX - 1) : 0;
 	__u32 size = (__u32)((offsetof(struct gs_ev_kname, name) + len + 1 + 7) & ~(size_t)7);
@@ -104,8 +104,8 @@ static void emit_name(unsigned int api, const __u64 *a, __u64 t0)
 		return;
 	}
 	/* cuLibraryGetKernel, cuModuleGetFunction: (handle *out, scope, const char *name) */
-	emit_kname(*(const __u64 *)(unsigned long)a[0], a[1], (const char *)(unsigned long)a[2],
-		   api, t0);
+	gs_emit_kname(*(const __u64 *)(unsigned long)a[0], a[1], (const char *)(unsigned long)a[2],
+		      api, t0);
 }
 
 /*
@@ -151,7 +151,7 @@ static void name_at_launch(unsigned int api, __u64 func)
 		return;
 	seen[i].handle = func;
 	seen[i].hash = hash;
-	emit_kname(func, 0, name, api, gs_clock());
+	gs_emit_kname(func, 0, name, api, gs_clock());
 }
 
 /* Reserve, fill, decode, publish: one record of type T for the call. */
@@ -425,9 +425,12 @@ int gs_call(unsigned int api, void *caller, __u64 a0, __u64 a1, __u64 a2, __u64 
 			      ? gs_graphtime_launch(&gl, a0, a1, d->flags & GS_AF_PTSZ)
 			      : a0;
 	timed = !gl.twin && timed_call(d, a, &stream, &func, &kind);
-	/* (--gpu-time=cupti: kernels timed by the driver, gputime_cupti.c; graphs not yet.) */
-	if (timed && kind == GS_GPU_KERNEL && gs_cupti_wanted() && !gs_probe_on)
+	/* (--gpu-time=cupti: kernels timed by the driver, gputime_cupti.c; with pairs where
+	 * CUPTI is missing or the program's profiler took it.) */
+	if (timed && kind == GS_GPU_KERNEL && gs_cupti_wanted() && !gs_probe_on) {
 		cupti_before(&cl, d, a, api, stream, func);
+		timed = !gs_cupti_wanted();
+	}
 	timed = timed && gs_timing_wanted(func);
 	/* Launches held in a chain are let go before anything that may wait for them or
 	 * depend on them (a name lookup cannot). */

@@ -135,8 +135,8 @@ void report_gpu_text(FILE *f, const struct report *r, const struct text_opts *o)
 		static const char *const what[] = {
 			"found no CUPTI (or CUPTI refused): timed with CUDA events around every "
 			"launch instead (GPUSCOPE_CUPTI=path names the library)",
-			"started a profiler of its own (CUPTI has one client): its kernels went "
-			"untimed from then on",
+			"started a profiler of its own (CUPTI has one client): its kernels were "
+			"timed with CUDA events from then on",
 		};
 		__u64 n = i ? r->cupti_handed : r->cupti_missing;
 
@@ -147,7 +147,7 @@ void report_gpu_text(FILE *f, const struct report *r, const struct text_opts *o)
 	if (r->cupti_unmatched)
 		fprintf(f,
 			"  %llu kernel records of the driver's matched no launch, or ran in a "
-			"graph: not in these figures\n",
+			"graph under no name: not in these figures\n",
 			(unsigned long long)r->cupti_unmatched);
 	if (!r->gpu_records)
 		return;

@@ -627,11 +627,13 @@ static void check_gates(void)
 	}
 }
 
-/* The test double of CUPTI (libcupti.c): told of every kernel that runs outside graphs,
- * ungated, as it is queued: its context, stream (the double's own, a per-thread one is
- * the thread's), simulated start and end (CLOCK_MONOTONIC), grid and block, name. */
+/* The test double of CUPTI (libcupti.c): told of every kernel that runs, ungated, as it is
+ * queued: its context, stream (the double's own, a per-thread one is the thread's),
+ * simulated start and end (CLOCK_MONOTONIC), grid and block, name, and the id of the
+ * graph that ran it (0: a launch of its own). */
 typedef void (*kernel_hook_fn)(void *ctx, void *stream, unsigned long long start,
-			       unsigned long long end, const unsigned int *dims, const char *name);
+			       unsigned long long end, const unsigned int *dims, const char *name,
+			       unsigned int graph);
 static kernel_hook_fn kernel_hook;
 
 EXPORT void fakecuda_kernel_hook(kernel_hook_fn fn)
@@ -1438,7 +1440,7 @@ static CUresult launch(const void *f, unsigned gx, unsigned gy, unsigned gz, uns
 		unsigned int dims[6] = { gx, gy, gz, bx, by, bz };
 
 		kernel_hook(current, s, s->busy_until - dur, s->busy_until, dims,
-			    kernel_of(f)->name);
+			    kernel_of(f)->name, 0);
 	}
 	return CUDA_SUCCESS;
 }
@@ -1516,6 +1518,8 @@ __attribute__((destructor)) static void write_stats(void)
 	fclose(f);
 }
 
+static unsigned int running_graph; /* (under lock: the id of the exec a launch runs) */
+
 static void node_run(struct CUstream_st *s, struct node *n, unsigned long long *delay)
 {
 	unsigned long long now = now_ns();
@@ -1541,6 +1545,12 @@ static void node_run(struct CUstream_st *s, struct node *n, unsigned long long *
 		stream_enqueue(s, n->dur + n->switch_ns + *delay, true);
 		*delay = 0;
 		n->switch_ns = 0;
+		if (kernel_hook && !s->gate && n->type == 0 && n->kernel) {
+			unsigned int dims[6] = { n->grid[0], n->grid[1], n->grid[2], 1, 1, 1 };
+
+			kernel_hook(current, s, s->busy_until - n->dur, s->busy_until, dims,
+				    n->kernel->name, running_graph);
+		}
 	} else if (s->gate) {
 		n->ev->recorded = 0;
 		n->ev->held = 1;
@@ -1593,7 +1603,9 @@ static CUresult graph_launch(CUgraphExec g, CUstream hs, bool per_thread)
 		return CUDA_ERROR_INVALID_HANDLE;
 	if (g->last_end > s->busy_until)
 		s->busy_until = g->last_end;
+	running_graph = (unsigned int)((uintptr_t)g >> 4) | 1;
 	run_nodes(s, g->graph, &delay);
+	running_graph = 0;
 	g->last_end = s->busy_until;
 	return CUDA_SUCCESS;
 }

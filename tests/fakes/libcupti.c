@@ -4,8 +4,9 @@
  * them (src/inject/gputime_cupti.c).
  *
  * While CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL is enabled, the double of libcuda tells it of
- * every kernel queued outside graphs (fakecuda_kernel_hook), with the simulated start and
- * end; it keeps a record of each, as CUpti_ActivityKernel10 lays one out, its times on
+ * every kernel queued, and every kernel node a graph launch runs (with the graph's id, as
+ * CUPTI's graphId), through fakecuda_kernel_hook, with the simulated start and end; it
+ * keeps a record of each, as CUpti_ActivityKernel10 lays one out, its times on
  * CLOCK_REALTIME as CUPTI's are. Records are delivered in a buffer the client gave, once
  * the kernel has ended on the simulated clock: at cuptiActivityFlushAll (all of them when
  * forced) and every flush period on a thread of its own. Context and stream ids: small
@@ -41,7 +42,7 @@
 #define ERROR_MAX_LIMIT_REACHED 12
 
 struct rec {
-	uint32_t ctx, stream, thread;
+	uint32_t ctx, stream, thread, graph;
 	uint64_t start, end; /* CLOCK_MONOTONIC */
 	unsigned int dims[6];
 	const char *name;
@@ -63,7 +64,7 @@ static uint32_t period_ms;
 static char calls[512];
 
 typedef void (*kernel_hook_fn)(void *, void *, unsigned long long, unsigned long long,
-			       const unsigned int *, const char *);
+			       const unsigned int *, const char *, unsigned int);
 typedef void (*set_hook_fn)(kernel_hook_fn);
 typedef void *(*stream_of_fn)(void *, int);
 
@@ -98,7 +99,7 @@ static uint32_t id_of(void *p)
 }
 
 static void on_kernel(void *ctx, void *stream, unsigned long long start, unsigned long long end,
-		      const unsigned int *dims, const char *name)
+		      const unsigned int *dims, const char *name, unsigned int graph)
 {
 	pthread_mutex_lock(&lock);
 	if (kernels_on && ++kernels_seen != lose_at) {
@@ -113,6 +114,7 @@ static void on_kernel(void *ctx, void *stream, unsigned long long start, unsigne
 					      .thread = thread_no,
 					      .start = start,
 					      .end = end,
+					      .graph = graph,
 					      /* (CUPTI's own copy: the kernel may be unloaded
 					       * before the record is read) */
 					      .name = name ? strdup(name) : NULL };
@@ -183,6 +185,7 @@ static void deliver(int forced)
 			memcpy(p + GS_CUPTI_K_STREAM, &r->stream, 4);
 			memcpy(p + GS_CUPTI_K_GRID, r->dims, sizeof(r->dims));
 			memcpy(p + GS_CUPTI_K_NAME, &r->name, sizeof(r->name));
+			memcpy(p + GS_CUPTI_K_GRAPH, &r->graph, 4);
 			valid += GS_CUPTI_K_SIZE;
 			k++;
 		}

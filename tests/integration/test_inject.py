@@ -931,9 +931,10 @@ def test_cupti_times_every_kernel_exactly(gs, order):
     """--gpu-time=cupti: each kernel's times are the driver's own record of it (CUPTI's kernel
     activity), matched to a launch on its stream of its grid and block: on an explicit
     stream, the thread's default stream (_ptsz) and by cuLaunchKernelEx; launches captured
-    into a graph have no record of their own and must not take a later launch's. Every
-    launch outside the capture gets its own kernel's exact duration, nothing is lost or
-    unmatched, and no event pair is used; also with each buffer's records delivered in
+    into a graph have no record of their own and must not take a later launch's: the
+    graph's runs of them have (CUPTI's graphId set), each its kernel's, under its name.
+    Every launch gets its own kernel's exact duration, nothing is lost or unmatched, and no
+    kernel is timed with an event pair; also with each buffer's records delivered in
     reverse (FAKECUPTI_REVERSE: CUPTI's buffers are per thread)."""
     env = {"FAKECUPTI_REVERSE": "1"} if order == "reversed" else {}
     report, truth, recs = cupti_trace(gs, "cupti", "40", **env)
@@ -943,21 +944,70 @@ def test_cupti_times_every_kernel_exactly(gs, order):
     kernels = {k["name"]: k for k in report["kernels"]["list"]}
     assert kernels["busy"]["launches"] == 43 and kernels["idle"]["launches"] == 80
     busy, idle = kernels["busy"]["gpu"], kernels["idle"]["gpu"]
-    assert busy["timed"] == busy["by_driver"] == 40, busy
-    assert idle["timed"] == idle["by_driver"] == 80, idle
+    assert busy["timed"] == busy["by_driver"] == 43 and busy["in_graph"] == 3, busy
+    assert idle["timed"] == idle["by_driver"] == 80 and idle["in_graph"] == 0, idle
     assert busy["gated"] == idle["gated"] == 0
     wants = {truth["gpu:busy:ns"], truth["gpu:idle:ns"], truth["gpu:idle2:ns"]}
-    assert len(recs) == 120 and all(r["flags2"] == 1 for r in recs)
+    assert len(recs) == 123 and all(r["flags2"] == 1 for r in recs)
     assert all(r["end"] - r["start"] in wants for r in recs), recs
+    # The graph's: busy's duration, under a handle that is no driver's (its name's).
+    in_graph = [r for r in recs if r["flags"] & 64]
+    assert len(in_graph) == 3 and all(r["func"] >> 63 for r in in_graph), in_graph
+    assert all(r["end"] - r["start"] == truth["gpu:busy:ns"] for r in in_graph)
     # Each on its own kernel: busy's records are busy's duration, idle's one of idle's two.
     by_func = {}
     for r in recs:
-        by_func.setdefault(r["func"], set()).add(r["end"] - r["start"])
+        if not r["flags"] & 64:
+            by_func.setdefault(r["func"], set()).add(r["end"] - r["start"])
     assert sorted(map(sorted, by_func.values())) == sorted(
         [[truth["gpu:busy:ns"]], sorted([truth["gpu:idle:ns"], truth["gpu:idle2:ns"]])])
     # A kernel starts after its launch call began (to within the two clocks' conversions:
     # CUPTI's times are on CLOCK_REALTIME, placed on CLOCK_MONOTONIC by their offset).
     assert all(r["start"] >= r["call"] - 1000 for r in recs), recs
+
+
+def test_cupti_times_graph_kernels_and_copies(gs):
+    """Under --gpu-time=cupti a graph's kernels are timed at every run by their records of
+    the driver's (CUPTI's graphId set), with no twin: each node's kernel by its name, the one
+    the program set to `other` at the exec included (counted as busy's, its launch captured:
+    timed as other's, by its record); graph launches as a whole, copies and sets are timed
+    with event pairs, as under --gpu-time=all."""
+    env = dict(GPU_ENV, FAKECUDA_NODE_ARG_NS="other", FAKECUDA_GRAPH_START_NS="20000")
+    stats = gs.tmp / "fake-stats-cupti"
+    report, truth, _ = gs.trace(["wl_gputime", "--graphs"],
+                                opts=["--inject", "--gpu-time=cupti"],
+                                env_extra=dict(env, FAKECUDA_STATS=stats))
+    gpu = report["gpu"]
+    assert gpu["cupti_processes"] == 1 and gpu["cupti_unmatched"] == 0, gpu
+    k = kernels_by_name(report)
+    busy, idle, other = k["busy"]["gpu"], k["idle"]["gpu"], k["other"]["gpu"]
+    assert k["idle"]["graph_runs"] == 12
+    # 12 runs of [busy, idle, busy]; the first busy set to other from the 9th on (the twin
+    # of --gpu-time=all runs only the 10th to 12th: the 9th is on another stream).
+    assert idle["in_graph"] == idle["timed"] == idle["by_driver"] == 12, idle
+    assert busy["in_graph"] == busy["by_driver"] == 2 * 12 - 4, busy
+    assert other["in_graph"] == other["by_driver"] == 4, other
+    for g, want in ((busy, truth["gpu:busy:ns"]), (idle, truth["gpu:idle:ns"]),
+                    (other, truth["gpu:other:ns"])):
+        assert g["min_ns"] == g["max_ns"] == want, (g, want)
+    # No twin was made or run; every graph launch timed as a whole (but a late call's).
+    counts = fake_stats(stats)
+    assert counts["graph_event_nodes_run"] == 0 and counts["graph_uploads"] == 0, counts
+    late = gpu["start_unknown_late_call"]
+    assert gpu["graphs"]["timed"] + late == 12 and gpu["graphs"]["by_driver"] == 0
+    assert report["copies"]["memset"]["graph_runs"] == 12
+
+    # Copies with pairs: the double's 1 MiB copy at 1 GB/s, as under --gpu-time=all.
+    report, truth, kernels = gpu_trace(gs, "cupti")
+    assert report["gpu"]["copies"]["HtoD"]["timed"] == 1
+    copy_ns = report["gpu"]["copies"]["HtoD"]["gpu_ns"]
+    assert truth["gpu:copy:ns"] - 2000 <= copy_ns <= truth["gpu:copy:ns"] + 5000000
+    # (both runs of the graph of 3 busy timed, and both its launches: no twin)
+    busy, idle = kernels["busy"]["gpu"], kernels["idle"]["gpu"]
+    assert busy["timed"] == busy["by_driver"] == 24 + 2 * 3 and busy["in_graph"] == 6, busy
+    assert idle["timed"] == idle["by_driver"] == 15, idle
+    late = report["gpu"]["start_unknown_late_call"]
+    assert report["gpu"]["graphs"]["timed"] + late == 2
 
 
 def test_cupti_two_threads_on_one_stream(gs):
@@ -1014,8 +1064,8 @@ def test_cupti_handed_to_the_programs_profiler(gs):
     """CUPTI has one client: when the program starts its own (a profiler's library, linked
     against libcupti and loaded RTLD_LOCAL as Python loads libtorch_cuda and kineto: its
     calls bind to ours, while RTLD_NEXT cannot see its libcupti), our records are flushed
-    and our kind given up before its calls go on to CUPTI, and succeed; the kernels after go
-    untimed and the report says so. A lost record (FAKECUPTI_LOSE) costs one launch of
+    and our kind given up before its calls go on to CUPTI, and succeed; the kernels after
+    are timed with event pairs and the report says so. A lost record (FAKECUPTI_LOSE) costs one launch of
     its kernel on its stream its times, counted as lost (which launch is not known: the later
     ones there each take the next one's record, of the same kernel and shape)."""
     calls = gs.tmp / "cupti-calls.txt"
@@ -1024,11 +1074,18 @@ def test_cupti_handed_to_the_programs_profiler(gs):
     gpu = report["gpu"]
     assert gpu["cupti_processes"] == 1 and gpu["cupti_handed_over"] == 1, gpu
     busy = {k["name"]: k for k in report["kernels"]["list"]}["busy"]["gpu"]
-    # (the 4th record lost: the 2nd round's busy)
-    assert truth["gpu:busy:timed"] == 11 and busy["by_driver"] == 10, busy
-    assert len(recs) == 3 * 11 - 1 and report["drops"]["gpu_time_lost"] == 1
+    # (the 4th record lost: the 2nd round's busy; 3 more run by the graph before the hand-over)
+    assert truth["gpu:busy:timed"] == 11 and busy["by_driver"] == 10 + 3, busy
+    driver = [r for r in recs if r["flags2"] == 1]
+    assert len(driver) == 3 * 11 - 1 + 3 and report["drops"]["gpu_time_lost"] == 1
     wants = {truth["gpu:busy:ns"], truth["gpu:idle:ns"], truth["gpu:idle2:ns"]}
-    assert all(r["end"] - r["start"] in wants for r in recs), recs
+    assert all(r["end"] - r["start"] in wants for r in driver), driver
+    # The 9 rounds after: with pairs (a gate the watchdog opened on this loaded machine
+    # leaves one untimed).
+    paired = [r for r in recs if r["flags2"] == 0]
+    assert all(r["call"] > max(d["call"] for d in driver if not d["flags"] & 64)
+               for r in paired)
+    assert 3 * 9 - 3 <= len(paired) <= 3 * 9 and busy["timed"] - busy["by_driver"] >= 6
     assert calls.read_text().split() == ["cuptiActivityRegisterCallbacks", "cuptiActivityEnable"]
     # With gpuscope not using CUPTI at all (event pairs), the profiler's calls succeed too.
     calls.unlink()
