@@ -1,7 +1,8 @@
 #!/bin/bash
 # Issue 22's cost table in one device call, every figure from inside one process (between
 # processes the lent GPU machines vary 10-35%): bench/inject_ab.sh for the in-process
-# plane's modes and the PyTorch profiler (tinyops, cupy; the CUDA C loop without the
+# plane's modes ("all": every kernel by CUPTI, the default; "pairs": by event pairs) and
+# the PyTorch profiler (tinyops, cupy; the CUDA C loop without the
 # profiler; chains in a process started with them), bench/attach_ab.py for the kernel
 # uprobes (attached and detached in turn). About 6 minutes. From the repository root on
 # the GPU machine, carrying .output/static; root.
@@ -13,11 +14,11 @@ set -u
 OUT=${OUT:-/tmp/gpuscope-cost-ab}
 . bench/gpu_env.sh
 export ROUNDS
-OUT=$OUT/inject WORKLOADS="tinyops cupy" MODES=pass,off,10,all,profiler PROCS=1 \
+OUT=$OUT/inject WORKLOADS="tinyops cupy" MODES=pass,off,10,pairs,all,profiler PROCS=1 \
 	timeout 260 bash bench/inject_ab.sh >/dev/null 2>&1
-OUT=$OUT/cloop WORKLOADS=cloop MODES=pass,off,10,all PROCS=1 \
+OUT=$OUT/cloop WORKLOADS=cloop MODES=pass,off,10,pairs,all PROCS=1 \
 	timeout 60 bash bench/inject_ab.sh >/dev/null 2>&1
-OUT=$OUT/chained WORKLOADS=tinyops MODES=pass,all GPU_TIME=chained PROCS=1 \
+OUT=$OUT/chained WORKLOADS=tinyops MODES=pass,pairs GPU_TIME=chained PROCS=1 \
 	timeout 50 bash bench/inject_ab.sh >/dev/null 2>&1
 mkdir -p "$OUT/uprobes"
 timeout 120 python3 bench/attach_ab.py run "$GS" "$OUT/uprobes" tinyops "$ROUNDS" 5 \
@@ -27,7 +28,7 @@ python3 - "$OUT" <<'PY' | tee "$OUT/cost.txt"
 import glob, json, os, statistics, sys
 out = sys.argv[1]
 rows = {}  # (workload, mode) -> [(ratio, added ns)] one per process
-for sub, relabel in (("inject", {}), ("cloop", {}), ("chained", {"all": "chained"})):
+for sub, relabel in (("inject", {}), ("cloop", {}), ("chained", {"pairs": "chained"})):
     for path in sorted(glob.glob(os.path.join(out, sub, "*-[0-9].json"))):
         lines = [l for l in open(path) if l.startswith("{")]
         if not lines:
@@ -55,7 +56,7 @@ if os.path.exists(att):
 print("| workload | mode | ratio to untraced (median) | added per iteration | rounds "
       "| the thread's CPU time against untraced |")
 print("|---|---|---|---|---|---|")
-order = ["kernel uprobes", "off", "10", "all", "chained", "profiler"]
+order = ["kernel uprobes", "off", "10", "pairs", "all", "chained", "profiler"]
 for (w, m) in sorted(rows, key=lambda k: (k[0], order.index(k[1]) if k[1] in order else 9)):
     v = rows[(w, m)]
     added = [x[1] for x in v if x[1] is not None]

@@ -66,18 +66,24 @@ def ours(path, report):
     in graphs. Names as they were when each record was written (XLA's handles are given
     again to other kernels)."""
     display = {k["name"]: norm(k["display"]) for k in report["kernels"]["list"] if k["name"]}
-    names, durs, in_graph = {}, collections.defaultdict(list), collections.Counter()
+    names, alias = {}, {}
+    durs, in_graph = collections.defaultdict(list), collections.Counter()
     for r in gsrec.records(path):
         if r["type"] == gsrec.EV_KNAME:
             handle, _, _, _, length, ns = fidelity.struct.unpack_from("<QQQHHB", r["body"])
             if ns == gsrec.NS_DRIVER:
                 names[(r["pid"], handle)] = r["body"][32:32 + length].decode(errors="replace")
+        elif r["type"] == gsrec.EV_KALIAS:  # (a function named through its kernel's handle)
+            handle, target, _, _ = fidelity.struct.unpack_from("<QQHB", r["body"])
+            alias[(r["pid"], handle)] = target
         elif r["type"] == gsrec.EV_GPU:
             (start, end, _, func, _, _, _, _, _, _, kind, flags, _, _,
              flags2) = gsrec.GPU.unpack_from(r["body"])
             if kind != 1 or not flags2 & 1:
                 continue
-            name = display.get(names.get((r["pid"], func)), "?%x" % func)
+            key = (r["pid"], func)
+            name = display.get(names.get(key) or names.get((r["pid"], alias.get(key))),
+                               "?%x" % func)
             durs[name].append(end - start)
             in_graph[name] += bool(flags & 64)
     return durs, in_graph

@@ -21,6 +21,6 @@ nvcc -O2 -arch=sm_90 -I"$inc" bench/cupti_cost.cu -o "$OUT/cupti_cost" -L"$OUT" 
 for pace in 9000 15000; do
 	LD_LIBRARY_PATH=$d timeout 60 "$OUT/cupti_cost" 20000 "$ROUNDS" $pace | tee "$OUT/cupti_cost-$pace.json"
 done
-OUT=$OUT/tinyops WORKLOADS=tinyops MODES=pass,all,all+carry,profiler,profcuda PROCS=1 \
+OUT=$OUT/tinyops WORKLOADS=tinyops MODES=pass,pairs,pairs+carry,profiler,profcuda PROCS=1 \
 	timeout 150 bash bench/inject_ab.sh >/dev/null 2>&1
 cat "$OUT"/tinyops/ab.txt

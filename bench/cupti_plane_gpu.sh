@@ -15,7 +15,7 @@ OUT=${OUT:-/tmp/gpuscope-cupti-plane}
 . bench/gpu_env.sh
 export ROUNDS
 if [ -z "${NO_AB:-}" ]; then
-	OUT=$OUT/ab WORKLOADS="tinyops cloop" MODES=pass,off,all,cupti PROCS=1 \
+	OUT=$OUT/ab WORKLOADS="tinyops cloop" MODES=pass,off,pairs,all PROCS=1 \
 		timeout 200 bash bench/inject_ab.sh >/dev/null 2>&1
 	OUT=$OUT/prof WORKLOADS=tinyops MODES=pass,profiler,profcuda PROCS=1 \
 		timeout 100 bash bench/inject_ab.sh >/dev/null 2>&1

@@ -40,7 +40,9 @@ import gsrec  # noqa: E402
 
 WORKLOADS = ["eager", "graphs", "cupy", "jax", "nccl2", "compile"]
 MORE = ["compile_gpt2", "graphs_sync"]  # (run when named)
-PLANES = {"uprobe": [], "inject": ["--inject"]}
+# (--inject with event pairs: the profiler in the same process has CUPTI. The default's,
+# CUPTI's, against the profiler in another process: bench/cupti_fidelity.py.)
+PLANES = {"uprobe": [], "inject": ["--inject", "--gpu-time=pairs"]}
 IDLE_WINDOW_NS = 50000  # analysis/model_gpu.c
 
 

@@ -78,7 +78,9 @@ def traced(gs, script, out, stem, opts=(), env=None, keep=lambda name: True):
     trace = os.path.join(out, "cupti.json")
     rec = os.path.join(out, stem + ".gsrec")
     rep = os.path.join(out, stem + "-report.json")
-    p = subprocess.run([gs, "run", "-q", "--inject"] + list(opts) +
+    # (Event pairs unless told: the profiler in the same process has CUPTI.)
+    pairs = [] if any(o.startswith("--gpu-time") for o in opts) else ["--gpu-time=pairs"]
+    p = subprocess.run([gs, "run", "-q", "--inject"] + pairs + list(opts) +
                        ["-o", rec, "--json=%s" % rep, "--", sys.executable,
                         os.path.abspath(script), "work", trace],
                        capture_output=True, text=True, env=env)

@@ -8,7 +8,8 @@
 # (not for cloop). Prints, per workload and mode, each round's window against its "pass"
 # window: median ratio (min-max) and the time added per iteration (one launch in tinyops,
 # cupy and cloop). GPU_TIME=chained starts the processes with chains, which then time
-# "all" (chains are not switched); GS_OPTS adds options of gpuscope's; PHASES=1 also times
+# "pairs" (chains are not switched); GPU_TIME=pairs starts them with event pairs (graphs
+# get twins then, for "pairs" windows; "all" is CUPTI's); GS_OPTS adds options of gpuscope's; PHASES=1 also times
 # the parts of the launches' calls per mode (bench/phases_table.py, $OUT/phases.txt). From
 # the repository root, carrying .output/static.
 #   OUT=/tmp/ab ROUNDS=9 PROCS=2 WORKLOADS="tinyops cloop" MODES=pass,off,10,all \

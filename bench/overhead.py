@@ -34,6 +34,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 MODES = ["untraced", "inject-off", "inject-all", "uprobe", "torch-profiler"]
 GS_OPTS = {"inject-off": ["--inject", "--gpu-time=off"], "inject-all": ["--inject"],
+           "inject-pairs": ["--inject", "--gpu-time=pairs"],
            "inject-all-noos": ["--inject", "--no-os"], "uprobe-noos": ["--no-os"],
            "uprobe-nostacks": ["--stacks", "off"], "uprobe-stacks1": ["--stacks", "1"],
            "inject-all-nostacks": ["--inject", "--stacks", "off"],

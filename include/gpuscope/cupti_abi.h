@@ -38,7 +38,6 @@ typedef void (*gs_cupti_complete_fn)(void *ctx, uint32_t stream_id, uint8_t *buf
 typedef int (*gs_cupti_register_fn)(gs_cupti_request_fn, gs_cupti_complete_fn);
 typedef int (*gs_cupti_kind_fn)(int kind);			/* Enable, Disable */
 typedef int (*gs_cupti_flush_fn)(uint32_t flag);		/* FlushAll */
-typedef int (*gs_cupti_period_fn)(uint32_t ms);			/* FlushPeriod */
 typedef int (*gs_cupti_next_fn)(uint8_t *, size_t, void **);	/* GetNextRecord */
 typedef int (*gs_cupti_dropped_fn)(void *, uint32_t, size_t *); /* GetNumDroppedRecords */
 typedef int (*gs_cupti_ctx_id_fn)(void *ctx, uint32_t *id);	/* cuptiGetContextId */

@@ -20,15 +20,16 @@ static const char usage[] =
 	"      --inject           take the CUDA driver calls from an in-process library\n"
 	"                         (LD_PRELOAD) instead of uprobes on libcuda: cheaper per\n"
 	"                         call, and GPU start/end times of launches and copies\n"
-	"      --gpu-time=MODE    with --inject: all (default), off, N (every Nth launch of\n"
-	"                         each kernel, at most 1000 a second a thread:\n"
-	"                         GPUSCOPE_TIME_RATE), or chained: every launch,\n"
-	"                         consecutive ones held behind one gate and timed from the\n"
-	"                         end before them (about half the host cost of all; less\n"
-	"                         exact for short kernels: README), or cupti: every\n"
-	"                         kernel by the driver's own timestamps (CUPTI, found\n"
-	"                         beside the program's CUDA libraries; about a third of\n"
-	"                         the host cost of all; kernels in graphs not yet)\n"
+	"      --gpu-time=MODE    with --inject: all (default: every kernel, graphs' too, by\n"
+	"                         the driver's own timestamps, CUPTI's, found beside the\n"
+	"                         program's CUDA libraries; copies, and kernels where CUPTI\n"
+	"                         is missing or the program's profiler takes it, by CUDA\n"
+	"                         events around them), pairs (every launch by CUDA events:\n"
+	"                         about 3x the host cost of all), off, N (every Nth launch\n"
+	"                         of each kernel by events, at most 1000 a second a thread:\n"
+	"                         GPUSCOPE_TIME_RATE), or chained: pairs, consecutive\n"
+	"                         launches held behind one gate and timed from the end\n"
+	"                         before them (less exact for short kernels: README)\n"
 	"      --device-code      with --inject: read the device code the program loads: which\n"
 	"                         modules and kernels have PTX (what device-side probes can be\n"
 	"                         put in) and which SASS only\n"
@@ -48,22 +49,21 @@ static int parse_gpu_time(const char *arg, __u32 *out, bool *chains, bool *cupti
 	__u32 n;
 
 	*chains = *cupti = false;
-	if (!strcmp(arg, "all")) {
+	if (!strcmp(arg, "all") || !strcmp(arg, "cupti")) {
+		*out = 1;
+		*cupti = true;
+	} else if (!strcmp(arg, "pairs")) {
 		*out = 1;
 	} else if (!strcmp(arg, "chained")) {
 		*out = 1;
 		*chains = true;
-	} else if (!strcmp(arg, "cupti")) {
-		*out = 1;
-		*cupti = true;
 	} else if (!strcmp(arg, "off")) {
 		*out = 0;
 	} else if (parse_u32(arg, &n) == 0 && n > 0) {
 		*out = n;
 	} else {
-		gs_err("--gpu-time wants all, chained, cupti, off or a positive N (every Nth "
-		       "launch), not "
-		       "'%s'",
+		gs_err("--gpu-time wants all, pairs, chained, off or a positive N (every Nth "
+		       "launch), not '%s'",
 		       arg);
 		return -1;
 	}
@@ -80,7 +80,10 @@ int cmd_run(int argc, char **argv)
 		OPT_ARG("user", 'u'),
 		{},
 	};
-	struct trace_opts o = { TRACE_OPTS_DEFAULTS, .mode = GS_MODE_RUN, .gpu_time = 1,
+	struct trace_opts o = { TRACE_OPTS_DEFAULTS,
+				.mode = GS_MODE_RUN,
+				.gpu_time = 1,
+				.gpu_cupti = true,
 				.stack_every = DEFAULT_STACK_EVERY,
 				.stack_rate = DEFAULT_STACK_RATE };
 	bool gpu_time_set = false;

@@ -6,12 +6,12 @@
  *   pass      every wrapper only forwards to the driver, as when no session is there;
  *   off       records, no GPU time (--gpu-time=off);
  *   N         every Nth launch of each kernel timed (--gpu-time=N);
- *   all       every launch timed (--gpu-time's default);
+ *   all       every kernel timed by CUPTI's records (--gpu-time's default), CUPTI's kind
+ *             enabled only in such windows (cupti: the same);
+ *   pairs     every launch timed by events, none by a carrier (--gpu-time=pairs; as
+ *             without GPUSCOPE_CARRY=1);
  *   nofollow  every launch timed, a pair each on busy streams too (GPUSCOPE_NO_FOLLOW);
- *   pairs     every launch timed, none by a carrier (as without GPUSCOPE_CARRY=1);
  *   carry     every launch timed, by carriers where they can (GPUSCOPE_CARRY=1);
- *   cupti     every kernel timed by CUPTI's records (--gpu-time=cupti), CUPTI's kind
- *             enabled only in such windows;
  * any of the last four followed by "+stacks=N" (a stack every Nth launch, --stacks; 0 none)
  * or "+rate=N" (at most N launches' stacks a second a thread, GPUSCOPE_STACK_RATE; 0 no
  * limit) or "+trate=N" (with N, at most N launches timed a second a thread,

@@ -32,7 +32,7 @@ static int every_of(const char *mode)
 	char *end;
 	long n;
 
-	if (!strcmp(mode, "all"))
+	if (!strcmp(mode, "all") || !strcmp(mode, "cupti") || !strcmp(mode, "pairs"))
 		return 1;
 	if (!strcmp(mode, "off"))
 		return 0;
@@ -74,12 +74,13 @@ void gs_timing_init(const char *mode)
 		getenv("GPUSCOPE_END_DELAY_US")
 			? strtoull(getenv("GPUSCOPE_END_DELAY_US"), NULL, 10) % 1000000 * 1000
 			: 0;
-	T.every = !mode || !strcmp(mode, "chained") || !strcmp(mode, "cupti") ? 1 : every_of(mode);
+	T.every = !mode || !strcmp(mode, "chained") ? 1 : every_of(mode);
 	if (T.every < 0)
 		T.every = 0;
-	/* (cupti: kernels timed by the driver's timestamps, gputime_cupti.c; pairs for copies
-	 * and sets, and for kernels where CUPTI is not found.) */
-	if (mode && !strcmp(mode, "cupti"))
+	/* (all, the default: kernels timed by the driver's timestamps, gputime_cupti.c; pairs
+	 * for copies and sets, and for kernels where CUPTI is not found. pairs: every launch
+	 * by a pair of events.) */
+	if (!mode || !strcmp(mode, "all") || !strcmp(mode, "cupti"))
 		gs_cupti_want(true);
 	c = getenv("GPUSCOPE_TIME_RATE");
 	rate = c && *c ? strtoul(c, NULL, 10) : TIME_RATE;
@@ -105,13 +106,11 @@ bool gs_timing_switch(const char *mode)
 {
 	int every = every_of(mode);
 	bool pairs = !strcmp(mode, "pairs"), carry = !strcmp(mode, "carry");
-	bool cupti = !strcmp(mode, "cupti");
+	bool cupti = !strcmp(mode, "all") || !strcmp(mode, "cupti");
 
 	if (every < 0 && !pairs && !carry && !cupti && strcmp(mode, "nofollow") != 0)
 		return false;
 	gs_cupti_want(cupti);
-	if (cupti)
-		every = 1;
 	__atomic_store_n(&T.no_follow, every < 0 && !pairs && !carry, __ATOMIC_RELAXED);
 	__atomic_store_n(&T.no_carry, pairs || (!carry && no_carry_start), __ATOMIC_RELAXED);
 	__atomic_store_n(&T.every, every < 0 ? 1 : every, __ATOMIC_RELAXED);

@@ -85,11 +85,12 @@ static inline bool gs_timing_chained(void)
 }
 /* The program's thread just waited for the GPU: collect finished times now. */
 void gs_timing_synced(void) GS_HIDDEN;
-/* GPUSCOPE_GPU_TIME: "off", "all", or N (every Nth launch of each kernel, per thread). */
+/* GPUSCOPE_GPU_TIME: "all" (every kernel by CUPTI where found, gputime_cupti.c), "pairs"
+ * (every launch by events), "chained", "off", or N (every Nth launch of each kernel, per
+ * thread). */
 void gs_timing_init(const char *mode) GS_HIDDEN;
-/* Measurements (ab.c): another --gpu-time from now on ("off", "all", N), or every launch
- * with a pair each on busy streams too ("nofollow"), or with no carriers ("pairs"), or
- * with carriers ("carry"). False, and nothing changed, for anything else ("chained"
+/* Measurements (ab.c): another --gpu-time from now on ("off", "all", "pairs", N), or every
+ * launch with a pair each on busy streams too ("nofollow"), or with carriers ("carry"). False, and nothing changed, for anything else ("chained"
  * included). */
 bool gs_timing_switch(const char *mode) GS_HIDDEN;
 /* Measurements (ab.c): with --gpu-time=N, at most per_s launches timed a second a thread
@@ -154,7 +155,7 @@ bool gs_cupti_wanted(void) GS_HIDDEN;
 /* Wanted, and started (here, if not yet): kernels' records coming, graphs' included. */
 bool gs_cupti_active(void) GS_HIDDEN;
 /* Before a kernel launch's call (dims: grid x, y, z, block x, y, z; now: when it began),
- * and after it. */
+ * and after it. l->qi 0: not queued (to be timed otherwise). */
 void gs_cupti_before(struct gs_cupti_launch *l, __u64 stream, bool ptsz, __u64 func,
 		     const __u32 *dims, unsigned int api, __u64 now) GS_HIDDEN;
 void gs_cupti_after(struct gs_cupti_launch *l, int result, __u64 call_ts, __u64 call_end) GS_HIDDEN;

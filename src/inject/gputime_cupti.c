@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * --gpu-time=cupti: every kernel timed by the driver's own timestamps, as the PyTorch
+ * --gpu-time=all (the default; cupti its old name): every kernel timed by the driver's own
+ * timestamps, as the PyTorch
  * profiler has them (CUPTI's kernel activity), instead of a gate and a pair of events
  * around each launch. Measured on an H200 (bench/cupti_cost.cu, a paced C loop): a launch
  * costs its thread about 0.9-1.0 us more with CUPTI's kernel records on, against 4.3-4.6 us
@@ -14,7 +15,8 @@
  * A record has no handle of the launch that made it, only CUPTI's ids of its context and
  * stream, its kernel's name, grid and block, and times. So each launch the program makes
  * (not into a stream being captured: that one runs later, in a graph) is queued on its
- * stream before the driver is called, indexed by its kernel's name (from the driver, kept
+ * stream before the driver is called (one that cannot be, CUPTI not giving its stream's id
+ * or its queue full, is timed with a pair instead), indexed by its kernel's name (from the driver, kept
  * per thread by handle), grid and block; a record goes to the oldest launch of its kind
  * waiting on its stream. Not simply the oldest launch there: CUPTI keeps a buffer per
  * launching thread and delivers one when it fills (or when our thread asks, every ASK_MS),
@@ -25,9 +27,9 @@
  * whose record has not come after STALE_NS, or at the end, is counted as lost; a record
  * no launch matches is counted (reported at exit).
  * A kernel run by a graph has no launch of ours: its record is emitted as it comes, under
- * its name (in_graph). Copies and sets, and graph launches as a whole, are timed with
- * pairs of events, as under --gpu-time=all (graphs get no twin: their kernels' records
- * are had).
+ * its name (in_graph); graph launches as a whole are not timed (their kernels are: no twin
+ * is made), nor tied to the records of the kernels they ran. Copies and sets are timed with
+ * pairs of events, as under --gpu-time=pairs.
  *
  * The program's own profiler: CUPTI has one client. Our exported cuptiActivityRegister-
  * Callbacks, cuptiSubscribe and the others a profiler starts with hand CUPTI over first:
@@ -61,7 +63,6 @@
 #define NAMES	   1024		  /* kernels whose names a thread keeps (by handle) */
 #define STALE_NS   10000000000ULL /* a launch whose record has not come in this long: lost */
 #define CUPTI_BUF  (4u << 20)
-#define FLUSH_MS   20 /* CUPTI's own thread's period */
 #define ASK_MS	   50 /* ours: records of what has completed asked for */
 #define NAMED_N	   4096
 #define NAMED	   (1ULL << 63) /* a kernel run in a graph, by its name: no driver's handle */
@@ -122,7 +123,6 @@ static struct {
 		gs_cupti_register_fn reg;
 		gs_cupti_kind_fn enable, disable;
 		gs_cupti_flush_fn flush;
-		gs_cupti_period_fn period;
 		gs_cupti_next_fn next;
 		gs_cupti_dropped_fn dropped;
 		gs_cupti_ctx_id_fn ctx_id;
@@ -287,14 +287,12 @@ static bool setup(void)
 	    !SYM(next, "cuptiActivityGetNextRecord") || !SYM(ctx_id, "cuptiGetContextId") ||
 	    !SYM(stream_id, "cuptiGetStreamIdEx"))
 		return false;
-	SYM(period, "cuptiActivityFlushPeriod");
 	SYM(dropped, "cuptiActivityGetNumDroppedRecords");
 	if (C.f.reg(request, complete) != GS_CUPTI_SUCCESS)
 		return false;
-	if (C.f.period)
-		C.f.period(FLUSH_MS);
-	/* (CUPTI's own thread delivers only full buffers, measured on an H100: ResNet-50's
-	 * records all came at exit. Ours asks for what has completed, every ASK_MS.) */
+	/* (CUPTI's own periodic flush, cuptiActivityFlushPeriod, delivered only full buffers,
+	 * measured on an H100: ResNet-50's records all came at exit; and its thread is one more
+	 * of the program's to wake. Ours asks for what has completed, every ASK_MS.) */
 	gs_thread(flusher);
 	/* (Registered after CUPTI's own: run before them.) */
 	atexit(flush_at_exit);
@@ -632,17 +630,17 @@ void gs_cupti_before(struct gs_cupti_launch *l, __u64 stream, bool ptsz, __u64 f
 		tl_q.stream = key;
 		tl_q.gen = qi ? C.q[qi - 1].gen : 0;
 	}
+	/* (No room: timed with a pair instead, its record then matching nothing.) */
 	if (!qi || !cq_room(q = &C.q[qi - 1]) || !(sh = shape_of(q, shape, true))) {
 		pthread_mutex_unlock(&C.lock);
-		if (qi)
-			gs_count_time_lost();
 		return;
 	}
 	seq = q->seq0 + q->n;
 	e = at(q, q->n++);
 	*e = (struct cq_entry){ .call_ts = now,
 				.func = func,
-				.stream = stream,
+				/* (as pairs name it: the thread's default stream) */
+				.stream = per_thread ? PER_THREAD : stream,
 				.tid = gs_self_tid(),
 				.api = (__u16)api,
 				.next = NONE };

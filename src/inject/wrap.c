@@ -425,12 +425,15 @@ int gs_call(unsigned int api, void *caller, __u64 a0, __u64 a1, __u64 a2, __u64 
 			      ? gs_graphtime_launch(&gl, a0, a1, d->flags & GS_AF_PTSZ)
 			      : a0;
 	timed = !gl.twin && timed_call(d, a, &stream, &func, &kind);
-	/* (--gpu-time=cupti: kernels timed by the driver, gputime_cupti.c; with pairs where
-	 * CUPTI is missing or the program's profiler took it.) */
+	/* (--gpu-time=all: kernels timed by the driver, gputime_cupti.c; with pairs where
+	 * CUPTI is missing, the program's profiler took it, or it cannot place the launch.) */
 	if (timed && kind == GS_GPU_KERNEL && gs_cupti_wanted() && !gs_probe_on) {
 		cupti_before(&cl, d, a, api, stream, func);
-		timed = !gs_cupti_wanted();
+		timed = !cl.qi;
 	}
+	/* (A graph launch: its kernels have the driver's records; no pair for the whole.) */
+	if (timed && kind == GS_GPU_GRAPH && gs_cupti_wanted() && !gs_probe_on && gs_cupti_active())
+		timed = false;
 	timed = timed && gs_timing_wanted(func);
 	/* Launches held in a chain are let go before anything that may wait for them or
 	 * depend on them (a name lookup cannot). */

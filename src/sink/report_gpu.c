@@ -18,7 +18,9 @@ static void heading(FILE *f, const char *title)
 static void gpu_mode_str(char *buf, size_t n, __u32 mode, bool chains, bool cupti)
 {
 	if (mode == 1 && cupti)
-		snprintf(buf, n, "every kernel launched outside graphs");
+		snprintf(buf, n,
+			 "every kernel, in graphs too (copies and sets: CUDA events around "
+			 "them)");
 	else if (mode == 1 && chains)
 		snprintf(buf, n,
 			 "every launch and asynchronous copy (consecutive launches chained: each "
@@ -65,10 +67,9 @@ static void gpu_kernels(FILE *f, const struct report *r, const struct text_opts 
 	for (size_t i = 0; i < r->ngpu_kernels; i++)
 		in_graph += r->kernels[r->gpu_order[i]].gpu->in_graph;
 	if (in_graph)
-		fprintf(f,
-			"  (%llu of the times are of kernels inside CUDA graphs, at sampled graph "
-			"launches)\n",
-			(unsigned long long)in_graph);
+		fprintf(f, "  (%llu of the times are of kernels inside CUDA graphs%s)\n",
+			(unsigned long long)in_graph,
+			r->gpu_cupti && r->cupti_on ? "" : ", at sampled graph launches");
 }
 
 static void gpu_busy(FILE *f, const struct report *r)

@@ -33,8 +33,10 @@ void tl_launch(struct timeline *tl, const struct model *m, const struct gs_ev_la
 	tl_arg_hex(&e, "handle", l->func);
 	if (captured)
 		tl_arg_str(&e, "captured", "into a CUDA graph: runs when the graph is launched");
-	/* Every launch that runs gets a GPU record when every launch is timed: a flow to it. */
-	if (tl->gpu_time == 1 && !l->c.result && !captured)
+	/* Every launch that runs gets a GPU record when every launch is timed: a flow to it.
+	 * (Not a graph launch's under CUPTI: its kernels' records are not tied to it.) */
+	if (tl->gpu_time == 1 && !l->c.result && !captured &&
+	    !(tl->gpu_cupti && (l->flags & GS_LAUNCH_GRAPH)))
 		e.flow_out = tl_flow_id(&l->h);
 	tl_call_slice(tl, m, &l->h, &l->c, &e);
 	if (tl->gpu_time == 1 || l->c.result || captured)
@@ -164,8 +166,10 @@ void tl_gpu(struct timeline *tl, const struct model *m, const struct gs_ev_gpu *
 	__u64 start = !(g->flags & GS_GPU_GATED) && g->start_ns < submitted
 			      ? GS_MIN(submitted, g->end_ns)
 			      : g->start_ns;
-	__u64 end = g->end_ns, *last;
-	struct tl_event e = { .flow_in = tl_flow_id(&g->h) };
+	__u64 end = g->end_ns, *last; /* [start, end] of the track's latest slice */
+	/* (A kernel a graph ran, by CUPTI's record: no call of its own to flow from.) */
+	bool callless = (g->flags & GS_GPU_IN_GRAPH) && (g->flags2 & GS_GPU_BY_DRIVER);
+	struct tl_event e = { .flow_in = callless ? 0 : tl_flow_id(&g->h) };
 	const struct kname *k;
 	char name[64];
 
@@ -173,11 +177,18 @@ void tl_gpu(struct timeline *tl, const struct model *m, const struct gs_ev_gpu *
 		return;
 	e.track = tl_stream_track(tl, g->device, g->h.pid, g->stream);
 	/* One stream runs one thing at a time; the event pair's own time may make
-	 * neighbours touch: keep them apart. */
-	last = hmap_get_or_new(&tl->ends, e.track, 0, sizeof(*last));
-	start = GS_MAX(start, *last);
-	end = GS_MAX(end, start + 1);
-	*last = end;
+	 * neighbours touch: keep them apart. Records come in about the order they ran, but
+	 * not always: CUPTI's come later than a copy's pair after them; one that ran before
+	 * the latest is kept before it. */
+	last = hmap_get_or_new(&tl->ends, e.track, 0, 2 * sizeof(*last));
+	if (start >= last[0]) {
+		start = GS_MAX(start, last[1]);
+		end = GS_MAX(end, start + 1);
+		last[0] = start;
+		last[1] = end;
+	} else {
+		end = GS_MAX(GS_MIN(end, last[0]), start + 1);
+	}
 	e.ts = start;
 	e.dur = end - start;
 	switch (g->kind) {
@@ -204,12 +215,15 @@ void tl_gpu(struct timeline *tl, const struct model *m, const struct gs_ev_gpu *
 		tl_arg_u64(&e, "bytes", g->bytes);
 		break;
 	}
-	tl_arg_u64(&e, "queued ns", start > g->h.ts ? start - g->h.ts : 0);
+	if (!callless)
+		tl_arg_u64(&e, "queued ns", start > g->h.ts ? start - g->h.ts : 0);
 	tl_arg_u64(&e, "device", (__u64)(__u32)g->device);
 	tl_arg_hex(&e, "stream", g->stream);
-	tl_arg_u64(&e, "launching thread", g->h.tid);
+	if (!callless)
+		tl_arg_u64(&e, "launching thread", g->h.tid);
 	tl_arg_str(&e, "timing",
-		   unknown		     ? "start unknown (the call waited inside the driver)"
+		   g->flags2 & GS_GPU_BY_DRIVER ? "the driver's own timestamps (CUPTI)"
+		   : unknown		     ? "start unknown (the call waited inside the driver)"
 		   : g->flags & GS_GPU_GATED ? "exact (gated)"
 		   : start != g->start_ns    ? "start from the call (idle stream)"
 					     : "events");

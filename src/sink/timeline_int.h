@@ -76,12 +76,14 @@ struct timeline {
 	const struct tl_writer_ops *ops;
 	void *w;
 	struct hmap tracks; /* uuid -> (void *)1: declared */
-	struct hmap ends;   /* stream track uuid -> boxed last end (slices must not overlap) */
+	struct hmap ends;   /* stream track uuid -> boxed [start, end] of the latest slice there
+			     * (slices must not overlap) */
 	struct hmap knames; /* (pid, handle) -> struct kname */
 	struct hmap procs;  /* pid -> struct proc_state */
 	struct hmap io;	    /* (pid, dev) -> struct io_lanes */
 	struct hmap stacks; /* tid -> struct pending_stack: for the call record that follows */
 	__u32 gpu_time;	    /* the session's: 1 every launch has a GPU record coming */
+	bool gpu_cupti;	    /* ... by CUPTI's records: a graph launch's are its kernels' */
 	__u64 findings;	    /* the model's findings already shown */
 	__u64 ooms, leaks;  /* the model's OOM findings and suspected leaks already shown */
 	bool have_session;

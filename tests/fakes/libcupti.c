@@ -123,9 +123,21 @@ static void on_kernel(void *ctx, void *stream, unsigned long long start, unsigne
 	pthread_mutex_unlock(&lock);
 }
 
+/* The double of libcuda's function, wherever it was loaded (Python's ctypes loads it
+ * RTLD_LOCAL: not found by RTLD_DEFAULT), as CUPTI finds the driver. */
+static void *cuda_sym(const char *name)
+{
+	void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD), *p;
+
+	p = h ? dlsym(h, name) : NULL;
+	if (h)
+		dlclose(h);
+	return p ? p : dlsym(RTLD_DEFAULT, name);
+}
+
 static void hook(kernel_hook_fn fn)
 {
-	set_hook_fn set = (set_hook_fn)dlsym(RTLD_DEFAULT, "fakecuda_kernel_hook");
+	set_hook_fn set = (set_hook_fn)cuda_sym("fakecuda_kernel_hook");
 
 	if (set)
 		set(fn);
@@ -320,7 +332,7 @@ EXPORT int cuptiGetContextId(void *ctx, uint32_t *id)
 
 EXPORT int cuptiGetStreamIdEx(void *ctx, void *stream, uint8_t per_thread, uint32_t *id)
 {
-	stream_of_fn of = (stream_of_fn)dlsym(RTLD_DEFAULT, "fakecuda_stream_of");
+	stream_of_fn of = (stream_of_fn)cuda_sym("fakecuda_stream_of");
 
 	(void)ctx;
 	if (!of)

@@ -106,9 +106,16 @@ def test_children_forked_and_exec(gs):
     children = [p for p in report["processes"] if p["pid"] != report["session"]["target_pid"]]
     assert sorted(p["launches"] for p in children) == [7, 7, 7, 7]
     k = report["kernels"]
-    # Every launch but those captured into a graph, every graph launch, 5 async copies (a
-    # set captured into the graph is not timed: nothing of ours goes into a capture).
-    assert report["gpu"]["records"] == k["launches"] - 3 + k["graph_launches"] + 5
+    # Every launch but those captured into a graph, 5 async copies (a set captured into
+    # the graph is not timed: nothing of ours goes into a capture), and the graphs' runs of
+    # their kernels, by the driver's records (CUPTI's double: the graph launches as a whole
+    # are not timed); the forked children's launches by pairs (CUPTI does not follow a
+    # fork), the exec'ed child's by CUPTI again.
+    assert report["gpu"]["records"] == k["launches"] - 3 + 5 + k["runs_in_graphs"]
+    assert k["runs_in_graphs"] == 12 and report["gpu"]["graphs"] is None
+    assert report["gpu"]["cupti_processes"] == 2
+    vec = [x["gpu"] for x in k["list"] if x["name"] == "_Z6vecAddPKfS0_Pfi"][0]
+    assert vec["timed"] == 140 and vec["timed"] - vec["by_driver"] == 3 * 7, vec
 
 
 def test_calls_from_a_signal_handler(gs):
@@ -219,7 +226,7 @@ def test_bad_gpu_time_options(gsr):
     p = gsr.run(["run", "--gpu-time=sometimes", "--inject", "--", "true"])
     assert p.returncode == 1
     assert p.stderr.strip().splitlines() == [
-        "gpuscope: --gpu-time wants all, chained, cupti, off or a positive N (every Nth "
+        "gpuscope: --gpu-time wants all, pairs, chained, off or a positive N (every Nth "
         "launch), not 'sometimes'"]
     p = gsr.run(["run", "--gpu-time=all", "--", "true"])
     assert p.returncode == 1
@@ -237,7 +244,9 @@ GPU_ENV = {"FAKECUDA_KERNEL_NS": "200000", "FAKECUDA_GBPS": "1", "FAKECUDA_DEVIC
            "GPUSCOPE_TWIN_EVERY": "1"}
 
 
-def gpu_trace(gs, mode="all", **env):
+def gpu_trace(gs, mode="pairs", **env):
+    """wl_gputime on two devices, timed with event pairs unless mode says otherwise (the
+    default, CUPTI's records where found: the cupti tests below)."""
     report, truth, _ = gs.trace(["wl_gputime", "--devices", "2"],
                                 opts=["--inject", "--gpu-time=%s" % mode],
                                 env_extra=dict(GPU_ENV, **env))
@@ -245,7 +254,7 @@ def gpu_trace(gs, mode="all", **env):
     return report, truth, kernels
 
 
-def gpu_trace_rec(gs, rec, mode="all", **env):
+def gpu_trace_rec(gs, rec, mode="pairs", **env):
     """gpu_trace, the run recorded into rec too."""
     report, truth, _ = gs.trace(["wl_gputime", "--devices", "2"],
                                 opts=["--inject", "--gpu-time=%s" % mode, "-o", str(rec)],
@@ -373,7 +382,7 @@ def test_carriers_kept_per_shape(gs):
     for how, extra in (("kept", {}), ("any", {"GPUSCOPE_CARRY_ANY": "1"})):
         rec, stats = gs.tmp / ("shapes-%s.gsrec" % how), gs.tmp / ("shapes-%s.stats" % how)
         report, truth, _ = gs.trace(["wl_gputime", "--shapes", "20"],
-                                    opts=["--inject", "-o", str(rec)],
+                                    opts=["--inject", "--gpu-time=pairs", "-o", str(rec)],
                                     env_extra=dict(GPU_ENV, GPUSCOPE_CARRY="1",
                                                    GPUSCOPE_CARRY_REF="1000000",
                                                    FAKECUDA_NODE_SWITCH_NS="3000",
@@ -501,7 +510,7 @@ def test_kernel_after_a_copy_is_timed_alone(gs):
     (GPUSCOPE_NO_PRIME), each of the 6 launches is timed 6 us long."""
     def trace(**env):
         report, truth, _ = gs.trace(["wl_gputime", "--after-copy"],
-                                    opts=["--inject", "--gpu-time=all"],
+                                    opts=["--inject", "--gpu-time=pairs"],
                                     env_extra=dict(GPU_ENV, FAKECUDA_ENGINE_SWITCH_NS="6000",
                                                    **env))
         kernels = {k["name"]: k for k in report["kernels"]["list"]}
@@ -520,14 +529,14 @@ def test_kernel_after_a_copy_is_timed_alone(gs):
 def test_busy_stream_launches_follow_the_one_before(gs):
     """A kernel launched on a busy stream right after another there (by the same thread,
     nothing of the program's between) is timed from that one's end event: one event a
-    launch, no start event (--gpu-time=all). Not after an event recorded between, nor
+    launch, no start event (--gpu-time=pairs). Not after an event recorded between, nor
     after a launch on the legacy stream, whose work is ordered with every stream's: 4 of 6
     launches of `idle` a round follow (wl_gputime --follow). Times exact either way;
     GPUSCOPE_NO_FOLLOW=1 gives every launch a pair as before. What is taken off such a
     launch's time is a gated pair's, but at least a floor of the architecture's."""
     def trace(**env):
         report, truth, _ = gs.trace(["wl_gputime", "--follow"],
-                                    opts=["--inject", "--gpu-time=all"],
+                                    opts=["--inject", "--gpu-time=pairs"],
                                     env_extra=dict(GPU_ENV, **env))
         return report, truth, {k["name"]: k["gpu"] for k in report["kernels"]["list"]}
 
@@ -573,13 +582,13 @@ def test_ab_file_switches_modes_inside_the_process(gs, tmp_path):
     """GPUSCOPE_AB_FILE (bench/inject_ab.sh's modes inside one process, src/inject/ab.c):
     the file's word switches --gpu-time and --stacks, or makes every wrapper only forward
     ("pass"): `busy` launched under "off" is recorded untimed (its first launch's stack
-    taken, --stacks 64), `idle` under "2" half timed, `other` under "all+stacks=1+rate=0"
+    taken, --stacks 64), `idle` under "2" half timed, `other` under "pairs+stacks=1+rate=0"
     every one timed and its stack taken, `busy` again under "pass" not seen at all,
     `idle` again under "off+norecord" not recorded (nor counted as dropped), and `other`
-    again under "all+carry" every one timed, by carriers once made (the first a pair)."""
+    again under "pairs+carry" every one timed, by carriers once made (the first a pair)."""
     f, folded = tmp_path / "mode", tmp_path / "ab.folded"
     report, _, _ = gs.trace(["wl_gputime", "--ab", str(f)],
-                            opts=["--inject", "--gpu-time=all", "--folded", str(folded)],
+                            opts=["--inject", "--gpu-time=pairs", "--folded", str(folded)],
                             env_extra=dict(GPU_ENV, GPUSCOPE_AB_FILE=str(f),
                                            GPUSCOPE_AB_PHASES="1"))
     stacks = {}
@@ -606,7 +615,7 @@ def test_ab_file_switches_modes_inside_the_process(gs, tmp_path):
         mode, *sums = line.split()
         assert len(sums) == len(parts), line
         phases[mode] = {p: tuple(int(x) for x in v.split(":")) for p, v in zip(parts, sums)}
-    assert list(phases) == ["start", "off", "2", "all+stacks=1+rate=0", "pass",
+    assert list(phases) == ["start", "off", "2", "pairs+stacks=1+rate=0", "pass",
                             "off+norecord"], phases
     counts = {m: {p: n for p, (n, _) in v.items() if n} for m, v in phases.items()}
     launched = dict(stack=6, emit=6)
@@ -615,7 +624,7 @@ def test_ab_file_switches_modes_inside_the_process(gs, tmp_path):
     assert {p: n for p, n in counts["2"].items() if p != "harvest"} == dict(
         timed=3, untimed=3, real=3, real_unt=3, **launched, **timed), counts["2"]
     assert counts["2"]["harvest"] >= 3, counts["2"]
-    assert counts["all+stacks=1+rate=0"]["timed"] == 6, counts
+    assert counts["pairs+stacks=1+rate=0"]["timed"] == 6, counts
     assert counts["pass"] == {} and counts["start"] == {}, counts
     for mode in ("off", "2"):
         ns = {p: t for p, (n, t) in phases[mode].items() if n}
@@ -701,7 +710,7 @@ def test_gpu_times_of_kernels_inside_graphs(gs):
     event node first in the graph as the launch does (so a kernel of ours comes before
     the graph's first nodes)."""
     env = dict(GPU_ENV, FAKECUDA_NODE_ARG_NS="other", FAKECUDA_GRAPH_START_NS="20000")
-    report, truth, kernels = gs.trace(["wl_gputime", "--graphs"], opts=["--inject"],
+    report, truth, kernels = gs.trace(["wl_gputime", "--graphs"], opts=["--inject", "--gpu-time=pairs"],
                                       env_extra=env)
     k = kernels_by_name(report)
     busy, idle, other = k["busy"], k["idle"], k["other"]
@@ -746,7 +755,7 @@ def test_gpu_times_of_kernels_inside_graphs(gs):
     ran = {}
     for how in ("chained", "pairs"):
         stats = gs.tmp / ("fake-stats-%s" % how)
-        gs.trace(["wl_gputime", "--graphs"], opts=["--inject"],
+        gs.trace(["wl_gputime", "--graphs"], opts=["--inject", "--gpu-time=pairs"],
                  env_extra=dict(env, FAKECUDA_STATS=stats, GPUSCOPE_TWIN_EVENTS=how))
         counts = fake_stats(stats)
         ran[how] = counts["graph_event_nodes_run"]
@@ -755,14 +764,14 @@ def test_gpu_times_of_kernels_inside_graphs(gs):
     assert ran["pairs"] - ran["chained"] == 9, ran
 
     # A twin at every 4th launch at most: the 5th (the 9th is on another stream).
-    report, truth, kernels = gs.trace(["wl_gputime", "--graphs"], opts=["--inject"],
+    report, truth, kernels = gs.trace(["wl_gputime", "--graphs"], opts=["--inject", "--gpu-time=pairs"],
                                       env_extra=dict(env, GPUSCOPE_TWIN_EVERY=4))
     assert kernels_by_name(report)["busy"]["gpu"]["in_graph"] == 2
     assert kernels_by_name(report)["idle"]["gpu"]["in_graph"] == 1
     assert report["gpu"]["graphs"]["timed"] + report["gpu"]["start_unknown_late_call"] == 11
 
     # Kernel nodes the device may update: no twin, every launch timed as a whole.
-    report, truth, kernels = gs.trace(["wl_gputime", "--graphs"], opts=["--inject"],
+    report, truth, kernels = gs.trace(["wl_gputime", "--graphs"], opts=["--inject", "--gpu-time=pairs"],
                                       env_extra=dict(env, FAKECUDA_DEVICE_UPDATABLE=1))
     assert kernels_by_name(report)["busy"]["gpu"] is None
     assert 12 - report["gpu"]["start_unknown_late_call"] <= report["gpu"]["graphs"]["timed"] <= 12
@@ -781,7 +790,7 @@ def test_twins_keep_to_a_share_of_the_gpu(gs):
         extra = dict(env, FAKECUDA_KERNEL_NS=kernel_ns)
         if every:
             extra["GPUSCOPE_TWIN_EVERY"] = every
-        report, _, _ = gs.trace(["wl_gputime", "--replays", "64"], opts=["--inject"],
+        report, _, _ = gs.trace(["wl_gputime", "--replays", "64"], opts=["--inject", "--gpu-time=pairs"],
                                 env_extra=extra)
         k = kernels_by_name(report)
         assert k["busy"]["graph_runs"] == 64
@@ -798,7 +807,7 @@ def test_twins_follow_nodes_disabled(gs, first):
     twin too, and its time is not read while it is: the twin runs on (launches 1-11), idle
     counted and timed only where it ran."""
     report, truth, _ = gs.trace(["wl_gputime", "--replays", "12", str(first)],
-                                opts=["--inject"], env_extra=GPU_ENV)
+                                opts=["--inject", "--gpu-time=pairs"], env_extra=GPU_ENV)
     k = kernels_by_name(report)
     assert (k["busy"]["graph_runs"], k["idle"]["graph_runs"]) == (12, 8)
     assert k["busy"]["gpu"]["in_graph"] == 11
@@ -820,7 +829,7 @@ def test_gpu_times_of_kernels_inside_child_graphs(gs, how):
     set not cloned (the launch after it could not run the twin) keeps the twin from running
     until the next."""
     env = dict(GPU_ENV, FAKECUDA_NODE_ARG_NS="other", FAKECUDA_GRAPH_START_NS="20000")
-    report, truth, kernels = gs.trace(["wl_gputime", how], opts=["--inject"],
+    report, truth, kernels = gs.trace(["wl_gputime", how], opts=["--inject", "--gpu-time=pairs"],
                                       env_extra=env)
     k = kernels_by_name(report)
     assert (k["busy"]["graph_runs"], k["idle"]["graph_runs"], k["other"]["graph_runs"]) == \
@@ -836,7 +845,7 @@ def test_gpu_times_of_kernels_inside_child_graphs(gs, how):
 
     # Every 4th launch at most: the 5th (idle), the 9th (other: set right before it, so
     # cloned); not the 13th: the last set came before the 10th, not cloned.
-    report, truth, kernels = gs.trace(["wl_gputime", how], opts=["--inject"],
+    report, truth, kernels = gs.trace(["wl_gputime", how], opts=["--inject", "--gpu-time=pairs"],
                                       env_extra=dict(env, GPUSCOPE_TWIN_EVERY=4))
     k = kernels_by_name(report)
     assert k["busy"]["gpu"]["in_graph"] == 4
@@ -970,8 +979,8 @@ def test_cupti_times_graph_kernels_and_copies(gs):
     """Under --gpu-time=cupti a graph's kernels are timed at every run by their records of
     the driver's (CUPTI's graphId set), with no twin: each node's kernel by its name, the one
     the program set to `other` at the exec included (counted as busy's, its launch captured:
-    timed as other's, by its record); graph launches as a whole, copies and sets are timed
-    with event pairs, as under --gpu-time=all."""
+    timed as other's, by its record); graph launches as a whole are not timed; copies and
+    sets are, with event pairs, as under --gpu-time=pairs."""
     env = dict(GPU_ENV, FAKECUDA_NODE_ARG_NS="other", FAKECUDA_GRAPH_START_NS="20000")
     stats = gs.tmp / "fake-stats-cupti"
     report, truth, _ = gs.trace(["wl_gputime", "--graphs"],
@@ -990,11 +999,10 @@ def test_cupti_times_graph_kernels_and_copies(gs):
     for g, want in ((busy, truth["gpu:busy:ns"]), (idle, truth["gpu:idle:ns"]),
                     (other, truth["gpu:other:ns"])):
         assert g["min_ns"] == g["max_ns"] == want, (g, want)
-    # No twin was made or run; every graph launch timed as a whole (but a late call's).
+    # No twin was made or run.
     counts = fake_stats(stats)
     assert counts["graph_event_nodes_run"] == 0 and counts["graph_uploads"] == 0, counts
-    late = gpu["start_unknown_late_call"]
-    assert gpu["graphs"]["timed"] + late == 12 and gpu["graphs"]["by_driver"] == 0
+    assert gpu["graphs"] is None
     assert report["copies"]["memset"]["graph_runs"] == 12
 
     # Copies with pairs: the double's 1 MiB copy at 1 GB/s, as under --gpu-time=all.
@@ -1002,12 +1010,10 @@ def test_cupti_times_graph_kernels_and_copies(gs):
     assert report["gpu"]["copies"]["HtoD"]["timed"] == 1
     copy_ns = report["gpu"]["copies"]["HtoD"]["gpu_ns"]
     assert truth["gpu:copy:ns"] - 2000 <= copy_ns <= truth["gpu:copy:ns"] + 5000000
-    # (both runs of the graph of 3 busy timed, and both its launches: no twin)
+    # (both runs of the graph of 3 busy timed: no twin)
     busy, idle = kernels["busy"]["gpu"], kernels["idle"]["gpu"]
     assert busy["timed"] == busy["by_driver"] == 24 + 2 * 3 and busy["in_graph"] == 6, busy
     assert idle["timed"] == idle["by_driver"] == 15, idle
-    late = report["gpu"]["start_unknown_late_call"]
-    assert report["gpu"]["graphs"]["timed"] + late == 2
 
 
 def test_cupti_two_threads_on_one_stream(gs):
