@@ -100,7 +100,7 @@ bool gs_thread(void *(*fn)(void *)) GS_HIDDEN;
 void *gs_emit_reserve(__u32 size, __u16 type) GS_HIDDEN;
 void gs_emit_commit(void *rec) GS_HIDDEN;
 void gs_fill_hdr(struct gs_hdr *h, __u16 type, __u32 size, __u64 ts) GS_HIDDEN;
-/* A kernel's name: handle (in the driver's name space) -> name (wrap.c). */
+/* A kernel's name: handle (in the driver's name space, of scope) -> name, by api. */
 void gs_emit_kname(__u64 handle, __u64 scope, const char *name, unsigned int api,
 		   __u64 ts) GS_HIDDEN;
 /* The calling thread's id (cached; forgotten in a forked child). */

@@ -17,6 +17,7 @@
 #include <limits.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -196,6 +197,29 @@ void gs_fill_hdr(struct gs_hdr *h, __u16 type, __u32 size, __u64 ts)
 	h->ts = ts;
 	h->pid = g.pid;
 	h->tid = tl_tid;
+}
+
+/* A name record: handle (of scope) is named name, by api, at ts. */
+void gs_emit_kname(__u64 handle, __u64 scope, const char *name, unsigned int api, __u64 ts)
+{
+	size_t len = name ? strnlen(name, GS_NAME_MAX - 1) : 0;
+	__u32 size = (__u32)((offsetof(struct gs_ev_kname, name) + len + 1 + 7) & ~(size_t)7);
+	struct gs_ev_kname *e = gs_emit_reserve(size, GS_EV_KNAME);
+
+	if (!e)
+		return;
+	gs_fill_hdr(&e->h, GS_EV_KNAME, size, ts);
+	e->handle = handle;
+	e->scope = scope;
+	e->name_addr = (__u64)(unsigned long)name;
+	e->api = (__u16)api;
+	e->len = (__u16)len;
+	e->ns = GS_NS_DRIVER;
+	e->truncated = name && name[len] != 0;
+	e->pad = 0;
+	memcpy(e->name, name ? name : "", len);
+	e->name[len] = 0;
+	gs_emit_commit(e);
 }
 
 void gs_count_gate_forced(void)

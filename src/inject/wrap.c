@@ -62,29 +62,6 @@ static void *call_record(__u32 size, __u16 type, unsigned int api, void *caller,
 	return h;
 }
 
-/* A name record: handle (of scope) is named name, by api, at ts. */
-void gs_emit_kname(__u64 handle, __u64 scope, const char *name, unsigned int api, __u64 ts)
-{
-	size_t len = name ? strnlen(name, GS_NAME_MAX - 1) : 0;
-	__u32 size = (__u32)((offsetof(struct gs_ev_kname, name) + len + 1 + 7) & ~(size_t)7);
-	struct gs_ev_kname *e = gs_emit_reserve(size, GS_EV_KNAME);
-
-	if (!e)
-		return;
-	gs_fill_hdr(&e->h, GS_EV_KNAME, size, ts);
-	e->handle = handle;
-	e->scope = scope;
-	e->name_addr = (__u64)(unsigned long)name;
-	e->api = (__u16)api;
-	e->len = (__u16)len;
-	e->ns = GS_NS_DRIVER;
-	e->truncated = name && name[len] != 0;
-	e->pad = 0;
-	memcpy(e->name, name ? name : "", len);
-	e->name[len] = 0;
-	gs_emit_commit(e);
-}
-
 static void emit_name(unsigned int api, const __u64 *a, __u64 t0)
 {
 	const struct gs_api_desc *d = &gs_api_descs[api];

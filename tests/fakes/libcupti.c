@@ -21,12 +21,16 @@
  * holds one thread's records after another's (records of one stream come out of order
  * when two threads launch on it); FAKECUPTI_HOLD=1: records delivered only by a forced
  * flush (as CUPTI's own thread delivers only full buffers).
+ * FAKECUPTI_FULL=N: once N records wait, those of kernels that have ended are delivered at
+ * once, inside the launch that made the Nth (as CUPTI completes a full buffer inside the
+ * program's call that filled it).
  * FAKECUPTI_CALLS=path: at exit, which of the client-facing functions were called, one
  * name a line (tests: whose calls reached the double).
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,7 +58,7 @@ static gs_cupti_complete_fn complete;
 static int kernels_on;
 static struct rec *recs;
 static size_t nrecs, caprecs;
-static unsigned long kernels_seen, lose_at;
+static unsigned long kernels_seen, lose_at, full_at;
 static int reverse, per_thread, hold;
 static __thread uint32_t thread_no;
 static uint32_t threads;
@@ -98,9 +102,14 @@ static uint32_t id_of(void *p)
 	return (uint32_t)nids;
 }
 
+static void deliver(int how);
+static void deliver_locked(int how);
+
 static void on_kernel(void *ctx, void *stream, unsigned long long start, unsigned long long end,
 		      const unsigned int *dims, const char *name, unsigned int graph)
 {
+	bool full;
+
 	pthread_mutex_lock(&lock);
 	if (kernels_on && ++kernels_seen != lose_at) {
 		if (nrecs == caprecs) {
@@ -120,7 +129,10 @@ static void on_kernel(void *ctx, void *stream, unsigned long long start, unsigne
 					      .name = name ? strdup(name) : NULL };
 		memcpy(recs[nrecs - 1].dims, dims, sizeof(recs[0].dims));
 	}
+	full = full_at && nrecs >= full_at;
 	pthread_mutex_unlock(&lock);
+	if (full)
+		deliver(2);
 }
 
 /* The double of libcuda's function, wherever it was loaded (Python's ctypes loads it
@@ -153,11 +165,24 @@ static int by_thread(const void *a, const void *b)
 	return x->start < y->start ? -1 : x->start > y->start;
 }
 
-static void deliver(int forced)
+/* how: 0 the ended (not while held), 1 all (forced), 2 the ended, held or not. One
+ * delivery at a time, its buffers completed in order (a flush and a full buffer at once:
+ * the client would see the later records first otherwise). */
+static void deliver(int how)
+{
+	static pthread_mutex_t delivering = PTHREAD_MUTEX_INITIALIZER;
+
+	pthread_mutex_lock(&delivering);
+	deliver_locked(how);
+	pthread_mutex_unlock(&delivering);
+}
+
+static void deliver_locked(int how)
 {
 	uint64_t now = clock_ns(CLOCK_MONOTONIC), off = clock_ns(CLOCK_REALTIME) - now;
+	int forced = how == 1;
 
-	if (hold && !forced)
+	if (hold && !how)
 		return;
 	if (per_thread) {
 		pthread_mutex_lock(&lock);
@@ -245,6 +270,7 @@ __attribute__((constructor)) static void init(void)
 	const char *s = getenv("FAKECUPTI_LOSE");
 
 	lose_at = s ? strtoul(s, NULL, 10) : 0;
+	full_at = getenv("FAKECUPTI_FULL") ? strtoul(getenv("FAKECUPTI_FULL"), NULL, 10) : 0;
 	reverse = getenv("FAKECUPTI_REVERSE") != NULL;
 	per_thread = getenv("FAKECUPTI_PER_THREAD") != NULL;
 	hold = getenv("FAKECUPTI_HOLD") != NULL;

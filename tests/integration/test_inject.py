@@ -935,7 +935,7 @@ def cupti_trace(gs, name, *args, **env):
     return report, truth, [r for r in gsrec.gpu_records(str(rec)) if r["kind"] == 1]
 
 
-@pytest.mark.parametrize("order", ["in", "reversed"])
+@pytest.mark.parametrize("order", ["in", "reversed", "full"])
 def test_cupti_times_every_kernel_exactly(gs, order):
     """--gpu-time=cupti: each kernel's times are the driver's own record of it (CUPTI's kernel
     activity), matched to a launch on its stream of its grid and block: on an explicit
@@ -944,8 +944,10 @@ def test_cupti_times_every_kernel_exactly(gs, order):
     graph's runs of them have (CUPTI's graphId set), each its kernel's, under its name.
     Every launch gets its own kernel's exact duration, nothing is lost or unmatched, and no
     kernel is timed with an event pair; also with each buffer's records delivered in
-    reverse (FAKECUPTI_REVERSE: CUPTI's buffers are per thread)."""
-    env = {"FAKECUPTI_REVERSE": "1"} if order == "reversed" else {}
+    reverse (FAKECUPTI_REVERSE: CUPTI's buffers are per thread), and with buffers completed
+    inside the program's launches (FAKECUPTI_FULL: as CUPTI completes a full one), which
+    our thread takes later."""
+    env = {"in": {}, "reversed": {"FAKECUPTI_REVERSE": "1"}, "full": {"FAKECUPTI_FULL": "7"}}[order]
     report, truth, recs = cupti_trace(gs, "cupti", "40", **env)
     gpu = report["gpu"]
     assert gpu["cupti"] and gpu["cupti_processes"] == 1 and gpu["cupti_missing"] == 0
