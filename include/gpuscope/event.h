@@ -439,7 +439,8 @@ enum gs_session_flags {
 	GS_SESSION_INJECT = 1 << 3,	 /* the driver calls came from the in-process plane */
 	GS_SESSION_OS = 1 << 4,		 /* the OS plane was on */
 	GS_SESSION_GPU_CHAINS = 1 << 5, /* GPU time of every launch, chained (--gpu-time=chained) */
-	GS_SESSION_GPU_CUPTI = 1 << 6,	/* ... of every kernel, by CUPTI (--gpu-time=cupti) */
+	GS_SESSION_GPU_CUPTI = 1 << 6,	/* ... of every kernel, by CUPTI (--gpu-time=all) */
+	GS_SESSION_GPU_CUPTI_GRAPHS = 1 << 7, /* ... graphs' at every run too (--gpu-time=cupti) */
 };
 
 struct gs_ev_session {

@@ -260,10 +260,11 @@ struct report {
 	__u64 stacks_taken, stacks_skipped; /* stack records; launches' skipped for the rate */
 
 	/* GPU time (the in-process plane's; see analysis/gputime.c) */
-	bool inject;	 /* driver calls came from the in-process plane */
-	__u32 gpu_time;	 /* 0 off, 1 every launch, N every Nth launch of a kernel */
-	bool gpu_chains; /* every launch, chained (GS_SESSION_GPU_CHAINS) */
-	bool gpu_cupti;	 /* every kernel, by CUPTI (GS_SESSION_GPU_CUPTI) */
+	bool inject;	       /* driver calls came from the in-process plane */
+	__u32 gpu_time;	       /* 0 off, 1 every launch, N every Nth launch of a kernel */
+	bool gpu_chains;       /* every launch, chained (GS_SESSION_GPU_CHAINS) */
+	bool gpu_cupti;	       /* every kernel, by CUPTI (GS_SESSION_GPU_CUPTI) */
+	bool gpu_cupti_graphs; /* ... graphs' at every run too (GS_SESSION_GPU_CUPTI_GRAPHS) */
 	/* --gpu-time=cupti: processes whose kernels CUPTI timed, where it was not found (pairs
 	 * instead), that handed it to their own profiler; its records matched to no launch
 	 * (or run in graphs) */

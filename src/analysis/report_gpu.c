@@ -64,6 +64,7 @@ void report__build_gpu(struct report *r, const struct model *m)
 	r->gpu_time = r->inject ? m->start.gpu_time : 0;
 	r->gpu_chains = r->inject && (m->start.flags & GS_SESSION_GPU_CHAINS);
 	r->gpu_cupti = r->inject && (m->start.flags & GS_SESSION_GPU_CUPTI);
+	r->gpu_cupti_graphs = r->gpu_cupti && (m->start.flags & GS_SESSION_GPU_CUPTI_GRAPHS);
 	r->cupti_on = m->cupti_states[GS_CUPTI_ON];
 	r->cupti_missing = m->cupti_states[GS_CUPTI_MISSING];
 	r->cupti_handed = m->cupti_states[GS_CUPTI_HANDED];

@@ -26,12 +26,13 @@ struct trace_opts {
 	__u32 stack_rate;      /* with inject: at most this many a second a thread; 0 no limit */
 	const char *step_func; /* --step=FUNC: the steps are its calls (analysis/steps.h) */
 	bool py_raises;	       /* --py-exceptions: every Python raise counted */
-	__u64 os_min_ns;  /* OS plane: shorter off-CPU intervals and system calls not reported */
-	bool inject;	  /* run: driver calls from the in-process plane (src/inject) */
-	__u32 gpu_time;	  /* with inject: 0 off, 1 every launch, N every Nth launch of a kernel */
-	bool gpu_chains;  /* every launch, consecutive ones chained (src/inject/gputime_chain.c) */
-	bool gpu_cupti;	  /* every kernel, by CUPTI (src/inject/gputime_cupti.c) */
-	bool device_code; /* with inject: read the device code modules are loaded from */
+	__u64 os_min_ns; /* OS plane: shorter off-CPU intervals and system calls not reported */
+	bool inject;	 /* run: driver calls from the in-process plane (src/inject) */
+	__u32 gpu_time;	 /* with inject: 0 off, 1 every launch, N every Nth launch of a kernel */
+	bool gpu_chains; /* every launch, consecutive ones chained (src/inject/gputime_chain.c) */
+	bool gpu_cupti;	 /* every kernel, by CUPTI (src/inject/gputime_cupti.c) */
+	bool gpu_cupti_graphs; /* ... graphs' by CUPTI too, at every run (--gpu-time=cupti) */
+	bool device_code;      /* with inject: read the device code modules are loaded from */
 	const char *probe_bundle, *probe_out; /* with inject: device-side probes (cmd/probe.c) */
 	bool no_report;			      /* (probe: its own output instead) */
 	size_t top;

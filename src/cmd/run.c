@@ -20,12 +20,15 @@ static const char usage[] =
 	"      --inject           take the CUDA driver calls from an in-process library\n"
 	"                         (LD_PRELOAD) instead of uprobes on libcuda: cheaper per\n"
 	"                         call, and GPU start/end times of launches and copies\n"
-	"      --gpu-time=MODE    with --inject: all (default: every kernel, graphs' too, by\n"
-	"                         the driver's own timestamps, CUPTI's, found beside the\n"
-	"                         program's CUDA libraries; copies, and kernels where CUPTI\n"
-	"                         is missing or the program's profiler takes it, by CUDA\n"
-	"                         events around them), pairs (every launch by CUDA events:\n"
-	"                         about 3x the host cost of all), off, N (every Nth launch\n"
+	"      --gpu-time=MODE    with --inject: all (default: every kernel by the driver's\n"
+	"                         own timestamps, CUPTI's, found beside the program's CUDA\n"
+	"                         libraries; graphs' kernels at sampled launches, copies,\n"
+	"                         and kernels where CUPTI is missing or the program's\n"
+	"                         profiler takes it, by CUDA events), cupti (the same, but\n"
+	"                         graphs' kernels by CUPTI at every run: costs a graph\n"
+	"                         launch 1.3-1.9 us a kernel, as the PyTorch profiler),\n"
+	"                         pairs (every launch by CUDA events: about 3x the host\n"
+	"                         cost of all), off, N (every Nth launch\n"
 	"                         of each kernel by events, at most 1000 a second a thread:\n"
 	"                         GPUSCOPE_TIME_RATE), or chained: pairs, consecutive\n"
 	"                         launches held behind one gate and timed from the end\n"
@@ -44,14 +47,15 @@ static const char usage[] =
 	"  sudo gpuscope run --inject -o train.pftrace -- python train.py   # ui.perfetto.dev\n"
 	"  sudo gpuscope run --folded train.folded -q -- python train.py\n";
 
-static int parse_gpu_time(const char *arg, __u32 *out, bool *chains, bool *cupti)
+static int parse_gpu_time(const char *arg, __u32 *out, bool *chains, bool *cupti, bool *graphs)
 {
 	__u32 n;
 
-	*chains = *cupti = false;
+	*chains = *cupti = *graphs = false;
 	if (!strcmp(arg, "all") || !strcmp(arg, "cupti")) {
 		*out = 1;
 		*cupti = true;
+		*graphs = !strcmp(arg, "cupti");
 	} else if (!strcmp(arg, "pairs")) {
 		*out = 1;
 	} else if (!strcmp(arg, "chained")) {
@@ -62,7 +66,8 @@ static int parse_gpu_time(const char *arg, __u32 *out, bool *chains, bool *cupti
 	} else if (parse_u32(arg, &n) == 0 && n > 0) {
 		*out = n;
 	} else {
-		gs_err("--gpu-time wants all, pairs, chained, off or a positive N (every Nth "
+		gs_err("--gpu-time wants all, cupti, pairs, chained, off or a positive N (every "
+		       "Nth "
 		       "launch), not '%s'",
 		       arg);
 		return -1;
@@ -121,7 +126,8 @@ int cmd_run(int argc, char **argv)
 			continue;
 		}
 		if (opt == OPT_GPU_TIME) {
-			if (parse_gpu_time(optarg, &o.gpu_time, &o.gpu_chains, &o.gpu_cupti))
+			if (parse_gpu_time(optarg, &o.gpu_time, &o.gpu_chains, &o.gpu_cupti,
+					   &o.gpu_cupti_graphs))
 				return GS_EXIT_USAGE;
 			gpu_time_set = true;
 			continue;

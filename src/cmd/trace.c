@@ -89,7 +89,8 @@ static void session_record(struct trace *tr, __u32 kind, __s32 exit_status, __u3
 	s.realtime_ns = gs_realtime_ns();
 	s.flags = flags | (tr->inject ? GS_SESSION_INJECT : 0) | (o->no_os ? 0 : GS_SESSION_OS) |
 		  (tr->inject && o->gpu_chains ? GS_SESSION_GPU_CHAINS : 0) |
-		  (tr->inject && o->gpu_cupti ? GS_SESSION_GPU_CUPTI : 0);
+		  (tr->inject && o->gpu_cupti ? GS_SESSION_GPU_CUPTI : 0) |
+		  (tr->inject && o->gpu_cupti_graphs ? GS_SESSION_GPU_CUPTI_GRAPHS : 0);
 	s.follow = o->follow;
 	s.gpu_time = tr->inject ? o->gpu_time : 0;
 	s.os_min_us = o->no_os ? 0 : (__u32)(o->os_min_ns / 1000);
@@ -390,6 +391,7 @@ static int build(struct trace *tr)
 		struct inject_opts io = { .gpu_time = o->gpu_time,
 					  .gpu_chains = o->gpu_chains,
 					  .gpu_cupti = o->gpu_cupti,
+					  .gpu_cupti_graphs = o->gpu_cupti_graphs,
 					  .device_code = o->device_code,
 					  .probe_bundle = o->probe_bundle,
 					  .probe_out = o->probe_out,

@@ -82,6 +82,7 @@ void gs_timing_init(const char *mode)
 	 * by a pair of events.) */
 	if (!mode || !strcmp(mode, "all") || !strcmp(mode, "cupti"))
 		gs_cupti_want(true);
+	gs_cupti_graphs(mode && !strcmp(mode, "cupti"));
 	c = getenv("GPUSCOPE_TIME_RATE");
 	rate = c && *c ? strtoul(c, NULL, 10) : TIME_RATE;
 	gs_timing_rate(rate > 10000000 ? 10000000 : (__u32)rate);
@@ -111,6 +112,7 @@ bool gs_timing_switch(const char *mode)
 	if (every < 0 && !pairs && !carry && !cupti && strcmp(mode, "nofollow") != 0)
 		return false;
 	gs_cupti_want(cupti);
+	gs_cupti_graphs(!strcmp(mode, "cupti"));
 	__atomic_store_n(&T.no_follow, every < 0 && !pairs && !carry, __ATOMIC_RELAXED);
 	__atomic_store_n(&T.no_carry, pairs || (!carry && no_carry_start), __ATOMIC_RELAXED);
 	__atomic_store_n(&T.every, every < 0 ? 1 : every, __ATOMIC_RELAXED);

@@ -154,6 +154,14 @@ struct gs_cupti_launch {
 bool gs_cupti_wanted(void) GS_HIDDEN;
 /* Wanted, and started (here, if not yet): kernels' records coming, graphs' included. */
 bool gs_cupti_active(void) GS_HIDDEN;
+/* --gpu-time=cupti (on): graphs' kernels by their records at every run; all (off): CUPTI's
+ * kind off around each graph launch's call (CUPTI's records of a graph's kernels cost the
+ * launch ~1.3-1.9 us each, measured on an H200: a CUDA-graph step of 19 kernels 1.25-1.36x,
+ * against 1.01-1.02x so), the graphs' kernels timed by twins as with pairs. */
+void gs_cupti_graphs(bool on) GS_HIDDEN;
+bool gs_cupti_times_graphs(void) GS_HIDDEN;
+/* Around a graph launch's call (before, then not). */
+void gs_cupti_graph_launch(bool before) GS_HIDDEN;
 /* Before a kernel launch's call (dims: grid x, y, z, block x, y, z; now: when it began),
  * and after it. l->qi 0: not queued (to be timed otherwise). */
 void gs_cupti_before(struct gs_cupti_launch *l, __u64 stream, bool ptsz, __u64 func,

@@ -26,10 +26,13 @@
  * its kind (about 5% of ResNet-50's started before the launch they were given). A launch
  * whose record has not come after STALE_NS, or at the end, is counted as lost; a record
  * no launch matches is counted (reported at exit).
- * A kernel run by a graph has no launch of ours: its record is emitted as it comes, under
- * its name (in_graph); graph launches as a whole are not timed (their kernels are: no twin
- * is made), nor tied to the records of the kernels they ran. Copies and sets are timed with
- * pairs of events, as under --gpu-time=pairs.
+ * Graphs: under --gpu-time=all our kind is off around each graph launch's call (CUPTI
+ * records a graph's kernels at a cost to the launch of 1.3-1.9 us each), and the graphs'
+ * kernels are timed by twins at sampled launches, as with pairs (gputime_graph.c). Under
+ * --gpu-time=cupti, a kernel run by a graph has its record too: there is no launch of ours
+ * for it, so it is emitted as it comes, under its name (in_graph); graph launches as a
+ * whole are then not timed (no twin is made), nor tied to the records of their kernels.
+ * Copies and sets are timed with pairs of events, as under --gpu-time=pairs.
  *
  * The program's own profiler: CUPTI has one client. Our exported cuptiActivityRegister-
  * Callbacks, cuptiSubscribe and the others a profiler starts with hand CUPTI over first:
@@ -107,8 +110,11 @@ struct cq {
 };
 
 static struct {
-	int state;    /* ST_* */
-	bool want;    /* --gpu-time=cupti, or ab.c's "cupti" */
+	int state;   /* ST_* */
+	bool want;   /* --gpu-time=all or cupti, or ab.c's */
+	bool graphs; /* --gpu-time=cupti: graphs' kernels by their records too */
+	pthread_mutex_t pause_lock;
+	int paused;   /* graph launches in their call, our kind off meanwhile (not graphs) */
 	bool kind_on; /* our kind enabled */
 	void *handle;
 	pthread_mutex_t lock; /* the queues */
@@ -136,7 +142,7 @@ static struct {
 		gs_cupti_ctx_id_fn ctx_id;
 		gs_cupti_stream_id_fn stream_id;
 	} f;
-} C = { .lock = PTHREAD_MUTEX_INITIALIZER, .made = 1 };
+} C = { .lock = PTHREAD_MUTEX_INITIALIZER, .pause_lock = PTHREAD_MUTEX_INITIALIZER, .made = 1 };
 
 /* For diagnosing the plane itself (GPUSCOPE_INJECT_DEBUG). */
 static bool debug_on(void)
@@ -597,6 +603,32 @@ bool gs_cupti_wanted(void)
 	return __atomic_load_n(&C.want, __ATOMIC_RELAXED);
 }
 
+void gs_cupti_graphs(bool on)
+{
+	__atomic_store_n(&C.graphs, on, __ATOMIC_RELEASE);
+}
+
+bool gs_cupti_times_graphs(void)
+{
+	return __atomic_load_n(&C.graphs, __ATOMIC_ACQUIRE) && gs_cupti_active();
+}
+
+void gs_cupti_graph_launch(bool before)
+{
+	bool off;
+
+	if (__atomic_load_n(&C.graphs, __ATOMIC_ACQUIRE) ||
+	    __atomic_load_n(&C.state, __ATOMIC_ACQUIRE) != ST_RUNNING)
+		return;
+	/* (Under C.pause_lock: CUPTI's kind switched by one thread at a time, and on again
+	 * only when no graph launch is in its call.) */
+	pthread_mutex_lock(&C.pause_lock);
+	off = before ? C.paused++ == 0 : C.paused > 0 && --C.paused == 0;
+	if (off && C.kind_on)
+		(before ? C.f.disable : C.f.enable)(GS_CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+	pthread_mutex_unlock(&C.pause_lock);
+}
+
 bool gs_cupti_active(void)
 {
 	return gs_cupti_wanted() && started();
@@ -1038,6 +1070,8 @@ void gs_cupti_after_fork(void)
 	/* (CUPTI does not follow into a child; the child's launches are timed with pairs. The
 	 * parent's buffers waiting are the parent's.) */
 	pthread_mutex_init(&C.lock, NULL);
+	pthread_mutex_init(&C.pause_lock, NULL);
+	C.paused = 0;
 	pthread_mutex_init(&done_lock, NULL);
 	pthread_mutex_init(&taking, NULL);
 	done_first = done_last = NULL;

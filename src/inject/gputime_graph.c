@@ -129,7 +129,7 @@ void gs_graphtime_instantiated(__u64 exec, __u64 graph, unsigned long long flags
 
 	/* (Under --gpu-time=cupti, a graph's kernels have records of the driver's.) */
 	if (!T.every || __atomic_load_n(&tw_off, __ATOMIC_RELAXED) || !exec || !graph ||
-	    (flags & INST_DEVICE_LAUNCH) || gs_cupti_active())
+	    (flags & INST_DEVICE_LAUNCH) || gs_cupti_times_graphs())
 		return;
 	pthread_mutex_lock(&tw_lock);
 	sweep();
@@ -294,7 +294,8 @@ __u64 gs_graphtime_launch(struct gs_graph_launch *gl, __u64 exec, __u64 stream, 
 	t->wait_done = false;
 	/* (Not where the driver's records time the kernels: --gpu-time=cupti, as ab.c may
 	 * switch to after the twin was made.) */
-	want = n >= 1 && key == t->stream && n % (__u64)t->interval == 0 && !gs_cupti_wanted();
+	want = n >= 1 && key == t->stream && n % (__u64)t->interval == 0 &&
+	       !gs_cupti_times_graphs();
 	t->stream = key;
 	/* Its last run is over but not read yet (the harvester comes every millisecond): read
 	 * now, so that this launch can run it again. */

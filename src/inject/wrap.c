@@ -408,8 +408,9 @@ int gs_call(unsigned int api, void *caller, __u64 a0, __u64 a1, __u64 a2, __u64 
 		cupti_before(&cl, d, a, api, stream, func);
 		timed = !cl.qi;
 	}
-	/* (A graph launch: its kernels have the driver's records; no pair for the whole.) */
-	if (timed && kind == GS_GPU_GRAPH && gs_cupti_wanted() && !gs_probe_on && gs_cupti_active())
+	/* (A graph launch under --gpu-time=cupti: its kernels have the driver's records; no
+	 * pair for the whole.) */
+	if (timed && kind == GS_GPU_GRAPH && !gs_probe_on && gs_cupti_times_graphs())
 		timed = false;
 	timed = timed && gs_timing_wanted(func);
 	/* Launches held in a chain are let go before anything that may wait for them or
@@ -441,10 +442,17 @@ int gs_call(unsigned int api, void *caller, __u64 a0, __u64 a1, __u64 a2, __u64 
 	} else {
 		errno = saved_errno;
 		t0 = gs_clock();
+		/* (--gpu-time=all: CUPTI's kind off while a graph is launched.) */
+		bool graph = d->shape == GS_SH_L_GRAPH && gs_cupti_wanted();
+
+		if (graph)
+			gs_cupti_graph_launch(true);
 		if (!tm.carrier || (r = gs_timing_carry(&tm, a)) != 0) {
 			errno = saved_errno;
 			r = real(launch_exec, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10);
 		}
+		if (graph)
+			gs_cupti_graph_launch(false);
 	}
 	t1 = gs_clock();
 	if (cl.qi)

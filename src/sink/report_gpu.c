@@ -15,13 +15,19 @@ static void heading(FILE *f, const char *title)
 	fprintf(f, "\n%s\n", title);
 }
 
-static void gpu_mode_str(char *buf, size_t n, __u32 mode, bool chains, bool cupti)
+static void gpu_mode_str(char *buf, size_t n, const struct report *r)
 {
-	if (mode == 1 && cupti)
+	__u32 mode = r->gpu_time;
+
+	if (mode == 1 && r->gpu_cupti_graphs)
 		snprintf(buf, n,
 			 "every kernel, in graphs too (copies and sets: CUDA events around "
 			 "them)");
-	else if (mode == 1 && chains)
+	else if (mode == 1 && r->gpu_cupti)
+		snprintf(buf, n,
+			 "every kernel (in graphs at sampled launches; copies and sets: CUDA "
+			 "events around them)");
+	else if (mode == 1 && r->gpu_chains)
 		snprintf(buf, n,
 			 "every launch and asynchronous copy (consecutive launches chained: each "
 			 "timed from the end before it)");
@@ -69,7 +75,7 @@ static void gpu_kernels(FILE *f, const struct report *r, const struct text_opts 
 	if (in_graph)
 		fprintf(f, "  (%llu of the times are of kernels inside CUDA graphs%s)\n",
 			(unsigned long long)in_graph,
-			r->gpu_cupti && r->cupti_on ? "" : ", at sampled graph launches");
+			r->gpu_cupti_graphs && r->cupti_on ? "" : ", at sampled graph launches");
 }
 
 static void gpu_busy(FILE *f, const struct report *r)
@@ -128,7 +134,7 @@ void report_gpu_text(FILE *f, const struct report *r, const struct text_opts *o)
 		fprintf(f, "  not measured (--gpu-time=off)\n");
 		return;
 	}
-	gpu_mode_str(mode, sizeof(mode), r->gpu_time, r->gpu_chains, r->gpu_cupti);
+	gpu_mode_str(mode, sizeof(mode), r);
 	fprintf(f, "  from %s %s; %llu operations recorded\n",
 		r->gpu_cupti ? "the driver's own timestamps (CUPTI) of" : "CUDA events around",
 		mode, (unsigned long long)r->gpu_records);
@@ -390,6 +396,7 @@ void report_gpu_json(struct json *j, const struct report *r)
 	json_u64(j, "every", r->gpu_time); /* 0 off, 1 every launch, N every Nth */
 	json_bool(j, "chained", r->gpu_chains);
 	json_bool(j, "cupti", r->gpu_cupti);
+	json_bool(j, "cupti_graphs", r->gpu_cupti_graphs);
 	JSON_U64S(j, r, gpu_cupti_counts);
 	json_u64(j, "records", r->gpu_records);
 	json_u64(j, "start_unknown", r->gpu_start_unknown);

@@ -37,7 +37,7 @@ void timeline__add(struct timeline *tl, const struct analyses *a, const struct g
 	case GS_EV_SESSION:
 		if (s->kind == GS_SESSION_START) {
 			tl->gpu_time = s->gpu_time;
-			tl->gpu_cupti = s->flags & GS_SESSION_GPU_CUPTI;
+			tl->gpu_cupti = s->flags & GS_SESSION_GPU_CUPTI_GRAPHS;
 			tl->have_session = true;
 		}
 		break;

@@ -83,7 +83,7 @@ struct timeline {
 	struct hmap io;	    /* (pid, dev) -> struct io_lanes */
 	struct hmap stacks; /* tid -> struct pending_stack: for the call record that follows */
 	__u32 gpu_time;	    /* the session's: 1 every launch has a GPU record coming */
-	bool gpu_cupti;	    /* ... by CUPTI's records: a graph launch's are its kernels' */
+	bool gpu_cupti;	    /* ... graphs' by CUPTI's records: a graph launch's are its kernels' */
 	__u64 findings;	    /* the model's findings already shown */
 	__u64 ooms, leaks;  /* the model's OOM findings and suspected leaks already shown */
 	bool have_session;

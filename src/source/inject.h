@@ -21,10 +21,11 @@
 struct inject;
 
 struct inject_opts {
-	__u32 gpu_time;	  /* 0 off, 1 every launch, N every Nth launch of a kernel */
-	bool gpu_chains;  /* with 1: consecutive launches chained (GPUSCOPE_GPU_TIME=chained) */
-	bool gpu_cupti;	  /* with 1: kernels timed by CUPTI (GPUSCOPE_GPU_TIME=cupti) */
-	bool device_code; /* read the device code modules are loaded from (GPUSCOPE_DEVCODE) */
+	__u32 gpu_time;	 /* 0 off, 1 every launch, N every Nth launch of a kernel */
+	bool gpu_chains; /* with 1: consecutive launches chained (GPUSCOPE_GPU_TIME=chained) */
+	bool gpu_cupti;	 /* with 1: kernels timed by CUPTI (GPUSCOPE_GPU_TIME=all) */
+	bool gpu_cupti_graphs; /* ... graphs' too (GPUSCOPE_GPU_TIME=cupti) */
+	bool device_code;      /* read the device code modules are loaded from (GPUSCOPE_DEVCODE) */
 	/* device-side probes: the bundle (GPUSCOPE_PROBE) and where snapshots go
 	 * (GPUSCOPE_PROBE_OUT), see ptx/bundle.h */
 	const char *probe_bundle, *probe_out;

@@ -181,9 +181,10 @@ char **inject__env(const struct inject *in, char *const *env)
 		snprintf(num, sizeof(num), "off");
 	else if (in->o.gpu_time == 1)
 		snprintf(num, sizeof(num),
-			 in->o.gpu_chains  ? "chained"
-			 : in->o.gpu_cupti ? "all"
-					   : "pairs");
+			 in->o.gpu_chains	  ? "chained"
+			 : in->o.gpu_cupti_graphs ? "cupti"
+			 : in->o.gpu_cupti	  ? "all"
+						  : "pairs");
 	else
 		snprintf(num, sizeof(num), "%u", in->o.gpu_time);
 	out[k++] = env_pair("GPUSCOPE_GPU_TIME", num);

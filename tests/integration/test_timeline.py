@@ -50,13 +50,8 @@ def test_perfetto_cuda_calls_gpu_work_flows_and_counters(gs, tmp_path):
         == ["GPU 0", "GPU 1"]
     work = gpu_slices(t)
     assert len(work) == report["gpu"]["records"]
-    # (The 3 captured launches never ran; the graph's 2 runs of them did, each timed by the
-    # driver's record (CUPTI's double), the graph launches as a whole not.)
     kernels = collections.Counter(s["name"] for s in work if s["cat"] == "kernel")
-    assert kernels == {"busy": 24 + 2 * 3, "idle": 15}, kernels
-    in_graphs = [s for s in work if "launching thread" not in s["args"]]
-    assert len(in_graphs) == 6 and all(s["name"] == "busy" and not s["flow_in"] and
-                                       "CUPTI" in s["args"]["timing"] for s in in_graphs)
+    assert kernels == {"busy": 24, "idle": 15, "graph": 2}  # 3 captured launches never ran
     assert len([s for s in work if s["cat"] == "gpu_memcpy"]) == 1
     by_track = collections.defaultdict(list)
     for s in work:
@@ -67,14 +62,11 @@ def test_perfetto_cuda_calls_gpu_work_flows_and_counters(gs, tmp_path):
     # The slices' durations are the report's: the idle kernel's 15 times, summed.
     idle = [k for k in report["kernels"]["list"] if k["name"] == "idle"][0]["gpu"]
     assert sum(s["dur"] for s in work if s["name"] == "idle") == idle["total_ns"]
-    # A flow from each launch or copy call to its GPU work (but a graph's kernels: their
-    # records are not tied to a launch), and none dangling.
+    # A flow from each launch or copy call to its GPU work, and none dangling.
     out = {f: s for s in calls for f in s["flow_out"]}
     into = [f for s in work for f in s["flow_in"]]
-    assert len(into) == len(work) - len(in_graphs) and set(into) == set(out)
+    assert len(into) == len(work) and set(into) == set(out)
     for s in work:
-        if s in in_graphs:
-            continue
         src = out[s["flow_in"][0]]
         assert src["ts"] <= s["ts"] and s["args"]["launching thread"] in (
             tr["tid"] for tr in threads)
@@ -158,6 +150,37 @@ def test_output_by_extension(gsr, tmp_path):
     assert json.loads((tmp_path / "x.json").read_text())["traceEvents"]
 
 
+def test_graph_kernels_by_cupti_on_the_timeline(gs, tmp_path):
+    """--gpu-time=cupti: a graph's kernels are timed by the driver's records at every run,
+    which no launch call of the program's is tied to: on their stream's track, with no flow
+    in (none dangling either: the graph launch has none out), timed "by the driver's own
+    timestamps"; the graph launches themselves are not timed as a whole."""
+    report, truth, t, _ = traced(gs, tmp_path, ["wl_gputime", "--devices", "2"],
+                                 ["--inject", "--gpu-time=cupti"], GPU_ENV)
+    pid = report["session"]["target_pid"]
+    work = gpu_slices(t)
+    assert len(work) == report["gpu"]["records"]
+    kernels = collections.Counter(s["name"] for s in work if s["cat"] == "kernel")
+    assert kernels == {"busy": 24 + 2 * 3, "idle": 15}, kernels
+    in_graphs = [s for s in work if "launching thread" not in s["args"]]
+    assert len(in_graphs) == 6 and all(s["name"] == "busy" and not s["flow_in"]
+                                       for s in in_graphs)
+    assert all("CUPTI" in s["args"]["timing"] for s in work if s["cat"] == "kernel")
+    calls = thread_slices(t, pid)
+    out = {f for s in calls for f in s["flow_out"]}
+    into = [f for s in work for f in s["flow_in"]]
+    assert len(into) == len(work) - 6 and set(into) == out
+    # (Records come later than a copy's pair after them: each still on its own time.)
+    by_track = collections.defaultdict(list)
+    for s in work:
+        by_track[s["track"]].append(s)
+    for ss in by_track.values():
+        ss.sort(key=lambda s: s["ts"])
+        assert all(a["ts"] + a["dur"] <= b["ts"] for a, b in zip(ss, ss[1:]))
+    idle = [k for k in report["kernels"]["list"] if k["name"] == "idle"][0]["gpu"]
+    assert sum(s["dur"] for s in work if s["name"] == "idle") == idle["total_ns"]
+
+
 def test_chrome_trace(gs, tmp_path):
     report, truth, t, ch = traced(gs, tmp_path, ["wl_gputime", "--devices", "2"],
                                   ["--inject"], GPU_ENV)
@@ -173,11 +196,10 @@ def test_chrome_trace(gs, tmp_path):
              e["name"] == "process_name"}
     assert (0, "GPU 0") in names and (1, "GPU 1") in names
     assert (report["session"]["target_pid"], "wl_gputime") in names
-    # Launch-to-kernel flows: every "f" has its "s", on the kernel's start (but the graph's
-    # 2 runs of 3 kernels: their records are not tied to a launch).
+    # Launch-to-kernel flows: every "f" has its "s", on the kernel's start.
     s = {e["id"]: e for e in ev if e["ph"] == "s"}
     f = [e for e in ev if e["ph"] == "f"]
-    assert len(f) == len(gpu) - 6 and all(e["id"] in s and e["bp"] == "e" for e in f)
+    assert len(f) == len(gpu) and all(e["id"] in s and e["bp"] == "e" for e in f)
     assert {e["cat"] for e in f} == {"ac2g"}
     counters = [e for e in ev if e["ph"] == "C" and e["name"] == "device memory in use (GPU 0)"]
     assert counters[-1]["args"]["value"] == truth["mem:dev0:end"]
