@@ -20,10 +20,7 @@ Each workload of bench/fidelity_work.py runs twice: untraced under the profiler,
 import collections
 import json
 import os
-import shutil
-import subprocess
 import sys
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -40,25 +37,14 @@ def run(gs, out, workloads):
             d = os.path.join(out, w, side)
             os.makedirs(d, exist_ok=True)
             work = [sys.executable, os.path.join(HERE, "fidelity_work.py"), w, d]
-            env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=os.path.join(d, "inductor"),
-                       TRITON_CACHE_DIR=os.path.join(d, "triton"))
-            cmd = work
+            cmd, env = work, {}
             if side == "gs":
-                env.update(FIDELITY_NO_PROFILER="1", GPUSCOPE_INJECT_DEBUG="1")
+                env = dict(FIDELITY_NO_PROFILER="1", GPUSCOPE_INJECT_DEBUG="1")
                 cmd = [gs, "run", "-q", "--no-os", "--inject", "--gpu-time=cupti", "-o",
                        os.path.join(d, "run.gsrec"),
                        "--json=%s" % os.path.join(d, "report.json"), "--"] + work
-            t0 = time.time()
-            try:
-                p = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
-                rc, log = p.returncode, p.stdout + "\n---- stderr\n" + p.stderr
-            except subprocess.TimeoutExpired as e:
-                rc, log = "timeout", str(e)
-            with open(os.path.join(d, "log.txt"), "w") as f:
-                f.write("rc=%s wall=%.1fs\n%s" % (rc, time.time() - t0, log))
-            for c in ("inductor", "triton"):
-                shutil.rmtree(os.path.join(d, c), ignore_errors=True)
-            print("%-8s %-4s rc=%s %.0fs" % (w, side, rc, time.time() - t0), flush=True)
+            rc, wall = fidelity.run_logged(cmd, d, 300, **env)
+            print("%-8s %-4s rc=%s %.0fs" % (w, side, rc, wall), flush=True)
 
 
 def ours(path, report):

@@ -62,20 +62,27 @@ def run(gs, out, workloads):
             cmd = [gs, "run", "-q", "--no-os", "-o", os.path.join(d, "run.gsrec"),
                    "--json=%s" % os.path.join(d, "report.json")] + opts + \
                   ["--", sys.executable, os.path.join(HERE, "fidelity_work.py"), w, d]
-            # (Each run compiles afresh: Inductor's and Triton's caches its own, then gone.)
-            env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=os.path.join(d, "inductor"),
-                       TRITON_CACHE_DIR=os.path.join(d, "triton"))
-            t0 = time.time()
-            try:
-                p = subprocess.run(cmd, capture_output=True, text=True, timeout=400, env=env)
-                rc, log = p.returncode, p.stdout + "\n---- stderr\n" + p.stderr
-            except subprocess.TimeoutExpired as e:
-                rc, log = "timeout", str(e)
-            with open(os.path.join(d, "log.txt"), "w") as f:
-                f.write("rc=%s wall=%.1fs\n%s" % (rc, time.time() - t0, log))
-            for c in ("inductor", "triton"):
-                shutil.rmtree(os.path.join(d, c), ignore_errors=True)
-            print("%-8s %-6s rc=%s %.0fs" % (w, plane, rc, time.time() - t0), flush=True)
+            rc, wall = run_logged(cmd, d, 400)
+            print("%-8s %-6s rc=%s %.0fs" % (w, plane, rc, wall), flush=True)
+
+
+def run_logged(cmd, d, timeout, **env):
+    """cmd run with env added, its output and exit status (or "timeout") in d/log.txt:
+    (status, seconds). Each run compiles afresh: Inductor's and Triton's caches its own in
+    d, then gone."""
+    env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=os.path.join(d, "inductor"),
+               TRITON_CACHE_DIR=os.path.join(d, "triton"), **env)
+    t0 = time.time()
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+        rc, log = p.returncode, p.stdout + "\n---- stderr\n" + p.stderr
+    except subprocess.TimeoutExpired as e:
+        rc, log = "timeout", str(e)
+    with open(os.path.join(d, "log.txt"), "w") as f:
+        f.write("rc=%s wall=%.1fs\n%s" % (rc, time.time() - t0, log))
+    for c in ("inductor", "triton"):
+        shutil.rmtree(os.path.join(d, c), ignore_errors=True)
+    return rc, time.time() - t0
 
 
 # ---- CUPTI's side -----------------------------------------------------------------------

@@ -24,6 +24,16 @@ def thread_slices(t, pid):
     return t.on(lambda tr: tr["kind"] == "thread" and tr["pid"] == pid)
 
 
+def assert_apart(work):
+    """One stream runs one thing at a time: no two slices of a track overlap."""
+    by_track = collections.defaultdict(list)
+    for s in work:
+        by_track[s["track"]].append(s)
+    for ss in by_track.values():
+        ss.sort(key=lambda s: s["ts"])
+        assert all(a["ts"] + a["dur"] <= b["ts"] for a, b in zip(ss, ss[1:]))
+
+
 def gpu_slices(t):
     gpus = {u for u, tr in t.tracks.items() if tr["name"].startswith("GPU ")}
     return t.on(lambda tr: tr["parent"] in gpus)
@@ -53,12 +63,7 @@ def test_perfetto_cuda_calls_gpu_work_flows_and_counters(gs, tmp_path):
     kernels = collections.Counter(s["name"] for s in work if s["cat"] == "kernel")
     assert kernels == {"busy": 24, "idle": 15, "graph": 2}  # 3 captured launches never ran
     assert len([s for s in work if s["cat"] == "gpu_memcpy"]) == 1
-    by_track = collections.defaultdict(list)
-    for s in work:
-        by_track[s["track"]].append(s)
-    for ss in by_track.values():
-        ss.sort(key=lambda s: s["ts"])
-        assert all(a["ts"] + a["dur"] <= b["ts"] for a, b in zip(ss, ss[1:]))
+    assert_apart(work)
     # The slices' durations are the report's: the idle kernel's 15 times, summed.
     idle = [k for k in report["kernels"]["list"] if k["name"] == "idle"][0]["gpu"]
     assert sum(s["dur"] for s in work if s["name"] == "idle") == idle["total_ns"]
@@ -171,12 +176,7 @@ def test_graph_kernels_by_cupti_on_the_timeline(gs, tmp_path):
     into = [f for s in work for f in s["flow_in"]]
     assert len(into) == len(work) - 6 and set(into) == out
     # (Records come later than a copy's pair after them: each still on its own time.)
-    by_track = collections.defaultdict(list)
-    for s in work:
-        by_track[s["track"]].append(s)
-    for ss in by_track.values():
-        ss.sort(key=lambda s: s["ts"])
-        assert all(a["ts"] + a["dur"] <= b["ts"] for a, b in zip(ss, ss[1:]))
+    assert_apart(work)
     idle = [k for k in report["kernels"]["list"] if k["name"] == "idle"][0]["gpu"]
     assert sum(s["dur"] for s in work if s["name"] == "idle") == idle["total_ns"]
 
