@@ -45,6 +45,7 @@
  * that a profiler handed CUPTI later gets the clock it expects.
  */
 #include <dlfcn.h>
+#include <errno.h>
 #include <link.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -616,17 +617,20 @@ bool gs_cupti_times_graphs(void)
 void gs_cupti_graph_launch(bool before)
 {
 	bool off;
+	int saved;
 
 	if (__atomic_load_n(&C.graphs, __ATOMIC_ACQUIRE) ||
 	    __atomic_load_n(&C.state, __ATOMIC_ACQUIRE) != ST_RUNNING)
 		return;
 	/* (Under C.pause_lock: CUPTI's kind switched by one thread at a time, and on again
 	 * only when no graph launch is in its call.) */
+	saved = errno; /* (the program's, after its call) */
 	pthread_mutex_lock(&C.pause_lock);
 	off = before ? C.paused++ == 0 : C.paused > 0 && --C.paused == 0;
 	if (off && C.kind_on)
 		(before ? C.f.disable : C.f.enable)(GS_CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
 	pthread_mutex_unlock(&C.pause_lock);
+	errno = saved;
 }
 
 bool gs_cupti_active(void)
