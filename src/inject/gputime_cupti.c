@@ -791,7 +791,10 @@ static __s64 realtime_offset(void)
 	return best;
 }
 
-static void emit(const struct cq *q, const struct cq_entry *e, __u64 start, __u64 end)
+/* A kernel's record of the driver's, as its launch e's (tid 0: no thread of the program's
+ * launched it as such), in context ctx on device. */
+static void emit(const struct cq_entry *e, __u64 ctx, int device, __u8 flags, __u64 start,
+		 __u64 end)
 {
 	struct gs_ev_gpu *g = gs_emit_reserve(sizeof(*g), GS_EV_GPU);
 
@@ -799,18 +802,18 @@ static void emit(const struct cq *q, const struct cq_entry *e, __u64 start, __u6
 		return;
 	gs_fill_hdr(&g->h, GS_EV_GPU, sizeof(*g), e->call_ts);
 	memset((char *)g + sizeof(g->h), 0, sizeof(*g) - sizeof(g->h));
-	g->h.tid = e->tid;
+	g->h.tid = e->tid ? e->tid : g->h.pid;
 	g->start_ns = start;
 	g->end_ns = end > start ? end : start;
 	g->call_end_ns = e->call_end > e->call_ts ? e->call_end : e->call_ts;
 	g->func = e->func;
 	g->stream = e->stream;
-	g->ctx = q->ctx;
+	g->ctx = ctx;
 	g->api = e->api;
 	g->kind = GS_GPU_KERNEL;
-	g->flags = GS_GPU_GATED;
+	g->flags = flags;
 	g->flags2 = GS_GPU_BY_DRIVER;
-	g->device = q->device;
+	g->device = device;
 	gs_emit_commit(g);
 }
 
@@ -822,7 +825,7 @@ static void in_graph(const uint8_t *r, const char *name, __u64 nh, __u64 start, 
 {
 	__u32 cctx = rd32(r, GS_CUPTI_K_CONTEXT), cstream = rd32(r, GS_CUPTI_K_STREAM);
 	const struct cq *q = NULL;
-	struct gs_ev_gpu *g;
+	struct cq_entry launch;
 	__u64 handle = NAMED | nh;
 	unsigned int i = (unsigned int)(nh % NAMED_N);
 
@@ -850,22 +853,13 @@ static void in_graph(const uint8_t *r, const char *name, __u64 nh, __u64 start, 
 		}
 	if (C.named[i] != handle) /* (the table full there: named again, harmless) */
 		gs_emit_kname(handle, 0, name, GS_API_CU_GRAPH_LAUNCH, start);
-	if (!(g = gs_emit_reserve(sizeof(*g), GS_EV_GPU)))
-		return;
-	gs_fill_hdr(&g->h, GS_EV_GPU, sizeof(*g), start);
-	memset((char *)g + sizeof(g->h), 0, sizeof(*g) - sizeof(g->h));
-	g->h.tid = g->h.pid; /* (no thread of the program's launched it as such) */
-	g->start_ns = g->call_end_ns = start;
-	g->end_ns = end > start ? end : start;
-	g->func = handle;
-	g->stream = q && q->cstream == cstream ? q->stream : 0;
-	g->ctx = q ? q->ctx : 0;
-	g->api = GS_API_CU_GRAPH_LAUNCH;
-	g->kind = GS_GPU_KERNEL;
-	g->flags = GS_GPU_IN_GRAPH;
-	g->flags2 = GS_GPU_BY_DRIVER;
-	g->device = q ? q->device : (int)rd32(r, GS_CUPTI_K_DEVICE);
-	gs_emit_commit(g);
+	launch = (struct cq_entry){ .call_ts = start,
+				    .call_end = start,
+				    .func = handle,
+				    .stream = q && q->cstream == cstream ? q->stream : 0,
+				    .api = GS_API_CU_GRAPH_LAUNCH };
+	emit(&launch, q ? q->ctx : 0, q ? q->device : (int)rd32(r, GS_CUPTI_K_DEVICE),
+	     GS_GPU_IN_GRAPH, start, end);
 	C.graph_runs++;
 }
 
@@ -925,7 +919,7 @@ static void match(const uint8_t *r, __s64 offset)
 		C.in_order++;
 	else
 		C.out_of_order++;
-	emit(q, e, start, end);
+	emit(e, q->ctx, q->device, GS_GPU_GATED, start, end);
 	e->done = true;
 	/* (Past what is done, failed, or has waited too long for its record: lost.) */
 	while (q->n && (at(q, 0)->done || at(q, 0)->failed || at(q, 0)->call_ts + STALE_NS < start))
