@@ -1,7 +1,9 @@
 """--gpu-time=cupti against CUPTI (issue 22's fidelity table, for the mode that cannot share
 a process with the PyTorch profiler: CUPTI has one client, and the profiler takes it over).
 Each workload of bench/fidelity_work.py runs twice: untraced under the profiler, and under
-`gpuscope run --inject --gpu-time=cupti` without it. Per workload:
+`gpuscope run --inject --gpu-time=cupti` without it (FID_GPU_TIME=all: the default mode
+instead, graphs' kernels then timed by twins at sampled launches, not by records). Per
+workload:
   executions    kernel executions: CUPTI's, the report's (launches not captured plus runs
                 in graphs), and the records the driver gave gpuscope
   in graphs     CUPTI's executions inside graph launches, the report's runs_in_graphs,
@@ -40,7 +42,8 @@ def run(gs, out, workloads):
             cmd, env = work, {}
             if side == "gs":
                 env = dict(FIDELITY_NO_PROFILER="1", GPUSCOPE_INJECT_DEBUG="1")
-                cmd = [gs, "run", "-q", "--no-os", "--inject", "--gpu-time=cupti", "-o",
+                mode = os.environ.get("FID_GPU_TIME", "cupti")
+                cmd = [gs, "run", "-q", "--no-os", "--inject", "--gpu-time=" + mode, "-o",
                        os.path.join(d, "run.gsrec"),
                        "--json=%s" % os.path.join(d, "report.json"), "--"] + work
             rc, wall = fidelity.run_logged(cmd, d, 300, **env)

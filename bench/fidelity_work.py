@@ -6,6 +6,8 @@ profiler (CUPTI), itself under gpuscope:
 eager     a small convolutional network trained 30 steps (Adam), a batch copied in and the
           loss read back each step
 compile   a transformer encoder block under torch.compile, trained 20 steps
+compile_ro  the same under torch.compile's reduce-overhead mode (its CUDA graphs, forward and
+          backward replayed from two threads: the main and autograd threads)
 compile_gpt2  GPT-2 small (transformers) under torch.compile, trained 10 steps (not in the
           default set: slow to compile)
 graphs    a whole training step (forward, backward, SGD) captured in a CUDA graph and
@@ -54,10 +56,10 @@ def eager(facts):
     torch_memory(facts)
 
 
-def compiled(facts):
+def compiled(facts, mode=None):
     torch.manual_seed(0)
     block = torch.nn.TransformerEncoderLayer(256, 4, 1024, batch_first=True).cuda()
-    step = torch.compile(block)
+    step = torch.compile(block, mode=mode)
     opt = torch.optim.SGD(block.parameters(), lr=1e-3)
     x = torch.randn(8, 128, 256, device="cuda")
     for _ in range(20):
@@ -216,6 +218,7 @@ def torch_memory(facts):
 
 
 WORKLOADS = {"eager": eager, "compile": compiled, "compile_gpt2": compiled_gpt2,
+             "compile_ro": lambda facts: compiled(facts, "reduce-overhead"),
              "graphs": graphs, "graphs_sync": lambda facts: graphs(facts, sync=True),
              "jax": jax_mlp, "cupy": cupy_loop}
 

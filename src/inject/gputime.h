@@ -149,6 +149,7 @@ bool gs_graphtime_launched(struct gs_graph_launch *gl, int result, __u64 stream,
  * launch's place in its stream's queue (qi: 1 + the queue, 0: none). */
 struct gs_cupti_launch {
 	int qi;
+	bool held; /* the pause's lock, to the end of the call */
 	__u64 gen, seq;
 };
 bool gs_cupti_wanted(void) GS_HIDDEN;
@@ -160,10 +161,11 @@ bool gs_cupti_active(void) GS_HIDDEN;
  * against 1.01-1.02x so), the graphs' kernels timed by twins as with pairs. */
 void gs_cupti_graphs(bool on) GS_HIDDEN;
 bool gs_cupti_times_graphs(void) GS_HIDDEN;
-/* Around a graph launch's call (before, then not). */
-void gs_cupti_graph_launch(bool before) GS_HIDDEN;
+/* Before a graph launch's call (true: paused), and after it where it paused. */
+bool gs_cupti_graph_pause(void) GS_HIDDEN;
+void gs_cupti_graph_resume(void) GS_HIDDEN;
 /* Before a kernel launch's call (dims: grid x, y, z, block x, y, z; now: when it began),
- * and after it. l->qi 0: not queued (to be timed otherwise). */
+ * and after it, always. l->qi 0: not queued (to be timed otherwise). */
 void gs_cupti_before(struct gs_cupti_launch *l, __u64 stream, bool ptsz, __u64 func,
 		     const __u32 *dims, unsigned int api, __u64 now) GS_HIDDEN;
 void gs_cupti_after(struct gs_cupti_launch *l, int result, __u64 call_ts, __u64 call_end) GS_HIDDEN;

@@ -57,21 +57,22 @@
 #include "gpuscope/cupti_abi.h"
 #include "inject/gputime_int.h"
 
-#define CQ_MAX	   256	      /* streams whose launches wait for their records */
-#define CQ_FIRST   1024	      /* entries a stream's queue starts with ... */
-#define CQ_CAP	   (1u << 18) /* ... and holds at most */
-#define SHAPES	   4096	      /* grids and blocks a stream's queue tells apart */
-#define PROBES	   64
-#define NONE	   (~0ULL)
-#define KEY_N	   8		  /* a launch's key: grid, block, its kernel's name (hash) */
-#define NAMES	   1024		  /* kernels whose names a thread keeps (by handle) */
-#define STALE_NS   10000000000ULL /* a launch whose record has not come in this long: lost */
-#define CUPTI_BUF  (4u << 20)
-#define ASK_MS	   50 /* ours: records of what has completed asked for */
-#define NAMED_N	   4096
-#define NAMED	   (1ULL << 63) /* a kernel run in a graph, by its name: no driver's handle */
-#define PER_THREAD GS_CU_STREAM_PER_THREAD
-#define LEGACY	   GS_CU_STREAM_LEGACY
+#define CQ_MAX	      256	 /* streams whose launches wait for their records */
+#define CQ_FIRST      1024	 /* entries a stream's queue starts with ... */
+#define CQ_CAP	      (1u << 18) /* ... and holds at most */
+#define SHAPES	      4096	 /* grids and blocks a stream's queue tells apart */
+#define PROBES	      64
+#define NONE	      (~0ULL)
+#define KEY_N	      8		     /* a launch's key: grid, block, its kernel's name (hash) */
+#define NAMES	      1024	     /* kernels whose names a thread keeps (by handle) */
+#define STALE_NS      10000000000ULL /* a launch whose record has not come in this long: lost */
+#define PAUSE_WAIT_NS 10000000	     /* see pause_take */
+#define CUPTI_BUF     (4u << 20)
+#define ASK_MS	      50 /* ours: records of what has completed asked for */
+#define NAMED_N	      4096
+#define NAMED	      (1ULL << 63) /* a kernel run in a graph, by its name: no driver's handle */
+#define PER_THREAD    GS_CU_STREAM_PER_THREAD
+#define LEGACY	      GS_CU_STREAM_LEGACY
 
 enum {
 	ST_IDLE,
@@ -111,12 +112,16 @@ struct cq {
 };
 
 static struct {
-	int state;   /* ST_* */
-	bool want;   /* --gpu-time=all or cupti, or ab.c's */
-	bool graphs; /* --gpu-time=cupti: graphs' kernels by their records too */
-	pthread_mutex_t pause_lock;
-	int paused;   /* graph launches in their call, our kind off meanwhile (not graphs) */
-	bool kind_on; /* our kind enabled */
+	int state;		    /* ST_* */
+	bool want;		    /* --gpu-time=all or cupti, or ab.c's */
+	bool graphs;		    /* --gpu-time=cupti: graphs' kernels by their records too */
+	pthread_mutex_t pause_lock; /* graph launches switching our kind, one at a time */
+	/* Held to read by a kernel launch across its call, to write by a switch: a launch's
+	 * call sees our kind on or off throughout (PAUSE_WAIT_NS at most: see pause_take). */
+	pthread_rwlock_t pause_rw;
+	int paused;	  /* graph launches in their call, our kind off meanwhile (not graphs) */
+	__u64 pause_late; /* switches or launches that did not wait longer for the other */
+	bool kind_on;	  /* our kind enabled */
 	void *handle;
 	pthread_mutex_t lock; /* the queues */
 	struct cq q[CQ_MAX];
@@ -133,7 +138,8 @@ static struct {
 	__u64 named[NAMED_N]; /* handles of kernels named for their runs in graphs (NAMED) */
 	/* (GPUSCOPE_INJECT_DEBUG, at exit: records matched to the oldest launch waiting on
 	 * their stream, or to a later one; not matched for want of their stream or shape) */
-	__u64 in_order, out_of_order, no_stream, no_shape, graph_runs;
+	__u64 in_order, out_of_order, no_stream, no_shape, graph_runs, graph_dropped;
+	int names_told;
 	struct {
 		gs_cupti_register_fn reg;
 		gs_cupti_kind_fn enable, disable;
@@ -143,7 +149,10 @@ static struct {
 		gs_cupti_ctx_id_fn ctx_id;
 		gs_cupti_stream_id_fn stream_id;
 	} f;
-} C = { .lock = PTHREAD_MUTEX_INITIALIZER, .pause_lock = PTHREAD_MUTEX_INITIALIZER, .made = 1 };
+} C = { .lock = PTHREAD_MUTEX_INITIALIZER,
+	.pause_lock = PTHREAD_MUTEX_INITIALIZER,
+	.pause_rw = PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP,
+	.made = 1 };
 
 /* For diagnosing the plane itself (GPUSCOPE_INJECT_DEBUG). */
 static bool debug_on(void)
@@ -441,6 +450,11 @@ static __u64 func_name_hash(__u64 func)
 	seen[i].func = func;
 	seen[i].hash = name_hash(name);
 	seen[i].unloads = now;
+	if (debug_on() && __atomic_fetch_add(&C.names_told, 1, __ATOMIC_RELAXED) < 400)
+		fprintf(stderr,
+			"gpuscope cupti: launch name %016llx of %llx (unloads %llu): %.100s\n",
+			(unsigned long long)seen[i].hash, (unsigned long long)func,
+			(unsigned long long)now, name ? name : "(none)");
 	return seen[i].hash;
 }
 
@@ -614,23 +628,62 @@ bool gs_cupti_times_graphs(void)
 	return __atomic_load_n(&C.graphs, __ATOMIC_ACQUIRE) && gs_cupti_active();
 }
 
-void gs_cupti_graph_launch(bool before)
+/* The pause's lock taken, to read (a kernel launch's call) or write (our kind switched),
+ * waiting PAUSE_WAIT_NS at most: a launch may be held up in the driver (its queue full
+ * behind work that waits for a graph its program launches next, on another thread), and
+ * must not hold the program up. Not had in time: the switch or the launch goes on (its
+ * record may then be missing, or come unasked: counted). */
+static bool pause_take(bool write)
 {
-	bool off;
-	int saved;
+	struct timespec ts;
+	int r = write ? pthread_rwlock_trywrlock(&C.pause_rw)
+		      : pthread_rwlock_tryrdlock(&C.pause_rw);
 
-	if (__atomic_load_n(&C.graphs, __ATOMIC_ACQUIRE) ||
-	    __atomic_load_n(&C.state, __ATOMIC_ACQUIRE) != ST_RUNNING)
-		return;
-	/* (Under C.pause_lock: CUPTI's kind switched by one thread at a time, and on again
-	 * only when no graph launch is in its call.) */
-	saved = errno; /* (the program's, after its call) */
+	if (r == EBUSY && !clock_gettime(CLOCK_REALTIME, &ts)) {
+		ts.tv_nsec += PAUSE_WAIT_NS;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		r = write ? pthread_rwlock_timedwrlock(&C.pause_rw, &ts)
+			  : pthread_rwlock_timedrdlock(&C.pause_rw, &ts);
+	}
+	if (r)
+		__atomic_fetch_add(&C.pause_late, 1, __ATOMIC_RELAXED);
+	return !r;
+}
+
+/* Our kind off (pause) or on again (not), as graph launches begin and end their calls, once
+ * the launches in their calls meanwhile are done. */
+static void pause_switch(bool pause)
+{
+	int saved = errno; /* (the program's, after its call) */
+	bool held, now;
+
 	pthread_mutex_lock(&C.pause_lock);
-	off = before ? C.paused++ == 0 : C.paused > 0 && --C.paused == 0;
-	if (off && C.kind_on)
-		(before ? C.f.disable : C.f.enable)(GS_CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+	held = pause_take(true);
+	now = pause ? C.paused == 0 : C.paused == 1;
+	__atomic_store_n(&C.paused, C.paused + (pause ? 1 : -1), __ATOMIC_RELEASE);
+	if (now && C.kind_on)
+		(pause ? C.f.disable : C.f.enable)(GS_CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+	if (held)
+		pthread_rwlock_unlock(&C.pause_rw);
 	pthread_mutex_unlock(&C.pause_lock);
 	errno = saved;
+}
+
+bool gs_cupti_graph_pause(void)
+{
+	if (__atomic_load_n(&C.graphs, __ATOMIC_ACQUIRE) ||
+	    __atomic_load_n(&C.state, __ATOMIC_ACQUIRE) != ST_RUNNING)
+		return false;
+	pause_switch(true);
+	return true;
+}
+
+void gs_cupti_graph_resume(void)
+{
+	pause_switch(false);
 }
 
 bool gs_cupti_active(void)
@@ -654,7 +707,13 @@ void gs_cupti_before(struct gs_cupti_launch *l, __u64 stream, bool ptsz, __u64 f
 	__u32 shape[KEY_N];
 
 	l->qi = 0;
-	if (!started() || T.cu.ctx_get(&ctx) || !ctx ||
+	l->held = false;
+	if (!started())
+		return;
+	/* (While a graph launch's call has our kind off, with a pair: its record would not
+	 * come. The pause's lock held to the end of the call: no switch meanwhile.) */
+	l->held = pause_take(false);
+	if (__atomic_load_n(&C.paused, __ATOMIC_ACQUIRE) || T.cu.ctx_get(&ctx) || !ctx ||
 	    (ptsz ? T.cu.capturing_ptsz : T.cu.capturing)(stream, &capturing) || capturing)
 		return;
 	memcpy(shape, dims, 6 * sizeof(*shape));
@@ -712,6 +771,9 @@ void gs_cupti_after(struct gs_cupti_launch *l, int result, __u64 call_ts, __u64 
 {
 	struct cq *q;
 
+	if (l->held)
+		pthread_rwlock_unlock(&C.pause_rw);
+	l->held = false;
 	if (!l->qi)
 		return;
 	pthread_mutex_lock(&C.lock);
@@ -863,6 +925,26 @@ static void in_graph(const uint8_t *r, const char *name, __u64 nh, __u64 start, 
 	C.graph_runs++;
 }
 
+/* Under C.lock: the oldest launch waiting of a grid and block, whatever its kernel's name,
+ * taken off its shape's list, or NULL. For a record under a name no launch of its shape
+ * had: CUPTI names a kernel by what its handle was when CUPTI learnt it, and XLA's modules
+ * are unloaded and loaded all along, handles given again (a JAX run on an H200 under
+ * --gpu-time=all: 12 of 1,261 records under another kernel's name of the same module, the
+ * launches' names the driver's); and a launch whose name the driver would not tell is
+ * under none (0). */
+static struct cq_entry *by_dims(struct cq *q, const __u32 *dims, __u64 *seq)
+{
+	for (__u32 k = 0; k < q->n; k++) {
+		struct cq_entry *e = at(q, k);
+		struct shape *sh;
+
+		/* (the oldest of its own shape too: its shape's list gives it) */
+		if (!e->done && !e->failed && !memcmp(e->dims, dims, 6 * sizeof(*dims)))
+			return (sh = shape_of(q, e->dims, false)) ? shape_take(q, sh, seq) : NULL;
+	}
+	return NULL;
+}
+
 /* Under C.lock: one kernel record, matched to its launch and emitted, or counted. */
 static void match(const uint8_t *r, __s64 offset)
 {
@@ -879,8 +961,13 @@ static void match(const uint8_t *r, __s64 offset)
 	/* (Ours: a calibration's, a gated launch's prime, run outside the program's calls.) */
 	if (name && !strncmp(name, "gpuscope_", 9))
 		return;
+	/* (Under --gpu-time=all, a graph's kernels are its twin's to time: one whose launch
+	 * found our kind on, a switch late, is left out.) */
 	if (rd32(r, GS_CUPTI_K_GRAPH)) {
-		in_graph(r, name, nh, start, end);
+		if (C.graphs)
+			in_graph(r, name, nh, start, end);
+		else
+			C.graph_dropped++;
 		return;
 	}
 	if (C.q[C.last].used && C.q[C.last].cctx == cctx && C.q[C.last].cstream == cstream)
@@ -894,25 +981,27 @@ static void match(const uint8_t *r, __s64 offset)
 	dims[6] = (__u32)nh;
 	dims[7] = (__u32)(nh >> 32);
 	dump_add(true, start, cstream, dims, 0);
-	/* (The oldest launch of its grid and block on its stream: where one kernel and shape
-	 * run many times, it may be another of the same.) */
-	/* (Launches whose kernel's name could not be had are under no name: 0.) */
-	if (q && (!(sh = shape_of(q, dims, false)) || !(e = shape_take(q, sh, &seq)))) {
-		dims[6] = dims[7] = 0;
-		e = (sh = shape_of(q, dims, false)) ? shape_take(q, sh, &seq) : NULL;
-	}
+	/* (The oldest launch of its kernel, grid and block on its stream: where one kernel and
+	 * shape run many times, it may be another of the same. Where none of its kernel and
+	 * shape was ever waiting, the oldest of its grid and block: see by_dims.) */
+	e = NULL;
+	if (q)
+		e = (sh = shape_of(q, dims, false)) ? shape_take(q, sh, &seq)
+						    : by_dims(q, dims, &seq);
 	if (!q || !e) {
 		C.unmatched++;
 		if (q)
 			C.no_shape++;
 		else
 			C.no_stream++;
-		if (q && debug_on() && C.no_shape == 1)
+		if (debug_on() && C.unmatched <= 8)
 			fprintf(stderr,
-				"gpuscope cupti: no launch of grid %u,%u,%u block %u,%u,%u on "
-				"stream %u (%u waiting)\n",
-				dims[0], dims[1], dims[2], dims[3], dims[4], dims[5], cstream,
-				q->n);
+				"gpuscope cupti: no launch of grid %u,%u,%u block %u,%u,%u name "
+				"%016llx on context %u stream %u (%u waiting there) at %llu: "
+				"%.100s\n",
+				dims[0], dims[1], dims[2], dims[3], dims[4], dims[5],
+				(unsigned long long)nh, cctx, cstream, q ? q->n : 0,
+				(unsigned long long)start, name ? name : "(none)");
 		return;
 	}
 	if (seq == q->seq0)
@@ -1008,8 +1097,23 @@ static void count_left(void)
 	for (int i = 0; i < CQ_MAX; i++) {
 		struct cq *q = &C.q[i];
 
-		for (__u32 k = 0; k < q->n; k++)
-			left += !at(q, k)->failed && !at(q, k)->done;
+		for (__u32 k = 0; k < q->n; k++) {
+			const struct cq_entry *e = at(q, k);
+
+			if (e->failed || e->done)
+				continue;
+			if (debug_on() && left < 8)
+				fprintf(stderr,
+					"gpuscope cupti: left: grid %u,%u,%u block %u,%u,%u name "
+					"%08x%08x on context %u stream %u (%llx, thread %u, queue "
+					"%s) launched at %llu by thread %u, api %u\n",
+					e->dims[0], e->dims[1], e->dims[2], e->dims[3], e->dims[4],
+					e->dims[5], e->dims[7], e->dims[6], q->cctx, q->cstream,
+					(unsigned long long)q->stream, q->owner,
+					q->closed ? "closed" : "open",
+					(unsigned long long)e->call_ts, e->tid, e->api);
+			left++;
+		}
 		while (q->n)
 			cq_pop(q);
 	}
@@ -1020,11 +1124,13 @@ static void count_left(void)
 		fprintf(stderr,
 			"gpuscope cupti: records matched %llu in order, %llu out of order; "
 			"unmatched %llu (no stream %llu, no launch of the shape %llu); in graphs "
-			"%llu (nameless %llu); launches left %llu\n",
+			"%llu (nameless %llu, left to twins %llu); launches left %llu; pause late "
+			"%llu\n",
 			(unsigned long long)C.in_order, (unsigned long long)C.out_of_order,
 			(unsigned long long)C.unmatched, (unsigned long long)C.no_stream,
 			(unsigned long long)C.no_shape, (unsigned long long)C.graph_runs,
-			(unsigned long long)C.in_graphs, (unsigned long long)left);
+			(unsigned long long)C.in_graphs, (unsigned long long)C.graph_dropped,
+			(unsigned long long)left, (unsigned long long)C.pause_late);
 }
 
 static void flush_at_exit(void)
@@ -1072,6 +1178,7 @@ void gs_cupti_after_fork(void)
 	 * parent's buffers waiting are the parent's.) */
 	pthread_mutex_init(&C.lock, NULL);
 	pthread_mutex_init(&C.pause_lock, NULL);
+	C.pause_rw = (pthread_rwlock_t)PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP;
 	C.paused = 0;
 	pthread_mutex_init(&done_lock, NULL);
 	pthread_mutex_init(&taking, NULL);

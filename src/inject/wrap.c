@@ -443,20 +443,18 @@ int gs_call(unsigned int api, void *caller, __u64 a0, __u64 a1, __u64 a2, __u64 
 		errno = saved_errno;
 		t0 = gs_clock();
 		/* (--gpu-time=all: CUPTI's kind off while a graph is launched.) */
-		bool graph = d->shape == GS_SH_L_GRAPH && gs_cupti_wanted();
+		bool graph =
+			d->shape == GS_SH_L_GRAPH && gs_cupti_wanted() && gs_cupti_graph_pause();
 
-		if (graph)
-			gs_cupti_graph_launch(true);
 		if (!tm.carrier || (r = gs_timing_carry(&tm, a)) != 0) {
 			errno = saved_errno;
 			r = real(launch_exec, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10);
 		}
 		if (graph)
-			gs_cupti_graph_launch(false);
+			gs_cupti_graph_resume();
 	}
 	t1 = gs_clock();
-	if (cl.qi)
-		gs_cupti_after(&cl, r, t0, t1);
+	gs_cupti_after(&cl, r, t0, t1);
 	if (ph0)
 		gs_phase_add(timed ? GS_PH_REAL : GS_PH_REAL_UNT, t0);
 	if (gl.twin) {

@@ -27,7 +27,8 @@
  *     makes a launch wait until its stream has nothing held or running, as a launch into
  *     a full push buffer does on a GPU;
  *   - stream capture into graphs and graph launches (FAKECUDA_GRAPH_START_NS: a launch's first
- *     work starts that much later, event nodes before it not); an event recorded into a capturing
+ *     work starts that much later, event nodes before it not; FAKECUDA_GRAPH_CALL_NS: a
+ *     launch's call takes that long, other threads' calls going on); an event recorded into a capturing
  *     stream becomes a node of the graph, as in the driver (so a tracer that records its
  *     own events there changes the program's graphs, and cuGraphGetNodes shows it);
  *   - FAKECUDA_SLOW_KERNEL=name:ns: launches of that kernel run ns longer (its runs told
@@ -1620,13 +1621,27 @@ EXPORT CUresult cuGraphUpload(CUgraphExec g, CUstream s)
 	return CUDA_SUCCESS;
 }
 
+/* (FAKECUDA_GRAPH_CALL_NS: the call takes that long, outside the double's lock, as a large
+ * graph's launch takes the driver a while; other threads' calls go on meanwhile.) */
+static void graph_call_wait(void)
+{
+	static long long ns = -1;
+
+	if (ns < 0)
+		ns = (long long)env_ull("FAKECUDA_GRAPH_CALL_NS", 0);
+	if (ns)
+		sleep_until(now_ns() + (unsigned long long)ns);
+}
+
 EXPORT CUresult cuGraphLaunch(CUgraphExec g, CUstream s)
 {
+	graph_call_wait();
 	return LOCKED(graph_launch(g, s, false));
 }
 
 EXPORT CUresult cuGraphLaunch_ptsz(CUgraphExec g, CUstream s)
 {
+	graph_call_wait();
 	return LOCKED(graph_launch(g, s, true));
 }
 

@@ -14,6 +14,9 @@
  * double's stream behind a handle: fakecuda_stream_of), as CUPTI's are.
  *
  * FAKECUPTI_LOSE=N: the Nth kernel's record is never delivered (as records CUPTI drops).
+ * FAKECUPTI_MISNAME=N: the Nth kernel's record carries the name of the last other kernel
+ * recorded before it (as CUPTI names a kernel by what its handle was when it learnt it,
+ * after XLA's unloads gave the handle to another kernel).
  * FAKECUPTI_REVERSE=1: each buffer's records in the reverse of their order (CUPTI keeps a
  * buffer per thread, and delivers them as they fill: records of one stream come out of
  * order when two threads launch on it).
@@ -58,7 +61,7 @@ static gs_cupti_complete_fn complete;
 static int kernels_on;
 static struct rec *recs;
 static size_t nrecs, caprecs;
-static unsigned long kernels_seen, lose_at, full_at;
+static unsigned long kernels_seen, lose_at, full_at, misname_at;
 static int reverse, per_thread, hold;
 static __thread uint32_t thread_no;
 static uint32_t threads;
@@ -105,6 +108,24 @@ static uint32_t id_of(void *p)
 static void deliver(int how);
 static void deliver_locked(int how);
 
+/* Under lock: the record's copy of a kernel's name, or at the FAKECUPTI_MISNAME'th kernel
+ * (kernels_seen), the last other kernel's. */
+static char *record_name(const char *name)
+{
+	static char *last, *other; /* the last kernel's name, the last other's before it */
+	const char *use = name;
+
+	if (kernels_seen == misname_at)
+		use = last && strcmp(last, name) ? last : other ? other : name;
+	use = strdup(use);
+	if (!last || strcmp(last, name)) {
+		free(other);
+		other = last;
+		last = strdup(name);
+	}
+	return (char *)use;
+}
+
 static void on_kernel(void *ctx, void *stream, unsigned long long start, unsigned long long end,
 		      const unsigned int *dims, const char *name, unsigned int graph)
 {
@@ -112,6 +133,8 @@ static void on_kernel(void *ctx, void *stream, unsigned long long start, unsigne
 
 	pthread_mutex_lock(&lock);
 	if (kernels_on && ++kernels_seen != lose_at) {
+		char *copy = name ? record_name(name) : NULL;
+
 		if (nrecs == caprecs) {
 			caprecs = caprecs ? 2 * caprecs : 1024;
 			recs = realloc(recs, caprecs * sizeof(*recs));
@@ -126,7 +149,7 @@ static void on_kernel(void *ctx, void *stream, unsigned long long start, unsigne
 					      .graph = graph,
 					      /* (CUPTI's own copy: the kernel may be unloaded
 					       * before the record is read) */
-					      .name = name ? strdup(name) : NULL };
+					      .name = copy };
 		memcpy(recs[nrecs - 1].dims, dims, sizeof(recs[0].dims));
 	}
 	full = full_at && nrecs >= full_at;
@@ -270,6 +293,8 @@ __attribute__((constructor)) static void init(void)
 	const char *s = getenv("FAKECUPTI_LOSE");
 
 	lose_at = s ? strtoul(s, NULL, 10) : 0;
+	s = getenv("FAKECUPTI_MISNAME");
+	misname_at = s ? strtoul(s, NULL, 10) : 0;
 	full_at = getenv("FAKECUPTI_FULL") ? strtoul(getenv("FAKECUPTI_FULL"), NULL, 10) : 0;
 	reverse = getenv("FAKECUPTI_REVERSE") != NULL;
 	per_thread = getenv("FAKECUPTI_PER_THREAD") != NULL;

@@ -50,7 +50,8 @@
  * `idle` again and `other` again, each 1 ms after the one before ended.
  *
  * With --cupti N [client], only this instead (--gpu-time=cupti, src/inject/gputime_cupti.c):
- * see cupti_rounds(). With --cupti-threads N: see cupti_threads().
+ * see cupti_rounds(). With --cupti-threads N: see cupti_threads(). With --graph-threads N:
+ * see graph_threads().
  *
  * With --after-copy, only this instead: `idle` launched right after an asynchronous copy
  * on its stream, then on the legacy stream after a synchronous copy, 3 times each
@@ -384,6 +385,80 @@ static int cupti_threads(CUcontext ctx, CUkernel busy, CUkernel idle, CUstream s
 	return 0;
 }
 
+struct grapher {
+	CUcontext ctx;
+	CUgraphExec exec;
+	CUkernel idle;
+	CUstream s, s2;
+	int n, go, done, during;
+};
+
+static void *graph_n(void *arg)
+{
+	struct grapher *g = arg;
+
+	CHECK(cuCtxSetCurrent(g->ctx), 0);
+	while (!__atomic_load_n(&g->go, __ATOMIC_ACQUIRE))
+		pause_ms(1);
+	for (int i = 0; i < g->n || __atomic_load_n(&g->during, __ATOMIC_ACQUIRE) < 50; i++)
+		CHECK(cuGraphLaunch(g->exec, g->s2), 0);
+	__atomic_store_n(&g->done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+static void *idle_n(void *arg)
+{
+	struct grapher *g = arg;
+	int n = 0;
+
+	CHECK(cuCtxSetCurrent(g->ctx), 0);
+	for (int phase = 0; phase < 3; phase++) {
+		if (phase == 1)
+			__atomic_store_n(&g->go, 1, __ATOMIC_RELEASE);
+		for (int i = 0; phase == 1 ? !__atomic_load_n(&g->done, __ATOMIC_ACQUIRE) : i < 10;
+		     i++, n++) {
+			CHECK(cuLaunchKernel((CUfunction)g->idle, 4, 1, 1, 256, 1, 1, 0, g->s, NULL,
+					     NULL),
+			      0);
+			if (phase == 1) {
+				__atomic_fetch_add(&g->during, 1, __ATOMIC_RELEASE);
+				nanosleep(&(struct timespec){ 0, 50000 }, NULL);
+			}
+		}
+	}
+	truth_add(n, "idle:launches");
+	return NULL;
+}
+
+/* --graph-threads N: one thread launches a graph of one busy (1 x 32) on s2, N times and
+ * until the other has launched 50 kernels meanwhile, while the other launches idle
+ * (4 x 256) on s all along (50 us apart), 10 times before and 10 after (FAKECUDA_GRAPH_CALL_NS: each graph
+ * launch's call that long, the other thread's launches falling into it); after one launch
+ * of busy, 2 x 32, on s first (CUPTI started by then). */
+static int graph_threads(CUcontext ctx, CUkernel busy, CUkernel idle, CUstream s, CUstream s2,
+			 int n)
+{
+	CUDA_KERNEL_NODE_PARAMS a = kparams(busy, 1, 32, NULL);
+	struct grapher g = { .ctx = ctx, .idle = idle, .s = s, .s2 = s2, .n = n };
+	CUgraphNode node;
+	CUgraph graph;
+	pthread_t t[2];
+
+	CHECK(cuLaunchKernel((CUfunction)busy, 2, 1, 1, 32, 1, 1, 0, s, NULL, NULL), 0);
+	CHECK(cuCtxSynchronize(), 0);
+	CHECK(cuGraphCreate(&graph, 0), 0);
+	CHECK(cuGraphAddKernelNode_v2(&node, graph, NULL, 0, &a), 0);
+	CHECK(cuGraphInstantiateWithFlags(&g.exec, graph, 0), 0);
+	CHECK(pthread_create(&t[0], NULL, graph_n, &g), 0);
+	CHECK(pthread_create(&t[1], NULL, idle_n, &g), 0);
+	for (int i = 0; i < 2; i++)
+		CHECK(pthread_join(t[i], NULL), 0);
+	CHECK(cuCtxSynchronize(), 0);
+	truth_add((long long)kernel_ns(4, 256), "gpu:idle:ns");
+	truth_write();
+	return 0;
+}
+
 /* --replays N [D]: a graph of busy, then idle after it, launched N times on s2, each
  * waited for (idle disabled at launches D to D + 3). */
 static int replays(CUkernel busy, CUkernel idle, CUstream s2, int n, int d,
@@ -548,6 +623,8 @@ int main(int argc, char **argv)
 		return follows(busy, idle, s, busy_ns, idle_ns);
 	if (argc > 2 && !strcmp(argv[1], "--cupti-threads"))
 		return cupti_threads(ctx, busy, idle, s, s2, atoi(argv[2]));
+	if (argc > 2 && !strcmp(argv[1], "--graph-threads"))
+		return graph_threads(ctx, busy, idle, s, s2, atoi(argv[2]));
 	if (argc > 2 && !strcmp(argv[1], "--cupti"))
 		return cupti_rounds(busy, idle, s, s2, atoi(argv[2]),
 				    argc > 3 && !strcmp(argv[3], "client"));
