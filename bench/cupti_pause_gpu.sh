@@ -24,6 +24,7 @@ for w in ${FID:-compile_ro jax}; do
 	FID_GPU_TIME=all timeout "${FID_S:-240}" python3 bench/cupti_fidelity.py run "$GS" \
 		"$OUT/fid" "$w" >/dev/null
 	grep -h "gpuscope cupti" "$OUT/fid/$w/gs/log.txt" | grep -v "launch name"
+	cp "$OUT/fid/$w/gs/log.txt" "$OUT/fid-$w-log.txt"
 done
 python3 bench/cupti_fidelity.py table "$OUT/fid"
 rm -f "$OUT"/fid/*/gs/run.gsrec

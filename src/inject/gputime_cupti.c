@@ -23,12 +23,16 @@
  * so where two threads launch on one stream (PyTorch's main and autograd threads), its
  * records come out of launch order (on an H100, 14,533 of ResNet-50's 37,520). The
  * kernel's figures are then right, but a launch may take the times of another launch of
- * its kind (about 5% of ResNet-50's started before the launch they were given). A launch
+ * its kind (about 5% of ResNet-50's started before the launch they were given). CUPTI's
+ * name may be stale (see by_dims): a record under a name no launch of its grid and block
+ * had goes to the oldest launch of that grid and block. A launch
  * whose record has not come after STALE_NS, or at the end, is counted as lost; a record
  * no launch matches is counted (reported at exit).
  * Graphs: under --gpu-time=all our kind is off around each graph launch's call (CUPTI
  * records a graph's kernels at a cost to the launch of 1.3-1.9 us each), and the graphs'
- * kernels are timed by twins at sampled launches, as with pairs (gputime_graph.c). Under
+ * kernels are timed by twins at sampled launches, as with pairs (gputime_graph.c); a kernel
+ * another thread launches meanwhile is timed with a pair (each launch holds the pause's
+ * lock across its call, so that our kind is on or off throughout it). Under
  * --gpu-time=cupti, a kernel run by a graph has its record too: there is no launch of ours
  * for it, so it is emitted as it comes, under its name (in_graph); graph launches as a
  * whole are then not timed (no twin is made), nor tied to the records of their kernels.
