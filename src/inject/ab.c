@@ -4,6 +4,8 @@
  * between processes the GPU machines vary 10-35% and a launch's cost is a few percent.
  * GPUSCOPE_AB_FILE names a file whose first word says what the plane does from now on:
  *   pass      every wrapper only forwards to the driver, as when no session is there;
+ *   pass2     the same: a second control, whose windows against pass's say how far two
+ *             windows of one mode differ on the machine (the noise a cost is read against);
  *   off       records, no GPU time (--gpu-time=off);
  *   N         every Nth launch of each kernel timed (--gpu-time=N);
  *   all       every kernel timed by CUPTI's records (--gpu-time's default), CUPTI's kind
@@ -74,7 +76,7 @@ static void apply(char *word)
 	bool norecord = false;
 	int carriers = -1;
 
-	if (!strcmp(word, "pass")) {
+	if (!strcmp(word, "pass") || !strcmp(word, "pass2")) {
 		__atomic_store_n(&gs_active, false, __ATOMIC_RELAXED);
 		gs_cupti_want(false); /* (CUPTI's records cost the driver's calls too) */
 		return;
