@@ -6,6 +6,10 @@
  *
  *   cloop [--ab FILE MODES N]
  *
+ * CLOOP_SPIN_NS=N: the kernel spins about N ns (by its SM's clock) instead, so that the loop
+ * waits on the GPU rather than on the launching thread: what a mode costs the GPU per kernel
+ * (CUPTI's kernel records) then shows in the time per launch.
+ *
  * --ab: as bench/workload.py's (bench/inject_ab.sh): N rounds of one window per mode of MODES
  * (a comma list), the order turned each round, the mode written to FILE before each window
  * (GPUSCOPE_AB_FILE, src/inject/ab.c) and a tenth of the window run untimed after it; "ab_cpu"
@@ -14,6 +18,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <cuda_runtime.h>
@@ -27,7 +32,18 @@ __global__ void tiny(float *x)
 		x[0] += 1.0f;
 }
 
+__global__ void spin(float *x, long long cycles)
+{
+	long long t0 = clock64();
+
+	while (clock64() - t0 < cycles)
+		;
+	if (threadIdx.x == 0)
+		x[0] += 1.0f;
+}
+
 static const int iters = 20000;
+static long long spin_cycles; /* CLOOP_SPIN_NS in the SM's cycles; 0: tiny */
 
 static double thread_cpu_s()
 {
@@ -44,7 +60,10 @@ static double window(float *x, int n, double *cpu = nullptr)
 	double c0 = thread_cpu_s();
 
 	for (int i = 0; i < n; i++)
-		tiny<<<1, 32>>>(x);
+		if (spin_cycles)
+			spin<<<1, 32>>>(x, spin_cycles);
+		else
+			tiny<<<1, 32>>>(x);
 	cudaDeviceSynchronize();
 	if (cpu)
 		*cpu = (thread_cpu_s() - c0) / n;
@@ -89,6 +108,12 @@ int main(int argc, char **argv)
 	}
 	if (cudaMalloc(&x, sizeof(float)) != cudaSuccess)
 		return 1;
+	if (getenv("CLOOP_SPIN_NS")) {
+		int khz = 0;
+
+		cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, 0);
+		spin_cycles = atoll(getenv("CLOOP_SPIN_NS")) * khz / 1000000;
+	}
 	window(x, 2000);
 	for (int r = 0; r < rounds; r++)
 		for (size_t j = 0; j < modes.size(); j++) {

@@ -22,21 +22,34 @@ WORKLOADS=${WORKLOADS:-tinyops cloop cupy resnet50 gpt2}
 case " $WORKLOADS " in
 *" cloop "*) nvcc -O2 -arch=sm_90 bench/cloop.cu -o "$OUT/cloop" >>"$OUT/machine.txt" 2>&1 ;;
 esac
+# The PyTorch profiler takes CUPTI from the plane for good (kernels then timed with pairs
+# for the rest of the process): where MODES has CUPTI's modes (all, cupti) too, the
+# profiler's windows run in processes of their own (numbered after the others), against
+# their own pass windows.
+plain=$(echo ",$MODES," | sed 's/,profiler,/,/g; s/,profcuda,/,/g; s/^,//; s/,$//')
+sets=("$MODES")
+if [ "$plain" != "$MODES" ] && echo ",$MODES," | grep -qE ',(all|cupti),'; then
+	sets=("$plain" "pass$(echo ",$MODES," | grep -oE ',prof(iler|cuda)' | tr -d '\n')")
+fi
 for w in $WORKLOADS; do
-	for ((i = 1; i <= ${PROCS:-2}; i++)); do
-		f="$OUT/ab-$w-$i.mode"
-		echo all >"$f"
-		if [ "$w" = cloop ]; then
-			m=$(echo ",$MODES," | sed 's/,profiler,/,/g; s/,profcuda,/,/g; s/^,//; s/,$//')
-			cmd=("$OUT/cloop" --ab "$f" "$m" "$ROUNDS")
-		else
-			cmd=(python3 bench/workload.py "$w" --ab "$f" "$MODES" "$ROUNDS")
-		fi
-		rm -f "$f.phases"
-		# shellcheck disable=SC2086
-		GPUSCOPE_AB_FILE=$f env ${PHASES:+GPUSCOPE_AB_PHASES=1} "$GS" run -q --inject --gpu-time="${GPU_TIME:-all}" ${GS_OPTS:-} --json="$OUT/$w-$i-report.json" -- \
-			"${cmd[@]}" >"$OUT/$w-$i.json" 2>"$OUT/$w-$i.err"
-		rm -f "$f" "$f.tmp"
+	for ((k = 0; k < ${#sets[@]}; k++)); do
+		for ((i = 1; i <= ${PROCS:-2}; i++)); do
+			n=$((k * ${PROCS:-2} + i))
+			f="$OUT/ab-$w-$n.mode"
+			echo all >"$f"
+			if [ "$w" = cloop ]; then
+				m=$(echo ",${sets[k]}," | sed 's/,profiler,/,/g; s/,profcuda,/,/g; s/^,//; s/,$//')
+				[ "$m" = pass ] && continue
+				cmd=("$OUT/cloop" --ab "$f" "$m" "$ROUNDS")
+			else
+				cmd=(python3 bench/workload.py "$w" --ab "$f" "${sets[k]}" "$ROUNDS")
+			fi
+			rm -f "$f.phases"
+			# shellcheck disable=SC2086
+			GPUSCOPE_AB_FILE=$f env ${PHASES:+GPUSCOPE_AB_PHASES=1} "$GS" run -q --inject --gpu-time="${GPU_TIME:-all}" ${GS_OPTS:-} --json="$OUT/$w-$n-report.json" -- \
+				"${cmd[@]}" >"$OUT/$w-$n.json" 2>"$OUT/$w-$n.err"
+			rm -f "$f" "$f.tmp"
+		done
 	done
 done
 python3 - "$OUT" $WORKLOADS <<'PY' | tee "$OUT/ab.txt"

@@ -695,6 +695,24 @@ bool gs_cupti_active(void)
 	return gs_cupti_wanted() && started();
 }
 
+/* (GPUSCOPE_INJECT_DEBUG, at exit: why launches were not queued, timed with pairs instead) */
+enum {
+	NQ_START,
+	NQ_PAUSED,
+	NQ_CTX,
+	NQ_IDS,
+	NQ_QUEUE,
+	NQ_ROOM,
+	NQ_SHAPE,
+	NQ_N
+};
+static __u64 nq[NQ_N];
+
+static void not_queued(int why)
+{
+	__atomic_fetch_add(&nq[why], 1, __ATOMIC_RELAXED);
+}
+
 void gs_cupti_before(struct gs_cupti_launch *l, __u64 stream, bool ptsz, __u64 func,
 		     const __u32 *dims, unsigned int api, __u64 now)
 {
@@ -712,14 +730,22 @@ void gs_cupti_before(struct gs_cupti_launch *l, __u64 stream, bool ptsz, __u64 f
 
 	l->qi = 0;
 	l->held = false;
-	if (!started())
+	if (!started()) {
+		not_queued(NQ_START);
 		return;
+	}
 	/* (While a graph launch's call has our kind off, with a pair: its record would not
 	 * come. The pause's lock held to the end of the call: no switch meanwhile.) */
 	l->held = pause_take(false);
-	if (__atomic_load_n(&C.paused, __ATOMIC_ACQUIRE) || T.cu.ctx_get(&ctx) || !ctx ||
-	    (ptsz ? T.cu.capturing_ptsz : T.cu.capturing)(stream, &capturing) || capturing)
+	if (__atomic_load_n(&C.paused, __ATOMIC_ACQUIRE)) {
+		not_queued(NQ_PAUSED);
 		return;
+	}
+	if (T.cu.ctx_get(&ctx) || !ctx ||
+	    (ptsz ? T.cu.capturing_ptsz : T.cu.capturing)(stream, &capturing) || capturing) {
+		not_queued(NQ_CTX);
+		return;
+	}
 	memcpy(shape, dims, 6 * sizeof(*shape));
 	nh = func_name_hash(func);
 	shape[6] = (__u32)nh;
@@ -734,8 +760,10 @@ void gs_cupti_before(struct gs_cupti_launch *l, __u64 stream, bool ptsz, __u64 f
 		if (C.f.ctx_id(ctx, &cctx) ||
 		    C.f.stream_id(ctx,
 				  per_thread || key == LEGACY ? NULL : (void *)(unsigned long)key,
-				  per_thread, &cstream))
+				  per_thread, &cstream)) {
+			not_queued(NQ_IDS);
 			return;
+		}
 		T.cu.ctx_dev(&dev);
 		pthread_mutex_lock(&C.lock);
 		qi = 1 + cq_find((__u64)(unsigned long)ctx, key, owner, cctx, cstream, dev);
@@ -747,7 +775,10 @@ void gs_cupti_before(struct gs_cupti_launch *l, __u64 stream, bool ptsz, __u64 f
 	/* (No room: timed with a pair instead, its record then matching nothing.) */
 	if (!qi || !cq_room(q = &C.q[qi - 1]) || !(sh = shape_of(q, shape, true))) {
 		pthread_mutex_unlock(&C.lock);
-		return;
+		{
+			not_queued(!qi ? NQ_QUEUE : q->n == q->cap ? NQ_ROOM : NQ_SHAPE);
+			return;
+		}
 	}
 	seq = q->seq0 + q->n;
 	e = at(q, q->n++);
@@ -1129,12 +1160,17 @@ static void count_left(void)
 			"gpuscope cupti: records matched %llu in order, %llu out of order; "
 			"unmatched %llu (no stream %llu, no launch of the shape %llu); in graphs "
 			"%llu (nameless %llu, left to twins %llu); launches left %llu; pause late "
-			"%llu\n",
+			"%llu; not queued: not started %llu, paused %llu, no context or capturing "
+			"%llu, no ids %llu, no queue %llu, queue full %llu, no shape %llu\n",
 			(unsigned long long)C.in_order, (unsigned long long)C.out_of_order,
 			(unsigned long long)C.unmatched, (unsigned long long)C.no_stream,
 			(unsigned long long)C.no_shape, (unsigned long long)C.graph_runs,
 			(unsigned long long)C.in_graphs, (unsigned long long)C.graph_dropped,
-			(unsigned long long)left, (unsigned long long)C.pause_late);
+			(unsigned long long)left, (unsigned long long)C.pause_late,
+			(unsigned long long)nq[NQ_START], (unsigned long long)nq[NQ_PAUSED],
+			(unsigned long long)nq[NQ_CTX], (unsigned long long)nq[NQ_IDS],
+			(unsigned long long)nq[NQ_QUEUE], (unsigned long long)nq[NQ_ROOM],
+			(unsigned long long)nq[NQ_SHAPE]);
 }
 
 static void flush_at_exit(void)
