@@ -103,6 +103,8 @@ __u32 gs_timing_rate_now(void)
 	return __atomic_load_n(&T.rate, __ATOMIC_RELAXED);
 }
 
+bool gs_capture_begun;
+
 bool gs_timing_switch(const char *mode)
 {
 	int every = every_of(mode);
@@ -304,7 +306,8 @@ bool gs_timing_begin(struct gs_timing *t, __u64 stream, bool ptsz, __u8 kind, __
 	if (!gt_load_driver() || T.cu.ctx_get(&t->ctx) || !t->ctx)
 		return false;
 	/* Nothing of ours goes into a stream that is being captured into a graph. */
-	if ((ptsz ? T.cu.capturing_ptsz : T.cu.capturing)(stream, &capturing) || capturing)
+	if (gs_may_capture() &&
+	    ((ptsz ? T.cu.capturing_ptsz : T.cu.capturing)(stream, &capturing) || capturing))
 		return false;
 	gs_phase_add(GS_PH_ASK, ph);
 	t->ci = slot_of(t->ctx);

@@ -742,7 +742,8 @@ void gs_cupti_before(struct gs_cupti_launch *l, __u64 stream, bool ptsz, __u64 f
 		return;
 	}
 	if (T.cu.ctx_get(&ctx) || !ctx ||
-	    (ptsz ? T.cu.capturing_ptsz : T.cu.capturing)(stream, &capturing) || capturing) {
+	    (gs_may_capture() &&
+	     ((ptsz ? T.cu.capturing_ptsz : T.cu.capturing)(stream, &capturing) || capturing))) {
 		not_queued(NQ_CTX);
 		return;
 	}

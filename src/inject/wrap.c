@@ -342,6 +342,17 @@ static __u64 carry_key(const __u64 *a)
 	return h | 1;
 }
 
+/* A stream capture's beginning (gs_capture_begun). */
+static bool begins_capture(unsigned int api)
+{
+	return api == GS_API_CU_STREAM_BEGIN_CAPTURE_V1 ||
+	       api == GS_API_CU_STREAM_BEGIN_CAPTURE_V1_PTSZ ||
+	       api == GS_API_CU_STREAM_BEGIN_CAPTURE ||
+	       api == GS_API_CU_STREAM_BEGIN_CAPTURE_PTSZ ||
+	       api == GS_API_CU_STREAM_BEGIN_CAPTURE_TO_GRAPH ||
+	       api == GS_API_CU_STREAM_BEGIN_CAPTURE_TO_GRAPH_PTSZ;
+}
+
 /* Synchronisation that returns only once GPU work is done (not queries, not waits queued
  * on the GPU). */
 static bool waits_for_gpu(unsigned int api, const struct gs_api_desc *d)
@@ -368,6 +379,8 @@ int gs_call(unsigned int api, void *caller, __u64 a0, __u64 a1, __u64 a2, __u64 
 
 	if (!real)
 		return CUDA_ERROR_NOT_INITIALIZED;
+	if (__builtin_expect(begins_capture(api), 0))
+		__atomic_store_n(&gs_capture_begun, true, __ATOMIC_RELEASE);
 	if (!gs_active)
 		return real(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10);
 	gs_ring_prepare();
