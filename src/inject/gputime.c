@@ -103,8 +103,6 @@ __u32 gs_timing_rate_now(void)
 	return __atomic_load_n(&T.rate, __ATOMIC_RELAXED);
 }
 
-bool gs_capture_begun;
-
 bool gs_timing_switch(const char *mode)
 {
 	int every = every_of(mode);
