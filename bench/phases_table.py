@@ -10,7 +10,7 @@ plane's own clock, with about 20-35 ns a reading in every part."""
 import sys
 
 PARTS = ["timed", "untimed", "real", "real_unt", "begin", "end", "ask", "lock", "query",
-         "gate", "start_ev", "end_ev", "stack", "emit", "harvest", "locked"]
+         "gate", "start_ev", "end_ev", "stack", "emit", "harvest", "locked", "unwind", "pywalk"]
 
 
 def read(path):
@@ -29,7 +29,7 @@ def read(path):
 
 def main():
     cols = ["ours", "begin", "ask", "lock", "locked", "query", "gate", "start_ev", "end",
-            "end_ev", "stack", "emit", "harvest"]
+            "end_ev", "stack", "unwind", "pywalk", "emit", "harvest"]
     print("| file | mode | launches | timed | " + " | ".join(cols) +
           " | a timed launch: wrapper, driver's launch | untimed: wrapper, launch |")
     print("|---|---|---|---|" + "---|" * len(cols) + "---|---|")

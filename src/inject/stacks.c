@@ -165,14 +165,18 @@ static void take(unsigned int api, __u64 ts, __u64 arg, bool launch)
 	void *frames[GS_STACK_MAX + 8];
 	__u64 ips[GS_STACK_MAX];
 	struct gs_ev_stack *e;
+	__u64 ph = gs_phase_t0();
 	int n = backtrace(frames, (int)(sizeof(frames) / sizeof(frames[0]))), skip = 0;
 
+	gs_phase_add(GS_PH_UNWIND, ph);
 	while (skip < n && gs_called_from_self(frames[skip]))
 		skip++;
 	n -= skip;
 	if (n <= 0)
 		return;
+	ph = gs_phase_t0();
 	n = gs_py_stack(frames + skip, n, launch, ips, GS_STACK_MAX);
+	gs_phase_add(GS_PH_PYWALK, ph);
 	e = gs_emit_reserve((__u32)(offsetof(struct gs_ev_stack, ip) + (size_t)n * 8), GS_EV_STACK);
 	if (!e)
 		return;
