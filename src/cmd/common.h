@@ -94,8 +94,11 @@ enum {
 
 #define DEFAULT_STACK_EVERY 64
 /* With --inject and no --stacks: at most this many launches' stacks a second a thread
- * (inject/stacks.c) */
-#define DEFAULT_STACK_RATE 100
+ * (inject/stacks.c). A stack of PyTorch's costs its thread 75-110 us on an H200 (40-50 us
+ * unwinding, 30-40 us walking the Python frames: bench/results/cupti-pause-2026-11-29):
+ * at 100 a second a thread a training step launching from two threads (PyTorch's main and
+ * autograd threads) gives them ~1.8% of its time, at 20 ~0.4%. */
+#define DEFAULT_STACK_RATE 20
 
 #define DEFAULT_OS_MIN_NS 10000ULL
 
@@ -136,7 +139,7 @@ enum {
 	"      --os-min-us N      off-CPU intervals and system calls shorter than N us are not\n" \
 	"                         reported one by one (default 10)\n"                             \
 	"      --stacks N|off     user call stacks of every Nth launch (default 64; with\n"       \
-	"                         --inject, unless given, at most 100 a second a thread), of\n"   \
+	"                         --inject, unless given, at most 20 a second a thread), of\n"    \
 	"                         every allocation and failed call; off: none\n"                  \
 	"      --py-exceptions    count every Python raise by type and line, and find caught\n"   \
 	"                         CUDA errors (costs ~1.5 us a raise; uncaught ones are found\n"  \

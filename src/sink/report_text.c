@@ -571,7 +571,7 @@ static void losses(FILE *f, const struct report *r)
 		{ r->rings_lost, "in-process rings stopped early (a process died while writing, "
 				 "or the ring was damaged)" },
 		{ r->stacks_skipped, "launches' call stacks were due but skipped, to take at most "
-				     "100 a second a thread (--inject without --stacks; --stacks N "
+				     "20 a second a thread (--inject without --stacks; --stacks N "
 				     "takes every Nth)" },
 	};
 

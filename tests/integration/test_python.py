@@ -148,7 +148,7 @@ def test_text_report_says_python(gsr):
 
 def test_stack_rate(gs, tmp_path):
     """--inject without --stacks: a launch's stack is due every 64th launch of a thread, but
-    taken only while the thread keeps to 100 a second (at most 10 at once; inject/stacks.c).
+    taken only while the thread keeps to 20 a second (at most 10 at once; inject/stacks.c).
     The launches skipped are counted: taken + skipped = due, exactly (the main thread's
     20,000 launches, then the worker's one, then 5,000 in a thread that is still there when
     the program ends, and 5,000 more in the main thread, the program's last calls: their
