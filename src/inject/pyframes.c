@@ -8,7 +8,9 @@
  * the location table) in a symbol record, so that a recording needs no process to name it.
  *
  * Never in the way: every read of the interpreter's memory goes through process_vm_readv,
- * so a wrong layout or a torn frame reads an error, never a fault; a version with no known
+ * so a wrong layout or a torn frame reads an error, never a fault (but for frames in the
+ * calling thread's own stack, between its stack pointer and the stack's top, all mapped:
+ * read in place, see own_stack); a version with no known
  * layout is said once (GS_EV_PYTHON) and its stacks stay native. The thread's state comes
  * from PyGILState_GetThisThreadState (thread-specific data, no lock, no GIL needed). Only
  * the calling thread's own frames are read: they cannot change under it.
@@ -17,6 +19,7 @@
  * core/pylayout.c); names: core/pyname.c (shared with gpuscope).
  */
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <link.h>
 #include <stdint.h>
@@ -43,8 +46,11 @@ static struct {
 	pid_t pid;
 } Y;
 
+static __u64 reads_by_call;
+
 static bool rd(void *dst, __u64 addr, size_t n)
 {
+	__atomic_fetch_add(&reads_by_call, 1, __ATOMIC_RELAXED);
 	return py_read_pid((void *)(uintptr_t)Y.pid, dst, addr, n);
 }
 
@@ -202,6 +208,39 @@ struct window {
 static __thread struct window *tl_win __attribute__((tls_model("initial-exec")));
 static __thread unsigned int tl_recent __attribute__((tls_model("initial-exec")));
 
+/* This thread's stack, [tl_stack_lo, tl_stack_hi) (hi 0: not asked yet; ~0: not known). */
+static __thread __u64 tl_stack_lo __attribute__((tls_model("initial-exec")));
+static __thread __u64 tl_stack_hi __attribute__((tls_model("initial-exec")));
+static __u64 reads_in_place; /* (GPUSCOPE_INJECT_DEBUG; by a call: reads_by_call) */
+
+/* Whether [addr, addr + n) lies in this thread's stack between here and its top: its
+ * callers' frames, mapped whatever they hold, so read in place. 3.12 and later keep each
+ * evaluation's entry frame on the C stack, among the callers of the launch (on an H200 a
+ * PyTorch stack's walk took 30-40 us, a call of ~1-3 us a window, the windows going back and
+ * forth between the data stack and the C stack). Not on a signal's own stack. */
+static bool own_stack(__u64 addr, size_t n)
+{
+	volatile char here = 0;
+	__u64 sp = (__u64)(uintptr_t)&here;
+
+	if (!tl_stack_hi) {
+		pthread_attr_t a;
+		void *lo;
+		size_t size;
+
+		tl_stack_hi = ~0ULL;
+		if (!pthread_getattr_np(pthread_self(), &a)) {
+			if (!pthread_attr_getstack(&a, &lo, &size) && size) {
+				tl_stack_lo = (__u64)(uintptr_t)lo;
+				tl_stack_hi = tl_stack_lo + size;
+			}
+			pthread_attr_destroy(&a);
+		}
+	}
+	return tl_stack_hi != ~0ULL && sp >= tl_stack_lo && sp < tl_stack_hi && addr > sp &&
+	       addr + n > addr && addr + n <= tl_stack_hi;
+}
+
 static bool win_read(struct window *ws, void *dst, __u64 addr, size_t n)
 {
 	struct iovec local[WIN_PAGES], remote[WIN_PAGES];
@@ -209,6 +248,11 @@ static bool win_read(struct window *ws, void *dst, __u64 addr, size_t n)
 	struct window *w;
 	ssize_t got;
 
+	if (own_stack(addr, n)) {
+		memcpy(dst, (const void *)(uintptr_t)addr, n);
+		__atomic_fetch_add(&reads_in_place, 1, __ATOMIC_RELAXED);
+		return true;
+	}
 	for (unsigned int k = 0; k < 2; k++) {
 		w = &ws[k];
 		if (addr >= w->lo && addr + n <= w->hi && addr + n > addr) {
@@ -228,6 +272,7 @@ static bool win_read(struct window *ws, void *dst, __u64 addr, size_t n)
 		remote[i].iov_base = (void *)(unsigned long)(top - (__u64)(i + 1) * PAGE);
 		remote[i].iov_len = PAGE;
 	}
+	__atomic_fetch_add(&reads_by_call, 1, __ATOMIC_RELAXED);
 	got = process_vm_readv(Y.pid, local, WIN_PAGES, remote, WIN_PAGES, 0);
 	if (got <= 0 || got % PAGE) {
 		w->lo = w->hi = 0;
@@ -343,6 +388,25 @@ static int walk(__u64 *out, bool *entry, bool launch, bool *borrowed)
 	return n;
 }
 
+/* GPUSCOPE_INJECT_DEBUG: at the 1st, 2nd, 4th, ... walk, how the interpreter's memory was
+ * read so far. */
+static void debug_reads(void)
+{
+	static int on = -1;
+	static __u64 walks;
+	__u64 k;
+
+	if (on < 0)
+		on = getenv("GPUSCOPE_INJECT_DEBUG") != NULL;
+	k = on ? __atomic_add_fetch(&walks, 1, __ATOMIC_RELAXED) : 0;
+	if (k && !(k & (k - 1)))
+		fprintf(stderr,
+			"gpuscope python: %llu walks: %llu reads in place, %llu by a call\n",
+			(unsigned long long)k,
+			(unsigned long long)__atomic_load_n(&reads_in_place, __ATOMIC_RELAXED),
+			(unsigned long long)__atomic_load_n(&reads_by_call, __ATOMIC_RELAXED));
+}
+
 int gs_py_stack(void *const *native, int n, bool launch, __u64 *out, int max)
 {
 	__u64 py[MAX_PY], ips[GS_STACK_MAX + 8];
@@ -353,6 +417,7 @@ int gs_py_stack(void *const *native, int n, bool launch, __u64 *out, int max)
 		look();
 	if (Y.state > 0)
 		np = walk(py, entry, launch, &borrowed);
+	debug_reads();
 	n = n < (int)(sizeof(ips) / sizeof(ips[0])) ? n : (int)(sizeof(ips) / sizeof(ips[0]));
 	for (int i = 0; i < n; i++)
 		ips[i] = (__u64)(unsigned long)native[i];

@@ -250,11 +250,18 @@ def test_313_and_314_layouts_are_read_from_the_process(gs, tmp_path, minor, plan
     """3.13 and later describe their layout in _PyRuntime (_Py_DebugOffsets); a synthetic
     interpreter of each (wl_pynew.c: its own offsets, found nowhere else; 3.14's tagged code
     references; two evaluations) is walked in both planes: each evaluation's frames in place of
-    its native frame."""
+    its native frame. Each evaluation's entry frame is on the C stack, as CPython keeps it:
+    the in-process plane reads those in place, in the launching thread's own stack, not by
+    a call (inject/pyframes.c, own_stack)."""
     out, js = tmp_path / "n.folded", tmp_path / "n.json"
-    gs.run(["run", "-q", "--stacks", "1", "--folded", str(out), "--json=%s" % js] +
-           (["--inject"] if plane == "inject" else []) +
-           ["--", gs.wl("python3.%d-fake" % minor)], check_rc=0)
+    p = gs.run(["run", "-q", "--stacks", "1", "--folded", str(out), "--json=%s" % js] +
+               (["--inject"] if plane == "inject" else []) +
+               ["--", gs.wl("python3.%d-fake" % minor)],
+               env=gs.env(GPUSCOPE_INJECT_DEBUG="1"), check_rc=0)
+    if plane == "inject":
+        # (At the 16th walk: two entry frames a walk.)
+        reads = re.findall(r"gpuscope python: 16 walks: (\d+) reads in place", p.stderr)
+        assert reads and int(reads[0]) >= 32, p.stderr[-2000:]
     lines = folded(out)
     (stack,) = [k for k in lines if k.endswith(";cuLaunchKernel;pyKernel")]
     assert lines[stack] == 20

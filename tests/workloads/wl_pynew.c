@@ -9,7 +9,8 @@
  * Two evaluations, each a native _PyEval_EvalFrameDefault frame: the outer one runs
  * <module> (fake_train.py:3), the inner one train (line 12), which called step (line 45),
  * which launches a kernel 20 times. Each evaluation's frames end in an entry frame owned by
- * the interpreter (owner 3); 3.14 tags the code's reference in its low bit. The frames, code
+ * the interpreter (owner 3), on the C stack as CPython keeps it (a local of the evaluation's
+ * native frame); 3.14 tags the code's reference in its low bit. The frames, code
  * objects, strings and location tables are at the offsets real builds use (x86-64).
  *
  *     python3.13-fake | python3.14-fake
@@ -104,7 +105,7 @@ static struct bytes t_step = { 1, 0, 4, 0, { 0xef, 0x02, 0xef, 0x08 } },
 static unsigned char c_step[256] __attribute__((aligned(16))),
 	c_train[256] __attribute__((aligned(16))), c_module[256] __attribute__((aligned(16)));
 static unsigned char interp[8192] __attribute__((aligned(16))), tstate[512],
-	frames[5][88] __attribute__((aligned(16)));
+	frames[4][88] __attribute__((aligned(16)));
 static const char ptx[] = ".version 8.0\n.target sm_90\n.address_size 64\n"
 			  ".visible .entry pyKernel(\n.param .u64 a)\n{ ret; }\n";
 static CUkernel kernel;
@@ -141,11 +142,16 @@ void *PyGILState_GetThisThreadState(void)
 	return tstate;
 }
 
-/* The interpreter: the outer evaluation (depth 1) runs the inner one, which launches. */
+/* The interpreter: the outer evaluation (depth 1) runs <module> (frames[3]), the inner one
+ * train (frames[1]), which launches; each has its entry frame on its native frame's stack. */
 __attribute__((noinline)) int _PyEval_EvalFrameDefault(void *ts, void *f, volatile int depth)
 {
+	unsigned char entry[sizeof(frames[0])] __attribute__((aligned(16))) = { 0 };
 	int rc = 0;
 
+	(void)f;
+	frame(entry, NULL, 0, depth ? NULL : frames[3]);
+	put(depth ? frames[3] + FR_PREV : frames[1] + FR_PREV, entry);
 	if (depth)
 		rc = _PyEval_EvalFrameDefault(ts, f, depth - 1);
 	else
@@ -163,12 +169,10 @@ int main(void)
 	code(c_step, &n_step, &q_step, &t_step, 40);
 	code(c_train, &n_train, &n_train, &t_train, 10);
 	code(c_module, &n_module, &n_module, &t_module, 1);
-	/* step <- train <- entry <- <module> <- entry */
+	/* step <- train <- entry <- <module> <- entry (the entries: _PyEval_EvalFrameDefault's) */
 	frame(frames[0], c_step, 10, frames[1]);
-	frame(frames[1], c_train, 3, frames[2]);
-	frame(frames[2], NULL, 0, frames[3]);
-	frame(frames[3], c_module, 5, frames[4]);
-	frame(frames[4], NULL, 0, NULL);
+	frame(frames[1], c_train, 3, NULL);
+	frame(frames[3], c_module, 5, NULL);
 	put((unsigned char *)&_PyRuntime + RT_INTERP_HEAD, interp);
 	put(interp + INTERP_THREADS, tstate);
 	put(tstate + TS_FRAME, frames[0]);
