@@ -113,7 +113,10 @@ def test_children_forked_and_exec(gs):
     assert report["gpu"]["records"] == k["launches"] - 3 + k["graph_launches"] + 5
     assert report["gpu"]["cupti_processes"] == 2
     vec = [x["gpu"] for x in k["list"] if x["name"] == "_Z6vecAddPKfS0_Pfi"][0]
-    assert vec["timed"] == 140 and vec["timed"] - vec["by_driver"] == 3 * 7, vec
+    # (A pair whose gate the watchdog opened, on a loaded machine, has no start: counted.)
+    unknown = vec["start_unknown"]
+    assert unknown <= report["drops"]["gates_forced"], (vec, report["drops"])
+    assert vec["timed"] + unknown == 140 and vec["timed"] + unknown - vec["by_driver"] == 3 * 7, vec
 
 
 def test_calls_from_a_signal_handler(gs):
@@ -607,7 +610,8 @@ def test_ab_file_switches_modes_inside_the_process(gs, tmp_path):
     # GPUSCOPE_AB_PHASES: per mode that ran (each line written at the switch after it), how
     # many of each part of the launches' calls, and their ns (inject.h's enum gs_phase).
     parts = ["timed", "untimed", "real", "real_unt", "begin", "end", "ask", "lock", "query",
-             "gate", "start_ev", "end_ev", "stack", "emit", "harvest", "locked"]
+             "gate", "start_ev", "end_ev", "stack", "emit", "harvest", "locked", "unwind",
+             "pywalk"]
     phases = {}
     for line in (tmp_path / "mode.phases").read_text().splitlines():
         mode, *sums = line.split()
@@ -617,7 +621,9 @@ def test_ab_file_switches_modes_inside_the_process(gs, tmp_path):
                             "off+norecord"], phases
     counts = {m: {p: n for p, (n, _) in v.items() if n} for m, v in phases.items()}
     launched = dict(stack=6, emit=6)
-    assert counts["off"] == dict(untimed=6, real_unt=6, **launched), counts["off"]
+    # (The thread's first launch has its stack taken, as every 64th: unwound, then walked.)
+    assert counts["off"] == dict(untimed=6, real_unt=6, unwind=1, pywalk=1, **launched), \
+        counts["off"]
     timed = dict(begin=3, end=3, ask=3, lock=6, gate=3, start_ev=3, end_ev=3, locked=3)
     assert {p: n for p, n in counts["2"].items() if p != "harvest"} == dict(
         timed=3, untimed=3, real=3, real_unt=3, **launched, **timed), counts["2"]
