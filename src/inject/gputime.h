@@ -103,18 +103,19 @@ void gs_timing_after_fork(void) GS_HIDDEN;
 /* Whether this call should be timed (mode, sampling by func; with --gpu-time=N, a due launch
  * that would exceed the thread's rate is not, and is counted: see gputime.c). */
 bool gs_timing_wanted(__u64 func) GS_HIDDEN;
-/* Record the start event on `stream` (behind a gate where that is safe), or take a carrier
- * for the launch (t->carrier; key: a plain cuLaunchKernel's kernel and shape, 0 for any
- * other call); false if the call goes untimed. kind: enum gs_gpu_kind; func: the kernel or
- * graph exec launched. */
 /* Set (before its call) once the program begins a stream capture, whatever the plane's
  * state: until then no stream can be capturing, and a launch need not ask the driver
- * (cuStreamIsCapturing: ~0.3 us a launch with the context's, on an H200). */
+ * (cuStreamIsCapturing; with the context's question ~0.3 us a timed launch on an H200,
+ * ~0.1 us saved without it: bench/results/cupti-pause-2026-11-29.md). */
 extern bool gs_capture_begun GS_HIDDEN;
 static inline bool gs_may_capture(void)
 {
 	return __atomic_load_n(&gs_capture_begun, __ATOMIC_ACQUIRE);
 }
+/* Record the start event on `stream` (behind a gate where that is safe), or take a carrier
+ * for the launch (t->carrier; key: a plain cuLaunchKernel's kernel and shape, 0 for any
+ * other call); false if the call goes untimed. kind: enum gs_gpu_kind; func: the kernel or
+ * graph exec launched. */
 bool gs_timing_begin(struct gs_timing *t, __u64 stream, bool ptsz, __u8 kind, __u64 func,
 		     __u64 key) GS_HIDDEN;
 /* A launch given a carrier (t->carrier): made by it (a: cuLaunchKernel's arguments), 0; or

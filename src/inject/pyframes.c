@@ -215,9 +215,10 @@ static __u64 reads_in_place; /* (GPUSCOPE_INJECT_DEBUG; by a call: reads_by_call
 
 /* Whether [addr, addr + n) lies in this thread's stack between here and its top: its
  * callers' frames, mapped whatever they hold, so read in place. 3.12 and later keep each
- * evaluation's entry frame on the C stack, among the callers of the launch (on an H200 a
- * PyTorch stack's walk took 30-40 us, a call of ~1-3 us a window, the windows going back and
- * forth between the data stack and the C stack). Not on a signal's own stack. */
+ * evaluation's entry frame on the C stack, among the callers of the launch, and a walk's
+ * windows went back and forth between it and the data stack (on an H200 a PyTorch stack's
+ * walk took 30-40 us; on this project's CPU machine, 3.11, process_vm_readv was ~40% of a
+ * loop taking a stack at every launch). Not on a signal's own stack. */
 static bool own_stack(__u64 addr, size_t n)
 {
 	volatile char here = 0;
