@@ -240,6 +240,52 @@ def test_static_build_serves_nvml_through_its_helper(tmp_path):
     assert "NVML loaded" in err
 
 
+CUDA_HEADERS = sorted(glob.glob("/usr/local/cuda*/include/cuda.h"))
+
+
+@pytest.mark.skipif(not CUDA_HEADERS, reason="no CUDA toolkit here")
+def test_cuda_abi_matches_the_real_header(tmp_path):
+    """include/gpuscope/cuda_abi.h declares the driver's structures' offsets and constants
+    gpuscope reads, so that the toolkit is not a build dependency: each checked against the
+    driver's own header (cuda.h)."""
+    fields = {"CUDA_MEMCPY2D": ("MEMCPY2D", [
+                  ("SRC_MEMTYPE", "srcMemoryType"), ("SRC_HOST", "srcHost"),
+                  ("SRC_DEVICE", "srcDevice"), ("DST_MEMTYPE", "dstMemoryType"),
+                  ("DST_HOST", "dstHost"), ("DST_DEVICE", "dstDevice"),
+                  ("WIDTH", "WidthInBytes"), ("HEIGHT", "Height")]),
+              "CUDA_MEMCPY3D": ("MEMCPY3D", [
+                  ("SRC_MEMTYPE", "srcMemoryType"), ("SRC_HOST", "srcHost"),
+                  ("SRC_DEVICE", "srcDevice"), ("DST_MEMTYPE", "dstMemoryType"),
+                  ("DST_HOST", "dstHost"), ("DST_DEVICE", "dstDevice"),
+                  ("WIDTH", "WidthInBytes"), ("HEIGHT", "Height"), ("DEPTH", "Depth")]),
+              "CUlaunchConfig": ("LAUNCHCFG", [
+                  ("STREAM", "hStream"), ("ATTRS", "attrs"), ("NATTRS", "numAttrs")]),
+              "CUmemAllocationProp": ("MEMPROP", [
+                  ("LOCATION_TYPE", "location.type"), ("LOCATION_ID", "location.id")])}
+    checks = [("GS_%s_%s" % (prefix, k), "offsetof(%s, %s)" % (struct_, f))
+              for struct_, (prefix, fs) in fields.items() for k, f in fs] + [
+        ("GS_LAUNCHCFG_SIZE", "sizeof(CUlaunchConfig)"),
+        ("GS_LAUNCHATTR_SIZE", "sizeof(CUlaunchAttribute)"),
+        ("GS_LAUNCH_ATTR_COOPERATIVE", "CU_LAUNCH_ATTRIBUTE_COOPERATIVE"),
+        ("GS_LAUNCH_ATTR_CLUSTER_DIMENSION", "CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION"),
+        ("GS_MEM_LOCATION_TYPE_DEVICE", "CU_MEM_LOCATION_TYPE_DEVICE"),
+        ("GS_CU_MEMORYTYPE_HOST", "CU_MEMORYTYPE_HOST"),
+        ("GS_CU_MEMORYTYPE_DEVICE", "CU_MEMORYTYPE_DEVICE"),
+        ("GS_CU_MEMORYTYPE_ARRAY", "CU_MEMORYTYPE_ARRAY"),
+        ("GS_CU_MEMORYTYPE_UNIFIED", "CU_MEMORYTYPE_UNIFIED"),
+        ("(CUstream)GS_CU_STREAM_LEGACY", "CU_STREAM_LEGACY"),
+        ("(CUstream)GS_CU_STREAM_PER_THREAD", "CU_STREAM_PER_THREAD")]
+    src = tmp_path / "abi.c"
+    src.write_text("#include <stddef.h>\n#include <cuda.h>\n"
+                   '#include "gpuscope/cuda_abi.h"\n' +
+                   "".join('_Static_assert(%s == %s, "%s");\n' % (a, b, a) for a, b in checks))
+    for h in CUDA_HEADERS:
+        p = subprocess.run(["cc", "-fsyntax-only", "-I", os.path.dirname(h),
+                            "-I", os.path.join(ROOT, "include"), str(src)],
+                           capture_output=True, text=True)
+        assert p.returncode == 0, (h, p.stderr)
+
+
 CUPTI_HEADERS = sorted(glob.glob("/usr/local/cuda*/include/cupti_activity.h") +
                        glob.glob("/usr/local/cuda*/extras/CUPTI/include/cupti_activity.h"))
 

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The few CUDA driver and NCCL ABI facts gpuscope relies on, declared here so that the CUDA
+ * The few CUDA driver ABI facts gpuscope relies on, declared here so that the CUDA
  * toolkit is not a build dependency. Offsets are for LP64 (x86-64, aarch64) and are checked
- * against the real headers by tests/gpu when nvcc is present.
+ * against the toolkit's cuda.h, where one is installed, by tests/test_build.py
+ * (test_cuda_abi_matches_the_real_header).
  */
 #ifndef GPUSCOPE_CUDA_ABI_H
 #define GPUSCOPE_CUDA_ABI_H
