@@ -240,6 +240,20 @@ def test_static_build_serves_nvml_through_its_helper(tmp_path):
     assert "NVML loaded" in err
 
 
+def _assert_abi(tmp_path, checks, theirs, ours, headers):
+    """Each (ours, theirs) of checks equal, as the compiler sees them with each of headers'
+    folders: our header (include/gpuscope/ours) against the toolkit's (theirs)."""
+    src = tmp_path / "abi.c"
+    src.write_text("#include <stddef.h>\n#include <%s>\n" % theirs +
+                   "#include \"gpuscope/%s\"\n" % ours +
+                   "".join('_Static_assert(%s == %s, "%s");\n' % (a, b, a) for a, b in checks))
+    for h in headers:
+        p = subprocess.run(["cc", "-fsyntax-only", "-I", os.path.dirname(h),
+                            "-I", os.path.join(ROOT, "include"), str(src)],
+                           capture_output=True, text=True)
+        assert p.returncode == 0, (h, p.stderr)
+
+
 CUDA_HEADERS = sorted(glob.glob("/usr/local/cuda*/include/cuda.h"))
 
 
@@ -275,15 +289,7 @@ def test_cuda_abi_matches_the_real_header(tmp_path):
         ("GS_CU_MEMORYTYPE_UNIFIED", "CU_MEMORYTYPE_UNIFIED"),
         ("(CUstream)GS_CU_STREAM_LEGACY", "CU_STREAM_LEGACY"),
         ("(CUstream)GS_CU_STREAM_PER_THREAD", "CU_STREAM_PER_THREAD")]
-    src = tmp_path / "abi.c"
-    src.write_text("#include <stddef.h>\n#include <cuda.h>\n"
-                   '#include "gpuscope/cuda_abi.h"\n' +
-                   "".join('_Static_assert(%s == %s, "%s");\n' % (a, b, a) for a, b in checks))
-    for h in CUDA_HEADERS:
-        p = subprocess.run(["cc", "-fsyntax-only", "-I", os.path.dirname(h),
-                            "-I", os.path.join(ROOT, "include"), str(src)],
-                           capture_output=True, text=True)
-        assert p.returncode == 0, (h, p.stderr)
+    _assert_abi(tmp_path, checks, "cuda.h", "cuda_abi.h", CUDA_HEADERS)
 
 
 CUPTI_HEADERS = sorted(glob.glob("/usr/local/cuda*/include/cupti_activity.h") +
@@ -304,12 +310,4 @@ def test_cupti_abi_matches_the_real_header(tmp_path):
         ("GS_CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL", "CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL"),
         ("GS_CUPTI_SUCCESS", "CUPTI_SUCCESS"),
         ("GS_CUPTI_ERROR_NOT_INITIALIZED", "CUPTI_ERROR_NOT_INITIALIZED")]
-    src = tmp_path / "abi.c"
-    src.write_text("#include <stddef.h>\n#include <cupti_activity.h>\n"
-                   '#include "gpuscope/cupti_abi.h"\n' +
-                   "".join('_Static_assert(%s == %s, "%s");\n' % (a, b, a) for a, b in checks))
-    for h in CUPTI_HEADERS:
-        p = subprocess.run(["cc", "-fsyntax-only", "-I", os.path.dirname(h),
-                            "-I", os.path.join(ROOT, "include"), str(src)],
-                           capture_output=True, text=True)
-        assert p.returncode == 0, (h, p.stderr)
+    _assert_abi(tmp_path, checks, "cupti_activity.h", "cupti_abi.h", CUPTI_HEADERS)
