@@ -13,7 +13,10 @@ over the median while detached just before it.
                                                       LOG, cpu the thread's CPU time)
 Writes OUT/attach-WORKLOAD.json and prints the table row. Windows that straddle an attach
 or a detach (and the first second after each) are left out. gpuscope's options are its
-defaults (the OS plane too); GS_OPTS adds some.
+defaults (the OS plane too); GS_OPTS adds some. BPFSTATS=1: the kernel's statistics of
+every BPF program (kernel.bpf_stats_enabled, bench/bpfstats.py) read inside each attached
+period, as runs a step and ns a run per program (machine-wide: the OS plane's run for
+every process and filter), in the JSON and a second table.
 """
 import json
 import os
@@ -69,6 +72,38 @@ def inside(ws, lo, hi, cpu=False):
     return [(c if cpu else e - s) / 4 for s, e, c in ws if s >= lo and e <= hi]
 
 
+def sums(progs):
+    """{name: (runs, ns)} summed over the programs of each name."""
+    out = {}
+    for name, ns, runs in progs:
+        r, n = out.get(name, (0, 0))
+        out[name] = (r + runs, n + ns)
+    return out
+
+
+def bpf_table(ws, stats):
+    """Per program, over the rounds' measured spans: runs a step and ns a run (medians),
+    steps from the windows inside each span (4 steps a window). Printed as a table too."""
+    per = {}
+    for t0, t1, d in stats:
+        inside = [(s, e) for s, e, _ in ws if s >= t0 and e <= t1]
+        if not inside:
+            continue
+        steps = 4 * len(inside) * (t1 - t0) / sum(e - s for s, e in inside)
+        for name, (runs, ns) in d.items():
+            if runs:
+                per.setdefault(name, []).append((runs / steps, ns / runs))
+    table = {k: {"runs_a_step": statistics.median(r for r, _ in v),
+                 "ns_a_run": statistics.median(n for _, n in v), "rounds": len(v)}
+             for k, v in per.items()}
+    print("| program | runs a step | ns a run | ns a step |")
+    print("|---|---|---|---|")
+    for k, v in sorted(table.items(), key=lambda kv: -kv[1]["runs_a_step"] * kv[1]["ns_a_run"]):
+        print("| %s | %.1f | %.0f | %.0f |" % (k, v["runs_a_step"], v["ns_a_run"],
+                                               v["runs_a_step"] * v["ns_a_run"]))
+    return table
+
+
 def run(gs, out, name, rounds, secs):
     log, stop = os.path.join(out, "ab-%s.log" % name), os.path.join(out, "ab-%s.stop" % name)
     for f in (log, stop):
@@ -81,6 +116,13 @@ def run(gs, out, name, rounds, secs):
             sys.exit("the workload did not start")
         time.sleep(0.2)
     phases = []  # (kind, start, end)
+    stats = []  # per round: (t0, t1, {program: (runs, ns)} between them) (BPFSTATS)
+    if os.environ.get("BPFSTATS"):
+        sys.path.insert(0, HERE)
+        import bpfstats
+        stats_was = open("/proc/sys/kernel/bpf_stats_enabled").read()
+        with open("/proc/sys/kernel/bpf_stats_enabled", "w") as f:
+            f.write("1\n")
     extra = os.environ.get("GS_OPTS", "").split()
     reports = []
     for r in range(rounds):
@@ -92,6 +134,13 @@ def run(gs, out, name, rounds, secs):
                                "--json=%s" % rep] + extra, stderr=subprocess.PIPE, text=True)
         line = tr.stderr.readline()  # "attached to pid ..." once every probe is in
         t_on = time.time()
+        if os.environ.get("BPFSTATS") and "attached to pid" in line:
+            time.sleep(SETTLE)
+            s0, t0 = sums(bpfstats.programs()), time.time()
+            time.sleep(max(0.0, t_on + secs - END_SETTLE - time.time()))
+            s1, t1 = sums(bpfstats.programs()), time.time()
+            stats.append((t0, t1, {k: (s1[k][0] - s0.get(k, (0, 0))[0],
+                                       s1[k][1] - s0.get(k, (0, 0))[1]) for k in s1}))
         err = tr.communicate(timeout=secs + 120)[1]
         t_off = time.time()
         if "attached to pid" not in line:
@@ -101,6 +150,9 @@ def run(gs, out, name, rounds, secs):
         reports.append(rep)
     open(stop, "w").close()
     wl.wait(timeout=120)
+    if os.environ.get("BPFSTATS"):
+        with open("/proc/sys/kernel/bpf_stats_enabled", "w") as f:
+            f.write(stats_was)
     ws = windows(log)
     res = {"workload": name, "rounds": [], "seconds": secs}
     for r in range(rounds):
@@ -117,6 +169,8 @@ def run(gs, out, name, rounds, secs):
             "off_cpu_s": statistics.median(off_cpu) if off_cpu else None,
             "on_cpu_s": statistics.median(on_cpu) if on_cpu else None,
             "launches": rep["kernels"]["launches"], "drops": rep["drops"]["total"]})
+    if stats:
+        res["bpf"] = bpf_table(ws, stats)
     ratios = [x["on_s"] / x["off_s"] for x in res["rounds"] if x["on_s"] and x["off_s"]]
     if not ratios:
         sys.exit("no round has windows both attached and detached: periods of %g s are too "

@@ -17,7 +17,8 @@
  * any of the last four followed by "+stacks=N" (a stack every Nth launch, --stacks; 0 none)
  * or "+rate=N" (at most N launches' stacks a second a thread, GPUSCOPE_STACK_RATE; 0 no
  * limit) or "+trate=N" (with N, at most N launches timed a second a thread,
- * GPUSCOPE_TIME_RATE; 0 no limit) or "+norecord" (every record given up before the ring:
+ * GPUSCOPE_TIME_RATE; 0 no limit) or "+budget=PPM" (with N, timed launches may cost a
+ * thread at most PPM millionths of its time, GPUSCOPE_TIME_BUDGET; 0 no limit) or "+norecord" (every record given up before the ring:
  * what writing them costs) or "+carry" / "+pairs" (timed launches on idle streams run by
  * carriers, or gated pairs: N's sampled ones too), in any number; what is not given is as
  * at the start (or as the word says).
@@ -40,7 +41,7 @@
 #include "inject/inject.h"
 
 static const char *ab_file;
-static __u32 trate_start;
+static __u32 trate_start, budget_start;
 
 /* The parts' sums since the last switch, as one line after the mode they ran in. */
 static void phases_write(const char *mode)
@@ -72,6 +73,7 @@ static void phases_write(const char *mode)
 static void apply(char *word)
 {
 	__u32 every = gs_stacks_start.every, rate = gs_stacks_start.rate, trate = trate_start;
+	__u32 budget = budget_start;
 	char *opt = strchr(word, '+');
 	bool norecord = false;
 	int carriers = -1;
@@ -90,6 +92,8 @@ static void apply(char *word)
 			rate = (__u32)strtoul(opt + 5, NULL, 10);
 		else if (!strncmp(opt, "trate=", 6))
 			trate = (__u32)strtoul(opt + 6, NULL, 10);
+		else if (!strncmp(opt, "budget=", 7))
+			budget = (__u32)strtoul(opt + 7, NULL, 10);
 		else if (!strcmp(opt, "norecord"))
 			norecord = true;
 		else if (!strcmp(opt, "carry") || !strcmp(opt, "pairs"))
@@ -103,6 +107,7 @@ static void apply(char *word)
 		gs_timing_carriers(carriers);
 	gs_stacks_set(every, rate);
 	gs_timing_rate(trate);
+	gs_timing_budget(budget);
 	__atomic_store_n(&gs_ab_norecord, norecord, __ATOMIC_RELAXED);
 	__atomic_store_n(&gs_active, true, __ATOMIC_RELAXED);
 }
@@ -143,6 +148,7 @@ void gs_ab_init(void)
 {
 	ab_file = getenv("GPUSCOPE_AB_FILE");
 	trate_start = gs_timing_rate_now();
+	budget_start = gs_timing_budget_now();
 	if (ab_file && *ab_file && gs_thread(ab_thread))
 		gs_phases_on = getenv("GPUSCOPE_AB_PHASES") != NULL;
 }

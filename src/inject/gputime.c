@@ -19,8 +19,14 @@ static __thread struct sample_slot *tl_sample __attribute__((tls_model("initial-
 static __thread __u32 tl_tid __attribute__((tls_model("initial-exec")));
 static __thread void *tl_ctx __attribute__((tls_model("initial-exec")));
 static __thread int tl_slot __attribute__((tls_model("initial-exec")));
-/* The thread's timed launches under --gpu-time=N, kept to a rate (gs_rate_allows). */
+/* The thread's timed launches under --gpu-time=N, kept to a rate (gs_rate_allows), and
+ * what timing them costs it, to a share of its time: when the time spent so far is paid
+ * for at that share (the same scheme, by cost). */
 static __thread __u64 tl_rate_tat __attribute__((tls_model("initial-exec")));
+static __thread __u64 tl_cost_tat __attribute__((tls_model("initial-exec")));
+/* The launch gs_timing_wanted just let through is a kernel's first on the thread: timed
+ * whatever the budget, and not paid for (it may set up what all later ones use). */
+static __thread bool tl_first __attribute__((tls_model("initial-exec")));
 
 static bool no_carry_start; /* no GPUSCOPE_CARRY (ab.c's modes but "carry" and "pairs" go
 			     * back to it) */
@@ -86,6 +92,19 @@ void gs_timing_init(const char *mode)
 	c = getenv("GPUSCOPE_TIME_RATE");
 	rate = c && *c ? strtoul(c, NULL, 10) : TIME_RATE;
 	gs_timing_rate(rate > 10000000 ? 10000000 : (__u32)rate);
+	c = getenv("GPUSCOPE_TIME_BUDGET"); /* (ppm; measurements) */
+	rate = c && *c ? strtoul(c, NULL, 10) : TIME_BUDGET;
+	gs_timing_budget(rate > 1000000 ? 1000000 : (__u32)rate);
+}
+
+void gs_timing_budget(__u32 ppm)
+{
+	__atomic_store_n(&T.budget, ppm, __ATOMIC_RELAXED);
+}
+
+__u32 gs_timing_budget_now(void)
+{
+	return __atomic_load_n(&T.budget, __ATOMIC_RELAXED);
 }
 
 void gs_timing_rate(__u32 per_s)
@@ -142,11 +161,36 @@ void gs_timing_after_fork(void)
 static bool rate_allows(void)
 {
 	__u32 per_s = __atomic_load_n(&T.rate, __ATOMIC_RELAXED);
+	__u64 now = gs_clock();
 
-	if (!per_s || gs_rate_allows(&tl_rate_tat, gs_clock(), per_s, TIME_BURST))
+	if ((!__atomic_load_n(&T.budget, __ATOMIC_RELAXED) || tl_cost_tat <= now + BUDGET_BURST) &&
+	    (!per_s || gs_rate_allows(&tl_rate_tat, now, per_s, TIME_BURST)))
 		return true;
 	gs_count_time_capped();
 	return false;
+}
+
+/* With --gpu-time=N: the thread spent ns timing a launch (or reading times), to be paid for
+ * at the budget's share of its time before it times another (a kernel's first launch, timed
+ * whatever the budget, may leave it owing up to BUDGET_DEBT). */
+static void spent(__u64 ns)
+{
+	__u32 ppm = __atomic_load_n(&T.budget, __ATOMIC_RELAXED);
+	__u64 now, tat;
+
+	if (!ppm || __atomic_load_n(&T.every, __ATOMIC_RELAXED) <= 1)
+		return;
+	now = gs_clock();
+	tat = (tl_cost_tat > now ? tl_cost_tat : now) + ns * 1000000ULL / ppm;
+	tl_cost_tat = tat < now + BUDGET_DEBT ? tat : now + BUDGET_DEBT;
+}
+
+void gs_timing_synced(void)
+{
+	__u64 t0 = gs_clock();
+
+	gt_harvest_synced();
+	spent(gs_clock() - t0);
 }
 
 bool gs_timing_wanted(__u64 func)
@@ -173,7 +217,8 @@ bool gs_timing_wanted(__u64 func)
 	 * (bench/results/cost-2026-11-27b-h200.md): at 1,000 a second, 1-2% of the thread's
 	 * time whatever its launch rate. One left untimed is counted; the kernel's next one
 	 * due is the next chance. */
-	return tl_sample[i].n == 1 || rate_allows();
+	tl_first = tl_sample[i].n == 1;
+	return tl_first || rate_allows();
 }
 
 /* The slot of the current context: this thread's last one, else looked up. */
@@ -287,7 +332,8 @@ static bool start_after_all(struct ctx_slot *c, struct gs_timing *t)
 	return t->start != NULL;
 }
 
-bool gs_timing_begin(struct gs_timing *t, __u64 stream, bool ptsz, __u8 kind, __u64 func, __u64 key)
+static bool begin_timing(struct gs_timing *t, __u64 stream, bool ptsz, __u8 kind, __u64 func,
+			 __u64 key)
 {
 	__u64 ahead = 0, now, ph;
 	struct backlog *b = NULL;
@@ -434,6 +480,19 @@ bool gs_timing_begin(struct gs_timing *t, __u64 stream, bool ptsz, __u8 kind, __
 	return true;
 }
 
+bool gs_timing_begin(struct gs_timing *t, __u64 stream, bool ptsz, __u8 kind, __u64 func, __u64 key)
+{
+	__u64 t0 = gs_clock();
+	bool timed = begin_timing(t, stream, ptsz, kind, func, key);
+
+	/* (What it cost is paid for once the call is over: in gs_timing_end if it goes on.) */
+	t->cost = tl_first ? 0 : gs_clock() - t0;
+	tl_first = false;
+	if (!t->start)
+		spent(t->cost);
+	return timed;
+}
+
 void gs_timing_copied(__u64 stream, bool ptsz)
 {
 	void *ctx = NULL;
@@ -462,7 +521,7 @@ static void end_carried(const struct gs_timing *t, const struct gs_timed_call *c
 	pthread_mutex_unlock(&T.lock);
 }
 
-void gs_timing_end(struct gs_timing *t, int result, const struct gs_timed_call *call)
+static void end_timing(struct gs_timing *t, int result, const struct gs_timed_call *call)
 {
 	struct ctx_slot *c = &T.ctx[t->ci];
 	__u64 opened, late = gs_clock(), ph;
@@ -535,4 +594,16 @@ void gs_timing_end(struct gs_timing *t, int result, const struct gs_timed_call *
 	    !gt_follow_hold(c, backlog_of(t->ctx, stream_key(t->stream, t->ptsz)), &p))
 		gt_queue(&p);
 	pthread_mutex_unlock(&T.lock);
+}
+
+void gs_timing_end(struct gs_timing *t, int result, const struct gs_timed_call *call)
+{
+	__u64 t0;
+
+	if (!t->start)
+		return;
+	t0 = gs_clock();
+	end_timing(t, result, call);
+	if (t->cost)
+		spent(t->cost + gs_clock() - t0);
 }

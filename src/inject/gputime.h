@@ -67,6 +67,7 @@ struct gs_timing {
 	int carrier;  /* run by carrier carrier - 1 (gputime_carry.c: start and end are its
 		       * events), 0: not */
 	__u64 key;    /* carriers on, a plain launch: its kernel and shape (0: not) */
+	__u64 cost;   /* ns its timing took in gs_timing_begin (--gpu-time=N's budget) */
 	/* The launch before, whose end event is this one's start (chained or follows): queued
 	 * once this one's end event is recorded (with its end event shared) or its call failed
 	 * (not shared: this one's record is not kept). */
@@ -99,6 +100,10 @@ void gs_timing_rate(__u32 per_s) GS_HIDDEN;
 /* ab.c: timed launches on idle streams run by carriers (on) or gated pairs. */
 void gs_timing_carriers(bool on) GS_HIDDEN;
 __u32 gs_timing_rate_now(void) GS_HIDDEN; /* (per second, 0: no limit) */
+/* Measurements (ab.c): with --gpu-time=N, the share of a thread's time (ppm) its timed
+ * launches may cost it (0: no limit) from now on. */
+void gs_timing_budget(__u32 ppm) GS_HIDDEN;
+__u32 gs_timing_budget_now(void) GS_HIDDEN;
 void gs_timing_after_fork(void) GS_HIDDEN;
 /* Whether this call should be timed (mode, sampling by func; with --gpu-time=N, a due launch
  * that would exceed the thread's rate is not, and is counted: see gputime.c). */

@@ -305,7 +305,7 @@ static void pass_here(bool twins)
 		T.cu.ctx_set(saved);
 }
 
-void gs_timing_synced(void)
+void gt_harvest_synced(void)
 {
 	pass_here(false);
 }

@@ -47,6 +47,9 @@
 #define FOLLOW_NS     1000000ULL    /* a launch held to be followed at most this long */
 #define TIME_RATE     1000	    /* --gpu-time=N: timed launches a second a thread, at most */
 #define TIME_BURST    10	    /* ... of which this many at once */
+#define TIME_BUDGET   2500	    /* ... and what timing them costs the thread, ppm of its time */
+#define BUDGET_BURST  40000000ULL   /* ... spent ahead at once (ns of the thread's time) */
+#define BUDGET_DEBT   1000000000ULL /* ... and owed at most (kernels' first launches) */
 #define CARRY_MAX     512	    /* carriers a context (gputime_carry.c) */
 #define CARRY_GROW    16	    /* made at once when none is free */
 #define CARRY_HOW     1024	    /* kernels whose way of being carried is kept, a context */
@@ -149,8 +152,9 @@ struct carry_ref {
 };
 
 struct gt_state {
-	int every;  /* 0 off, 1 all, N every Nth */
-	__u32 rate; /* N: timed launches a second a thread, at most (0: any) */
+	int every;    /* 0 off, 1 all, N every Nth */
+	__u32 rate;   /* N: timed launches a second a thread, at most (0: any) */
+	__u32 budget; /* N: ppm of a thread's time its timed launches may cost (0: any) */
 	struct backlog backlog[BACKLOG_SLOTS]; /* under lock */
 	struct last_dur dur[DUR_SLOTS];	       /* under lock */
 	pthread_mutex_t lock;
@@ -222,6 +226,8 @@ void gt_start_harvester(void) GS_HIDDEN;
  * outstanding. */
 bool gt_queue(const struct pending *p) GS_HIDDEN;
 /* On the calling thread, now: every finished pair, twins' too (leaves the context). */
+/* Collect finished times on the program's thread, after a wait for the GPU. */
+void gt_harvest_synced(void) GS_HIDDEN;
 void gt_harvest_now(void) GS_HIDDEN;
 /* Under T.lock, launches held to be followed (gputime_chain.c): whether b holds one; b's
  * no longer held (taken, or queued); b's queued, if any; every one whose call ended before

@@ -31,6 +31,7 @@
  *     launch's call takes that long, other threads' calls going on); an event recorded into a capturing
  *     stream becomes a node of the graph, as in the driver (so a tracer that records its
  *     own events there changes the program's graphs, and cuGraphGetNodes shows it);
+ *   - FAKECUDA_EVENT_CALL_NS: an event's recording call takes that long;
  *   - FAKECUDA_SLOW_KERNEL=name:ns: launches of that kernel run ns longer (its runs told
  *     apart from another kernel's of the same shape);
  *   - FAKECUDA_RUN_CALIBRATION=1: gpuscope's calibration kernel writes its span (see launch);
@@ -3125,13 +3126,27 @@ static CUresult event_record(CUevent e, CUstream hs, bool per_thread)
 	return CUDA_SUCCESS;
 }
 
+/* (FAKECUDA_EVENT_CALL_NS: the call takes that long first, outside the double's lock, as
+ * recording an event takes the driver 1-3 us on the GPU machines.) */
+static void event_call_wait(void)
+{
+	static long long ns = -1;
+
+	if (ns < 0)
+		ns = (long long)env_ull("FAKECUDA_EVENT_CALL_NS", 0);
+	if (ns)
+		sleep_until(now_ns() + (unsigned long long)ns);
+}
+
 EXPORT CUresult cuEventRecord(CUevent e, CUstream s)
 {
+	event_call_wait();
 	return LOCKED(event_record(e, s, false));
 }
 
 EXPORT CUresult cuEventRecord_ptsz(CUevent e, CUstream s)
 {
+	event_call_wait();
 	return LOCKED(event_record(e, s, true));
 }
 

@@ -8,6 +8,7 @@ import json
 import os
 import re
 import subprocess
+import time
 
 import pytest
 from conftest import kill_quietly, wait_for
@@ -178,22 +179,35 @@ def test_time_rate(gs, tmp_path):
     at once), its first launch of each kernel always (inject/gputime.c). Every due launch
     left untimed is counted, by why: timed + capped + lost = due, exactly (at N = 2, the
     main thread's launches and the worker's one). Capped: the rate, 100 a second here.
-    With GPUSCOPE_TIME_RATE=0 every due launch is timed while the double's 200 ns kernels
-    keep up; 20,000 launches of 100 us kernels queue 2 s of work, more pairs than the pool
-    of 8,192 events holds: lost. The text report says both (from a recording)."""
+    With GPUSCOPE_TIME_RATE=0 and GPUSCOPE_TIME_BUDGET=0 every due launch is timed while
+    the double's 200 ns kernels keep up; 20,000 launches of 100 us kernels queue 2 s of
+    work, more pairs than the pool of 8,192 events holds: lost. The text report says both
+    (from a recording). The budget: what timing costs a thread, at most 2,500 ppm of its
+    time by default; with the double's events recorded in 50 us each, a timed launch costs
+    its thread at least 100 us, paid for over 40 ms, so in a run of E seconds at most
+    E / 0.04 + 2 are timed (the first launch and the budget's 40 ms ahead), and capped."""
     for rate, kernel_ns, n, why in (("100", "200", 10000, "capped"), ("0", "200", 10000, None),
-                                     ("0", "100000", 20000, "lost")):
+                                     ("0", "100000", 20000, "lost"),
+                                     ("0", "200", 10000, "budget")):
         due = n // 2 + 1
-        js, rec = tmp_path / ("r%s.json" % kernel_ns), tmp_path / ("r%s.gsrec" % kernel_ns)
+        js, rec = tmp_path / ("r%s.json" % why), tmp_path / ("r%s.gsrec" % why)
+        env = dict(gs.env(), GPUSCOPE_TIME_RATE=rate, FAKECUDA_KERNEL_NS=kernel_ns,
+                   GPUSCOPE_TIME_BUDGET="0")
+        if why == "budget":
+            del env["GPUSCOPE_TIME_BUDGET"]
+            env["FAKECUDA_EVENT_CALL_NS"] = "50000"
+        t0 = time.monotonic()
         gs.run(["run", "--inject", "--gpu-time=2", "--json=%s" % js, "-o", str(rec), "--",
-                PYTHON, os.path.abspath(SCRIPT), "--launches", str(n)],
-               env=dict(gs.env(), GPUSCOPE_TIME_RATE=rate, FAKECUDA_KERNEL_NS=kernel_ns),
-               check_rc=0)
+                PYTHON, os.path.abspath(SCRIPT), "--launches", str(n)], env=env, check_rc=0)
+        elapsed = time.monotonic() - t0
         report = json.load(open(js))
         k = {k["name"]: k for k in report["kernels"]["list"]}["pyKernel"]
         capped, lost = report["drops"]["gpu_time_capped"], report["drops"]["gpu_time_lost"]
         assert k["launches"] == n + 1 and k["gpu"]["timed"] + capped + lost == due, (
             k, capped, lost)
+        if why == "budget":
+            assert 2 <= k["gpu"]["timed"] <= elapsed / 0.04 + 2, (k["gpu"], elapsed)
+            why = "capped"
         assert (capped > due // 2) if why == "capped" else capped == 0, (k["gpu"], capped)
         assert (lost > 0) == (why == "lost"), (k["gpu"], lost)
         p = gs.run(["report", str(rec)], check_rc=0)
