@@ -212,11 +212,12 @@ bool gs_timing_wanted(__u64 func)
 	if (tl_sample[i].n++ % (__u32)every)
 		return false;
 	/* A kernel's first launch on the thread is timed; later ones due are timed only while
-	 * the thread keeps to the rate. A timed launch on an idle stream costs its thread a
-	 * gate and two events, 7-9 us on the H200 guests among many, 16-17 us alone
-	 * (bench/results/cost-2026-11-27b-h200.md): at 1,000 a second, 1-2% of the thread's
-	 * time whatever its launch rate. One left untimed is counted; the kernel's next one
-	 * due is the next chance. */
+	 * the thread keeps to the rate and the budget. A timed launch on an idle stream costs
+	 * its thread a gate and two events, 7-9 us on the H200 guests among many, 16-17 us
+	 * alone (bench/results/cost-2026-11-27b-h200.md), 20-27 us on a training step with
+	 * the reading after its syncs: at 1,000 a second, 2-3% of the thread's time whatever
+	 * its launch rate; the budget keeps it to 0.25% (budget-2026-11-29.md). One left
+	 * untimed is counted; the kernel's next one due is the next chance. */
 	tl_first = tl_sample[i].n == 1;
 	return tl_first || rate_allows();
 }

@@ -563,8 +563,10 @@ static void losses(FILE *f, const struct report *r)
 				   "blocked behind one; those launches' times may include "
 				   "waiting" },
 		{ r->time_capped, "launches were due for GPU timing but left untimed, to keep "
-				  "to a rate a thread (--gpu-time=N: at most 1000 timed a "
-				  "second unless GPUSCOPE_TIME_RATE says another, 0 none)" },
+				  "to a thread's rate and share of time (--gpu-time=N: at most "
+				  "1000 timed a second and 0.25% of its time, unless "
+				  "GPUSCOPE_TIME_RATE and GPUSCOPE_TIME_BUDGET say others, 0 "
+				  "none)" },
 		{ r->time_lost, "launches and copies were due for GPU timing but left untimed "
 				"for want of events (8192 a context) or room in the queue of "
 				"pairs not yet read" },
