@@ -565,16 +565,17 @@ struct gs_ev_stack {
 	__u16 nframes;
 	__u32 skipped; /* in-process: launches of this thread whose stack was due (every Nth)
 			* but not taken since its previous stack, to keep to a rate
-			* (inject/stacks.c); 0 from the kernel probes. An in-process record
-			* of no frames carries only these (the thread's last skips). */
+			* (inject/stacks.c); 0 from the kernel probes, whose skips come at
+			* the end in one record (source/kernel.c). A record of no frames
+			* carries only these (a thread's last skips, or the probes'). */
 	__u64 ip[GS_STACK_MAX];
 };
 
-/* An in-process stack record of no frames is no stack: it only carries its thread's last
- * skips (inject/stacks.c). */
+/* A stack record of no frames is no stack: it only carries skips (inject/stacks.c's of a
+ * thread, source/kernel.c's of the kernel probes). */
 static inline int gs_stack_only_skips(const struct gs_ev_stack *s)
 {
-	return !s->nframes && s->h.source == GS_SRC_INJECT;
+	return !s->nframes;
 }
 
 /*

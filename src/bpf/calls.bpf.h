@@ -50,9 +50,10 @@ struct call_state {
 	__u32 flags; /* GS_CS_* */
 };
 
-/* A launch whose return was asked for as one of every launch_return_every (its stack taken
- * then), not only to read its result (cuda.bpf.c). */
-#define GS_CS_SAMPLED 1U
+/* A launch whose return was asked for as one of every launch_return_every, and whose stack
+ * is taken then (its thread within the stacks' rate), not only to read its result
+ * (cuda.bpf.c). */
+#define GS_CS_STACK 1U
 
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
@@ -462,21 +463,24 @@ static __always_inline void gs_emit_stack_now(struct pt_regs *ctx, const struct 
 	gs_submit(e);
 }
 
-/* The same, sampled: only every stack_every-th such call (per CPU). */
-static __always_inline void gs_emit_stack(struct pt_regs *ctx, const struct call_state *st,
-					  __u64 arg, bool sampled)
+/* Whether this call is the stack_every-th of its kind on this CPU (its stack due). */
+static __always_inline bool gs_stack_due(void)
 {
 	__u32 zero = 0;
 	__u64 *count;
 
 	if (!stack_every)
-		return;
-	if (sampled) {
-		count = bpf_map_lookup_elem(&stack_count, &zero);
-		if (!count || (*count)++ % stack_every)
-			return;
-	}
-	gs_emit_stack_now(ctx, st, arg, sampled);
+		return false;
+	count = bpf_map_lookup_elem(&stack_count, &zero);
+	return count && (*count)++ % stack_every == 0;
+}
+
+/* The same, sampled: only every stack_every-th such call (per CPU). */
+static __always_inline void gs_emit_stack(struct pt_regs *ctx, const struct call_state *st,
+					  __u64 arg, bool sampled)
+{
+	if (!sampled || gs_stack_due())
+		gs_emit_stack_now(ctx, st, arg, sampled);
 }
 
 /* A failure worth a stack: not a status (CUDA_ERROR_NOT_READY from a poll). */

@@ -13,14 +13,22 @@
  * entry (a second trap and a return instance), and a launch's result is nearly always
  * success, so most launches are recorded at entry, with no result and no call time
  * (GS_LAUNCH_NO_RETURN). The return is asked for at one launch in launch_return_every per
- * CPU (those take the stack, and give the call times the report scales from), and at each
- * kernel's launches until one has returned success on this CPU (a kernel that cannot launch
- * fails at its first launches: its failures are seen). Failures of a kernel that launched
- * before, and not sampled, are not seen: --stacks 1 reads every result.
+ * CPU (those take the stack, within its rate, and give the call times the report scales
+ * from), and at each kernel's launches until one has returned success on this CPU (a kernel
+ * that cannot launch fails at its first launches: its failures are seen). Failures of a
+ * kernel that launched before, and not sampled, are not seen: --stacks 1 reads every
+ * result.
  */
 #define LAUNCH_OK_SLOTS 256
+#define STACK_BURST	10
 
 const volatile __u32 launch_return_every = 64;
+/* Launches' stacks: at most stack_rate a second a thread (0: every one due), STACK_BURST at
+ * once, as the in-process plane's (inject/stacks.c); each due one skipped is counted here
+ * (read at the end: tracer__stack_skips). A stack with the thread's Python frames costs it
+ * tens of us: 1 in 64 launches of a training step was 1-2% of its time. */
+const volatile __u32 stack_rate = 0;
+__u64 stack_skips = 0;
 
 extern bool bpf_session_is_return(void) __ksym __weak;
 
@@ -47,6 +55,7 @@ struct {
 struct launch_thread {
 	__u64 sp, caller, func;
 	__u32 api, pad;
+	__u64 stack_tat; /* when its next stack is due by the rate (gs_rate_allows's scheme) */
 };
 
 struct {
@@ -66,6 +75,23 @@ static __always_inline __u32 launch_ok_slot(__u64 key)
 	return (__u32)((key >> 4) ^ (key >> 12) ^ (key >> 20)) & (LAUNCH_OK_SLOTS - 1);
 }
 
+/* A launch's stack is due (every Nth): whether its thread keeps to the rate (counted when
+ * not). */
+static __always_inline bool stack_allowed(struct launch_thread *t, __u64 now)
+{
+	__u64 gap;
+
+	if (!stack_rate)
+		return true;
+	gap = 1000000000ULL / stack_rate;
+	if (!t || t->stack_tat > now + (STACK_BURST - 1) * gap) {
+		__sync_fetch_and_add(&stack_skips, 1);
+		return false;
+	}
+	t->stack_tat = (t->stack_tat > now ? t->stack_tat : now) + gap;
+	return true;
+}
+
 /* A launch returned (classic: every launch; session: those asked for). */
 static __always_inline int launch_returned(struct pt_regs *ctx, long rc, bool session)
 {
@@ -80,9 +106,11 @@ static __always_inline int launch_returned(struct pt_regs *ctx, long rc, bool se
 	if (!d)
 		return 0;
 	func = st.args[d->shape == GS_SH_L_EX ? 1 : 0];
-	if (!session)
-		gs_emit_stack(ctx, &st, func, !gs_failed(rc));
-	else if (gs_failed(rc) || (st.flags & GS_CS_SAMPLED))
+	if (gs_failed(rc) || (session && (st.flags & GS_CS_STACK)) ||
+	    (!session && gs_stack_due() &&
+	     stack_allowed(bpf_task_storage_get(&launch_thread, bpf_get_current_task_btf(), 0,
+						BPF_LOCAL_STORAGE_GET_F_CREATE),
+			   now)))
 		gs_emit_stack_now(ctx, &st, func, !gs_failed(rc));
 	if (session && (__s32)rc == 0 && (c = bpf_map_lookup_elem(&launch_cpu, &zero))) {
 		__u64 key = launch_ok_key(func, bpf_get_current_pid_tgid());
@@ -135,7 +163,7 @@ static __always_inline int launch_entered(struct pt_regs *ctx)
 	key = launch_ok_key(func, id);
 	sampled = c->count++ % (launch_return_every ?: 1) == 0;
 	if (sampled || c->ok[launch_ok_slot(key)] != key) {
-		st.flags = sampled ? GS_CS_SAMPLED : 0;
+		st.flags = sampled && stack_every && stack_allowed(t, now) ? GS_CS_STACK : 0;
 		if (!bpf_map_update_elem(&inflight, &ck, &st, BPF_ANY))
 			return 0;
 		/* (No room to keep it: recorded now, without its result.) */

@@ -128,6 +128,7 @@ static int load_objects(struct tracer *t)
 	/* (Stacks off: results still read at every 64th launch.) */
 	t->cuda->rodata->launch_return_every = t->opts.stack_every ?: 64;
 	t->cuda->rodata->stack_every = t->opts.stack_every;
+	t->cuda->rodata->stack_rate = t->opts.stack_rate;
 	t->nccl->rodata->stack_every = t->opts.stack_every;
 	t->cuda->rodata->track_all = t->opts.all;
 	t->nccl->rodata->track_all = t->opts.all;
@@ -318,6 +319,11 @@ void tracer__drops(const struct tracer *t, struct gs_ev_drops *d)
 				 t->proc->bss->drop_count[i] +
 				 (t->os ? t->os->bss->drop_count[i] : 0);
 	d->lost_calls += t->cuda->bss->lost_calls + t->nccl->bss->lost_calls;
+}
+
+__u64 tracer__stack_skips(struct tracer *t)
+{
+	return __atomic_exchange_n(&t->cuda->bss->stack_skips, 0, __ATOMIC_RELAXED);
 }
 
 bool tracer__watches_libs(const struct tracer *t)

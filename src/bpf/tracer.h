@@ -27,6 +27,7 @@ struct tracer_opts {
 	bool no_os;	   /* without the OS plane (os.bpf.c) */
 	bool all;	   /* every process (the exporter); needs no_os */
 	__u32 stack_every; /* call stacks: 0 none; every Nth launch, every allocation and failure */
+	__u32 stack_rate;  /* ... launches' at most this many a second a thread (0: no limit) */
 	__u64 os_min_ns;   /* shorter off-CPU intervals and system calls are not reported */
 	/* Each record from the kernel, in ring-buffer order (ev->size bytes). */
 	void (*on_event)(void *ctx, const struct gs_hdr *ev);
@@ -55,6 +56,8 @@ int tracer__poll(struct tracer *t, int timeout_ms);
 int tracer__drain(struct tracer *t);
 /* The last drain of a session: then the OS plane's block requests never seen to complete. */
 int tracer__finish(struct tracer *t);
+/* Launches whose stacks were due but skipped to keep to the rate, since the last call. */
+__u64 tracer__stack_skips(struct tracer *t);
 /* Cumulative drop counters, added into d (the header is left to the caller). */
 void tracer__drops(const struct tracer *t, struct gs_ev_drops *d);
 /* Whether libraries opened after the start are noticed (needs tracefs). */

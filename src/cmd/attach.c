@@ -31,7 +31,8 @@ int cmd_attach(int argc, char **argv)
 		{},
 	};
 	struct trace_opts o = { TRACE_OPTS_DEFAULTS, .mode = GS_MODE_ATTACH,
-				.stack_every = DEFAULT_STACK_EVERY };
+				.stack_every = DEFAULT_STACK_EVERY,
+				.stack_rate = DEFAULT_STACK_RATE };
 	__u32 pid = 0;
 	int opt, r;
 

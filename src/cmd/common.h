@@ -23,7 +23,7 @@ struct trace_opts {
 	bool no_os;	       /* without the OS plane */
 	bool no_nvml;	       /* without NVML's device metrics in the stream */
 	__u32 stack_every;     /* call stacks (bpf/tracer.h); 0 none */
-	__u32 stack_rate;      /* with inject: at most this many a second a thread; 0 no limit */
+	__u32 stack_rate;      /* launches': at most this many a second a thread; 0 no limit */
 	const char *step_func; /* --step=FUNC: the steps are its calls (analysis/steps.h) */
 	bool py_raises;	       /* --py-exceptions: every Python raise counted */
 	__u64 os_min_ns; /* OS plane: shorter off-CPU intervals and system calls not reported */
@@ -138,8 +138,8 @@ enum {
 	"      --no-nvml          without the GPUs' device metrics (NVML, once a second)\n"       \
 	"      --os-min-us N      off-CPU intervals and system calls shorter than N us are not\n" \
 	"                         reported one by one (default 10)\n"                             \
-	"      --stacks N|off     user call stacks of every Nth launch (default 64; with\n"       \
-	"                         --inject, unless given, at most 20 a second a thread), of\n"    \
+	"      --stacks N|off     user call stacks of every Nth launch (default 64, and unless\n" \
+	"                         given at most 20 a second a thread), of\n"                      \
 	"                         every allocation and failed call; off: none\n"                  \
 	"      --py-exceptions    count every Python raise by type and line, and find caught\n"   \
 	"                         CUDA errors (costs ~1.5 us a raise; uncaught ones are found\n"  \

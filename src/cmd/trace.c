@@ -363,6 +363,7 @@ static int build(struct trace *tr)
 			    .isolate = o->isolate || !o->follow,
 			    .no_os = o->no_os,
 			    .stack_every = o->stack_every,
+			    .stack_rate = o->stack_rate,
 			    .os_min_ns = o->os_min_ns },
 		.no_cuda = o->inject,
 		.executables = true,

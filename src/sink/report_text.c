@@ -573,8 +573,8 @@ static void losses(FILE *f, const struct report *r)
 		{ r->rings_lost, "in-process rings stopped early (a process died while writing, "
 				 "or the ring was damaged)" },
 		{ r->stacks_skipped, "launches' call stacks were due but skipped, to take at most "
-				     "20 a second a thread (--inject without --stacks; --stacks N "
-				     "takes every Nth)" },
+				     "20 a second a thread (without --stacks; --stacks N takes "
+				     "every Nth)" },
 	};
 
 	heading(f, "Events");

@@ -9,6 +9,7 @@
 #include "core/libfind.h"
 #include "core/procfs.h"
 #include "core/util.h"
+#include "gpuscope/api.h"
 #include "source/kernel.h"
 #include "source/kernel_py.h"
 
@@ -116,8 +117,19 @@ static int poll_fn(void *obj, int timeout_ms)
 static void finish_fn(void *obj)
 {
 	struct kernel_source *k = obj;
+	__u64 skips;
 
 	tracer__finish(k->t);
+	/* Launches whose stacks were due but skipped to keep to the rate: carried by a stack
+	 * record of no frames (as the in-process plane's last skips), after the last stack. */
+	skips = tracer__stack_skips(k->t);
+	if (skips) {
+		struct gs_ev_stack e = { .api = GS_API_CU_LAUNCH_KERNEL,
+					 .skipped = skips > 0xffffffffULL ? 0xffffffffU
+									  : (__u32)skips };
+
+		stream__emit(k->s, &e.h, GS_EV_STACK, offsetof(struct gs_ev_stack, ip), 0);
+	}
 	if (k->py)
 		kernel_py__take_counts(k->py);
 }

@@ -147,27 +147,38 @@ def test_text_report_says_python(gsr):
     assert rows == {frame("worker", "worker"): "1", frame("launch", "launch"): "3"}, table
 
 
-def test_stack_rate(gs, tmp_path):
-    """--inject without --stacks: a launch's stack is due every 64th launch of a thread, but
+@pytest.mark.parametrize("plane", ["inject", "kernel", "kernel-classic"])
+def test_stack_rate(gs, tmp_path, plane):
+    """Without --stacks: a launch's stack is due every 64th launch of a thread, but
     taken only while the thread keeps to 20 a second (at most 10 at once; inject/stacks.c).
     The launches skipped are counted: taken + skipped = due, exactly (the main thread's
     20,000 launches, then the worker's one, then 5,000 in a thread that is still there when
     the program ends, and 5,000 more in the main thread, the program's last calls: their
-    skips come after the threads' last stacks, and are recorded at exit). Allocations' and failures' stacks are always taken. With --stacks 64, every
-    due stack is taken."""
+    skips come after the threads' last stacks, and are recorded at exit). Allocations' and
+    failures' stacks are always taken. With --stacks 64, every due stack is taken. The
+    kernel probes keep to the same rate (bpf/cuda.bpf.c, with uprobe sessions and
+    without), but count their 64 per CPU: due is the launches' count / 64, and up to one
+    more a CPU."""
     n, tail = 20000, 5000
     due = (n + tail + 63) // 64 + 1 + (tail + 63) // 64
+    env = gs.env(GPUSCOPE_NO_UPROBE_SESSION="1") if plane == "kernel-classic" else None
     for opts, limited in (([], True), (["--stacks", "64"], False)):
         paths = {k: tmp_path / ("b%d.%s" % (limited, k)) for k in ("folded", "json")}
-        gs.run(["run", "-q", "--inject", "--gpu-time=off"] + opts +
-               ["--folded", str(paths["folded"]), "--json=%s" % paths["json"], "--",
-                PYTHON, os.path.abspath(SCRIPT), "--launches", str(n), "--tail", str(tail)],
-               check_rc=0)
+        gs.run(["run", "-q"] + (["--inject", "--gpu-time=off"] if plane == "inject" else []) +
+               opts + ["--folded", str(paths["folded"]), "--json=%s" % paths["json"], "--",
+                       PYTHON, os.path.abspath(SCRIPT), "--launches", str(n), "--tail",
+                       str(tail)], env=env, check_rc=0)
         lines = folded(paths["folded"])
         report = json.load(open(paths["json"]))
         taken = sum(c for s, c in lines.items() if ";cuLaunchKernel" in s)
         skipped = report["drops"]["stacks_skipped"]
-        assert taken + skipped == due, (taken, skipped, due)
+        if plane == "inject":
+            assert taken + skipped == due, (taken, skipped, due)
+        else:
+            launches = report["kernels"]["launches"]
+            assert launches == n + 2 * tail + 1, launches
+            assert 0 <= taken + skipped - (launches + 63) // 64 <= os.cpu_count(), (
+                taken, skipped, launches)
         assert (skipped > due // 2) if limited else skipped == 0, (taken, skipped)
         assert sum(c for s, c in lines.items() if s.endswith(";cuMemAlloc_v2")) == 3, lines
         assert report["drops"]["stacks_taken"] == taken + 3
