@@ -36,7 +36,10 @@ for w in $WORKLOADS; do
 		for ((i = 1; i <= ${PROCS:-2}; i++)); do
 			n=$((k * ${PROCS:-2} + i))
 			f="$OUT/ab-$w-$n.mode"
-			echo all >"$f"
+			# (Not a mode: the process warms up as it started, and the parts' sums of the
+			# warm-up go out under this word, not under a mode's. Until 2026-11-29 this
+			# was "all", and "all" rows of PHASES had the warm-up in them.)
+			echo warmup >"$f"
 			if [ "$w" = cloop ]; then
 				m=$(echo ",${sets[k]}," | sed 's/,profiler,/,/g; s/,profcuda,/,/g; s/^,//; s/,$//')
 				[ "$m" = pass ] && continue

@@ -35,6 +35,8 @@ def main():
     print("|---|---|---|---|" + "---|" * len(cols) + "---|---|")
     for path in sys.argv[1:]:
         for mode, m in read(path).items():
+            if mode in ("start", "warmup"):  # (before the first window: not a mode's)
+                continue
             launches = m["timed"][0] + m["untimed"][0]
             if not launches:
                 continue
