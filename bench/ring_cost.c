@@ -19,6 +19,8 @@
  *               second process every 10 ms with shmring_drain (as `gpuscope run` does)
  *   ring1m      the same with a 1 MiB ring drained every 1 ms
  *   ring16m-1ms the 16 MiB ring drained every 1 ms
+ *   ring16m-nopf  ring16m without the producer's prefetch of its next record's lines
+ *   ring1m-nopf   ring1m without it
  *
  *   cc -O2 -Iinclude -Isrc bench/ring_cost.c src/core/shmring.c src/core/shmring_read.c \
  *      src/core/event.c -o ring_cost -lpthread && ./ring_cost [ROUNDS [ITERS [WORK_KIB [SPIN]]]]
@@ -43,10 +45,12 @@ enum {
 	RING16M,
 	RING1M,
 	RING16M_1MS,
+	RING16M_NOPF,
+	RING1M_NOPF,
 	NV
 };
-static const char *names[NV] = { "none",    "private64k", "private16m",
-				 "ring16m", "ring1m",	  "ring16m-1ms" };
+static const char *names[NV] = { "none",   "private64k",  "private16m",	  "ring16m",
+				 "ring1m", "ring16m-1ms", "ring16m-nopf", "ring1m-nopf" };
 
 static double now_ns(void)
 {
@@ -117,13 +121,16 @@ static double window(int v, long iters, unsigned char *work, size_t work_bytes)
 	if (v >= RING16M) {
 		snprintf(path, sizeof(path), "/dev/shm/ring_cost-%d.ring", (int)getpid());
 		unlink(path);
-		if (shmring_create(&ring, path, v == RING1M ? 1 << 20 : 16 << 20, getpid(), 0) ||
+		if (shmring_create(&ring, path,
+				   v == RING1M || v == RING1M_NOPF ? 1 << 20 : 16 << 20, getpid(),
+				   0) ||
 		    pipe(pfd))
 			exit(1);
+		ring.no_prefetch = v == RING16M_NOPF || v == RING1M_NOPF;
 		child = fork();
 		if (child == 0) {
 			close(pfd[1]);
-			reader(path, v == RING16M ? 10 : 1, pfd[0]);
+			reader(path, v == RING16M || v == RING16M_NOPF ? 10 : 1, pfd[0]);
 		}
 		close(pfd[0]);
 	}

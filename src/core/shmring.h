@@ -69,6 +69,8 @@ struct shmring {
 	size_t map_size;
 	void *map;
 	int fd; /* consumer: the file, whose size is checked before each read; producer: -1 */
+	bool no_prefetch; /* producers: no prefetch in shmring_reserve (measurements: ring_cost.c,
+			   * ab.c; atomic) */
 };
 
 /* Map a ring's file (the data area twice): 0 or -errno. populate: fault its pages in now. */

@@ -18,10 +18,11 @@
  * or "+rate=N" (at most N launches' stacks a second a thread, GPUSCOPE_STACK_RATE; 0 no
  * limit) or "+trate=N" (with N, at most N launches timed a second a thread,
  * GPUSCOPE_TIME_RATE; 0 no limit) or "+budget=PPM" (with N, timed launches may cost a
- * thread at most PPM millionths of its time, GPUSCOPE_TIME_BUDGET; 0 no limit) or "+norecord" (every record given up before the ring:
- * what writing them costs) or "+carry" / "+pairs" (timed launches on idle streams run by
- * carriers, or gated pairs: N's sampled ones too), in any number; what is not given is as
- * at the start (or as the word says).
+ * thread at most PPM millionths of its time, GPUSCOPE_TIME_BUDGET; 0 no limit) or
+ * "+norecord" (every record given up before the ring: what writing them costs) or "+nopf"
+ * (the ring's writer prefetches nothing) or "+carry" / "+pairs" (timed launches on idle
+ * streams run by carriers, or gated pairs: N's sampled ones too), in any number; what is
+ * not given is as at the start (or as the word says).
  * A thread of ours reads the file every millisecond. A file that is missing or says anything
  * else changes nothing. The benchmark writes the file (by rename, whole) and waits a few
  * milliseconds before it times a window.
@@ -75,7 +76,7 @@ static void apply(char *word)
 	__u32 every = gs_stacks_start.every, rate = gs_stacks_start.rate, trate = trate_start;
 	__u32 budget = budget_start;
 	char *opt = strchr(word, '+');
-	bool norecord = false;
+	bool norecord = false, nopf = false;
 	int carriers = -1;
 
 	if (!strcmp(word, "pass") || !strcmp(word, "pass2")) {
@@ -96,6 +97,8 @@ static void apply(char *word)
 			budget = (__u32)strtoul(opt + 7, NULL, 10);
 		else if (!strcmp(opt, "norecord"))
 			norecord = true;
+		else if (!strcmp(opt, "nopf"))
+			nopf = true;
 		else if (!strcmp(opt, "carry") || !strcmp(opt, "pairs"))
 			carriers = !strcmp(opt, "carry");
 		else
@@ -109,6 +112,7 @@ static void apply(char *word)
 	gs_timing_rate(trate);
 	gs_timing_budget(budget);
 	__atomic_store_n(&gs_ab_norecord, norecord, __ATOMIC_RELAXED);
+	gs_ab_prefetch(!nopf);
 	__atomic_store_n(&gs_active, true, __ATOMIC_RELAXED);
 }
 

@@ -88,6 +88,7 @@ static inline void gs_phase_add(enum gs_phase ph, __u64 t0)
 bool gs_agent_locked(const char *dir) GS_HIDDEN;
 extern bool gs_active;	    /* a gpuscope session is there to read what we write */
 extern bool gs_ab_norecord; /* measurements (ab.c): every record given up before the ring */
+void gs_ab_prefetch(bool on) GS_HIDDEN; /* (ab.c: the ring's producer prefetch, shmring.c) */
 /* How deep this thread is in our wrappers (wrap.c keeps it). */
 extern __thread int gs_depth __attribute__((tls_model("initial-exec")));
 /* Whether this thread is inside a wrapper called from inside another (a signal handler). */

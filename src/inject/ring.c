@@ -169,6 +169,11 @@ void *gs_emit_reserve(__u32 size, __u16 type)
 	return shmring_reserve(&g.ring, size, type);
 }
 
+void gs_ab_prefetch(bool on)
+{
+	__atomic_store_n(&g.ring.no_prefetch, !on, __ATOMIC_RELAXED);
+}
+
 void gs_ring_prepare(void)
 {
 	if (__atomic_load_n(&g.ring_state, __ATOMIC_ACQUIRE) == 0)
