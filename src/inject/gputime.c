@@ -214,10 +214,10 @@ bool gs_timing_wanted(__u64 func)
 	/* A kernel's first launch on the thread is timed; later ones due are timed only while
 	 * the thread keeps to the rate and the budget. A timed launch on an idle stream costs
 	 * its thread a gate and two events, 7-9 us on the H200 guests among many, 16-17 us
-	 * alone (bench/results/cost-2026-11-27b-h200.md), 20-27 us on a training step with
-	 * the reading after its syncs: at 1,000 a second, 2-3% of the thread's time whatever
-	 * its launch rate; the budget keeps it to 0.25% (budget-2026-11-29.md). One left
-	 * untimed is counted; the kernel's next one due is the next chance. */
+	 * alone (bench/results/cost-2026-11-27b-h200.md), 14-24 us on a ResNet-50 step with
+	 * the reading after its syncs: at 1,000 a second, a few % of the thread's time
+	 * whatever its launch rate; the budget keeps it to 0.25% (budget-2026-11-29.md). One
+	 * left untimed is counted; the kernel's next one due is the next chance. */
 	tl_first = tl_sample[i].n == 1;
 	return tl_first || rate_allows();
 }
