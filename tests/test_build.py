@@ -298,8 +298,9 @@ CUPTI_HEADERS = sorted(glob.glob("/usr/local/cuda*/include/cupti_activity.h") +
 
 @pytest.mark.skipif(not CUPTI_HEADERS, reason="no CUDA toolkit with CUPTI's headers here")
 def test_cupti_abi_matches_the_real_header(tmp_path):
-    """include/gpuscope/cupti_abi.h declares the kernel record's layout so that the toolkit
-    is not a build dependency: each offset and value checked against CUPTI's own header."""
+    """include/gpuscope/cupti_abi.h declares the kernel, memcpy and memset records' layouts so
+    that the toolkit is not a build dependency: each offset and value checked against
+    CUPTI's own header."""
     checks = [("GS_CUPTI_K_%s" % k, "offsetof(CUpti_ActivityKernel10, %s)" % f) for k, f in (
         ("START", "start"), ("END", "end"), ("DEVICE", "deviceId"), ("CONTEXT", "contextId"),
         ("STREAM", "streamId"), ("GRID", "gridX"), ("DYNAMIC_SMEM", "dynamicSharedMemory"),
@@ -308,6 +309,14 @@ def test_cupti_abi_matches_the_real_header(tmp_path):
         ("GS_CUPTI_K_SIZE", "sizeof(CUpti_ActivityKernel10)"),
         ("GS_CUPTI_K_GRID + 20", "offsetof(CUpti_ActivityKernel10, blockZ)"),
         ("GS_CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL", "CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL"),
+        ("GS_CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMCPY"),
+        ("GS_CUPTI_ACTIVITY_KIND_MEMSET", "CUPTI_ACTIVITY_KIND_MEMSET"),
+        ("GS_CUPTI_MEMCPY_SIZE", "sizeof(CUpti_ActivityMemcpy6)"),
+        ("GS_CUPTI_MEMSET_SIZE", "sizeof(CUpti_ActivityMemset4)")] + [
+        ("GS_CUPTI_C_%s" % k, "offsetof(CUpti_Activity%s, %s)" % (rec, f))
+        for rec in ("Memcpy6", "Memset4") for k, f in (
+            ("BYTES", "bytes"), ("START", "start"), ("END", "end"), ("DEVICE", "deviceId"),
+            ("CONTEXT", "contextId"), ("STREAM", "streamId"), ("GRAPH", "graphId"))] + [
         ("GS_CUPTI_SUCCESS", "CUPTI_SUCCESS"),
         ("GS_CUPTI_ERROR_NOT_INITIALIZED", "CUPTI_ERROR_NOT_INITIALIZED")]
     _assert_abi(tmp_path, checks, "cupti_activity.h", "cupti_abi.h", CUPTI_HEADERS)

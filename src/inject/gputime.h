@@ -182,6 +182,16 @@ void gs_cupti_graph_resume(void) GS_HIDDEN;
  * and after it, always. l->qi 0: not queued (to be timed otherwise). */
 void gs_cupti_before(struct gs_cupti_launch *l, __u64 stream, bool ptsz, __u64 func,
 		     const __u32 *dims, unsigned int api, __u64 now) GS_HIDDEN;
+/* The same before a 1-D copy's or set's call (its records by CUPTI's memcpy and memset
+ * kinds; a synchronous one's taken, not emitted). */
+struct gs_cupti_copy {
+	__u64 bytes, dst, src; /* as gs_ev_gpu has them */
+	__u32 copy_kind;       /* enum gs_copy_kind */
+	__u8 kind;	       /* GS_GPU_COPY or GS_GPU_MEMSET */
+	bool silent;	       /* a synchronous one: its record only taken (not timed) */
+};
+void gs_cupti_copy_before(struct gs_cupti_launch *l, __u64 stream, bool ptsz,
+			  const struct gs_cupti_copy *c, unsigned int api, __u64 now) GS_HIDDEN;
 void gs_cupti_after(struct gs_cupti_launch *l, int result, __u64 call_ts, __u64 call_end) GS_HIDDEN;
 /* The program unloaded a module or library (its kernels' handles may be given again). */
 void gs_cupti_unloaded(void) GS_HIDDEN;

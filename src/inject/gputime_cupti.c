@@ -36,7 +36,12 @@
  * --gpu-time=cupti, a kernel run by a graph has its record too: there is no launch of ours
  * for it, so it is emitted as it comes, under its name (in_graph); graph launches as a
  * whole are then not timed (no twin is made), nor tied to the records of their kernels.
- * Copies and sets are timed with pairs of events, as under --gpu-time=pairs.
+ * Asynchronous 1-D copies and sets the same, by CUPTI's memcpy and memset kinds (a record
+ * of either has its bytes, stream and times: it goes to the oldest call of its kind and size
+ * waiting on its stream): on ResNet-50 and GPT-2 steps their pairs were most of what this
+ * mode cost the launching thread beyond --gpu-time=off, ~10 us each
+ * (bench/results/budget-2026-11-29.md). 2-D and 3-D ones (their sizes are in memory the
+ * call may refuse to read) and peer copies are timed with pairs, as under --gpu-time=pairs.
  *
  * The program's own profiler: CUPTI has one client. Our exported cuptiActivityRegister-
  * Callbacks, cuptiSubscribe and the others a profiler starts with hand CUPTI over first:
@@ -88,9 +93,14 @@ enum {
 
 struct cq_entry {
 	__u64 call_ts, call_end, func, stream;
-	__u32 tid, dims[KEY_N]; /* grid x, y, z, block x, y, z, its kernel's name (hash) */
+	__u64 bytes, dst, src;	/* a copy's or set's (gs_ev_gpu's) */
+	__u32 tid, dims[KEY_N]; /* grid x, y, z, block x, y, z, its kernel's name (hash); a
+				 * copy's or set's: copy_key */
+	__u32 copy_kind;	/* a copy's or set's enum gs_copy_kind */
+	__u8 kind;		/* enum gs_gpu_kind */
 	__u16 api;
 	bool failed; /* the call failed: no record will come */
+	bool silent; /* a synchronous copy's or set's: its record taken, not emitted */
 	bool done;   /* its record came (taken out once the entries before it are) */
 	__u64 next;  /* the sequence number of the next launch of its shape, or NONE */
 };
@@ -139,7 +149,8 @@ static struct {
 	} graph_q;
 	__u64 made; /* queues made so far */
 	__u64 unmatched, in_graphs;
-	__u64 named[NAMED_N]; /* handles of kernels named for their runs in graphs (NAMED) */
+	__u64 copies_unmatched; /* copies' and sets' records that matched no call's entry */
+	__u64 named[NAMED_N];	/* handles of kernels named for their runs in graphs (NAMED) */
 	/* (GPUSCOPE_INJECT_DEBUG, at exit: records matched to the oldest launch waiting on
 	 * their stream, or to a later one; not matched for want of their stream or shape) */
 	__u64 in_order, out_of_order, no_stream, no_shape, graph_runs, graph_dropped;
@@ -355,17 +366,25 @@ static void emit_status(__u64 what, __u64 value)
 	gs_emit_commit(e);
 }
 
-/* Our kind on or off, as wanted (C.lock not held: CUPTI may deliver buffers inside). */
+/* Our kinds on or off: kernels', and copies' and sets' (their records cost the driver's call
+ * less than a pair of events: budget-2026-11-29.md). */
+static void kinds(bool on)
+{
+	gs_cupti_kind_fn f = on ? C.f.enable : C.f.disable;
+
+	f(GS_CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+	f(GS_CUPTI_ACTIVITY_KIND_MEMCPY);
+	f(GS_CUPTI_ACTIVITY_KIND_MEMSET);
+}
+
+/* Our kinds on or off, as wanted (C.lock not held: CUPTI may deliver buffers inside). */
 static void apply(void)
 {
 	bool on = __atomic_load_n(&C.want, __ATOMIC_ACQUIRE);
 
 	if (__atomic_load_n(&C.state, __ATOMIC_ACQUIRE) != ST_RUNNING || on == C.kind_on)
 		return;
-	if (on)
-		C.f.enable(GS_CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
-	else
-		C.f.disable(GS_CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+	kinds(on);
 	C.kind_on = on;
 	if (!on)
 		flush_and_take(0);
@@ -535,7 +554,7 @@ static void cq_pop(struct cq *q)
 			if (sh->first == NONE)
 				sh->last = NONE;
 		}
-		if (!e->failed)
+		if (!e->failed && !e->silent) /* (a synchronous copy's: not to be timed) */
 			gs_count_time_lost();
 	}
 	q->head = (q->head + 1) % q->cap;
@@ -713,20 +732,80 @@ static void not_queued(int why)
 	__atomic_fetch_add(&nq[why], 1, __ATOMIC_RELAXED);
 }
 
-void gs_cupti_before(struct gs_cupti_launch *l, __u64 stream, bool ptsz, __u64 func,
-		     const __u32 *dims, unsigned int api, __u64 now)
+/* Its entry (t, under key) on its stream's queue: l->qi where (0: not queued, counted). */
+static void enqueue(struct gs_cupti_launch *l, __u64 stream, bool ptsz, const __u32 *key,
+		    const struct cq_entry *t)
 {
 	void *ctx = NULL;
 	int capturing = 0, dev = -1, qi;
 	bool per_thread = stream == PER_THREAD || (ptsz && !stream);
-	__u64 key = per_thread ? PER_THREAD : !stream ? LEGACY : stream;
+	__u64 skey = per_thread ? PER_THREAD : !stream ? LEGACY : stream;
 	__u32 owner = per_thread ? gs_self_tid() : 0, cctx = 0, cstream = 0;
 	struct qcache *qc;
 	struct cq *q;
 	struct cq_entry *e;
 	struct shape *sh;
-	__u64 seq, nh;
-	__u32 shape[KEY_N];
+	__u64 seq;
+
+	if (T.cu.ctx_get(&ctx) || !ctx ||
+	    (gs_may_capture() &&
+	     ((ptsz ? T.cu.capturing_ptsz : T.cu.capturing)(stream, &capturing) || capturing))) {
+		not_queued(NQ_CTX);
+		return;
+	}
+	pthread_mutex_lock(&C.lock);
+	qc = per_thread ? &tl_pt : &tl_q;
+	qi = qc->qi;
+	if (!qi || qc->ctx != (__u64)(unsigned long)ctx || qc->stream != skey ||
+	    C.q[qi - 1].gen != qc->gen || C.q[qi - 1].owner != owner) {
+		pthread_mutex_unlock(&C.lock);
+		/* (CUPTI asked outside our lock: it may deliver buffers, which take it.) */
+		if (C.f.ctx_id(ctx, &cctx) ||
+		    C.f.stream_id(ctx,
+				  per_thread || skey == LEGACY ? NULL : (void *)(unsigned long)skey,
+				  per_thread, &cstream)) {
+			not_queued(NQ_IDS);
+			return;
+		}
+		T.cu.ctx_dev(&dev);
+		pthread_mutex_lock(&C.lock);
+		qi = 1 + cq_find((__u64)(unsigned long)ctx, skey, owner, cctx, cstream, dev);
+		qc->qi = qi;
+		qc->ctx = (__u64)(unsigned long)ctx;
+		qc->stream = skey;
+		qc->gen = qi ? C.q[qi - 1].gen : 0;
+	}
+	/* (No room: timed with a pair instead, its record then matching nothing.) */
+	if (!qi || !cq_room(q = &C.q[qi - 1]) || !(sh = shape_of(q, key, true))) {
+		pthread_mutex_unlock(&C.lock);
+		not_queued(!qi ? NQ_QUEUE : q->n == q->cap ? NQ_ROOM : NQ_SHAPE);
+		return;
+	}
+	seq = q->seq0 + q->n;
+	e = at(q, q->n++);
+	*e = *t;
+	/* (as pairs name it: the thread's default stream) */
+	e->stream = per_thread ? PER_THREAD : stream;
+	e->tid = gs_self_tid();
+	e->next = NONE;
+	memcpy(e->dims, key, sizeof(e->dims));
+	if (by_seq(q, sh->last))
+		by_seq(q, sh->last)->next = seq;
+	else
+		sh->first = seq;
+	sh->last = seq;
+	dump_add(false, t->call_ts, q->cstream, key, t->api);
+	l->qi = qi;
+	l->gen = q->gen;
+	l->seq = seq;
+	pthread_mutex_unlock(&C.lock);
+}
+
+void gs_cupti_before(struct gs_cupti_launch *l, __u64 stream, bool ptsz, __u64 func,
+		     const __u32 *dims, unsigned int api, __u64 now)
+{
+	__u32 key[KEY_N];
+	__u64 nh;
 
 	l->qi = 0;
 	l->held = false;
@@ -741,66 +820,53 @@ void gs_cupti_before(struct gs_cupti_launch *l, __u64 stream, bool ptsz, __u64 f
 		not_queued(NQ_PAUSED);
 		return;
 	}
-	if (T.cu.ctx_get(&ctx) || !ctx ||
-	    (gs_may_capture() &&
-	     ((ptsz ? T.cu.capturing_ptsz : T.cu.capturing)(stream, &capturing) || capturing))) {
-		not_queued(NQ_CTX);
+	memcpy(key, dims, 6 * sizeof(*key));
+	nh = func_name_hash(func);
+	key[6] = (__u32)nh;
+	key[7] = (__u32)(nh >> 32);
+	enqueue(l, stream, ptsz, key,
+		&(struct cq_entry){
+			.call_ts = now, .func = func, .api = (__u16)api, .kind = GS_GPU_KERNEL });
+}
+
+/* A copy's or set's key: its size, which of the two, and a block no launch has (no kernel's
+ * record takes it, by_dims included). */
+static void copy_key(__u32 *key, __u64 bytes, bool set)
+{
+	key[0] = (__u32)bytes;
+	key[1] = (__u32)(bytes >> 32);
+	key[2] = set ? 2 : 1;
+	key[3] = key[4] = key[5] = ~0u;
+	key[6] = key[7] = 0;
+}
+
+void gs_cupti_copy_before(struct gs_cupti_launch *l, __u64 stream, bool ptsz,
+			  const struct gs_cupti_copy *c, unsigned int api, __u64 now)
+{
+	__u32 key[KEY_N];
+
+	l->qi = 0;
+	l->held = false;
+	if (!started()) {
+		not_queued(NQ_START);
 		return;
 	}
-	memcpy(shape, dims, 6 * sizeof(*shape));
-	nh = func_name_hash(func);
-	shape[6] = (__u32)nh;
-	shape[7] = (__u32)(nh >> 32);
-	pthread_mutex_lock(&C.lock);
-	qc = per_thread ? &tl_pt : &tl_q;
-	qi = qc->qi;
-	if (!qi || qc->ctx != (__u64)(unsigned long)ctx || qc->stream != key ||
-	    C.q[qi - 1].gen != qc->gen || C.q[qi - 1].owner != owner) {
-		pthread_mutex_unlock(&C.lock);
-		/* (CUPTI asked outside our lock: it may deliver buffers, which take it.) */
-		if (C.f.ctx_id(ctx, &cctx) ||
-		    C.f.stream_id(ctx,
-				  per_thread || key == LEGACY ? NULL : (void *)(unsigned long)key,
-				  per_thread, &cstream)) {
-			not_queued(NQ_IDS);
-			return;
-		}
-		T.cu.ctx_dev(&dev);
-		pthread_mutex_lock(&C.lock);
-		qi = 1 + cq_find((__u64)(unsigned long)ctx, key, owner, cctx, cstream, dev);
-		qc->qi = qi;
-		qc->ctx = (__u64)(unsigned long)ctx;
-		qc->stream = key;
-		qc->gen = qi ? C.q[qi - 1].gen : 0;
+	/* (Not paused around graph launches: the kinds of copies and sets stay on. One of no
+	 * bytes may have no record.) */
+	if (!c->bytes) {
+		not_queued(NQ_SHAPE);
+		return;
 	}
-	/* (No room: timed with a pair instead, its record then matching nothing.) */
-	if (!qi || !cq_room(q = &C.q[qi - 1]) || !(sh = shape_of(q, shape, true))) {
-		pthread_mutex_unlock(&C.lock);
-		{
-			not_queued(!qi ? NQ_QUEUE : q->n == q->cap ? NQ_ROOM : NQ_SHAPE);
-			return;
-		}
-	}
-	seq = q->seq0 + q->n;
-	e = at(q, q->n++);
-	*e = (struct cq_entry){ .call_ts = now,
-				.func = func,
-				/* (as pairs name it: the thread's default stream) */
-				.stream = per_thread ? PER_THREAD : stream,
-				.tid = gs_self_tid(),
-				.api = (__u16)api,
-				.next = NONE };
-	if (by_seq(q, sh->last))
-		by_seq(q, sh->last)->next = seq;
-	else
-		sh->first = seq;
-	sh->last = seq;
-	memcpy(e->dims, shape, sizeof(e->dims));
-	dump_add(false, now, q->cstream, shape, (__u16)api);
-	l->qi = qi;
-	l->gen = q->gen;
-	l->seq = q->seq0 + q->n - 1;
-	pthread_mutex_unlock(&C.lock);
+	copy_key(key, c->bytes, c->kind == GS_GPU_MEMSET);
+	enqueue(l, stream, ptsz, key,
+		&(struct cq_entry){ .call_ts = now,
+				    .bytes = c->bytes,
+				    .dst = c->dst,
+				    .src = c->src,
+				    .copy_kind = c->copy_kind,
+				    .kind = c->kind,
+				    .silent = c->silent,
+				    .api = (__u16)api });
 }
 
 void gs_cupti_after(struct gs_cupti_launch *l, int result, __u64 call_ts, __u64 call_end)
@@ -889,8 +955,8 @@ static __s64 realtime_offset(void)
 	return best;
 }
 
-/* A kernel's record of the driver's, as its launch e's (tid 0: no thread of the program's
- * launched it as such), in context ctx on device. */
+/* A kernel's, copy's or set's record of the driver's, as its call e's (tid 0: no thread of
+ * the program's launched it as such), in context ctx on device. */
 static void emit(const struct cq_entry *e, __u64 ctx, int device, __u8 flags, __u64 start,
 		 __u64 end)
 {
@@ -906,9 +972,13 @@ static void emit(const struct cq_entry *e, __u64 ctx, int device, __u8 flags, __
 	g->call_end_ns = e->call_end > e->call_ts ? e->call_end : e->call_ts;
 	g->func = e->func;
 	g->stream = e->stream;
+	g->bytes = e->bytes;
+	g->dst = e->dst;
+	g->src = e->src;
+	g->copy_kind = e->copy_kind;
 	g->ctx = ctx;
 	g->api = e->api;
-	g->kind = GS_GPU_KERNEL;
+	g->kind = e->kind ? e->kind : GS_GPU_KERNEL;
 	g->flags = flags;
 	g->flags2 = GS_GPU_BY_DRIVER;
 	g->device = device;
@@ -981,6 +1051,66 @@ static struct cq_entry *by_dims(struct cq *q, const __u32 *dims, __u64 *seq)
 	return NULL;
 }
 
+/* Under C.lock: the queue of CUPTI's context and stream ids, or NULL. */
+static struct cq *queue_of(__u32 cctx, __u32 cstream)
+{
+	if (C.q[C.last].used && C.q[C.last].cctx == cctx && C.q[C.last].cstream == cstream)
+		return &C.q[C.last];
+	for (int i = 0; i < CQ_MAX; i++)
+		if (C.q[i].used && C.q[i].n && C.q[i].cctx == cctx && C.q[i].cstream == cstream) {
+			C.last = i;
+			return &C.q[i];
+		}
+	return NULL;
+}
+
+/* Under C.lock: e's record came (emitted); what is done, failed, or has waited too long for
+ * its record (lost) taken out of q's head. */
+static void matched(struct cq *q, struct cq_entry *e, __u64 seq, __u64 start, __u64 end)
+{
+	if (seq == q->seq0)
+		C.in_order++;
+	else
+		C.out_of_order++;
+	if (!e->silent)
+		emit(e, q->ctx, q->device, GS_GPU_GATED, start, end);
+	e->done = true;
+	while (q->n && (at(q, 0)->done || at(q, 0)->failed || at(q, 0)->call_ts + STALE_NS < start))
+		cq_pop(q);
+}
+
+/* Under C.lock: a copy's or set's record, matched to the oldest call of its kind and size
+ * waiting on its stream (synchronous ones are queued too, so that an asynchronous one's
+ * record is not taken by one of theirs on the same stream), or counted. One run by a graph is the graph's (timed as a whole,
+ * or by its twin: left out, as a graph's kernels are under --gpu-time=all). */
+static void match_copy(const uint8_t *r, __s64 offset)
+{
+	__u64 start = rd64(r, GS_CUPTI_C_START) - (__u64)offset,
+	      end = rd64(r, GS_CUPTI_C_END) - (__u64)offset, seq;
+	struct cq_entry *e = NULL;
+	__u32 key[KEY_N];
+	struct shape *sh;
+	struct cq *q;
+
+	if (rd32(r, GS_CUPTI_C_GRAPH)) {
+		C.graph_dropped++;
+		return;
+	}
+	copy_key(key, rd64(r, GS_CUPTI_C_BYTES), rd32(r, 0) == GS_CUPTI_ACTIVITY_KIND_MEMSET);
+	q = queue_of(rd32(r, GS_CUPTI_C_CONTEXT), rd32(r, GS_CUPTI_C_STREAM));
+	dump_add(true, start, rd32(r, GS_CUPTI_C_STREAM), key, 0);
+	if (q && (sh = shape_of(q, key, false)))
+		e = shape_take(q, sh, &seq);
+	/* (2-D and 3-D copies and sets, and those not queued, have their records too, and no
+	 * entry: counted apart, for the debug line. An entry whose record never comes is
+	 * counted lost, as a launch's.) */
+	if (!e) {
+		C.copies_unmatched++;
+		return;
+	}
+	matched(q, e, seq, start, end > start ? end : start);
+}
+
 /* Under C.lock: one kernel record, matched to its launch and emitted, or counted. */
 static void match(const uint8_t *r, __s64 offset)
 {
@@ -1006,13 +1136,7 @@ static void match(const uint8_t *r, __s64 offset)
 			C.graph_dropped++;
 		return;
 	}
-	if (C.q[C.last].used && C.q[C.last].cctx == cctx && C.q[C.last].cstream == cstream)
-		q = &C.q[C.last];
-	for (int i = 0; !q && i < CQ_MAX; i++)
-		if (C.q[i].used && C.q[i].n && C.q[i].cctx == cctx && C.q[i].cstream == cstream) {
-			q = &C.q[i];
-			C.last = i;
-		}
+	q = queue_of(cctx, cstream);
 	memcpy(dims, r + GS_CUPTI_K_GRID, 6 * sizeof(*dims));
 	dims[6] = (__u32)nh;
 	dims[7] = (__u32)(nh >> 32);
@@ -1040,16 +1164,10 @@ static void match(const uint8_t *r, __s64 offset)
 				(unsigned long long)start, name ? name : "(none)");
 		return;
 	}
-	if (seq == q->seq0)
-		C.in_order++;
-	else
-		C.out_of_order++;
-	emit(e, q->ctx, q->device, GS_GPU_GATED, start, end);
-	e->done = true;
-	/* (Past what is done, failed, or has waited too long for its record: lost.) */
-	while (q->n && (at(q, 0)->done || at(q, 0)->failed || at(q, 0)->call_ts + STALE_NS < start))
-		cq_pop(q);
+	matched(q, e, seq, start, end);
 }
+
+_Static_assert(GS_CUPTI_K_START == GS_CUPTI_C_START, "one start offset for the three kinds");
 
 static int by_start(const void *a, const void *b)
 {
@@ -1079,13 +1197,16 @@ static void complete(void *ctx, uint32_t stream_id, uint8_t *buf, size_t size, s
 /* A completed buffer's records matched and emitted, and the buffer freed. */
 static void take(uint8_t *buf, size_t valid, __s64 offset)
 {
-	size_t dropped = 0, n = 0, unread = 0, cap = valid / GS_CUPTI_K_SIZE + 1;
+	size_t dropped = 0, n = 0, unread = 0, cap = valid / GS_CUPTI_MEMSET_SIZE + 1;
 	const uint8_t **k = malloc(cap * sizeof(*k));
 	void *rec = NULL;
 
-	/* (A buffer's kernel records matched in the order they started.) */
+	/* (A buffer's kernel, copy and set records matched in the order they started: the
+	 * three have their start at the same offset.) */
 	while (valid && C.f.next(buf, valid, &rec) == GS_CUPTI_SUCCESS)
-		if (rd32(rec, 0) == GS_CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) {
+		if (rd32(rec, 0) == GS_CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL ||
+		    rd32(rec, 0) == GS_CUPTI_ACTIVITY_KIND_MEMCPY ||
+		    rd32(rec, 0) == GS_CUPTI_ACTIVITY_KIND_MEMSET) {
 			if (k && n < cap)
 				k[n++] = rec;
 			else
@@ -1096,7 +1217,10 @@ static void take(uint8_t *buf, size_t valid, __s64 offset)
 	pthread_mutex_lock(&C.lock);
 	C.unmatched += unread;
 	for (size_t i = 0; i < n; i++)
-		match(k[i], offset);
+		if (rd32(k[i], 0) == GS_CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)
+			match(k[i], offset);
+		else
+			match_copy(k[i], offset);
 	pthread_mutex_unlock(&C.lock);
 	free(k);
 	if (C.f.dropped && C.f.dropped(NULL, 0, &dropped) == GS_CUPTI_SUCCESS)
@@ -1136,7 +1260,7 @@ static void count_left(void)
 		for (__u32 k = 0; k < q->n; k++) {
 			const struct cq_entry *e = at(q, k);
 
-			if (e->failed || e->done)
+			if (e->failed || e->done || e->silent)
 				continue;
 			if (debug_on() && left < 8)
 				fprintf(stderr,
@@ -1160,18 +1284,19 @@ static void count_left(void)
 		fprintf(stderr,
 			"gpuscope cupti: records matched %llu in order, %llu out of order; "
 			"unmatched %llu (no stream %llu, no launch of the shape %llu); in graphs "
-			"%llu (nameless %llu, left to twins %llu); launches left %llu; pause late "
+			"%llu (nameless %llu, left to twins %llu); copies' and sets' records "
+			"matching no call %llu; launches left %llu; pause late "
 			"%llu; not queued: not started %llu, paused %llu, no context or capturing "
 			"%llu, no ids %llu, no queue %llu, queue full %llu, no shape %llu\n",
 			(unsigned long long)C.in_order, (unsigned long long)C.out_of_order,
 			(unsigned long long)C.unmatched, (unsigned long long)C.no_stream,
 			(unsigned long long)C.no_shape, (unsigned long long)C.graph_runs,
 			(unsigned long long)C.in_graphs, (unsigned long long)C.graph_dropped,
-			(unsigned long long)left, (unsigned long long)C.pause_late,
-			(unsigned long long)nq[NQ_START], (unsigned long long)nq[NQ_PAUSED],
-			(unsigned long long)nq[NQ_CTX], (unsigned long long)nq[NQ_IDS],
-			(unsigned long long)nq[NQ_QUEUE], (unsigned long long)nq[NQ_ROOM],
-			(unsigned long long)nq[NQ_SHAPE]);
+			(unsigned long long)C.copies_unmatched, (unsigned long long)left,
+			(unsigned long long)C.pause_late, (unsigned long long)nq[NQ_START],
+			(unsigned long long)nq[NQ_PAUSED], (unsigned long long)nq[NQ_CTX],
+			(unsigned long long)nq[NQ_IDS], (unsigned long long)nq[NQ_QUEUE],
+			(unsigned long long)nq[NQ_ROOM], (unsigned long long)nq[NQ_SHAPE]);
 }
 
 static void flush_at_exit(void)
@@ -1206,7 +1331,7 @@ static void hand_over(void)
 	if (s != ST_RUNNING)
 		return; /* (never started, or already handed: nothing of ours there) */
 	if (C.kind_on)
-		C.f.disable(GS_CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+		kinds(false);
 	C.kind_on = false;
 	flush_and_take(1);
 	emit_status(GS_CAL_CUPTI, GS_CUPTI_HANDED);

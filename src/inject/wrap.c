@@ -332,6 +332,28 @@ static void cupti_before(struct gs_cupti_launch *cl, const struct gs_api_desc *d
 	gs_cupti_before(cl, stream, d->flags & GS_AF_PTSZ, func, dims, api, gs_clock());
 }
 
+/* A 1-D copy or set queued for its record of the driver's: its size and pointers from the
+ * arguments (no memory read), as a pair would have them. A synchronous one (on its thread's
+ * default stream or the legacy one) only so that its record is not taken for an
+ * asynchronous one's there: not timed. */
+static void cupti_copy_before(struct gs_cupti_launch *cl, const struct gs_api_desc *d,
+			      const __u64 *a, unsigned int api)
+{
+	struct gs_ev_copy c;
+
+	gs_decode_copy(d, a, &c);
+	gs_cupti_copy_before(cl, c.stream, d->flags & GS_AF_PTSZ,
+			     &(struct gs_cupti_copy){ .bytes = c.bytes,
+						      .dst = c.dst,
+						      .src = c.src,
+						      .copy_kind = c.kind,
+						      .kind = d->shape == GS_SH_C_SET1D
+								      ? GS_GPU_MEMSET
+								      : GS_GPU_COPY,
+						      .silent = !(d->flags & GS_AF_ASYNC) },
+			     api, gs_clock());
+}
+
 /* A plain launch's kernel and shape (grid, block, shared memory), never 0. */
 static __u64 carry_key(const __u64 *a)
 {
@@ -415,11 +437,17 @@ int gs_call(unsigned int api, void *caller, __u64 a0, __u64 a1, __u64 a2, __u64 
 			      ? gs_graphtime_launch(&gl, a0, a1, d->flags & GS_AF_PTSZ)
 			      : a0;
 	timed = !gl.twin && timed_call(d, a, &stream, &func, &kind);
-	/* (--gpu-time=all: kernels timed by the driver, gputime_cupti.c; with pairs where
-	 * CUPTI is missing, the program's profiler took it, or it cannot place the launch.) */
+	/* (--gpu-time=all: kernels, and asynchronous 1-D copies and sets, timed by the driver,
+	 * gputime_cupti.c; with pairs where CUPTI is missing, the program's profiler took it,
+	 * or it cannot place the call.) */
 	if (timed && kind == GS_GPU_KERNEL && gs_cupti_wanted() && !gs_probe_on) {
 		cupti_before(&cl, d, a, api, stream, func);
 		timed = !cl.qi;
+	} else if ((d->shape == GS_SH_C_1D || d->shape == GS_SH_C_SET1D) &&
+		   (timed || !(d->flags & GS_AF_ASYNC)) && !gl.twin && gs_cupti_wanted() &&
+		   !gs_probe_on) {
+		cupti_copy_before(&cl, d, a, api);
+		timed = timed && !cl.qi;
 	}
 	/* (A graph launch under --gpu-time=cupti: its kernels have the driver's records; no
 	 * pair for the whole.) */

@@ -645,6 +645,27 @@ EXPORT void fakecuda_kernel_hook(kernel_hook_fn fn)
 	pthread_mutex_unlock(&lock);
 }
 
+/* ... and of every 1-D copy and set that runs, ungated and not in a graph: its size, and
+ * whether a set (2-D and 3-D ones are rows of 1-D ones here: told of none). */
+typedef void (*copy_hook_fn)(void *ctx, void *stream, unsigned long long start,
+			     unsigned long long end, unsigned long long bytes, int set);
+static copy_hook_fn copy_hook;
+static __thread int in_rows; /* (inside a 2-D or 3-D copy or set) */
+
+EXPORT void fakecuda_copy_hook(copy_hook_fn fn)
+{
+	pthread_mutex_lock(&lock);
+	copy_hook = fn;
+	pthread_mutex_unlock(&lock);
+}
+
+static void copy_ran(struct CUstream_st *s, unsigned long long dur, unsigned long long bytes,
+		     int set)
+{
+	if (copy_hook && !s->gate && !in_rows)
+		copy_hook(current, s, s->busy_until - dur, s->busy_until, bytes, set);
+}
+
 /* The double's stream behind a handle (for the double of CUPTI's stream ids). */
 EXPORT void *fakecuda_stream_of(CUstream s, int per_thread)
 {
@@ -2722,11 +2743,10 @@ static CUresult copy(unsigned long long dst, enum side ds, unsigned long long sr
 	memmove((void *)dst, (const void *)src, n);
 	on_device = is_device_ptr(dst) && is_device_ptr(src);
 	t = transfer_ns(n, on_device);
-	if (async) {
-		stream_enqueue(s, t, false);
-		return CUDA_SUCCESS;
-	}
 	stream_enqueue(s, t, false);
+	copy_ran(s, t, n, 0);
+	if (async)
+		return CUDA_SUCCESS;
 	t = s->busy_until;
 	pthread_mutex_unlock(&lock);
 	sleep_until(t);
@@ -2758,6 +2778,7 @@ static CUresult set(CUdeviceptr dst, unsigned value, size_t count, unsigned elem
 	for (size_t i = 0; i < count; i++)
 		memcpy((char *)dst + i * elem, &value, elem);
 	stream_enqueue(s, transfer_ns(bytes, true), false);
+	copy_ran(s, transfer_ns(bytes, true), bytes, 1);
 	if (async)
 		return CUDA_SUCCESS;
 	t = s->busy_until;
@@ -2860,6 +2881,7 @@ static CUresult copy_2d(const CUDA_MEMCPY2D *c, CUstream s, bool async)
 	dst = c->dstMemoryType == CU_MEMORYTYPE_HOST ? (unsigned long long)c->dstHost
 						     : c->dstDevice;
 	/* One transfer per row; the simulated time is that of the whole rectangle. */
+	in_rows++;
 	for (size_t y = 0; y < c->Height && r == CUDA_SUCCESS; y++)
 		r = copy(dst + (c->dstY + y) * c->dstPitch + c->dstXInBytes,
 			 side_of(c->dstMemoryType),
@@ -2868,6 +2890,7 @@ static CUresult copy_2d(const CUDA_MEMCPY2D *c, CUstream s, bool async)
 	if (r == CUDA_SUCCESS && !async)
 		r = copy(dst, side_of(c->dstMemoryType), src, side_of(c->srcMemoryType), 0, s,
 			 false, false);
+	in_rows--;
 	return r;
 }
 
@@ -2949,10 +2972,12 @@ static CUresult set_2d(CUdeviceptr dst, size_t pitch, unsigned v, size_t w, size
 {
 	CUresult r = CUDA_SUCCESS;
 
+	in_rows++;
 	for (size_t y = 0; y < h && r == CUDA_SUCCESS; y++)
 		r = set(dst + y * pitch, v, w, elem, s, true, false);
 	if (r == CUDA_SUCCESS && !async)
 		r = set(dst, v, 0, elem, s, false, false);
+	in_rows--;
 	return r;
 }
 

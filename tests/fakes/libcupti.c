@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * libcupti.so.13 test double: the activity API's kernel records, as --gpu-time=cupti uses
- * them (src/inject/gputime_cupti.c).
+ * libcupti.so.13 test double: the activity API's kernel, memcpy and memset records, as
+ * --gpu-time=all uses them (src/inject/gputime_cupti.c).
  *
  * While CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL is enabled, the double of libcuda tells it of
  * every kernel queued, and every kernel node a graph launch runs (with the graph's id, as
@@ -11,7 +11,11 @@
  * the kernel has ended on the simulated clock: at cuptiActivityFlushAll (all of them when
  * forced) and every flush period on a thread of its own. Context and stream ids: small
  * numbers given in order of first asking, the same for the same context or stream (the
- * double's stream behind a handle: fakecuda_stream_of), as CUPTI's are.
+ * double's stream behind a handle: fakecuda_stream_of), as CUPTI's are. While
+ * CUPTI_ACTIVITY_KIND_MEMCPY or MEMSET is enabled, the same of every 1-D copy or set
+ * (fakecuda_copy_hook), as CUpti_ActivityMemcpy6 and CUpti_ActivityMemset4 lay them out.
+ * A buffer's records are GS_CUPTI_K_SIZE apart whatever their kind (the client walks them
+ * with cuptiActivityGetNextRecord).
  *
  * FAKECUPTI_LOSE=N: the Nth kernel's record is never delivered (as records CUPTI drops).
  * FAKECUPTI_MISNAME=N: the Nth kernel's record carries the name of the last other kernel
@@ -49,8 +53,10 @@
 #define ERROR_MAX_LIMIT_REACHED 12
 
 struct rec {
+	uint32_t kind; /* CUPTI's activity kind */
 	uint32_t ctx, stream, thread, graph;
 	uint64_t start, end; /* CLOCK_MONOTONIC */
+	uint64_t bytes;	     /* copies and sets */
 	unsigned int dims[6];
 	const char *name;
 };
@@ -58,7 +64,7 @@ struct rec {
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static gs_cupti_request_fn request;
 static gs_cupti_complete_fn complete;
-static int kernels_on;
+static int kernels_on, copies_on, sets_on;
 static struct rec *recs;
 static size_t nrecs, caprecs;
 static unsigned long kernels_seen, lose_at, full_at, misname_at;
@@ -73,6 +79,9 @@ static char calls[512];
 typedef void (*kernel_hook_fn)(void *, void *, unsigned long long, unsigned long long,
 			       const unsigned int *, const char *, unsigned int);
 typedef void (*set_hook_fn)(kernel_hook_fn);
+typedef void (*copy_hook_fn)(void *, void *, unsigned long long, unsigned long long,
+			     unsigned long long, int);
+typedef void (*set_copy_hook_fn)(copy_hook_fn);
 typedef void *(*stream_of_fn)(void *, int);
 
 static uint64_t clock_ns(clockid_t c)
@@ -141,7 +150,8 @@ static void on_kernel(void *ctx, void *stream, unsigned long long start, unsigne
 		}
 		if (!thread_no)
 			thread_no = ++threads;
-		recs[nrecs++] = (struct rec){ .ctx = id_of(ctx),
+		recs[nrecs++] = (struct rec){ .kind = GS_CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
+					      .ctx = id_of(ctx),
 					      .stream = id_of(stream),
 					      .thread = thread_no,
 					      .start = start,
@@ -156,6 +166,29 @@ static void on_kernel(void *ctx, void *stream, unsigned long long start, unsigne
 	pthread_mutex_unlock(&lock);
 	if (full)
 		deliver(2);
+}
+
+static void on_copy(void *ctx, void *stream, unsigned long long start, unsigned long long end,
+		    unsigned long long bytes, int set)
+{
+	pthread_mutex_lock(&lock);
+	if (set ? sets_on : copies_on) {
+		if (nrecs == caprecs) {
+			caprecs = caprecs ? 2 * caprecs : 1024;
+			recs = realloc(recs, caprecs * sizeof(*recs));
+		}
+		if (!thread_no)
+			thread_no = ++threads;
+		recs[nrecs++] = (struct rec){ .kind = set ? GS_CUPTI_ACTIVITY_KIND_MEMSET
+							  : GS_CUPTI_ACTIVITY_KIND_MEMCPY,
+					      .ctx = id_of(ctx),
+					      .stream = id_of(stream),
+					      .thread = thread_no,
+					      .start = start,
+					      .end = end,
+					      .bytes = bytes };
+	}
+	pthread_mutex_unlock(&lock);
 }
 
 /* The double of libcuda's function, wherever it was loaded (Python's ctypes loads it
@@ -176,6 +209,14 @@ static void hook(kernel_hook_fn fn)
 
 	if (set)
 		set(fn);
+}
+
+static void hook_copies(void)
+{
+	set_copy_hook_fn set = (set_copy_hook_fn)cuda_sym("fakecuda_copy_hook");
+
+	if (set)
+		set(on_copy);
 }
 
 /* The records of kernels that have ended (all: forced), delivered in buffers. */
@@ -230,7 +271,6 @@ static void deliver_locked(int how)
 		for (size_t i = 0; i < nrecs; i++) {
 			struct rec *r = &recs[i];
 			uint8_t *p = buf + valid;
-			uint32_t kind = GS_CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
 			uint64_t s = r->start + off, e = r->end + off;
 
 			if ((!forced && r->end > now) || valid + GS_CUPTI_K_SIZE > size ||
@@ -238,7 +278,17 @@ static void deliver_locked(int how)
 				recs[left++] = *r;
 				continue;
 			}
-			memcpy(p, &kind, 4);
+			memcpy(p, &r->kind, 4);
+			if (r->kind != GS_CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) {
+				memcpy(p + GS_CUPTI_C_BYTES, &r->bytes, 8);
+				memcpy(p + GS_CUPTI_C_START, &s, 8);
+				memcpy(p + GS_CUPTI_C_END, &e, 8);
+				memcpy(p + GS_CUPTI_C_CONTEXT, &r->ctx, 4);
+				memcpy(p + GS_CUPTI_C_STREAM, &r->stream, 4);
+				valid += GS_CUPTI_K_SIZE;
+				k++;
+				continue;
+			}
 			memcpy(p + GS_CUPTI_K_START, &s, 8);
 			memcpy(p + GS_CUPTI_K_END, &e, 8);
 			memcpy(p + GS_CUPTI_K_CONTEXT, &r->ctx, 4);
@@ -314,25 +364,35 @@ EXPORT int cuptiActivityRegisterCallbacks(gs_cupti_request_fn req, gs_cupti_comp
 	return GS_CUPTI_SUCCESS;
 }
 
+/* Under lock: the flag of a kind the double records, or NULL. */
+static int *kind_on(int kind)
+{
+	return kind == GS_CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL ? &kernels_on
+	       : kind == GS_CUPTI_ACTIVITY_KIND_MEMCPY		? &copies_on
+	       : kind == GS_CUPTI_ACTIVITY_KIND_MEMSET		? &sets_on
+								: NULL;
+}
+
 EXPORT int cuptiActivityEnable(int kind)
 {
 	called("cuptiActivityEnable");
-	if (kind == GS_CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) {
-		pthread_mutex_lock(&lock);
-		kernels_on = 1;
-		pthread_mutex_unlock(&lock);
+	pthread_mutex_lock(&lock);
+	if (kind_on(kind))
+		*kind_on(kind) = 1;
+	pthread_mutex_unlock(&lock);
+	if (kind == GS_CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)
 		hook(on_kernel);
-	}
+	else if (kind_on(kind))
+		hook_copies();
 	return GS_CUPTI_SUCCESS;
 }
 
 EXPORT int cuptiActivityDisable(int kind)
 {
-	if (kind == GS_CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) {
-		pthread_mutex_lock(&lock);
-		kernels_on = 0;
-		pthread_mutex_unlock(&lock);
-	}
+	pthread_mutex_lock(&lock);
+	if (kind_on(kind))
+		*kind_on(kind) = 0;
+	pthread_mutex_unlock(&lock);
 	return GS_CUPTI_SUCCESS;
 }
 

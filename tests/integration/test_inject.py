@@ -985,12 +985,48 @@ def test_cupti_times_every_kernel_exactly(gs, order):
     assert all(r["start"] >= r["call"] - 1000 for r in recs), recs
 
 
+def test_cupti_times_copies_and_sets_exactly(gs):
+    """Under the default (--gpu-time=all), asynchronous 1-D copies and sets are timed by
+    CUPTI's memcpy and memset records (the double: tests/fakes/libcupti.c), not by event
+    pairs: each record goes to the oldest call of its kind and size waiting on its stream.
+    24 rounds of a copy and a set of 1-8 KiB (and 4x that) between kernel launches on one
+    stream: every one timed by the driver, with its own exact duration (the double's), none
+    lost; a synchronous copy after them (not timed) has a record too, taken by its own call
+    (queued for it, not timed). With the buffers' records reversed (CUPTI keeps a buffer per
+    thread), the same."""
+    import gsrec
+
+    for env in ({}, {"FAKECUPTI_REVERSE": "1"}):
+        rec = gs.tmp / "copies.gsrec"
+        report, truth, _ = gs.trace(["wl_gputime", "--copies", "24"],
+                                    opts=["--inject", "-o", str(rec)],
+                                    env_extra=dict(env, FAKECUDA_KERNEL_NS="20000",
+                                                   FAKECUDA_GBPS="1"))
+        gpu = report["gpu"]
+        assert gpu["cupti_processes"] == 1 and gpu["cupti_unmatched"] == 0, gpu
+        assert report["drops"]["gpu_time_lost"] == 0
+        htod, sets = gpu["copies"]["HtoD"], gpu["copies"]["memset"]
+        assert htod["timed"] == 24 and sets["timed"] == 24, gpu["copies"]
+        assert htod["gpu_ns"] == truth["gpu:copies:ns"], (htod, truth)
+        assert sets["gpu_ns"] == truth["gpu:sets:ns"], (sets, truth)
+        recs = [r for r in gsrec.gpu_records(str(rec)) if r["kind"] in (3, 4)]
+        assert len(recs) == 48 and all(r["flags2"] == 1 for r in recs), recs
+        # Each its own call's: the size the call gave, the double's time for that size.
+        for r in recs:
+            per_s = 1e9 if r["kind"] == 3 else 50e9
+            assert r["end"] - r["start"] == int(r["bytes"] / per_s * 1e9) + 2000, r
+            assert r["start"] >= r["call"] - 1000, r
+        kernels = {k["name"]: k for k in report["kernels"]["list"]}
+        assert kernels["idle"]["gpu"]["by_driver"] == 24
+
+
 def test_cupti_times_graph_kernels_and_copies(gs):
     """Under --gpu-time=cupti a graph's kernels are timed at every run by their records of
     the driver's (CUPTI's graphId set), with no twin: each node's kernel by its name, the one
     the program set to `other` at the exec included (counted as busy's, its launch captured:
-    timed as other's, by its record); graph launches as a whole are not timed; copies and
-    sets are, with event pairs, as under --gpu-time=pairs."""
+    timed as other's, by its record); graph launches as a whole are not timed; the graph's
+    set node's records are left out (its runs are counted as the graph's); a copy outside
+    graphs is timed by its record (test_cupti_times_copies_and_sets_exactly)."""
     env = dict(GPU_ENV, FAKECUDA_NODE_ARG_NS="other", FAKECUDA_GRAPH_START_NS="20000")
     stats = gs.tmp / "fake-stats-cupti"
     report, truth, _ = gs.trace(["wl_gputime", "--graphs"],
@@ -1036,11 +1072,10 @@ def test_cupti_times_graph_kernels_and_copies(gs):
     names = {k["name"] for k in report["kernels"]["list"]}
     assert names == {"busy", "idle", "other"}, names
 
-    # Copies with pairs: the double's 1 MiB copy at 1 GB/s, as under --gpu-time=pairs.
+    # The double's 1 MiB copy at 1 GB/s by its record: exact.
     report, truth, kernels = gpu_trace(gs, "cupti")
     assert report["gpu"]["copies"]["HtoD"]["timed"] == 1
-    copy_ns = report["gpu"]["copies"]["HtoD"]["gpu_ns"]
-    assert truth["gpu:copy:ns"] - 2000 <= copy_ns <= truth["gpu:copy:ns"] + 5000000
+    assert report["gpu"]["copies"]["HtoD"]["gpu_ns"] == truth["gpu:copy:ns"]
     # (both runs of the graph of 3 busy timed: no twin)
     busy, idle = kernels["busy"]["gpu"], kernels["idle"]["gpu"]
     assert busy["timed"] == busy["by_driver"] == 24 + 2 * 3 and busy["in_graph"] == 6, busy

@@ -247,6 +247,39 @@ static int ab_phases(const char *file, CUkernel busy, CUkernel idle, CUkernel ot
 
 /* --shapes N: N rounds of busy (1 x 32), idle (4 x 256) and idle (2 x 256), each launched
  * alone on s 1 ms after the one before ended. */
+/*
+ * --copies N: N rounds on stream s of an asynchronous HtoD copy of 1-8 KiB, an asynchronous
+ * set of four times as many bytes and a launch of idle; then a synchronous copy (not timed).
+ * Truth: the copies' and the sets' GPU time, summed, as the double runs them (bytes /
+ * FAKECUDA_GBPS + 2 us; a set at 50 times that rate, on the device).
+ */
+static int copies(CUkernel idle, CUstream s, int n)
+{
+	const char *g = getenv("FAKECUDA_GBPS");
+	double gbps = g ? atof(g) : 20;
+	unsigned long long copy_ns = 0, set_ns = 0;
+	CUdeviceptr d;
+	void *host;
+
+	CHECK(cuMemAlloc_v2(&d, 1 << 20), 0);
+	CHECK(cuMemHostAlloc(&host, 1 << 20, 0), 0);
+	for (int i = 0; i < n; i++) {
+		size_t b = (size_t)(i % 8 + 1) << 10;
+
+		CHECK(cuMemcpyHtoDAsync_v2(d, host, b, s), 0);
+		CHECK(cuMemsetD32Async(d, (unsigned)i, b, s), 0);
+		CHECK(cuLaunchKernel((CUfunction)idle, 4, 1, 1, 256, 1, 1, 0, s, NULL, NULL), 0);
+		copy_ns += (unsigned long long)((double)b / gbps) + 2000;
+		set_ns += (unsigned long long)((double)(4 * b) / (gbps * 50)) + 2000;
+	}
+	CHECK(cuStreamSynchronize(s), 0);
+	CHECK(cuMemcpyHtoD_v2(d, host, 4096), 0);
+	truth_add((long long)copy_ns, "gpu:copies:ns");
+	truth_add((long long)set_ns, "gpu:sets:ns");
+	truth_write();
+	return 0;
+}
+
 static int shapes(CUkernel busy, CUkernel idle, CUstream s, int n)
 {
 	const struct {
@@ -630,6 +663,8 @@ int main(int argc, char **argv)
 				    argc > 3 && !strcmp(argv[3], "client"));
 	if (argc > 2 && !strcmp(argv[1], "--shapes"))
 		return shapes(busy, idle, s, atoi(argv[2]));
+	if (argc > 2 && !strcmp(argv[1], "--copies"))
+		return copies(idle, s, atoi(argv[2]));
 	if (argc > 2 && !strcmp(argv[1], "--replays"))
 		return replays(busy, idle, s2, atoi(argv[2]), argc > 3 ? atoi(argv[3]) : -1,
 			       busy_ns, idle_ns);
