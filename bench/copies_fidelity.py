@@ -3,8 +3,9 @@ asynchronous 1-D ones are timed by CUPTI's memcpy and memset records, not by eve
 Each workload (STEPS training steps of bench/workload.py's resnet50 or gpt2, after 3 warm-up
 ones) runs twice: untraced under the PyTorch profiler (CUDA activities), and under
 `gpuscope run --inject` (the default mode) without it. Per workload and kind (memcpy,
-memset), for the asynchronous calls (the profiler's events whose runtime or driver call
-has "Async" in its name): how many, and per size the median duration, the profiler's
+memset), for the asynchronous calls of the steps (the profiler's events whose runtime or
+driver call has "Async" in its name; gpuscope's records of calls made between the steps'
+first and last, by CLOCK_MONOTONIC): how many, and per size the median duration, the profiler's
 against gpuscope's records (the same sizes in another process: not one execution against
 itself), and how many of gpuscope's were the driver's (flags2).
 
@@ -17,6 +18,7 @@ import os
 import statistics
 import subprocess
 import sys
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -34,10 +36,12 @@ def work(name, steps, trace):
     for _ in range(3):
         step()
     torch.cuda.synchronize()
-    if trace == "-":
+    if trace.startswith("-"):  # (-PATH: the steps' window, CLOCK_MONOTONIC ns, to PATH)
+        t0 = time.monotonic_ns()
         for _ in range(steps):
             step()
         torch.cuda.synchronize()
+        open(trace[1:], "w").write("%d %d\n" % (t0, time.monotonic_ns()))
         return
     from torch.profiler import ProfilerActivity, profile
 
@@ -66,11 +70,13 @@ def profiler_side(trace):
     return out
 
 
-def gpuscope_side(rec):
-    """(kind, bytes) -> [durations ns], and how many were the driver's."""
+def gpuscope_side(rec, window):
+    """(kind, bytes) -> [durations ns] of the calls made in the steps' window, and how many
+    were the driver's."""
+    t0, t1 = map(int, open(window).read().split())
     out, driver = collections.defaultdict(list), 0
     for r in gsrec.gpu_records(rec):
-        if r["kind"] not in (3, 4):
+        if r["kind"] not in (3, 4) or not t0 <= r["call"] <= t1:
             continue
         out[("memcpy" if r["kind"] == 3 else "memset", r["bytes"])].append(r["end"] - r["start"])
         driver += r["flags2"] & 1
@@ -86,12 +92,14 @@ def run(gs, out, workloads):
         me = [sys.executable, os.path.abspath(__file__), "work", w, str(STEPS)]
         subprocess.run(me + [trace], check=True, stdout=subprocess.DEVNULL,
                        stderr=open(os.path.join(d, "prof.err"), "w"))
+        window = os.path.join(d, "window")
         subprocess.run([gs, "run", "-q", "--no-os", "--inject", "-o", rec,
-                        "--json=%s" % os.path.join(d, "report.json"), "--"] + me + ["-"],
+                        "--json=%s" % os.path.join(d, "report.json"), "--"] + me +
+                       ["-" + window],
                        check=True, stdout=subprocess.DEVNULL,
                        stderr=open(os.path.join(d, "gs.err"), "w"),
                        env=dict(os.environ, GPUSCOPE_INJECT_DEBUG="1"))
-        prof, (mine, driver) = profiler_side(trace), gpuscope_side(rec)
+        prof, (mine, driver) = profiler_side(trace), gpuscope_side(rec, window)
         for kind in ("memcpy", "memset"):
             pk = {k: v for k, v in prof.items() if k[0] == kind}
             mk = {k: v for k, v in mine.items() if k[0] == kind}

@@ -20,7 +20,8 @@
  * GPUSCOPE_TIME_RATE; 0 no limit) or "+budget=PPM" (with N, timed launches may cost a
  * thread at most PPM millionths of its time, GPUSCOPE_TIME_BUDGET; 0 no limit) or
  * "+norecord" (every record given up before the ring: what writing them costs) or "+nopf"
- * (the ring's writer prefetches nothing) or "+carry" / "+pairs" (timed launches on idle
+ * (the ring's writer prefetches nothing) or "+take=N" (CUPTI's records matched N at a time
+ * under the queues' lock, 0 a buffer's) or "+carry" / "+pairs" (timed launches on idle
  * streams run by carriers, or gated pairs: N's sampled ones too), in any number; what is
  * not given is as at the start (or as the word says).
  * A thread of ours reads the file every millisecond. A file that is missing or says anything
@@ -42,7 +43,7 @@
 #include "inject/inject.h"
 
 static const char *ab_file;
-static __u32 trate_start, budget_start;
+static __u32 trate_start, budget_start, take_start;
 
 /* The parts' sums since the last switch, as one line after the mode they ran in. */
 static void phases_write(const char *mode)
@@ -74,7 +75,7 @@ static void phases_write(const char *mode)
 static void apply(char *word)
 {
 	__u32 every = gs_stacks_start.every, rate = gs_stacks_start.rate, trate = trate_start;
-	__u32 budget = budget_start;
+	__u32 budget = budget_start, take = take_start;
 	char *opt = strchr(word, '+');
 	bool norecord = false, nopf = false;
 	int carriers = -1;
@@ -95,6 +96,8 @@ static void apply(char *word)
 			trate = (__u32)strtoul(opt + 6, NULL, 10);
 		else if (!strncmp(opt, "budget=", 7))
 			budget = (__u32)strtoul(opt + 7, NULL, 10);
+		else if (!strncmp(opt, "take=", 5))
+			take = (__u32)strtoul(opt + 5, NULL, 10);
 		else if (!strcmp(opt, "norecord"))
 			norecord = true;
 		else if (!strcmp(opt, "nopf"))
@@ -111,6 +114,7 @@ static void apply(char *word)
 	gs_stacks_set(every, rate);
 	gs_timing_rate(trate);
 	gs_timing_budget(budget);
+	gs_cupti_take_chunk(take);
 	__atomic_store_n(&gs_ab_norecord, norecord, __ATOMIC_RELAXED);
 	gs_ab_prefetch(!nopf);
 	__atomic_store_n(&gs_active, true, __ATOMIC_RELAXED);
@@ -153,6 +157,7 @@ void gs_ab_init(void)
 	ab_file = getenv("GPUSCOPE_AB_FILE");
 	trate_start = gs_timing_rate_now();
 	budget_start = gs_timing_budget_now();
+	take_start = gs_cupti_take_chunk_now();
 	if (ab_file && *ab_file && gs_thread(ab_thread))
 		gs_phases_on = getenv("GPUSCOPE_AB_PHASES") != NULL;
 }

@@ -197,6 +197,9 @@ void gs_cupti_after(struct gs_cupti_launch *l, int result, __u64 call_ts, __u64 
 void gs_cupti_unloaded(void) GS_HIDDEN;
 /* The program made a stream (its handle may have been another stream's). */
 void gs_cupti_stream_made(__u64 stream) GS_HIDDEN;
+/* Measurements (ab.c): records matched under one hold of the queues' lock (0: a buffer's). */
+void gs_cupti_take_chunk(__u32 n) GS_HIDDEN;
+__u32 gs_cupti_take_chunk_now(void) GS_HIDDEN;
 /* --gpu-time=cupti from now on (on), or not (ab.c). */
 void gs_cupti_want(bool on) GS_HIDDEN;
 void gs_cupti_after_fork(void) GS_HIDDEN;

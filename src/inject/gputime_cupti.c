@@ -77,7 +77,8 @@
 #define STALE_NS      10000000000ULL /* a launch whose record has not come in this long: lost */
 #define PAUSE_WAIT_NS 10000000	     /* see pause_take */
 #define CUPTI_BUF     (4u << 20)
-#define ASK_MS	      50 /* ours: records of what has completed asked for */
+#define ASK_MS	      50  /* ours: records of what has completed asked for */
+#define TAKE_CHUNK    256 /* records matched under one hold of the queues' lock */
 #define NAMED_N	      4096
 #define NAMED	      (1ULL << 63) /* a kernel run in a graph, by its name: no driver's handle */
 #define PER_THREAD    GS_CU_STREAM_PER_THREAD
@@ -732,6 +733,15 @@ static void not_queued(int why)
 	__atomic_fetch_add(&nq[why], 1, __ATOMIC_RELAXED);
 }
 
+/* C.lock taken on the program's thread (the time waited for it: GS_PH_CLOCK). */
+static void lock_queues(void)
+{
+	__u64 ph = gs_phase_t0();
+
+	pthread_mutex_lock(&C.lock);
+	gs_phase_add(GS_PH_CLOCK, ph);
+}
+
 /* Its entry (t, under key) on its stream's queue: l->qi where (0: not queued, counted). */
 static void enqueue(struct gs_cupti_launch *l, __u64 stream, bool ptsz, const __u32 *key,
 		    const struct cq_entry *t)
@@ -753,7 +763,7 @@ static void enqueue(struct gs_cupti_launch *l, __u64 stream, bool ptsz, const __
 		not_queued(NQ_CTX);
 		return;
 	}
-	pthread_mutex_lock(&C.lock);
+	lock_queues();
 	qc = per_thread ? &tl_pt : &tl_q;
 	qi = qc->qi;
 	if (!qi || qc->ctx != (__u64)(unsigned long)ctx || qc->stream != skey ||
@@ -878,7 +888,7 @@ void gs_cupti_after(struct gs_cupti_launch *l, int result, __u64 call_ts, __u64 
 	l->held = false;
 	if (!l->qi)
 		return;
-	pthread_mutex_lock(&C.lock);
+	lock_queues();
 	q = &C.q[l->qi - 1];
 	/* (Not there any more: matched already, its record was that quick.) */
 	if (q->gen == l->gen && l->seq >= q->seq0 && l->seq - q->seq0 < q->n) {
@@ -1195,9 +1205,21 @@ static void complete(void *ctx, uint32_t stream_id, uint8_t *buf, size_t size, s
 }
 
 /* A completed buffer's records matched and emitted, and the buffer freed. */
+static __u32 take_chunk = TAKE_CHUNK;
+
+void gs_cupti_take_chunk(__u32 n)
+{
+	__atomic_store_n(&take_chunk, n, __ATOMIC_RELAXED);
+}
+
+__u32 gs_cupti_take_chunk_now(void)
+{
+	return __atomic_load_n(&take_chunk, __ATOMIC_RELAXED);
+}
+
 static void take(uint8_t *buf, size_t valid, __s64 offset)
 {
-	size_t dropped = 0, n = 0, unread = 0, cap = valid / GS_CUPTI_MEMSET_SIZE + 1;
+	size_t dropped = 0, n = 0, unread = 0, cap = valid / GS_CUPTI_MEMSET_SIZE + 1, chunk;
 	const uint8_t **k = malloc(cap * sizeof(*k));
 	void *rec = NULL;
 
@@ -1214,13 +1236,21 @@ static void take(uint8_t *buf, size_t valid, __s64 offset)
 		}
 	if (k)
 		qsort(k, n, sizeof(*k), by_start);
+	/* (TAKE_CHUNK at a time, the queues' lock let go between: a launch waits for one
+	 * chunk's matching at most, not for a buffer's thousands of records.) */
+	chunk = __atomic_load_n(&take_chunk, __ATOMIC_RELAXED);
 	pthread_mutex_lock(&C.lock);
 	C.unmatched += unread;
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++) {
+		if (i && chunk && i % chunk == 0) {
+			pthread_mutex_unlock(&C.lock);
+			pthread_mutex_lock(&C.lock);
+		}
 		if (rd32(k[i], 0) == GS_CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)
 			match(k[i], offset);
 		else
 			match_copy(k[i], offset);
+	}
 	pthread_mutex_unlock(&C.lock);
 	free(k);
 	if (C.f.dropped && C.f.dropped(NULL, 0, &dropped) == GS_CUPTI_SUCCESS)
