@@ -83,9 +83,9 @@ void gs_timing_init(const char *mode)
 	T.every = !mode || !strcmp(mode, "chained") ? 1 : every_of(mode);
 	if (T.every < 0)
 		T.every = 0;
-	/* (all, the default: kernels timed by the driver's timestamps, gputime_cupti.c; pairs
-	 * for copies and sets, and for kernels where CUPTI is not found. pairs: every launch
-	 * by a pair of events.) */
+	/* (all, the default: kernels and asynchronous 1-D copies and sets timed by the driver's
+	 * timestamps, gputime_cupti.c; pairs for other copies, and where CUPTI is not found.
+	 * pairs: every launch by a pair of events.) */
 	if (!mode || !strcmp(mode, "all") || !strcmp(mode, "cupti"))
 		gs_cupti_want(true);
 	gs_cupti_graphs(mode && !strcmp(mode, "cupti"));
