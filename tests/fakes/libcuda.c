@@ -1643,16 +1643,22 @@ EXPORT CUresult cuGraphUpload(CUgraphExec g, CUstream s)
 	return CUDA_SUCCESS;
 }
 
-/* (FAKECUDA_GRAPH_CALL_NS: the call takes that long, outside the double's lock, as a large
- * graph's launch takes the driver a while; other threads' calls go on meanwhile.) */
+/* A call taking the ns that variable env says first, outside the double's lock (read once
+ * into *ns, -1 before): other threads' calls go on meanwhile. */
+static void call_wait(const char *env, long long *ns)
+{
+	if (*ns < 0)
+		*ns = (long long)env_ull(env, 0);
+	if (*ns)
+		sleep_until(now_ns() + (unsigned long long)*ns);
+}
+
+/* (FAKECUDA_GRAPH_CALL_NS: as a large graph's launch takes the driver a while.) */
 static void graph_call_wait(void)
 {
 	static long long ns = -1;
 
-	if (ns < 0)
-		ns = (long long)env_ull("FAKECUDA_GRAPH_CALL_NS", 0);
-	if (ns)
-		sleep_until(now_ns() + (unsigned long long)ns);
+	call_wait("FAKECUDA_GRAPH_CALL_NS", &ns);
 }
 
 EXPORT CUresult cuGraphLaunch(CUgraphExec g, CUstream s)
@@ -3151,16 +3157,13 @@ static CUresult event_record(CUevent e, CUstream hs, bool per_thread)
 	return CUDA_SUCCESS;
 }
 
-/* (FAKECUDA_EVENT_CALL_NS: the call takes that long first, outside the double's lock, as
- * recording an event takes the driver 1-3 us on the GPU machines.) */
+/* (FAKECUDA_EVENT_CALL_NS: as recording an event takes the driver 1-3 us on the GPU
+ * machines.) */
 static void event_call_wait(void)
 {
 	static long long ns = -1;
 
-	if (ns < 0)
-		ns = (long long)env_ull("FAKECUDA_EVENT_CALL_NS", 0);
-	if (ns)
-		sleep_until(now_ns() + (unsigned long long)ns);
+	call_wait("FAKECUDA_EVENT_CALL_NS", &ns);
 }
 
 EXPORT CUresult cuEventRecord(CUevent e, CUstream s)
