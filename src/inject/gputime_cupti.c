@@ -227,14 +227,6 @@ struct qcache {
 };
 static __thread struct qcache tl_q __attribute__((tls_model("initial-exec")));
 static __thread struct qcache tl_pt __attribute__((tls_model("initial-exec")));
-/* The thread's last call queued that succeeded: its times, written into its entry at the
- * thread's next call through the queues' lock, or at its next call of any kind (the lock is
- * most of what a launch's queueing costs, on the GPU guests its line moving between the
- * launching threads' CPUs: budget-2026-11-29.md). */
-static __thread struct settle {
-	int qi;
-	__u64 gen, seq, call_ts, call_end;
-} tl_settle __attribute__((tls_model("initial-exec")));
 
 /* ---- finding and starting CUPTI ------------------------------------------------------- */
 
@@ -750,29 +742,6 @@ static void lock_queues(void)
 	gs_phase_add(GS_PH_CLOCK, ph);
 }
 
-/* Under C.lock: a call's times (and failure) into its entry, if it is still there (not:
- * matched already, its record was that quick). */
-static void settle(const struct settle *s, bool failed)
-{
-	struct cq *q = &C.q[s->qi - 1];
-
-	if (q->gen == s->gen && s->seq >= q->seq0 && s->seq - q->seq0 < q->n) {
-		struct cq_entry *e = at(q, (__u32)(s->seq - q->seq0));
-
-		e->call_ts = s->call_ts;
-		e->call_end = s->call_end;
-		e->failed = failed;
-	}
-}
-
-/* Under C.lock: the thread's last call's times, if not written yet. */
-static void settle_last(void)
-{
-	if (tl_settle.qi)
-		settle(&tl_settle, false);
-	tl_settle.qi = 0;
-}
-
 /* Its entry (t, under key) on its stream's queue: l->qi where (0: not queued, counted). */
 static void enqueue(struct gs_cupti_launch *l, __u64 stream, bool ptsz, const __u32 *key,
 		    const struct cq_entry *t)
@@ -795,7 +764,6 @@ static void enqueue(struct gs_cupti_launch *l, __u64 stream, bool ptsz, const __
 		return;
 	}
 	lock_queues();
-	settle_last();
 	qc = per_thread ? &tl_pt : &tl_q;
 	qi = qc->qi;
 	if (!qi || qc->ctx != (__u64)(unsigned long)ctx || qc->stream != skey ||
@@ -911,31 +879,29 @@ void gs_cupti_copy_before(struct gs_cupti_launch *l, __u64 stream, bool ptsz,
 				    .api = (__u16)api });
 }
 
+/* (The call's times written at once, under the lock: put off to the thread's next call
+ * through it (one lock a launch, ~100 ns less on an H200), a thread's last launch kept the
+ * time it was queued at, and its record then matched no launch's stack: pylines.c joins
+ * them by the call's time, budget-2026-11-29.md.) */
 void gs_cupti_after(struct gs_cupti_launch *l, int result, __u64 call_ts, __u64 call_end)
 {
-	struct settle s = { l->qi, l->gen, l->seq, call_ts, call_end };
+	struct cq *q;
 
 	if (l->held)
 		pthread_rwlock_unlock(&C.pause_rw);
 	l->held = false;
-	if (!l->qi && !tl_settle.qi)
+	if (!l->qi)
 		return;
-	/* (A call that succeeded: its times kept for the thread's next call through the lock.
-	 * One that failed, none of whose records will come: at once, or a later call's
-	 * record of its kind would be taken for it.) */
-	if (l->qi && result == 0) {
-		if (tl_settle.qi) {
-			lock_queues();
-			settle_last();
-			pthread_mutex_unlock(&C.lock);
-		}
-		tl_settle = s;
-		return;
-	}
 	lock_queues();
-	settle_last();
-	if (l->qi)
-		settle(&s, true);
+	q = &C.q[l->qi - 1];
+	/* (Not there any more: matched already, its record was that quick.) */
+	if (q->gen == l->gen && l->seq >= q->seq0 && l->seq - q->seq0 < q->n) {
+		struct cq_entry *e = at(q, (__u32)(l->seq - q->seq0));
+
+		e->call_ts = call_ts;
+		e->call_end = call_end;
+		e->failed = result != 0;
+	}
 	pthread_mutex_unlock(&C.lock);
 }
 
@@ -1422,7 +1388,6 @@ void gs_cupti_after_fork(void)
 	__atomic_store_n(&C.want, false, __ATOMIC_RELEASE);
 	memset(&tl_q, 0, sizeof(tl_q));
 	memset(&tl_pt, 0, sizeof(tl_pt));
-	memset(&tl_settle, 0, sizeof(tl_settle));
 }
 
 /* The functions a CUPTI client starts with, exported (and handed out by dlsym): CUPTI
