@@ -170,6 +170,13 @@ static bool rate_allows(void)
 	return false;
 }
 
+/* Whether what timing costs the thread is kept to the budget (--gpu-time=N with one). */
+static bool budgeted(void)
+{
+	return __atomic_load_n(&T.every, __ATOMIC_RELAXED) > 1 &&
+	       __atomic_load_n(&T.budget, __ATOMIC_RELAXED);
+}
+
 /* With --gpu-time=N: the thread spent ns timing a launch (or reading times), to be paid for
  * at the budget's share of its time before it times another (a kernel's first launch, timed
  * whatever the budget, may leave it owing up to BUDGET_DEBT). */
@@ -178,7 +185,7 @@ static void spent(__u64 ns)
 	__u32 ppm = __atomic_load_n(&T.budget, __ATOMIC_RELAXED);
 	__u64 now, tat;
 
-	if (!ppm || __atomic_load_n(&T.every, __ATOMIC_RELAXED) <= 1)
+	if (!ppm || !ns)
 		return;
 	now = gs_clock();
 	tat = (tl_cost_tat > now ? tl_cost_tat : now) + ns * 1000000ULL / ppm;
@@ -187,10 +194,11 @@ static void spent(__u64 ns)
 
 void gs_timing_synced(void)
 {
-	__u64 t0 = gs_clock();
+	__u64 t0 = budgeted() ? gs_clock() : 0;
 
 	gt_harvest_synced();
-	spent(gs_clock() - t0);
+	if (t0)
+		spent(gs_clock() - t0);
 }
 
 bool gs_timing_wanted(__u64 func)
@@ -483,11 +491,12 @@ static bool begin_timing(struct gs_timing *t, __u64 stream, bool ptsz, __u8 kind
 
 bool gs_timing_begin(struct gs_timing *t, __u64 stream, bool ptsz, __u8 kind, __u64 func, __u64 key)
 {
-	__u64 t0 = gs_clock();
+	__u64 t0 = budgeted() && !tl_first ? gs_clock() : 0;
 	bool timed = begin_timing(t, stream, ptsz, kind, func, key);
 
-	/* (What it cost is paid for once the call is over: in gs_timing_end if it goes on.) */
-	t->cost = tl_first ? 0 : gs_clock() - t0;
+	/* (What it cost is paid for once the call is over: in gs_timing_end if it goes on.
+	 * Not clocked where nothing is kept to a budget.) */
+	t->cost = t0 ? gs_clock() - t0 : 0;
 	tl_first = false;
 	if (!t->start)
 		spent(t->cost);
@@ -603,8 +612,8 @@ void gs_timing_end(struct gs_timing *t, int result, const struct gs_timed_call *
 
 	if (!t->start)
 		return;
-	t0 = gs_clock();
+	t0 = t->cost ? gs_clock() : 0;
 	end_timing(t, result, call);
-	if (t->cost)
+	if (t0)
 		spent(t->cost + gs_clock() - t0);
 }
