@@ -219,6 +219,20 @@ $(OUTPUT)/unit-asan/test_target_alloc: tests/unit/test_target_alloc.c tests/unit
 	$(Q)$(CC) $(CPPFLAGS) $(ASAN_FLAGS) $(WARN) -DGS_IN_TARGET $< $(filter %.o,$^) -lzstd -llz4 \
 		-lcmocka -o $@
 
+# The launching threads' inboxes as the library builds them (tests/unit/test_inbox.c).
+$(OUTPUT)/unit/test_inbox: tests/unit/test_inbox.c tests/unit/unit.h src/inject/gputime_inbox.c \
+			   $(wildcard src/inject/*.h)
+	@mkdir -p $(@D)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) $(INJECT_CFLAGS) $< src/inject/gputime_inbox.c \
+		-lcmocka -lpthread -o $@
+$(OUTPUT)/unit-asan/test_inbox: tests/unit/test_inbox.c tests/unit/unit.h src/inject/gputime_inbox.c \
+				$(wildcard src/inject/*.h)
+	@mkdir -p $(@D)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CPPFLAGS) $(ASAN_FLAGS) $(WARN) $(INJECT_CFLAGS) $< src/inject/gputime_inbox.c \
+		-lcmocka -lpthread -o $@
+
 # The Python layouts against CPython's own headers (libpython3.11-dev: Debian 12's Python;
 # not python3.11-config, which is in python3.11-dev).
 $(OUTPUT)/unit/pylayout: tests/unit/pylayout.c src/core/pylayout.h

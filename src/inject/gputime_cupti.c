@@ -16,8 +16,12 @@
  * stream, its kernel's name, grid and block, and times. So each launch the program makes
  * (not into a stream being captured: that one runs later, in a graph) is queued on its
  * stream before the driver is called (one that cannot be, CUPTI not giving its stream's id
- * or its queue full, is timed with a pair instead), indexed by its kernel's name (from the driver, kept
- * per thread by handle), grid and block; a record goes to the oldest launch of its kind
+ * or its thread's inbox full, is timed with a pair instead), indexed by its kernel's name
+ * (from the driver, kept per thread by handle), grid and block. Queued without a lock: put
+ * in its thread's inbox (gputime_inbox.c), placed on its queue by whoever next holds the
+ * queues' lock (our thread every DRAIN_MS, or before records are matched: a launch's slot
+ * is put before its call, so before its record can exist). A record goes to the oldest
+ * launch of its kind
  * waiting on its stream. Not simply the oldest launch there: CUPTI keeps a buffer per
  * launching thread and delivers one when it fills (or when our thread asks, every ASK_MS),
  * so where two threads launch on one stream (PyTorch's main and autograd threads), its
@@ -78,6 +82,7 @@
 #define PAUSE_WAIT_NS 10000000	     /* see pause_take */
 #define CUPTI_BUF     (4u << 20)
 #define ASK_MS	      50  /* ours: records of what has completed asked for */
+#define DRAIN_MS      10  /* ... and the launching threads' inboxes drained */
 #define TAKE_CHUNK    256 /* records matched under one hold of the queues' lock */
 #define NAMED_N	      4096
 #define NAMED	      (1ULL << 63) /* a kernel run in a graph, by its name: no driver's handle */
@@ -301,21 +306,27 @@ static void request(uint8_t **buf, size_t *size, size_t *max_records);
 static void complete(void *ctx, uint32_t stream_id, uint8_t *buf, size_t size, size_t valid);
 static void flush_and_take(uint32_t flag);
 static void flush_at_exit(void);
+static void drain(void);
 
 static void *flusher(void *arg)
 {
 	(void)arg;
 	prctl(PR_SET_NAME, GS_THREAD_PREFIX "cupti"); /* (the OS plane leaves ours out) */
-	for (;;) {
-		struct timespec nap = { 0, ASK_MS * 1000000L };
+	for (unsigned int wake = 1;; wake++) {
+		struct timespec nap = { 0, DRAIN_MS * 1000000L };
 		int s;
 
 		nanosleep(&nap, NULL);
 		s = __atomic_load_n(&C.state, __ATOMIC_ACQUIRE);
 		if (s == ST_HANDED || s == ST_FAILED)
 			return NULL;
-		if (__atomic_load_n(&C.kind_on, __ATOMIC_ACQUIRE))
+		if (wake % (ASK_MS / DRAIN_MS) == 0 &&
+		    __atomic_load_n(&C.kind_on, __ATOMIC_ACQUIRE))
 			flush_and_take(0);
+		/* (The threads' inboxes emptied here, not on their threads: see gt_inbox_filling.) */
+		pthread_mutex_lock(&C.lock);
+		drain();
+		pthread_mutex_unlock(&C.lock);
 	}
 	return NULL;
 }
@@ -600,7 +611,7 @@ static int cq_find(__u64 ctx, __u64 stream, __u32 owner, __u32 cctx, __u32 cstre
 			if (!owner)
 				return i;
 			q->closed = true;
-			q->gen++;
+			__atomic_store_n(&q->gen, q->gen + 1, __ATOMIC_RELEASE);
 		}
 		if (free_i < 0 && (!q->used || (q->closed && !q->n)))
 			free_i = i;
@@ -616,7 +627,7 @@ static int cq_find(__u64 ctx, __u64 stream, __u32 owner, __u32 cctx, __u32 cstre
 		q->device = dev;
 		q->used = true;
 		q->closed = false;
-		q->gen++;
+		__atomic_store_n(&q->gen, q->gen + 1, __ATOMIC_RELEASE);
 		C.made++;
 		q->head = q->n = 0;
 		if (q->shapes)
@@ -629,10 +640,11 @@ static int cq_find(__u64 ctx, __u64 stream, __u32 owner, __u32 cctx, __u32 cstre
 void gs_cupti_stream_made(__u64 stream)
 {
 	pthread_mutex_lock(&C.lock);
+	drain(); /* (launches on the old stream placed first) */
 	for (int i = 0; i < CQ_MAX; i++)
 		if (C.q[i].used && !C.q[i].closed && C.q[i].stream == stream) {
 			C.q[i].closed = true; /* (its old stream is gone: a handle given again) */
-			C.q[i].gen++;
+			__atomic_store_n(&C.q[i].gen, C.q[i].gen + 1, __ATOMIC_RELEASE);
 		}
 	pthread_mutex_unlock(&C.lock);
 }
@@ -727,6 +739,7 @@ enum {
 	NQ_N
 };
 static __u64 nq[NQ_N];
+static __u64 unplaced[NQ_N]; /* (under C.lock: launches put, not placed: lost) */
 
 static void not_queued(int why)
 {
@@ -742,7 +755,80 @@ static void lock_queues(void)
 	gs_phase_add(GS_PH_CLOCK, ph);
 }
 
-/* Its entry (t, under key) on its stream's queue: l->qi where (0: not queued, counted). */
+/* A launch waiting in a thread's inbox: its entry, for the queue it found (gen: as it was). */
+struct waiting {
+	struct cq_entry e;
+	int qi;
+	__u64 gen;
+};
+_Static_assert(sizeof(struct waiting) <= GT_INBOX_BODY, "a pending launch fits an inbox slot");
+
+/* Under C.lock: a launch from an inbox placed on its queue (where: there; qi 0, nowhere, it
+ * then going untimed: counted lost), its call's end if that came first. */
+static void place(void *body, const struct gt_inbox_end *end, struct gt_inbox_where *where)
+{
+	struct waiting *p = body;
+	struct cq *q = &C.q[p->qi - 1];
+	struct cq_entry *e;
+	struct shape *sh;
+	int why = -1;
+	__u64 seq;
+
+	where->qi = 0;
+	if (end && end->failed)
+		return; /* (no record will come) */
+	/* (Its queue closed or given to another stream meanwhile, full, or without room for
+	 * its shape: not timed, as its launch was already made.) */
+	if (!q->used || q->closed || q->gen != p->gen)
+		why = NQ_QUEUE;
+	else if (!cq_room(q))
+		why = NQ_ROOM;
+	else if (!(sh = shape_of(q, p->e.dims, true)))
+		why = NQ_SHAPE;
+	if (why >= 0) {
+		unplaced[why]++;
+		if (!p->e.silent)
+			gs_count_time_lost();
+		return;
+	}
+	seq = q->seq0 + q->n;
+	e = at(q, q->n++);
+	*e = p->e;
+	if (end) {
+		e->call_ts = end->call_ts;
+		e->call_end = end->call_end;
+	}
+	if (by_seq(q, sh->last))
+		by_seq(q, sh->last)->next = seq;
+	else
+		sh->first = seq;
+	sh->last = seq;
+	dump_add(false, e->call_ts, q->cstream, e->dims, e->api);
+	*where = (struct gt_inbox_where){ .qi = p->qi, .gen = q->gen, .seq = seq };
+}
+
+/* Under C.lock: a placed launch's call ended (not there any more: matched already, its
+ * record was that quick). */
+static void ended(const struct gt_inbox_where *where, const struct gt_inbox_end *end)
+{
+	struct cq *q = where->qi ? &C.q[where->qi - 1] : NULL;
+	struct cq_entry *e;
+
+	if (q && q->gen == where->gen && (e = by_seq(q, where->seq))) {
+		e->call_ts = end->call_ts;
+		e->call_end = end->call_end;
+		e->failed = end->failed;
+	}
+}
+
+/* Under C.lock: every launch waiting in the threads' inboxes placed on its queue. */
+static void drain(void)
+{
+	gt_inbox_drain(place, ended);
+}
+
+/* Its entry (t, under key) put in the thread's inbox for its stream's queue: l->qi where
+ * (0: not queued, counted). C.lock only to find a queue not found before by this thread. */
 static void enqueue(struct gs_cupti_launch *l, __u64 stream, bool ptsz, const __u32 *key,
 		    const struct cq_entry *t)
 {
@@ -752,10 +838,7 @@ static void enqueue(struct gs_cupti_launch *l, __u64 stream, bool ptsz, const __
 	__u64 skey = per_thread ? PER_THREAD : !stream ? LEGACY : stream;
 	__u32 owner = per_thread ? gs_self_tid() : 0, cctx = 0, cstream = 0;
 	struct qcache *qc;
-	struct cq *q;
-	struct cq_entry *e;
-	struct shape *sh;
-	__u64 seq;
+	struct waiting p;
 
 	if (T.cu.ctx_get(&ctx) || !ctx ||
 	    (gs_may_capture() &&
@@ -763,12 +846,11 @@ static void enqueue(struct gs_cupti_launch *l, __u64 stream, bool ptsz, const __
 		not_queued(NQ_CTX);
 		return;
 	}
-	lock_queues();
 	qc = per_thread ? &tl_pt : &tl_q;
 	qi = qc->qi;
 	if (!qi || qc->ctx != (__u64)(unsigned long)ctx || qc->stream != skey ||
-	    C.q[qi - 1].gen != qc->gen || C.q[qi - 1].owner != owner) {
-		pthread_mutex_unlock(&C.lock);
+	    __atomic_load_n(&C.q[qi - 1].gen, __ATOMIC_ACQUIRE) != qc->gen ||
+	    __atomic_load_n(&C.q[qi - 1].owner, __ATOMIC_RELAXED) != owner) {
 		/* (CUPTI asked outside our lock: it may deliver buffers, which take it.) */
 		if (C.f.ctx_id(ctx, &cctx) ||
 		    C.f.stream_id(ctx,
@@ -778,37 +860,35 @@ static void enqueue(struct gs_cupti_launch *l, __u64 stream, bool ptsz, const __
 			return;
 		}
 		T.cu.ctx_dev(&dev);
-		pthread_mutex_lock(&C.lock);
+		lock_queues();
+		drain(); /* (a queue closed by cq_find: what waits for it placed first) */
 		qi = 1 + cq_find((__u64)(unsigned long)ctx, skey, owner, cctx, cstream, dev);
 		qc->qi = qi;
 		qc->ctx = (__u64)(unsigned long)ctx;
 		qc->stream = skey;
 		qc->gen = qi ? C.q[qi - 1].gen : 0;
-	}
-	/* (No room: timed with a pair instead, its record then matching nothing.) */
-	if (!qi || !cq_room(q = &C.q[qi - 1]) || !(sh = shape_of(q, key, true))) {
 		pthread_mutex_unlock(&C.lock);
-		not_queued(!qi ? NQ_QUEUE : q->n == q->cap ? NQ_ROOM : NQ_SHAPE);
+	}
+	if (!qi) {
+		not_queued(NQ_QUEUE);
 		return;
 	}
-	seq = q->seq0 + q->n;
-	e = at(q, q->n++);
-	*e = *t;
+	p = (struct waiting){ .e = *t, .qi = qi, .gen = qc->gen };
 	/* (as pairs name it: the thread's default stream) */
-	e->stream = per_thread ? PER_THREAD : stream;
-	e->tid = gs_self_tid();
-	e->next = NONE;
-	memcpy(e->dims, key, sizeof(e->dims));
-	if (by_seq(q, sh->last))
-		by_seq(q, sh->last)->next = seq;
-	else
-		sh->first = seq;
-	sh->last = seq;
-	dump_add(false, t->call_ts, q->cstream, key, t->api);
+	p.e.stream = per_thread ? PER_THREAD : stream;
+	p.e.tid = gs_self_tid();
+	p.e.next = NONE;
+	memcpy(p.e.dims, key, sizeof(p.e.dims));
+	/* (No room: timed with a pair instead, its record then matching nothing.) */
+	if (!(l->slot = gt_inbox_put(&p, sizeof(p), t->call_ts))) {
+		not_queued(NQ_ROOM);
+		return;
+	}
 	l->qi = qi;
-	l->gen = q->gen;
-	l->seq = seq;
-	pthread_mutex_unlock(&C.lock);
+	if (gt_inbox_filling() && !pthread_mutex_trylock(&C.lock)) {
+		drain();
+		pthread_mutex_unlock(&C.lock);
+	}
 }
 
 void gs_cupti_before(struct gs_cupti_launch *l, __u64 stream, bool ptsz, __u64 func,
@@ -879,29 +959,24 @@ void gs_cupti_copy_before(struct gs_cupti_launch *l, __u64 stream, bool ptsz,
 				    .api = (__u16)api });
 }
 
-/* (The call's times written at once, under the lock: put off to the thread's next call
- * through it (one lock a launch, ~100 ns less on an H200), a thread's last launch kept the
- * time it was queued at, and its record then matched no launch's stack: pylines.c joins
- * them by the call's time, budget-2026-11-29.md.) */
+/* (The call's times written into the inbox's slot, or where the drain placed it: a
+ * thread's last launch must have its call's time, which pylines.c joins its record to its
+ * stack by. Put off to the thread's next call, it kept the time it was queued at:
+ * budget-2026-11-29.md.) */
 void gs_cupti_after(struct gs_cupti_launch *l, int result, __u64 call_ts, __u64 call_end)
 {
-	struct cq *q;
+	struct gt_inbox_end end = { .call_ts = call_ts,
+				    .call_end = call_end,
+				    .failed = result != 0 };
+	struct gt_inbox_where where;
 
 	if (l->held)
 		pthread_rwlock_unlock(&C.pause_rw);
 	l->held = false;
-	if (!l->qi)
+	if (!l->qi || gt_inbox_end(l->slot, &end, &where))
 		return;
 	lock_queues();
-	q = &C.q[l->qi - 1];
-	/* (Not there any more: matched already, its record was that quick.) */
-	if (q->gen == l->gen && l->seq >= q->seq0 && l->seq - q->seq0 < q->n) {
-		struct cq_entry *e = at(q, (__u32)(l->seq - q->seq0));
-
-		e->call_ts = call_ts;
-		e->call_end = call_end;
-		e->failed = result != 0;
-	}
+	ended(&where, &end);
 	pthread_mutex_unlock(&C.lock);
 }
 
@@ -1245,10 +1320,13 @@ static void take(uint8_t *buf, size_t valid, __s64 offset)
 	chunk = __atomic_load_n(&take_chunk, __ATOMIC_RELAXED);
 	pthread_mutex_lock(&C.lock);
 	C.unmatched += unread;
+	/* (Every launch whose record is here was put before its call: placed by now.) */
+	drain();
 	for (size_t i = 0; i < n; i++) {
 		if (i && chunk && i % chunk == 0) {
 			pthread_mutex_unlock(&C.lock);
 			pthread_mutex_lock(&C.lock);
+			drain();
 		}
 		if (rd32(k[i], 0) == GS_CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)
 			match(k[i], offset);
@@ -1288,6 +1366,7 @@ static void count_left(void)
 	__u64 left = 0;
 
 	pthread_mutex_lock(&C.lock);
+	drain();
 	for (int i = 0; i < CQ_MAX; i++) {
 		struct cq *q = &C.q[i];
 
@@ -1321,7 +1400,9 @@ static void count_left(void)
 			"%llu (nameless %llu, left to twins %llu); copies' and sets' records "
 			"matching no call %llu; launches left %llu; pause late "
 			"%llu; not queued: not started %llu, paused %llu, no context or capturing "
-			"%llu, no ids %llu, no queue %llu, queue full %llu, no shape %llu\n",
+			"%llu, no ids %llu, no queue %llu, queue full %llu, no shape %llu; put, "
+			"not "
+			"placed: no queue %llu, queue full %llu, no shape %llu\n",
 			(unsigned long long)C.in_order, (unsigned long long)C.out_of_order,
 			(unsigned long long)C.unmatched, (unsigned long long)C.no_stream,
 			(unsigned long long)C.no_shape, (unsigned long long)C.graph_runs,
@@ -1330,7 +1411,10 @@ static void count_left(void)
 			(unsigned long long)C.pause_late, (unsigned long long)nq[NQ_START],
 			(unsigned long long)nq[NQ_PAUSED], (unsigned long long)nq[NQ_CTX],
 			(unsigned long long)nq[NQ_IDS], (unsigned long long)nq[NQ_QUEUE],
-			(unsigned long long)nq[NQ_ROOM], (unsigned long long)nq[NQ_SHAPE]);
+			(unsigned long long)nq[NQ_ROOM], (unsigned long long)nq[NQ_SHAPE],
+			(unsigned long long)unplaced[NQ_QUEUE],
+			(unsigned long long)unplaced[NQ_ROOM],
+			(unsigned long long)unplaced[NQ_SHAPE]);
 }
 
 static void flush_at_exit(void)
@@ -1388,6 +1472,7 @@ void gs_cupti_after_fork(void)
 	__atomic_store_n(&C.want, false, __ATOMIC_RELEASE);
 	memset(&tl_q, 0, sizeof(tl_q));
 	memset(&tl_pt, 0, sizeof(tl_pt));
+	gt_inbox_after_fork();
 }
 
 /* The functions a CUPTI client starts with, exported (and handed out by dlsym): CUPTI

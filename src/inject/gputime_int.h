@@ -12,7 +12,8 @@
  *                      event nodes around each kernel, run at sampled launches;
  *   gputime_carry.c    carriers: graphs of ours that run a launch between two event nodes
  *                      in its place, on an idle stream;
- *   gputime.c          the calls timed: sampling, gates, the queue of pending pairs.
+ *   gputime.c          the calls timed: sampling, gates, the queue of pending pairs;
+ *   gputime_inbox.c    per launching thread, its launches for the CUPTI queues, lockless.
  * Layered: gputime.c uses gputime_chain.c uses gputime_harvest.c uses gputime_ctx.c;
  * gputime_graph.c uses gputime_harvest.c; gputime.c and gputime_harvest.c use
  * gputime_carry.c, which uses gputime_graphcal.c and gputime_ctx.c.
@@ -273,5 +274,33 @@ bool gt_follow_hold(struct ctx_slot *c, struct backlog *b, const struct pending 
 /* Not under T.lock: t's launch before (t->prev) queued, its end event shared with t (shared)
  * or not (t's call failed). */
 void gt_prev_queue(struct gs_timing *t, bool shared) GS_HIDDEN;
+
+/* gputime_inbox.c: a launching thread's entries for the drain of gputime_cupti.c's queues,
+ * put and ended without a lock. A slot's body (GT_INBOX_BODY bytes at most) is put before
+ * the call, ts the order drains merge threads' slots by (NULL: no room, or no box for this
+ * thread); its call's end after it: true, kept in the slot for the drain; false, the drain
+ * placed it already (where: there, qi 0 nowhere) and the caller writes the end there. Under
+ * the caller's lock, gt_inbox_drain places every slot put, in order: place is told the end
+ * where it came first, else ended is, once placed. */
+#define GT_INBOX_BODY 128
+struct gt_inbox_end {
+	__u64 call_ts, call_end;
+	bool failed;
+};
+struct gt_inbox_where {
+	int qi; /* 1 + the queue, 0: not placed */
+	__u64 gen, seq;
+};
+typedef void (*gt_inbox_place_fn)(void *body, const struct gt_inbox_end *end,
+				  struct gt_inbox_where *where);
+typedef void (*gt_inbox_ended_fn)(const struct gt_inbox_where *where,
+				  const struct gt_inbox_end *end);
+void *gt_inbox_put(const void *body, size_t n, __u64 ts) GS_HIDDEN;
+/* This thread's box three quarters full: to be drained now. */
+bool gt_inbox_filling(void) GS_HIDDEN;
+bool gt_inbox_end(void *slot, const struct gt_inbox_end *end,
+		  struct gt_inbox_where *where) GS_HIDDEN;
+void gt_inbox_drain(gt_inbox_place_fn place, gt_inbox_ended_fn ended) GS_HIDDEN;
+void gt_inbox_after_fork(void) GS_HIDDEN;
 
 #endif

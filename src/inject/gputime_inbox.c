@@ -1,0 +1,210 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Inboxes: a launching thread's entries for another thread to place (the CUPTI queues of
+ * gputime_cupti.c), put and ended without a lock.
+ *
+ * Under --gpu-time=all each launch queued itself on its stream's queue before its call and
+ * wrote its call's times there after it, under the queues' one lock: on an H200, 387-429 ns
+ * a launch waiting for it (its line moving between the main and autograd threads' CPUs and
+ * the thread matching records; budget-2026-11-29.md section 7). Here each launching thread
+ * has a ring of its own (one producer: the thread; one consumer: whoever holds the queues'
+ * lock and drains). A slot is put before the call (its order: when the launch began) and
+ * published; the call's end is written into it after the call, unless a drain took it
+ * meanwhile: then the producer is told where it was placed and writes the end there, under
+ * the lock (a record may be matched before its launch's call returns, as before).
+ *
+ * A slot's state settles that race: QUEUED (put), then ENDED (the producer's end written
+ * first) or TAKEN (the drain's placement written first), by one compare-and-swap each way.
+ * A drain merges the boxes by the order their launches began, so that two threads launching
+ * on one stream keep their order in its queue. A box is given back when its thread ends and
+ * taken by the next thread that launches; the drain still reads it meanwhile.
+ */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "inject/gputime_int.h"
+
+#define BOX_SLOTS 4096		      /* a thread's launches put and not yet drained, at most */
+#define BOX_FULL  (BOX_SLOTS * 3 / 4) /* ... beyond which the thread drains (gt_inbox_filling) */
+#define BOXES	  128		      /* threads launching at once, at most (more: not queued) */
+
+enum {
+	SL_QUEUED = 1,
+	SL_ENDED,
+	SL_TAKEN
+};
+
+struct slot {
+	__u64 ts;		     /* the order drains merge boxes by */
+	struct gt_inbox_end end;     /* written by the producer before ENDED */
+	struct gt_inbox_where where; /* written by the drain before TAKEN */
+	int state;
+	bool busy; /* (the producer's own: its call not ended) */
+	_Alignas(8) unsigned char body[GT_INBOX_BODY];
+};
+
+struct box {
+	struct slot *s;
+	__u64 head; /* slots put: the producer's (read by drains) */
+	char pad[56];
+	__u64 tail;	 /* slots drained: the drains' (read by the producer) */
+	__u64 tail_seen; /* (the producer's copy) */
+	int claimed;
+};
+
+static struct box *boxes[BOXES];
+static int nboxes;
+static pthread_key_t box_key;
+static bool box_key_ok;
+static pthread_once_t box_once = PTHREAD_ONCE_INIT;
+static __thread struct box *tl_box __attribute__((tls_model("initial-exec")));
+static __thread bool tl_refused __attribute__((tls_model("initial-exec")));
+
+static void thread_ends(void *b)
+{
+	/* (Its slots are all ended: the thread is not in a call. Drained later as any.) */
+	__atomic_store_n(&((struct box *)b)->claimed, 0, __ATOMIC_RELEASE);
+}
+
+static void key_init(void)
+{
+	box_key_ok = pthread_key_create(&box_key, thread_ends) == 0;
+}
+
+/* This thread's box: one given back taken over, or a new one (NULL: none to be had). */
+static struct box *claim(void)
+{
+	int n = __atomic_load_n(&nboxes, __ATOMIC_ACQUIRE), i;
+	struct box *b = NULL;
+
+	pthread_once(&box_once, key_init);
+	if (!box_key_ok)
+		return NULL;
+	for (i = 0; i < n && !b; i++) {
+		struct box *c = __atomic_load_n(&boxes[i], __ATOMIC_ACQUIRE);
+		int free_ = 0;
+
+		if (c && __atomic_compare_exchange_n(&c->claimed, &free_, 1, false,
+						     __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+			b = c;
+	}
+	if (!b) {
+		if ((i = __atomic_fetch_add(&nboxes, 1, __ATOMIC_ACQ_REL)) >= BOXES) {
+			__atomic_fetch_sub(&nboxes, 1, __ATOMIC_RELAXED);
+			return NULL;
+		}
+		b = calloc(1, sizeof(*b));
+		if (b && !(b->s = calloc(BOX_SLOTS, sizeof(*b->s)))) {
+			free(b);
+			b = NULL;
+		}
+		if (b)
+			b->claimed = 1;
+		/* (A slot taken and left empty: the drain skips it.) */
+		__atomic_store_n(&boxes[i], b, __ATOMIC_RELEASE);
+		if (!b)
+			return NULL;
+	}
+	if (pthread_setspecific(box_key, b)) {
+		__atomic_store_n(&b->claimed, 0, __ATOMIC_RELEASE);
+		return NULL;
+	}
+	b->tail_seen = __atomic_load_n(&b->tail, __ATOMIC_ACQUIRE);
+	return b;
+}
+
+void *gt_inbox_put(const void *body, size_t n, __u64 ts)
+{
+	struct box *b = tl_box;
+	struct slot *s;
+
+	if (!b) {
+		if (tl_refused || !(b = tl_box = claim())) {
+			tl_refused = true;
+			return NULL;
+		}
+	}
+	if (b->head - b->tail_seen >= BOX_SLOTS) {
+		b->tail_seen = __atomic_load_n(&b->tail, __ATOMIC_ACQUIRE);
+		if (b->head - b->tail_seen >= BOX_SLOTS)
+			return NULL;
+	}
+	s = &b->s[b->head % BOX_SLOTS];
+	if (s->busy || n > sizeof(s->body))
+		return NULL; /* (a call nested in its own, this deep: not queued) */
+	s->ts = ts;
+	memcpy(s->body, body, n);
+	s->state = SL_QUEUED;
+	s->busy = true;
+	__atomic_store_n(&b->head, b->head + 1, __ATOMIC_RELEASE);
+	return s;
+}
+
+bool gt_inbox_filling(void)
+{
+	struct box *b = tl_box;
+
+	return b && b->head - __atomic_load_n(&b->tail, __ATOMIC_RELAXED) >= BOX_FULL;
+}
+
+bool gt_inbox_end(void *slot, const struct gt_inbox_end *end, struct gt_inbox_where *where)
+{
+	struct slot *s = slot;
+	int queued = SL_QUEUED;
+	bool kept;
+
+	s->end = *end;
+	kept = __atomic_compare_exchange_n(&s->state, &queued, SL_ENDED, false, __ATOMIC_ACQ_REL,
+					   __ATOMIC_ACQUIRE);
+	if (!kept)
+		*where = s->where; /* (TAKEN: its placement written before) */
+	s->busy = false;
+	return kept;
+}
+
+void gt_inbox_drain(gt_inbox_place_fn place, gt_inbox_ended_fn ended)
+{
+	int n = __atomic_load_n(&nboxes, __ATOMIC_ACQUIRE), k = 0;
+	struct box *live[BOXES];
+	__u64 head[BOXES];
+
+	for (int i = 0; i < n && i < BOXES; i++) {
+		struct box *b = __atomic_load_n(&boxes[i], __ATOMIC_ACQUIRE);
+
+		if (b && (head[k] = __atomic_load_n(&b->head, __ATOMIC_ACQUIRE)) != b->tail)
+			live[k++] = b;
+	}
+	while (k) {
+		int m = 0;
+		struct slot *s;
+		int state;
+
+		for (int i = 1; i < k; i++)
+			if (live[i]->s[live[i]->tail % BOX_SLOTS].ts <
+			    live[m]->s[live[m]->tail % BOX_SLOTS].ts)
+				m = i;
+		s = &live[m]->s[live[m]->tail % BOX_SLOTS];
+		state = __atomic_load_n(&s->state, __ATOMIC_ACQUIRE);
+		place(s->body, state == SL_ENDED ? &s->end : NULL, &s->where);
+		if (state == SL_QUEUED &&
+		    !__atomic_compare_exchange_n(&s->state, &state, SL_TAKEN, false,
+						 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+			ended(&s->where, &s->end); /* (ENDED meanwhile) */
+		__atomic_store_n(&live[m]->tail, live[m]->tail + 1, __ATOMIC_RELEASE);
+		if (live[m]->tail == head[m]) {
+			live[m] = live[k - 1];
+			head[m] = head[k - 1];
+			k--;
+		}
+	}
+}
+
+void gt_inbox_after_fork(void)
+{
+	/* (The parent's threads' boxes are the parent's: the child starts with none.) */
+	memset(boxes, 0, sizeof(boxes));
+	nboxes = 0;
+	tl_box = NULL;
+	tl_refused = false;
+}

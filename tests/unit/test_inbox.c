@@ -1,0 +1,256 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The launching threads' inboxes (src/inject/gputime_inbox.c), as gputime_cupti.c drives
+ * them: slots put before a call and ended after it, drained under the caller's lock by
+ * another thread. Every slot must be placed exactly once, in the order its launch began
+ * across threads, and its call's end must reach it exactly once: in the slot (told to
+ * place), by ended once placed, or through the producer (told where it was placed).
+ */
+#include <pthread.h>
+#include <stdlib.h>
+
+#include "unit.h"
+#include "inject/gputime_int.h"
+
+#define MANY 200000
+
+struct item {
+	__u64 n, ts; /* which launch; when it began */
+};
+
+/* What the drain saw, by launch (1 + the thread's number in the high bits). */
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static unsigned char *placed, *end_known;
+static __u64 last_ts, order_errors, nplaced, ways[3]; /* (ends: in place, ended, producer) */
+
+static size_t slot_of(__u64 n)
+{
+	return (size_t)((n >> 32) * MANY + (n & 0xffffffffu));
+}
+
+static void place(void *body, const struct gt_inbox_end *end, struct gt_inbox_where *where)
+{
+	const struct item *it = body;
+	size_t i = slot_of(it->n);
+
+	placed[i]++;
+	nplaced++;
+	if (it->ts < last_ts)
+		order_errors++;
+	last_ts = it->ts;
+	if (end) {
+		assert_int_equal(end->call_ts, it->ts + 1);
+		end_known[i]++;
+		ways[0]++;
+	}
+	*where = (struct gt_inbox_where){ .qi = 1, .gen = 7, .seq = it->n };
+}
+
+static void ended(const struct gt_inbox_where *where, const struct gt_inbox_end *end)
+{
+	assert_int_equal(where->gen, 7);
+	assert_int_equal(end->call_end, end->call_ts + 1);
+	end_known[slot_of(where->seq)]++;
+	ways[1]++;
+}
+
+static void drain_locked(void)
+{
+	pthread_mutex_lock(&lock);
+	gt_inbox_drain(place, ended);
+	pthread_mutex_unlock(&lock);
+}
+
+static void reset(size_t n)
+{
+	free(placed);
+	free(end_known);
+	placed = calloc(n, 1);
+	end_known = calloc(n, 1);
+	assert_non_null(placed);
+	assert_non_null(end_known);
+	last_ts = order_errors = nplaced = 0;
+	memset(ways, 0, sizeof(ways));
+}
+
+static __u64 clock_ts(void)
+{
+	static __u64 t;
+
+	return __atomic_add_fetch(&t, 2, __ATOMIC_RELAXED);
+}
+
+/* One launch: put, then its call's end given (to the drain, or written where placed). */
+static bool launch(__u64 n)
+{
+	struct item it = { .n = n, .ts = clock_ts() };
+	struct gt_inbox_end end = { .call_ts = it.ts + 1, .call_end = it.ts + 2 };
+	struct gt_inbox_where where;
+	void *s = gt_inbox_put(&it, sizeof(it), it.ts);
+
+	if (!s)
+		return false;
+	if (!gt_inbox_end(s, &end, &where)) {
+		pthread_mutex_lock(&lock);
+		assert_int_equal(where.seq, n);
+		ended(&where, &end);
+		ways[1]--;
+		ways[2]++;
+		pthread_mutex_unlock(&lock);
+	}
+	return true;
+}
+
+static volatile bool producing;
+
+static void *producer(void *arg)
+{
+	__u64 t = (__u64)(unsigned long)arg;
+
+	for (__u64 i = 0; i < MANY; i++)
+		while (!launch(t << 32 | i))
+			sched_yield(); /* (full: the drainer empties it) */
+	return NULL;
+}
+
+static void *drainer(void *arg)
+{
+	(void)arg;
+	while (__atomic_load_n(&producing, __ATOMIC_ACQUIRE))
+		drain_locked();
+	drain_locked();
+	return NULL;
+}
+
+/* Three threads launching while a fourth drains: each launch placed once, in the order the
+ * launches began, and its end known once (each of the three ways taken). */
+static void racing_threads(void **state)
+{
+	pthread_t p[3], d;
+
+	(void)state;
+	reset(3 * MANY);
+	producing = true;
+	assert_int_equal(pthread_create(&d, NULL, drainer, NULL), 0);
+	for (int t = 0; t < 3; t++)
+		assert_int_equal(pthread_create(&p[t], NULL, producer, (void *)(unsigned long)t),
+				 0);
+	for (int t = 0; t < 3; t++)
+		pthread_join(p[t], NULL);
+	__atomic_store_n(&producing, false, __ATOMIC_RELEASE);
+	pthread_join(d, NULL);
+	assert_int_equal(nplaced, 3 * MANY);
+	for (size_t i = 0; i < 3 * MANY; i++) {
+		if (placed[i] != 1 || end_known[i] != 1)
+			fail_msg("launch %zu placed %d times, its end known %d times", i, placed[i],
+				 end_known[i]);
+	}
+	/* (Merged by when they began, up to what had been put when each drain looked.) */
+	print_message("order errors: %llu of %d; ends in the slot %llu, after the drain's "
+		      "placing %llu, by the producer %llu\n",
+		      (unsigned long long)order_errors, 3 * MANY, (unsigned long long)ways[0],
+		      (unsigned long long)ways[1], (unsigned long long)ways[2]);
+}
+
+/* One thread alone: the ends given before a drain reach place; after it, the producer is
+ * told where (no race: every branch taken on purpose). */
+static void end_before_and_after_drain(void **state)
+{
+	struct item a = { .n = 0, .ts = 10 }, b = { .n = 1, .ts = 20 };
+	struct gt_inbox_end ea = { .call_ts = 11, .call_end = 12 }, eb = { .call_ts = 21 };
+	struct gt_inbox_where where = { .qi = 0 };
+	void *sa, *sb;
+
+	(void)state;
+	reset(MANY);
+	drain_locked(); /* (what the thread left before) */
+	reset(MANY);
+	sa = gt_inbox_put(&a, sizeof(a), a.ts);
+	sb = gt_inbox_put(&b, sizeof(b), b.ts);
+	assert_non_null(sa);
+	assert_non_null(sb);
+	assert_true(gt_inbox_end(sa, &ea, &where)); /* (kept for the drain) */
+	drain_locked();
+	assert_int_equal(placed[0], 1);
+	assert_int_equal(end_known[0], 1); /* (given to place) */
+	assert_int_equal(placed[1], 1);
+	assert_int_equal(end_known[1], 0); /* (not ended yet) */
+	assert_false(gt_inbox_end(sb, &eb, &where));
+	assert_int_equal(where.qi, 1);
+	assert_int_equal(where.seq, 1);
+	assert_int_equal(order_errors, 0);
+}
+
+/* A thread's box holds BOX_SLOTS; three quarters full, it asks to be drained; full, a put
+ * fails (the launch timed otherwise) until a drain. */
+static void full_box(void **state)
+{
+	struct gt_inbox_end e = { .call_ts = 1, .call_end = 2 };
+	struct gt_inbox_where where;
+	int n = 0, asked = -1;
+
+	(void)state;
+	reset(MANY);
+	drain_locked();
+	reset(MANY);
+	for (;; n++) {
+		struct item it = { .n = (__u64)n, .ts = (__u64)n * 2 };
+		void *s = gt_inbox_put(&it, sizeof(it), it.ts);
+
+		if (!s)
+			break;
+		e.call_ts = it.ts + 1;
+		e.call_end = it.ts + 2;
+		assert_true(gt_inbox_end(s, &e, &where));
+		if (asked < 0 && gt_inbox_filling())
+			asked = n + 1;
+	}
+	assert_int_equal(n, 4096);
+	assert_int_equal(asked, 3072);
+	drain_locked();
+	assert_int_equal(nplaced, 4096);
+	assert_false(gt_inbox_filling());
+	assert_true(launch(5000));
+}
+
+static void *put_one(void *arg)
+{
+	assert_true(launch((__u64)(unsigned long)arg));
+	return NULL;
+}
+
+/* A thread that ends gives its box back, with what it put still to be drained; the next
+ * thread takes that box: 200 threads one after another launch (boxes are 128 at most), and
+ * the drain places all their launches, in order. */
+static void box_given_back(void **state)
+{
+	pthread_t t;
+
+	(void)state;
+	reset(MANY);
+	drain_locked();
+	reset(MANY);
+	for (unsigned long i = 0; i < 200; i++) {
+		assert_int_equal(pthread_create(&t, NULL, put_one, (void *)(100 + i)), 0);
+		pthread_join(t, NULL);
+	}
+	drain_locked();
+	assert_int_equal(nplaced, 200);
+	for (int i = 100; i < 300; i++)
+		assert_int_equal(placed[i], 1);
+	assert_int_equal(order_errors, 0);
+}
+
+int main(int argc, char **argv)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(end_before_and_after_drain),
+		cmocka_unit_test(full_box),
+		cmocka_unit_test(box_given_back),
+		cmocka_unit_test(racing_threads),
+	};
+
+	if (argc > 1)
+		cmocka_set_test_filter(argv[1]);
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
