@@ -11,15 +11,15 @@ import sys
 
 PARTS = ["timed", "untimed", "real", "real_unt", "begin", "end", "ask", "lock", "query",
          "gate", "start_ev", "end_ev", "stack", "emit", "harvest", "locked", "unwind", "pywalk",
-         "clock"]
+         "clock", "pause"]
 
 
 def read(path):
     modes = {}
     for line in open(path):
         mode, *sums = line.split()
-        if len(sums) == len(PARTS) - 1:  # (before the "clock" part)
-            sums.append("0:0")
+        if len(PARTS) - 2 <= len(sums) < len(PARTS):  # (before the "clock" or "pause" part)
+            sums += ["0:0"] * (len(PARTS) - len(sums))
         if len(sums) != len(PARTS):
             continue
         m = modes.setdefault(mode, {p: [0, 0] for p in PARTS})
@@ -32,7 +32,7 @@ def read(path):
 
 def main():
     cols = ["ours", "begin", "ask", "lock", "locked", "query", "gate", "start_ev", "end",
-            "end_ev", "stack", "unwind", "pywalk", "emit", "harvest", "clock"]
+            "end_ev", "stack", "unwind", "pywalk", "emit", "harvest", "clock", "pause"]
     print("| file | mode | launches | timed | " + " | ".join(cols) +
           " | a timed launch: wrapper, driver's launch | untimed: wrapper, launch |")
     print("|---|---|---|---|" + "---|" * len(cols) + "---|---|")

@@ -895,7 +895,7 @@ void gs_cupti_before(struct gs_cupti_launch *l, __u64 stream, bool ptsz, __u64 f
 		     const __u32 *dims, unsigned int api, __u64 now)
 {
 	__u32 key[KEY_N];
-	__u64 nh;
+	__u64 nh, ph;
 
 	l->qi = 0;
 	l->held = false;
@@ -905,7 +905,9 @@ void gs_cupti_before(struct gs_cupti_launch *l, __u64 stream, bool ptsz, __u64 f
 	}
 	/* (While a graph launch's call has our kind off, with a pair: its record would not
 	 * come. The pause's lock held to the end of the call: no switch meanwhile.) */
+	ph = gs_phase_t0();
 	l->held = pause_take(false);
+	gs_phase_add(GS_PH_PAUSE, ph);
 	if (__atomic_load_n(&C.paused, __ATOMIC_ACQUIRE)) {
 		not_queued(NQ_PAUSED);
 		return;
@@ -969,9 +971,13 @@ void gs_cupti_after(struct gs_cupti_launch *l, int result, __u64 call_ts, __u64 
 				    .call_end = call_end,
 				    .failed = result != 0 };
 	struct gt_inbox_where where;
+	__u64 ph;
 
-	if (l->held)
+	if (l->held) {
+		ph = gs_phase_t0();
 		pthread_rwlock_unlock(&C.pause_rw);
+		gs_phase_add(GS_PH_PAUSE, ph);
+	}
 	l->held = false;
 	if (!l->qi || gt_inbox_end(l->slot, &end, &where))
 		return;
