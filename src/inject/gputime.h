@@ -163,7 +163,7 @@ bool gs_graphtime_launched(struct gs_graph_launch *gl, int result, __u64 stream,
  * launch's place in its stream's queue (qi: 1 + the queue, 0: none). */
 struct gs_cupti_launch {
 	int qi;
-	bool held;  /* the pause's lock, to the end of the call */
+	bool held;  /* entered (a switch of the pause waits), to the end of the call */
 	void *slot; /* its slot in the thread's inbox (gputime_inbox.c) */
 };
 bool gs_cupti_wanted(void) GS_HIDDEN;

@@ -35,8 +35,9 @@
  * Graphs: under --gpu-time=all our kind is off around each graph launch's call (CUPTI
  * records a graph's kernels at a cost to the launch of 1.3-1.9 us each), and the graphs'
  * kernels are timed by twins at sampled launches, as with pairs (gputime_graph.c); a kernel
- * another thread launches meanwhile is timed with a pair (each launch holds the pause's
- * lock across its call, so that our kind is on or off throughout it). Under
+ * another thread launches meanwhile is timed with a pair (a switch waits for the launches
+ * in their calls, each entered in its thread's inbox, so that our kind is on or off
+ * throughout each). Under
  * --gpu-time=cupti, a kernel run by a graph has its record too: there is no launch of ours
  * for it, so it is emitted as it comes, under its name (in_graph); graph launches as a
  * whole are then not timed (no twin is made), nor tied to the records of their kernels.
@@ -61,6 +62,7 @@
 #include <errno.h>
 #include <link.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,11 +81,12 @@
 #define KEY_N	      8		     /* a launch's key: grid, block, its kernel's name (hash) */
 #define NAMES	      1024	     /* kernels whose names a thread keeps (by handle) */
 #define STALE_NS      10000000000ULL /* a launch whose record has not come in this long: lost */
-#define PAUSE_WAIT_NS 10000000	     /* see pause_take */
+#define PAUSE_WAIT_NS 10000000	     /* see call_enter */
 #define CUPTI_BUF     (4u << 20)
-#define ASK_MS	      50  /* ours: records of what has completed asked for */
-#define DRAIN_MS      10  /* ... and the launching threads' inboxes drained */
-#define TAKE_CHUNK    256 /* records matched under one hold of the queues' lock */
+#define ASK_MS	      50	 /* ours: records of what has completed asked for */
+#define DRAIN_MS      10	 /* ... and the launching threads' inboxes drained */
+#define IN_CALL_NS    1000000ULL /* see drain */
+#define TAKE_CHUNK    256	 /* records matched under one hold of the queues' lock */
 #define NAMED_N	      4096
 #define NAMED	      (1ULL << 63) /* a kernel run in a graph, by its name: no driver's handle */
 #define PER_THREAD    GS_CU_STREAM_PER_THREAD
@@ -136,9 +139,10 @@ static struct {
 	bool want;		    /* --gpu-time=all or cupti, or ab.c's */
 	bool graphs;		    /* --gpu-time=cupti: graphs' kernels by their records too */
 	pthread_mutex_t pause_lock; /* graph launches switching our kind, one at a time */
-	/* Held to read by a kernel launch across its call, to write by a switch: a launch's
-	 * call sees our kind on or off throughout (PAUSE_WAIT_NS at most: see pause_take). */
-	pthread_rwlock_t pause_rw;
+	/* Set by a switch while it waits for the kernel launches in their calls (each entered
+	 * in its thread's inbox) and switches: a launch's call sees our kind on or off
+	 * throughout (PAUSE_WAIT_NS at most: see call_enter). */
+	int switching;
 	int paused;	  /* graph launches in their call, our kind off meanwhile (not graphs) */
 	__u64 pause_late; /* switches or launches that did not wait longer for the other */
 	bool kind_on;	  /* our kind enabled */
@@ -170,10 +174,7 @@ static struct {
 		gs_cupti_ctx_id_fn ctx_id;
 		gs_cupti_stream_id_fn stream_id;
 	} f;
-} C = { .lock = PTHREAD_MUTEX_INITIALIZER,
-	.pause_lock = PTHREAD_MUTEX_INITIALIZER,
-	.pause_rw = PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP,
-	.made = 1 };
+} C = { .lock = PTHREAD_MUTEX_INITIALIZER, .pause_lock = PTHREAD_MUTEX_INITIALIZER, .made = 1 };
 
 /* For diagnosing the plane itself (GPUSCOPE_INJECT_DEBUG). */
 static bool debug_on(void)
@@ -306,7 +307,7 @@ static void request(uint8_t **buf, size_t *size, size_t *max_records);
 static void complete(void *ctx, uint32_t stream_id, uint8_t *buf, size_t size, size_t valid);
 static void flush_and_take(uint32_t flag);
 static void flush_at_exit(void);
-static void drain(void);
+static bool drain(bool in_call);
 
 static void *flusher(void *arg)
 {
@@ -325,7 +326,7 @@ static void *flusher(void *arg)
 			flush_and_take(0);
 		/* (The threads' inboxes emptied here, not on their threads: see gt_inbox_filling.) */
 		pthread_mutex_lock(&C.lock);
-		drain();
+		drain(false);
 		pthread_mutex_unlock(&C.lock);
 	}
 	return NULL;
@@ -640,7 +641,7 @@ static int cq_find(__u64 ctx, __u64 stream, __u32 owner, __u32 cctx, __u32 cstre
 void gs_cupti_stream_made(__u64 stream)
 {
 	pthread_mutex_lock(&C.lock);
-	drain(); /* (launches on the old stream placed first) */
+	drain(true); /* (launches on the old stream placed first) */
 	for (int i = 0; i < CQ_MAX; i++)
 		if (C.q[i].used && !C.q[i].closed && C.q[i].stream == stream) {
 			C.q[i].closed = true; /* (its old stream is gone: a handle given again) */
@@ -664,29 +665,29 @@ bool gs_cupti_times_graphs(void)
 	return __atomic_load_n(&C.graphs, __ATOMIC_ACQUIRE) && gs_cupti_active();
 }
 
-/* The pause's lock taken, to read (a kernel launch's call) or write (our kind switched),
- * waiting PAUSE_WAIT_NS at most: a launch may be held up in the driver (its queue full
- * behind work that waits for a graph its program launches next, on another thread), and
- * must not hold the program up. Not had in time: the switch or the launch goes on (its
- * record may then be missing, or come unasked: counted). */
-static bool pause_take(bool write)
+/* A kernel launch's call entered in its thread's inbox, not while a switch is under way
+ * (true: a switch now waits for the call to leave), waiting PAUSE_WAIT_NS at most: a launch
+ * may be held up in the driver (its queue full behind work that waits for a graph its
+ * program launches next, on another thread), and must not hold the program up. Not had in
+ * time: the switch or the launch goes on (its record may then be missing, or come unasked:
+ * counted). */
+static bool call_enter(void)
 {
-	struct timespec ts;
-	int r = write ? pthread_rwlock_trywrlock(&C.pause_rw)
-		      : pthread_rwlock_tryrdlock(&C.pause_rw);
+	__u64 t0 = 0;
 
-	if (r == EBUSY && !clock_gettime(CLOCK_REALTIME, &ts)) {
-		ts.tv_nsec += PAUSE_WAIT_NS;
-		if (ts.tv_nsec >= 1000000000L) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000L;
+	while (gt_inbox_enter()) {
+		if (!__atomic_load_n(&C.switching, __ATOMIC_SEQ_CST))
+			return true;
+		gt_inbox_leave();
+		if (!t0) {
+			t0 = gs_clock();
+		} else if (gs_clock() - t0 > PAUSE_WAIT_NS) {
+			__atomic_fetch_add(&C.pause_late, 1, __ATOMIC_RELAXED);
+			break;
 		}
-		r = write ? pthread_rwlock_timedwrlock(&C.pause_rw, &ts)
-			  : pthread_rwlock_timedrdlock(&C.pause_rw, &ts);
+		sched_yield();
 	}
-	if (r)
-		__atomic_fetch_add(&C.pause_late, 1, __ATOMIC_RELAXED);
-	return !r;
+	return false;
 }
 
 /* Our kind off (pause) or on again (not), as graph launches begin and end their calls, once
@@ -694,16 +695,17 @@ static bool pause_take(bool write)
 static void pause_switch(bool pause)
 {
 	int saved = errno; /* (the program's, after its call) */
-	bool held, now;
+	bool now;
 
 	pthread_mutex_lock(&C.pause_lock);
-	held = pause_take(true);
+	__atomic_store_n(&C.switching, 1, __ATOMIC_SEQ_CST);
+	if (!gt_inbox_quiet(PAUSE_WAIT_NS))
+		__atomic_fetch_add(&C.pause_late, 1, __ATOMIC_RELAXED);
 	now = pause ? C.paused == 0 : C.paused == 1;
 	__atomic_store_n(&C.paused, C.paused + (pause ? 1 : -1), __ATOMIC_RELEASE);
 	if (now && C.kind_on)
 		(pause ? C.f.disable : C.f.enable)(GS_CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
-	if (held)
-		pthread_rwlock_unlock(&C.pause_rw);
+	__atomic_store_n(&C.switching, 0, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&C.pause_lock);
 	errno = saved;
 }
@@ -821,10 +823,18 @@ static void ended(const struct gt_inbox_where *where, const struct gt_inbox_end 
 	}
 }
 
-/* Under C.lock: every launch waiting in the threads' inboxes placed on its queue. */
-static void drain(void)
+/* Under C.lock: the launches waiting in the threads' inboxes placed on their queues, in the
+ * order they began, up to the oldest still in its call (in_call: all; true: something
+ * placed). A launch's call takes some microseconds: one begun IN_CALL_NS ago or more is
+ * placed (its thread held up in the driver), the others not to wait for it. */
+static bool drain(bool in_call)
 {
-	gt_inbox_drain(place, ended);
+	__u64 now = in_call ? 0 : gs_clock();
+
+	return gt_inbox_drain(place, ended,
+			      in_call		 ? ~0ULL
+			      : now > IN_CALL_NS ? now - IN_CALL_NS
+						 : 0);
 }
 
 /* Its entry (t, under key) put in the thread's inbox for its stream's queue: l->qi where
@@ -861,7 +871,7 @@ static void enqueue(struct gs_cupti_launch *l, __u64 stream, bool ptsz, const __
 		}
 		T.cu.ctx_dev(&dev);
 		lock_queues();
-		drain(); /* (a queue closed by cq_find: what waits for it placed first) */
+		drain(true); /* (a queue closed by cq_find: what waits for it placed first) */
 		qi = 1 + cq_find((__u64)(unsigned long)ctx, skey, owner, cctx, cstream, dev);
 		qc->qi = qi;
 		qc->ctx = (__u64)(unsigned long)ctx;
@@ -886,7 +896,7 @@ static void enqueue(struct gs_cupti_launch *l, __u64 stream, bool ptsz, const __
 	}
 	l->qi = qi;
 	if (gt_inbox_filling() && !pthread_mutex_trylock(&C.lock)) {
-		drain();
+		drain(false);
 		pthread_mutex_unlock(&C.lock);
 	}
 }
@@ -904,9 +914,9 @@ void gs_cupti_before(struct gs_cupti_launch *l, __u64 stream, bool ptsz, __u64 f
 		return;
 	}
 	/* (While a graph launch's call has our kind off, with a pair: its record would not
-	 * come. The pause's lock held to the end of the call: no switch meanwhile.) */
+	 * come. Entered to the end of the call: no switch meanwhile.) */
 	ph = gs_phase_t0();
-	l->held = pause_take(false);
+	l->held = call_enter();
 	gs_phase_add(GS_PH_PAUSE, ph);
 	if (__atomic_load_n(&C.paused, __ATOMIC_ACQUIRE)) {
 		not_queued(NQ_PAUSED);
@@ -975,7 +985,7 @@ void gs_cupti_after(struct gs_cupti_launch *l, int result, __u64 call_ts, __u64 
 
 	if (l->held) {
 		ph = gs_phase_t0();
-		pthread_rwlock_unlock(&C.pause_rw);
+		gt_inbox_leave();
 		gs_phase_add(GS_PH_PAUSE, ph);
 	}
 	l->held = false;
@@ -1192,10 +1202,15 @@ static void match_copy(const uint8_t *r, __s64 offset)
 		return;
 	}
 	copy_key(key, rd64(r, GS_CUPTI_C_BYTES), rd32(r, 0) == GS_CUPTI_ACTIVITY_KIND_MEMSET);
-	q = queue_of(rd32(r, GS_CUPTI_C_CONTEXT), rd32(r, GS_CUPTI_C_STREAM));
 	dump_add(true, start, rd32(r, GS_CUPTI_C_STREAM), key, 0);
-	if (q && (sh = shape_of(q, key, false)))
-		e = shape_take(q, sh, &seq);
+	/* (Its call not ended yet, maybe: then still in its thread's inbox, see drain.) */
+	for (bool again = false; !e; again = true) {
+		q = queue_of(rd32(r, GS_CUPTI_C_CONTEXT), rd32(r, GS_CUPTI_C_STREAM));
+		if (q && (sh = shape_of(q, key, false)))
+			e = shape_take(q, sh, &seq);
+		if (again || !drain(true))
+			break;
+	}
 	/* (2-D and 3-D copies and sets, and those not queued, have their records too, and no
 	 * entry: counted apart, for the debug line. An entry whose record never comes is
 	 * counted lost, as a launch's.) */
@@ -1231,18 +1246,22 @@ static void match(const uint8_t *r, __s64 offset)
 			C.graph_dropped++;
 		return;
 	}
-	q = queue_of(cctx, cstream);
 	memcpy(dims, r + GS_CUPTI_K_GRID, 6 * sizeof(*dims));
 	dims[6] = (__u32)nh;
 	dims[7] = (__u32)(nh >> 32);
 	dump_add(true, start, cstream, dims, 0);
 	/* (The oldest launch of its kernel, grid and block on its stream: where one kernel and
 	 * shape run many times, it may be another of the same. Where none of its kernel and
-	 * shape was ever waiting, the oldest of its grid and block: see by_dims.) */
+	 * shape was ever waiting, the oldest of its grid and block: see by_dims. Its call not
+	 * ended yet, maybe: then still in its thread's inbox, see drain.) */
 	e = NULL;
-	if (q)
-		e = (sh = shape_of(q, dims, false)) ? shape_take(q, sh, &seq)
-						    : by_dims(q, dims, &seq);
+	for (bool again = false; !e; again = true) {
+		if ((q = queue_of(cctx, cstream)))
+			e = (sh = shape_of(q, dims, false)) ? shape_take(q, sh, &seq)
+							    : by_dims(q, dims, &seq);
+		if (again || !drain(true))
+			break;
+	}
 	if (!q || !e) {
 		C.unmatched++;
 		if (q)
@@ -1327,12 +1346,12 @@ static void take(uint8_t *buf, size_t valid, __s64 offset)
 	pthread_mutex_lock(&C.lock);
 	C.unmatched += unread;
 	/* (Every launch whose record is here was put before its call: placed by now.) */
-	drain();
+	drain(false);
 	for (size_t i = 0; i < n; i++) {
 		if (i && chunk && i % chunk == 0) {
 			pthread_mutex_unlock(&C.lock);
 			pthread_mutex_lock(&C.lock);
-			drain();
+			drain(false);
 		}
 		if (rd32(k[i], 0) == GS_CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)
 			match(k[i], offset);
@@ -1372,7 +1391,7 @@ static void count_left(void)
 	__u64 left = 0;
 
 	pthread_mutex_lock(&C.lock);
-	drain();
+	drain(true);
 	for (int i = 0; i < CQ_MAX; i++) {
 		struct cq *q = &C.q[i];
 
@@ -1468,7 +1487,7 @@ void gs_cupti_after_fork(void)
 	 * parent's buffers waiting are the parent's.) */
 	pthread_mutex_init(&C.lock, NULL);
 	pthread_mutex_init(&C.pause_lock, NULL);
-	C.pause_rw = (pthread_rwlock_t)PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP;
+	C.switching = 0;
 	C.paused = 0;
 	pthread_mutex_init(&done_lock, NULL);
 	pthread_mutex_init(&taking, NULL);

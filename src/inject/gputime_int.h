@@ -300,7 +300,16 @@ void *gt_inbox_put(const void *body, size_t n, __u64 ts) GS_HIDDEN;
 bool gt_inbox_filling(void) GS_HIDDEN;
 bool gt_inbox_end(void *slot, const struct gt_inbox_end *end,
 		  struct gt_inbox_where *where) GS_HIDDEN;
-void gt_inbox_drain(gt_inbox_place_fn place, gt_inbox_ended_fn ended) GS_HIDDEN;
+/* (It stops at the oldest slot still in a call begun since begun_before (~0: places them
+ * all); true: something placed.) */
+bool gt_inbox_drain(gt_inbox_place_fn place, gt_inbox_ended_fn ended, __u64 begun_before) GS_HIDDEN;
+/* A switch's readers (gputime_cupti.c's pause): this thread in a call that a switch waits
+ * for (false: no box, not waited for), and out of it; every other thread's call that had
+ * entered when a switch began has left (false: not within wait_ns). The switch's flag set
+ * (sequentially consistent) before gt_inbox_quiet; the caller reads it after entering. */
+bool gt_inbox_enter(void) GS_HIDDEN;
+void gt_inbox_leave(void) GS_HIDDEN;
+bool gt_inbox_quiet(__u64 wait_ns) GS_HIDDEN;
 void gt_inbox_after_fork(void) GS_HIDDEN;
 
 #endif

@@ -66,7 +66,7 @@ enum gs_phase {
 	GS_PH_UNWIND,	/* a stack's native frames (backtrace), in GS_PH_STACK */
 	GS_PH_PYWALK,	/* its Python frames, mixed in (gs_py_stack), in GS_PH_STACK */
 	GS_PH_CLOCK,	/* taking C.lock (gputime_cupti.c) before and after a call queued */
-	GS_PH_PAUSE,	/* taking and giving back the pause's lock around a call queued */
+	GS_PH_PAUSE,	/* entering and leaving the pause around a call queued (inbox) */
 	GS_PH_N
 };
 extern bool gs_phases_on GS_HIDDEN; /* (set by ab.c) */

@@ -7,6 +7,7 @@
  * place), by ended once placed, or through the producer (told where it was placed).
  */
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 
 #include "unit.h"
@@ -57,7 +58,7 @@ static void ended(const struct gt_inbox_where *where, const struct gt_inbox_end 
 static void drain_locked(void)
 {
 	pthread_mutex_lock(&lock);
-	gt_inbox_drain(place, ended);
+	gt_inbox_drain(place, ended, ~0ULL);
 	pthread_mutex_unlock(&lock);
 }
 
@@ -241,6 +242,79 @@ static void box_given_back(void **state)
 	assert_int_equal(order_errors, 0);
 }
 
+/* A drain stops at the oldest launch still in a call begun since its bound (the launches
+ * after it, of any thread, wait too: placed in order), and takes it once it has ended or
+ * began before the bound. */
+static void drain_stops_at_a_call(void **state)
+{
+	struct item a = { .n = 0, .ts = 100 };
+	struct gt_inbox_end ea = { .call_ts = 101, .call_end = 102 };
+	struct gt_inbox_where where;
+	void *sa;
+	pthread_t t;
+
+	(void)state;
+	reset(MANY);
+	drain_locked();
+	reset(MANY);
+	sa = gt_inbox_put(&a, sizeof(a), a.ts); /* (in its call) */
+	assert_non_null(sa);
+	assert_int_equal(pthread_create(&t, NULL, put_one, (void *)1), 0); /* (ended) */
+	pthread_join(t, NULL);
+	pthread_mutex_lock(&lock);
+	assert_false(gt_inbox_drain(place, ended, 100));
+	pthread_mutex_unlock(&lock);
+	assert_int_equal(nplaced, 0);
+	assert_true(gt_inbox_end(sa, &ea, &where)); /* (its end kept for the drain) */
+	pthread_mutex_lock(&lock);
+	assert_true(gt_inbox_drain(place, ended, 100));
+	pthread_mutex_unlock(&lock);
+	assert_int_equal(nplaced, 2);
+	assert_int_equal(end_known[0] + end_known[1], 2);
+	assert_int_equal(order_errors, 0);
+	/* (Begun before the bound: taken in its call, its end then told where.) */
+	reset(MANY);
+	sa = gt_inbox_put(&a, sizeof(a), a.ts);
+	pthread_mutex_lock(&lock);
+	assert_true(gt_inbox_drain(place, ended, 101));
+	pthread_mutex_unlock(&lock);
+	assert_int_equal(placed[0], 1);
+	assert_false(gt_inbox_end(sa, &ea, &where));
+	assert_int_equal(where.seq, 0);
+}
+
+static int in_call_now;
+
+static void *in_a_call(void *arg)
+{
+	(void)arg;
+	assert_true(gt_inbox_enter());
+	__atomic_store_n(&in_call_now, 1, __ATOMIC_SEQ_CST);
+	while (__atomic_load_n(&in_call_now, __ATOMIC_SEQ_CST) == 1)
+		sched_yield();
+	gt_inbox_leave();
+	return NULL;
+}
+
+/* A switch waits for the calls other threads have entered, not for its own thread's, and
+ * gives up after its wait. */
+static void quiet_waits_for_calls(void **state)
+{
+	pthread_t t;
+
+	(void)state;
+	assert_true(gt_inbox_enter()); /* (this thread's own: not waited for) */
+	assert_true(gt_inbox_quiet(1000000));
+	gt_inbox_leave();
+	assert_int_equal(pthread_create(&t, NULL, in_a_call, NULL), 0);
+	while (!__atomic_load_n(&in_call_now, __ATOMIC_SEQ_CST))
+		sched_yield();
+	assert_false(gt_inbox_quiet(2000000)); /* (2 ms: still in its call) */
+	__atomic_store_n(&in_call_now, 2, __ATOMIC_SEQ_CST);
+	assert_true(gt_inbox_quiet(5000000000ULL)); /* (left) */
+	pthread_join(t, NULL);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
@@ -248,6 +322,8 @@ int main(int argc, char **argv)
 		cmocka_unit_test(full_box),
 		cmocka_unit_test(box_given_back),
 		cmocka_unit_test(racing_threads),
+		cmocka_unit_test(drain_stops_at_a_call),
+		cmocka_unit_test(quiet_waits_for_calls),
 	};
 
 	if (argc > 1)
