@@ -21,7 +21,8 @@
  * thread at most PPM millionths of its time, GPUSCOPE_TIME_BUDGET; 0 no limit) or
  * "+norecord" (every record given up before the ring: what writing them costs) or "+nopf"
  * (the ring's writer prefetches nothing) or "+take=N" (CUPTI's records matched N at a time
- * under the queues' lock, 0 a buffer's) or "+carry" / "+pairs" (timed launches on idle
+ * under the queues' lock, 0 a buffer's) or "+gpause=N" (what graph launches switch off of
+ * CUPTI's kinds: 1 kernels', 3 also copies' and sets', 0 none) or "+carry" / "+pairs" (timed launches on idle
  * streams run by carriers, or gated pairs: N's sampled ones too), in any number; what is
  * not given is as at the start (or as the word says).
  * A thread of ours reads the file every millisecond. A file that is missing or says anything
@@ -44,6 +45,7 @@
 
 static const char *ab_file;
 static __u32 trate_start, budget_start, take_start;
+static int gpause_start;
 
 /* The parts' sums since the last switch, as one line after the mode they ran in. */
 static void phases_write(const char *mode)
@@ -76,6 +78,7 @@ static void apply(char *word)
 {
 	__u32 every = gs_stacks_start.every, rate = gs_stacks_start.rate, trate = trate_start;
 	__u32 budget = budget_start, take = take_start;
+	int gpause = gpause_start;
 	char *opt = strchr(word, '+');
 	bool norecord = false, nopf = false;
 	int carriers = -1;
@@ -98,6 +101,8 @@ static void apply(char *word)
 			budget = (__u32)strtoul(opt + 7, NULL, 10);
 		else if (!strncmp(opt, "take=", 5))
 			take = (__u32)strtoul(opt + 5, NULL, 10);
+		else if (!strncmp(opt, "gpause=", 7))
+			gpause = (int)strtol(opt + 7, NULL, 10);
 		else if (!strcmp(opt, "norecord"))
 			norecord = true;
 		else if (!strcmp(opt, "nopf"))
@@ -115,6 +120,7 @@ static void apply(char *word)
 	gs_timing_rate(trate);
 	gs_timing_budget(budget);
 	gs_cupti_take_chunk(take);
+	gs_cupti_pause_what(gpause);
 	__atomic_store_n(&gs_ab_norecord, norecord, __ATOMIC_RELAXED);
 	gs_ab_prefetch(!nopf);
 	__atomic_store_n(&gs_active, true, __ATOMIC_RELAXED);
@@ -158,6 +164,7 @@ void gs_ab_init(void)
 	trate_start = gs_timing_rate_now();
 	budget_start = gs_timing_budget_now();
 	take_start = gs_cupti_take_chunk_now();
+	gpause_start = gs_cupti_pause_what_now();
 	if (ab_file && *ab_file && gs_thread(ab_thread))
 		gs_phases_on = getenv("GPUSCOPE_AB_PHASES") != NULL;
 }

@@ -177,6 +177,10 @@ void gs_cupti_graphs(bool on) GS_HIDDEN;
 bool gs_cupti_times_graphs(void) GS_HIDDEN;
 /* Before a graph launch's call (true: paused), and after it where it paused. */
 bool gs_cupti_graph_pause(void) GS_HIDDEN;
+/* Measurements (ab.c): what a graph launch switches off, 1 the kernels' kind (as by
+ * default), 3 also copies' and sets', 0 nothing. */
+void gs_cupti_pause_what(int what) GS_HIDDEN;
+int gs_cupti_pause_what_now(void) GS_HIDDEN;
 void gs_cupti_graph_resume(void) GS_HIDDEN;
 /* Before a kernel launch's call (dims: grid x, y, z, block x, y, z; now: when it began),
  * and after it, always. l->qi 0: not queued (to be timed otherwise). */

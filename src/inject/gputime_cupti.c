@@ -92,6 +92,12 @@
 #define PER_THREAD    GS_CU_STREAM_PER_THREAD
 #define LEGACY	      GS_CU_STREAM_LEGACY
 
+/* What a graph launch's pause switches off (see gs_cupti_pause_what). */
+enum {
+	PAUSE_KERNELS = 1,
+	PAUSE_COPIES = 2
+};
+
 enum {
 	ST_IDLE,
 	ST_STARTING,
@@ -144,6 +150,8 @@ static struct {
 	 * throughout (PAUSE_WAIT_NS at most: see call_enter). */
 	int switching;
 	int paused;	  /* graph launches in their call, our kind off meanwhile (not graphs) */
+	int pause_what;	  /* PAUSE_*: what is switched off around graph launches (ab.c) */
+	int paused_what;  /* ... what the pause under way switched off */
 	__u64 pause_late; /* switches or launches that did not wait longer for the other */
 	bool kind_on;	  /* our kind enabled */
 	void *handle;
@@ -174,7 +182,10 @@ static struct {
 		gs_cupti_ctx_id_fn ctx_id;
 		gs_cupti_stream_id_fn stream_id;
 	} f;
-} C = { .lock = PTHREAD_MUTEX_INITIALIZER, .pause_lock = PTHREAD_MUTEX_INITIALIZER, .made = 1 };
+} C = { .lock = PTHREAD_MUTEX_INITIALIZER,
+	.pause_lock = PTHREAD_MUTEX_INITIALIZER,
+	.pause_what = PAUSE_KERNELS,
+	.made = 1 };
 
 /* For diagnosing the plane itself (GPUSCOPE_INJECT_DEBUG). */
 static bool debug_on(void)
@@ -611,6 +622,7 @@ static int cq_find(__u64 ctx, __u64 stream, __u32 owner, __u32 cctx, __u32 cstre
 		    q->owner == owner) {
 			if (!owner)
 				return i;
+			drain(true); /* (what waits for it placed first) */
 			q->closed = true;
 			__atomic_store_n(&q->gen, q->gen + 1, __ATOMIC_RELEASE);
 		}
@@ -702,17 +714,38 @@ static void pause_switch(bool pause)
 	if (!gt_inbox_quiet(PAUSE_WAIT_NS))
 		__atomic_fetch_add(&C.pause_late, 1, __ATOMIC_RELAXED);
 	now = pause ? C.paused == 0 : C.paused == 1;
+	if (now && pause)
+		C.paused_what = __atomic_load_n(&C.pause_what, __ATOMIC_RELAXED);
 	__atomic_store_n(&C.paused, C.paused + (pause ? 1 : -1), __ATOMIC_RELEASE);
-	if (now && C.kind_on)
-		(pause ? C.f.disable : C.f.enable)(GS_CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+	if (now && C.kind_on) {
+		gs_cupti_kind_fn f = pause ? C.f.disable : C.f.enable;
+
+		if (C.paused_what & PAUSE_KERNELS)
+			f(GS_CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+		if (C.paused_what & PAUSE_COPIES) {
+			f(GS_CUPTI_ACTIVITY_KIND_MEMCPY);
+			f(GS_CUPTI_ACTIVITY_KIND_MEMSET);
+		}
+	}
 	__atomic_store_n(&C.switching, 0, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&C.pause_lock);
 	errno = saved;
 }
 
+void gs_cupti_pause_what(int what)
+{
+	__atomic_store_n(&C.pause_what, what, __ATOMIC_RELAXED);
+}
+
+int gs_cupti_pause_what_now(void)
+{
+	return __atomic_load_n(&C.pause_what, __ATOMIC_RELAXED);
+}
+
 bool gs_cupti_graph_pause(void)
 {
-	if (__atomic_load_n(&C.graphs, __ATOMIC_ACQUIRE) ||
+	if (!__atomic_load_n(&C.pause_what, __ATOMIC_RELAXED) ||
+	    __atomic_load_n(&C.graphs, __ATOMIC_ACQUIRE) ||
 	    __atomic_load_n(&C.state, __ATOMIC_ACQUIRE) != ST_RUNNING)
 		return false;
 	pause_switch(true);
@@ -748,13 +781,25 @@ static void not_queued(int why)
 	__atomic_fetch_add(&nq[why], 1, __ATOMIC_RELAXED);
 }
 
+/* (GPUSCOPE_INJECT_DEBUG, at exit: the queues' lock taken on the program's threads, and the
+ * ns waited for it: to find a queue not found before, to end a launch drained in its call) */
+enum {
+	LQ_FIND,
+	LQ_END,
+	LQ_N
+};
+static __u64 lq[LQ_N], lq_ns[LQ_N];
+
 /* C.lock taken on the program's thread (the time waited for it: GS_PH_CLOCK). */
-static void lock_queues(void)
+static void lock_queues(int why)
 {
-	__u64 ph = gs_phase_t0();
+	__u64 t0 = gs_clock();
 
 	pthread_mutex_lock(&C.lock);
-	gs_phase_add(GS_PH_CLOCK, ph);
+	lq[why]++;
+	lq_ns[why] += gs_clock() - t0;
+	if (gs_phases_on)
+		gs_phase_add(GS_PH_CLOCK, t0);
 }
 
 /* A launch waiting in a thread's inbox: its entry, for the queue it found (gen: as it was). */
@@ -870,8 +915,7 @@ static void enqueue(struct gs_cupti_launch *l, __u64 stream, bool ptsz, const __
 			return;
 		}
 		T.cu.ctx_dev(&dev);
-		lock_queues();
-		drain(true); /* (a queue closed by cq_find: what waits for it placed first) */
+		lock_queues(LQ_FIND);
 		qi = 1 + cq_find((__u64)(unsigned long)ctx, skey, owner, cctx, cstream, dev);
 		qc->qi = qi;
 		qc->ctx = (__u64)(unsigned long)ctx;
@@ -953,11 +997,18 @@ void gs_cupti_copy_before(struct gs_cupti_launch *l, __u64 stream, bool ptsz,
 		not_queued(NQ_START);
 		return;
 	}
-	/* (Not paused around graph launches: the kinds of copies and sets stay on. One of no
-	 * bytes may have no record.) */
+	/* (One of no bytes may have no record. Where graph launches switch the kinds of copies
+	 * and sets off too, as a kernel's.) */
 	if (!c->bytes) {
 		not_queued(NQ_SHAPE);
 		return;
+	}
+	if (__atomic_load_n(&C.pause_what, __ATOMIC_RELAXED) & PAUSE_COPIES) {
+		l->held = call_enter();
+		if (__atomic_load_n(&C.paused, __ATOMIC_ACQUIRE)) {
+			not_queued(NQ_PAUSED);
+			return;
+		}
 	}
 	copy_key(key, c->bytes, c->kind == GS_GPU_MEMSET);
 	enqueue(l, stream, ptsz, key,
@@ -991,7 +1042,7 @@ void gs_cupti_after(struct gs_cupti_launch *l, int result, __u64 call_ts, __u64 
 	l->held = false;
 	if (!l->qi || gt_inbox_end(l->slot, &end, &where))
 		return;
-	lock_queues();
+	lock_queues(LQ_END);
 	ended(&where, &end);
 	pthread_mutex_unlock(&C.lock);
 }
@@ -1427,7 +1478,9 @@ static void count_left(void)
 			"%llu; not queued: not started %llu, paused %llu, no context or capturing "
 			"%llu, no ids %llu, no queue %llu, queue full %llu, no shape %llu; put, "
 			"not "
-			"placed: no queue %llu, queue full %llu, no shape %llu\n",
+			"placed: no queue %llu, queue full %llu, no shape %llu; the queues' lock "
+			"taken by the program's threads: to find a queue %llu (%llu us waited), to "
+			"end a launch drained in its call %llu (%llu us)\n",
 			(unsigned long long)C.in_order, (unsigned long long)C.out_of_order,
 			(unsigned long long)C.unmatched, (unsigned long long)C.no_stream,
 			(unsigned long long)C.no_shape, (unsigned long long)C.graph_runs,
@@ -1439,7 +1492,9 @@ static void count_left(void)
 			(unsigned long long)nq[NQ_ROOM], (unsigned long long)nq[NQ_SHAPE],
 			(unsigned long long)unplaced[NQ_QUEUE],
 			(unsigned long long)unplaced[NQ_ROOM],
-			(unsigned long long)unplaced[NQ_SHAPE]);
+			(unsigned long long)unplaced[NQ_SHAPE], (unsigned long long)lq[LQ_FIND],
+			(unsigned long long)lq_ns[LQ_FIND] / 1000, (unsigned long long)lq[LQ_END],
+			(unsigned long long)lq_ns[LQ_END] / 1000);
 }
 
 static void flush_at_exit(void)
