@@ -781,23 +781,18 @@ static void not_queued(int why)
 	__atomic_fetch_add(&nq[why], 1, __ATOMIC_RELAXED);
 }
 
-/* (GPUSCOPE_INJECT_DEBUG, at exit: the queues' lock taken on the program's threads, and the
- * ns waited for it: to find a queue not found before, to end a launch drained in its call) */
-enum {
-	LQ_FIND,
-	LQ_END,
-	LQ_N
-};
-static __u64 lq[LQ_N], lq_ns[LQ_N];
+/* (GPUSCOPE_INJECT_DEBUG, at exit: the queues' lock taken on the program's threads to find
+ * a queue not found before, and the ns waited for it) */
+static __u64 finds, finds_ns;
 
 /* C.lock taken on the program's thread (the time waited for it: GS_PH_CLOCK). */
-static void lock_queues(int why)
+static void lock_queues(void)
 {
 	__u64 t0 = gs_clock();
 
 	pthread_mutex_lock(&C.lock);
-	lq[why]++;
-	lq_ns[why] += gs_clock() - t0;
+	finds++;
+	finds_ns += gs_clock() - t0;
 	if (gs_phases_on)
 		gs_phase_add(GS_PH_CLOCK, t0);
 }
@@ -915,7 +910,7 @@ static void enqueue(struct gs_cupti_launch *l, __u64 stream, bool ptsz, const __
 			return;
 		}
 		T.cu.ctx_dev(&dev);
-		lock_queues(LQ_FIND);
+		lock_queues();
 		qi = 1 + cq_find((__u64)(unsigned long)ctx, skey, owner, cctx, cstream, dev);
 		qc->qi = qi;
 		qc->ctx = (__u64)(unsigned long)ctx;
@@ -1031,7 +1026,6 @@ void gs_cupti_after(struct gs_cupti_launch *l, int result, __u64 call_ts, __u64 
 	struct gt_inbox_end end = { .call_ts = call_ts,
 				    .call_end = call_end,
 				    .failed = result != 0 };
-	struct gt_inbox_where where;
 	__u64 ph;
 
 	if (l->held) {
@@ -1040,11 +1034,8 @@ void gs_cupti_after(struct gs_cupti_launch *l, int result, __u64 call_ts, __u64 
 		gs_phase_add(GS_PH_PAUSE, ph);
 	}
 	l->held = false;
-	if (!l->qi || gt_inbox_end(l->slot, &end, &where))
-		return;
-	lock_queues(LQ_END);
-	ended(&where, &end);
-	pthread_mutex_unlock(&C.lock);
+	if (l->qi)
+		gt_inbox_end(l->slot, &end);
 }
 
 /* ---- records -------------------------------------------------------------------------- */
@@ -1479,8 +1470,7 @@ static void count_left(void)
 			"%llu, no ids %llu, no queue %llu, queue full %llu, no shape %llu; put, "
 			"not "
 			"placed: no queue %llu, queue full %llu, no shape %llu; the queues' lock "
-			"taken by the program's threads: to find a queue %llu (%llu us waited), to "
-			"end a launch drained in its call %llu (%llu us)\n",
+			"taken by the program's threads to find a queue %llu (%llu us waited)\n",
 			(unsigned long long)C.in_order, (unsigned long long)C.out_of_order,
 			(unsigned long long)C.unmatched, (unsigned long long)C.no_stream,
 			(unsigned long long)C.no_shape, (unsigned long long)C.graph_runs,
@@ -1492,9 +1482,8 @@ static void count_left(void)
 			(unsigned long long)nq[NQ_ROOM], (unsigned long long)nq[NQ_SHAPE],
 			(unsigned long long)unplaced[NQ_QUEUE],
 			(unsigned long long)unplaced[NQ_ROOM],
-			(unsigned long long)unplaced[NQ_SHAPE], (unsigned long long)lq[LQ_FIND],
-			(unsigned long long)lq_ns[LQ_FIND] / 1000, (unsigned long long)lq[LQ_END],
-			(unsigned long long)lq_ns[LQ_END] / 1000);
+			(unsigned long long)unplaced[NQ_SHAPE], (unsigned long long)finds,
+			(unsigned long long)finds_ns / 1000);
 }
 
 static void flush_at_exit(void)

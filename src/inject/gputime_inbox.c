@@ -9,15 +9,20 @@
  * the thread matching records; budget-2026-11-29.md section 7). Here each launching thread
  * has a ring of its own (one producer: the thread; one consumer: whoever holds the queues'
  * lock and drains). A slot is put before the call (its order: when the launch began) and
- * published; the call's end is written into it after the call, unless a drain took it
- * meanwhile: then the producer is told where it was placed and writes the end there, under
- * the lock (a record may be matched before its launch's call returns, as before).
+ * published; the call's end is written into it after the call. A drain places the slots put
+ * (each in its queue), then gives back those whose ends it has. One still in its call is
+ * placed only when a record needs it (a record may come before its launch's call returns):
+ * its end then comes after its placement, and the next drain writes it where it was placed
+ * before giving the slot back. The producer never waits: with a lock to write such an end,
+ * a thread waited for a whole buffer's matching (48 times in a tiny-op run, ~1 ms each:
+ * inbox-2026-11-29.md).
  *
- * A slot's state settles that race: QUEUED (put), then ENDED (the producer's end written
- * first) or TAKEN (the drain's placement written first), by one compare-and-swap each way.
- * A drain merges the boxes by the order their launches began, so that two threads launching
- * on one stream keep their order in its queue. A box is given back when its thread ends and
- * taken by the next thread that launches; the drain still reads it meanwhile.
+ * A slot's state settles the race between an end and a placement: QUEUED (put), then ENDED
+ * (the end written first) or TAKEN (the placement first, by compare-and-swap each way), and
+ * from TAKEN, LATE (the end written since). A drain merges the boxes by the order their
+ * launches began, so that two threads launching on one stream keep their order in its
+ * queue. A box is given back when its thread ends and taken by the next thread that
+ * launches; the drain still reads it meanwhile.
  */
 #include <pthread.h>
 #include <sched.h>
@@ -34,7 +39,8 @@
 enum {
 	SL_QUEUED = 1,
 	SL_ENDED,
-	SL_TAKEN
+	SL_TAKEN,
+	SL_LATE
 };
 
 struct slot {
@@ -51,8 +57,9 @@ struct box {
 	__u64 head;  /* slots put: the producer's (read by drains) */
 	int in_call; /* the producer's, in a call a switch waits for (read by switches) */
 	char pad[52];
-	__u64 tail;	 /* slots drained: the drains' (read by the producer) */
-	__u64 tail_seen; /* (the producer's copy) */
+	__u64 tail;	 /* slots given back: the drains' (read by the producer) */
+	__u64 placed;	 /* slots placed: the drains' */
+	__u64 tail_seen; /* (the producer's copy of tail) */
 	int claimed;
 };
 
@@ -155,58 +162,76 @@ bool gt_inbox_filling(void)
 	return b && b->head - __atomic_load_n(&b->tail, __ATOMIC_RELAXED) >= BOX_FULL;
 }
 
-bool gt_inbox_end(void *slot, const struct gt_inbox_end *end, struct gt_inbox_where *where)
+void gt_inbox_end(void *slot, const struct gt_inbox_end *end)
 {
 	struct slot *s = slot;
 	int queued = SL_QUEUED;
-	bool kept;
 
 	s->end = *end;
-	kept = __atomic_compare_exchange_n(&s->state, &queued, SL_ENDED, false, __ATOMIC_ACQ_REL,
-					   __ATOMIC_ACQUIRE);
-	if (!kept)
-		*where = s->where; /* (TAKEN: its placement written before) */
+	if (!__atomic_compare_exchange_n(&s->state, &queued, SL_ENDED, false, __ATOMIC_ACQ_REL,
+					 __ATOMIC_ACQUIRE))
+		__atomic_store_n(&s->state, SL_LATE, __ATOMIC_RELEASE); /* (TAKEN: placed) */
 	s->busy = false;
-	return kept;
+}
+
+/* Under the caller's lock: b's placed slots given back up to the first still in its call,
+ * the ends that came after their placement written there first. */
+static void give_back(struct box *b, gt_inbox_ended_fn ended)
+{
+	while (b->tail != b->placed) {
+		struct slot *s = &b->s[b->tail % BOX_SLOTS];
+		int state = __atomic_load_n(&s->state, __ATOMIC_ACQUIRE);
+
+		if (state == SL_TAKEN)
+			break;
+		if (state == SL_LATE)
+			ended(&s->where, &s->end);
+		__atomic_store_n(&b->tail, b->tail + 1, __ATOMIC_RELEASE);
+	}
 }
 
 bool gt_inbox_drain(gt_inbox_place_fn place, gt_inbox_ended_fn ended, __u64 begun_before)
 {
-	bool any = false;
-
 	int n = __atomic_load_n(&nboxes, __ATOMIC_ACQUIRE), k = 0;
 	struct box *live[BOXES];
 	__u64 head[BOXES];
+	bool any = false;
 
 	for (int i = 0; i < n && i < BOXES; i++) {
 		struct box *b = __atomic_load_n(&boxes[i], __ATOMIC_ACQUIRE);
 
-		if (b && (head[k] = __atomic_load_n(&b->head, __ATOMIC_ACQUIRE)) != b->tail)
+		if (!b)
+			continue;
+		give_back(b, ended);
+		if ((head[k] = __atomic_load_n(&b->head, __ATOMIC_ACQUIRE)) != b->placed)
 			live[k++] = b;
 	}
 	while (k) {
-		int m = 0;
+		int m = 0, state;
+		struct box *b;
 		struct slot *s;
-		int state;
 
 		for (int i = 1; i < k; i++)
-			if (live[i]->s[live[i]->tail % BOX_SLOTS].ts <
-			    live[m]->s[live[m]->tail % BOX_SLOTS].ts)
+			if (live[i]->s[live[i]->placed % BOX_SLOTS].ts <
+			    live[m]->s[live[m]->placed % BOX_SLOTS].ts)
 				m = i;
-		s = &live[m]->s[live[m]->tail % BOX_SLOTS];
+		b = live[m];
+		s = &b->s[b->placed % BOX_SLOTS];
 		state = __atomic_load_n(&s->state, __ATOMIC_ACQUIRE);
 		/* (The oldest, still in a call begun since begun_before: left for the next drain,
-		 * the slots after it too, in order; its end then comes without a lock.) */
+		 * the slots after it too, in order.) */
 		if (state == SL_QUEUED && s->ts >= begun_before)
 			break;
 		place(s->body, state == SL_ENDED ? &s->end : NULL, &s->where);
 		any = true;
+		/* (Its end, if it came meanwhile, written now: LATE is only after TAKEN.) */
 		if (state == SL_QUEUED &&
 		    !__atomic_compare_exchange_n(&s->state, &state, SL_TAKEN, false,
 						 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
-			ended(&s->where, &s->end); /* (ENDED meanwhile) */
-		__atomic_store_n(&live[m]->tail, live[m]->tail + 1, __ATOMIC_RELEASE);
-		if (live[m]->tail == head[m]) {
+			ended(&s->where, &s->end);
+		b->placed++;
+		give_back(b, ended);
+		if (b->placed == head[m]) {
 			live[m] = live[k - 1];
 			head[m] = head[k - 1];
 			k--;

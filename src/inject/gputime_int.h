@@ -278,10 +278,9 @@ void gt_prev_queue(struct gs_timing *t, bool shared) GS_HIDDEN;
 /* gputime_inbox.c: a launching thread's entries for the drain of gputime_cupti.c's queues,
  * put and ended without a lock. A slot's body (GT_INBOX_BODY bytes at most) is put before
  * the call, ts the order drains merge threads' slots by (NULL: no room, or no box for this
- * thread); its call's end after it: true, kept in the slot for the drain; false, the drain
- * placed it already (where: there, qi 0 nowhere) and the caller writes the end there. Under
- * the caller's lock, gt_inbox_drain places every slot put, in order: place is told the end
- * where it came first, else ended is, once placed. */
+ * thread); its call's end given after it. Under the caller's lock, gt_inbox_drain places
+ * the slots put, in order (place is told the end where it came first), and where an end
+ * came after its slot's placement, a drain tells ended where it was placed. */
 #define GT_INBOX_BODY 128
 struct gt_inbox_end {
 	__u64 call_ts, call_end;
@@ -298,8 +297,7 @@ typedef void (*gt_inbox_ended_fn)(const struct gt_inbox_where *where,
 void *gt_inbox_put(const void *body, size_t n, __u64 ts) GS_HIDDEN;
 /* This thread's box three quarters full: to be drained now. */
 bool gt_inbox_filling(void) GS_HIDDEN;
-bool gt_inbox_end(void *slot, const struct gt_inbox_end *end,
-		  struct gt_inbox_where *where) GS_HIDDEN;
+void gt_inbox_end(void *slot, const struct gt_inbox_end *end) GS_HIDDEN;
 /* (It stops at the oldest slot still in a call begun since begun_before (~0: places them
  * all); true: something placed.) */
 bool gt_inbox_drain(gt_inbox_place_fn place, gt_inbox_ended_fn ended, __u64 begun_before) GS_HIDDEN;

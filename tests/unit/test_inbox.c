@@ -22,7 +22,9 @@ struct item {
 /* What the drain saw, by launch (1 + the thread's number in the high bits). */
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static unsigned char *placed, *end_known;
-static __u64 last_ts, order_errors, nplaced, ways[3]; /* (ends: in place, ended, producer) */
+static __u64 last_ts, order_errors, nplaced, ways[2]; /* (ends: to place, to ended) */
+
+static __u64 in_call_ns = ~0ULL; /* (drains place the slots in calls begun before this) */
 
 static size_t slot_of(__u64 n)
 {
@@ -58,7 +60,7 @@ static void ended(const struct gt_inbox_where *where, const struct gt_inbox_end 
 static void drain_locked(void)
 {
 	pthread_mutex_lock(&lock);
-	gt_inbox_drain(place, ended, ~0ULL);
+	gt_inbox_drain(place, ended, in_call_ns);
 	pthread_mutex_unlock(&lock);
 }
 
@@ -86,19 +88,11 @@ static bool launch(__u64 n)
 {
 	struct item it = { .n = n, .ts = clock_ts() };
 	struct gt_inbox_end end = { .call_ts = it.ts + 1, .call_end = it.ts + 2 };
-	struct gt_inbox_where where;
 	void *s = gt_inbox_put(&it, sizeof(it), it.ts);
 
 	if (!s)
 		return false;
-	if (!gt_inbox_end(s, &end, &where)) {
-		pthread_mutex_lock(&lock);
-		assert_int_equal(where.seq, n);
-		ended(&where, &end);
-		ways[1]--;
-		ways[2]++;
-		pthread_mutex_unlock(&lock);
-	}
+	gt_inbox_end(s, &end);
 	return true;
 }
 
@@ -123,15 +117,17 @@ static void *drainer(void *arg)
 	return NULL;
 }
 
-/* Three threads launching while a fourth drains: each launch placed once, in the order the
- * launches began, and its end known once (each of the three ways taken). */
-static void racing_threads(void **state)
+/* Three threads launching while a fourth drains: each launch placed once, and its end
+ * known once (given to place, or after its placement, to ended at a drain). Drains placing
+ * slots in their calls (bound ~0), or never (0: the last drain, after the threads, places
+ * what is left). */
+static void race(__u64 bound)
 {
 	pthread_t p[3], d;
 
-	(void)state;
 	reset(3 * MANY);
 	producing = true;
+	in_call_ns = bound;
 	assert_int_equal(pthread_create(&d, NULL, drainer, NULL), 0);
 	for (int t = 0; t < 3; t++)
 		assert_int_equal(pthread_create(&p[t], NULL, producer, (void *)(unsigned long)t),
@@ -140,6 +136,8 @@ static void racing_threads(void **state)
 		pthread_join(p[t], NULL);
 	__atomic_store_n(&producing, false, __ATOMIC_RELEASE);
 	pthread_join(d, NULL);
+	in_call_ns = ~0ULL;
+	drain_locked();
 	assert_int_equal(nplaced, 3 * MANY);
 	for (size_t i = 0; i < 3 * MANY; i++) {
 		if (placed[i] != 1 || end_known[i] != 1)
@@ -147,19 +145,32 @@ static void racing_threads(void **state)
 				 end_known[i]);
 	}
 	/* (Merged by when they began, up to what had been put when each drain looked.) */
-	print_message("order errors: %llu of %d; ends in the slot %llu, after the drain's "
-		      "placing %llu, by the producer %llu\n",
+	print_message("order errors: %llu of %d; ends given to place %llu, to ended %llu\n",
 		      (unsigned long long)order_errors, 3 * MANY, (unsigned long long)ways[0],
-		      (unsigned long long)ways[1], (unsigned long long)ways[2]);
+		      (unsigned long long)ways[1]);
+	in_call_ns = ~0ULL;
 }
 
-/* One thread alone: the ends given before a drain reach place; after it, the producer is
- * told where (no race: every branch taken on purpose). */
+static void racing_threads(void **state)
+{
+	(void)state;
+	race(~0ULL);
+}
+
+static void racing_threads_calls_left(void **state)
+{
+	(void)state;
+	race(0);
+	assert_int_equal(ways[1], 0); /* (no slot placed in its call) */
+}
+
+/* One thread alone: an end given before a drain reaches place; one given after its slot's
+ * placement reaches ended at the next drain (no race: every branch taken on purpose). */
 static void end_before_and_after_drain(void **state)
 {
 	struct item a = { .n = 0, .ts = 10 }, b = { .n = 1, .ts = 20 };
-	struct gt_inbox_end ea = { .call_ts = 11, .call_end = 12 }, eb = { .call_ts = 21 };
-	struct gt_inbox_where where = { .qi = 0 };
+	struct gt_inbox_end ea = { .call_ts = 11, .call_end = 12 },
+			    eb = { .call_ts = 21, .call_end = 22 };
 	void *sa, *sb;
 
 	(void)state;
@@ -170,15 +181,17 @@ static void end_before_and_after_drain(void **state)
 	sb = gt_inbox_put(&b, sizeof(b), b.ts);
 	assert_non_null(sa);
 	assert_non_null(sb);
-	assert_true(gt_inbox_end(sa, &ea, &where)); /* (kept for the drain) */
+	gt_inbox_end(sa, &ea); /* (kept for the drain) */
 	drain_locked();
 	assert_int_equal(placed[0], 1);
 	assert_int_equal(end_known[0], 1); /* (given to place) */
 	assert_int_equal(placed[1], 1);
 	assert_int_equal(end_known[1], 0); /* (not ended yet) */
-	assert_false(gt_inbox_end(sb, &eb, &where));
-	assert_int_equal(where.qi, 1);
-	assert_int_equal(where.seq, 1);
+	gt_inbox_end(sb, &eb); /* (after its placement: written there at the next drain) */
+	assert_int_equal(end_known[1], 0);
+	drain_locked();
+	assert_int_equal(end_known[1], 1);
+	assert_int_equal(nplaced, 2);
 	assert_int_equal(order_errors, 0);
 }
 
@@ -187,7 +200,6 @@ static void end_before_and_after_drain(void **state)
 static void full_box(void **state)
 {
 	struct gt_inbox_end e = { .call_ts = 1, .call_end = 2 };
-	struct gt_inbox_where where;
 	int n = 0, asked = -1;
 
 	(void)state;
@@ -202,7 +214,7 @@ static void full_box(void **state)
 			break;
 		e.call_ts = it.ts + 1;
 		e.call_end = it.ts + 2;
-		assert_true(gt_inbox_end(s, &e, &where));
+		gt_inbox_end(s, &e);
 		if (asked < 0 && gt_inbox_filling())
 			asked = n + 1;
 	}
@@ -249,7 +261,6 @@ static void drain_stops_at_a_call(void **state)
 {
 	struct item a = { .n = 0, .ts = 100 };
 	struct gt_inbox_end ea = { .call_ts = 101, .call_end = 102 };
-	struct gt_inbox_where where;
 	void *sa;
 	pthread_t t;
 
@@ -265,22 +276,28 @@ static void drain_stops_at_a_call(void **state)
 	assert_false(gt_inbox_drain(place, ended, 100));
 	pthread_mutex_unlock(&lock);
 	assert_int_equal(nplaced, 0);
-	assert_true(gt_inbox_end(sa, &ea, &where)); /* (its end kept for the drain) */
+	gt_inbox_end(sa, &ea); /* (its end kept for the drain) */
 	pthread_mutex_lock(&lock);
 	assert_true(gt_inbox_drain(place, ended, 100));
 	pthread_mutex_unlock(&lock);
 	assert_int_equal(nplaced, 2);
 	assert_int_equal(end_known[0] + end_known[1], 2);
 	assert_int_equal(order_errors, 0);
-	/* (Begun before the bound: taken in its call, its end then told where.) */
+	/* (Begun before the bound: placed in its call, its end then written there, and its
+	 * slot given back, at the drain after.) */
 	reset(MANY);
 	sa = gt_inbox_put(&a, sizeof(a), a.ts);
 	pthread_mutex_lock(&lock);
 	assert_true(gt_inbox_drain(place, ended, 101));
 	pthread_mutex_unlock(&lock);
 	assert_int_equal(placed[0], 1);
-	assert_false(gt_inbox_end(sa, &ea, &where));
-	assert_int_equal(where.seq, 0);
+	assert_int_equal(end_known[0], 0);
+	gt_inbox_end(sa, &ea);
+	pthread_mutex_lock(&lock);
+	assert_false(gt_inbox_drain(place, ended, 101));
+	pthread_mutex_unlock(&lock);
+	assert_int_equal(placed[0], 1);
+	assert_int_equal(end_known[0], 1);
 }
 
 static int in_call_now;
@@ -322,6 +339,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(full_box),
 		cmocka_unit_test(box_given_back),
 		cmocka_unit_test(racing_threads),
+		cmocka_unit_test(racing_threads_calls_left),
 		cmocka_unit_test(drain_stops_at_a_call),
 		cmocka_unit_test(quiet_waits_for_calls),
 	};
