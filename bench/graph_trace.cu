@@ -83,6 +83,8 @@ static void kinds(int v, bool on)
 		r = f(CUPTI_ACTIVITY_KIND_GRAPH_TRACE);
 	if (on && r != CUPTI_SUCCESS)
 		enable_err[v] = r;
+	if (getenv("GT_VERBOSE"))
+		fprintf(stderr, "%s %s: %d\n", on ? "enable" : "disable", names[v], (int)r);
 }
 
 static double median(std::vector<double> v)
@@ -101,20 +103,31 @@ int main(int argc, char **argv)
 	cudaGraphExec_t ge;
 
 	CK(cudaSetDevice(0));
+	/* (GT_EARLY: CUPTI registered, and the graph-level kind on and off again, before the
+	 * graph is made.) */
+	if (getenv("GT_EARLY")) {
+		if (cuptiActivityRegisterCallbacks(buf_request, buf_complete) != CUPTI_SUCCESS)
+			return 1;
+		kinds(GTRACE_ONLY, true);
+		kinds(GTRACE_ONLY, false);
+	}
 	CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
 	CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
 	for (int i = 0; i < k; i++)
 		empty<<<1, 32, 0, s>>>();
 	CK(cudaStreamEndCapture(s, &g));
 	CK(cudaGraphInstantiate(&ge, g, 0));
-	if (cuptiActivityRegisterCallbacks(buf_request, buf_complete) != CUPTI_SUCCESS)
+	if (!getenv("GT_EARLY") &&
+	    cuptiActivityRegisterCallbacks(buf_request, buf_complete) != CUPTI_SUCCESS)
 		return 1;
 	for (int r = 0; r < rounds + 1; r++) {
 		for (int j = 0; j < NV; j++) {
-			int v = (j + r) % NV;
+			int v = (getenv("GT_ORDER") ? NV - 1 - j + r : j + r) % NV;
 			double c = 0, t0;
 
 			cur = v;
+			if (getenv("GT_VERBOSE"))
+				fprintf(stderr, "round %d: %s\n", r, names[v]);
 			kinds(v, true);
 			t0 = now_us();
 			for (int i = 0; i < n; i++) {
@@ -125,6 +138,8 @@ int main(int argc, char **argv)
 				a = now_us();
 				CK(cudaGraphLaunch(ge, s));
 				c += now_us() - a;
+				if (getenv("GT_VERBOSE") && !i)
+					fprintf(stderr, "launched\n");
 				if (v == PAUSE)
 					cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
 				empty<<<1, 32, 0, s>>>();
