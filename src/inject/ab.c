@@ -22,7 +22,8 @@
  * "+norecord" (every record given up before the ring: what writing them costs) or "+nopf"
  * (the ring's writer prefetches nothing) or "+take=N" (CUPTI's records matched N at a time
  * under the queues' lock, 0 a buffer's) or "+gpause=N" (what graph launches switch off of
- * CUPTI's kinds: 1 kernels', 3 also copies' and sets', 0 none) or "+carry" / "+pairs" (timed launches on idle
+ * CUPTI's kinds: 1 kernels', 3 also copies' and sets', 0 none) or "+gevery" (under all,
+ * every graph launch timed as a whole, not within the rate and budget) or "+carry" / "+pairs" (timed launches on idle
  * streams run by carriers, or gated pairs: N's sampled ones too), in any number; what is
  * not given is as at the start (or as the word says).
  * A thread of ours reads the file every millisecond. A file that is missing or says anything
@@ -46,6 +47,7 @@
 static const char *ab_file;
 static __u32 trate_start, budget_start, take_start;
 static int gpause_start;
+static bool gevery_start;
 
 /* The parts' sums since the last switch, as one line after the mode they ran in. */
 static void phases_write(const char *mode)
@@ -79,6 +81,7 @@ static void apply(char *word)
 	__u32 every = gs_stacks_start.every, rate = gs_stacks_start.rate, trate = trate_start;
 	__u32 budget = budget_start, take = take_start;
 	int gpause = gpause_start;
+	bool gevery = gevery_start;
 	char *opt = strchr(word, '+');
 	bool norecord = false, nopf = false;
 	int carriers = -1;
@@ -103,6 +106,8 @@ static void apply(char *word)
 			take = (__u32)strtoul(opt + 5, NULL, 10);
 		else if (!strncmp(opt, "gpause=", 7))
 			gpause = (int)strtol(opt + 7, NULL, 10);
+		else if (!strcmp(opt, "gevery"))
+			gevery = true;
 		else if (!strcmp(opt, "norecord"))
 			norecord = true;
 		else if (!strcmp(opt, "nopf"))
@@ -121,6 +126,7 @@ static void apply(char *word)
 	gs_timing_budget(budget);
 	gs_cupti_take_chunk(take);
 	gs_cupti_pause_what(gpause);
+	gs_timing_graphs_every(gevery);
 	__atomic_store_n(&gs_ab_norecord, norecord, __ATOMIC_RELAXED);
 	gs_ab_prefetch(!nopf);
 	__atomic_store_n(&gs_active, true, __ATOMIC_RELAXED);
@@ -165,6 +171,7 @@ void gs_ab_init(void)
 	budget_start = gs_timing_budget_now();
 	take_start = gs_cupti_take_chunk_now();
 	gpause_start = gs_cupti_pause_what_now();
+	gevery_start = gs_timing_graphs_every_now();
 	if (ab_file && *ab_file && gs_thread(ab_thread))
 		gs_phases_on = getenv("GPUSCOPE_AB_PHASES") != NULL;
 }

@@ -27,6 +27,10 @@ static __thread __u64 tl_cost_tat __attribute__((tls_model("initial-exec")));
 /* The launch gs_timing_wanted just let through is a kernel's first on the thread: timed
  * whatever the budget, and not paid for (it may set up what all later ones use). */
 static __thread bool tl_first __attribute__((tls_model("initial-exec")));
+/* The launch gs_timing_graph_wanted just let through: its cost kept to the budget whatever
+ * the mode. */
+static __thread bool tl_charged __attribute__((tls_model("initial-exec")));
+static bool graphs_every; /* (ab.c: every graph launch timed as a whole under all) */
 
 static bool no_carry_start; /* no GPUSCOPE_CARRY (ab.c's modes but "carry" and "pairs" go
 			     * back to it) */
@@ -201,15 +205,14 @@ void gs_timing_synced(void)
 		spent(gs_clock() - t0);
 }
 
-bool gs_timing_wanted(__u64 func)
+/* This thread's launch count of func (NULL: no memory). */
+static struct sample_slot *sample_of(__u64 func)
 {
 	unsigned int h = (unsigned int)((func >> 4) ^ (func >> 12) ^ (func >> 20));
 	unsigned int i = h & (SAMPLE_SLOTS - 1);
-	int every = __atomic_load_n(&T.every, __ATOMIC_RELAXED); /* (once: ab.c may change it) */
-	if (every <= 1)
-		return every == 1;
+
 	if (!tl_sample && !(tl_sample = calloc(SAMPLE_SLOTS, sizeof(*tl_sample))))
-		return false;
+		return NULL;
 	/* Open addressing; with more kernels than slots, they share the last probe's slot. */
 	for (int probe = 0; probe < 16; probe++, i = (i + 1) & (SAMPLE_SLOTS - 1)) {
 		if (tl_sample[i].func == func || tl_sample[i].n == 0) {
@@ -217,7 +220,17 @@ bool gs_timing_wanted(__u64 func)
 			break;
 		}
 	}
-	if (tl_sample[i].n++ % (__u32)every)
+	return &tl_sample[i];
+}
+
+bool gs_timing_wanted(__u64 func)
+{
+	int every = __atomic_load_n(&T.every, __ATOMIC_RELAXED); /* (once: ab.c may change it) */
+	struct sample_slot *s;
+
+	if (every <= 1)
+		return every == 1;
+	if (!(s = sample_of(func)) || s->n++ % (__u32)every)
 		return false;
 	/* A kernel's first launch on the thread is timed; later ones due are timed only while
 	 * the thread keeps to the rate and the budget. A timed launch on an idle stream costs
@@ -226,8 +239,37 @@ bool gs_timing_wanted(__u64 func)
 	 * the reading after its syncs: at 1,000 a second, a few % of the thread's time
 	 * whatever its launch rate; the budget keeps it to 0.25% (budget-2026-11-29.md). One
 	 * left untimed is counted; the kernel's next one due is the next chance. */
-	tl_first = tl_sample[i].n == 1;
+	tl_first = s->n == 1;
 	return tl_first || rate_allows();
+}
+
+/* Under --gpu-time=all a graph's kernels are timed by twins at sampled launches; the launch
+ * as a whole with a pair, at its exec's first launch on the thread and then within the
+ * rate and the budget, as --gpu-time=N's launches: a pair at every launch cost a CUDA-graph
+ * step ~4.5 us a replay, ours (inbox-2026-11-29.md). */
+bool gs_timing_graph_wanted(__u64 exec)
+{
+	struct sample_slot *s;
+
+	if (__atomic_load_n(&graphs_every, __ATOMIC_RELAXED))
+		return true;
+	if (!(s = sample_of(exec)))
+		return false;
+	tl_first = s->n++ == 0;
+	if (!tl_first && !rate_allows())
+		return false;
+	tl_charged = true;
+	return true;
+}
+
+void gs_timing_graphs_every(bool on)
+{
+	__atomic_store_n(&graphs_every, on, __ATOMIC_RELAXED);
+}
+
+bool gs_timing_graphs_every_now(void)
+{
+	return __atomic_load_n(&graphs_every, __ATOMIC_RELAXED);
 }
 
 /* The slot of the current context: this thread's last one, else looked up. */
@@ -491,8 +533,11 @@ static bool begin_timing(struct gs_timing *t, __u64 stream, bool ptsz, __u8 kind
 
 bool gs_timing_begin(struct gs_timing *t, __u64 stream, bool ptsz, __u8 kind, __u64 func, __u64 key)
 {
-	__u64 t0 = budgeted() && !tl_first ? gs_clock() : 0;
-	bool timed = begin_timing(t, stream, ptsz, kind, func, key);
+	__u64 t0 = (budgeted() || tl_charged) && !tl_first ? gs_clock() : 0;
+	bool timed;
+
+	tl_charged = false;
+	timed = begin_timing(t, stream, ptsz, kind, func, key);
 
 	/* (What it cost is paid for once the call is over: in gs_timing_end if it goes on.
 	 * Not clocked where nothing is kept to a budget.) */

@@ -108,6 +108,11 @@ void gs_timing_after_fork(void) GS_HIDDEN;
 /* Whether this call should be timed (mode, sampling by func; with --gpu-time=N, a due launch
  * that would exceed the thread's rate is not, and is counted: see gputime.c). */
 bool gs_timing_wanted(__u64 func) GS_HIDDEN;
+/* --gpu-time=all: whether a graph launch of exec is timed as a whole (its first on the
+ * thread, then within the rate and the budget); ab.c: every one (on), or so (off). */
+bool gs_timing_graph_wanted(__u64 exec) GS_HIDDEN;
+void gs_timing_graphs_every(bool on) GS_HIDDEN;
+bool gs_timing_graphs_every_now(void) GS_HIDDEN;
 /* Set (before its call) once the program begins a stream capture, whatever the plane's
  * state: until then no stream can be capturing, and a launch need not ask the driver
  * (cuStreamIsCapturing; with the context's question ~0.3 us a timed launch on an H200,

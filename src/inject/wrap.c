@@ -453,7 +453,9 @@ int gs_call(unsigned int api, void *caller, __u64 a0, __u64 a1, __u64 a2, __u64 
 	 * pair for the whole.) */
 	if (timed && kind == GS_GPU_GRAPH && !gs_probe_on && gs_cupti_times_graphs())
 		timed = false;
-	timed = timed && gs_timing_wanted(func);
+	timed = timed && (kind == GS_GPU_GRAPH && gs_cupti_wanted() && !gs_probe_on
+				  ? gs_timing_graph_wanted(func)
+				  : gs_timing_wanted(func));
 	/* Launches held in a chain are let go before anything that may wait for them or
 	 * depend on them (a name lookup cannot). */
 	if (gs_timing_chained() && !(timed && kind == GS_GPU_KERNEL) && d->family != GS_FAM_KNAME)

@@ -1145,6 +1145,32 @@ def test_cupti_launches_while_a_graph_launches(gs):
     assert truth["gpu:idle:ns"] - 3 <= g["min_ns"] <= g["max_ns"] <= truth["gpu:idle:ns"] + 3, g
 
 
+def test_cupti_graph_launches_timed_within_the_rate(gs):
+    """Under --gpu-time=all a graph's kernels are timed by twins at sampled launches, and
+    the launch as a whole by a pair at its exec's first launch on the thread, then within
+    the thread's rate and budget as --gpu-time=N's launches (a pair at every launch cost a
+    CUDA-graph step ~4.5 us a replay on an H200). wl_gputime's 200 launches of one exec,
+    each waited for: the launches not run by the twin are timed, or left untimed and
+    counted (capped), exactly; with no rate and no budget, all of them are timed."""
+    n = 200
+    for rate in ("0", "20"):
+        report, _, _ = gs.trace(["wl_gputime", "--replays", str(n)], opts=["--inject"],
+                                env_extra=dict(FAKECUDA_KERNEL_NS="5000", GPUSCOPE_TIME_RATE=rate,
+                                               GPUSCOPE_TIME_BUDGET="0"))
+        gpu = report["gpu"]
+        k = kernels_by_name(report)
+        assert k["busy"]["graph_runs"] == n
+        twins = (k["busy"]["gpu"] or {}).get("in_graph", 0)
+        capped = report["drops"]["gpu_time_capped"]
+        timed = gpu["graphs"]["timed"] + gpu["start_unknown_late_call"]
+        assert timed + capped == n - twins, (timed, capped, twins)
+        if rate == "0":
+            assert capped == 0 and twins >= 1, (capped, twins)
+        else:
+            # (the first, then 10 at once and 20 a second: the run takes well under 5 s)
+            assert 11 <= timed <= 11 + 5 * 20 and capped >= n - twins - 111, (timed, capped)
+
+
 def test_cupti_handle_given_again(gs):
     """XLA unloads modules and loads others all along, and the driver gives the new
     module's kernel the old one's handle: a launch's kernel is known by the name the driver
