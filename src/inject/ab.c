@@ -23,7 +23,8 @@
  * (the ring's writer prefetches nothing) or "+take=N" (CUPTI's records matched N at a time
  * under the queues' lock, 0 a buffer's) or "+gpause=N" (what graph launches switch off of
  * CUPTI's kinds: 1 kernels', 3 also copies' and sets', 0 none) or "+gevery" (under all,
- * every graph launch timed as a whole, not within the rate and budget) or "+carry" / "+pairs" (timed launches on idle
+ * every graph launch timed as a whole, not within the rate and budget) or "+resume" (what
+ * graph launches switch off on again as each ends, not left off for the next) or "+carry" / "+pairs" (timed launches on idle
  * streams run by carriers, or gated pairs: N's sampled ones too), in any number; what is
  * not given is as at the start (or as the word says).
  * A thread of ours reads the file every millisecond. A file that is missing or says anything
@@ -47,7 +48,7 @@
 static const char *ab_file;
 static __u32 trate_start, budget_start, take_start;
 static int gpause_start;
-static bool gevery_start;
+static bool gevery_start, resume_start;
 
 /* The parts' sums since the last switch, as one line after the mode they ran in. */
 static void phases_write(const char *mode)
@@ -81,7 +82,7 @@ static void apply(char *word)
 	__u32 every = gs_stacks_start.every, rate = gs_stacks_start.rate, trate = trate_start;
 	__u32 budget = budget_start, take = take_start;
 	int gpause = gpause_start;
-	bool gevery = gevery_start;
+	bool gevery = gevery_start, resume = resume_start;
 	char *opt = strchr(word, '+');
 	bool norecord = false, nopf = false;
 	int carriers = -1;
@@ -108,6 +109,8 @@ static void apply(char *word)
 			gpause = (int)strtol(opt + 7, NULL, 10);
 		else if (!strcmp(opt, "gevery"))
 			gevery = true;
+		else if (!strcmp(opt, "resume"))
+			resume = true;
 		else if (!strcmp(opt, "norecord"))
 			norecord = true;
 		else if (!strcmp(opt, "nopf"))
@@ -127,6 +130,7 @@ static void apply(char *word)
 	gs_cupti_take_chunk(take);
 	gs_cupti_pause_what(gpause);
 	gs_timing_graphs_every(gevery);
+	gs_cupti_resume_at_once(resume);
 	__atomic_store_n(&gs_ab_norecord, norecord, __ATOMIC_RELAXED);
 	gs_ab_prefetch(!nopf);
 	__atomic_store_n(&gs_active, true, __ATOMIC_RELAXED);
@@ -172,6 +176,7 @@ void gs_ab_init(void)
 	take_start = gs_cupti_take_chunk_now();
 	gpause_start = gs_cupti_pause_what_now();
 	gevery_start = gs_timing_graphs_every_now();
+	resume_start = gs_cupti_resume_at_once_now();
 	if (ab_file && *ab_file && gs_thread(ab_thread))
 		gs_phases_on = getenv("GPUSCOPE_AB_PHASES") != NULL;
 }

@@ -186,6 +186,10 @@ bool gs_cupti_graph_pause(void) GS_HIDDEN;
  * default), 3 also copies' and sets', 0 nothing. */
 void gs_cupti_pause_what(int what) GS_HIDDEN;
 int gs_cupti_pause_what_now(void) GS_HIDDEN;
+/* Measurements (ab.c): what graph launches switched off is on again as the last ends (on),
+ * or left off until a launch wants it (off: the default). */
+void gs_cupti_resume_at_once(bool on) GS_HIDDEN;
+bool gs_cupti_resume_at_once_now(void) GS_HIDDEN;
 void gs_cupti_graph_resume(void) GS_HIDDEN;
 /* Before a kernel launch's call (dims: grid x, y, z, block x, y, z; now: when it began),
  * and after it, always. l->qi 0: not queued (to be timed otherwise). */

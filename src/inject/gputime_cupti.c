@@ -149,9 +149,13 @@ static struct {
 	 * in its thread's inbox) and switches: a launch's call sees our kind on or off
 	 * throughout (PAUSE_WAIT_NS at most: see call_enter). */
 	int switching;
-	int paused;	  /* graph launches in their call, our kind off meanwhile (not graphs) */
-	int pause_what;	  /* PAUSE_*: what is switched off around graph launches (ab.c) */
-	int paused_what;  /* ... what the pause under way switched off */
+	int paused;	 /* graph launches in their call, our kind off meanwhile (not graphs) */
+	int pause_what;	 /* PAUSE_*: what is switched off around graph launches (ab.c) */
+	int paused_what; /* ... what the pause under way switched off */
+	/* What graph launches switched off stays off after them (see pause_switch), until a
+	 * launch of the program's wants it on (resume_now; lazy_no: on again at once). */
+	bool left_off;
+	bool lazy_no;	  /* (ab.c's +resume) */
 	__u64 pause_late; /* switches or launches that did not wait longer for the other */
 	bool kind_on;	  /* our kind enabled */
 	void *handle;
@@ -410,6 +414,7 @@ static void apply(void)
 		return;
 	kinds(on);
 	C.kind_on = on;
+	__atomic_store_n(&C.left_off, false, __ATOMIC_RELEASE); /* (all on, or all off) */
 	if (!on)
 		flush_and_take(0);
 }
@@ -702,8 +707,26 @@ static bool call_enter(void)
 	return false;
 }
 
-/* Our kind off (pause) or on again (not), as graph launches begin and end their calls, once
- * the launches in their calls meanwhile are done. */
+/* What a pause switches off (what) switched off or on again. */
+static void switch_kinds(int what, bool on)
+{
+	gs_cupti_kind_fn f = on ? C.f.enable : C.f.disable;
+
+	if (what & PAUSE_KERNELS)
+		f(GS_CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+	if (what & PAUSE_COPIES) {
+		f(GS_CUPTI_ACTIVITY_KIND_MEMCPY);
+		f(GS_CUPTI_ACTIVITY_KIND_MEMSET);
+	}
+}
+
+/*
+ * Our kind off (pause) as graph launches begin their calls, once the launches in their
+ * calls meanwhile are done; when the last ends, left off (left_off), to be switched on
+ * again by the next launch that needs it (resume_now). Each switch costs the driver's
+ * call 2-3 us (a CUDA-graph step's launch call 17.5 us under all against 10.9 under off,
+ * inbox-2026-11-29.md): a program that launches graph after graph pays it once.
+ */
 static void pause_switch(bool pause)
 {
 	int saved = errno; /* (the program's, after its call) */
@@ -714,22 +737,64 @@ static void pause_switch(bool pause)
 	if (!gt_inbox_quiet(PAUSE_WAIT_NS))
 		__atomic_fetch_add(&C.pause_late, 1, __ATOMIC_RELAXED);
 	now = pause ? C.paused == 0 : C.paused == 1;
-	if (now && pause)
-		C.paused_what = __atomic_load_n(&C.pause_what, __ATOMIC_RELAXED);
-	__atomic_store_n(&C.paused, C.paused + (pause ? 1 : -1), __ATOMIC_RELEASE);
-	if (now && C.kind_on) {
-		gs_cupti_kind_fn f = pause ? C.f.disable : C.f.enable;
+	if (now && pause) {
+		int what = __atomic_load_n(&C.pause_what, __ATOMIC_RELAXED);
 
-		if (C.paused_what & PAUSE_KERNELS)
-			f(GS_CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
-		if (C.paused_what & PAUSE_COPIES) {
-			f(GS_CUPTI_ACTIVITY_KIND_MEMCPY);
-			f(GS_CUPTI_ACTIVITY_KIND_MEMSET);
-		}
+		if (C.kind_on && C.left_off && what != C.paused_what)
+			switch_kinds(C.paused_what, true); /* (ab.c changed what) */
+		if (C.kind_on && (!C.left_off || what != C.paused_what))
+			switch_kinds(what, false);
+		C.paused_what = what;
+		__atomic_store_n(&C.left_off, false, __ATOMIC_RELEASE);
+	}
+	__atomic_store_n(&C.paused, C.paused + (pause ? 1 : -1), __ATOMIC_RELEASE);
+	if (now && !pause && C.kind_on) {
+		if (__atomic_load_n(&C.lazy_no, __ATOMIC_RELAXED))
+			switch_kinds(C.paused_what, true);
+		else
+			__atomic_store_n(&C.left_off, true, __ATOMIC_RELEASE);
 	}
 	__atomic_store_n(&C.switching, 0, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&C.pause_lock);
 	errno = saved;
+}
+
+/* A launch that wants our kind on, after graph launches left it off: on again now (the
+ * launches in their calls meanwhile done first, as at a switch). */
+static void resume_now(void)
+{
+	int saved = errno;
+
+	pthread_mutex_lock(&C.pause_lock);
+	if (__atomic_load_n(&C.left_off, __ATOMIC_ACQUIRE) && !C.paused) {
+		__atomic_store_n(&C.switching, 1, __ATOMIC_SEQ_CST);
+		if (!gt_inbox_quiet(PAUSE_WAIT_NS))
+			__atomic_fetch_add(&C.pause_late, 1, __ATOMIC_RELAXED);
+		if (C.kind_on)
+			switch_kinds(C.paused_what, true);
+		__atomic_store_n(&C.left_off, false, __ATOMIC_RELEASE);
+		__atomic_store_n(&C.switching, 0, __ATOMIC_RELEASE);
+	}
+	pthread_mutex_unlock(&C.pause_lock);
+	errno = saved;
+}
+
+/* Whether a call entered (call_enter) may be queued for its record: no pause under way, and
+ * what the pause switches off (what: PAUSE_*) is on. */
+static bool recorded(int what)
+{
+	return !__atomic_load_n(&C.paused, __ATOMIC_ACQUIRE) &&
+	       !(__atomic_load_n(&C.left_off, __ATOMIC_ACQUIRE) && (C.paused_what & what));
+}
+
+void gs_cupti_resume_at_once(bool on)
+{
+	__atomic_store_n(&C.lazy_no, on, __ATOMIC_RELAXED);
+}
+
+bool gs_cupti_resume_at_once_now(void)
+{
+	return __atomic_load_n(&C.lazy_no, __ATOMIC_RELAXED);
 }
 
 void gs_cupti_pause_what(int what)
@@ -954,10 +1019,12 @@ void gs_cupti_before(struct gs_cupti_launch *l, __u64 stream, bool ptsz, __u64 f
 	}
 	/* (While a graph launch's call has our kind off, with a pair: its record would not
 	 * come. Entered to the end of the call: no switch meanwhile.) */
+	if (__atomic_load_n(&C.left_off, __ATOMIC_ACQUIRE))
+		resume_now();
 	ph = gs_phase_t0();
 	l->held = call_enter();
 	gs_phase_add(GS_PH_PAUSE, ph);
-	if (__atomic_load_n(&C.paused, __ATOMIC_ACQUIRE)) {
+	if (!recorded(PAUSE_KERNELS)) {
 		not_queued(NQ_PAUSED);
 		return;
 	}
@@ -999,8 +1066,10 @@ void gs_cupti_copy_before(struct gs_cupti_launch *l, __u64 stream, bool ptsz,
 		return;
 	}
 	if (__atomic_load_n(&C.pause_what, __ATOMIC_RELAXED) & PAUSE_COPIES) {
+		if (__atomic_load_n(&C.left_off, __ATOMIC_ACQUIRE))
+			resume_now();
 		l->held = call_enter();
-		if (__atomic_load_n(&C.paused, __ATOMIC_ACQUIRE)) {
+		if (!recorded(PAUSE_COPIES)) {
 			not_queued(NQ_PAUSED);
 			return;
 		}
@@ -1532,6 +1601,7 @@ void gs_cupti_after_fork(void)
 	pthread_mutex_init(&C.lock, NULL);
 	pthread_mutex_init(&C.pause_lock, NULL);
 	C.switching = 0;
+	C.left_off = false;
 	C.paused = 0;
 	pthread_mutex_init(&done_lock, NULL);
 	pthread_mutex_init(&taking, NULL);

@@ -32,7 +32,8 @@
  * once, inside the launch that made the Nth (as CUPTI completes a full buffer inside the
  * program's call that filled it).
  * FAKECUPTI_CALLS=path: at exit, which of the client-facing functions were called, one
- * name a line (tests: whose calls reached the double).
+ * name a line (tests: whose calls reached the double). FAKECUPTI_SWITCHES=path: at exit,
+ * how often the kernel kind was switched: "enabled N disabled M".
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -75,6 +76,7 @@ static void *ids[MAX_IDS];
 static int nids;
 static uint32_t period_ms;
 static char calls[512];
+static unsigned long kernel_on_n, kernel_off_n; /* (the kernel kind's switches) */
 
 typedef void (*kernel_hook_fn)(void *, void *, unsigned long long, unsigned long long,
 			       const unsigned int *, const char *, unsigned int);
@@ -336,6 +338,11 @@ static void write_calls(void)
 		fputs(calls, f);
 		fclose(f);
 	}
+	path = getenv("FAKECUPTI_SWITCHES");
+	if (path && (f = fopen(path, "w"))) {
+		fprintf(f, "enabled %lu disabled %lu\n", kernel_on_n, kernel_off_n);
+		fclose(f);
+	}
 }
 
 __attribute__((constructor)) static void init(void)
@@ -379,6 +386,8 @@ EXPORT int cuptiActivityEnable(int kind)
 	pthread_mutex_lock(&lock);
 	if (kind_on(kind))
 		*kind_on(kind) = 1;
+	if (kind == GS_CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)
+		kernel_on_n++;
 	pthread_mutex_unlock(&lock);
 	if (kind == GS_CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)
 		hook(on_kernel);
@@ -392,6 +401,8 @@ EXPORT int cuptiActivityDisable(int kind)
 	pthread_mutex_lock(&lock);
 	if (kind_on(kind))
 		*kind_on(kind) = 0;
+	if (kind == GS_CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)
+		kernel_off_n++;
 	pthread_mutex_unlock(&lock);
 	return GS_CUPTI_SUCCESS;
 }

@@ -1171,6 +1171,26 @@ def test_cupti_graph_launches_timed_within_the_rate(gs):
             assert 11 <= timed <= 11 + 5 * 20 and capped >= n - twins - 111, (timed, capped)
 
 
+def test_cupti_kind_left_off_between_graph_launches(gs):
+    """Under --gpu-time=all CUPTI's kernel kind is off while a graph launch is in its call,
+    and each switch costs the driver's call 2-3 us: after the last graph launch it is left
+    off, and switched on again only by the next kernel launch that needs it. wl_gputime's 6
+    rounds of one kernel then 10 graph launches: the kind disabled 6 times and enabled 6
+    (at the start, then at the kernel of each round after the first), not 60 and 61; every
+    kernel of the rounds still has its record."""
+    switches = gs.tmp / "switches.txt"
+    report, truth, _ = gs.trace(["wl_gputime", "--graph-bursts", "6", "10"], opts=["--inject"],
+                                env_extra=dict(FAKECUPTI_SWITCHES=switches))
+    gpu = report["gpu"]
+    assert gpu["cupti_processes"] == 1 and gpu["cupti_unmatched"] == 0, gpu
+    assert report["drops"]["gpu_time_lost"] == 0, report["drops"]
+    k = kernels_by_name(report)
+    assert k["busy"]["launches"] == 6 and k["busy"]["gpu"]["by_driver"] == 6, k["busy"]
+    assert k["idle"]["graph_runs"] == 60, k["idle"]
+    assert switches.read_text().split() == ["enabled", "6", "disabled", "6"], \
+        switches.read_text()
+
+
 def test_cupti_handle_given_again(gs):
     """XLA unloads modules and loads others all along, and the driver gives the new
     module's kernel the old one's handle: a launch's kernel is known by the name the driver

@@ -40,6 +40,9 @@
  * graph API) launched N times on s2, each waited for; with D, `idle` disabled
  * (cuGraphNodeSetEnabled) at launches D to D + 3.
  *
+ * With --graph-bursts R G, only this instead: R rounds of `busy` launched on s, then a graph
+ * of one `idle` (built with the graph API) launched G times on s, the round waited for.
+ *
  * With --follow, only this instead (follows, src/inject/gputime_chain.c): see follows().
  *
  * With --shapes N, only this instead (carriers, src/inject/gputime_carry.c): see shapes().
@@ -519,6 +522,31 @@ static int replays(CUkernel busy, CUkernel idle, CUstream s2, int n, int d,
 	return 0;
 }
 
+/* --graph-bursts R G: see the top. */
+static int graph_bursts(CUkernel busy, CUkernel idle, CUstream s, int rounds, int g,
+			unsigned long long busy_ns, unsigned long long idle_ns)
+{
+	CUDA_KERNEL_NODE_PARAMS a = kparams(idle, 4, 256, NULL);
+	CUgraphNode node;
+	CUgraphExec exec;
+	CUgraph graph;
+
+	CHECK(cuGraphCreate(&graph, 0), 0);
+	CHECK(cuGraphAddKernelNode_v2(&node, graph, NULL, 0, &a), 0);
+	CHECK(cuGraphInstantiateWithFlags(&exec, graph, 0), 0);
+	for (int r = 0; r < rounds; r++) {
+		CHECK(cuLaunchKernel((CUfunction)busy, 1, 1, 1, 32, 1, 1, 0, s, NULL, NULL), 0);
+		for (int i = 0; i < g; i++)
+			CHECK(cuGraphLaunch(exec, s), 0);
+		CHECK(cuStreamSynchronize(s), 0);
+	}
+	CHECK(cuGraphExecDestroy(exec), 0);
+	CHECK(cuGraphDestroy(graph), 0);
+	truth_kernels(busy_ns, idle_ns, 0);
+	truth_write();
+	return 0;
+}
+
 static int children(CUkernel busy, CUkernel idle, CUkernel other, CUstream s2,
 		    unsigned long long busy_ns, unsigned long long idle_ns, int update)
 {
@@ -665,6 +693,8 @@ int main(int argc, char **argv)
 		return shapes(busy, idle, s, atoi(argv[2]));
 	if (argc > 2 && !strcmp(argv[1], "--copies"))
 		return copies(idle, s, atoi(argv[2]));
+	if (argc > 3 && !strcmp(argv[1], "--graph-bursts"))
+		return graph_bursts(busy, idle, s, atoi(argv[2]), atoi(argv[3]), busy_ns, idle_ns);
 	if (argc > 2 && !strcmp(argv[1], "--replays"))
 		return replays(busy, idle, s2, atoi(argv[2]), argc > 3 ? atoi(argv[3]) : -1,
 			       busy_ns, idle_ns);
