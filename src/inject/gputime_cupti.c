@@ -152,9 +152,10 @@ static struct {
 	int paused;	 /* graph launches in their call, our kind off meanwhile (not graphs) */
 	int pause_what;	 /* PAUSE_*: what is switched off around graph launches (ab.c) */
 	int paused_what; /* ... what the pause under way switched off */
-	/* What graph launches switched off stays off after them (see pause_switch), until a
-	 * launch of the program's wants it on (resume_now; lazy_no: on again at once). */
-	bool left_off;
+	/* What graph launches switched off (PAUSE_*) stays off after them (see pause_switch),
+	 * each kind until a call of the program's wants it on (resume_now; lazy_no: on again
+	 * at once). */
+	int left_off;
 	bool lazy_no;	  /* (ab.c's +resume) */
 	__u64 pause_late; /* switches or launches that did not wait longer for the other */
 	bool kind_on;	  /* our kind enabled */
@@ -414,7 +415,7 @@ static void apply(void)
 		return;
 	kinds(on);
 	C.kind_on = on;
-	__atomic_store_n(&C.left_off, false, __ATOMIC_RELEASE); /* (all on, or all off) */
+	__atomic_store_n(&C.left_off, 0, __ATOMIC_RELEASE); /* (all on, or all off) */
 	if (!on)
 		flush_and_take(0);
 }
@@ -738,53 +739,55 @@ static void pause_switch(bool pause)
 		__atomic_fetch_add(&C.pause_late, 1, __ATOMIC_RELAXED);
 	now = pause ? C.paused == 0 : C.paused == 1;
 	if (now && pause) {
-		int what = __atomic_load_n(&C.pause_what, __ATOMIC_RELAXED);
+		int what = __atomic_load_n(&C.pause_what, __ATOMIC_RELAXED), off = C.left_off;
 
-		if (C.kind_on && C.left_off && what != C.paused_what)
-			switch_kinds(C.paused_what, true); /* (ab.c changed what) */
-		if (C.kind_on && (!C.left_off || what != C.paused_what))
-			switch_kinds(what, false);
+		if (C.kind_on) {
+			switch_kinds(off & ~what, true); /* (ab.c changed what) */
+			switch_kinds(what & ~off, false);
+		}
 		C.paused_what = what;
-		__atomic_store_n(&C.left_off, false, __ATOMIC_RELEASE);
+		__atomic_store_n(&C.left_off, 0, __ATOMIC_RELEASE);
 	}
 	__atomic_store_n(&C.paused, C.paused + (pause ? 1 : -1), __ATOMIC_RELEASE);
 	if (now && !pause && C.kind_on) {
 		if (__atomic_load_n(&C.lazy_no, __ATOMIC_RELAXED))
 			switch_kinds(C.paused_what, true);
 		else
-			__atomic_store_n(&C.left_off, true, __ATOMIC_RELEASE);
+			__atomic_store_n(&C.left_off, C.paused_what, __ATOMIC_RELEASE);
 	}
 	__atomic_store_n(&C.switching, 0, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&C.pause_lock);
 	errno = saved;
 }
 
-/* A launch that wants our kind on, after graph launches left it off: on again now (the
- * launches in their calls meanwhile done first, as at a switch). */
-static void resume_now(void)
+/* A call that wants a kind on (what: PAUSE_*) that graph launches left off: on again now
+ * (the launches in their calls meanwhile done first, as at a switch), the others left. */
+static void resume_now(int what)
 {
-	int saved = errno;
+	int saved = errno, on;
 
+	if (!(__atomic_load_n(&C.left_off, __ATOMIC_ACQUIRE) & what))
+		return;
 	pthread_mutex_lock(&C.pause_lock);
-	if (__atomic_load_n(&C.left_off, __ATOMIC_ACQUIRE) && !C.paused) {
+	if ((on = C.left_off & what) && !C.paused) {
 		__atomic_store_n(&C.switching, 1, __ATOMIC_SEQ_CST);
 		if (!gt_inbox_quiet(PAUSE_WAIT_NS))
 			__atomic_fetch_add(&C.pause_late, 1, __ATOMIC_RELAXED);
 		if (C.kind_on)
-			switch_kinds(C.paused_what, true);
-		__atomic_store_n(&C.left_off, false, __ATOMIC_RELEASE);
+			switch_kinds(on, true);
+		__atomic_store_n(&C.left_off, C.left_off & ~on, __ATOMIC_RELEASE);
 		__atomic_store_n(&C.switching, 0, __ATOMIC_RELEASE);
 	}
 	pthread_mutex_unlock(&C.pause_lock);
 	errno = saved;
 }
 
-/* Whether a call entered (call_enter) may be queued for its record: no pause under way, and
- * what the pause switches off (what: PAUSE_*) is on. */
+/* Whether a call entered (call_enter) may be queued for its record: no pause under way
+ * that switches its kind off (what: PAUSE_*), and its kind not left off. */
 static bool recorded(int what)
 {
-	return !__atomic_load_n(&C.paused, __ATOMIC_ACQUIRE) &&
-	       !(__atomic_load_n(&C.left_off, __ATOMIC_ACQUIRE) && (C.paused_what & what));
+	return !(__atomic_load_n(&C.paused, __ATOMIC_ACQUIRE) && (C.paused_what & what)) &&
+	       !(__atomic_load_n(&C.left_off, __ATOMIC_ACQUIRE) & what);
 }
 
 void gs_cupti_resume_at_once(bool on)
@@ -1019,8 +1022,7 @@ void gs_cupti_before(struct gs_cupti_launch *l, __u64 stream, bool ptsz, __u64 f
 	}
 	/* (While a graph launch's call has our kind off, with a pair: its record would not
 	 * come. Entered to the end of the call: no switch meanwhile.) */
-	if (__atomic_load_n(&C.left_off, __ATOMIC_ACQUIRE))
-		resume_now();
+	resume_now(PAUSE_KERNELS);
 	ph = gs_phase_t0();
 	l->held = call_enter();
 	gs_phase_add(GS_PH_PAUSE, ph);
@@ -1065,9 +1067,10 @@ void gs_cupti_copy_before(struct gs_cupti_launch *l, __u64 stream, bool ptsz,
 		not_queued(NQ_SHAPE);
 		return;
 	}
-	if (__atomic_load_n(&C.pause_what, __ATOMIC_RELAXED) & PAUSE_COPIES) {
-		if (__atomic_load_n(&C.left_off, __ATOMIC_ACQUIRE))
-			resume_now();
+	if ((__atomic_load_n(&C.pause_what, __ATOMIC_RELAXED) |
+	     __atomic_load_n(&C.left_off, __ATOMIC_ACQUIRE)) &
+	    PAUSE_COPIES) {
+		resume_now(PAUSE_COPIES);
 		l->held = call_enter();
 		if (!recorded(PAUSE_COPIES)) {
 			not_queued(NQ_PAUSED);
@@ -1601,7 +1604,7 @@ void gs_cupti_after_fork(void)
 	pthread_mutex_init(&C.lock, NULL);
 	pthread_mutex_init(&C.pause_lock, NULL);
 	C.switching = 0;
-	C.left_off = false;
+	C.left_off = 0;
 	C.paused = 0;
 	pthread_mutex_init(&done_lock, NULL);
 	pthread_mutex_init(&taking, NULL);
