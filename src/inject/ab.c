@@ -22,7 +22,7 @@
  * "+norecord" (every record given up before the ring: what writing them costs) or "+nopf"
  * (the ring's writer prefetches nothing) or "+take=N" (CUPTI's records matched N at a time
  * under the queues' lock, 0 a buffer's) or "+gpause=N" (what graph launches switch off of
- * CUPTI's kinds: 1 kernels', 3 also copies' and sets', 0 none) or "+gevery" (under all,
+ * CUPTI's kinds: 1 kernels', 3 also copies' and sets' (the default), 0 none) or "+gevery" (under all,
  * every graph launch timed as a whole, not within the rate and budget) or "+resume" (what
  * graph launches switch off on again as each ends, not left off for the next) or "+carry" / "+pairs" (timed launches on idle
  * streams run by carriers, or gated pairs: N's sampled ones too), in any number; what is

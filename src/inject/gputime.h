@@ -182,8 +182,8 @@ void gs_cupti_graphs(bool on) GS_HIDDEN;
 bool gs_cupti_times_graphs(void) GS_HIDDEN;
 /* Before a graph launch's call (true: paused), and after it where it paused. */
 bool gs_cupti_graph_pause(void) GS_HIDDEN;
-/* Measurements (ab.c): what a graph launch switches off, 1 the kernels' kind (as by
- * default), 3 also copies' and sets', 0 nothing. */
+/* Measurements (ab.c): what a graph launch switches off, 1 the kernels' kind, 3 also
+ * copies' and sets' (as by default), 0 nothing. */
 void gs_cupti_pause_what(int what) GS_HIDDEN;
 int gs_cupti_pause_what_now(void) GS_HIDDEN;
 /* Measurements (ab.c): what graph launches switched off is on again as the last ends (on),

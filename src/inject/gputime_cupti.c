@@ -32,12 +32,15 @@
  * had goes to the oldest launch of that grid and block. A launch
  * whose record has not come after STALE_NS, or at the end, is counted as lost; a record
  * no launch matches is counted (reported at exit).
- * Graphs: under --gpu-time=all our kind is off around each graph launch's call (CUPTI
- * records a graph's kernels at a cost to the launch of 1.3-1.9 us each), and the graphs'
- * kernels are timed by twins at sampled launches, as with pairs (gputime_graph.c); a kernel
- * another thread launches meanwhile is timed with a pair (a switch waits for the launches
- * in their calls, each entered in its thread's inbox, so that our kind is on or off
- * throughout each). Under
+ * Graphs: under --gpu-time=all our kinds are off around each graph launch's call (CUPTI
+ * records a graph's kernels at a cost to the launch of 1.3-1.9 us each, and its copy and
+ * set nodes too), and the graphs' kernels are timed by twins at sampled launches, as with
+ * pairs (gputime_graph.c); a kernel, copy or set another thread launches meanwhile is
+ * timed with a pair (a switch waits for the launches in their calls, each entered in its
+ * thread's inbox, so that our kind is on or off throughout each). After the last graph
+ * launch the kinds are left off, each switched on again by the next call that needs it
+ * (pause_switch): a CUDA-graph step 1.071x against 1.102x with only the kernels' kind,
+ * switched at every launch (inbox-2026-11-29.md). Under
  * --gpu-time=cupti, a kernel run by a graph has its record too: there is no launch of ours
  * for it, so it is emitted as it comes, under its name (in_graph); graph launches as a
  * whole are then not timed (no twin is made), nor tied to the records of their kernels.
@@ -189,7 +192,7 @@ static struct {
 	} f;
 } C = { .lock = PTHREAD_MUTEX_INITIALIZER,
 	.pause_lock = PTHREAD_MUTEX_INITIALIZER,
-	.pause_what = PAUSE_KERNELS,
+	.pause_what = PAUSE_KERNELS | PAUSE_COPIES,
 	.made = 1 };
 
 /* For diagnosing the plane itself (GPUSCOPE_INJECT_DEBUG). */

@@ -33,7 +33,8 @@
  * program's call that filled it).
  * FAKECUPTI_CALLS=path: at exit, which of the client-facing functions were called, one
  * name a line (tests: whose calls reached the double). FAKECUPTI_SWITCHES=path: at exit,
- * how often the kernel kind was switched: "enabled N disabled M".
+ * how often the kernel kind was switched, and the memset kind: "enabled N disabled M sets
+ * enabled N disabled M".
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -77,6 +78,7 @@ static int nids;
 static uint32_t period_ms;
 static char calls[512];
 static unsigned long kernel_on_n, kernel_off_n; /* (the kernel kind's switches) */
+static unsigned long set_on_n, set_off_n;	/* (the memset kind's) */
 
 typedef void (*kernel_hook_fn)(void *, void *, unsigned long long, unsigned long long,
 			       const unsigned int *, const char *, unsigned int);
@@ -340,7 +342,8 @@ static void write_calls(void)
 	}
 	path = getenv("FAKECUPTI_SWITCHES");
 	if (path && (f = fopen(path, "w"))) {
-		fprintf(f, "enabled %lu disabled %lu\n", kernel_on_n, kernel_off_n);
+		fprintf(f, "enabled %lu disabled %lu sets enabled %lu disabled %lu\n", kernel_on_n,
+			kernel_off_n, set_on_n, set_off_n);
 		fclose(f);
 	}
 }
@@ -388,6 +391,8 @@ EXPORT int cuptiActivityEnable(int kind)
 		*kind_on(kind) = 1;
 	if (kind == GS_CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)
 		kernel_on_n++;
+	if (kind == GS_CUPTI_ACTIVITY_KIND_MEMSET)
+		set_on_n++;
 	pthread_mutex_unlock(&lock);
 	if (kind == GS_CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)
 		hook(on_kernel);
@@ -403,6 +408,8 @@ EXPORT int cuptiActivityDisable(int kind)
 		*kind_on(kind) = 0;
 	if (kind == GS_CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)
 		kernel_off_n++;
+	if (kind == GS_CUPTI_ACTIVITY_KIND_MEMSET)
+		set_off_n++;
 	pthread_mutex_unlock(&lock);
 	return GS_CUPTI_SUCCESS;
 }

@@ -1172,14 +1172,18 @@ def test_cupti_graph_launches_timed_within_the_rate(gs):
 
 
 def test_cupti_kind_left_off_between_graph_launches(gs):
-    """Under --gpu-time=all CUPTI's kernel kind is off while a graph launch is in its call,
-    and each switch costs the driver's call 2-3 us: after the last graph launch it is left
-    off, and switched on again only by the next kernel launch that needs it. wl_gputime's 6
-    rounds of one kernel then 10 graph launches: the kind disabled 6 times and enabled 6
-    (at the start, then at the kernel of each round after the first), not 60 and 61; every
-    kernel of the rounds still has its record."""
-    switches = gs.tmp / "switches.txt"
-    report, truth, _ = gs.trace(["wl_gputime", "--graph-bursts", "6", "10"], opts=["--inject"],
+    """Under --gpu-time=all CUPTI's kernel, memcpy and memset kinds are off while a graph
+    launch is in its call, and each switch costs the driver's call 2-3 us: after the last
+    graph launch they are left off, each switched on again only by the next call that needs
+    it. wl_gputime's 6 rounds of one kernel and one set, then 10 graph launches: the kernel
+    kind disabled 6 times and enabled 6 (at the start, then at the kernel of each round
+    after the first), not 60 and 61, and the memset kind the same at the sets; every kernel
+    and set of the rounds still has its record."""
+    import gsrec
+
+    switches, rec = gs.tmp / "switches.txt", gs.tmp / "bursts.gsrec"
+    report, truth, _ = gs.trace(["wl_gputime", "--graph-bursts", "6", "10"],
+                                opts=["--inject", "-o", str(rec)],
                                 env_extra=dict(FAKECUPTI_SWITCHES=switches))
     gpu = report["gpu"]
     assert gpu["cupti_processes"] == 1 and gpu["cupti_unmatched"] == 0, gpu
@@ -1187,8 +1191,10 @@ def test_cupti_kind_left_off_between_graph_launches(gs):
     k = kernels_by_name(report)
     assert k["busy"]["launches"] == 6 and k["busy"]["gpu"]["by_driver"] == 6, k["busy"]
     assert k["idle"]["graph_runs"] == 60, k["idle"]
-    assert switches.read_text().split() == ["enabled", "6", "disabled", "6"], \
-        switches.read_text()
+    sets = [r for r in gsrec.gpu_records(str(rec)) if r["kind"] == 4]
+    assert len(sets) == 6 and all(r["flags2"] == 1 for r in sets), sets
+    assert switches.read_text().split() == ["enabled", "6", "disabled", "6", "sets", "enabled",
+                                            "6", "disabled", "6"], switches.read_text()
 
 
 def test_cupti_handle_given_again(gs):

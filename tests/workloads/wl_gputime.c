@@ -40,8 +40,9 @@
  * graph API) launched N times on s2, each waited for; with D, `idle` disabled
  * (cuGraphNodeSetEnabled) at launches D to D + 3.
  *
- * With --graph-bursts R G, only this instead: R rounds of `busy` launched on s, then a graph
- * of one `idle` (built with the graph API) launched G times on s, the round waited for.
+ * With --graph-bursts R G, only this instead: R rounds of `busy` launched on s and a 4 KiB
+ * set on s (cuMemsetD32Async), then a graph of one `idle` (built with the graph API)
+ * launched G times on s, the round waited for.
  *
  * With --follow, only this instead (follows, src/inject/gputime_chain.c): see follows().
  *
@@ -530,18 +531,22 @@ static int graph_bursts(CUkernel busy, CUkernel idle, CUstream s, int rounds, in
 	CUgraphNode node;
 	CUgraphExec exec;
 	CUgraph graph;
+	CUdeviceptr d;
 
+	CHECK(cuMemAlloc_v2(&d, 4096), 0);
 	CHECK(cuGraphCreate(&graph, 0), 0);
 	CHECK(cuGraphAddKernelNode_v2(&node, graph, NULL, 0, &a), 0);
 	CHECK(cuGraphInstantiateWithFlags(&exec, graph, 0), 0);
 	for (int r = 0; r < rounds; r++) {
 		CHECK(cuLaunchKernel((CUfunction)busy, 1, 1, 1, 32, 1, 1, 0, s, NULL, NULL), 0);
+		CHECK(cuMemsetD32Async(d, 0, 1024, s), 0);
 		for (int i = 0; i < g; i++)
 			CHECK(cuGraphLaunch(exec, s), 0);
 		CHECK(cuStreamSynchronize(s), 0);
 	}
 	CHECK(cuGraphExecDestroy(exec), 0);
 	CHECK(cuGraphDestroy(graph), 0);
+	CHECK(cuMemFree_v2(d), 0);
 	truth_kernels(busy_ns, idle_ns, 0);
 	truth_write();
 	return 0;
