@@ -59,4 +59,15 @@ __device__ inline void span_end(unsigned long long *span, unsigned int blocks)
 	}
 }
 
+#ifdef _CUPTI_ACTIVITY_H_
+/* CUPTI's request for a buffer of activity records (programs that include cupti_activity.h
+ * first): 16 MiB, freed by their completion callback. */
+static void CUPTIAPI bench_cupti_request(uint8_t **buf, size_t *size, size_t *max_records)
+{
+	*size = 16 << 20;
+	*buf = (uint8_t *)aligned_alloc(8, *size);
+	*max_records = 0;
+}
+#endif
+
 #endif

@@ -46,13 +46,6 @@ static long kernels, externals, matched, dropped;
 static std::vector<double> cupti_ns;
 static std::unordered_map<uint32_t, uint64_t> ext_of; /* correlation id -> external id */
 
-static void CUPTIAPI buf_request(uint8_t **buf, size_t *size, size_t *max_records)
-{
-	*size = 16 << 20;
-	*buf = (uint8_t *)aligned_alloc(8, *size);
-	*max_records = 0;
-}
-
 static void CUPTIAPI buf_complete(CUcontext c, uint32_t stream, uint8_t *buf, size_t size,
 				  size_t valid)
 {
@@ -161,7 +154,7 @@ int main(int argc, char **argv)
 		int nv = phase ? NV : 2;
 
 		if (phase)
-			CK(cuptiActivityRegisterCallbacks(buf_request, buf_complete));
+			CK(cuptiActivityRegisterCallbacks(bench_cupti_request, buf_complete));
 		for (int r = 0; r < reps; r++)
 			for (int k = 0; k < nv; k++) {
 				int v = (k + r) % nv;

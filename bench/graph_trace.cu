@@ -41,13 +41,6 @@ static long in_graph[NV], eager[NV], graphs[NV], dropped;
 static int cur; /* (the variant whose window records are counted in) */
 static CUptiResult enable_err[NV];
 
-static void CUPTIAPI buf_request(uint8_t **buf, size_t *size, size_t *max_records)
-{
-	*size = 16 << 20;
-	*buf = (uint8_t *)aligned_alloc(8, *size);
-	*max_records = 0;
-}
-
 static void CUPTIAPI buf_complete(CUcontext c, uint32_t stream, uint8_t *buf, size_t size,
 				  size_t valid)
 {
@@ -106,7 +99,7 @@ int main(int argc, char **argv)
 	/* (GT_EARLY: CUPTI registered, and the graph-level kind on and off again, before the
 	 * graph is made.) */
 	if (getenv("GT_EARLY")) {
-		if (cuptiActivityRegisterCallbacks(buf_request, buf_complete) != CUPTI_SUCCESS)
+		if (cuptiActivityRegisterCallbacks(bench_cupti_request, buf_complete) != CUPTI_SUCCESS)
 			return 1;
 		kinds(GTRACE_ONLY, true);
 		kinds(GTRACE_ONLY, false);
@@ -118,7 +111,7 @@ int main(int argc, char **argv)
 	CK(cudaStreamEndCapture(s, &g));
 	CK(cudaGraphInstantiate(&ge, g, 0));
 	if (!getenv("GT_EARLY") &&
-	    cuptiActivityRegisterCallbacks(buf_request, buf_complete) != CUPTI_SUCCESS)
+	    cuptiActivityRegisterCallbacks(bench_cupti_request, buf_complete) != CUPTI_SUCCESS)
 		return 1;
 	for (int r = 0; r < rounds + 1; r++) {
 		for (int j = 0; j < NV; j++) {
