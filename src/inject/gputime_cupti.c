@@ -28,7 +28,7 @@
  * records come out of launch order (on an H100, 14,533 of ResNet-50's 37,520). The
  * kernel's figures are then right, but a launch may take the times of another launch of
  * its kind (about 5% of ResNet-50's started before the launch they were given). CUPTI's
- * name may be stale (see by_dims): a record under a name no launch of its grid and block
+ * name may be stale (see gc_by_dims): a record under a name no launch of its grid and block
  * had goes to the oldest launch of that grid and block. A launch
  * whose record has not come after STALE_NS, or at the end, is counted as lost; a record
  * no launch matches is counted (reported at exit).
@@ -72,186 +72,7 @@
 #include <sys/prctl.h>
 #include <time.h>
 
-#include "gpuscope/cupti_abi.h"
-#include "inject/gputime_int.h"
-
-#define CQ_MAX	      256	 /* streams whose launches wait for their records */
-#define CQ_FIRST      1024	 /* entries a stream's queue starts with ... */
-#define CQ_CAP	      (1u << 18) /* ... and holds at most */
-#define SHAPES	      4096	 /* grids and blocks a stream's queue tells apart */
-#define PROBES	      64
-#define NONE	      (~0ULL)
-#define KEY_N	      8		     /* a launch's key: grid, block, its kernel's name (hash) */
-#define NAMES	      1024	     /* kernels whose names a thread keeps (by handle) */
-#define STALE_NS      10000000000ULL /* a launch whose record has not come in this long: lost */
-#define PAUSE_WAIT_NS 10000000	     /* see call_enter */
-#define CUPTI_BUF     (4u << 20)
-#define ASK_MS	      50	 /* ours: records of what has completed asked for */
-#define DRAIN_MS      10	 /* ... and the launching threads' inboxes drained */
-#define IN_CALL_NS    1000000ULL /* see drain */
-#define TAKE_CHUNK    256	 /* records matched under one hold of the queues' lock */
-#define NAMED_N	      4096
-#define NAMED	      (1ULL << 63) /* a kernel run in a graph, by its name: no driver's handle */
-#define PER_THREAD    GS_CU_STREAM_PER_THREAD
-#define LEGACY	      GS_CU_STREAM_LEGACY
-
-/* What a graph launch's pause switches off (see gs_cupti_pause_what). */
-enum {
-	PAUSE_KERNELS = 1,
-	PAUSE_COPIES = 2
-};
-
-enum {
-	ST_IDLE,
-	ST_STARTING,
-	ST_RUNNING,
-	ST_FAILED,
-	ST_HANDED
-};
-
-struct cq_entry {
-	__u64 call_ts, call_end, func, stream;
-	__u64 bytes, dst, src;	/* a copy's or set's (gs_ev_gpu's) */
-	__u32 tid, dims[KEY_N]; /* grid x, y, z, block x, y, z, its kernel's name (hash); a
-				 * copy's or set's: copy_key */
-	__u32 copy_kind;	/* a copy's or set's enum gs_copy_kind */
-	__u8 kind;		/* enum gs_gpu_kind */
-	__u16 api;
-	bool failed; /* the call failed: no record will come */
-	bool silent; /* a synchronous copy's or set's: its record taken, not emitted */
-	bool done;   /* its record came (taken out once the entries before it are) */
-	__u64 next;  /* the sequence number of the next launch of its shape, or NONE */
-};
-
-/* A queue's launches of one grid and block, oldest first (sequence numbers, NONE). */
-struct shape {
-	__u32 dims[KEY_N];
-	__u64 first, last;
-};
-
-/* A stream's launches waiting for their records: a ring, the oldest at head. */
-struct cq {
-	__u64 ctx, stream; /* stream: the handle, PER_THREAD or LEGACY */
-	__u32 owner;	   /* a per-thread default stream's thread, else 0 */
-	__u32 cctx, cstream;
-	int device;
-	bool used, closed;
-	__u64 gen;  /* bumped whenever the slot changes hands or closes */
-	__u64 seq0; /* the sequence number of the entry at head */
-	struct cq_entry *e;
-	__u32 cap, head, n;
-	struct shape *shapes; /* SHAPES, open addressing by grid and block */
-};
-
-static struct {
-	int state;		    /* ST_* */
-	bool want;		    /* --gpu-time=all or cupti, or ab.c's */
-	bool graphs;		    /* --gpu-time=cupti: graphs' kernels by their records too */
-	pthread_mutex_t pause_lock; /* graph launches switching our kind, one at a time */
-	/* Set by a switch while it waits for the kernel launches in their calls (each entered
-	 * in its thread's inbox) and switches: a launch's call sees our kind on or off
-	 * throughout (PAUSE_WAIT_NS at most: see call_enter). */
-	int switching;
-	int paused;	 /* graph launches in their call, our kind off meanwhile (not graphs) */
-	int pause_what;	 /* PAUSE_*: what is switched off around graph launches (ab.c) */
-	int paused_what; /* ... what the pause under way switched off */
-	/* What graph launches switched off (PAUSE_*) stays off after them (see pause_switch),
-	 * each kind until a call of the program's wants it on (resume_now; lazy_no: on again
-	 * at once). */
-	int left_off;
-	bool lazy_no;	  /* (ab.c's +resume) */
-	__u64 pause_late; /* switches or launches that did not wait longer for the other */
-	bool kind_on;	  /* our kind enabled */
-	void *handle;
-	pthread_mutex_t lock; /* the queues */
-	struct cq q[CQ_MAX];
-	int last; /* the queue of the last record matched */
-	/* The queue the last graph kernel's record was given (of its stream, else of its
-	 * context; -1: none), for its context and stream, while no queue was made since. */
-	struct {
-		__u32 cctx, cstream;
-		int qi;
-		__u64 made;
-	} graph_q;
-	__u64 made; /* queues made so far */
-	__u64 unmatched, in_graphs;
-	__u64 copies_unmatched; /* copies' and sets' records that matched no call's entry */
-	__u64 named[NAMED_N];	/* handles of kernels named for their runs in graphs (NAMED) */
-	/* (GPUSCOPE_INJECT_DEBUG, at exit: records matched to the oldest launch waiting on
-	 * their stream, or to a later one; not matched for want of their stream or shape) */
-	__u64 in_order, out_of_order, no_stream, no_shape, graph_runs, graph_dropped;
-	int names_told;
-	struct {
-		gs_cupti_register_fn reg;
-		gs_cupti_kind_fn enable, disable;
-		gs_cupti_flush_fn flush;
-		gs_cupti_next_fn next;
-		gs_cupti_dropped_fn dropped;
-		gs_cupti_ctx_id_fn ctx_id;
-		gs_cupti_stream_id_fn stream_id;
-	} f;
-} C = { .lock = PTHREAD_MUTEX_INITIALIZER,
-	.pause_lock = PTHREAD_MUTEX_INITIALIZER,
-	.pause_what = PAUSE_KERNELS | PAUSE_COPIES,
-	.made = 1 };
-
-/* For diagnosing the plane itself (GPUSCOPE_INJECT_DEBUG). */
-static bool debug_on(void)
-{
-	static int on = -1;
-
-	if (on < 0)
-		on = getenv("GPUSCOPE_INJECT_DEBUG") != NULL;
-	return on;
-}
-
-/* GPUSCOPE_CUPTI_DUMP=path (diagnosing the matching): the first DUMP_N / 2 launches queued
- * and records read, written there at exit. */
-#define DUMP_N 4000
-struct dump_row {
-	__u64 t;
-	__u32 stream, dims[KEY_N]; /* (with the name's hash) */
-	__u16 api;
-	bool record;
-};
-static struct dump_row *dump;
-static int ndump, ndumped[2];
-
-static void dump_add(bool record, __u64 t, __u32 stream, const __u32 *dims, __u16 api)
-{
-	static int on = -1;
-
-	if (on < 0)
-		on = getenv("GPUSCOPE_CUPTI_DUMP") && (dump = calloc(DUMP_N, sizeof(*dump)));
-	if (!on || ndumped[record] >= DUMP_N / 2)
-		return;
-	ndumped[record]++;
-	dump[ndump] = (struct dump_row){ .t = t, .stream = stream, .api = api, .record = record };
-	memcpy(dump[ndump++].dims, dims, sizeof(dump[0].dims));
-}
-
-static void dump_write(void)
-{
-	FILE *f = dump ? fopen(getenv("GPUSCOPE_CUPTI_DUMP"), "w") : NULL;
-
-	for (int i = 0; f && i < ndump; i++)
-		fprintf(f, "%s %llu %u %u,%u,%u %u,%u,%u %08x%08x %u\n",
-			dump[i].record ? "rec" : "launch", (unsigned long long)dump[i].t,
-			dump[i].stream, dump[i].dims[0], dump[i].dims[1], dump[i].dims[2],
-			dump[i].dims[3], dump[i].dims[4], dump[i].dims[5], dump[i].dims[7],
-			dump[i].dims[6], dump[i].api);
-	if (f)
-		fclose(f);
-}
-
-/* This thread's last queue, and its default stream's (per-thread: made once a thread, a
- * thread of the same id before it having been another one). */
-struct qcache {
-	__u64 ctx, stream, gen;
-	int qi; /* 1 + index, 0: none */
-};
-static __thread struct qcache tl_q __attribute__((tls_model("initial-exec")));
-static __thread struct qcache tl_pt __attribute__((tls_model("initial-exec")));
+#include "inject/gputime_cupti_int.h"
 
 /* ---- finding and starting CUPTI ------------------------------------------------------- */
 
@@ -326,7 +147,6 @@ static void request(uint8_t **buf, size_t *size, size_t *max_records);
 static void complete(void *ctx, uint32_t stream_id, uint8_t *buf, size_t size, size_t valid);
 static void flush_and_take(uint32_t flag);
 static void flush_at_exit(void);
-static bool drain(bool in_call);
 
 static void *flusher(void *arg)
 {
@@ -337,25 +157,25 @@ static void *flusher(void *arg)
 		int s;
 
 		nanosleep(&nap, NULL);
-		s = __atomic_load_n(&C.state, __ATOMIC_ACQUIRE);
+		s = __atomic_load_n(&CU.state, __ATOMIC_ACQUIRE);
 		if (s == ST_HANDED || s == ST_FAILED)
 			return NULL;
 		if (wake % (ASK_MS / DRAIN_MS) == 0 &&
-		    __atomic_load_n(&C.kind_on, __ATOMIC_ACQUIRE))
+		    __atomic_load_n(&CU.kind_on, __ATOMIC_ACQUIRE))
 			flush_and_take(0);
 		/* (The threads' inboxes emptied here, not on their threads: see gt_inbox_filling.) */
-		pthread_mutex_lock(&C.lock);
-		drain(false);
-		pthread_mutex_unlock(&C.lock);
+		pthread_mutex_lock(&CU.lock);
+		gc_drain(false);
+		pthread_mutex_unlock(&CU.lock);
 	}
 	return NULL;
 }
 
-#define SYM(field, name) (C.f.field = (__typeof__(C.f.field))gs_real_sym(C.handle, name))
+#define SYM(field, name) (CU.f.field = (__typeof__(CU.f.field))gs_real_sym(CU.handle, name))
 
 static bool setup(void)
 {
-	if (!gt_load_driver() || !T.cu.ctx_dev || !(C.handle = open_cupti()))
+	if (!gt_load_driver() || !T.cu.ctx_dev || !(CU.handle = open_cupti()))
 		return false;
 	if (!SYM(reg, "cuptiActivityRegisterCallbacks") || !SYM(enable, "cuptiActivityEnable") ||
 	    !SYM(disable, "cuptiActivityDisable") || !SYM(flush, "cuptiActivityFlushAll") ||
@@ -363,7 +183,7 @@ static bool setup(void)
 	    !SYM(stream_id, "cuptiGetStreamIdEx"))
 		return false;
 	SYM(dropped, "cuptiActivityGetNumDroppedRecords");
-	if (C.f.reg(request, complete) != GS_CUPTI_SUCCESS)
+	if (CU.f.reg(request, complete) != GS_CUPTI_SUCCESS)
 		return false;
 	/* (CUPTI's own periodic flush, cuptiActivityFlushPeriod, delivered only full buffers,
 	 * measured on an H100: ResNet-50's records all came at exit; and its thread is one more
@@ -402,23 +222,23 @@ static void emit_status(__u64 what, __u64 value)
  * less than a pair of events: budget-2026-11-29.md). */
 static void kinds(bool on)
 {
-	gs_cupti_kind_fn f = on ? C.f.enable : C.f.disable;
+	gs_cupti_kind_fn f = on ? CU.f.enable : CU.f.disable;
 
 	f(GS_CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
 	f(GS_CUPTI_ACTIVITY_KIND_MEMCPY);
 	f(GS_CUPTI_ACTIVITY_KIND_MEMSET);
 }
 
-/* Our kinds on or off, as wanted (C.lock not held: CUPTI may deliver buffers inside). */
+/* Our kinds on or off, as wanted (CU.lock not held: CUPTI may deliver buffers inside). */
 static void apply(void)
 {
-	bool on = __atomic_load_n(&C.want, __ATOMIC_ACQUIRE);
+	bool on = __atomic_load_n(&CU.want, __ATOMIC_ACQUIRE);
 
-	if (__atomic_load_n(&C.state, __ATOMIC_ACQUIRE) != ST_RUNNING || on == C.kind_on)
+	if (__atomic_load_n(&CU.state, __ATOMIC_ACQUIRE) != ST_RUNNING || on == CU.kind_on)
 		return;
 	kinds(on);
-	C.kind_on = on;
-	__atomic_store_n(&C.left_off, 0, __ATOMIC_RELEASE); /* (all on, or all off) */
+	CU.kind_on = on;
+	__atomic_store_n(&CU.left_off, 0, __ATOMIC_RELEASE); /* (all on, or all off) */
 	if (!on)
 		flush_and_take(0);
 }
@@ -427,263 +247,55 @@ static void apply(void)
  * it, or failed: pairs from then on). */
 static bool started(void)
 {
-	int s = __atomic_load_n(&C.state, __ATOMIC_ACQUIRE);
+	int s = __atomic_load_n(&CU.state, __ATOMIC_ACQUIRE);
 	bool ok;
 
 	if (s == ST_RUNNING)
 		return true;
-	if (s != ST_IDLE || !__atomic_compare_exchange_n(&C.state, &s, ST_STARTING, false,
+	if (s != ST_IDLE || !__atomic_compare_exchange_n(&CU.state, &s, ST_STARTING, false,
 							 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
 		return false;
 	ok = setup();
 	s = ST_STARTING;
-	if (!__atomic_compare_exchange_n(&C.state, &s, ok ? ST_RUNNING : ST_FAILED, false,
+	if (!__atomic_compare_exchange_n(&CU.state, &s, ok ? ST_RUNNING : ST_FAILED, false,
 					 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
 		return false; /* (handed over meanwhile) */
 	emit_status(GS_CAL_CUPTI, ok ? GS_CUPTI_ON : GS_CUPTI_MISSING);
 	if (!ok) {
 		/* (pairs from now on, as --gpu-time=all) */
-		__atomic_store_n(&C.want, false, __ATOMIC_RELEASE);
+		__atomic_store_n(&CU.want, false, __ATOMIC_RELEASE);
 		__atomic_store_n(&T.every, 1, __ATOMIC_RELAXED);
 		return false;
 	}
 	apply();
-	return C.kind_on;
+	return CU.kind_on;
 }
 
 /* ---- the launches' queues ------------------------------------------------------------- */
 
-static __u64 name_hash(const char *name)
-{
-	__u64 h = 0xcbf29ce484222325ULL;
-
-	if (!name)
-		return 0;
-	for (; *name; name++)
-		h = (h ^ (unsigned char)*name) * 0x100000001b3ULL;
-	return h | 1;
-}
-
-/* Modules and libraries unloaded so far: a handle may then be given to another kernel
- * (the driver does it: XLA's autotuning unloads and loads modules all along). */
-static __u64 unloads;
-
 void gs_cupti_unloaded(void)
 {
-	__atomic_fetch_add(&unloads, 1, __ATOMIC_RELEASE);
+	__atomic_fetch_add(&gc_unloads, 1, __ATOMIC_RELEASE);
 	/* The records of kernels done so far taken now, before a new kernel is given an old
 	 * handle and its name (the report names a handle's times by its name then). */
-	if (__atomic_load_n(&C.state, __ATOMIC_ACQUIRE) == ST_RUNNING &&
-	    __atomic_load_n(&C.kind_on, __ATOMIC_ACQUIRE))
+	if (__atomic_load_n(&CU.state, __ATOMIC_ACQUIRE) == ST_RUNNING &&
+	    __atomic_load_n(&CU.kind_on, __ATOMIC_ACQUIRE))
 		flush_and_take(0);
-}
-
-/* The hash of a launched kernel's name, from the driver (a function's, or a library
- * kernel's: CUDA 12's runtime launches those), kept per thread by handle until a module is
- * unloaded; 0 where the driver cannot say. */
-static __u64 func_name_hash(__u64 func)
-{
-	typedef int (*name_fn)(const char **, void *);
-	static name_fn fn, kn;
-	static __thread struct {
-		__u64 func, hash, unloads;
-	} * seen;
-	unsigned int i = (unsigned int)((func >> 4) * 0x9E3779B1u) % NAMES;
-	__u64 now = __atomic_load_n(&unloads, __ATOMIC_ACQUIRE);
-	const char *name = NULL;
-
-	if (!seen && !(seen = calloc(NAMES, sizeof(*seen))))
-		return 0;
-	if (seen[i].func == func && func && seen[i].unloads == now)
-		return seen[i].hash;
-	if (!fn && !kn) {
-		fn = (name_fn)gs_real_by_name("cuFuncGetName");
-		kn = (name_fn)gs_real_by_name("cuKernelGetName");
-	}
-	if ((!fn || fn(&name, (void *)(unsigned long)func) || !name) &&
-	    (!kn || kn(&name, (void *)(unsigned long)func) || !name))
-		name = NULL;
-	seen[i].func = func;
-	seen[i].hash = name_hash(name);
-	seen[i].unloads = now;
-	if (debug_on() && __atomic_fetch_add(&C.names_told, 1, __ATOMIC_RELAXED) < 400)
-		fprintf(stderr,
-			"gpuscope cupti: launch name %016llx of %llx (unloads %llu): %.100s\n",
-			(unsigned long long)seen[i].hash, (unsigned long long)func,
-			(unsigned long long)now, name ? name : "(none)");
-	return seen[i].hash;
-}
-
-static struct cq_entry *at(struct cq *q, __u32 i)
-{
-	return &q->e[(q->head + i) % q->cap];
-}
-
-/* Under C.lock: the entry of sequence number seq, if still in the queue. */
-static struct cq_entry *by_seq(struct cq *q, __u64 seq)
-{
-	return seq != NONE && seq >= q->seq0 && seq - q->seq0 < q->n ? at(q, (__u32)(seq - q->seq0))
-								     : NULL;
-}
-
-/* Under C.lock: the slot of a grid and block (made: where it is not there), or NULL. */
-static struct shape *shape_of(struct cq *q, const __u32 *dims, bool make)
-{
-	__u64 h = 0xcbf29ce484222325ULL;
-
-	struct shape *empty = NULL;
-
-	if (!q->shapes) {
-		if (!make || !(q->shapes = malloc(SHAPES * sizeof(*q->shapes))))
-			return NULL;
-		for (int k = 0; k < SHAPES; k++) {
-			q->shapes[k].first = q->shapes[k].last = NONE;
-			memset(q->shapes[k].dims, 0,
-			       sizeof(q->shapes[k].dims)); /* (no grid of 0) */
-		}
-	}
-	for (int i = 0; i < KEY_N; i++)
-		h = (h ^ dims[i]) * 0x100000001b3ULL;
-	for (int p = 0; p < PROBES; p++) {
-		struct shape *s = &q->shapes[(h + (__u64)p) % SHAPES];
-
-		if (!memcmp(s->dims, dims, sizeof(s->dims)))
-			return s;
-		if (s->first == NONE && !empty)
-			empty = s; /* (free, or of a shape with none waiting: may be taken over) */
-	}
-	if (make && empty)
-		memcpy(empty->dims, dims, sizeof(empty->dims));
-	return make ? empty : NULL;
-}
-
-/* Under C.lock: the oldest launch of a shape waiting for its record, taken off the shape's
- * list (failed ones on the way dropped from it), or NULL. */
-static struct cq_entry *shape_take(struct cq *q, struct shape *sh, __u64 *seq)
-{
-	struct cq_entry *e;
-
-	while ((e = by_seq(q, sh->first))) {
-		*seq = sh->first;
-		sh->first = e->next;
-		if (!e->failed)
-			break;
-	}
-	if (!e || sh->first == NONE)
-		sh->first = sh->last = NONE;
-	return e;
-}
-
-/* Under C.lock: the queue's oldest entry taken out (if its record has not come: lost). */
-static void cq_pop(struct cq *q)
-{
-	struct cq_entry *e = at(q, 0);
-
-	if (!e->done) {
-		struct shape *sh = shape_of(q, e->dims, false);
-
-		if (sh && sh->first == q->seq0) {
-			sh->first = e->next;
-			if (sh->first == NONE)
-				sh->last = NONE;
-		}
-		if (!e->failed && !e->silent) /* (a synchronous copy's: not to be timed) */
-			gs_count_time_lost();
-	}
-	q->head = (q->head + 1) % q->cap;
-	q->n--;
-	q->seq0++;
-}
-
-/* Under C.lock: room for one more entry (false: full). */
-static bool cq_room(struct cq *q)
-{
-	struct cq_entry *ne;
-	__u32 ncap;
-
-	if (q->n < q->cap)
-		return true;
-	if (q->cap >= CQ_CAP)
-		return false;
-	ncap = q->cap ? 2 * q->cap : CQ_FIRST;
-	if (!(ne = malloc(ncap * sizeof(*ne))))
-		return false;
-	for (__u32 i = 0; i < q->n; i++)
-		ne[i] = *at(q, i);
-	free(q->e);
-	q->e = ne;
-	q->cap = ncap;
-	q->head = 0;
-	return true;
-}
-
-/* Under C.lock: the queue of (ctx, stream, owner), made with CUPTI's ids if new (-1: no
- * room). A per-thread stream's is always new here: a thread of the same id before was
- * another thread, with another stream. */
-static int cq_find(__u64 ctx, __u64 stream, __u32 owner, __u32 cctx, __u32 cstream, int dev)
-{
-	int free_i = -1;
-
-	for (int i = 0; i < CQ_MAX; i++) {
-		struct cq *q = &C.q[i];
-
-		if (q->used && !q->closed && q->ctx == ctx && q->stream == stream &&
-		    q->owner == owner) {
-			if (!owner)
-				return i;
-			drain(true); /* (what waits for it placed first) */
-			q->closed = true;
-			__atomic_store_n(&q->gen, q->gen + 1, __ATOMIC_RELEASE);
-		}
-		if (free_i < 0 && (!q->used || (q->closed && !q->n)))
-			free_i = i;
-	}
-	if (free_i >= 0) {
-		struct cq *q = &C.q[free_i];
-
-		q->ctx = ctx;
-		q->stream = stream;
-		q->owner = owner;
-		q->cctx = cctx;
-		q->cstream = cstream;
-		q->device = dev;
-		q->used = true;
-		q->closed = false;
-		__atomic_store_n(&q->gen, q->gen + 1, __ATOMIC_RELEASE);
-		C.made++;
-		q->head = q->n = 0;
-		if (q->shapes)
-			for (int k = 0; k < SHAPES; k++)
-				q->shapes[k].first = q->shapes[k].last = NONE;
-	}
-	return free_i;
-}
-
-void gs_cupti_stream_made(__u64 stream)
-{
-	pthread_mutex_lock(&C.lock);
-	drain(true); /* (launches on the old stream placed first) */
-	for (int i = 0; i < CQ_MAX; i++)
-		if (C.q[i].used && !C.q[i].closed && C.q[i].stream == stream) {
-			C.q[i].closed = true; /* (its old stream is gone: a handle given again) */
-			__atomic_store_n(&C.q[i].gen, C.q[i].gen + 1, __ATOMIC_RELEASE);
-		}
-	pthread_mutex_unlock(&C.lock);
 }
 
 bool gs_cupti_wanted(void)
 {
-	return __atomic_load_n(&C.want, __ATOMIC_RELAXED);
+	return __atomic_load_n(&CU.want, __ATOMIC_RELAXED);
 }
 
 void gs_cupti_graphs(bool on)
 {
-	__atomic_store_n(&C.graphs, on, __ATOMIC_RELEASE);
+	__atomic_store_n(&CU.graphs, on, __ATOMIC_RELEASE);
 }
 
 bool gs_cupti_times_graphs(void)
 {
-	return __atomic_load_n(&C.graphs, __ATOMIC_ACQUIRE) && gs_cupti_active();
+	return __atomic_load_n(&CU.graphs, __ATOMIC_ACQUIRE) && gs_cupti_active();
 }
 
 /* A kernel launch's call entered in its thread's inbox, not while a switch is under way
@@ -697,13 +309,13 @@ static bool call_enter(void)
 	__u64 t0 = 0;
 
 	while (gt_inbox_enter()) {
-		if (!__atomic_load_n(&C.switching, __ATOMIC_SEQ_CST))
+		if (!__atomic_load_n(&CU.switching, __ATOMIC_SEQ_CST))
 			return true;
 		gt_inbox_leave();
 		if (!t0) {
 			t0 = gs_clock();
 		} else if (gs_clock() - t0 > PAUSE_WAIT_NS) {
-			__atomic_fetch_add(&C.pause_late, 1, __ATOMIC_RELAXED);
+			__atomic_fetch_add(&CU.pause_late, 1, __ATOMIC_RELAXED);
 			break;
 		}
 		sched_yield();
@@ -714,7 +326,7 @@ static bool call_enter(void)
 /* What a pause switches off (what) switched off or on again. */
 static void switch_kinds(int what, bool on)
 {
-	gs_cupti_kind_fn f = on ? C.f.enable : C.f.disable;
+	gs_cupti_kind_fn f = on ? CU.f.enable : CU.f.disable;
 
 	if (what & PAUSE_KERNELS)
 		f(GS_CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
@@ -736,30 +348,30 @@ static void pause_switch(bool pause)
 	int saved = errno; /* (the program's, after its call) */
 	bool now;
 
-	pthread_mutex_lock(&C.pause_lock);
-	__atomic_store_n(&C.switching, 1, __ATOMIC_SEQ_CST);
+	pthread_mutex_lock(&CU.pause_lock);
+	__atomic_store_n(&CU.switching, 1, __ATOMIC_SEQ_CST);
 	if (!gt_inbox_quiet(PAUSE_WAIT_NS))
-		__atomic_fetch_add(&C.pause_late, 1, __ATOMIC_RELAXED);
-	now = pause ? C.paused == 0 : C.paused == 1;
+		__atomic_fetch_add(&CU.pause_late, 1, __ATOMIC_RELAXED);
+	now = pause ? CU.paused == 0 : CU.paused == 1;
 	if (now && pause) {
-		int what = __atomic_load_n(&C.pause_what, __ATOMIC_RELAXED), off = C.left_off;
+		int what = __atomic_load_n(&CU.pause_what, __ATOMIC_RELAXED), off = CU.left_off;
 
-		if (C.kind_on) {
+		if (CU.kind_on) {
 			switch_kinds(off & ~what, true); /* (ab.c changed what) */
 			switch_kinds(what & ~off, false);
 		}
-		C.paused_what = what;
-		__atomic_store_n(&C.left_off, 0, __ATOMIC_RELEASE);
+		CU.paused_what = what;
+		__atomic_store_n(&CU.left_off, 0, __ATOMIC_RELEASE);
 	}
-	__atomic_store_n(&C.paused, C.paused + (pause ? 1 : -1), __ATOMIC_RELEASE);
-	if (now && !pause && C.kind_on) {
-		if (__atomic_load_n(&C.lazy_no, __ATOMIC_RELAXED))
-			switch_kinds(C.paused_what, true);
+	__atomic_store_n(&CU.paused, CU.paused + (pause ? 1 : -1), __ATOMIC_RELEASE);
+	if (now && !pause && CU.kind_on) {
+		if (__atomic_load_n(&CU.lazy_no, __ATOMIC_RELAXED))
+			switch_kinds(CU.paused_what, true);
 		else
-			__atomic_store_n(&C.left_off, C.paused_what, __ATOMIC_RELEASE);
+			__atomic_store_n(&CU.left_off, CU.paused_what, __ATOMIC_RELEASE);
 	}
-	__atomic_store_n(&C.switching, 0, __ATOMIC_RELEASE);
-	pthread_mutex_unlock(&C.pause_lock);
+	__atomic_store_n(&CU.switching, 0, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&CU.pause_lock);
 	errno = saved;
 }
 
@@ -769,19 +381,19 @@ static void resume_now(int what)
 {
 	int saved = errno, on;
 
-	if (!(__atomic_load_n(&C.left_off, __ATOMIC_ACQUIRE) & what))
+	if (!(__atomic_load_n(&CU.left_off, __ATOMIC_ACQUIRE) & what))
 		return;
-	pthread_mutex_lock(&C.pause_lock);
-	if ((on = C.left_off & what) && !C.paused) {
-		__atomic_store_n(&C.switching, 1, __ATOMIC_SEQ_CST);
+	pthread_mutex_lock(&CU.pause_lock);
+	if ((on = CU.left_off & what) && !CU.paused) {
+		__atomic_store_n(&CU.switching, 1, __ATOMIC_SEQ_CST);
 		if (!gt_inbox_quiet(PAUSE_WAIT_NS))
-			__atomic_fetch_add(&C.pause_late, 1, __ATOMIC_RELAXED);
-		if (C.kind_on)
+			__atomic_fetch_add(&CU.pause_late, 1, __ATOMIC_RELAXED);
+		if (CU.kind_on)
 			switch_kinds(on, true);
-		__atomic_store_n(&C.left_off, C.left_off & ~on, __ATOMIC_RELEASE);
-		__atomic_store_n(&C.switching, 0, __ATOMIC_RELEASE);
+		__atomic_store_n(&CU.left_off, CU.left_off & ~on, __ATOMIC_RELEASE);
+		__atomic_store_n(&CU.switching, 0, __ATOMIC_RELEASE);
 	}
-	pthread_mutex_unlock(&C.pause_lock);
+	pthread_mutex_unlock(&CU.pause_lock);
 	errno = saved;
 }
 
@@ -789,35 +401,35 @@ static void resume_now(int what)
  * that switches its kind off (what: PAUSE_*), and its kind not left off. */
 static bool recorded(int what)
 {
-	return !(__atomic_load_n(&C.paused, __ATOMIC_ACQUIRE) && (C.paused_what & what)) &&
-	       !(__atomic_load_n(&C.left_off, __ATOMIC_ACQUIRE) & what);
+	return !(__atomic_load_n(&CU.paused, __ATOMIC_ACQUIRE) && (CU.paused_what & what)) &&
+	       !(__atomic_load_n(&CU.left_off, __ATOMIC_ACQUIRE) & what);
 }
 
 void gs_cupti_resume_at_once(bool on)
 {
-	__atomic_store_n(&C.lazy_no, on, __ATOMIC_RELAXED);
+	__atomic_store_n(&CU.lazy_no, on, __ATOMIC_RELAXED);
 }
 
 bool gs_cupti_resume_at_once_now(void)
 {
-	return __atomic_load_n(&C.lazy_no, __ATOMIC_RELAXED);
+	return __atomic_load_n(&CU.lazy_no, __ATOMIC_RELAXED);
 }
 
 void gs_cupti_pause_what(int what)
 {
-	__atomic_store_n(&C.pause_what, what, __ATOMIC_RELAXED);
+	__atomic_store_n(&CU.pause_what, what, __ATOMIC_RELAXED);
 }
 
 int gs_cupti_pause_what_now(void)
 {
-	return __atomic_load_n(&C.pause_what, __ATOMIC_RELAXED);
+	return __atomic_load_n(&CU.pause_what, __ATOMIC_RELAXED);
 }
 
 bool gs_cupti_graph_pause(void)
 {
-	if (!__atomic_load_n(&C.pause_what, __ATOMIC_RELAXED) ||
-	    __atomic_load_n(&C.graphs, __ATOMIC_ACQUIRE) ||
-	    __atomic_load_n(&C.state, __ATOMIC_ACQUIRE) != ST_RUNNING)
+	if (!__atomic_load_n(&CU.pause_what, __ATOMIC_RELAXED) ||
+	    __atomic_load_n(&CU.graphs, __ATOMIC_ACQUIRE) ||
+	    __atomic_load_n(&CU.state, __ATOMIC_ACQUIRE) != ST_RUNNING)
 		return false;
 	pause_switch(true);
 	return true;
@@ -833,184 +445,6 @@ bool gs_cupti_active(void)
 	return gs_cupti_wanted() && started();
 }
 
-/* (GPUSCOPE_INJECT_DEBUG, at exit: why launches were not queued, timed with pairs instead) */
-enum {
-	NQ_START,
-	NQ_PAUSED,
-	NQ_CTX,
-	NQ_IDS,
-	NQ_QUEUE,
-	NQ_ROOM,
-	NQ_SHAPE,
-	NQ_N
-};
-static __u64 nq[NQ_N];
-static __u64 unplaced[NQ_N]; /* (under C.lock: launches put, not placed: lost) */
-
-static void not_queued(int why)
-{
-	__atomic_fetch_add(&nq[why], 1, __ATOMIC_RELAXED);
-}
-
-/* (GPUSCOPE_INJECT_DEBUG, at exit: the queues' lock taken on the program's threads to find
- * a queue not found before, and the ns waited for it) */
-static __u64 finds, finds_ns;
-
-/* C.lock taken on the program's thread (the time waited for it: GS_PH_CLOCK). */
-static void lock_queues(void)
-{
-	__u64 t0 = gs_clock();
-
-	pthread_mutex_lock(&C.lock);
-	finds++;
-	finds_ns += gs_clock() - t0;
-	if (gs_phases_on)
-		gs_phase_add(GS_PH_CLOCK, t0);
-}
-
-/* A launch waiting in a thread's inbox: its entry, for the queue it found (gen: as it was). */
-struct waiting {
-	struct cq_entry e;
-	int qi;
-	__u64 gen;
-};
-_Static_assert(sizeof(struct waiting) <= GT_INBOX_BODY, "a pending launch fits an inbox slot");
-
-/* Under C.lock: a launch from an inbox placed on its queue (where: there; qi 0, nowhere, it
- * then going untimed: counted lost), its call's end if that came first. */
-static void place(void *body, const struct gt_inbox_end *end, struct gt_inbox_where *where)
-{
-	struct waiting *p = body;
-	struct cq *q = &C.q[p->qi - 1];
-	struct cq_entry *e;
-	struct shape *sh;
-	int why = -1;
-	__u64 seq;
-
-	where->qi = 0;
-	if (end && end->failed)
-		return; /* (no record will come) */
-	/* (Its queue closed or given to another stream meanwhile, full, or without room for
-	 * its shape: not timed, as its launch was already made.) */
-	if (!q->used || q->closed || q->gen != p->gen)
-		why = NQ_QUEUE;
-	else if (!cq_room(q))
-		why = NQ_ROOM;
-	else if (!(sh = shape_of(q, p->e.dims, true)))
-		why = NQ_SHAPE;
-	if (why >= 0) {
-		unplaced[why]++;
-		if (!p->e.silent)
-			gs_count_time_lost();
-		return;
-	}
-	seq = q->seq0 + q->n;
-	e = at(q, q->n++);
-	*e = p->e;
-	if (end) {
-		e->call_ts = end->call_ts;
-		e->call_end = end->call_end;
-	}
-	if (by_seq(q, sh->last))
-		by_seq(q, sh->last)->next = seq;
-	else
-		sh->first = seq;
-	sh->last = seq;
-	dump_add(false, e->call_ts, q->cstream, e->dims, e->api);
-	*where = (struct gt_inbox_where){ .qi = p->qi, .gen = q->gen, .seq = seq };
-}
-
-/* Under C.lock: a placed launch's call ended (not there any more: matched already, its
- * record was that quick). */
-static void ended(const struct gt_inbox_where *where, const struct gt_inbox_end *end)
-{
-	struct cq *q = where->qi ? &C.q[where->qi - 1] : NULL;
-	struct cq_entry *e;
-
-	if (q && q->gen == where->gen && (e = by_seq(q, where->seq))) {
-		e->call_ts = end->call_ts;
-		e->call_end = end->call_end;
-		e->failed = end->failed;
-	}
-}
-
-/* Under C.lock: the launches waiting in the threads' inboxes placed on their queues, in the
- * order they began, up to the oldest still in its call (in_call: all; true: something
- * placed). A launch's call takes some microseconds: one begun IN_CALL_NS ago or more is
- * placed (its thread held up in the driver), the others not to wait for it. */
-static bool drain(bool in_call)
-{
-	__u64 now = in_call ? 0 : gs_clock();
-
-	return gt_inbox_drain(place, ended,
-			      in_call		 ? ~0ULL
-			      : now > IN_CALL_NS ? now - IN_CALL_NS
-						 : 0);
-}
-
-/* Its entry (t, under key) put in the thread's inbox for its stream's queue: l->qi where
- * (0: not queued, counted). C.lock only to find a queue not found before by this thread. */
-static void enqueue(struct gs_cupti_launch *l, __u64 stream, bool ptsz, const __u32 *key,
-		    const struct cq_entry *t)
-{
-	void *ctx = NULL;
-	int capturing = 0, dev = -1, qi;
-	bool per_thread = stream == PER_THREAD || (ptsz && !stream);
-	__u64 skey = per_thread ? PER_THREAD : !stream ? LEGACY : stream;
-	__u32 owner = per_thread ? gs_self_tid() : 0, cctx = 0, cstream = 0;
-	struct qcache *qc;
-	struct waiting p;
-
-	if (T.cu.ctx_get(&ctx) || !ctx ||
-	    (gs_may_capture() &&
-	     ((ptsz ? T.cu.capturing_ptsz : T.cu.capturing)(stream, &capturing) || capturing))) {
-		not_queued(NQ_CTX);
-		return;
-	}
-	qc = per_thread ? &tl_pt : &tl_q;
-	qi = qc->qi;
-	if (!qi || qc->ctx != (__u64)(unsigned long)ctx || qc->stream != skey ||
-	    __atomic_load_n(&C.q[qi - 1].gen, __ATOMIC_ACQUIRE) != qc->gen ||
-	    __atomic_load_n(&C.q[qi - 1].owner, __ATOMIC_RELAXED) != owner) {
-		/* (CUPTI asked outside our lock: it may deliver buffers, which take it.) */
-		if (C.f.ctx_id(ctx, &cctx) ||
-		    C.f.stream_id(ctx,
-				  per_thread || skey == LEGACY ? NULL : (void *)(unsigned long)skey,
-				  per_thread, &cstream)) {
-			not_queued(NQ_IDS);
-			return;
-		}
-		T.cu.ctx_dev(&dev);
-		lock_queues();
-		qi = 1 + cq_find((__u64)(unsigned long)ctx, skey, owner, cctx, cstream, dev);
-		qc->qi = qi;
-		qc->ctx = (__u64)(unsigned long)ctx;
-		qc->stream = skey;
-		qc->gen = qi ? C.q[qi - 1].gen : 0;
-		pthread_mutex_unlock(&C.lock);
-	}
-	if (!qi) {
-		not_queued(NQ_QUEUE);
-		return;
-	}
-	p = (struct waiting){ .e = *t, .qi = qi, .gen = qc->gen };
-	/* (as pairs name it: the thread's default stream) */
-	p.e.stream = per_thread ? PER_THREAD : stream;
-	p.e.tid = gs_self_tid();
-	p.e.next = NONE;
-	memcpy(p.e.dims, key, sizeof(p.e.dims));
-	/* (No room: timed with a pair instead, its record then matching nothing.) */
-	if (!(l->slot = gt_inbox_put(&p, sizeof(p), t->call_ts))) {
-		not_queued(NQ_ROOM);
-		return;
-	}
-	l->qi = qi;
-	if (gt_inbox_filling() && !pthread_mutex_trylock(&C.lock)) {
-		drain(false);
-		pthread_mutex_unlock(&C.lock);
-	}
-}
-
 void gs_cupti_before(struct gs_cupti_launch *l, __u64 stream, bool ptsz, __u64 func,
 		     const __u32 *dims, unsigned int api, __u64 now)
 {
@@ -1020,7 +454,7 @@ void gs_cupti_before(struct gs_cupti_launch *l, __u64 stream, bool ptsz, __u64 f
 	l->qi = 0;
 	l->held = false;
 	if (!started()) {
-		not_queued(NQ_START);
+		gc_not_queued(NQ_START);
 		return;
 	}
 	/* (While a graph launch's call has our kind off, with a pair: its record would not
@@ -1030,14 +464,15 @@ void gs_cupti_before(struct gs_cupti_launch *l, __u64 stream, bool ptsz, __u64 f
 	l->held = call_enter();
 	gs_phase_add(GS_PH_PAUSE, ph);
 	if (!recorded(PAUSE_KERNELS)) {
-		not_queued(NQ_PAUSED);
+		gc_not_queued(NQ_PAUSED);
 		return;
 	}
 	memcpy(key, dims, 6 * sizeof(*key));
-	nh = func_name_hash(func);
+	nh = gc_func_name_hash(func);
 	key[6] = (__u32)nh;
 	key[7] = (__u32)(nh >> 32);
-	enqueue(l, stream, ptsz, key,
+	gc_enqueue(
+		l, stream, ptsz, key,
 		&(struct cq_entry){
 			.call_ts = now, .func = func, .api = (__u16)api, .kind = GS_GPU_KERNEL });
 }
@@ -1061,35 +496,35 @@ void gs_cupti_copy_before(struct gs_cupti_launch *l, __u64 stream, bool ptsz,
 	l->qi = 0;
 	l->held = false;
 	if (!started()) {
-		not_queued(NQ_START);
+		gc_not_queued(NQ_START);
 		return;
 	}
 	/* (One of no bytes may have no record. Where graph launches switch the kinds of copies
 	 * and sets off too, as a kernel's.) */
 	if (!c->bytes) {
-		not_queued(NQ_SHAPE);
+		gc_not_queued(NQ_SHAPE);
 		return;
 	}
-	if ((__atomic_load_n(&C.pause_what, __ATOMIC_RELAXED) |
-	     __atomic_load_n(&C.left_off, __ATOMIC_ACQUIRE)) &
+	if ((__atomic_load_n(&CU.pause_what, __ATOMIC_RELAXED) |
+	     __atomic_load_n(&CU.left_off, __ATOMIC_ACQUIRE)) &
 	    PAUSE_COPIES) {
 		resume_now(PAUSE_COPIES);
 		l->held = call_enter();
 		if (!recorded(PAUSE_COPIES)) {
-			not_queued(NQ_PAUSED);
+			gc_not_queued(NQ_PAUSED);
 			return;
 		}
 	}
 	copy_key(key, c->bytes, c->kind == GS_GPU_MEMSET);
-	enqueue(l, stream, ptsz, key,
-		&(struct cq_entry){ .call_ts = now,
-				    .bytes = c->bytes,
-				    .dst = c->dst,
-				    .src = c->src,
-				    .copy_kind = c->copy_kind,
-				    .kind = c->kind,
-				    .silent = c->silent,
-				    .api = (__u16)api });
+	gc_enqueue(l, stream, ptsz, key,
+		   &(struct cq_entry){ .call_ts = now,
+				       .bytes = c->bytes,
+				       .dst = c->dst,
+				       .src = c->src,
+				       .copy_kind = c->copy_kind,
+				       .kind = c->kind,
+				       .silent = c->silent,
+				       .api = (__u16)api });
 }
 
 /* (The call's times written into the inbox's slot, or where the drain placed it: a
@@ -1207,7 +642,7 @@ static void emit(const struct cq_entry *e, __u64 ctx, int device, __u8 flags, __
 	gs_emit_commit(g);
 }
 
-/* Under C.lock: a kernel run by a graph. Its record carries the graph launch's correlation,
+/* Under CU.lock: a kernel run by a graph. Its record carries the graph launch's correlation,
  * and no launch of ours is its own; it is known by its name, under a handle of its own
  * (NAMED | the name's hash, named once: the report merges a kernel's handles by name), on
  * the stream and context of our queue there if there is one. */
@@ -1220,28 +655,29 @@ static void in_graph(const uint8_t *r, const char *name, __u64 nh, __u64 start, 
 	unsigned int i = (unsigned int)(nh % NAMED_N);
 
 	if (!nh) {
-		C.in_graphs++; /* (no name: not told apart) */
+		CU.in_graphs++; /* (no name: not told apart) */
 		return;
 	}
-	if (C.graph_q.made == C.made && C.graph_q.cctx == cctx && C.graph_q.cstream == cstream) {
-		q = C.graph_q.qi >= 0 ? &C.q[C.graph_q.qi] : NULL;
+	if (CU.graph_q.made == CU.made && CU.graph_q.cctx == cctx &&
+	    CU.graph_q.cstream == cstream) {
+		q = CU.graph_q.qi >= 0 ? &CU.q[CU.graph_q.qi] : NULL;
 	} else {
 		for (int k = 0; k < CQ_MAX; k++)
-			if (C.q[k].used && C.q[k].cctx == cctx &&
-			    (!q || (C.q[k].cstream == cstream && q->cstream != cstream)))
-				q = &C.q[k]; /* (another stream's of its context: for the context) */
-		C.graph_q.cctx = cctx;
-		C.graph_q.cstream = cstream;
-		C.graph_q.qi = q ? (int)(q - C.q) : -1;
-		C.graph_q.made = C.made;
+			if (CU.q[k].used && CU.q[k].cctx == cctx &&
+			    (!q || (CU.q[k].cstream == cstream && q->cstream != cstream)))
+				q = &CU.q[k]; /* (another stream's of its context: for the context) */
+		CU.graph_q.cctx = cctx;
+		CU.graph_q.cstream = cstream;
+		CU.graph_q.qi = q ? (int)(q - CU.q) : -1;
+		CU.graph_q.made = CU.made;
 	}
-	for (int p = 0; p < 8 && C.named[i] != handle; p++, i = (i + 1) % NAMED_N)
-		if (!C.named[i]) {
-			C.named[i] = handle;
+	for (int p = 0; p < 8 && CU.named[i] != handle; p++, i = (i + 1) % NAMED_N)
+		if (!CU.named[i]) {
+			CU.named[i] = handle;
 			gs_emit_kname(handle, 0, name, GS_API_CU_GRAPH_LAUNCH, start);
 			break;
 		}
-	if (C.named[i] != handle) /* (the table full there: named again, harmless) */
+	if (CU.named[i] != handle) /* (the table full there: named again, harmless) */
 		gs_emit_kname(handle, 0, name, GS_API_CU_GRAPH_LAUNCH, start);
 	launch = (struct cq_entry){ .call_ts = start,
 				    .call_end = start,
@@ -1250,58 +686,40 @@ static void in_graph(const uint8_t *r, const char *name, __u64 nh, __u64 start, 
 				    .api = GS_API_CU_GRAPH_LAUNCH };
 	emit(&launch, q ? q->ctx : 0, q ? q->device : (int)rd32(r, GS_CUPTI_K_DEVICE),
 	     GS_GPU_IN_GRAPH, start, end);
-	C.graph_runs++;
+	CU.graph_runs++;
 }
 
-/* Under C.lock: the oldest launch waiting of a grid and block, whatever its kernel's name,
- * taken off its shape's list, or NULL. For a record under a name no launch of its shape
- * had: CUPTI names a kernel by what its handle was when CUPTI learnt it, and XLA's modules
- * are unloaded and loaded all along, handles given again (a JAX run on an H200 under
- * --gpu-time=all: 12 of 1,261 records under another kernel's name of the same module, the
- * launches' names the driver's); and a launch whose name the driver would not tell is
- * under none (0). */
-static struct cq_entry *by_dims(struct cq *q, const __u32 *dims, __u64 *seq)
-{
-	for (__u32 k = 0; k < q->n; k++) {
-		struct cq_entry *e = at(q, k);
-		struct shape *sh;
-
-		/* (the oldest of its own shape too: its shape's list gives it) */
-		if (!e->done && !e->failed && !memcmp(e->dims, dims, 6 * sizeof(*dims)))
-			return (sh = shape_of(q, e->dims, false)) ? shape_take(q, sh, seq) : NULL;
-	}
-	return NULL;
-}
-
-/* Under C.lock: the queue of CUPTI's context and stream ids, or NULL. */
+/* Under CU.lock: the queue of CUPTI's context and stream ids, or NULL. */
 static struct cq *queue_of(__u32 cctx, __u32 cstream)
 {
-	if (C.q[C.last].used && C.q[C.last].cctx == cctx && C.q[C.last].cstream == cstream)
-		return &C.q[C.last];
+	if (CU.q[CU.last].used && CU.q[CU.last].cctx == cctx && CU.q[CU.last].cstream == cstream)
+		return &CU.q[CU.last];
 	for (int i = 0; i < CQ_MAX; i++)
-		if (C.q[i].used && C.q[i].n && C.q[i].cctx == cctx && C.q[i].cstream == cstream) {
-			C.last = i;
-			return &C.q[i];
+		if (CU.q[i].used && CU.q[i].n && CU.q[i].cctx == cctx &&
+		    CU.q[i].cstream == cstream) {
+			CU.last = i;
+			return &CU.q[i];
 		}
 	return NULL;
 }
 
-/* Under C.lock: e's record came (emitted); what is done, failed, or has waited too long for
+/* Under CU.lock: e's record came (emitted); what is done, failed, or has waited too long for
  * its record (lost) taken out of q's head. */
 static void matched(struct cq *q, struct cq_entry *e, __u64 seq, __u64 start, __u64 end)
 {
 	if (seq == q->seq0)
-		C.in_order++;
+		CU.in_order++;
 	else
-		C.out_of_order++;
+		CU.out_of_order++;
 	if (!e->silent)
 		emit(e, q->ctx, q->device, GS_GPU_GATED, start, end);
 	e->done = true;
-	while (q->n && (at(q, 0)->done || at(q, 0)->failed || at(q, 0)->call_ts + STALE_NS < start))
-		cq_pop(q);
+	while (q->n && (gc_at(q, 0)->done || gc_at(q, 0)->failed ||
+			gc_at(q, 0)->call_ts + STALE_NS < start))
+		gc_cq_pop(q);
 }
 
-/* Under C.lock: a copy's or set's record, matched to the oldest call of its kind and size
+/* Under CU.lock: a copy's or set's record, matched to the oldest call of its kind and size
  * waiting on its stream (synchronous ones are queued too, so that an asynchronous one's
  * record is not taken by one of theirs on the same stream), or counted. One run by a graph is the graph's (timed as a whole,
  * or by its twin: left out, as a graph's kernels are under --gpu-time=all). */
@@ -1315,35 +733,35 @@ static void match_copy(const uint8_t *r, __s64 offset)
 	struct cq *q;
 
 	if (rd32(r, GS_CUPTI_C_GRAPH)) {
-		C.graph_dropped++;
+		CU.graph_dropped++;
 		return;
 	}
 	copy_key(key, rd64(r, GS_CUPTI_C_BYTES), rd32(r, 0) == GS_CUPTI_ACTIVITY_KIND_MEMSET);
-	dump_add(true, start, rd32(r, GS_CUPTI_C_STREAM), key, 0);
+	gc_dump_add(true, start, rd32(r, GS_CUPTI_C_STREAM), key, 0);
 	/* (Its call not ended yet, maybe: then still in its thread's inbox, see drain.) */
 	for (bool again = false; !e; again = true) {
 		q = queue_of(rd32(r, GS_CUPTI_C_CONTEXT), rd32(r, GS_CUPTI_C_STREAM));
-		if (q && (sh = shape_of(q, key, false)))
-			e = shape_take(q, sh, &seq);
-		if (again || !drain(true))
+		if (q && (sh = gc_shape_of(q, key, false)))
+			e = gc_shape_take(q, sh, &seq);
+		if (again || !gc_drain(true))
 			break;
 	}
 	/* (2-D and 3-D copies and sets, and those not queued, have their records too, and no
 	 * entry: counted apart, for the debug line. An entry whose record never comes is
 	 * counted lost, as a launch's.) */
 	if (!e) {
-		C.copies_unmatched++;
+		CU.copies_unmatched++;
 		return;
 	}
 	matched(q, e, seq, start, end > start ? end : start);
 }
 
-/* Under C.lock: one kernel record, matched to its launch and emitted, or counted. */
+/* Under CU.lock: one kernel record, matched to its launch and emitted, or counted. */
 static void match(const uint8_t *r, __s64 offset)
 {
 	__u32 cctx = rd32(r, GS_CUPTI_K_CONTEXT), cstream = rd32(r, GS_CUPTI_K_STREAM), dims[KEY_N];
 	const char *name = (const char *)(unsigned long)rd64(r, GS_CUPTI_K_NAME);
-	__u64 nh = name_hash(name);
+	__u64 nh = gc_name_hash(name);
 	__u64 start = rd64(r, GS_CUPTI_K_START) - (__u64)offset,
 	      end = rd64(r, GS_CUPTI_K_END) - (__u64)offset;
 	struct cq *q = NULL;
@@ -1357,16 +775,16 @@ static void match(const uint8_t *r, __s64 offset)
 	/* (Under --gpu-time=all, a graph's kernels are its twin's to time: one whose launch
 	 * found our kind on, a switch late, is left out.) */
 	if (rd32(r, GS_CUPTI_K_GRAPH)) {
-		if (C.graphs)
+		if (CU.graphs)
 			in_graph(r, name, nh, start, end);
 		else
-			C.graph_dropped++;
+			CU.graph_dropped++;
 		return;
 	}
 	memcpy(dims, r + GS_CUPTI_K_GRID, 6 * sizeof(*dims));
 	dims[6] = (__u32)nh;
 	dims[7] = (__u32)(nh >> 32);
-	dump_add(true, start, cstream, dims, 0);
+	gc_dump_add(true, start, cstream, dims, 0);
 	/* (The oldest launch of its kernel, grid and block on its stream: where one kernel and
 	 * shape run many times, it may be another of the same. Where none of its kernel and
 	 * shape was ever waiting, the oldest of its grid and block: see by_dims. Its call not
@@ -1374,18 +792,18 @@ static void match(const uint8_t *r, __s64 offset)
 	e = NULL;
 	for (bool again = false; !e; again = true) {
 		if ((q = queue_of(cctx, cstream)))
-			e = (sh = shape_of(q, dims, false)) ? shape_take(q, sh, &seq)
-							    : by_dims(q, dims, &seq);
-		if (again || !drain(true))
+			e = (sh = gc_shape_of(q, dims, false)) ? gc_shape_take(q, sh, &seq)
+							       : gc_by_dims(q, dims, &seq);
+		if (again || !gc_drain(true))
 			break;
 	}
 	if (!q || !e) {
-		C.unmatched++;
+		CU.unmatched++;
 		if (q)
-			C.no_shape++;
+			CU.no_shape++;
 		else
-			C.no_stream++;
-		if (debug_on() && C.unmatched <= 8)
+			CU.no_stream++;
+		if (gc_debug_on() && CU.unmatched <= 8)
 			fprintf(stderr,
 				"gpuscope cupti: no launch of grid %u,%u,%u block %u,%u,%u name "
 				"%016llx on context %u stream %u (%u waiting there) at %llu: "
@@ -1446,7 +864,7 @@ static void take(uint8_t *buf, size_t valid, __s64 offset)
 
 	/* (A buffer's kernel, copy and set records matched in the order they started: the
 	 * three have their start at the same offset.) */
-	while (valid && C.f.next(buf, valid, &rec) == GS_CUPTI_SUCCESS)
+	while (valid && CU.f.next(buf, valid, &rec) == GS_CUPTI_SUCCESS)
 		if (rd32(rec, 0) == GS_CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL ||
 		    rd32(rec, 0) == GS_CUPTI_ACTIVITY_KIND_MEMCPY ||
 		    rd32(rec, 0) == GS_CUPTI_ACTIVITY_KIND_MEMSET) {
@@ -1460,24 +878,24 @@ static void take(uint8_t *buf, size_t valid, __s64 offset)
 	/* (TAKE_CHUNK at a time, the queues' lock let go between: a launch waits for one
 	 * chunk's matching at most, not for a buffer's thousands of records.) */
 	chunk = __atomic_load_n(&take_chunk, __ATOMIC_RELAXED);
-	pthread_mutex_lock(&C.lock);
-	C.unmatched += unread;
+	pthread_mutex_lock(&CU.lock);
+	CU.unmatched += unread;
 	/* (Every launch whose record is here was put before its call: placed by now.) */
-	drain(false);
+	gc_drain(false);
 	for (size_t i = 0; i < n; i++) {
 		if (i && chunk && i % chunk == 0) {
-			pthread_mutex_unlock(&C.lock);
-			pthread_mutex_lock(&C.lock);
-			drain(false);
+			pthread_mutex_unlock(&CU.lock);
+			pthread_mutex_lock(&CU.lock);
+			gc_drain(false);
 		}
 		if (rd32(k[i], 0) == GS_CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)
 			match(k[i], offset);
 		else
 			match_copy(k[i], offset);
 	}
-	pthread_mutex_unlock(&C.lock);
+	pthread_mutex_unlock(&CU.lock);
 	free(k);
-	if (C.f.dropped && C.f.dropped(NULL, 0, &dropped) == GS_CUPTI_SUCCESS)
+	if (CU.f.dropped && CU.f.dropped(NULL, 0, &dropped) == GS_CUPTI_SUCCESS)
 		for (size_t i = 0; i < dropped && i < 1000000; i++)
 			gs_count_time_lost();
 	free(buf);
@@ -1489,7 +907,7 @@ static void flush_and_take(uint32_t flag)
 {
 	struct done *d, *next;
 
-	C.f.flush(flag);
+	CU.f.flush(flag);
 	pthread_mutex_lock(&taking);
 	pthread_mutex_lock(&done_lock);
 	d = done_first;
@@ -1507,17 +925,17 @@ static void count_left(void)
 {
 	__u64 left = 0;
 
-	pthread_mutex_lock(&C.lock);
-	drain(true);
+	pthread_mutex_lock(&CU.lock);
+	gc_drain(true);
 	for (int i = 0; i < CQ_MAX; i++) {
-		struct cq *q = &C.q[i];
+		struct cq *q = &CU.q[i];
 
 		for (__u32 k = 0; k < q->n; k++) {
-			const struct cq_entry *e = at(q, k);
+			const struct cq_entry *e = gc_at(q, k);
 
 			if (e->failed || e->done || e->silent)
 				continue;
-			if (debug_on() && left < 8)
+			if (gc_debug_on() && left < 8)
 				fprintf(stderr,
 					"gpuscope cupti: left: grid %u,%u,%u block %u,%u,%u name "
 					"%08x%08x on context %u stream %u (%llx, thread %u, queue "
@@ -1530,12 +948,12 @@ static void count_left(void)
 			left++;
 		}
 		while (q->n)
-			cq_pop(q);
+			gc_cq_pop(q);
 	}
-	dump_write();
-	pthread_mutex_unlock(&C.lock);
-	emit_status(GS_CAL_CUPTI_UNMATCHED, C.unmatched + C.in_graphs);
-	if (debug_on())
+	gc_dump_write();
+	pthread_mutex_unlock(&CU.lock);
+	emit_status(GS_CAL_CUPTI_UNMATCHED, CU.unmatched + CU.in_graphs);
+	if (gc_debug_on())
 		fprintf(stderr,
 			"gpuscope cupti: records matched %llu in order, %llu out of order; "
 			"unmatched %llu (no stream %llu, no launch of the shape %llu); in graphs "
@@ -1546,24 +964,24 @@ static void count_left(void)
 			"not "
 			"placed: no queue %llu, queue full %llu, no shape %llu; the queues' lock "
 			"taken by the program's threads to find a queue %llu (%llu us waited)\n",
-			(unsigned long long)C.in_order, (unsigned long long)C.out_of_order,
-			(unsigned long long)C.unmatched, (unsigned long long)C.no_stream,
-			(unsigned long long)C.no_shape, (unsigned long long)C.graph_runs,
-			(unsigned long long)C.in_graphs, (unsigned long long)C.graph_dropped,
-			(unsigned long long)C.copies_unmatched, (unsigned long long)left,
-			(unsigned long long)C.pause_late, (unsigned long long)nq[NQ_START],
-			(unsigned long long)nq[NQ_PAUSED], (unsigned long long)nq[NQ_CTX],
-			(unsigned long long)nq[NQ_IDS], (unsigned long long)nq[NQ_QUEUE],
-			(unsigned long long)nq[NQ_ROOM], (unsigned long long)nq[NQ_SHAPE],
-			(unsigned long long)unplaced[NQ_QUEUE],
-			(unsigned long long)unplaced[NQ_ROOM],
-			(unsigned long long)unplaced[NQ_SHAPE], (unsigned long long)finds,
-			(unsigned long long)finds_ns / 1000);
+			(unsigned long long)CU.in_order, (unsigned long long)CU.out_of_order,
+			(unsigned long long)CU.unmatched, (unsigned long long)CU.no_stream,
+			(unsigned long long)CU.no_shape, (unsigned long long)CU.graph_runs,
+			(unsigned long long)CU.in_graphs, (unsigned long long)CU.graph_dropped,
+			(unsigned long long)CU.copies_unmatched, (unsigned long long)left,
+			(unsigned long long)CU.pause_late, (unsigned long long)gc_nq[NQ_START],
+			(unsigned long long)gc_nq[NQ_PAUSED], (unsigned long long)gc_nq[NQ_CTX],
+			(unsigned long long)gc_nq[NQ_IDS], (unsigned long long)gc_nq[NQ_QUEUE],
+			(unsigned long long)gc_nq[NQ_ROOM], (unsigned long long)gc_nq[NQ_SHAPE],
+			(unsigned long long)gc_unplaced[NQ_QUEUE],
+			(unsigned long long)gc_unplaced[NQ_ROOM],
+			(unsigned long long)gc_unplaced[NQ_SHAPE], (unsigned long long)gc_finds,
+			(unsigned long long)gc_finds_ns / 1000);
 }
 
 static void flush_at_exit(void)
 {
-	if (__atomic_load_n(&C.state, __ATOMIC_ACQUIRE) != ST_RUNNING)
+	if (__atomic_load_n(&CU.state, __ATOMIC_ACQUIRE) != ST_RUNNING)
 		return;
 	flush_and_take(1);
 	count_left();
@@ -1573,28 +991,28 @@ static void flush_at_exit(void)
 
 void gs_cupti_want(bool on)
 {
-	int s = __atomic_load_n(&C.state, __ATOMIC_ACQUIRE);
+	int s = __atomic_load_n(&CU.state, __ATOMIC_ACQUIRE);
 	if (s == ST_FAILED || s == ST_HANDED)
 		on = false;
-	__atomic_store_n(&C.want, on, __ATOMIC_RELEASE);
+	__atomic_store_n(&CU.want, on, __ATOMIC_RELEASE);
 	apply();
 }
 
 /* The program is about to use CUPTI itself: ours flushed and given up. */
 static void hand_over(void)
 {
-	int s = __atomic_load_n(&C.state, __ATOMIC_ACQUIRE);
+	int s = __atomic_load_n(&CU.state, __ATOMIC_ACQUIRE);
 
-	__atomic_store_n(&C.want, false, __ATOMIC_RELEASE);
+	__atomic_store_n(&CU.want, false, __ATOMIC_RELEASE);
 	while (s == ST_IDLE || s == ST_RUNNING)
-		if (__atomic_compare_exchange_n(&C.state, &s, ST_HANDED, false, __ATOMIC_ACQ_REL,
+		if (__atomic_compare_exchange_n(&CU.state, &s, ST_HANDED, false, __ATOMIC_ACQ_REL,
 						__ATOMIC_ACQUIRE))
 			break;
 	if (s != ST_RUNNING)
 		return; /* (never started, or already handed: nothing of ours there) */
-	if (C.kind_on)
+	if (CU.kind_on)
 		kinds(false);
-	C.kind_on = false;
+	CU.kind_on = false;
 	flush_and_take(1);
 	emit_status(GS_CAL_CUPTI, GS_CUPTI_HANDED);
 	count_left();
@@ -1604,19 +1022,18 @@ void gs_cupti_after_fork(void)
 {
 	/* (CUPTI does not follow into a child; the child's launches are timed with pairs. The
 	 * parent's buffers waiting are the parent's.) */
-	pthread_mutex_init(&C.lock, NULL);
-	pthread_mutex_init(&C.pause_lock, NULL);
-	C.switching = 0;
-	C.left_off = 0;
-	C.paused = 0;
+	pthread_mutex_init(&CU.lock, NULL);
+	pthread_mutex_init(&CU.pause_lock, NULL);
+	CU.switching = 0;
+	CU.left_off = 0;
+	CU.paused = 0;
 	pthread_mutex_init(&done_lock, NULL);
 	pthread_mutex_init(&taking, NULL);
 	done_first = done_last = NULL;
-	if (__atomic_load_n(&C.state, __ATOMIC_ACQUIRE) != ST_IDLE)
-		__atomic_store_n(&C.state, ST_HANDED, __ATOMIC_RELEASE);
-	__atomic_store_n(&C.want, false, __ATOMIC_RELEASE);
-	memset(&tl_q, 0, sizeof(tl_q));
-	memset(&tl_pt, 0, sizeof(tl_pt));
+	if (__atomic_load_n(&CU.state, __ATOMIC_ACQUIRE) != ST_IDLE)
+		__atomic_store_n(&CU.state, ST_HANDED, __ATOMIC_RELEASE);
+	__atomic_store_n(&CU.want, false, __ATOMIC_RELEASE);
+	gc_queue_after_fork();
 	gt_inbox_after_fork();
 }
 
@@ -1647,8 +1064,8 @@ static int forward(int which, const char *name, void *caller, __u64 a, __u64 b, 
 	/* (CUPTI calling its own entry points through ours is not the program.) */
 	if (!dladdr(caller, &info) || !info.dli_fname || !strstr(info.dli_fname, "libcupti"))
 		hand_over();
-	if (!f && C.handle)
-		f = (fwd_fn)gs_real_sym(C.handle, name);
+	if (!f && CU.handle)
+		f = (fwd_fn)gs_real_sym(CU.handle, name);
 	if (!f) {
 		/* (The program's libcupti may be in a local scope, where RTLD_NEXT does not look:
 		 * a library's reference to it still binds to ours, which comes first.) */
