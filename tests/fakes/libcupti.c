@@ -383,17 +383,23 @@ static int *kind_on(int kind)
 								: NULL;
 }
 
+/* A kind switched on or off, and the switch counted (FAKECUPTI_SWITCHES). */
+static void switch_kind(int kind, int on)
+{
+	pthread_mutex_lock(&lock);
+	if (kind_on(kind))
+		*kind_on(kind) = on;
+	if (kind == GS_CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)
+		(*(on ? &kernel_on_n : &kernel_off_n))++;
+	if (kind == GS_CUPTI_ACTIVITY_KIND_MEMSET)
+		(*(on ? &set_on_n : &set_off_n))++;
+	pthread_mutex_unlock(&lock);
+}
+
 EXPORT int cuptiActivityEnable(int kind)
 {
 	called("cuptiActivityEnable");
-	pthread_mutex_lock(&lock);
-	if (kind_on(kind))
-		*kind_on(kind) = 1;
-	if (kind == GS_CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)
-		kernel_on_n++;
-	if (kind == GS_CUPTI_ACTIVITY_KIND_MEMSET)
-		set_on_n++;
-	pthread_mutex_unlock(&lock);
+	switch_kind(kind, 1);
 	if (kind == GS_CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)
 		hook(on_kernel);
 	else if (kind_on(kind))
@@ -403,14 +409,7 @@ EXPORT int cuptiActivityEnable(int kind)
 
 EXPORT int cuptiActivityDisable(int kind)
 {
-	pthread_mutex_lock(&lock);
-	if (kind_on(kind))
-		*kind_on(kind) = 0;
-	if (kind == GS_CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)
-		kernel_off_n++;
-	if (kind == GS_CUPTI_ACTIVITY_KIND_MEMSET)
-		set_off_n++;
-	pthread_mutex_unlock(&lock);
+	switch_kind(kind, 0);
 	return GS_CUPTI_SUCCESS;
 }
 
