@@ -24,7 +24,8 @@
  * under the queues' lock, 0 a buffer's) or "+gpause=N" (what graph launches switch off of
  * CUPTI's kinds: 1 kernels', 3 also copies' and sets' (the default), 0 none) or "+gevery" (under all,
  * every graph launch timed as a whole, not within the rate and budget) or "+resume" (what
- * graph launches switch off on again as each ends, not left off for the next) or "+carry" / "+pairs" (timed launches on idle
+ * graph launches switch off on again as each ends, not left off for the next) or "+nopool"
+ * (CUPTI's buffers allocated and cleared in the program's threads, not from a pool) or "+carry" / "+pairs" (timed launches on idle
  * streams run by carriers, or gated pairs: N's sampled ones too), in any number; what is
  * not given is as at the start (or as the word says).
  * A thread of ours reads the file every millisecond. A file that is missing or says anything
@@ -48,7 +49,7 @@
 static const char *ab_file;
 static __u32 trate_start, budget_start, take_start;
 static int gpause_start;
-static bool gevery_start, resume_start;
+static bool gevery_start, resume_start, pool_start;
 
 /* The parts' sums since the last switch, as one line after the mode they ran in. */
 static void phases_write(const char *mode)
@@ -82,7 +83,7 @@ static void apply(char *word)
 	__u32 every = gs_stacks_start.every, rate = gs_stacks_start.rate, trate = trate_start;
 	__u32 budget = budget_start, take = take_start;
 	int gpause = gpause_start;
-	bool gevery = gevery_start, resume = resume_start;
+	bool gevery = gevery_start, resume = resume_start, pool = pool_start;
 	char *opt = strchr(word, '+');
 	bool norecord = false, nopf = false;
 	int carriers = -1;
@@ -111,6 +112,8 @@ static void apply(char *word)
 			gevery = true;
 		else if (!strcmp(opt, "resume"))
 			resume = true;
+		else if (!strcmp(opt, "nopool"))
+			pool = false;
 		else if (!strcmp(opt, "norecord"))
 			norecord = true;
 		else if (!strcmp(opt, "nopf"))
@@ -131,6 +134,7 @@ static void apply(char *word)
 	gs_cupti_pause_what(gpause);
 	gs_timing_graphs_every(gevery);
 	gs_cupti_resume_at_once(resume);
+	gs_cupti_pool(pool);
 	__atomic_store_n(&gs_ab_norecord, norecord, __ATOMIC_RELAXED);
 	gs_ab_prefetch(!nopf);
 	__atomic_store_n(&gs_active, true, __ATOMIC_RELAXED);
@@ -177,6 +181,7 @@ void gs_ab_init(void)
 	gpause_start = gs_cupti_pause_what_now();
 	gevery_start = gs_timing_graphs_every_now();
 	resume_start = gs_cupti_resume_at_once_now();
+	pool_start = gs_cupti_pool_now();
 	if (ab_file && *ab_file && gs_thread(ab_thread))
 		gs_phases_on = getenv("GPUSCOPE_AB_PHASES") != NULL;
 }

@@ -212,6 +212,9 @@ void gs_cupti_unloaded(void) GS_HIDDEN;
 void gs_cupti_stream_made(__u64 stream) GS_HIDDEN;
 /* Measurements (ab.c): records matched under one hold of the queues' lock (0: a buffer's). */
 void gs_cupti_take_chunk(__u32 n) GS_HIDDEN;
+/* CUPTI's buffers from a pool cleared off the program's threads (ab.c's +nopool: off). */
+void gs_cupti_pool(bool on) GS_HIDDEN;
+bool gs_cupti_pool_now(void) GS_HIDDEN;
 __u32 gs_cupti_take_chunk_now(void) GS_HIDDEN;
 /* --gpu-time=cupti from now on (on), or not (ab.c). */
 void gs_cupti_want(bool on) GS_HIDDEN;

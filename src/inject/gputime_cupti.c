@@ -163,6 +163,9 @@ static void *flusher(void *arg)
 		if (wake % (ASK_MS / DRAIN_MS) == 0 &&
 		    __atomic_load_n(&CU.kind_on, __ATOMIC_ACQUIRE))
 			flush_and_take(0);
+		/* (After a flush: its threads' next records need new buffers.) */
+		if (wake % (ASK_MS / DRAIN_MS) == 0 || wake == 1)
+			gc_bufs_stock();
 		/* (The threads' inboxes emptied here, not on their threads: see gt_inbox_filling.) */
 		pthread_mutex_lock(&CU.lock);
 		gc_drain(false);
@@ -183,6 +186,7 @@ static bool setup(void)
 	    !SYM(stream_id, "cuptiGetStreamIdEx"))
 		return false;
 	SYM(dropped, "cuptiActivityGetNumDroppedRecords");
+	gc_bufs_start(CU.handle);
 	if (CU.f.reg(request, complete) != GS_CUPTI_SUCCESS)
 		return false;
 	/* (CUPTI's own periodic flush, cuptiActivityFlushPeriod, delivered only full buffers,
@@ -567,7 +571,7 @@ static struct done *done_first, *done_last;
 
 static void request(uint8_t **buf, size_t *size, size_t *max_records)
 {
-	*buf = aligned_alloc(8, CUPTI_BUF);
+	*buf = gc_buf_get();
 	*size = *buf ? DONE_AT : 0;
 	*max_records = 0;
 }
@@ -898,7 +902,7 @@ static void take(uint8_t *buf, size_t valid, __s64 offset)
 	if (CU.f.dropped && CU.f.dropped(NULL, 0, &dropped) == GS_CUPTI_SUCCESS)
 		for (size_t i = 0; i < dropped && i < 1000000; i++)
 			gs_count_time_lost();
-	free(buf);
+	gc_buf_put(buf, valid);
 }
 
 /* CUPTI's completed records asked for (flag 1: all, completed or not), then taken: by the
@@ -977,6 +981,7 @@ static void count_left(void)
 			(unsigned long long)gc_unplaced[NQ_ROOM],
 			(unsigned long long)gc_unplaced[NQ_SHAPE], (unsigned long long)gc_finds,
 			(unsigned long long)gc_finds_ns / 1000);
+	gc_bufs_debug();
 }
 
 static void flush_at_exit(void)
@@ -1004,6 +1009,7 @@ static void hand_over(void)
 	int s = __atomic_load_n(&CU.state, __ATOMIC_ACQUIRE);
 
 	__atomic_store_n(&CU.want, false, __ATOMIC_RELEASE);
+	gc_bufs_handed();
 	while (s == ST_IDLE || s == ST_RUNNING)
 		if (__atomic_compare_exchange_n(&CU.state, &s, ST_HANDED, false, __ATOMIC_ACQ_REL,
 						__ATOMIC_ACQUIRE))
@@ -1034,6 +1040,7 @@ void gs_cupti_after_fork(void)
 		__atomic_store_n(&CU.state, ST_HANDED, __ATOMIC_RELEASE);
 	__atomic_store_n(&CU.want, false, __ATOMIC_RELEASE);
 	gc_queue_after_fork();
+	gc_bufs_after_fork();
 	gt_inbox_after_fork();
 }
 

@@ -1,14 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * --gpu-time=all's CUPTI plane: what its three files share.
+ * --gpu-time=all's CUPTI plane: what its four files share.
  *   gputime_cupti_state.c  the plane's state (CU), its debug lines' counters and dump;
+ *   gputime_cupti_bufs.c   the buffers CUPTI writes into, cleared in a pool off the
+ *                          program's threads;
  *   gputime_cupti_queue.c  the launches' queues: a launch's entry put in its thread's inbox
  *                          (gputime_inbox.c), placed on its stream's queue, found again by
  *                          its record;
  *   gputime_cupti.c        finding and starting CUPTI, the pause around graph launches, the
  *                          launches' calls, the records matched, the program's own profiler
  *                          (its opening comment says how the plane works).
- * Layered: gputime_cupti.c uses gputime_cupti_queue.c uses gputime_cupti_state.c.
+ * Layered: gputime_cupti.c uses gputime_cupti_queue.c and gputime_cupti_bufs.c, which use
+ * gputime_cupti_state.c.
  */
 #ifndef GS_INJECT_GPUTIME_CUPTI_INT_H
 #define GS_INJECT_GPUTIME_CUPTI_INT_H
@@ -159,6 +162,15 @@ bool gc_debug_on(void) GS_HIDDEN;
 void gc_dump_add(bool record, __u64 t, __u32 stream, const __u32 *dims, __u16 api) GS_HIDDEN;
 void gc_dump_write(void) GS_HIDDEN;
 void gc_not_queued(int why) GS_HIDDEN;
+
+/* gputime_cupti_bufs.c: CUPTI's buffers, cleared off the program's threads */
+void gc_bufs_start(void *cupti) GS_HIDDEN;
+uint8_t *gc_buf_get(void) GS_HIDDEN;
+void gc_buf_put(uint8_t *buf, size_t valid) GS_HIDDEN;
+void gc_bufs_stock(void) GS_HIDDEN;
+void gc_bufs_handed(void) GS_HIDDEN;
+void gc_bufs_after_fork(void) GS_HIDDEN;
+void gc_bufs_debug(void) GS_HIDDEN;
 
 /* gputime_cupti_queue.c */
 extern __u64 gc_unloads GS_HIDDEN;			/* modules and libraries unloaded so far */

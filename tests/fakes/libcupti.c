@@ -34,7 +34,11 @@
  * FAKECUPTI_CALLS=path: at exit, which of the client-facing functions were called, one
  * name a line (tests: whose calls reached the double). FAKECUPTI_SWITCHES=path: at exit,
  * how often the kernel kind was switched, and the memset kind: "enabled N disabled M sets
- * enabled N disabled M".
+ * enabled N disabled M". FAKECUPTI_BUFFERS=path: at exit, the buffers asked for, how many
+ * of them the client was to clear (CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER set by
+ * cuptiActivitySetAttribute: the double then clears none itself, as CUPTI), and how many
+ * of those were not clear, and whether the client was to clear them at the end:
+ * "requests N client-cleared N unclear N cleared-at-exit 0|1".
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -79,6 +83,8 @@ static uint32_t period_ms;
 static char calls[512];
 static unsigned long kernel_on_n, kernel_off_n; /* (the kernel kind's switches) */
 static unsigned long set_on_n, set_off_n;	/* (the memset kind's) */
+static int zeroed_out;				/* the client clears the buffers */
+static unsigned long buf_requests, buf_client, buf_unclear;
 
 typedef void (*kernel_hook_fn)(void *, void *, unsigned long long, unsigned long long,
 			       const unsigned int *, const char *, unsigned int);
@@ -271,6 +277,15 @@ static void deliver_locked(int how)
 			pthread_mutex_unlock(&lock);
 			return;
 		}
+		buf_requests++;
+		if (zeroed_out) {
+			buf_client++;
+			for (size_t i = 0; i < size; i++)
+				if (buf[i]) {
+					buf_unclear++;
+					break;
+				}
+		}
 		memset(buf, 0, size);
 		for (size_t i = 0; i < nrecs; i++) {
 			struct rec *r = &recs[i];
@@ -338,6 +353,12 @@ static void write_calls(void)
 
 	if (f) {
 		fputs(calls, f);
+		fclose(f);
+	}
+	path = getenv("FAKECUPTI_BUFFERS");
+	if (path && (f = fopen(path, "w"))) {
+		fprintf(f, "requests %lu client-cleared %lu unclear %lu cleared-at-exit %d\n",
+			buf_requests, buf_client, buf_unclear, zeroed_out);
 		fclose(f);
 	}
 	path = getenv("FAKECUPTI_SWITCHES");
@@ -410,6 +431,17 @@ EXPORT int cuptiActivityEnable(int kind)
 EXPORT int cuptiActivityDisable(int kind)
 {
 	switch_kind(kind, 0);
+	return GS_CUPTI_SUCCESS;
+}
+
+/* CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER (5, a uint8_t) only. */
+EXPORT int cuptiActivitySetAttribute(int attr, size_t *size, void *value)
+{
+	if (attr != 5 || !size || *size != 1 || !value)
+		return ERROR_INVALID_PARAMETER;
+	pthread_mutex_lock(&lock);
+	zeroed_out = *(uint8_t *)value != 0;
+	pthread_mutex_unlock(&lock);
 	return GS_CUPTI_SUCCESS;
 }
 

@@ -1197,6 +1197,35 @@ def test_cupti_kind_left_off_between_graph_launches(gs):
                                             "6", "disabled", "6"], switches.read_text()
 
 
+def test_cupti_buffers_come_cleared_from_the_pool(gs):
+    """Each flush hands CUPTI's buffer of each launching thread back, and the thread's next
+    record needs a new one, asked for inside its launch call; CUPTI clears it there unless
+    told that its buffers come cleared. Ours are: taken from a pool that our thread keeps
+    cleared and stocked. wl_driver's 8,000 launches over about a second, our flushes
+    every 50 ms: every buffer asked for was promised cleared and was clear (the double
+    checks each), all but the first at most from the pool, and every kernel still has its
+    record."""
+    import re
+
+    bufs = gs.tmp / "buffers.txt"
+    report, truth, p = gs.trace(["wl_driver", "--burst", "8000", "--rate", "8000"],
+                                opts=["--inject"],
+                                env_extra=dict(FAKECUPTI_BUFFERS=bufs, GPUSCOPE_INJECT_DEBUG="1"))
+    words = bufs.read_text().split()
+    requests, client, unclear = int(words[1]), int(words[3]), int(words[5])
+    assert requests >= 5 and client == requests and unclear == 0 and words[7] == "1", words
+    m = re.search(r"buffers: (\d+) from the pool, (\d+) cleared in the program's thread; "
+                  r"CUPTI told it gets them cleared", p.stderr)
+    assert m, p.stderr[-2000:]
+    pooled, here = int(m.group(1)), int(m.group(2))
+    assert pooled + here == requests and here <= 1, (pooled, here, requests)
+    gpu = report["gpu"]
+    assert gpu["cupti_processes"] == 1 and gpu["cupti_unmatched"] == 0, gpu
+    assert report["drops"]["gpu_time_lost"] == 0
+    burst = max(report["kernels"]["list"], key=lambda k: k["launches"])
+    assert burst["launches"] >= 8000 and burst["gpu"]["by_driver"] == burst["launches"], burst
+
+
 def test_cupti_handle_given_again(gs):
     """XLA unloads modules and loads others all along, and the driver gives the new
     module's kernel the old one's handle: a launch's kernel is known by the name the driver
@@ -1221,9 +1250,11 @@ def test_cupti_handed_to_the_programs_profiler(gs):
     are timed with event pairs and the report says so. A lost record (FAKECUPTI_LOSE) costs one launch of
     its kernel on its stream its times, counted as lost (which launch is not known: the later
     ones there each take the next one's record, of the same kernel and shape)."""
-    calls = gs.tmp / "cupti-calls.txt"
+    calls, bufs = gs.tmp / "cupti-calls.txt", gs.tmp / "buffers.txt"
     report, truth, recs = cupti_trace(gs, "handed", "20", "client", FAKECUPTI_CALLS=calls,
-                                      FAKECUPTI_LOSE="4")
+                                      FAKECUPTI_LOSE="4", FAKECUPTI_BUFFERS=bufs)
+    # (Ours came cleared from our pool; the profiler's CUPTI clears its buffers again.)
+    assert bufs.read_text().split()[-2:] == ["cleared-at-exit", "0"], bufs.read_text()
     gpu = report["gpu"]
     assert gpu["cupti_processes"] == 1 and gpu["cupti_handed_over"] == 1, gpu
     busy = {k["name"]: k for k in report["kernels"]["list"]}["busy"]["gpu"]
