@@ -25,7 +25,8 @@
  * CUPTI's kinds: 1 kernels', 3 also copies' and sets' (the default), 0 none) or "+gevery" (under all,
  * every graph launch timed as a whole, not within the rate and budget) or "+resume" (what
  * graph launches switch off on again as each ends, not left off for the next) or "+nopool"
- * (CUPTI's buffers allocated and cleared in the program's threads, not from a pool) or "+carry" / "+pairs" (timed launches on idle
+ * (CUPTI's buffers allocated and cleared in the program's threads, not from a pool) or
+ * "+ask=MS" (our thread asks CUPTI for its completed records every MS ms) or "+carry" / "+pairs" (timed launches on idle
  * streams run by carriers, or gated pairs: N's sampled ones too), in any number; what is
  * not given is as at the start (or as the word says).
  * A thread of ours reads the file every millisecond. A file that is missing or says anything
@@ -47,7 +48,7 @@
 #include "inject/inject.h"
 
 static const char *ab_file;
-static __u32 trate_start, budget_start, take_start;
+static __u32 trate_start, budget_start, take_start, ask_start;
 static int gpause_start;
 static bool gevery_start, resume_start, pool_start;
 
@@ -81,7 +82,7 @@ static void phases_write(const char *mode)
 static void apply(char *word)
 {
 	__u32 every = gs_stacks_start.every, rate = gs_stacks_start.rate, trate = trate_start;
-	__u32 budget = budget_start, take = take_start;
+	__u32 budget = budget_start, take = take_start, ask = ask_start;
 	int gpause = gpause_start;
 	bool gevery = gevery_start, resume = resume_start, pool = pool_start;
 	char *opt = strchr(word, '+');
@@ -106,6 +107,8 @@ static void apply(char *word)
 			budget = (__u32)strtoul(opt + 7, NULL, 10);
 		else if (!strncmp(opt, "take=", 5))
 			take = (__u32)strtoul(opt + 5, NULL, 10);
+		else if (!strncmp(opt, "ask=", 4))
+			ask = (__u32)strtoul(opt + 4, NULL, 10);
 		else if (!strncmp(opt, "gpause=", 7))
 			gpause = (int)strtol(opt + 7, NULL, 10);
 		else if (!strcmp(opt, "gevery"))
@@ -135,6 +138,7 @@ static void apply(char *word)
 	gs_timing_graphs_every(gevery);
 	gs_cupti_resume_at_once(resume);
 	gs_cupti_pool(pool);
+	gs_cupti_ask_ms(ask);
 	__atomic_store_n(&gs_ab_norecord, norecord, __ATOMIC_RELAXED);
 	gs_ab_prefetch(!nopf);
 	__atomic_store_n(&gs_active, true, __ATOMIC_RELAXED);
@@ -182,6 +186,7 @@ void gs_ab_init(void)
 	gevery_start = gs_timing_graphs_every_now();
 	resume_start = gs_cupti_resume_at_once_now();
 	pool_start = gs_cupti_pool_now();
+	ask_start = gs_cupti_ask_ms_now();
 	if (ab_file && *ab_file && gs_thread(ab_thread))
 		gs_phases_on = getenv("GPUSCOPE_AB_PHASES") != NULL;
 }

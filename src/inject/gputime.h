@@ -214,6 +214,9 @@ void gs_cupti_stream_made(__u64 stream) GS_HIDDEN;
 void gs_cupti_take_chunk(__u32 n) GS_HIDDEN;
 /* CUPTI's buffers from a pool cleared off the program's threads (ab.c's +nopool: off). */
 void gs_cupti_pool(bool on) GS_HIDDEN;
+/* How often our thread asks CUPTI for its completed records, ms (ab.c's +ask=N). */
+void gs_cupti_ask_ms(__u32 ms) GS_HIDDEN;
+__u32 gs_cupti_ask_ms_now(void) GS_HIDDEN;
 bool gs_cupti_pool_now(void) GS_HIDDEN;
 __u32 gs_cupti_take_chunk_now(void) GS_HIDDEN;
 /* --gpu-time=cupti from now on (on), or not (ab.c). */

@@ -148,11 +148,23 @@ static void complete(void *ctx, uint32_t stream_id, uint8_t *buf, size_t size, s
 static void flush_and_take(uint32_t flag);
 static void flush_at_exit(void);
 
+static __u32 ask_ms = ASK_MS;
+
+void gs_cupti_ask_ms(__u32 ms)
+{
+	__atomic_store_n(&ask_ms, ms ?: ASK_MS, __ATOMIC_RELAXED);
+}
+
+__u32 gs_cupti_ask_ms_now(void)
+{
+	return __atomic_load_n(&ask_ms, __ATOMIC_RELAXED);
+}
+
 static void *flusher(void *arg)
 {
 	(void)arg;
 	prctl(PR_SET_NAME, GS_THREAD_PREFIX "cupti"); /* (the OS plane leaves ours out) */
-	for (unsigned int wake = 1;; wake++) {
+	for (unsigned int wake = 1, since = 0;; wake++) {
 		struct timespec nap = { 0, DRAIN_MS * 1000000L };
 		int s;
 
@@ -160,11 +172,14 @@ static void *flusher(void *arg)
 		s = __atomic_load_n(&CU.state, __ATOMIC_ACQUIRE);
 		if (s == ST_HANDED || s == ST_FAILED)
 			return NULL;
-		if (wake % (ASK_MS / DRAIN_MS) == 0 &&
-		    __atomic_load_n(&CU.kind_on, __ATOMIC_ACQUIRE))
-			flush_and_take(0);
-		/* (After a flush: its threads' next records need new buffers.) */
-		if (wake % (ASK_MS / DRAIN_MS) == 0 || wake == 1)
+		since += DRAIN_MS;
+		if (since >= __atomic_load_n(&ask_ms, __ATOMIC_RELAXED)) {
+			since = 0;
+			if (__atomic_load_n(&CU.kind_on, __ATOMIC_ACQUIRE))
+				flush_and_take(0);
+			/* (After a flush: its threads' next records need new buffers.) */
+			gc_bufs_stock();
+		} else if (wake == 1)
 			gc_bufs_stock();
 		/* (The threads' inboxes emptied here, not on their threads: see gt_inbox_filling.) */
 		pthread_mutex_lock(&CU.lock);

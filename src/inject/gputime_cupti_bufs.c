@@ -175,7 +175,7 @@ void gc_bufs_debug(void)
 	if (gc_debug_on())
 		fprintf(stderr,
 			"gpuscope cupti: buffers: %llu from the pool, %llu cleared in the "
-			"program's thread; CUPTI %s them cleared\n",
+			"program's thread; at the end %s\n",
 			(unsigned long long)from_pool, (unsigned long long)cleared_here,
-			told ? "told it gets" : "clears");
+			told ? "CUPTI told they come cleared" : "CUPTI clearing them");
 }

@@ -1215,7 +1215,7 @@ def test_cupti_buffers_come_cleared_from_the_pool(gs):
     requests, client, unclear = int(words[1]), int(words[3]), int(words[5])
     assert requests >= 5 and client == requests and unclear == 0 and words[7] == "1", words
     m = re.search(r"buffers: (\d+) from the pool, (\d+) cleared in the program's thread; "
-                  r"CUPTI told it gets them cleared", p.stderr)
+                  r"at the end CUPTI told they come cleared", p.stderr)
     assert m, p.stderr[-2000:]
     pooled, here = int(m.group(1)), int(m.group(2))
     assert pooled + here == requests and here <= 1, (pooled, here, requests)
