@@ -35,6 +35,7 @@
 #define BOX_SLOTS 4096		      /* a thread's launches put and not yet drained, at most */
 #define BOX_FULL  (BOX_SLOTS * 3 / 4) /* ... beyond which the thread drains (gt_inbox_filling) */
 #define BOXES	  128		      /* threads launching at once, at most (more: not queued) */
+#define BOX_RETRY 1024		      /* a thread refused one asks again after this many launches */
 
 enum {
 	SL_QUEUED = 1,
@@ -69,7 +70,7 @@ static pthread_key_t box_key;
 static bool box_key_ok;
 static pthread_once_t box_once = PTHREAD_ONCE_INIT;
 static __thread struct box *tl_box __attribute__((tls_model("initial-exec")));
-static __thread bool tl_refused __attribute__((tls_model("initial-exec")));
+static __thread __u32 tl_retry __attribute__((tls_model("initial-exec"))); /* (refused) */
 
 static void thread_ends(void *b)
 {
@@ -91,7 +92,7 @@ static struct box *claim(void)
 	pthread_once(&box_once, key_init);
 	if (!box_key_ok)
 		return NULL;
-	for (i = 0; i < n && !b; i++) {
+	for (i = 0; i < n && i < BOXES && !b; i++) {
 		struct box *c = __atomic_load_n(&boxes[i], __ATOMIC_ACQUIRE);
 		int free_ = 0;
 
@@ -124,11 +125,18 @@ static struct box *claim(void)
 	return b;
 }
 
-/* This thread's box, claimed at its first use (NULL: none to be had). */
+/* This thread's box, claimed at its first use (NULL: none to be had; asked for again
+ * BOX_RETRY launches later, when other threads may have ended). */
 static struct box *mine(void)
 {
-	if (!tl_box && !tl_refused && !(tl_box = claim()))
-		tl_refused = true;
+	if (tl_box)
+		return tl_box;
+	if (tl_retry) {
+		tl_retry--;
+		return NULL;
+	}
+	if (!(tl_box = claim()))
+		tl_retry = BOX_RETRY;
 	return tl_box;
 }
 
@@ -291,5 +299,5 @@ void gt_inbox_after_fork(void)
 	memset(boxes, 0, sizeof(boxes));
 	nboxes = 0;
 	tl_box = NULL;
-	tl_refused = false;
+	tl_retry = 0;
 }

@@ -254,6 +254,92 @@ static void box_given_back(void **state)
 	assert_int_equal(order_errors, 0);
 }
 
+/* Threads holding their boxes until told to end (refused: one that got none). */
+static pthread_mutex_t hold_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t hold_cond = PTHREAD_COND_INITIALIZER;
+static int holding_done, holding_go;
+
+struct holder {
+	pthread_t t;
+	bool boxed;	   /* its first launch queued */
+	int retried_after; /* refused: launches until one was queued, after the go (-1: never) */
+};
+
+static void *hold(void *arg)
+{
+	struct holder *h = arg;
+	struct item it = { .n = 0, .ts = clock_ts() };
+	struct gt_inbox_end e = { .call_ts = it.ts + 1, .call_end = it.ts + 2 };
+	void *s = gt_inbox_put(&it, sizeof(it), it.ts);
+
+	h->boxed = s != NULL;
+	if (s)
+		gt_inbox_end(s, &e);
+	pthread_mutex_lock(&hold_lock);
+	holding_done++;
+	pthread_cond_broadcast(&hold_cond);
+	while (holding_go < (h->boxed ? 1 : 2))
+		pthread_cond_wait(&hold_cond, &hold_lock);
+	pthread_mutex_unlock(&hold_lock);
+	if (h->boxed)
+		return NULL; /* (its box given back as it ends) */
+	h->retried_after = -1;
+	for (int i = 1; i <= 3000 && h->retried_after < 0; i++) {
+		it.ts = clock_ts();
+		e = (struct gt_inbox_end){ .call_ts = it.ts + 1, .call_end = it.ts + 2 };
+		if ((s = gt_inbox_put(&it, sizeof(it), it.ts))) {
+			gt_inbox_end(s, &e);
+			h->retried_after = i;
+		}
+	}
+	return NULL;
+}
+
+/* More threads than boxes launch at once: those refused one are not refused for good.
+ * 140 threads each launch once and wait (with this one's box, more than 128 wanted): some
+ * are refused; once the others have ended, each refused thread's launches are queued
+ * again within its retry (1,024 launches), never at once. */
+static void refused_box_asked_again(void **state)
+{
+	static struct holder h[140];
+	int boxed = 0, refused = 0;
+
+	(void)state;
+	reset(MANY);
+	assert_true(launch(0)); /* (this thread's box) */
+	drain_locked();
+	for (int i = 0; i < 140; i++) {
+		h[i] = (struct holder){ .retried_after = 0 };
+		assert_int_equal(pthread_create(&h[i].t, NULL, hold, &h[i]), 0);
+	}
+	pthread_mutex_lock(&hold_lock);
+	while (holding_done < 140)
+		pthread_cond_wait(&hold_cond, &hold_lock);
+	pthread_mutex_unlock(&hold_lock);
+	for (int i = 0; i < 140; i++)
+		h[i].boxed ? boxed++ : refused++;
+	assert_int_equal(boxed, 127);
+	assert_int_equal(refused, 13);
+	/* (The boxed ones end first: their boxes free when the refused ones ask again.) */
+	pthread_mutex_lock(&hold_lock);
+	holding_go = 1;
+	pthread_cond_broadcast(&hold_cond);
+	pthread_mutex_unlock(&hold_lock);
+	for (int i = 0; i < 140; i++)
+		if (h[i].boxed)
+			pthread_join(h[i].t, NULL);
+	pthread_mutex_lock(&hold_lock);
+	holding_go = 2;
+	pthread_cond_broadcast(&hold_cond);
+	pthread_mutex_unlock(&hold_lock);
+	for (int i = 0; i < 140; i++)
+		if (!h[i].boxed) {
+			pthread_join(h[i].t, NULL);
+			assert_true(h[i].retried_after > 1 && h[i].retried_after <= 1025);
+		}
+	drain_locked();
+}
+
 /* A drain stops at the oldest launch still in a call begun since its bound (the launches
  * after it, of any thread, wait too: placed in order), and takes it once it has ended or
  * began before the bound. */
@@ -338,6 +424,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(end_before_and_after_drain),
 		cmocka_unit_test(full_box),
 		cmocka_unit_test(box_given_back),
+		cmocka_unit_test(refused_box_asked_again),
 		cmocka_unit_test(racing_threads),
 		cmocka_unit_test(racing_threads_calls_left),
 		cmocka_unit_test(drain_stops_at_a_call),
