@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * --gpu-time=all's CUPTI plane: what its four files share.
+ * --gpu-time=all's CUPTI plane: what its five files share.
  *   gputime_cupti_state.c  the plane's state (CU), its debug lines' counters and dump;
+ *   gputime_cupti_records.c  the records: the buffers CUPTI completes, kept for our
+ *                          thread, their records matched to the launches waiting;
  *   gputime_cupti_bufs.c   the buffers CUPTI writes into, cleared in a pool off the
  *                          program's threads;
  *   gputime_cupti_queue.c  the launches' queues: a launch's entry put in its thread's inbox
@@ -10,8 +12,8 @@
  *   gputime_cupti.c        finding and starting CUPTI, the pause around graph launches, the
  *                          launches' calls, the records matched, the program's own profiler
  *                          (its opening comment says how the plane works).
- * Layered: gputime_cupti.c uses gputime_cupti_queue.c and gputime_cupti_bufs.c, which use
- * gputime_cupti_state.c.
+ * Layered: gputime_cupti.c uses gputime_cupti_records.c, which uses gputime_cupti_queue.c
+ * and gputime_cupti_bufs.c, which use gputime_cupti_state.c.
  */
 #ifndef GS_INJECT_GPUTIME_CUPTI_INT_H
 #define GS_INJECT_GPUTIME_CUPTI_INT_H
@@ -60,7 +62,7 @@ struct cq_entry {
 	__u64 call_ts, call_end, func, stream;
 	__u64 bytes, dst, src;	/* a copy's or set's (gs_ev_gpu's) */
 	__u32 tid, dims[KEY_N]; /* grid x, y, z, block x, y, z, its kernel's name (hash); a
-				 * copy's or set's: copy_key */
+				 * copy's or set's: gc_copy_key */
 	__u32 copy_kind;	/* a copy's or set's enum gs_copy_kind */
 	__u8 kind;		/* enum gs_gpu_kind */
 	__u16 api;
@@ -163,6 +165,16 @@ void gc_dump_add(bool record, __u64 t, __u32 stream, const __u32 *dims, __u16 ap
 void gc_dump_write(void) GS_HIDDEN;
 void gc_not_queued(int why) GS_HIDDEN;
 
+/* gputime_cupti_records.c: the records, matched */
+void gc_request(uint8_t **buf, size_t *size, size_t *max_records) GS_HIDDEN;
+void gc_complete(void *ctx, uint32_t stream_id, uint8_t *buf, size_t size, size_t valid) GS_HIDDEN;
+/* CUPTI's completed records asked for (flag 1: all, completed or not), then taken. */
+void gc_flush_and_take(uint32_t flag) GS_HIDDEN;
+void gc_count_left(void) GS_HIDDEN;
+void gc_flush_at_exit(void) GS_HIDDEN;
+void gc_emit_status(__u64 what, __u64 value) GS_HIDDEN;
+void gc_records_after_fork(void) GS_HIDDEN;
+
 /* gputime_cupti_bufs.c: CUPTI's buffers, cleared off the program's threads */
 void gc_bufs_start(void *cupti) GS_HIDDEN;
 uint8_t *gc_buf_get(void) GS_HIDDEN;
@@ -188,6 +200,8 @@ struct shape *gc_shape_of(struct cq *q, const __u32 *dims, bool make) GS_HIDDEN;
 struct cq_entry *gc_shape_take(struct cq *q, struct shape *sh, __u64 *seq) GS_HIDDEN;
 void gc_cq_pop(struct cq *q) GS_HIDDEN;
 struct cq_entry *gc_by_dims(struct cq *q, const __u32 *dims, __u64 *seq) GS_HIDDEN;
+/* A copy's or set's key: its size, which of the two, a block no launch has. */
+void gc_copy_key(__u32 *key, __u64 bytes, bool set) GS_HIDDEN;
 /* Under CU.lock: the threads' inboxes drained onto the queues (see there). */
 bool gc_drain(bool in_call) GS_HIDDEN;
 /* A launch's entry (t, under key) put in its thread's inbox: l->qi where (0: not). */

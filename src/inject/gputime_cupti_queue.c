@@ -417,3 +417,14 @@ void gc_queue_after_fork(void)
 	memset(&tl_q, 0, sizeof(tl_q));
 	memset(&tl_pt, 0, sizeof(tl_pt));
 }
+
+/* A copy's or set's key: its size, which of the two, and a block no launch has (no kernel's
+ * record takes it, by_dims included). */
+void gc_copy_key(__u32 *key, __u64 bytes, bool set)
+{
+	key[0] = (__u32)bytes;
+	key[1] = (__u32)(bytes >> 32);
+	key[2] = set ? 2 : 1;
+	key[3] = key[4] = key[5] = ~0u;
+	key[6] = key[7] = 0;
+}
