@@ -2,7 +2,7 @@
 median time per iteration over several timed windows, after a warm-up, measured inside
 the process so that start-up (and gpuscope's attach) is not counted.
 
-    python workload.py tinyops|busyops|resnet50|gpt2|cupy|graphs|jax [--profile]
+    python workload.py tinyops|busyops|resnet50|gpt2|cupy|graphs|jax|compile_ro [--profile]
 
 tinyops: a launch-bound loop of tiny elementwise ops (x.add_(1) on one element), about
 5 us each. busyops: a GPU-bound loop of the same on 2^24 floats (each launch finds its
@@ -11,7 +11,9 @@ channels-last, synthetic data. gpt2: training steps of GPT-2 small (transformers
 batch 8 x 512 tokens, bf16 autocast, AdamW), synthetic tokens. cupy: a launch-bound loop
 of CuPy's elementwise x += 1 on one element. graphs: an MLP training step captured in a
 CUDA graph, replayed and waited for each iteration. jax: a jitted MLP training step (XLA's
-command buffers), its loss waited for each iteration. --profile runs the timed windows under the
+command buffers), its loss waited for each iteration. compile_ro: a transformer encoder
+layer's training step under torch.compile's reduce-overhead mode (its forward and backward
+CUDA graphs). --profile runs the timed windows under the
 PyTorch profiler (CPU and CUDA activities: CUPTI sees CuPy's kernels too), for comparison.
 --ab FILE MODES N: modes compared inside one process (bench/inject_ab.sh): N rounds of one
 timed window per mode of MODES (a comma list), the order turned each round, under `gpuscope
@@ -208,6 +210,29 @@ def graphs(profile_ctx):
     return windows_of(step, 50, 500, 7, profile_ctx, torch.cuda.synchronize)
 
 
+def compile_ro_step():
+    """A training step of one transformer encoder layer (256 wide, 4 heads, batch 8 x 128)
+    whose forward and backward torch.compile's reduce-overhead mode runs as CUDA graphs,
+    the optimizer's step eager (bench/fidelity_work.py's compile_ro)."""
+    torch.manual_seed(0)
+    block = torch.nn.TransformerEncoderLayer(256, 4, 1024, batch_first=True).cuda()
+    fwd = torch.compile(block, mode="reduce-overhead")
+    opt = torch.optim.SGD(block.parameters(), lr=1e-3)
+    x = torch.randn(8, 128, 256, device="cuda")
+
+    def step():
+        loss = fwd(x).pow(2).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+
+    return step
+
+
+def compile_ro(profile_ctx):
+    return windows_of(compile_ro_step(), 30, 200, 7, profile_ctx, torch.cuda.synchronize)
+
+
 def jax_loop(profile_ctx):
     """The jitted MLP training step of bench/fidelity_work.py's jax, its loss waited for
     each iteration."""
@@ -230,7 +255,8 @@ def resnet50(profile_ctx):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("workload",
-                    choices=["tinyops", "busyops", "resnet50", "gpt2", "cupy", "graphs", "jax"])
+                    choices=["tinyops", "busyops", "resnet50", "gpt2", "cupy", "graphs", "jax",
+                             "compile_ro"])
     ap.add_argument("--profile", action="store_true")
     ap.add_argument("--ab", nargs=3, metavar=("FILE", "MODES", "N"))
     args = ap.parse_args()
@@ -238,7 +264,8 @@ def main():
         AB["file"], AB["modes"], AB["rounds"] = args.ab[0], args.ab[1].split(","), int(args.ab[2])
     ctx = profiler if args.profile else contextlib.nullcontext
     times = {"tinyops": tinyops, "busyops": busyops, "resnet50": resnet50, "gpt2": gpt2,
-             "cupy": cupy_loop, "graphs": graphs, "jax": jax_loop}[args.workload](ctx)
+             "cupy": cupy_loop, "graphs": graphs, "jax": jax_loop,
+             "compile_ro": compile_ro}[args.workload](ctx)
     print(json.dumps({"workload": args.workload, "per_iter_s": statistics.median(times),
                       "iters_total": ITERS["n"], "windows_s": times, "ab": AB["windows"],
                       "ab_cpu": AB["cpu"]}))
