@@ -146,6 +146,7 @@ int main(int argc, char **argv)
 	       s[s.size() / 2], total);
 	for (size_t w = 0; w < t.size(); w++)
 		printf("%s%.9g", w ? ", " : "", t[w]);
-	printf("], \"ab\": [%s], \"ab_cpu\": [%s]}\n", json.c_str(), json_cpu.c_str());
+	printf("], \"ab\": [%s], \"ab_cpu\": [%s], \"ab_iters\": %d}\n", json.c_str(),
+	       json_cpu.c_str(), iters / 10 + iters);
 	return 0;
 }

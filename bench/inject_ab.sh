@@ -10,7 +10,9 @@
 # cupy and cloop). GPU_TIME=chained starts the processes with chains, which then time
 # "pairs" (chains are not switched); GPU_TIME=pairs starts them with event pairs (graphs
 # get twins then, for "pairs" windows; "all" is CUPTI's); GS_OPTS adds options of gpuscope's; PHASES=1 also times
-# the parts of the launches' calls per mode (bench/phases_table.py, $OUT/phases.txt). From
+# the parts of the launches' calls per mode (bench/phases_table.py, $OUT/phases.txt), and
+# from them what each mode added to the launching threads' time an iteration
+# ($OUT/iterations.txt). From
 # the repository root, carrying .output/static.
 #   OUT=/tmp/ab ROUNDS=9 PROCS=2 WORKLOADS="tinyops cloop" MODES=pass,off,10,all \
 #     bash bench/inject_ab.sh
@@ -102,4 +104,6 @@ for w in sys.argv[2:]:
 PY
 if [ -n "${PHASES:-}" ]; then
 	python3 bench/phases_table.py "$OUT"/ab-*.mode.phases | tee "$OUT/phases.txt"
+	# shellcheck disable=SC2086
+	python3 bench/phases_table.py --iterations "$OUT" $WORKLOADS | tee "$OUT/iterations.txt"
 fi

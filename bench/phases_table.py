@@ -2,11 +2,24 @@
 the FILE.phases that bench/inject_ab.sh's processes leave (PHASES=1):
 
     python3 phases_table.py OUT/ab-WORKLOAD-1.mode.phases [...]
+    python3 phases_table.py --iterations OUT WORKLOAD [...]
 
 Per mode, summed over its windows: ns per launch of each part (the parts inside the
 driver's calls are the driver's time; `ours` is the wrapper less the driver's launch call),
 and per timed launch the wrapper's whole call and the driver's launch in it. By the
-plane's own clock, with about 20-35 ns a reading in every part."""
+plane's own clock, with about 20-35 ns a reading in every part.
+
+--iterations: per process of each WORKLOAD (OUT/WORKLOAD-N.json beside its phases), what
+each mode added to the launching threads' time an iteration, from the parts: its kernel
+launches an iteration (its windows' launches over their iterations, warm-up included) times
+what each cost beyond untraced (ours, and the driver's launch call beyond its mean under
+`off`, where CUPTI's part of it is), against `pass`'s median iteration. Summed over the
+threads that launch: where they are not the iteration's critical path the step slows by
+less; the windows' own ratios (bench/inject_ab.sh's table) measure that, with their noise.
+Launches only: copies', sets' and other calls' wrappers are not in the parts."""
+import json
+import os
+import statistics
 import sys
 
 PARTS = ["timed", "untimed", "real", "real_unt", "begin", "end", "ask", "lock", "query",
@@ -30,7 +43,51 @@ def read(path):
     return modes
 
 
+def per_launch(m):
+    """(launches, ours ns a launch, the driver's launch call ns a launch) of a mode's sums."""
+    launches = m["timed"][0] + m["untimed"][0]
+    if not launches:
+        return 0, 0.0, 0.0
+    ours = m["timed"][1] + m["untimed"][1] - m["real"][1] - m["real_unt"][1]
+    return launches, ours / launches, (m["real"][1] + m["real_unt"][1]) / launches
+
+
+def iterations(out, workloads):
+    print("| workload | process | mode | launches an iteration | ours a launch | the driver's "
+          "call beyond `off` | added an iteration | against `pass`'s iteration |")
+    print("|---|---|---|---|---|---|---|---|")
+    for w in workloads:
+        n = 1
+        while os.path.exists(os.path.join(out, "%s-%d.json" % (w, n))):
+            proc = "%s-%d" % (w, n)
+            n += 1
+            phases = os.path.join(out, "ab-%s.mode.phases" % proc)
+            lines = [l for l in open(os.path.join(out, proc + ".json")) if l.startswith("{")]
+            if not lines or not os.path.exists(phases):
+                continue
+            d = json.loads(lines[-1])
+            per_window = d.get("ab_iters") or 0
+            passes = [sec for mode, sec, _ in d["ab"] if mode == "pass"]
+            modes = read(phases)
+            off = per_launch(modes["off"]) if "off" in modes else None
+            for mode, m in modes.items():
+                # (The last window's sums are never written: no switch after it.)
+                windows = sum(1 for mw, _, _ in d["ab"][:-1] if mw == mode)
+                launches, ours, driver = per_launch(m)
+                if not (launches and windows and per_window and passes):
+                    continue
+                beyond = driver - off[2] if off and off[0] and mode != "off" else 0.0
+                an_iter = launches / (windows * per_window)
+                added = an_iter * (ours + beyond)
+                print("| %s | %s | %s | %.1f | %.0f ns | %+.0f ns | %.0f ns | %+.2f%% |" % (
+                    w, proc, mode, an_iter, ours, beyond, added,
+                    100 * added / (1e9 * statistics.median(passes))))
+
+
 def main():
+    if len(sys.argv) > 2 and sys.argv[1] == "--iterations":
+        iterations(sys.argv[2], sys.argv[3:])
+        return
     cols = ["ours", "begin", "ask", "lock", "locked", "query", "gate", "start_ev", "end",
             "end_ev", "stack", "unwind", "pywalk", "emit", "harvest", "clock", "pause"]
     print("| file | mode | launches | timed | " + " | ".join(cols) +

@@ -100,6 +100,7 @@ def ab_windows(fn, iters, sync):
     """The A/B rounds: each window after a tenth of its length run untimed in its mode."""
     times = []
     modes = AB["modes"]
+    AB["iters"] = max(1, iters // 10) + iters  # (a window's, warm-up included)
     for r in range(AB["rounds"]):
         for j in range(len(modes)):
             mode = modes[(r + j) % len(modes)]
@@ -268,7 +269,7 @@ def main():
              "compile_ro": compile_ro}[args.workload](ctx)
     print(json.dumps({"workload": args.workload, "per_iter_s": statistics.median(times),
                       "iters_total": ITERS["n"], "windows_s": times, "ab": AB["windows"],
-                      "ab_cpu": AB["cpu"]}))
+                      "ab_cpu": AB["cpu"], "ab_iters": AB.get("iters", 0)}))
 
 
 if __name__ == "__main__":
