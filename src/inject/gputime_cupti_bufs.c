@@ -30,7 +30,11 @@
 
 typedef int (*set_attr_fn)(int attr, size_t *size, void *value);
 
+/* The pool: pool_lock is held for a push or a pop only, never across a call into CUPTI.
+ * attr_lock is held across CUPTI's attribute being set; inside CUPTI's request it is only
+ * tried (CUPTI may hold its own lock there, which setting the attribute may want). */
 static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t attr_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint8_t *pool[POOL_MAX];
 static int npool;
 static __u32 taken;	     /* since the last restock */
@@ -40,36 +44,54 @@ static bool handed;	     /* the program's profiler has CUPTI: never told again *
 static set_attr_fn set_attr; /* NULL: CUPTI cannot be told (then it clears them) */
 static __u64 from_pool, cleared_here;
 
-/* Under pool_lock: CUPTI told whether its next buffers come cleared. */
-static void tell(bool cleared)
+/* Whether CUPTI is to be told its buffers come cleared. */
+static bool wanted(void)
+{
+	return !__atomic_load_n(&no_pool, __ATOMIC_ACQUIRE) &&
+	       !__atomic_load_n(&handed, __ATOMIC_ACQUIRE);
+}
+
+static bool is_told(void)
+{
+	return __atomic_load_n(&told, __ATOMIC_ACQUIRE);
+}
+
+/* CUPTI told whether its next buffers come cleared (wait: for another thread telling it;
+ * else, that thread busy, left to the next time). */
+static void tell(bool cleared, bool wait)
 {
 	uint8_t v = cleared;
 	size_t n = sizeof(v);
 
-	if (told == cleared || !set_attr)
+	if (is_told() == cleared || !set_attr)
 		return;
-	if (set_attr(ATTR_ZEROED_OUT_ACTIVITY_BUFFER, &n, &v) == GS_CUPTI_SUCCESS || !cleared)
-		__atomic_store_n(&told, cleared, __ATOMIC_RELAXED);
+	if (wait)
+		pthread_mutex_lock(&attr_lock);
+	else if (pthread_mutex_trylock(&attr_lock))
+		return;
+	if (is_told() != cleared &&
+	    (set_attr(ATTR_ZEROED_OUT_ACTIVITY_BUFFER, &n, &v) == GS_CUPTI_SUCCESS || !cleared))
+		__atomic_store_n(&told, cleared, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&attr_lock);
 }
 
 void gc_bufs_start(void *cupti)
 {
 	set_attr = (set_attr_fn)gs_real_sym(cupti, "cuptiActivitySetAttribute");
-	pthread_mutex_lock(&pool_lock);
-	tell(!no_pool && !handed);
-	pthread_mutex_unlock(&pool_lock);
+	tell(wanted(), true); /* (before CUPTI has our callbacks: it asks for no buffer yet) */
 }
 
-/* A buffer for CUPTI (its request, in the thread whose record needs it); NULL: none. */
+/* A buffer for CUPTI (its request, in the thread whose record needs it); NULL: none. A
+ * buffer cleared whenever CUPTI is, or is about to be, told they come cleared. */
 uint8_t *gc_buf_get(void)
 {
+	bool want = wanted(), cleared;
 	uint8_t *b = NULL;
-	bool cleared;
 
+	tell(want, false);
+	cleared = want || is_told();
 	pthread_mutex_lock(&pool_lock);
-	tell(!no_pool && !handed);
-	cleared = told;
-	if (told && npool)
+	if (want && npool)
 		b = pool[--npool];
 	taken++;
 	pthread_mutex_unlock(&pool_lock);
@@ -93,15 +115,16 @@ void gc_buf_put(uint8_t *buf, size_t valid)
 
 	if (!buf)
 		return;
-	if (__atomic_load_n(&told, __ATOMIC_RELAXED))
-		/* (A buffer CUPTI cleared itself is clear past valid too.) */
+	if (wanted()) {
+		/* (Clear past valid: cleared by us or by CUPTI before it wrote.) */
 		memset(buf, 0, valid < CUPTI_BUF ? valid : CUPTI_BUF);
-	pthread_mutex_lock(&pool_lock);
-	if (told && npool < POOL_MAX) {
-		pool[npool++] = buf;
-		kept = true;
+		pthread_mutex_lock(&pool_lock);
+		if (npool < POOL_MAX) {
+			pool[npool++] = buf;
+			kept = true;
+		}
+		pthread_mutex_unlock(&pool_lock);
 	}
-	pthread_mutex_unlock(&pool_lock);
 	if (!kept)
 		free(buf);
 }
@@ -113,15 +136,15 @@ void gc_bufs_stock(void)
 	int want;
 
 	pthread_mutex_lock(&pool_lock);
-	want = told ? (int)taken + 1 : 0;
+	want = (int)taken + 1;
 	taken = 0;
-	want = want < 2 && told ? 2 : want > POOL_MAX ? POOL_MAX : want;
+	want = want < 2 ? 2 : want > POOL_MAX ? POOL_MAX : want;
 	pthread_mutex_unlock(&pool_lock);
-	for (;;) {
+	while (wanted()) {
 		uint8_t *b;
 
 		pthread_mutex_lock(&pool_lock);
-		if (npool >= want || !told) {
+		if (npool >= want) {
 			pthread_mutex_unlock(&pool_lock);
 			return;
 		}
@@ -131,7 +154,7 @@ void gc_bufs_stock(void)
 			return;
 		memset(b, 0, CUPTI_BUF); /* (its pages touched here, not in a launch) */
 		pthread_mutex_lock(&pool_lock);
-		if (npool < POOL_MAX && told) {
+		if (npool < POOL_MAX) {
 			pool[npool++] = b;
 			b = NULL;
 		}
@@ -143,9 +166,9 @@ void gc_bufs_stock(void)
 /* The program's profiler takes CUPTI: it clears its own buffers again. */
 void gc_bufs_handed(void)
 {
+	__atomic_store_n(&handed, true, __ATOMIC_RELEASE);
+	tell(false, true);
 	pthread_mutex_lock(&pool_lock);
-	handed = true;
-	tell(false);
 	while (npool)
 		free(pool[--npool]);
 	pthread_mutex_unlock(&pool_lock);
@@ -155,14 +178,13 @@ void gc_bufs_after_fork(void)
 {
 	/* (CUPTI does not follow into a child: the parent's pool is left where it is.) */
 	pthread_mutex_init(&pool_lock, NULL);
+	pthread_mutex_init(&attr_lock, NULL);
 	npool = 0;
 }
 
 void gs_cupti_pool(bool on)
 {
-	pthread_mutex_lock(&pool_lock);
-	no_pool = !on;
-	pthread_mutex_unlock(&pool_lock);
+	__atomic_store_n(&no_pool, !on, __ATOMIC_RELEASE);
 }
 
 bool gs_cupti_pool_now(void)
@@ -177,5 +199,5 @@ void gc_bufs_debug(void)
 			"gpuscope cupti: buffers: %llu from the pool, %llu cleared in the "
 			"program's thread; at the end %s\n",
 			(unsigned long long)from_pool, (unsigned long long)cleared_here,
-			told ? "CUPTI told they come cleared" : "CUPTI clearing them");
+			is_told() ? "CUPTI told they come cleared" : "CUPTI clearing them");
 }
