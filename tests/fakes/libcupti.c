@@ -38,7 +38,11 @@
  * of them the client was to clear (CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER set by
  * cuptiActivitySetAttribute: the double then clears none itself, as CUPTI), and how many
  * of those were not clear, and whether the client was to clear them at the end:
- * "requests N client-cleared N unclear N cleared-at-exit 0|1".
+ * "requests N client-cleared N unclear N cleared-at-exit 0|1". FAKECUPTI_SLOW_REQUEST_MS=N:
+ * each delivery holds a lock N ms before it asks the client for a buffer, and across the
+ * request, as CUPTI may hold one of its own, which cuptiActivitySetAttribute takes too
+ * (recursive: the client may set the attribute inside its request, as CUPTI's
+ * documentation says it may).
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -85,6 +89,8 @@ static unsigned long kernel_on_n, kernel_off_n; /* (the kernel kind's switches) 
 static unsigned long set_on_n, set_off_n;	/* (the memset kind's) */
 static int zeroed_out;				/* the client clears the buffers */
 static unsigned long buf_requests, buf_client, buf_unclear;
+static unsigned int slow_request_ms;
+static pthread_mutex_t req_lock = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
 
 typedef void (*kernel_hook_fn)(void *, void *, unsigned long long, unsigned long long,
 			       const unsigned int *, const char *, unsigned int);
@@ -272,7 +278,15 @@ static void deliver_locked(int how)
 			pthread_mutex_unlock(&lock);
 			return;
 		}
+		pthread_mutex_lock(&req_lock);
+		if (slow_request_ms) {
+			struct timespec t = { slow_request_ms / 1000,
+					      (long)(slow_request_ms % 1000) * 1000000L };
+
+			nanosleep(&t, NULL);
+		}
 		request(&buf, &size, &max);
+		pthread_mutex_unlock(&req_lock);
 		if (!buf || size < GS_CUPTI_K_SIZE) {
 			pthread_mutex_unlock(&lock);
 			return;
@@ -380,6 +394,8 @@ __attribute__((constructor)) static void init(void)
 	reverse = getenv("FAKECUPTI_REVERSE") != NULL;
 	per_thread = getenv("FAKECUPTI_PER_THREAD") != NULL;
 	hold = getenv("FAKECUPTI_HOLD") != NULL;
+	s = getenv("FAKECUPTI_SLOW_REQUEST_MS");
+	slow_request_ms = s ? (unsigned int)strtoul(s, NULL, 10) : 0;
 	atexit(write_calls);
 }
 
@@ -439,9 +455,9 @@ EXPORT int cuptiActivitySetAttribute(int attr, size_t *size, void *value)
 {
 	if (attr != 5 || !size || *size != 1 || !value)
 		return ERROR_INVALID_PARAMETER;
-	pthread_mutex_lock(&lock);
+	pthread_mutex_lock(&req_lock);
 	zeroed_out = *(uint8_t *)value != 0;
-	pthread_mutex_unlock(&lock);
+	pthread_mutex_unlock(&req_lock);
 	return GS_CUPTI_SUCCESS;
 }
 

@@ -1226,6 +1226,23 @@ def test_cupti_buffers_come_cleared_from_the_pool(gs):
     assert burst["launches"] >= 8000 and burst["gpu"]["by_driver"] == burst["launches"], burst
 
 
+def test_cupti_handed_over_while_cupti_asks_for_a_buffer(gs):
+    """CUPTI may hold a lock of its own across its request for a buffer, which setting its
+    attributes takes too: the hand-over to the program's profiler tells CUPTI to clear its
+    buffers again while our thread's flush is inside such a request (the double holds its
+    lock 300 ms there; the client starts 150 ms after a round, while our first flush's
+    delivery is under way). Neither waits for the other for good: the program ends, its
+    profiler has CUPTI, and CUPTI clears its buffers at the end."""
+    bufs = gs.tmp / "buffers.txt"
+    report, truth, _ = cupti_trace(gs, "handed-slow", "20", "client",
+                                   FAKECUPTI_SLOW_REQUEST_MS="300", WL_CLIENT_AFTER_MS="150",
+                                   FAKECUPTI_BUFFERS=bufs)
+    gpu = report["gpu"]
+    assert gpu["cupti_processes"] == 1 and gpu["cupti_handed_over"] == 1, gpu
+    words = bufs.read_text().split()
+    assert int(words[1]) >= 1 and words[-2:] == ["cleared-at-exit", "0"], words
+
+
 def test_cupti_handle_given_again(gs):
     """XLA unloads modules and loads others all along, and the driver gives the new
     module's kernel the old one's handle: a launch's kernel is known by the name the driver
