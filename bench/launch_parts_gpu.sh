@@ -14,6 +14,7 @@
 #   OUT=/tmp/parts VARS=".output/static/var/gs.0 ..." ROUNDS=5 bash bench/launch_parts_gpu.sh
 # Writes $OUT/parts.jsonl and prints a table.
 set -u
+. bench/pywalk_run.sh
 OUT=${OUT:-/tmp/gpuscope-parts}
 ROUNDS=${ROUNDS:-5}
 N=${N:-20000}
@@ -27,13 +28,7 @@ read -ra vars <<<"$VARS"
 for ((i = 0; i < ROUNDS; i++)); do
 	k=$((i % ${#vars[@]}))
 	for bin in "${vars[@]:k}" "${vars[@]:0:k}"; do
-		rm -f "$OUT/ready"
-		"$bin" run -q --json=/dev/null -- python3 bench/pywalk.py "$N" 1 "$OUT/ready" &
-		pid=$!
-		while [ ! -e "$OUT/ready" ]; do
-			kill -0 "$pid" 2>/dev/null || break
-			sleep 0.05
-		done
+		pywalk_run "$bin"
 		python3 bench/bpfstats.py launch_session | python3 -c '
 import json, sys
 s = json.load(sys.stdin)

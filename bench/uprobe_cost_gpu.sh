@@ -9,6 +9,7 @@
 #   OUT=/tmp/uprobe ROUNDS=5 BASE=.output/base-static/gpuscope bash bench/uprobe_cost_gpu.sh
 # Writes $OUT/entry_bytes.txt and $OUT/progs.jsonl, and prints a table.
 set -u
+. bench/pywalk_run.sh
 OUT=${OUT:-/tmp/uprobe-cost}
 . bench/gpu_env.sh
 BASE=${BASE:-.output/base-static/gpuscope}
@@ -34,13 +35,7 @@ for ((i = 0; i < ROUNDS; i++)); do
 		bin=$GS
 		progs="launch_session"
 		[ "$b" = base ] && bin=$BASE && progs="call_enter ret_launch"
-		rm -f "$OUT/ready"
-		"$bin" run -q --json=/dev/null -- python3 bench/pywalk.py "$N" 1 "$OUT/ready" &
-		pid=$!
-		while [ ! -e "$OUT/ready" ]; do
-			kill -0 "$pid" 2>/dev/null || break
-			sleep 0.05
-		done
+		pywalk_run "$bin"
 		for p in $progs; do
 			python3 bench/bpfstats.py "$p" | python3 -c '
 import json, sys
