@@ -41,7 +41,7 @@ MAIN_SRC  := src/main.c
 INJECT_SO   := $(OUTPUT)/libgpuscope-inject.so
 INJECT_SRCS := $(wildcard src/inject/*.c) \
 	       src/core/shmring.c src/core/names.c src/core/event.c src/core/util.c src/core/hmap.c \
-	       src/core/alloc.c src/core/pyname.c src/core/pylayout.c \
+	       src/core/alloc.c src/core/pyname.c src/core/pylayout.c src/core/cfi.c \
 	       src/ptx/fatbin.c src/ptx/rewrite.c src/ptx/rewrite_modvars.c src/ptx/ptxlex.c \
 	       src/ptx/bundle.c src/ptx/translate.c src/ptx/translate_helpers.c \
 	       src/ptx/gpuring.c src/ptx/interp.c src/ptx/interp_helpers.c

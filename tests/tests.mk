@@ -233,6 +233,21 @@ $(OUTPUT)/unit-asan/test_inbox: tests/unit/test_inbox.c tests/unit/unit.h src/in
 	$(Q)$(CC) $(CPPFLAGS) $(ASAN_FLAGS) $(WARN) $(INJECT_CFLAGS) $< src/inject/gputime_inbox.c \
 		-lcmocka -lpthread -o $@
 
+# The in-process plane's unwinder as the library builds it (tests/unit/test_unwind.c); its
+# unload case opens $(OUTPUT)/unit/alias_lib.so.
+$(OUTPUT)/unit/test_unwind: tests/unit/test_unwind.c tests/unit/unit.h src/inject/unwind.c \
+			    src/core/cfi.c $(wildcard src/inject/*.h) $(OUTPUT)/unit/alias_lib.so
+	@mkdir -p $(@D)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) $(INJECT_CFLAGS) $< src/inject/unwind.c src/core/cfi.c \
+		-lcmocka -ldl -lpthread -o $@
+$(OUTPUT)/unit-asan/test_unwind: tests/unit/test_unwind.c tests/unit/unit.h src/inject/unwind.c \
+				 src/core/cfi.c $(wildcard src/inject/*.h) $(OUTPUT)/unit/alias_lib.so
+	@mkdir -p $(@D)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CPPFLAGS) $(ASAN_FLAGS) $(WARN) $(INJECT_CFLAGS) $< src/inject/unwind.c src/core/cfi.c \
+		-lcmocka -ldl -lpthread -o $@
+
 # The Python layouts against CPython's own headers (libpython3.11-dev: Debian 12's Python;
 # not python3.11-config, which is in python3.11-dev).
 $(OUTPUT)/unit/pylayout: tests/unit/pylayout.c src/core/pylayout.h

@@ -167,6 +167,15 @@ char *gs_triton_ptx(const unsigned char *img, size_t n, char *where, size_t wn) 
  * showed its own last. */
 int gs_py_stack(void *const *native, int n, bool launch, __u64 *out, int max) GS_HIDDEN;
 void gs_py_after_fork(void) GS_HIDDEN;
+/* unwind.c: this thread's return addresses from its caller's on (at most max), as glibc's
+ * backtrace() gives them less its first (gs_unwind's own); the count. */
+int gs_unwind(void **out, int max) GS_HIDDEN;
+void gs_unwind_init(void) GS_HIDDEN;
+/* Whether [addr, addr + n) lies in this thread's stack between sp (in it) and its top. */
+bool gs_own_stack(__u64 sp, __u64 addr, size_t n) GS_HIDDEN;
+/* (GPUSCOPE_INJECT_DEBUG) stacks by the kept rules, by backtrace(), rules worked out. */
+void gs_unwind_counts(__u64 *rules, __u64 *libgcc, __u64 *worked_out) GS_HIDDEN;
+extern bool gs_unwind_libgcc GS_HIDDEN; /* (ab.c's "+libgcc") */
 /* stacks.c: call stacks (GS_EV_STACK), by the unwinder: "0" none, else every Nth launch. */
 /* GPUSCOPE_STACKS (a stack every Nth launch) and GPUSCOPE_STACK_RATE (at most that many
  * launches' stacks a second a thread; no limit if unset). */

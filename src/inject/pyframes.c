@@ -19,7 +19,6 @@
  * core/pylayout.c); names: core/pyname.c (shared with gpuscope).
  */
 #include <dlfcn.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <link.h>
 #include <stdint.h>
@@ -208,9 +207,6 @@ struct window {
 static __thread struct window *tl_win __attribute__((tls_model("initial-exec")));
 static __thread unsigned int tl_recent __attribute__((tls_model("initial-exec")));
 
-/* This thread's stack, [tl_stack_lo, tl_stack_hi) (hi 0: not asked yet; ~0: not known). */
-static __thread __u64 tl_stack_lo __attribute__((tls_model("initial-exec")));
-static __thread __u64 tl_stack_hi __attribute__((tls_model("initial-exec")));
 static __u64 reads_in_place; /* (GPUSCOPE_INJECT_DEBUG; by a call: reads_by_call) */
 
 /* Whether [addr, addr + n) lies in this thread's stack between here and its top: its
@@ -224,22 +220,7 @@ static bool own_stack(__u64 addr, size_t n)
 	volatile char here = 0;
 	__u64 sp = (__u64)(uintptr_t)&here;
 
-	if (!tl_stack_hi) {
-		pthread_attr_t a;
-		void *lo;
-		size_t size;
-
-		tl_stack_hi = ~0ULL;
-		if (!pthread_getattr_np(pthread_self(), &a)) {
-			if (!pthread_attr_getstack(&a, &lo, &size) && size) {
-				tl_stack_lo = (__u64)(uintptr_t)lo;
-				tl_stack_hi = tl_stack_lo + size;
-			}
-			pthread_attr_destroy(&a);
-		}
-	}
-	return tl_stack_hi != ~0ULL && sp >= tl_stack_lo && sp < tl_stack_hi && addr > sp &&
-	       addr + n > addr && addr + n <= tl_stack_hi;
+	return addr > sp && gs_own_stack(sp, addr, n);
 }
 
 static bool win_read(struct window *ws, void *dst, __u64 addr, size_t n)

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
- * Call stacks in the in-process plane: the unwinder (glibc's backtrace, which follows the
- * DWARF call frame information every library carries, so code built without frame
- * pointers unwinds too) at the same calls as the kernel probes: every Nth launch of a
+ * Call stacks in the in-process plane: the unwinder (unwind.c: the DWARF call frame
+ * information every library carries, as glibc's backtrace follows it, so code built without
+ * frame pointers unwinds too) at the same calls as the kernel probes: every Nth launch of a
  * thread, every allocation, every failed call. The frames of this library are left out:
  * the stack starts where the program called the driver.
  *
@@ -24,7 +24,6 @@
  * join returns before the thread has ended. Allocations' and failed calls' stacks are
  * always taken.
  */
-#include <execinfo.h>
 #include <pthread.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -60,14 +59,14 @@ struct gs_stacks_start gs_stacks_start GS_HIDDEN;
 
 void gs_stacks_set(__u32 n, __u32 per_s)
 {
+	if (n)
+		gs_unwind_init();
 	__atomic_store_n(&every, n, __ATOMIC_RELAXED);
 	__atomic_store_n(&rate, per_s <= RATE_MAX ? per_s : 0, __ATOMIC_RELAXED);
 }
 
 void gs_stacks_init(const char *e, const char *per_s)
 {
-	void *warm[4];
-
 	every = e ? (__u32)strtoul(e, NULL, 10) : 0;
 	rate = per_s ? (__u32)strtoul(per_s, NULL, 10) : 0;
 	if (rate > RATE_MAX)
@@ -76,7 +75,7 @@ void gs_stacks_init(const char *e, const char *per_s)
 	gs_stacks_start.rate = rate;
 	/* The unwinder loads itself at its first use: now, not inside a signal handler. */
 	if (every)
-		backtrace(warm, 4);
+		gs_unwind_init();
 }
 
 /* A thread's skips since its last stack record, in a record of no frames (its own). */
@@ -166,7 +165,7 @@ static void take(unsigned int api, __u64 ts, __u64 arg, bool launch)
 	__u64 ips[GS_STACK_MAX];
 	struct gs_ev_stack *e;
 	__u64 ph = gs_phase_t0();
-	int n = backtrace(frames, (int)(sizeof(frames) / sizeof(frames[0]))), skip = 0;
+	int n = gs_unwind(frames, (int)(sizeof(frames) / sizeof(frames[0]))), skip = 0;
 
 	gs_phase_add(GS_PH_UNWIND, ph);
 	while (skip < n && gs_called_from_self(frames[skip]))

@@ -34,10 +34,15 @@ def test_known_call_chain(gs, tmp_path):
 
 def test_in_process_plane_unwinds(gs, tmp_path):
     """--inject: the library takes the stacks with the unwinder (call frame information, not
-    frame pointers), down to the program's entry."""
+    frame pointers), down to the program's entry: by its kept rules, not by backtrace()
+    (src/inject/unwind.c; what it does not keep, tests/unit/test_unwind.c)."""
     out = tmp_path / "i.folded"
-    gs.run(["run", "-q", "--inject", "--stacks", "1", "--folded", str(out), "--",
-            gs.wl("wl_stack")], check_rc=0)
+    p = gs.run(["run", "-q", "--inject", "--stacks", "1", "--folded", str(out), "--",
+                gs.wl("wl_stack")], env=gs.env(GPUSCOPE_UNWIND_VERIFY=1), check_rc=0)
+    said = [l for l in p.stderr.splitlines() if "gpuscope-inject: " in l]
+    assert len(said) == 2 and said[0].endswith(", 0 by backtrace()"), p.stderr
+    assert int(said[0].split("stacks: ")[1].split()[0]) >= 2, said
+    assert said[1] == "gpuscope-inject: unwind: 0 of those by the rules not as by backtrace()"
     lines = folded(out.read_text())
     chain = ";main;outer;middle;inner;"
     assert [c for s, c in lines.items() if s.endswith(chain + "cuLaunchKernel;leafKernel")
