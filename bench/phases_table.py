@@ -3,6 +3,7 @@ the FILE.phases that bench/inject_ab.sh's processes leave (PHASES=1):
 
     python3 phases_table.py OUT/ab-WORKLOAD-1.mode.phases [...]
     python3 phases_table.py --iterations OUT WORKLOAD [...]
+    python3 phases_table.py --stacks OUT/ab-WORKLOAD-1.mode.phases [...]
 
 Per mode, summed over its windows: ns per launch of each part (the parts inside the
 driver's calls are the driver's time; `ours` is the wrapper less the driver's launch call),
@@ -84,9 +85,30 @@ def iterations(out, workloads):
                     100 * added / (1e9 * statistics.median(passes))))
 
 
+def stacks(paths):
+    """Per mode: the stacks taken (the unwinder's count), what one cost (its native frames,
+    its Python frames, the whole stack part over the stacks), and the stack part a launch."""
+    print("| file | mode | launches | stacks | unwind a stack | Python frames a stack "
+          "| the stack part a stack | the stack part a launch |")
+    print("|---|---|---|---|---|---|---|---|")
+    for path in paths:
+        for mode, m in read(path).items():
+            launches = m["timed"][0] + m["untimed"][0]
+            n = m["unwind"][0]
+            if mode in ("start", "warmup") or not launches or not n:
+                continue
+            print("| %s | %s | %d | %d | %.1f us | %.1f us | %.1f us | %.0f ns |" % (
+                path.rsplit("/", 1)[-1], mode, launches, n, m["unwind"][1] / n / 1e3,
+                m["pywalk"][1] / max(1, m["pywalk"][0]) / 1e3, m["stack"][1] / n / 1e3,
+                m["stack"][1] / launches))
+
+
 def main():
     if len(sys.argv) > 2 and sys.argv[1] == "--iterations":
         iterations(sys.argv[2], sys.argv[3:])
+        return
+    if len(sys.argv) > 2 and sys.argv[1] == "--stacks":
+        stacks(sys.argv[2:])
         return
     cols = ["ours", "begin", "ask", "lock", "locked", "query", "gate", "start_ev", "end",
             "end_ev", "stack", "unwind", "pywalk", "emit", "harvest", "clock", "pause"]

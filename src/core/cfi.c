@@ -15,12 +15,15 @@
 #define REG_RSP	 7
 #define REG_RA	 16
 
+/* A register's rule: R_AT_RBP, saved at rbp plus an offset (an expression of one
+ * DW_OP_breg6: a realigned frame's rbp). */
 enum {
 	R_SAME,
 	R_UNDEF,
 	R_OFFSET,
+	R_AT_RBP,
 	R_OTHER
-}; /* a register's rule */
+};
 
 struct cur {
 	const __u8 *p, *end;
@@ -96,11 +99,26 @@ static void skip_ptr(struct cur *c, __u8 enc)
 		c->bad = true;
 }
 
+/* An expression of DW_OP_breg6 or 7 (rbp's, rsp's) with an offset, then DW_OP_deref if
+ * deref: its register, and the offset in *off; -1 any other. */
+static int breg(const __u8 *p, __u64 n, bool deref, __s64 *off)
+{
+	struct cur c = { .p = p + 1, .end = p + n };
+
+	if (!n || (p[0] != 0x76 && p[0] != 0x77))
+		return -1;
+	*off = sleb(&c);
+	if (c.bad || c.end - c.p != (deref ? 1 : 0) || (deref && *c.p != 0x06))
+		return -1;
+	return p[0] - 0x70;
+}
+
 struct state {
 	__u64 cfa_reg;
 	__s64 cfa_off;
-	bool cfa_expr;
-	int how[2]; /* rbp's, the return address's */
+	bool cfa_expr;	/* by an expression not kept */
+	bool cfa_deref; /* *(cfa_reg + cfa_off) */
+	int how[2];	/* rbp's, the return address's */
 	__s64 off[2];
 };
 
@@ -178,7 +196,7 @@ static bool run(const struct cie *ci, const __u8 *p, const __u8 *end, __u64 loc,
 		__u8 op = *c.p++, low = op & 0x3f;
 		__u64 reg = 0, delta = 0;
 		__s64 off = 0;
-		int how = -1;
+		int how = -1, k;
 
 		switch (op >> 6) {
 		case 1:
@@ -248,11 +266,13 @@ static bool run(const struct cie *ci, const __u8 *p, const __u8 *end, __u64 loc,
 			case 0x16: /* val_expression */
 				reg = uleb(&c);
 				delta = uleb(&c);
-				if (delta > (__u64)(c.end - c.p))
+				if (c.bad || delta > (__u64)(c.end - c.p))
 					return false;
+				how = op == 0x10 && breg(c.p, delta, false, &off) == REG_RBP
+					      ? R_AT_RBP
+					      : R_OTHER;
 				c.p += delta;
 				delta = 0;
-				how = R_OTHER;
 				break;
 			case 0x0a: /* remember_state */
 				if (depth == REMEMBER)
@@ -267,30 +287,35 @@ static bool run(const struct cie *ci, const __u8 *p, const __u8 *end, __u64 loc,
 			case 0x0c: /* def_cfa */
 				s->cfa_reg = uleb(&c);
 				s->cfa_off = (__s64)uleb(&c);
-				s->cfa_expr = false;
+				s->cfa_expr = s->cfa_deref = false;
 				break;
 			case 0x12: /* def_cfa_sf */
 				s->cfa_reg = uleb(&c);
 				s->cfa_off = times((__u64)sleb(&c), ci->data_align);
-				s->cfa_expr = false;
+				s->cfa_expr = s->cfa_deref = false;
 				break;
 			case 0x0d: /* def_cfa_register */
 				s->cfa_reg = uleb(&c);
-				s->cfa_expr = false;
+				s->cfa_expr = s->cfa_deref = false;
 				break;
 			case 0x0e: /* def_cfa_offset */
 				s->cfa_off = (__s64)uleb(&c);
+				s->cfa_expr |= s->cfa_deref; /* (not one kept) */
 				break;
 			case 0x13: /* def_cfa_offset_sf */
 				s->cfa_off = times((__u64)sleb(&c), ci->data_align);
+				s->cfa_expr |= s->cfa_deref;
 				break;
-			case 0x0f: /* def_cfa_expression */
+			case 0x0f: /* def_cfa_expression: a realigned frame's, *(rbp + k), kept */
 				delta = uleb(&c);
-				if (delta > (__u64)(c.end - c.p))
+				if (c.bad || delta > (__u64)(c.end - c.p))
 					return false;
+				k = breg(c.p, delta, true, &s->cfa_off);
+				s->cfa_deref = k >= 0;
+				s->cfa_expr = k < 0;
+				s->cfa_reg = k >= 0 ? (__u64)k : s->cfa_reg;
 				c.p += delta;
 				delta = 0;
-				s->cfa_expr = true;
 				break;
 			case 0x2e: /* GNU_args_size */
 				(void)uleb(&c);
@@ -354,14 +379,18 @@ int cfi_rule(const __u8 *fde, uintptr_t lo, uintptr_t hi, __u64 func, __u64 targ
 		return -1;
 	if (s.cfa_expr || (s.cfa_reg != REG_RSP && s.cfa_reg != REG_RBP) || s.cfa_off < INT32_MIN ||
 	    s.cfa_off > INT32_MAX || s.how[0] == R_OTHER || s.how[1] == R_OTHER ||
+	    s.how[1] == R_AT_RBP ||
 	    (s.how[1] == R_OFFSET && (s.off[1] < -4096 || s.off[1] > 4096)) ||
-	    (s.how[0] == R_OFFSET && (s.off[0] < -4096 || s.off[0] > 4096)))
+	    (s.how[0] >= R_OFFSET && (s.off[0] < -4096 || s.off[0] > 4096)))
 		return -1;
 	*r = (struct cfi_rule){ .cfa_off = (__s32)s.cfa_off,
 				.ra_off = (__s16)s.off[1],
 				.rbp_off = (__s16)s.off[0],
 				.cfa_rbp = s.cfa_reg == REG_RBP,
-				.rbp_saved = s.how[0] == R_OFFSET,
+				.cfa_deref = s.cfa_deref,
+				.rbp_saved = s.how[0] == R_OFFSET   ? CFI_AT_CFA
+					     : s.how[0] == R_AT_RBP ? CFI_AT_RBP
+								    : CFI_SAME,
 				.end = s.how[1] != R_OFFSET };
 	return 0;
 }

@@ -9,10 +9,10 @@
  * hundred return addresses again and again. Here one seen before costs a lookup in a table
  * and two reads of the stack.
  *
- * Only x86-64's usual rules are kept: the CFA at rsp or rbp plus an offset, the return
- * address saved at an offset from it, rbp saved there too or unchanged. Anything else (a
- * signal's frame, a CFA by expression or in another register, as a realigned stack's
- * prologue has, an instruction this parser does not know) gives the whole stack to
+ * Only x86-64's usual rules are kept (core/cfi.h): the CFA at rsp or rbp plus an offset, or
+ * read from there (GCC's realigned frames), the return address saved at an offset from it,
+ * rbp saved or unchanged. Anything else (a signal's frame, another expression, a CFA in
+ * another register, an instruction the parser does not know) gives the whole stack to
  * backtrace(), as before; a return address with no FDE (code a JIT made) ends the stack, as
  * it ends libgcc's. The stack is read only between the stack pointer and this thread's
  * stack's top (gs_own_stack); on another stack (a signal's own) backtrace() takes it.
@@ -34,6 +34,7 @@
 #define BITS	   13 /* the table: 8,192 return addresses */
 #define PROBES	   8
 #define LIBGCC_MAX 260
+#define UNKEPT	   6
 struct slot {
 	__u64 key; /* the return address (0 empty, 1 being written) */
 	struct cfi_rule r;
@@ -48,7 +49,7 @@ static struct slot *table;
 static __u64 subs_seen; /* glibc's count of unloaded objects when table was last emptied */
 static pthread_mutex_t clear_lock = PTHREAD_MUTEX_INITIALIZER;
 bool gs_unwind_libgcc GS_HIDDEN; /* (ab.c's "+libgcc": every stack by backtrace()) */
-static __u64 by_rules, by_libgcc, worked_out, differed;
+static __u64 by_rules, by_libgcc, worked_out, differed, unkept[UNKEPT];
 static bool verifying; /* (GPUSCOPE_UNWIND_VERIFY) */
 
 /* This thread's stack, [lo, hi) (hi 0: not asked yet; ~0: not known). */
@@ -95,6 +96,15 @@ static void debug_counts(void)
 			"gpuscope-inject: unwind: %llu of those by the rules not as by "
 			"backtrace()\n",
 			(unsigned long long)differed);
+	for (int i = 0; i < UNKEPT && unkept[i]; i++) {
+		Dl_info a = { 0 };
+
+		dladdr((void *)(uintptr_t)unkept[i], &a);
+		fprintf(stderr, "gpuscope-inject: unwind: a rule not kept: %s+%#llx (%s)\n",
+			a.dli_fname ? a.dli_fname : "?",
+			(unsigned long long)(unkept[i] - (__u64)(uintptr_t)a.dli_fbase),
+			a.dli_sname ? a.dli_sname : "?");
+	}
 }
 
 void gs_unwind_init(void)
@@ -200,6 +210,19 @@ static bool table_current(void)
 	return true;
 }
 
+/* (GPUSCOPE_INJECT_DEBUG) The first few return addresses whose rules are not kept. */
+static void unkept_at(__u64 ra)
+{
+	for (int i = 0; i < UNKEPT; i++) {
+		__u64 none = 0;
+
+		if (__atomic_compare_exchange_n(&unkept[i], &none, ra, false, __ATOMIC_RELAXED,
+						__ATOMIC_RELAXED) ||
+		    none == ra)
+			return;
+	}
+}
+
 /* The frames by the rules (-1: one this unwinder does not keep, or the stack is not this
  * thread's own). */
 static int by_the_rules(__u64 ip, __u64 sp, __u64 rbp, void **out, int max)
@@ -216,17 +239,25 @@ static int by_the_rules(__u64 ip, __u64 sp, __u64 rbp, void **out, int max)
 
 		if (got > 0 || (!got && r.end))
 			break;
-		if (got < 0)
+		if (got < 0) {
+			unkept_at(ip);
 			return -1;
+		}
 		cfa = (r.cfa_rbp ? rbp : sp) + (__u64)(__s64)r.cfa_off;
+		/* (Anything outside the stack: its end, as far as it can be read.) */
+		if (r.cfa_deref && (cfa < sp || cfa > top - 8))
+			break;
+		if (r.cfa_deref)
+			memcpy(&cfa, (const void *)(uintptr_t)cfa, 8);
 		at_ra = cfa + (__u64)(__s64)r.ra_off;
-		at_rbp = r.rbp_saved ? cfa + (__u64)(__s64)r.rbp_off : at_ra;
-		/* (A frame outside the stack: its end, as far as it can be read.) */
+		at_rbp = r.rbp_saved == CFI_AT_CFA   ? cfa + (__u64)(__s64)r.rbp_off
+			 : r.rbp_saved == CFI_AT_RBP ? rbp + (__u64)(__s64)r.rbp_off
+						     : at_ra;
 		if (cfa <= sp || cfa > top || at_ra < sp || at_ra > top - 8 || at_rbp < sp ||
 		    at_rbp > top - 8)
 			break;
 		memcpy(&ra, (const void *)(uintptr_t)at_ra, 8);
-		if (r.rbp_saved)
+		if (r.rbp_saved != CFI_SAME)
 			memcpy(&rbp, (const void *)(uintptr_t)at_rbp, 8);
 		if (!ra)
 			break;

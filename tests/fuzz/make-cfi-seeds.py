@@ -24,9 +24,14 @@ def main():
         if length == 0:
             break
         if cie:  # an FDE: pc_begin, pc_range as sdata4 (GCC's and clang's encoding)
-            fdes.append((at, struct.unpack_from("<i", eh, at + 12)[0]))
+            fdes.append((at, struct.unpack_from("<i", eh, at + 12)[0],
+                         eh[at:at + 4 + length]))
         at += 4 + length
-    for at, span in fdes[::max(1, len(fdes) // 12)]:
+    # Every 12th, and those with expressions (DW_CFA_expression, def_cfa_expression: the PLT's
+    # and the realigned frames' of tests/unit/test_unwind.c).
+    pick = fdes[::max(1, len(fdes) // 12)] + [f for f in fdes if b"\x0f\x03\x76" in f[2]
+                                              or b"\x10\x06\x02\x76" in f[2]]
+    for at, span, _ in pick:
         seed = struct.pack("<II", at, max(1, span // 2)) + eh
         name = hashlib.sha1(seed).hexdigest()
         open(os.path.join(OUT, name), "wb").write(seed)
