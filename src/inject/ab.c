@@ -27,7 +27,9 @@
  * graph launches switch off on again as each ends, not left off for the next) or "+nopool"
  * (CUPTI's buffers allocated and cleared in the program's threads, not from a pool) or
  * "+ask=MS" (our thread asks CUPTI for its completed records every MS ms) or "+libgcc"
- * (stacks unwound by glibc's backtrace(), not by unwind.c's kept rules) or "+carry" / "+pairs" (timed launches on idle
+ * (stacks unwound by glibc's backtrace(), not by unwind.c's kept rules) or "+pylist" (a
+ * borrowed Python stack's thread looked up in the interpreter's list each time, the C frame
+ * read by a call: pyframes.c as before 2026-11-29) or "+carry" / "+pairs" (timed launches on idle
  * streams run by carriers, or gated pairs: N's sampled ones too), in any number; what is
  * not given is as at the start (or as the word says).
  * A thread of ours reads the file every millisecond. A file that is missing or says anything
@@ -87,7 +89,7 @@ static void apply(char *word)
 	int gpause = gpause_start;
 	bool gevery = gevery_start, resume = resume_start, pool = pool_start;
 	char *opt = strchr(word, '+');
-	bool norecord = false, nopf = false, libgcc = false;
+	bool norecord = false, nopf = false, libgcc = false, pylist = false;
 	int carriers = -1;
 
 	if (!strcmp(word, "pass") || !strcmp(word, "pass2")) {
@@ -120,6 +122,8 @@ static void apply(char *word)
 			pool = false;
 		else if (!strcmp(opt, "libgcc"))
 			libgcc = true;
+		else if (!strcmp(opt, "pylist"))
+			pylist = true;
 		else if (!strcmp(opt, "norecord"))
 			norecord = true;
 		else if (!strcmp(opt, "nopf"))
@@ -144,6 +148,7 @@ static void apply(char *word)
 	gs_cupti_ask_ms(ask);
 	__atomic_store_n(&gs_ab_norecord, norecord, __ATOMIC_RELAXED);
 	__atomic_store_n(&gs_unwind_libgcc, libgcc, __ATOMIC_RELAXED);
+	__atomic_store_n(&gs_py_uncached, pylist, __ATOMIC_RELAXED);
 	gs_ab_prefetch(!nopf);
 	__atomic_store_n(&gs_active, true, __ATOMIC_RELAXED);
 }

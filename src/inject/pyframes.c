@@ -38,14 +38,17 @@ static struct {
 	const struct py_layout *l;
 	struct py_layout read; /* 3.13 and later: the process's own (_Py_DebugOffsets) */
 	void *(*this_thread)(void);
-	__u64 runtime;		/* _PyRuntime, where the thread list starts (0: unknown) */
-	__u32 last_tid;		/* the thread whose launch showed its own frames last (atomic) */
+	__u64 runtime;	 /* _PyRuntime, where the thread list starts (0: unknown) */
+	__u32 last_tid;	 /* the thread whose launch showed its own frames last (atomic) */
+	__u32 found_tid; /* state_of's last: the thread, its state (atomic) */
+	__u64 found_ts;
 	__u64 eval_lo, eval_hi; /* _PyEval_EvalFrameDefault's code, if known */
 	__u64 *named;		/* pseudo-addresses named (open addressing, 0 empty) */
 	pid_t pid;
 } Y;
 
 static __u64 reads_by_call;
+bool gs_py_uncached GS_HIDDEN; /* (ab.c's "+pylist") */
 
 static bool rd(void *dst, __u64 addr, size_t n)
 {
@@ -223,6 +226,16 @@ static bool own_stack(__u64 addr, size_t n)
 	return addr > sp && gs_own_stack(sp, addr, n);
 }
 
+/* A read of this thread's callers' frames, in place (false: not there). */
+static bool in_place(void *dst, __u64 addr, size_t n)
+{
+	if (!own_stack(addr, n))
+		return false;
+	memcpy(dst, (const void *)(uintptr_t)addr, n);
+	__atomic_fetch_add(&reads_in_place, 1, __ATOMIC_RELAXED);
+	return true;
+}
+
 static bool win_read(struct window *ws, void *dst, __u64 addr, size_t n)
 {
 	struct iovec local[WIN_PAGES], remote[WIN_PAGES];
@@ -230,11 +243,8 @@ static bool win_read(struct window *ws, void *dst, __u64 addr, size_t n)
 	struct window *w;
 	ssize_t got;
 
-	if (own_stack(addr, n)) {
-		memcpy(dst, (const void *)(uintptr_t)addr, n);
-		__atomic_fetch_add(&reads_in_place, 1, __ATOMIC_RELAXED);
+	if (in_place(dst, addr, n))
 		return true;
-	}
 	for (unsigned int k = 0; k < 2; k++) {
 		w = &ws[k];
 		if (addr >= w->lo && addr + n <= w->hi && addr + n > addr) {
@@ -269,22 +279,32 @@ static bool win_read(struct window *ws, void *dst, __u64 addr, size_t n)
 }
 
 /* The state of thread tid, from the interpreter's thread list (its first 64); 0 if not
- * there, or the list's offsets are not known (3.10). */
+ * there, or the list's offsets are not known (3.10). The last one found is kept, and taken
+ * again while it still says it is tid's: an autograd thread borrows the main thread's frames
+ * at each of its stacks, and the list's walk cost two reads a thread before it. */
 static __u64 state_of(__u32 tid)
 {
 	const struct py_layout *l = Y.l;
-	__u64 ts;
+	__u64 ts = __atomic_load_n(&Y.found_ts, __ATOMIC_RELAXED);
 	__s32 id;
 
-	if (!tid || !Y.runtime || l->rt_interp_head < 0 ||
-	    !rd64(Y.runtime + (__u64)l->rt_interp_head, &ts) ||
+	if (!tid || !Y.runtime || l->rt_interp_head < 0)
+		return 0;
+	if (ts && !gs_py_uncached && __atomic_load_n(&Y.found_tid, __ATOMIC_RELAXED) == tid &&
+	    rd(&id, ts + (__u64)l->ts_tid, sizeof(id)) && (__u32)id == tid)
+		return ts;
+	if (!rd64(Y.runtime + (__u64)l->rt_interp_head, &ts) ||
 	    !rd64(ts + (__u64)l->interp_threads, &ts))
 		return 0;
 	for (int i = 0; i < 64 && ts; i++) {
 		if (!rd(&id, ts + (__u64)l->ts_tid, sizeof(id)))
 			return 0;
-		if ((__u32)id == tid)
+		if ((__u32)id == tid) {
+			__atomic_store_n(&Y.found_tid, 0, __ATOMIC_RELAXED);
+			__atomic_store_n(&Y.found_ts, ts, __ATOMIC_RELAXED);
+			__atomic_store_n(&Y.found_tid, tid, __ATOMIC_RELAXED);
 			return ts;
+		}
 		if (!rd64(ts + (__u64)l->ts_next, &ts))
 			return 0;
 	}
@@ -299,8 +319,13 @@ static __u64 current(__u64 ts)
 
 	if (!ts || !rd64(ts + (__u64)l->ts_frame, &f))
 		return 0;
-	if (f && l->cframe_cur >= 0 && !rd64(f + (__u64)l->cframe_cur, &f))
-		return 0;
+	/* (3.11 and 3.12: the state's C frame, in its thread's stack.) */
+	if (f && l->cframe_cur >= 0) {
+		__u64 at = f + (__u64)l->cframe_cur;
+
+		if ((gs_py_uncached || !in_place(&f, at, 8)) && !rd64(at, &f))
+			return 0;
+	}
 	return f;
 }
 
@@ -414,7 +439,8 @@ void gs_py_after_fork(void)
 	free(Y.named);
 	Y.named = NULL;
 	Y.l = NULL;
-	Y.last_tid = 0;
+	Y.last_tid = Y.found_tid = 0;
+	Y.found_ts = 0;
 	Y.eval_lo = Y.eval_hi = 0;
 	Y.state = 0;
 }
