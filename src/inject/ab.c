@@ -99,7 +99,10 @@ static void apply(char *word)
 	}
 	for (char *next; opt; opt = next) {
 		*opt++ = 0;
-		next = strchr(opt, '+');
+		/* (Each word read whole: until 2026-11-29 a word followed by another was read
+		 * with it, not known, and the mode ignored.) */
+		if ((next = strchr(opt, '+')))
+			*next = 0;
 		if (!strncmp(opt, "stacks=", 7))
 			every = (__u32)strtoul(opt + 7, NULL, 10);
 		else if (!strncmp(opt, "rate=", 5))

@@ -586,7 +586,8 @@ def test_ab_file_switches_modes_inside_the_process(gs, tmp_path):
     taken, --stacks 64), `idle` under "2" half timed, `other` under "pairs+stacks=1+rate=0"
     every one timed and its stack taken, `busy` again under "pass" not seen at all,
     `idle` again under "off+norecord" not recorded (nor counted as dropped), and `other`
-    again under "pairs+carry" every one timed, by carriers once made (the first a pair)."""
+    again under "pairs+carry+nopf" every one timed, by carriers once made (the first a pair;
+    two words after the mode, each read whole)."""
     f, folded = tmp_path / "mode", tmp_path / "ab.folded"
     report, _, _ = gs.trace(["wl_gputime", "--ab", str(f)],
                             opts=["--inject", "--gpu-time=pairs", "--folded", str(folded)],

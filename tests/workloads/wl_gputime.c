@@ -49,7 +49,7 @@
  * With --shapes N, only this instead (carriers, src/inject/gputime_carry.c): see shapes().
  *
  * With --ab FILE, only this instead (GPUSCOPE_AB_FILE, src/inject/ab.c): FILE made to say
- * "off", then "2", "pairs+stacks=1+rate=0", "pass", "off+norecord" and "pairs+carry", 100 ms
+ * "off", then "2", "pairs+stacks=1+rate=0", "pass", "off+norecord" and "pairs+carry+nopf", 100 ms
  * given to the plane after each, then 6 launches of `busy`, `idle`, `other`, `busy` again,
  * `idle` again and `other` again, each 1 ms after the one before ended.
  *
@@ -228,7 +228,7 @@ static int follows(CUkernel busy, CUkernel idle, CUstream s, unsigned long long 
 static int ab_phases(const char *file, CUkernel busy, CUkernel idle, CUkernel other, CUstream s)
 {
 	static const char *const mode[] = {
-		"off", "2", "pairs+stacks=1+rate=0", "pass", "off+norecord", "pairs+carry"
+		"off", "2", "pairs+stacks=1+rate=0", "pass", "off+norecord", "pairs+carry+nopf"
 	};
 	CUkernel k[] = { busy, idle, other, busy, idle, other };
 
