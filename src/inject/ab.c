@@ -29,7 +29,8 @@
  * "+ask=MS" (our thread asks CUPTI for its completed records every MS ms) or "+libgcc"
  * (stacks unwound by glibc's backtrace(), not by unwind.c's kept rules) or "+pylist" (a
  * borrowed Python stack's thread looked up in the interpreter's list each time, the C frame
- * read by a call: pyframes.c as before 2026-11-29) or "+carry" / "+pairs" (timed launches on idle
+ * read by a call, no walk begun by reading the last one's windows again: the Python walk as
+ * before 2026-11-29, but for its six windows, not two) or "+carry" / "+pairs" (timed launches on idle
  * streams run by carriers, or gated pairs: N's sampled ones too), in any number; what is
  * not given is as at the start (or as the word says).
  * A thread of ours reads the file every millisecond. A file that is missing or says anything

@@ -167,8 +167,8 @@ char *gs_triton_ptx(const unsigned char *img, size_t n, char *where, size_t wn) 
  * showed its own last. */
 int gs_py_stack(void *const *native, int n, bool launch, __u64 *out, int max) GS_HIDDEN;
 void gs_py_after_fork(void) GS_HIDDEN;
-/* (ab.c's "+pylist": a borrowed stack's thread found in the interpreter's list each time, and
- * the C frame read by a call, as before they were kept and read in place) */
+/* (ab.c's "+pylist": a borrowed stack's thread found in the interpreter's list each time, the
+ * C frame read by a call, and no walk begun by the last one's windows, as before) */
 extern bool gs_py_uncached GS_HIDDEN;
 /* unwind.c: this thread's return addresses from its caller's on (at most max), as glibc's
  * backtrace() gives them less its first (gs_unwind's own); the count. */

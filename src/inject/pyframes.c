@@ -10,7 +10,7 @@
  * Never in the way: every read of the interpreter's memory goes through process_vm_readv,
  * so a wrong layout or a torn frame reads an error, never a fault (but for frames in the
  * calling thread's own stack, between its stack pointer and the stack's top, all mapped:
- * read in place, see own_stack); a version with no known
+ * read in place; pyframes_read.c); a version with no known
  * layout is said once (GS_EV_PYTHON) and its stacks stay native. The thread's state comes
  * from PyGILState_GetThisThreadState (thread-specific data, no lock, no GIL needed). Only
  * the calling thread's own frames are read: they cannot change under it.
@@ -29,6 +29,7 @@
 
 #include "inject/inject.h"
 #include "core/pyname.h"
+#include "inject/pyframes_int.h"
 
 #define MAX_PY	  64	 /* Python frames read, at most */
 #define NAMED_CAP 65536u /* pseudo-addresses named per process, at most */
@@ -47,18 +48,10 @@ static struct {
 	pid_t pid;
 } Y;
 
-static __u64 reads_by_call;
-bool gs_py_uncached GS_HIDDEN; /* (ab.c's "+pylist") */
-
-static bool rd(void *dst, __u64 addr, size_t n)
-{
-	__atomic_fetch_add(&reads_by_call, 1, __ATOMIC_RELAXED);
-	return py_read_pid((void *)(uintptr_t)Y.pid, dst, addr, n);
-}
-
+/* A walk's read of 8 bytes (pyframes_read.c's windows). */
 static bool rd64(__u64 addr, __u64 *v)
 {
-	return rd(v, addr, 8);
+	return py_walk_read(v, addr, 8);
 }
 
 /* "3.11.2 (main, ...)" from Py_GetVersion, or Py_Version where there is one. */
@@ -72,7 +65,7 @@ static unsigned int version_hex(void)
 	char *end;
 	long major, minor, micro = 0;
 
-	if (v && rd(&hex, (__u64)(unsigned long)v, sizeof(hex)))
+	if (v && py_rd(&hex, (__u64)(unsigned long)v, sizeof(hex)))
 		return (unsigned int)hex;
 	if (!get || !(s = get()))
 		return 0;
@@ -110,6 +103,7 @@ static void look(void)
 
 	Y.state = -1;
 	Y.pid = getpid();
+	py_reads_init(Y.pid);
 	if (getenv("GPUSCOPE_NO_PYFRAMES")) /* (to measure what the frames cost) */
 		return;
 	Y.this_thread = (void *(*)(void))gs_real_sym(RTLD_DEFAULT, "PyGILState_GetThisThreadState");
@@ -189,95 +183,6 @@ static bool first_seen(__u64 pseudo)
 
 /* ---- the walk --------------------------------------------------------------------------- */
 
-/*
- * What a walk reads, a window at a time: the pages at and below a frame, read by one call
- * in descending order (the call stops at the first page it cannot read, keeping those
- * before it). 3.11 and later keep a thread's frames in its data stack, a caller below its
- * callee: a window of a few pages holds dozens of frames, where a read per frame cost
- * ~0.9 us each (measured on an H200, GPT-2's 40-deep stacks: 34 us a walk). Two windows,
- * the one used least lately refilled: 3.12 puts each evaluation's entry frame on the C
- * stack, between its callers' frames in the data stack. Per thread, allocated at its
- * first walk.
- */
-#define WIN_PAGES 4
-#define PAGE	  4096ULL
-
-struct window {
-	__u64 lo, hi; /* what buf holds: [lo, hi), at its end */
-	unsigned char buf[WIN_PAGES * PAGE];
-};
-
-static __thread struct window *tl_win __attribute__((tls_model("initial-exec")));
-static __thread unsigned int tl_recent __attribute__((tls_model("initial-exec")));
-
-static __u64 reads_in_place; /* (GPUSCOPE_INJECT_DEBUG; by a call: reads_by_call) */
-
-/* Whether [addr, addr + n) lies in this thread's stack between here and its top: its
- * callers' frames, mapped whatever they hold, so read in place. 3.12 and later keep each
- * evaluation's entry frame on the C stack, among the callers of the launch, and a walk's
- * windows went back and forth between it and the data stack (on an H200 a PyTorch stack's
- * walk took 30-40 us; on this project's CPU machine, 3.11, process_vm_readv was ~40% of a
- * loop taking a stack at every launch). Not on a signal's own stack. */
-static bool own_stack(__u64 addr, size_t n)
-{
-	volatile char here = 0;
-	__u64 sp = (__u64)(uintptr_t)&here;
-
-	return addr > sp && gs_own_stack(sp, addr, n);
-}
-
-/* A read of this thread's callers' frames, in place (false: not there). */
-static bool in_place(void *dst, __u64 addr, size_t n)
-{
-	if (!own_stack(addr, n))
-		return false;
-	memcpy(dst, (const void *)(uintptr_t)addr, n);
-	__atomic_fetch_add(&reads_in_place, 1, __ATOMIC_RELAXED);
-	return true;
-}
-
-static bool win_read(struct window *ws, void *dst, __u64 addr, size_t n)
-{
-	struct iovec local[WIN_PAGES], remote[WIN_PAGES];
-	__u64 top = (addr + n + PAGE - 1) & ~(PAGE - 1);
-	struct window *w;
-	ssize_t got;
-
-	if (in_place(dst, addr, n))
-		return true;
-	for (unsigned int k = 0; k < 2; k++) {
-		w = &ws[k];
-		if (addr >= w->lo && addr + n <= w->hi && addr + n > addr) {
-			memcpy(dst, w->buf + sizeof(w->buf) - (w->hi - addr), n);
-			tl_recent = k;
-			return true;
-		}
-	}
-	tl_recent ^= 1;
-	w = &ws[tl_recent];
-	if (n > PAGE || top < PAGE * WIN_PAGES)
-		return rd(dst, addr, n);
-	/* Pages top-1, top-2, ... into the buffer's end, start, in that order. */
-	for (int i = 0; i < WIN_PAGES; i++) {
-		local[i].iov_base = w->buf + (WIN_PAGES - 1 - i) * PAGE;
-		local[i].iov_len = PAGE;
-		remote[i].iov_base = (void *)(unsigned long)(top - (__u64)(i + 1) * PAGE);
-		remote[i].iov_len = PAGE;
-	}
-	__atomic_fetch_add(&reads_by_call, 1, __ATOMIC_RELAXED);
-	got = process_vm_readv(Y.pid, local, WIN_PAGES, remote, WIN_PAGES, 0);
-	if (got <= 0 || got % PAGE) {
-		w->lo = w->hi = 0;
-		return rd(dst, addr, n);
-	}
-	w->hi = top;
-	w->lo = top - (__u64)got;
-	if (addr < w->lo)
-		return rd(dst, addr, n);
-	memcpy(dst, w->buf + sizeof(w->buf) - (w->hi - addr), n);
-	return true;
-}
-
 /* The state of thread tid, from the interpreter's thread list (its first 64); 0 if not
  * there, or the list's offsets are not known (3.10). The last one found is kept, and taken
  * again while it still says it is tid's: an autograd thread borrows the main thread's frames
@@ -291,13 +196,13 @@ static __u64 state_of(__u32 tid)
 	if (!tid || !Y.runtime || l->rt_interp_head < 0)
 		return 0;
 	if (ts && !gs_py_uncached && __atomic_load_n(&Y.found_tid, __ATOMIC_RELAXED) == tid &&
-	    rd(&id, ts + (__u64)l->ts_tid, sizeof(id)) && (__u32)id == tid)
+	    py_walk_read(&id, ts + (__u64)l->ts_tid, sizeof(id)) && (__u32)id == tid)
 		return ts;
 	if (!rd64(Y.runtime + (__u64)l->rt_interp_head, &ts) ||
 	    !rd64(ts + (__u64)l->interp_threads, &ts))
 		return 0;
 	for (int i = 0; i < 64 && ts; i++) {
-		if (!rd(&id, ts + (__u64)l->ts_tid, sizeof(id)))
+		if (!py_walk_read(&id, ts + (__u64)l->ts_tid, sizeof(id)))
 			return 0;
 		if ((__u32)id == tid) {
 			__atomic_store_n(&Y.found_tid, 0, __ATOMIC_RELAXED);
@@ -323,7 +228,7 @@ static __u64 current(__u64 ts)
 	if (f && l->cframe_cur >= 0) {
 		__u64 at = f + (__u64)l->cframe_cur;
 
-		if ((gs_py_uncached || !in_place(&f, at, 8)) && !rd64(at, &f))
+		if ((gs_py_uncached || !py_in_place(&f, at, 8)) && !rd64(at, &f))
 			return 0;
 	}
 	return f;
@@ -351,15 +256,11 @@ static int walk(__u64 *out, bool *entry, bool launch, bool *borrowed)
 		*borrowed = true;
 	if (!f)
 		return 0;
-	if (!tl_win && !(tl_win = calloc(2, sizeof(*tl_win))))
-		return 0;
-	/* (The program ran since the last walk: nothing read then holds.) */
-	tl_win[0].lo = tl_win[0].hi = tl_win[1].lo = tl_win[1].hi = 0;
 	for (int steps = 0; f && n < MAX_PY && steps < 4 * MAX_PY; steps++) {
 		unsigned char fr[PY_FRAME_MAX];
 		__u64 code, prev, instr, off;
 
-		if (!win_read(tl_win, fr, f, py_frame_bytes(l)))
+		if (!py_walk_read(fr, f, py_frame_bytes(l)))
 			break;
 		memcpy(&code, fr + l->f_code, 8);
 		memcpy(&prev, fr + l->f_prev, 8);
@@ -401,17 +302,19 @@ static void debug_reads(void)
 {
 	static int on = -1;
 	static __u64 walks;
-	__u64 k;
+	__u64 k, here, calls, replayed;
 
 	if (on < 0)
 		on = getenv("GPUSCOPE_INJECT_DEBUG") != NULL;
 	k = on ? __atomic_add_fetch(&walks, 1, __ATOMIC_RELAXED) : 0;
-	if (k && !(k & (k - 1)))
-		fprintf(stderr,
-			"gpuscope python: %llu walks: %llu reads in place, %llu by a call\n",
-			(unsigned long long)k,
-			(unsigned long long)__atomic_load_n(&reads_in_place, __ATOMIC_RELAXED),
-			(unsigned long long)__atomic_load_n(&reads_by_call, __ATOMIC_RELAXED));
+	if (!k || (k & (k - 1)))
+		return;
+	py_reads_counts(&here, &calls, &replayed);
+	fprintf(stderr,
+		"gpuscope python: %llu walks: %llu reads in place, %llu by a call (%llu walks "
+		"begun by the last one's windows)\n",
+		(unsigned long long)k, (unsigned long long)here, (unsigned long long)calls,
+		(unsigned long long)replayed);
 }
 
 int gs_py_stack(void *const *native, int n, bool launch, __u64 *out, int max)
@@ -422,8 +325,10 @@ int gs_py_stack(void *const *native, int n, bool launch, __u64 *out, int max)
 
 	if (!Y.state)
 		look();
-	if (Y.state > 0)
+	if (Y.state > 0 && py_walk_begin()) {
 		np = walk(py, entry, launch, &borrowed);
+		py_walk_end();
+	}
 	debug_reads();
 	n = n < (int)(sizeof(ips) / sizeof(ips[0])) ? n : (int)(sizeof(ips) / sizeof(ips[0]));
 	for (int i = 0; i < n; i++)

@@ -302,6 +302,25 @@ def test_313_and_314_layouts_are_read_from_the_process(gs, tmp_path, minor, plan
     assert proc["python"] == {"version": "3.%d.0" % minor, "frames": "read", "in_place": True}
 
 
+def test_walks_read_again_by_one_call(gs, tmp_path):
+    """The in-process plane: a thread's walk begins by reading again, by one call, the
+    windows its last walk read (inject/pyframes_read.c): a loop's stacks from one place
+    then cost one process_vm_readv each (the thread's state and its data stack), where the
+    first costs more. And the stacks are still the loop's."""
+    out = tmp_path / "w.folded"
+    p = gs.run(["run", "-q", "--inject", "--gpu-time=off", "--stacks", "1", "--folded",
+                str(out), "--", PYTHON, os.path.abspath(SCRIPT), "--launches", "40"],
+               env=gs.env(GPUSCOPE_INJECT_DEBUG="1"), check_rc=0)
+    said = re.findall(r"gpuscope python: 32 walks: \d+ reads in place, (\d+) by a call "
+                      r"\((\d+) walks begun by the last one's windows\)", p.stderr)
+    assert said, p.stderr[-2000:]
+    calls, again = int(said[0][0]), int(said[0][1])
+    assert again == 31 and calls <= 32 + 3, said
+    lines = folded(out)
+    assert sum(c for s, c in lines.items()
+               if s.endswith(";cuLaunchKernel;pyKernel") and frame("main", "main") in s) == 40
+
+
 def test_garbage_interpreter_state_harms_nothing(gs, tmp_path):
     out = tmp_path / "g.folded"
     p = gs.run(["run", "--inject", "--stacks", "1", "--folded", str(out), "--",
