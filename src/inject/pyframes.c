@@ -302,19 +302,19 @@ static void debug_reads(void)
 {
 	static int on = -1;
 	static __u64 walks;
-	__u64 k, here, calls, replayed;
+	__u64 k, here, calls, pages, replayed;
 
 	if (on < 0)
 		on = getenv("GPUSCOPE_INJECT_DEBUG") != NULL;
 	k = on ? __atomic_add_fetch(&walks, 1, __ATOMIC_RELAXED) : 0;
 	if (!k || (k & (k - 1)))
 		return;
-	py_reads_counts(&here, &calls, &replayed);
+	py_reads_counts(&here, &calls, &pages, &replayed);
 	fprintf(stderr,
-		"gpuscope python: %llu walks: %llu reads in place, %llu by a call (%llu walks "
-		"begun by the last one's windows)\n",
+		"gpuscope python: %llu walks: %llu reads in place, %llu by a call (%llu pages in "
+		"windows; %llu walks begun by the last one's)\n",
 		(unsigned long long)k, (unsigned long long)here, (unsigned long long)calls,
-		(unsigned long long)replayed);
+		(unsigned long long)pages, (unsigned long long)replayed);
 }
 
 int gs_py_stack(void *const *native, int n, bool launch, __u64 *out, int max)

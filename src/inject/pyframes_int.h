@@ -20,7 +20,8 @@ bool py_in_place(void *dst, __u64 addr, size_t n);
 bool py_walk_begin(void);
 bool py_walk_read(void *dst, __u64 addr, size_t n);
 void py_walk_end(void);
-/* (GPUSCOPE_INJECT_DEBUG) reads in place, calls, walks begun by reading the last's again. */
-void py_reads_counts(__u64 *in_place, __u64 *by_call, __u64 *walks_replayed);
+/* (GPUSCOPE_INJECT_DEBUG) reads in place, calls, the pages of windows read, walks begun by
+ * reading the last's again. */
+void py_reads_counts(__u64 *in_place, __u64 *by_call, __u64 *pages, __u64 *walks_replayed);
 
 #endif

@@ -304,18 +304,22 @@ def test_313_and_314_layouts_are_read_from_the_process(gs, tmp_path, minor, plan
 
 def test_walks_read_again_by_one_call(gs, tmp_path):
     """The in-process plane: a thread's walk begins by reading again, by one call, the
-    windows its last walk read (inject/pyframes_read.c): a loop's stacks from one place
+    pages its last walk read from (inject/pyframes_read.c): a loop's stacks from one place
     then cost one process_vm_readv each (the thread's state and its data stack), where the
     first costs more. And the stacks are still the loop's."""
     out = tmp_path / "w.folded"
     p = gs.run(["run", "-q", "--inject", "--gpu-time=off", "--stacks", "1", "--folded",
                 str(out), "--", PYTHON, os.path.abspath(SCRIPT), "--launches", "40"],
                env=gs.env(GPUSCOPE_INJECT_DEBUG="1"), check_rc=0)
-    said = re.findall(r"gpuscope python: 32 walks: \d+ reads in place, (\d+) by a call "
-                      r"\((\d+) walks begun by the last one's windows\)", p.stderr)
-    assert said, p.stderr[-2000:]
-    calls, again = int(said[0][0]), int(said[0][1])
+    said = re.findall(r"gpuscope python: (16|32) walks: \d+ reads in place, (\d+) by a call "
+                      r"\((\d+) pages in windows; (\d+) walks begun by the last one's\)",
+                      p.stderr)
+    assert len(said) == 2, p.stderr[-2000:]
+    (_, _, pages16, _), (_, calls, pages, again) = [[int(x) for x in s] for s in said]
     assert again == 31 and calls <= 32 + 3, said
+    # (Walks 17 to 32 read again only the pages read from, not whole windows of 4 pages: the
+    # thread's state's and its data stack's.)
+    assert pages - pages16 <= 16 * 3, said
     lines = folded(out)
     assert sum(c for s, c in lines.items()
                if s.endswith(";cuLaunchKernel;pyKernel") and frame("main", "main") in s) == 40
