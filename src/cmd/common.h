@@ -94,11 +94,11 @@ enum {
 
 #define DEFAULT_STACK_EVERY 64
 /* With --inject and no --stacks: at most this many launches' stacks a second a thread
- * (inject/stacks.c). A stack of PyTorch's costs its thread 45-70 us on an H200 (7-9 us
- * unwinding by the kept rules, 29-34 us walking the Python frames, the rest the record:
- * bench/results/unwind-2026-11-29.md; 100-155 us before, unwinding by backtrace()): at 20
- * a second a thread, a training step launching from two threads (PyTorch's main and
- * autograd threads) gives them ~0.2-0.3% of its time. */
+ * (inject/stacks.c). A stack of PyTorch's costs its thread 50-67 us on an H200 (8-9 us
+ * unwinding by the kept rules, 25-30 us walking the Python frames, the rest the record and
+ * the parts' readings: bench/results/unwind-2026-11-29.md; 100-155 us before, unwinding by
+ * backtrace()): at 20 a second a thread, a training step launching from two threads
+ * (PyTorch's main and autograd threads) gives them ~0.2-0.3% of its time. */
 #define DEFAULT_STACK_RATE 20
 
 #define DEFAULT_OS_MIN_NS 10000ULL
