@@ -129,8 +129,8 @@ static void use(struct reads *r, unsigned int k, unsigned int i0, unsigned int i
 		r->win[k].used |= 1u << i;
 }
 
-/* The pages of window w that pages says (bits), read by one call from the top down, into
- * its valid pages; how many came. The iovecs from local[0], remote[0] on. */
+/* The iovecs (from local[0], remote[0] on) that read the pages of window w that pages says
+ * (bits), from the top down, into its buffer; their count. */
 static unsigned int iov_pages(struct window *w, unsigned int pages, struct iovec *local,
 			      struct iovec *remote)
 {

@@ -107,12 +107,10 @@ static void debug_counts(void)
 	}
 }
 
-void gs_unwind_init(void)
+static void init_once(void)
 {
 	void *warm[4], *gcc;
 
-	if (__atomic_load_n(&table, __ATOMIC_ACQUIRE))
-		return;
 	backtrace(warm, 4); /* (loads libgcc_s, now and not in a signal handler) */
 	gcc = dlopen("libgcc_s.so.1", RTLD_NOW | RTLD_NOLOAD);
 	if (gcc)
@@ -123,6 +121,13 @@ void gs_unwind_init(void)
 	verifying = getenv("GPUSCOPE_UNWIND_VERIFY") != NULL;
 	if (getenv("GPUSCOPE_INJECT_DEBUG") || verifying)
 		atexit(debug_counts);
+}
+
+void gs_unwind_init(void)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+	pthread_once(&once, init_once);
 }
 
 /* The rule of the frame that returns to ra (its call's state: ra - 1's). 0 it has one, 1 no

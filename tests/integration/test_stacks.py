@@ -50,6 +50,20 @@ def test_in_process_plane_unwinds(gs, tmp_path):
     assert [c for s, c in lines.items() if s.endswith(chain + "cuMemAlloc_v2")] == [1], lines
 
 
+def test_in_process_plane_stops_where_a_jit_made_code(gs, tmp_path):
+    """--inject: a frame in code with no call frame information (a JIT's trampoline) ends the
+    stack there, as it ends backtrace()'s (GPUSCOPE_UNWIND_VERIFY compares every stack with
+    it): the trampoline is the stack's last frame, named from the perf map."""
+    out = tmp_path / "ij.folded"
+    p = gs.run(["run", "-q", "--inject", "--stacks", "1", "--folded", str(out), "--",
+                gs.wl("wl_stack"), "--jit"], env=gs.env(GPUSCOPE_UNWIND_VERIFY=1), check_rc=0)
+    assert "gpuscope-inject: unwind: 0 of those by the rules not as by backtrace()" in \
+        p.stderr, p.stderr
+    lines = folded(out.read_text())
+    assert lines == {"wl_stack;py::jit_trampoline:demo.py;inner;cuLaunchKernel;leafKernel": 1,
+                     "wl_stack;py::jit_trampoline:demo.py;inner;cuMemAlloc_v2": 1}, lines
+
+
 def test_jit_frames_from_the_perf_map(gsr, tmp_path):
     """Code a JIT made (CPython's -X perf trampolines) is named from /tmp/perf-PID.map."""
     out = tmp_path / "j.folded"
