@@ -25,14 +25,14 @@ import sys
 
 PARTS = ["timed", "untimed", "real", "real_unt", "begin", "end", "ask", "lock", "query",
          "gate", "start_ev", "end_ev", "stack", "emit", "harvest", "locked", "unwind", "pywalk",
-         "clock", "pause"]
+         "clock", "pause", "prime", "first"]
 
 
 def read(path):
     modes = {}
     for line in open(path):
         mode, *sums = line.split()
-        if len(PARTS) - 2 <= len(sums) < len(PARTS):  # (before the "clock" or "pause" part)
+        if len(PARTS) - 4 <= len(sums) < len(PARTS):  # (from before the last parts came)
             sums += ["0:0"] * (len(PARTS) - len(sums))
         if len(sums) != len(PARTS):
             continue
@@ -111,7 +111,8 @@ def main():
         stacks(sys.argv[2:])
         return
     cols = ["ours", "begin", "ask", "lock", "locked", "query", "gate", "start_ev", "end",
-            "end_ev", "stack", "unwind", "pywalk", "emit", "harvest", "clock", "pause"]
+            "end_ev", "stack", "unwind", "pywalk", "emit", "harvest", "clock", "pause", "prime",
+            "first"]
     print("| file | mode | launches | timed | " + " | ".join(cols) +
           " | a timed launch: wrapper, driver's launch | untimed: wrapper, launch |")
     print("|---|---|---|---|" + "---|" * len(cols) + "---|---|")

@@ -500,8 +500,10 @@ static bool begin_timing(struct gs_timing *t, __u64 stream, bool ptsz, __u8 kind
 	}
 	if (follow && !start_after_all(c, t))
 		return false;
+	ph = first ? gs_phase_t0() : 0;
 	if (first && kind == GS_GPU_KERNEL)
 		gt_load_ahead(func);
+	gs_phase_add(GS_PH_FIRST, ph);
 	if (gate) {
 		ph = gs_phase_t0();
 		gs_gate_close(&c->gate, stream, ptsz, &t->gate);
@@ -517,10 +519,14 @@ static bool begin_timing(struct gs_timing *t, __u64 stream, bool ptsz, __u8 kind
 	 * only. (A launch with --gpu-time=N that is not timed does not clear the mark: the
 	 * next timed one may get an empty kernel it did not need.)
 	 */
+	ph = t->gate && prime && c->prime ? gs_phase_t0() : 0;
 	if (t->gate && prime && c->prime)
 		T.cu.launch(c->prime, 1, 1, 1, 1, 1, 1, 0, stream_key(stream, ptsz), NULL, NULL);
+	gs_phase_add(GS_PH_PRIME, ph);
+	ph = first ? gs_phase_t0() : 0;
 	if (first)
 		gs_gate_watch(&c->gate, t->gate, T.first_hold_ns);
+	gs_phase_add(GS_PH_FIRST, ph);
 	ph = gs_phase_t0();
 	if ((ptsz ? T.cu.ev_record_ptsz : T.cu.ev_record)(t->start, stream)) {
 		gs_gate_open(&c->gate, t->gate);
