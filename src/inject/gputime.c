@@ -498,8 +498,10 @@ static bool begin_timing(struct gs_timing *t, __u64 stream, bool ptsz, __u8 kind
 		t->follows = true;
 		return true;
 	}
+	ph = follow ? gs_phase_t0() : 0;
 	if (follow && !start_after_all(c, t))
 		return false;
+	gs_phase_add(GS_PH_AFTER, ph);
 	ph = first ? gs_phase_t0() : 0;
 	if (first && kind == GS_GPU_KERNEL)
 		gt_load_ahead(func);

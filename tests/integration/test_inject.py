@@ -612,7 +612,7 @@ def test_ab_file_switches_modes_inside_the_process(gs, tmp_path):
     # many of each part of the launches' calls, and their ns (inject.h's enum gs_phase).
     parts = ["timed", "untimed", "real", "real_unt", "begin", "end", "ask", "lock", "query",
              "gate", "start_ev", "end_ev", "stack", "emit", "harvest", "locked", "unwind",
-             "pywalk", "clock", "pause", "prime", "first"]
+             "pywalk", "clock", "pause", "prime", "first", "after"]
     phases = {}
     for line in (tmp_path / "mode.phases").read_text().splitlines():
         mode, *sums = line.split()
