@@ -25,14 +25,14 @@ import sys
 
 PARTS = ["timed", "untimed", "real", "real_unt", "begin", "end", "ask", "lock", "query",
          "gate", "start_ev", "end_ev", "stack", "emit", "harvest", "locked", "unwind", "pywalk",
-         "clock", "pause", "prime", "first", "after"]
+         "clock", "pause", "prime", "first", "after", "ctx"]
 
 
 def read(path):
     modes = {}
     for line in open(path):
         mode, *sums = line.split()
-        if len(PARTS) - 5 <= len(sums) < len(PARTS):  # (from before the last parts came)
+        if len(PARTS) - 6 <= len(sums) < len(PARTS):  # (from before the last parts came)
             sums += ["0:0"] * (len(PARTS) - len(sums))
         if len(sums) != len(PARTS):
             continue
@@ -112,7 +112,7 @@ def main():
         return
     cols = ["ours", "begin", "ask", "lock", "locked", "query", "gate", "start_ev", "end",
             "end_ev", "stack", "unwind", "pywalk", "emit", "harvest", "clock", "pause", "prime",
-            "first", "after"]
+            "first", "after", "ctx"]
     print("| file | mode | launches | timed | " + " | ".join(cols) +
           " | a timed launch: wrapper, driver's launch | untimed: wrapper, launch |")
     print("|---|---|---|---|" + "---|" * len(cols) + "---|---|")

@@ -405,7 +405,9 @@ static bool begin_timing(struct gs_timing *t, __u64 stream, bool ptsz, __u8 kind
 	    ((ptsz ? T.cu.capturing_ptsz : T.cu.capturing)(stream, &capturing) || capturing))
 		return false;
 	gs_phase_add(GS_PH_ASK, ph);
+	ph = gs_phase_t0();
 	t->ci = slot_of(t->ctx);
+	gs_phase_add(GS_PH_CTX, ph);
 	if (t->ci < 0)
 		return false;
 	c = &T.ctx[t->ci];

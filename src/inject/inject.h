@@ -70,6 +70,7 @@ enum gs_phase {
 	GS_PH_PRIME, /* gs_timing_begin's empty kernel launched before a gated one after a copy */
 	GS_PH_FIRST, /* its work for a kernel's first launch (loaded ahead, the gate watched) */
 	GS_PH_AFTER, /* its start event put after all before (start_after_all: T.lock again) */
+	GS_PH_CTX,   /* its context's slot found (made and calibrated at the context's first) */
 	GS_PH_N
 };
 extern bool gs_phases_on GS_HIDDEN; /* (set by ab.c) */

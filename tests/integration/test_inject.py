@@ -612,7 +612,7 @@ def test_ab_file_switches_modes_inside_the_process(gs, tmp_path):
     # many of each part of the launches' calls, and their ns (inject.h's enum gs_phase).
     parts = ["timed", "untimed", "real", "real_unt", "begin", "end", "ask", "lock", "query",
              "gate", "start_ev", "end_ev", "stack", "emit", "harvest", "locked", "unwind",
-             "pywalk", "clock", "pause", "prime", "first", "after"]
+             "pywalk", "clock", "pause", "prime", "first", "after", "ctx"]
     phases = {}
     for line in (tmp_path / "mode.phases").read_text().splitlines():
         mode, *sums = line.split()
@@ -628,7 +628,7 @@ def test_ab_file_switches_modes_inside_the_process(gs, tmp_path):
     # (`idle`'s first launch is timed: its first-launch work in two parts; and an empty
     # kernel before it, the stream's last timed-mode work being the setup's copy.)
     timed = dict(begin=3, end=3, ask=3, lock=6, gate=3, start_ev=3, end_ev=3, locked=3,
-                 first=2, prime=1)
+                 first=2, prime=1, ctx=3)
     assert {p: n for p, n in counts["2"].items() if p != "harvest"} == dict(
         timed=3, untimed=3, real=3, real_unt=3, **launched, **timed), counts["2"]
     assert counts["2"]["harvest"] >= 3, counts["2"]
