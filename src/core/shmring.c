@@ -91,27 +91,37 @@ fail:
 	return err;
 }
 
+/* Reservations tried before a record is given up (others' succeeding is what makes one
+ * fail, so only a header in a state no writer made gets here). */
+#define SHMRING_TRIES 100000
+
 void *shmring_reserve(struct shmring *r, __u32 size, __u16 type)
 {
 	struct shmring_hdr *h = r->h;
-	__u64 need = ((__u64)size + GS_SLOT + 7) & ~7ULL, head, tail;
+	/* (The data area's size as mapped, not the header's: one line fewer to read, and
+	 * nothing another process writes there decides where this one writes.) */
+	__u64 need = ((__u64)size + GS_SLOT + 7) & ~7ULL, size_all = r->mask + 1, head, tail;
 	__u32 *slot;
 
-	if (need > h->data_size)
+	if (need > size_all)
 		goto drop;
 	head = __atomic_load_n(&h->head, __ATOMIC_RELAXED);
 	tail = __atomic_load_n(&r->seen_tail, __ATOMIC_ACQUIRE);
-	for (;;) {
+	/* (Bounded: the header is shared, and a head or tail no writer of ours put there must
+	 * cost a record, not a thread that never returns.) */
+	for (int tries = 0;; tries++) {
+		if (tries > SHMRING_TRIES)
+			goto drop;
 		if (tail > head) { /* a stale head: positions only grow */
 			head = __atomic_load_n(&h->head, __ATOMIC_ACQUIRE);
 			continue;
 		}
-		if (head + need - tail > h->data_size) {
+		if (head + need - tail > size_all) {
 			tail = __atomic_load_n(&h->tail, __ATOMIC_ACQUIRE);
 			__atomic_store_n(&r->seen_tail, tail, __ATOMIC_RELEASE);
 			if (tail > head)
 				continue;
-			if (head + need - tail > h->data_size)
+			if (head + need - tail > size_all)
 				goto drop;
 		}
 		if (__atomic_compare_exchange_n(&h->head, &head, head + need, true,

@@ -29,7 +29,7 @@ static struct {
 	__u64 tsc0, ns0;  /* the first anchor of the process */
 	__u64 mult;	  /* ns per cycle << 32; 0 until measured (atomic) */
 	__u64 max_cycles; /* anchors older than this many cycles are renewed */
-} C;
+} C GS_HOT;
 
 static __thread struct {
 	__u64 tsc, ns, last;
@@ -146,19 +146,22 @@ __u64 gs_clock(void)
 	return ns;
 }
 
-bool gs_rate_allows(__u64 *tat, __u64 now, __u32 per_s, __u32 burst)
+bool gs_gap_allows(__u64 *tat, __u64 now, __u64 gap, __u32 burst)
 {
-	__u64 gap = 1000000000ULL / per_s;
-
 	if (*tat > now + (burst - 1) * gap)
 		return false;
 	*tat = (*tat > now ? *tat : now) + gap;
 	return true;
 }
 
+bool gs_rate_allows(__u64 *tat, __u64 now, __u32 per_s, __u32 burst)
+{
+	return gs_gap_allows(tat, now, 1000000000ULL / per_s, burst);
+}
+
 /* ---- measurements (GPUSCOPE_AB_PHASES, ab.c): the parts of the calls, summed ---------- */
 
-bool gs_phases_on;
+bool gs_phases_on GS_HOT;
 static __u64 phase_n[GS_PH_N], phase_ns[GS_PH_N];
 
 void gs_phase_sum(enum gs_phase ph, __u64 t0)

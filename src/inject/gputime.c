@@ -84,9 +84,9 @@ void gs_timing_init(const char *mode)
 		getenv("GPUSCOPE_END_DELAY_US")
 			? strtoull(getenv("GPUSCOPE_END_DELAY_US"), NULL, 10) % 1000000 * 1000
 			: 0;
-	T.every = !mode || !strcmp(mode, "chained") ? 1 : every_of(mode);
-	if (T.every < 0)
-		T.every = 0;
+	gt_every = !mode || !strcmp(mode, "chained") ? 1 : every_of(mode);
+	if (gt_every < 0)
+		gt_every = 0;
 	/* (all, the default: kernels and asynchronous 1-D copies and sets timed by the driver's
 	 * timestamps, gputime_cupti.c; pairs for other copies, and where CUPTI is not found.
 	 * pairs: every launch by a pair of events.) */
@@ -138,7 +138,7 @@ bool gs_timing_switch(const char *mode)
 	gs_cupti_graphs(!strcmp(mode, "cupti"));
 	__atomic_store_n(&T.no_follow, every < 0 && !pairs && !carry, __ATOMIC_RELAXED);
 	__atomic_store_n(&T.no_carry, pairs || (!carry && no_carry_start), __ATOMIC_RELAXED);
-	__atomic_store_n(&T.every, every < 0 ? 1 : every, __ATOMIC_RELAXED);
+	__atomic_store_n(&gt_every, every < 0 ? 1 : every, __ATOMIC_RELAXED);
 	return true;
 }
 
@@ -177,7 +177,7 @@ static bool rate_allows(void)
 /* Whether what timing costs the thread is kept to the budget (--gpu-time=N with one). */
 static bool budgeted(void)
 {
-	return __atomic_load_n(&T.every, __ATOMIC_RELAXED) > 1 &&
+	return __atomic_load_n(&gt_every, __ATOMIC_RELAXED) > 1 &&
 	       __atomic_load_n(&T.budget, __ATOMIC_RELAXED);
 }
 
@@ -225,7 +225,7 @@ static struct sample_slot *sample_of(__u64 func)
 
 bool gs_timing_wanted(__u64 func)
 {
-	int every = __atomic_load_n(&T.every, __ATOMIC_RELAXED); /* (once: ab.c may change it) */
+	int every = __atomic_load_n(&gt_every, __ATOMIC_RELAXED); /* (once: ab.c may change it) */
 	struct sample_slot *s;
 
 	if (every <= 1)
@@ -562,7 +562,7 @@ void gs_timing_copied(__u64 stream, bool ptsz)
 {
 	void *ctx = NULL;
 
-	if (!T.every || T.no_prime || !gt_load_driver() || T.cu.ctx_get(&ctx) || !ctx)
+	if (!gt_every || T.no_prime || !gt_load_driver() || T.cu.ctx_get(&ctx) || !ctx)
 		return;
 	pthread_mutex_lock(&T.lock);
 	backlog_of(ctx, stream_key(stream, ptsz))->after_copy = true;

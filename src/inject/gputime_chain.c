@@ -135,7 +135,7 @@ void gt_chain_close(struct ctx_slot *c)
 
 bool gt_follow_hold(struct ctx_slot *c, struct backlog *b, const struct pending *p)
 {
-	if (__atomic_load_n(&T.no_follow, __ATOMIC_RELAXED) || T.every != 1 || b->have_held ||
+	if (__atomic_load_n(&T.no_follow, __ATOMIC_RELAXED) || gt_every != 1 || b->have_held ||
 	    !exit_registered())
 		return false;
 	b->held = *p;

@@ -10,6 +10,7 @@
 #include "inject/gputime_int.h"
 
 struct gt_state T = { .lock = PTHREAD_MUTEX_INITIALIZER, .harvesting = PTHREAD_MUTEX_INITIALIZER };
+int gt_every GS_HOT;
 bool gs_capture_begun;
 
 /* The driver functions timing uses, called directly (never through our wrappers). */

@@ -94,7 +94,6 @@ struct cq {
 
 struct cupti_state {
 	int state;		    /* ST_* */
-	bool want;		    /* --gpu-time=all or cupti, or ab.c's */
 	bool graphs;		    /* --gpu-time=cupti: graphs' kernels by their records too */
 	pthread_mutex_t pause_lock; /* graph launches switching our kind, one at a time */
 	/* Set by a switch while it waits for the kernel launches in their calls (each entered

@@ -128,7 +128,7 @@ void gs_graphtime_instantiated(__u64 exec, __u64 graph, unsigned long long flags
 	const char *why = NULL;
 
 	/* (Under --gpu-time=cupti, a graph's kernels have records of the driver's.) */
-	if (!T.every || __atomic_load_n(&tw_off, __ATOMIC_RELAXED) || !exec || !graph ||
+	if (!gt_every || __atomic_load_n(&tw_off, __ATOMIC_RELAXED) || !exec || !graph ||
 	    (flags & INST_DEVICE_LAUNCH) || gs_cupti_times_graphs())
 		return;
 	pthread_mutex_lock(&tw_lock);

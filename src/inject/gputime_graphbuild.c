@@ -82,7 +82,7 @@ static bool tw_every_given;
 
 int gt_twin_every(void)
 {
-	int every = __atomic_load_n(&T.every, __ATOMIC_RELAXED); /* (once: ab.c may change it) */
+	int every = __atomic_load_n(&gt_every, __ATOMIC_RELAXED); /* (once: ab.c may change it) */
 
 	return every > tw_every ? every : tw_every;
 }

@@ -12,7 +12,7 @@
 
 #include "inject/gputime_int.h"
 
-int gs_timing_chains_open;
+int gs_timing_chains_open GS_HOT;
 
 static void *harvest(void *arg);
 static void flush_at_exit(void);
@@ -296,7 +296,7 @@ static void pass_here(bool twins)
 	void *saved = NULL, *current;
 
 	/* Nothing queued may still mean a pass of the harvester holds it: pass after it. */
-	if (!T.every || !__atomic_load_n(&T.harvester, __ATOMIC_ACQUIRE) ||
+	if (!gt_every || !__atomic_load_n(&T.harvester, __ATOMIC_ACQUIRE) ||
 	    !__atomic_load_n(&T.have_cu, __ATOMIC_ACQUIRE) || T.cu.ctx_get(&saved))
 		return;
 	current = saved;

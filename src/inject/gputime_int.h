@@ -153,7 +153,6 @@ struct carry_ref {
 };
 
 struct gt_state {
-	int every;    /* 0 off, 1 all, N every Nth */
 	__u32 rate;   /* N: timed launches a second a thread, at most (0: any) */
 	__u32 budget; /* N: ppm of a thread's time its timed launches may cost (0: any) */
 	struct backlog backlog[BACKLOG_SLOTS]; /* under lock */
@@ -198,6 +197,9 @@ struct gt_state {
 	bool have_cu;
 };
 extern struct gt_state T GS_HIDDEN;
+/* --gpu-time as how many launches of a kernel make one timed: 0 off, 1 all, N every Nth
+ * (read at every call: not in T, whose lock is taken often) */
+extern int gt_every GS_HIDDEN;
 
 static inline unsigned int gt_slot_hash(__u64 v, unsigned int n)
 {

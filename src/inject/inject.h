@@ -33,6 +33,14 @@
 #include "gpuscope/api.h"
 
 #define GS_HIDDEN __attribute__((visibility("hidden")))
+/*
+ * What every wrapped call reads and almost never writes (the plane's switches, the ring's
+ * and the clock's constants, the modes): all in one section, so a call finds it in one or
+ * two cache lines, not in the twenty it was scattered over (each a miss once the program's
+ * work between launches has evicted it: bench/launch_cold.c). Only for such variables:
+ * anything written often here would be shared with every thread's reads.
+ */
+#define GS_HOT __attribute__((section("gs_hot")))
 
 typedef int (*gs_fn)(__u64, __u64, __u64, __u64, __u64, __u64, __u64, __u64, __u64, __u64, __u64);
 
@@ -43,6 +51,8 @@ void gs_clock_init(void) GS_HIDDEN;
  * may be had at now, keeping to per_s a second on average with up to burst at once. *tat
  * (the thread's own, 0 at first) is when the next would come if they came evenly spaced. */
 bool gs_rate_allows(__u64 *tat, __u64 now, __u32 per_s, __u32 burst) GS_HIDDEN;
+/* The same with the rate as the ns between two (1e9 / per_s, worked out once). */
+bool gs_gap_allows(__u64 *tat, __u64 now, __u64 gap, __u32 burst) GS_HIDDEN;
 /* Measurements only (GPUSCOPE_AB_PHASES, with GPUSCOPE_AB_FILE): the time of parts of the
  * launches' calls by our clock, summed and counted per part, written with the mode they ran
  * in at each switch (bench/inject_ab.sh). */

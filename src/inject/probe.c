@@ -49,7 +49,7 @@
 #include "ptx/rewrite.h"
 #include "ptx/translate.h"
 
-bool gs_probe_on;
+bool gs_probe_on GS_HOT;
 void gs_probe_after_fork(void)
 {
 	/* The child has none of the parent's contexts, nor its thread. */

@@ -29,20 +29,24 @@
 #include "core/shmring.h"
 #include "inject/inject.h"
 
-bool gs_active GS_HIDDEN;
-bool gs_ab_norecord GS_HIDDEN;
+bool gs_active GS_HIDDEN GS_HOT;
+bool gs_ab_norecord GS_HIDDEN GS_HOT;
 __thread int gs_depth GS_HIDDEN __attribute__((tls_model("initial-exec")));
 
 static struct {
 	char dir[PATH_MAX];
 	__u64 ring_bytes;
-	__u32 pid;
-	bool agent; /* the node agent's directory, not a gpuscope run's session */
-	struct shmring ring;
-	int ring_state; /* 0 none yet, 1 ready, -1 failed; atomic */
+	bool agent;	/* the node agent's directory, not a gpuscope run's session */
 	bool exit_wait; /* wait_claimed registered */
 	pthread_mutex_t lock;
 } g = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+/* What every record reads. */
+static struct {
+	__u32 pid;
+	int ring_state; /* 0 none yet, 1 ready, -1 failed; atomic */
+	struct shmring ring;
+} R GS_HOT;
 
 static __thread __u32 tl_tid __attribute__((tls_model("initial-exec")));
 
@@ -69,9 +73,9 @@ bool gs_agent_locked(const char *dir)
 
 static void wait_claimed(void)
 {
-	if (__atomic_load_n(&g.ring_state, __ATOMIC_ACQUIRE) != 1 || g.pid != (__u32)getpid())
+	if (__atomic_load_n(&R.ring_state, __ATOMIC_ACQUIRE) != 1 || R.pid != (__u32)getpid())
 		return;
-	for (int i = 0; i < CLAIM_WAIT_MS && !__atomic_load_n(&g.ring.h->claimed, __ATOMIC_ACQUIRE);
+	for (int i = 0; i < CLAIM_WAIT_MS && !__atomic_load_n(&R.ring.h->claimed, __ATOMIC_ACQUIRE);
 	     i++) {
 		if (i % 100 == 0 && !gs_agent_locked(g.dir))
 			return;
@@ -83,7 +87,7 @@ void gs_ring_init(const char *dir, bool agent, __u64 ring_bytes)
 {
 	snprintf(g.dir, sizeof(g.dir), "%s", dir);
 	g.agent = agent;
-	g.pid = (__u32)getpid();
+	R.pid = (__u32)getpid();
 	g.ring_bytes = ring_bytes;
 	if (g.ring_bytes < GS_SHMRING_MIN || g.ring_bytes > GS_SHMRING_MAX ||
 	    (g.ring_bytes & (g.ring_bytes - 1)))
@@ -93,9 +97,9 @@ void gs_ring_init(const char *dir, bool agent, __u64 ring_bytes)
 void gs_ring_after_fork(void)
 {
 	/* The parent's ring stays mapped but is the parent's: make our own at the next record. */
-	g.pid = (__u32)getpid();
+	R.pid = (__u32)getpid();
 	tl_tid = 0;
-	__atomic_store_n(&g.ring_state, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&R.ring_state, 0, __ATOMIC_RELEASE);
 	pthread_mutex_init(&g.lock, NULL);
 }
 
@@ -133,7 +137,7 @@ static bool make_ring(void)
 	} else {
 		pthread_mutex_lock(&g.lock);
 	}
-	state = __atomic_load_n(&g.ring_state, __ATOMIC_ACQUIRE);
+	state = __atomic_load_n(&R.ring_state, __ATOMIC_ACQUIRE);
 	if (state == 0) {
 		int err = -ENOSPC;
 
@@ -141,17 +145,17 @@ static bool make_ring(void)
 			__u64 nonce = 0;
 
 			if (getrandom(&nonce, sizeof(nonce), GRND_NONBLOCK) != sizeof(nonce))
-				nonce = gs_clock() ^ ((__u64)g.pid << 40);
-			snprintf(path, sizeof(path), "%s/%u-%016llx.ring", g.dir, g.pid,
+				nonce = gs_clock() ^ ((__u64)R.pid << 40);
+			snprintf(path, sizeof(path), "%s/%u-%016llx.ring", g.dir, R.pid,
 				 (unsigned long long)nonce);
 		} else {
-			snprintf(path, sizeof(path), "%s/%u.ring", g.dir, g.pid);
+			snprintf(path, sizeof(path), "%s/%u.ring", g.dir, R.pid);
 		}
 		/* Where shared memory is short (a container's /dev/shm), a smaller ring. */
 		for (__u64 n = g.ring_bytes; n >= GS_SHMRING_MIN && err == -ENOSPC; n /= 2)
-			err = shmring_create(&g.ring, path, n, g.pid, gs_clock());
+			err = shmring_create(&R.ring, path, n, R.pid, gs_clock());
 		state = err ? -1 : 1;
-		__atomic_store_n(&g.ring_state, state, __ATOMIC_RELEASE);
+		__atomic_store_n(&R.ring_state, state, __ATOMIC_RELEASE);
 		if (state == 1 && g.agent && !g.exit_wait) /* (a forked child inherits it) */
 			g.exit_wait = atexit(wait_claimed) == 0;
 	}
@@ -161,28 +165,28 @@ static bool make_ring(void)
 
 void *gs_emit_reserve(__u32 size, __u16 type)
 {
-	int state = __atomic_load_n(&g.ring_state, __ATOMIC_ACQUIRE);
+	int state = __atomic_load_n(&R.ring_state, __ATOMIC_ACQUIRE);
 
 	if (state < 0 || (state == 0 && !make_ring()) ||
 	    __atomic_load_n(&gs_ab_norecord, __ATOMIC_RELAXED))
 		return NULL;
-	return shmring_reserve(&g.ring, size, type);
+	return shmring_reserve(&R.ring, size, type);
 }
 
 void gs_ab_prefetch(bool on)
 {
-	__atomic_store_n(&g.ring.no_prefetch, !on, __ATOMIC_RELAXED);
+	__atomic_store_n(&R.ring.no_prefetch, !on, __ATOMIC_RELAXED);
 }
 
 void gs_ring_prepare(void)
 {
-	if (__atomic_load_n(&g.ring_state, __ATOMIC_ACQUIRE) == 0)
+	if (__atomic_load_n(&R.ring_state, __ATOMIC_ACQUIRE) == 0)
 		make_ring();
 }
 
 void gs_emit_commit(void *rec)
 {
-	shmring_commit(&g.ring, rec);
+	shmring_commit(&R.ring, rec);
 }
 
 __u32 gs_self_tid(void)
@@ -200,7 +204,7 @@ void gs_fill_hdr(struct gs_hdr *h, __u16 type, __u32 size, __u64 ts)
 	h->flags = 0;
 	h->size = size;
 	h->ts = ts;
-	h->pid = g.pid;
+	h->pid = R.pid;
 	h->tid = tl_tid;
 }
 
@@ -229,24 +233,24 @@ void gs_emit_kname(__u64 handle, __u64 scope, const char *name, unsigned int api
 
 void gs_count_gate_forced(void)
 {
-	if (__atomic_load_n(&g.ring_state, __ATOMIC_ACQUIRE) == 1)
-		__atomic_fetch_add(&g.ring.h->gates_forced, 1, __ATOMIC_RELAXED);
+	if (__atomic_load_n(&R.ring_state, __ATOMIC_ACQUIRE) == 1)
+		__atomic_fetch_add(&R.ring.h->gates_forced, 1, __ATOMIC_RELAXED);
 }
 
 void gs_count_time_capped(void)
 {
-	if (__atomic_load_n(&g.ring_state, __ATOMIC_ACQUIRE) == 1)
-		__atomic_fetch_add(&g.ring.h->time_capped, 1, __ATOMIC_RELAXED);
+	if (__atomic_load_n(&R.ring_state, __ATOMIC_ACQUIRE) == 1)
+		__atomic_fetch_add(&R.ring.h->time_capped, 1, __ATOMIC_RELAXED);
 }
 
 void gs_count_time_lost(void)
 {
-	if (__atomic_load_n(&g.ring_state, __ATOMIC_ACQUIRE) == 1)
-		__atomic_fetch_add(&g.ring.h->time_lost, 1, __ATOMIC_RELAXED);
+	if (__atomic_load_n(&R.ring_state, __ATOMIC_ACQUIRE) == 1)
+		__atomic_fetch_add(&R.ring.h->time_lost, 1, __ATOMIC_RELAXED);
 }
 
 void gs_count_unwrapped(void)
 {
-	if (gs_active && (__atomic_load_n(&g.ring_state, __ATOMIC_ACQUIRE) == 1 || make_ring()))
-		__atomic_fetch_add(&g.ring.h->unwrapped, 1, __ATOMIC_RELAXED);
+	if (gs_active && (__atomic_load_n(&R.ring_state, __ATOMIC_ACQUIRE) == 1 || make_ring()))
+		__atomic_fetch_add(&R.ring.h->unwrapped, 1, __ATOMIC_RELAXED);
 }

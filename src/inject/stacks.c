@@ -47,7 +47,9 @@ struct acct {
 	int slot; /* 1 + its place in accts, 0 none, -1 never (the thread is ending) */
 };
 
-static __u32 every, rate;
+static __u32 every GS_HOT;
+static __u64 gap GS_HOT; /* ns between stacks at the rate, 0: no rate (so no division at each
+			  * launch) */
 static __thread __u32 tl_launches __attribute__((tls_model("initial-exec")));
 static __thread struct acct tl_acct __attribute__((tls_model("initial-exec")));
 /* The threads that have skipped a stack, till they end (lock-free: fork-safe). */
@@ -62,15 +64,18 @@ void gs_stacks_set(__u32 n, __u32 per_s)
 	if (n)
 		gs_unwind_init();
 	__atomic_store_n(&every, n, __ATOMIC_RELAXED);
-	__atomic_store_n(&rate, per_s <= RATE_MAX ? per_s : 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&gap, per_s && per_s <= RATE_MAX ? 1000000000ULL / per_s : 0,
+			 __ATOMIC_RELAXED);
 }
 
 void gs_stacks_init(const char *e, const char *per_s)
 {
+	__u32 rate = per_s ? (__u32)strtoul(per_s, NULL, 10) : 0;
+
 	every = e ? (__u32)strtoul(e, NULL, 10) : 0;
-	rate = per_s ? (__u32)strtoul(per_s, NULL, 10) : 0;
 	if (rate > RATE_MAX)
 		rate = 0;
+	gap = rate ? 1000000000ULL / rate : 0;
 	gs_stacks_start.every = every;
 	gs_stacks_start.rate = rate;
 	/* The unwinder loads itself at its first use: now, not inside a signal handler. */
@@ -194,8 +199,8 @@ void gs_stack_maybe(unsigned int api, __u64 ts, int result, __u64 arg)
 	const struct gs_api_desc *d = api < GS_API_MAX ? &gs_api_descs[api] : NULL;
 	bool failed = result != 0 && result != 600 /* CUDA_ERROR_NOT_READY: a status */;
 	/* (Each read once: ab.c may change them meanwhile.) */
-	__u32 n = __atomic_load_n(&every, __ATOMIC_RELAXED),
-	      per_s = __atomic_load_n(&rate, __ATOMIC_RELAXED);
+	__u32 n = __atomic_load_n(&every, __ATOMIC_RELAXED);
+	__u64 g = __atomic_load_n(&gap, __ATOMIC_RELAXED);
 	bool alloc;
 
 	if (!n || !d)
@@ -204,9 +209,9 @@ void gs_stack_maybe(unsigned int api, __u64 ts, int result, __u64 arg)
 		(d->shape == GS_SH_M_ALLOC || d->shape == GS_SH_M_PITCH ||
 		 d->shape == GS_SH_M_ASYNC || d->shape == GS_SH_M_POOL ||
 		 d->shape == GS_SH_M_CREATE);
-	if (!failed && !alloc && (d->family != GS_FAM_LAUNCH || tl_launches++ % n))
+	if (!failed && !alloc && (d->family != GS_FAM_LAUNCH || (n > 1 && tl_launches++ % n)))
 		return;
-	if (!failed && !alloc && per_s && !gs_rate_allows(&tl_acct.tat, ts, per_s, BURST)) {
+	if (!failed && !alloc && g && !gs_gap_allows(&tl_acct.tat, ts, g, BURST)) {
 		count_skip(api);
 		return;
 	}

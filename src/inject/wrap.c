@@ -94,7 +94,7 @@ static void emit_name(unsigned int api, const __u64 *a, __u64 t0)
  */
 static bool name_check_on(void)
 {
-	static int on = -1;
+	static int on GS_HOT = -1;
 
 	if (on < 0)
 		on = getenv("GPUSCOPE_NAME_AT_LAUNCH") != NULL;
@@ -384,6 +384,25 @@ static bool waits_for_gpu(unsigned int api, const struct gs_api_desc *d)
 	       api != GS_API_CU_EVENT_QUERY;
 }
 
+/* A launch under device-side probes: maybe routed to the instrumented kernel (b). (Not
+ * inline: its state, 900 bytes, would make every call's frame that much larger.) */
+static __attribute__((noinline)) int probed_call(gs_fn real, unsigned int api, const __u64 *a,
+						 int saved_errno, __u64 *t0)
+{
+	__u64 b[GS_ARGS];
+	struct gs_probe_launch pl;
+	bool routed = gs_probe_launch(api, a, b, &pl);
+	int r;
+
+	errno = saved_errno;
+	*t0 = gs_clock();
+	r = real(b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10]);
+	if (routed && gs_probe_launched(&pl, r))
+		r = real(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10]);
+	gs_probe_returned(&pl, r);
+	return r;
+}
+
 int gs_call(unsigned int api, void *caller, __u64 a0, __u64 a1, __u64 a2, __u64 a3, __u64 a4,
 	    __u64 a5, __u64 a6, __u64 a7, __u64 a8, __u64 a9, __u64 a10)
 {
@@ -391,7 +410,8 @@ int gs_call(unsigned int api, void *caller, __u64 a0, __u64 a1, __u64 a2, __u64 
 	const struct gs_api_desc *d = &gs_api_descs[api];
 	__u64 t0, t1, stream = 0, func = 0, ph0, ph,
 		      a[GS_ARGS] = { a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10 };
-	struct gs_timing tm = { .start = NULL };
+	struct gs_timing tm; /* (only its start and carrier read here unless timed: the rest is
+			      * gs_timing_begin's; not cleared at every call) */
 	struct gs_graph_launch gl = { .twin = NULL };
 	struct gs_cupti_launch cl = { .qi = 0 };
 	__u64 launch_exec;
@@ -401,6 +421,8 @@ int gs_call(unsigned int api, void *caller, __u64 a0, __u64 a1, __u64 a2, __u64 
 
 	if (!real)
 		return CUDA_ERROR_NOT_INITIALIZED;
+	tm.start = NULL;
+	tm.carrier = 0;
 	if (__builtin_expect(begins_capture(api), 0))
 		__atomic_store_n(&gs_capture_begun, true, __ATOMIC_RELEASE);
 	if (!gs_active)
@@ -471,17 +493,7 @@ int gs_call(unsigned int api, void *caller, __u64 a0, __u64 a1, __u64 a2, __u64 
 	if (gs_probe_on && api == GS_API_CU_CTX_DESTROY)
 		gs_probe_ctx_destroy(a0); /* (its maps go with it) */
 	if (gs_probe_on && (d->family == GS_FAM_LAUNCH || gs_probe_graph_call(api))) {
-		/* Device-side probes: maybe routed to the instrumented kernel (b). */
-		__u64 b[GS_ARGS];
-		struct gs_probe_launch pl;
-		bool routed = gs_probe_launch(api, a, b, &pl);
-
-		errno = saved_errno;
-		t0 = gs_clock();
-		r = real(b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10]);
-		if (routed && gs_probe_launched(&pl, r))
-			r = real(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10);
-		gs_probe_returned(&pl, r);
+		r = probed_call(real, api, a, saved_errno, &t0);
 	} else {
 		errno = saved_errno;
 		t0 = gs_clock();

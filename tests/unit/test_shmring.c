@@ -109,6 +109,28 @@ static void full_ring_drops_and_recovers(void **state)
 	shmring_close(&c);
 }
 
+/* A header no consumer of ours wrote (its tail past its head, its size changed) costs the
+ * producer its records, never a thread that does not return, nor a write outside the data
+ * area. */
+static void garbage_header_drops(void **state)
+{
+	struct shmring p;
+
+	(void)state;
+	assert_int_equal(shmring_create(&p, path, GS_SHMRING_MIN, 1, 0), 0);
+	assert_true(put(&p, 0, 0));
+	p.h->data_size = 1ULL << 40;
+	assert_false(shmring_reserve(&p, GS_SHMRING_MIN, GS_EV_LAUNCH));
+	p.h->data_size = GS_SHMRING_MIN;
+	while (put(&p, 1, 0)) /* (till full: then the tail is read from the header) */
+		;
+	p.h->tail = p.h->head + (1ULL << 20);
+	assert_false(put(&p, 2, 0));
+	assert_false(put(&p, 3, 0));
+	assert_int_equal(p.h->drops[GS_EV_LAUNCH], 4);
+	shmring_close(&p);
+}
+
 static void unpublished_record_waits(void **state)
 {
 	struct shmring p, c;
@@ -306,6 +328,7 @@ static void endless_producer(void **state)
 static const struct CMUnitTest tests[] = {
 	cmocka_unit_test_setup_teardown(order_and_wrap, setup, teardown),
 	cmocka_unit_test_setup_teardown(full_ring_drops_and_recovers, setup, teardown),
+	cmocka_unit_test_setup_teardown(garbage_header_drops, setup, teardown),
 	cmocka_unit_test_setup_teardown(unpublished_record_waits, setup, teardown),
 	cmocka_unit_test_setup_teardown(concurrent_producers, setup, teardown),
 	cmocka_unit_test_setup_teardown(another_process_produces, setup, teardown),

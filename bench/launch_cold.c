@@ -1,0 +1,135 @@
+// SPDX-License-Identifier: MIT
+/*
+ * What the in-process plane adds to one launch call when the program's own work has pushed
+ * the plane's data out of the nearer caches (issue 22): between launches a training step's
+ * CPU side runs tens of microseconds of other code, and what the wrapper reads then comes
+ * from the last-level cache or memory, not L1. An empty kernel launched by cuLaunchKernel,
+ * SWEEP_KIB of memory written between launches (0: back to back), each launch call timed
+ * alone by the TSC; windows of N launches per mode of MODES (GPUSCOPE_AB_FILE, ab.c), the
+ * order turned each round. Runs on a GPU and on the test double (the kernel is PTX).
+ *
+ *   launch_cold FILE MODES ROUNDS [N] [SWEEP_KIB]
+ *
+ * under `gpuscope run --inject --gpu-time=off` with GPUSCOPE_AB_FILE=FILE. Prints one JSON
+ * line: per window its mode, round, and the median, 25th and 75th percentile, mean and mean
+ * of the middle 80% of its calls in ns (bench/launch_cold.sh makes the table).
+ */
+#include <cuda.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <x86intrin.h>
+
+static const char ptx[] = ".version 8.0\n.target sm_90\n.address_size 64\n"
+			  ".visible .entry gs_cold_k(\n.param .u64 a)\n{ ret; }\n";
+
+static int cmp(const void *a, const void *b)
+{
+	unsigned long long x = *(const unsigned long long *)a, y = *(const unsigned long long *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static double mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e9 + ts.tv_nsec;
+}
+
+static void set_mode(const char *file, const char *mode)
+{
+	char tmp[4096];
+	FILE *f;
+
+	snprintf(tmp, sizeof(tmp), "%s.tmp", file);
+	f = fopen(tmp, "w");
+	if (!f || fprintf(f, "%s\n", mode) < 0 || fclose(f) || rename(tmp, file)) {
+		fprintf(stderr, "launch_cold: cannot write %s\n", file);
+		exit(1);
+	}
+	usleep(20000); /* (the plane's thread reads it every millisecond) */
+}
+
+int main(int argc, char **argv)
+{
+	CUdevice dev;
+	CUcontext ctx;
+	CUmodule mod;
+	CUfunction k;
+	unsigned long long *t, dummy = 0;
+	char *modes[16], *save = NULL;
+	int nmodes = 0, rounds, n;
+	size_t sweep;
+	volatile unsigned char *mem;
+	double ns_per_tick, w0, c0;
+	unsigned aux;
+
+	if (argc < 4) {
+		fprintf(stderr, "usage: launch_cold FILE MODES ROUNDS [N] [SWEEP_KIB]\n");
+		return 2;
+	}
+	for (char *m = strtok_r(argv[2], ",", &save); m && nmodes < 16;
+	     m = strtok_r(NULL, ",", &save))
+		modes[nmodes++] = m;
+	rounds = atoi(argv[3]);
+	n = argc > 4 ? atoi(argv[4]) : 4000;
+	sweep = (size_t)(argc > 5 ? atoi(argv[5]) : 4096) << 10;
+	mem = calloc(1, sweep + 64);
+	t = calloc((size_t)n, sizeof(*t));
+	if (!nmodes || rounds < 1 || n < 4 || !mem || !t) {
+		fprintf(stderr, "launch_cold: bad arguments\n");
+		return 2;
+	}
+	if (cuInit(0) || cuDeviceGet(&dev, 0) || cuDevicePrimaryCtxRetain(&ctx, dev) ||
+	    cuCtxSetCurrent(ctx) || cuModuleLoadData(&mod, ptx) ||
+	    cuModuleGetFunction(&k, mod, "gs_cold_k")) {
+		fprintf(stderr, "launch_cold: no CUDA context or kernel\n");
+		return 1;
+	}
+	w0 = mono_ns();
+	c0 = (double)__rdtscp(&aux);
+	printf("{\"sweep_kib\": %zu, \"n\": %d, \"windows\": [", sweep >> 10, n);
+	for (int r = 0; r < rounds; r++) {
+		for (int j = 0; j < nmodes; j++) {
+			const char *mode = modes[(r + j) % nmodes];
+			unsigned long long sum = 0, mid = 0;
+
+			set_mode(argv[1], mode);
+			for (int i = -n / 10; i < n; i++) {
+				unsigned long long a;
+
+				for (size_t b = 0; b < sweep; b += 64)
+					mem[b]++;
+				a = __rdtscp(&aux);
+				if (cuLaunchKernel(k, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL)) {
+					fprintf(stderr, "launch_cold: launch failed\n");
+					return 1;
+				}
+				if (i >= 0)
+					t[i] = __rdtscp(&aux) - a;
+				if ((i & 255) == 255)
+					cuCtxSynchronize();
+			}
+			cuCtxSynchronize();
+			ns_per_tick = (mono_ns() - w0) / ((double)__rdtscp(&aux) - c0);
+			qsort(t, (size_t)n, sizeof(*t), cmp);
+			for (int i = 0; i < n; i++) {
+				sum += t[i];
+				mid += i >= n / 10 && i < n - n / 10 ? t[i] : 0;
+			}
+			printf("%s{\"mode\": \"%s\", \"round\": %d, \"p50\": %.1f, \"p25\": %.1f, "
+			       "\"p75\": %.1f, \"mean\": %.1f, \"tmean\": %.1f}",
+			       r || j ? ", " : "", mode, r, t[n / 2] * ns_per_tick,
+			       t[n / 4] * ns_per_tick, t[3 * n / 4] * ns_per_tick,
+			       (double)sum / n * ns_per_tick,
+			       (double)mid / (n - 2 * (n / 10)) * ns_per_tick);
+			dummy += sum;
+		}
+	}
+	printf("], \"checksum\": %llu}\n", dummy & 1);
+	return 0;
+}

@@ -1,0 +1,77 @@
+#!/bin/bash
+# What one launch call gains under the in-process plane's modes when the program's work
+# between launches has evicted the plane's data (bench/launch_cold.c), for one or more
+# builds of gpuscope compared side by side: PROCS processes per build and sweep, the builds'
+# processes interleaved (A B A B ...), each process ROUNDS rounds of one window per mode of
+# MODES (ab.c), the order turned each round. Per build, sweep and mode: each round's window
+# against that round's "pass" window (added ns a launch, by the means of the windows'
+# middle 80% of calls and by their means), median (min-max) over all rounds of all
+# processes.
+# From the repository root; on a GPU machine, or here on the test double
+# (LD_LIBRARY_PATH=.output/fakes). BUILDS: a space-separated list of gpuscope binaries
+# (default .output/static/gpuscope).
+#   OUT=/tmp/lc BUILDS=".output/static/gpuscope /tmp/old/gpuscope" SWEEPS="0 1024 8192" \
+#     PROCS=3 ROUNDS=7 bash bench/launch_cold.sh
+set -u
+OUT=${OUT:-/tmp/gpuscope-launch-cold}
+BUILDS=${BUILDS:-.output/static/gpuscope}
+SWEEPS=${SWEEPS:-0 1024 8192}
+MODES=${MODES:-pass,off}
+PROCS=${PROCS:-3}
+ROUNDS=${ROUNDS:-7}
+N=${N:-4000}
+mkdir -p "$OUT"
+LIBS=${LD_LIBRARY_PATH:+-L$LD_LIBRARY_PATH}
+# shellcheck disable=SC2086
+gcc -O2 -I/usr/local/cuda/include bench/launch_cold.c -o "$OUT/launch_cold" $LIBS -lcuda ||
+	exit 1
+for s in $SWEEPS; do
+	for ((i = 1; i <= PROCS; i++)); do
+		b=0
+		for gs in $BUILDS; do
+			b=$((b + 1))
+			f="$OUT/ab-$s-$b-$i.mode"
+			echo pass >"$f"
+			GPUSCOPE_AB_FILE=$f "$gs" run -q --inject --gpu-time=off -o "$OUT/rec" -- \
+				"$OUT/launch_cold" "$f" "$MODES" "$ROUNDS" "$N" "$s" \
+				>"$OUT/cold-$s-$b-$i.json" 2>"$OUT/cold-$s-$b-$i.err"
+			rm -rf "$f" "$f.tmp" "$OUT/rec"
+		done
+	done
+done
+k=0
+for gs in $BUILDS; do echo "build $((++k)): $("$gs" --version)"; done | tee "$OUT/builds.txt"
+python3 - "$OUT" <<'PY' | tee "$OUT/cold.txt"
+import glob, json, os, re, statistics, sys
+
+out = sys.argv[1]
+rows = {}
+for path in sorted(glob.glob(os.path.join(out, "cold-*.json"))):
+    s, b, _ = re.match(r"cold-(\d+)-(\d+)-(\d+)\.json", os.path.basename(path)).groups()
+    lines = [l for l in open(path) if l.startswith("{")]
+    if not lines:
+        print("%s: no result (%s)" % (path, open(path[:-5] + ".err").read().strip()[-200:]))
+        continue
+    rounds = {}
+    for w in json.loads(lines[-1])["windows"]:
+        rounds.setdefault(w["round"], {})[w["mode"]] = w
+    for r in rounds.values():
+        for m, w in r.items():
+            e = rows.setdefault((int(s), int(b), m), {"tmean": [], "mean": [], "abs": []})
+            e["abs"].append(w["tmean"])
+            if "pass" in r:
+                e["tmean"].append(w["tmean"] - r["pass"]["tmean"])
+                e["mean"].append(w["mean"] - r["pass"]["mean"])
+
+
+def mmm(v):
+    return "%+.0f (%+.0f..%+.0f)" % (statistics.median(v), min(v), max(v)) if v else ""
+
+
+print("| sweep KiB | build | mode | windows | call ns (the middle 80%'s mean, median) "
+      "| added a launch: by the middle 80%'s means | by means |")
+print("|---|---|---|---|---|---|---|")
+for (s, b, m), e in sorted(rows.items()):
+    print("| %d | %d | %s | %d | %.0f | %s | %s |" % (
+        s, b, m, len(e["abs"]), statistics.median(e["abs"]), mmm(e["tmean"]), mmm(e["mean"])))
+PY
