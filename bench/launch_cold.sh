@@ -9,7 +9,11 @@
 # processes.
 # From the repository root; on a GPU machine, or here on the test double
 # (LD_LIBRARY_PATH=.output/fakes). BUILDS: a space-separated list of gpuscope binaries
-# (default .output/static/gpuscope).
+# (default .output/static/gpuscope). On a GPU the driver's call varies between windows by
+# more than the plane adds (0.5-1 us on the H200 guests): PHASES=1 times the plane's own
+# parts of each call too (ab.c), and a second table gives per build the wrapper's time less
+# the driver's call ("ours"), per process, which that noise does not reach (its own
+# readings, ~20-35 ns each, included).
 #   OUT=/tmp/lc BUILDS=".output/static/gpuscope /tmp/old/gpuscope" SWEEPS="0 1024 8192" \
 #     PROCS=3 ROUNDS=7 bash bench/launch_cold.sh
 set -u
@@ -32,10 +36,11 @@ for s in $SWEEPS; do
 			b=$((b + 1))
 			f="$OUT/ab-$s-$b-$i.mode"
 			echo pass >"$f"
-			GPUSCOPE_AB_FILE=$f "$gs" run -q --inject --gpu-time=off -o "$OUT/rec" -- \
+			GPUSCOPE_AB_FILE=$f env ${PHASES:+GPUSCOPE_AB_PHASES=1} "$gs" run -q --inject --gpu-time=off -o "$OUT/rec" -- \
 				"$OUT/launch_cold" "$f" "$MODES" "$ROUNDS" "$N" "$s" \
 				>"$OUT/cold-$s-$b-$i.json" 2>"$OUT/cold-$s-$b-$i.err"
 			rm -rf "$f" "$f.tmp" "$OUT/rec"
+			[ -f "$f.phases" ] && mv "$f.phases" "$OUT/phases-$s-$b-$i"
 		done
 	done
 done
@@ -48,7 +53,7 @@ out = sys.argv[1]
 rows = {}
 for path in sorted(glob.glob(os.path.join(out, "cold-*.json"))):
     s, b, _ = re.match(r"cold-(\d+)-(\d+)-(\d+)\.json", os.path.basename(path)).groups()
-    lines = [l for l in open(path) if l.startswith("{")]
+    lines = [l for l in open(path) if l.startswith("{") and l.rstrip().endswith("}")]
     if not lines:
         print("%s: no result (%s)" % (path, open(path[:-5] + ".err").read().strip()[-200:]))
         continue
@@ -74,4 +79,26 @@ print("|---|---|---|---|---|---|---|")
 for (s, b, m), e in sorted(rows.items()):
     print("| %d | %d | %s | %d | %.0f | %s | %s |" % (
         s, b, m, len(e["abs"]), statistics.median(e["abs"]), mmm(e["tmean"]), mmm(e["mean"])))
+sys.path.insert(0, "bench")
+import phases_table  # noqa: E402
+
+parts = {}
+for path in sorted(glob.glob(os.path.join(out, "phases-*"))):
+    s, b, _ = re.match(r"phases-(\d+)-(\d+)-(\d+)$", os.path.basename(path)).groups()
+    for m, sums in phases_table.read(path).items():
+        launches, ours, _ = phases_table.per_launch(sums)
+        if launches and m != "pass":
+            e = parts.setdefault((int(s), int(b), m), {"ours": [], "emit": [], "stack": []})
+            e["ours"].append(ours)
+            e["emit"].append(sums["emit"][1] / launches)
+            e["stack"].append(sums["stack"][1] / launches)
+if parts:
+    print()
+    print("| sweep KiB | build | mode | processes | ours a launch, ns: median (min-max) "
+          "| of it the record | the stack part |")
+    print("|---|---|---|---|---|---|---|")
+    for (s, b, m), e in sorted(parts.items()):
+        print("| %d | %d | %s | %d | %.0f (%.0f-%.0f) | %.0f | %.0f |" % (
+            s, b, m, len(e["ours"]), statistics.median(e["ours"]), min(e["ours"]),
+            max(e["ours"]), statistics.median(e["emit"]), statistics.median(e["stack"])))
 PY

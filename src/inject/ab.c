@@ -30,7 +30,9 @@
  * (stacks unwound by glibc's backtrace(), not by unwind.c's kept rules) or "+pylist" (a
  * borrowed Python stack's thread looked up in the interpreter's list each time, the C frame
  * read by a call, no walk begun by reading the last one's windows again: the Python walk as
- * before 2026-11-29, but for its six windows, not two) or "+carry" / "+pairs" (timed launches on idle
+ * before 2026-11-29, but for its six windows, not two) or "+nomemo" (no thread's memo of its
+ * last stacks: every frame's rule and every Python frame's name looked up in the tables, as
+ * before 2026-11-29's memo) or "+carry" / "+pairs" (timed launches on idle
  * streams run by carriers, or gated pairs: N's sampled ones too), in any number; what is
  * not given is as at the start (or as the word says).
  * A thread of ours reads the file every millisecond. A file that is missing or says anything
@@ -90,7 +92,7 @@ static void apply(char *word)
 	int gpause = gpause_start;
 	bool gevery = gevery_start, resume = resume_start, pool = pool_start;
 	char *opt = strchr(word, '+');
-	bool norecord = false, nopf = false, libgcc = false, pylist = false;
+	bool norecord = false, nopf = false, libgcc = false, pylist = false, nomemo = false;
 	int carriers = -1;
 
 	if (!strcmp(word, "pass") || !strcmp(word, "pass2")) {
@@ -128,6 +130,8 @@ static void apply(char *word)
 			libgcc = true;
 		else if (!strcmp(opt, "pylist"))
 			pylist = true;
+		else if (!strcmp(opt, "nomemo"))
+			nomemo = true;
 		else if (!strcmp(opt, "norecord"))
 			norecord = true;
 		else if (!strcmp(opt, "nopf"))
@@ -153,6 +157,7 @@ static void apply(char *word)
 	__atomic_store_n(&gs_ab_norecord, norecord, __ATOMIC_RELAXED);
 	__atomic_store_n(&gs_unwind_libgcc, libgcc, __ATOMIC_RELAXED);
 	__atomic_store_n(&gs_py_uncached, pylist, __ATOMIC_RELAXED);
+	__atomic_store_n(&gs_memo_off, nomemo, __ATOMIC_RELAXED);
 	gs_ab_prefetch(!nopf);
 	__atomic_store_n(&gs_active, true, __ATOMIC_RELAXED);
 }

@@ -191,8 +191,11 @@ void gs_unwind_init(void) GS_HIDDEN;
 /* Whether [addr, addr + n) lies in this thread's stack between sp (in it) and its top. */
 bool gs_own_stack(__u64 sp, __u64 addr, size_t n) GS_HIDDEN;
 /* (GPUSCOPE_INJECT_DEBUG) stacks by the kept rules, by backtrace(), rules worked out. */
-void gs_unwind_counts(__u64 *rules, __u64 *libgcc, __u64 *worked_out) GS_HIDDEN;
+void gs_unwind_counts(__u64 *rules, __u64 *libgcc, __u64 *worked_out, __u64 *from_memo) GS_HIDDEN;
 extern bool gs_unwind_libgcc GS_HIDDEN; /* (ab.c's "+libgcc") */
+/* (ab.c's "+nomemo": no thread's memo of its last stacks, the unwinder's rules or the Python
+ * frames named, is used) */
+extern bool gs_memo_off GS_HIDDEN;
 /* stacks.c: call stacks (GS_EV_STACK), by the unwinder: "0" none, else every Nth launch. */
 /* GPUSCOPE_STACKS (a stack every Nth launch) and GPUSCOPE_STACK_RATE (at most that many
  * launches' stacks a second a thread; no limit if unset). */

@@ -243,7 +243,7 @@ static __u64 current(__u64 ts)
 static int walk(__u64 *out, bool *entry, bool launch, bool *borrowed)
 {
 	const struct py_layout *l = Y.l;
-	__u64 f = current((__u64)(unsigned long)Y.this_thread());
+	__u64 f = current((__u64)(unsigned long)Y.this_thread()), *seen = py_walk_seen();
 	__u32 self = gs_self_tid(), last = __atomic_load_n(&Y.last_tid, __ATOMIC_RELAXED);
 	int n = 0;
 
@@ -286,8 +286,10 @@ static int walk(__u64 *out, bool *entry, bool launch, bool *borrowed)
 			break;
 		out[n] = GS_PYFRAME(code, off);
 		entry[n] = l->minor == 10 || (l->f_entry >= 0 && fr[l->f_entry]);
-		if (first_seen(out[n]))
+		if (!(seen && n < PY_SEEN && seen[n] == out[n]) && first_seen(out[n]))
 			name_frame(out[n], code, off);
+		if (seen && n < PY_SEEN)
+			seen[n] = out[n];
 		n++;
 		f = prev;
 	}

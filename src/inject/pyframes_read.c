@@ -50,6 +50,8 @@ struct reads {
 	unsigned int nused, next;
 	__u64 plan_base[WINS]; /* the last walk's windows, in that order: their pages read from */
 	unsigned int plan_pages[WINS], nplan;
+	__u64 seen[PY_SEEN]; /* py_walk_seen's */
+	pid_t seen_pid;
 };
 
 bool gs_py_uncached GS_HIDDEN; /* (ab.c's "+pylist") */
@@ -116,6 +118,19 @@ bool py_in_place(void *dst, __u64 addr, size_t n)
 	memcpy(dst, (const void *)(uintptr_t)addr, n);
 	__atomic_fetch_add(&reads_in_place, 1, __ATOMIC_RELAXED);
 	return true;
+}
+
+__u64 *py_walk_seen(void)
+{
+	struct reads *r = tl_r;
+
+	if (!r || __atomic_load_n(&gs_memo_off, __ATOMIC_RELAXED))
+		return NULL;
+	if (r->seen_pid != pid) { /* (a forked child names its frames again) */
+		memset(r->seen, 0, sizeof(r->seen));
+		r->seen_pid = pid;
+	}
+	return r->seen;
 }
 
 /* Pages [i0, i1] of window k read from in this walk. */

@@ -18,6 +18,14 @@
  * stack's top (gs_own_stack); on another stack (a signal's own) backtrace() takes it.
  * A library unloaded (dlclose: glibc's count of unloads, checked at each stack) empties the
  * table: its addresses may hold another's code.
+ *
+ * Stacks come tens of milliseconds apart (a rate a thread), and the program's work between
+ * evicts the table: a lookup each frame, each in a line and a page of their own, made an
+ * unwinding of a PyTorch stack 5-11 us on an H200 guest where the same back to back took
+ * 1.3. Each thread keeps its stacks' return addresses and their rules in a row by depth
+ * (its memo, MEMO frames, made at its first stack, freed as it ends): a frame whose return
+ * address is the memo's at the same depth takes the rule from there, and training steps
+ * repeat their stacks. Not across an emptying of the table.
  */
 #include <dlfcn.h>
 #include <execinfo.h>
@@ -35,9 +43,19 @@
 #define PROBES	   8
 #define LIBGCC_MAX 260
 #define UNKEPT	   6
+#define MEMO	   128
 struct slot {
 	__u64 key; /* the return address (0 empty, 1 being written) */
 	struct cfi_rule r;
+};
+
+/* A thread's last stack: each step's address and its rule, in order (n: up to the deepest
+ * written since the table was last emptied). */
+struct memo {
+	__u64 subs; /* the table's (subs_seen) when they were taken */
+	int n;
+	__u64 ra[MEMO];
+	struct cfi_rule r[MEMO];
 };
 
 struct dwarf_eh_bases {
@@ -49,8 +67,12 @@ static struct slot *table;
 static __u64 subs_seen; /* glibc's count of unloaded objects when table was last emptied */
 static pthread_mutex_t clear_lock = PTHREAD_MUTEX_INITIALIZER;
 bool gs_unwind_libgcc GS_HIDDEN; /* (ab.c's "+libgcc": every stack by backtrace()) */
-static __u64 by_rules, by_libgcc, worked_out, differed, unkept[UNKEPT];
-static bool verifying; /* (GPUSCOPE_UNWIND_VERIFY) */
+static __u64 by_rules, by_libgcc, worked_out, differed, unkept[UNKEPT], memo_frames;
+static bool verifying;	    /* (GPUSCOPE_UNWIND_VERIFY) */
+bool gs_memo_off GS_HIDDEN; /* (ab.c's "+nomemo") */
+static __thread struct memo *tl_memo __attribute__((tls_model("initial-exec")));
+static pthread_key_t memo_key; /* (its destructor frees a thread's memo as it ends) */
+static bool memo_key_ok;
 
 /* This thread's stack, [lo, hi) (hi 0: not asked yet; ~0: not known). */
 static __thread __u64 tl_stack_lo __attribute__((tls_model("initial-exec")));
@@ -87,10 +109,12 @@ bool gs_own_stack(__u64 sp, __u64 addr, size_t n)
 static void debug_counts(void)
 {
 	fprintf(stderr,
-		"gpuscope-inject: stacks: %llu by the kept rules (%llu rules worked out), %llu by "
-		"backtrace()%s\n",
+		"gpuscope-inject: stacks: %llu by the kept rules (%llu rules worked out, %llu "
+		"frames' "
+		"from the threads' memos), %llu by backtrace()%s\n",
 		(unsigned long long)by_rules, (unsigned long long)worked_out,
-		(unsigned long long)by_libgcc, verifying ? "" : " (not verified)");
+		(unsigned long long)memo_frames, (unsigned long long)by_libgcc,
+		verifying ? "" : " (not verified)");
 	if (verifying)
 		fprintf(stderr,
 			"gpuscope-inject: unwind: %llu of those by the rules not as by "
@@ -107,6 +131,36 @@ static void debug_counts(void)
 	}
 }
 
+static void memo_free(void *m)
+{
+	free(m);
+	tl_memo = NULL;
+}
+
+/* This thread's memo, made at its first stack, valid for the table as it is now (subs); NULL
+ * without memory or when not wanted. */
+static struct memo *memo_here(__u64 subs)
+{
+	struct memo *m = tl_memo;
+
+	if (__atomic_load_n(&gs_memo_off, __ATOMIC_RELAXED))
+		return NULL;
+	if (!m) {
+		if (!memo_key_ok || !(m = calloc(1, sizeof(*m))))
+			return NULL;
+		if (pthread_setspecific(memo_key, m)) {
+			free(m);
+			return NULL;
+		}
+		tl_memo = m;
+	}
+	if (m->subs != subs) {
+		m->subs = subs;
+		m->n = 0;
+	}
+	return m;
+}
+
 static void init_once(void)
 {
 	void *warm[4], *gcc;
@@ -119,6 +173,7 @@ static void init_once(void)
 	if (find_fde)
 		__atomic_store_n(&table, calloc(1u << BITS, sizeof(struct slot)), __ATOMIC_RELEASE);
 	verifying = getenv("GPUSCOPE_UNWIND_VERIFY") != NULL;
+	memo_key_ok = pthread_key_create(&memo_key, memo_free) == 0;
 	if (getenv("GPUSCOPE_INJECT_DEBUG") || verifying)
 		atexit(debug_counts);
 }
@@ -194,13 +249,15 @@ static int subs_cb(struct dl_phdr_info *info, size_t size, void *out)
 	return 1;
 }
 
-/* A library unloaded since the table was filled: emptied (false: it could not tell). */
-static bool table_current(void)
+/* A library unloaded since the table was filled: emptied (false: it could not tell); *now:
+ * the count it is for. */
+static bool table_current(__u64 *now)
 {
 	__u64 subs = 0;
 
 	if (dl_iterate_phdr(subs_cb, &subs) != 1)
 		return false;
+	*now = subs;
 	if (subs == __atomic_load_n(&subs_seen, __ATOMIC_ACQUIRE))
 		return true;
 	/* (Another thread may be reading or writing it meanwhile: a rule it reads half cleared
@@ -230,17 +287,30 @@ static void unkept_at(__u64 ra)
 
 /* The frames by the rules (-1: one this unwinder does not keep, or the stack is not this
  * thread's own). */
-static int by_the_rules(__u64 ip, __u64 sp, __u64 rbp, void **out, int max)
+static int by_the_rules(__u64 ip, __u64 sp, __u64 rbp, void **out, int max, struct memo *m)
 {
 	__u64 top = stack_top(sp);
-	int n = 0;
+	int n = 0, step = 0, was = m ? m->n : 0, hits = 0;
 
 	if (!top)
 		return -1;
 	while (n < max) {
 		struct cfi_rule r;
 		__u64 cfa, ra, at_ra, at_rbp;
-		int got = rule_of(ip, &r);
+		int got;
+
+		if (step < was && m->ra[step] == ip) {
+			r = m->r[step];
+			got = 0;
+			hits++;
+		} else {
+			got = rule_of(ip, &r);
+		}
+		if (m && step < MEMO && !got) {
+			m->ra[step] = ip;
+			m->r[step] = r;
+		}
+		step++;
 
 		if (got > 0 || (!got && r.end))
 			break;
@@ -270,6 +340,12 @@ static int by_the_rules(__u64 ip, __u64 sp, __u64 rbp, void **out, int max)
 		ip = ra;
 		sp = cfa;
 	}
+	/* (Every entry up to the highest written holds an address and its rule, of this stack
+	 * or an earlier one: either is right.) */
+	if (m && step > was)
+		m->n = step < MEMO ? step : MEMO;
+	if (hits)
+		__atomic_fetch_add(&memo_frames, (__u64)hits, __ATOMIC_RELAXED);
 	return n;
 }
 
@@ -325,7 +401,7 @@ static void verify(void *const *out, int n, int max, void *ret)
 
 __attribute__((noinline)) int gs_unwind(void **out, int max)
 {
-	__u64 ip, sp, rbp;
+	__u64 ip, sp, rbp, subs = 0;
 	int n = -1;
 
 	/* (This function's own state here: its rule is looked up as a return address's, at the
@@ -336,8 +412,8 @@ __attribute__((noinline)) int gs_unwind(void **out, int max)
 			 "1:"
 			 : "=r"(ip), "=r"(sp), "=r"(rbp));
 	if (table && !__atomic_load_n(&gs_unwind_libgcc, __ATOMIC_RELAXED) && max > 0 &&
-	    table_current())
-		n = by_the_rules(ip, sp, rbp, out, max);
+	    table_current(&subs))
+		n = by_the_rules(ip, sp, rbp, out, max, memo_here(subs));
 	if (n >= 0) {
 		__atomic_fetch_add(&by_rules, 1, __ATOMIC_RELAXED);
 		if (verifying)
@@ -348,8 +424,9 @@ __attribute__((noinline)) int gs_unwind(void **out, int max)
 	return by_libgcc_of(out, max, __builtin_return_address(0));
 }
 
-void gs_unwind_counts(__u64 *rules, __u64 *libgcc, __u64 *rules_worked_out)
+void gs_unwind_counts(__u64 *rules, __u64 *libgcc, __u64 *rules_worked_out, __u64 *from_memo)
 {
+	*from_memo = __atomic_load_n(&memo_frames, __ATOMIC_RELAXED);
 	*rules = __atomic_load_n(&by_rules, __ATOMIC_RELAXED);
 	*libgcc = __atomic_load_n(&by_libgcc, __ATOMIC_RELAXED);
 	*rules_worked_out = __atomic_load_n(&worked_out, __ATOMIC_RELAXED);

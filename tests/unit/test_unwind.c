@@ -98,9 +98,19 @@ __attribute__((noinline)) static int drap(int d)
 	return deep(d) + p[0] - (char)d;
 }
 
+static __u64 memo_frames(void)
+{
+	__u64 r, l, w, m;
+
+	gs_unwind_counts(&r, &l, &w, &m);
+	return m;
+}
+
 static void counts(__u64 *rules, __u64 *libgcc, __u64 *worked)
 {
-	gs_unwind_counts(rules, libgcc, worked);
+	__u64 m;
+
+	gs_unwind_counts(rules, libgcc, worked, &m);
 }
 
 static void chains(void **state)
@@ -193,6 +203,35 @@ static void threads(void **state)
 	}
 }
 
+/* A thread's memo of its last stacks: a stack again takes every rule from it; stacks of other
+ * depths and shapes in between, and the memo off (ab.c's "+nomemo"), unwind as backtrace()
+ * does all the same. */
+static void memo(void **state)
+{
+	__u64 m0, m1, m2;
+
+	(void)state;
+	assert_int_equal(deep(30), 0);
+	m0 = memo_frames();
+	assert_int_equal(deep(30), 0);
+	m1 = memo_frames();
+	assert_true(m1 - m0 >= 30); /* (the chain's frames, and the test's below it) */
+	for (int i = 0; i < 50; i++) {
+		gs_memo_off = i % 5 == 4;
+		assert_int_equal(deep(i % 7), 0);
+		assert_int_equal(by_rbp(i % 3), 0);
+		assert_int_equal(realigned(i % 4), 0);
+		assert_int_equal(drap(i % 2), 0);
+		assert_int_equal(deep(40 - i % 11), 0);
+	}
+	gs_memo_off = true;
+	m1 = memo_frames();
+	assert_int_equal(deep(30), 0);
+	m2 = memo_frames();
+	assert_true(m2 == m1);
+	gs_memo_off = false;
+}
+
 /* A library's function that calls back here (alias_lib.c's alias_call). */
 static void unloaded(void **state)
 {
@@ -226,7 +265,7 @@ int main(int argc, char **argv)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(chains),	 cmocka_unit_test(realigned_stack),
 		cmocka_unit_test(signal_frames), cmocka_unit_test(threads),
-		cmocka_unit_test(unloaded),
+		cmocka_unit_test(memo),		 cmocka_unit_test(unloaded),
 	};
 
 	gs_unwind_init();
