@@ -20,7 +20,8 @@
  * GPUSCOPE_TIME_RATE; 0 no limit) or "+budget=PPM" (with N, timed launches may cost a
  * thread at most PPM millionths of its time, GPUSCOPE_TIME_BUDGET; 0 no limit) or
  * "+norecord" (every record given up before the ring: what writing them costs) or "+nopf"
- * (the ring's writer prefetches nothing) or "+take=N" (CUPTI's records matched N at a time
+ * (the ring's writer prefetches nothing at a record) or "+nowarm" (nor at a launch's start,
+ * gs_ring_warm) or "+take=N" (CUPTI's records matched N at a time
  * under the queues' lock, 0 a buffer's) or "+gpause=N" (what graph launches switch off of
  * CUPTI's kinds: 1 kernels', 3 also copies' and sets' (the default), 0 none) or "+gevery" (under all,
  * every graph launch timed as a whole, not within the rate and budget) or "+resume" (what
@@ -92,7 +93,8 @@ static void apply(char *word)
 	int gpause = gpause_start;
 	bool gevery = gevery_start, resume = resume_start, pool = pool_start;
 	char *opt = strchr(word, '+');
-	bool norecord = false, nopf = false, libgcc = false, pylist = false, nomemo = false;
+	bool norecord = false, nopf = false, libgcc = false, pylist = false, nomemo = false,
+	     nowarm = false;
 	int carriers = -1;
 
 	if (!strcmp(word, "pass") || !strcmp(word, "pass2")) {
@@ -132,6 +134,8 @@ static void apply(char *word)
 			pylist = true;
 		else if (!strcmp(opt, "nomemo"))
 			nomemo = true;
+		else if (!strcmp(opt, "nowarm"))
+			nowarm = true;
 		else if (!strcmp(opt, "norecord"))
 			norecord = true;
 		else if (!strcmp(opt, "nopf"))
@@ -158,7 +162,7 @@ static void apply(char *word)
 	__atomic_store_n(&gs_unwind_libgcc, libgcc, __ATOMIC_RELAXED);
 	__atomic_store_n(&gs_py_uncached, pylist, __ATOMIC_RELAXED);
 	__atomic_store_n(&gs_memo_off, nomemo, __ATOMIC_RELAXED);
-	gs_ab_prefetch(!nopf);
+	gs_ab_prefetch(!nopf, !nowarm);
 	__atomic_store_n(&gs_active, true, __ATOMIC_RELAXED);
 }
 

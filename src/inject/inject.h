@@ -104,7 +104,10 @@ static inline void gs_phase_add(enum gs_phase ph, __u64 t0)
 bool gs_agent_locked(const char *dir) GS_HIDDEN;
 extern bool gs_active;	    /* a gpuscope session is there to read what we write */
 extern bool gs_ab_norecord; /* measurements (ab.c): every record given up before the ring */
-void gs_ab_prefetch(bool on) GS_HIDDEN; /* (ab.c: the ring's producer prefetch, shmring.c) */
+/* (ab.c: the ring's producer prefetch at a record, shmring.c, and at a launch's start) */
+void gs_ab_prefetch(bool on, bool warm) GS_HIDDEN;
+/* Before a launch's call: its record's lines asked for (ring.c). */
+void gs_ring_warm(void) GS_HIDDEN;
 /* How deep this thread is in our wrappers (wrap.c keeps it). */
 extern __thread int gs_depth __attribute__((tls_model("initial-exec")));
 /* Whether this thread is inside a wrapper called from inside another (a signal handler). */

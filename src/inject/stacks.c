@@ -50,7 +50,8 @@ struct acct {
 static __u32 every GS_HOT;
 static __u64 gap GS_HOT; /* ns between stacks at the rate, 0: no rate (so no division at each
 			  * launch) */
-static __thread __u32 tl_launches __attribute__((tls_model("initial-exec")));
+/* Launches till this thread's next due (0: the next is; no division at each launch). */
+static __thread __u32 tl_until __attribute__((tls_model("initial-exec")));
 static __thread struct acct tl_acct __attribute__((tls_model("initial-exec")));
 /* The threads that have skipped a stack, till they end (lock-free: fork-safe). */
 static struct acct *accts[ACCTS];
@@ -160,7 +161,7 @@ void gs_stacks_after_fork(void)
 	/* (The parent's threads and skips are the parent's.) */
 	memset(&tl_acct, 0, sizeof(tl_acct));
 	memset(accts, 0, sizeof(accts));
-	tl_launches = 0;
+	tl_until = 0;
 }
 
 /* The stack of the call being made (api, at ts), recorded. */
@@ -209,8 +210,17 @@ void gs_stack_maybe(unsigned int api, __u64 ts, int result, __u64 arg)
 		(d->shape == GS_SH_M_ALLOC || d->shape == GS_SH_M_PITCH ||
 		 d->shape == GS_SH_M_ASYNC || d->shape == GS_SH_M_POOL ||
 		 d->shape == GS_SH_M_CREATE);
-	if (!failed && !alloc && (d->family != GS_FAM_LAUNCH || (n > 1 && tl_launches++ % n)))
+	if (!failed && !alloc && d->family != GS_FAM_LAUNCH)
 		return;
+	if (!failed && !alloc && n > 1) {
+		/* (Every nth launch due, the first of all among them; n changed (ab.c): the next
+		 * due.) */
+		if (tl_until && tl_until < n) {
+			tl_until--;
+			return;
+		}
+		tl_until = n - 1;
+	}
 	if (!failed && !alloc && g && !gs_gap_allows(&tl_acct.tat, ts, g, BURST)) {
 		count_skip(api);
 		return;

@@ -449,6 +449,8 @@ int gs_call(unsigned int api, void *caller, __u64 a0, __u64 a1, __u64 a2, __u64 
 	gs_depth++;
 	tl_outer_api = api;
 	saved_errno = errno;
+	if (d->family == GS_FAM_LAUNCH)
+		gs_ring_warm();
 	ph0 = d->family == GS_FAM_LAUNCH ? gs_phase_t0() : 0; /* (measurements: ab.c) */
 	if (d->family == GS_FAM_LAUNCH && d->shape != GS_SH_L_GRAPH && name_check_on())
 		name_at_launch(api, d->shape == GS_SH_L_EX ? a1 : a0);
