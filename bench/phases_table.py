@@ -25,14 +25,14 @@ import sys
 
 PARTS = ["timed", "untimed", "real", "real_unt", "begin", "end", "ask", "lock", "query",
          "gate", "start_ev", "end_ev", "stack", "emit", "harvest", "locked", "unwind", "pywalk",
-         "clock", "pause", "prime", "first", "after", "ctx"]
+         "clock", "pause", "prime", "first", "after", "ctx", "pybegin", "stackrec"]
 
 
 def read(path):
     modes = {}
     for line in open(path):
         mode, *sums = line.split()
-        if len(PARTS) - 6 <= len(sums) < len(PARTS):  # (from before the last parts came)
+        if len(PARTS) - 8 <= len(sums) < len(PARTS):  # (from before the last parts came)
             sums += ["0:0"] * (len(PARTS) - len(sums))
         if len(sums) != len(PARTS):
             continue
@@ -88,19 +88,23 @@ def iterations(out, workloads):
 def stacks(paths):
     """Per mode: the stacks taken (the unwinder's count), what one cost (its native frames,
     its Python frames, the whole stack part over the stacks), and the stack part a launch."""
-    print("| file | mode | launches | stacks | unwind a stack | Python frames a stack "
-          "| the stack part a stack | the stack part a launch |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("| file | mode | launches | stacks | unwind a stack | Python frames a stack (of it "
+          "the last walk's pages read again) | the record | the stack part a stack "
+          "| the stack part a launch |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for path in paths:
         for mode, m in read(path).items():
             launches = m["timed"][0] + m["untimed"][0]
             n = m["unwind"][0]
             if mode in ("start", "warmup") or not launches or not n:
                 continue
-            print("| %s | %s | %d | %d | %.1f us | %.1f us | %.1f us | %.0f ns |" % (
-                path.rsplit("/", 1)[-1], mode, launches, n, m["unwind"][1] / n / 1e3,
-                m["pywalk"][1] / max(1, m["pywalk"][0]) / 1e3, m["stack"][1] / n / 1e3,
-                m["stack"][1] / launches))
+            print("| %s | %s | %d | %d | %.1f us | %.1f us (%.1f) | %.1f us | %.1f us "
+                  "| %.0f ns |" % (
+                      path.rsplit("/", 1)[-1], mode, launches, n, m["unwind"][1] / n / 1e3,
+                      m["pywalk"][1] / max(1, m["pywalk"][0]) / 1e3,
+                      m["pybegin"][1] / max(1, m["pybegin"][0]) / 1e3,
+                      m["stackrec"][1] / max(1, m["stackrec"][0]) / 1e3,
+                      m["stack"][1] / n / 1e3, m["stack"][1] / launches))
 
 
 def main():

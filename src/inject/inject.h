@@ -77,10 +77,12 @@ enum gs_phase {
 	GS_PH_PYWALK,	/* its Python frames, mixed in (gs_py_stack), in GS_PH_STACK */
 	GS_PH_CLOCK,	/* taking C.lock (gputime_cupti.c) before and after a call queued */
 	GS_PH_PAUSE,	/* entering and leaving the pause around a call queued (inbox) */
-	GS_PH_PRIME, /* gs_timing_begin's empty kernel launched before a gated one after a copy */
-	GS_PH_FIRST, /* its work for a kernel's first launch (loaded ahead, the gate watched) */
-	GS_PH_AFTER, /* its start event put after all before (start_after_all: T.lock again) */
-	GS_PH_CTX,   /* its context's slot found (made and calibrated at the context's first) */
+	GS_PH_PRIME,   /* gs_timing_begin's empty kernel launched before a gated one after a copy */
+	GS_PH_FIRST,   /* its work for a kernel's first launch (loaded ahead, the gate watched) */
+	GS_PH_AFTER,   /* its start event put after all before (start_after_all: T.lock again) */
+	GS_PH_CTX,     /* its context's slot found (made and calibrated at the context's first) */
+	GS_PH_PYBEGIN, /* in GS_PH_PYWALK: the walk begun, the last one's pages read again */
+	GS_PH_STACKREC, /* in GS_PH_STACK: a stack's record written */
 	GS_PH_N
 };
 extern bool gs_phases_on GS_HIDDEN; /* (set by ab.c) */

@@ -321,13 +321,16 @@ static void debug_reads(void)
 
 int gs_py_stack(void *const *native, int n, bool launch, __u64 *out, int max)
 {
-	__u64 py[MAX_PY], ips[GS_STACK_MAX + 8];
-	bool entry[MAX_PY], borrowed = false;
+	__u64 py[MAX_PY], ips[GS_STACK_MAX + 8], ph;
+	bool entry[MAX_PY], borrowed = false, begun;
 	int np = 0;
 
 	if (!Y.state)
 		look();
-	if (Y.state > 0 && py_walk_begin()) {
+	ph = gs_phase_t0();
+	begun = Y.state > 0 && py_walk_begin();
+	gs_phase_add(GS_PH_PYBEGIN, ph);
+	if (begun) {
 		np = walk(py, entry, launch, &borrowed);
 		py_walk_end();
 	}

@@ -182,9 +182,12 @@ static void take(unsigned int api, __u64 ts, __u64 arg, bool launch)
 	ph = gs_phase_t0();
 	n = gs_py_stack(frames + skip, n, launch, ips, GS_STACK_MAX);
 	gs_phase_add(GS_PH_PYWALK, ph);
+	ph = gs_phase_t0();
 	e = gs_emit_reserve((__u32)(offsetof(struct gs_ev_stack, ip) + (size_t)n * 8), GS_EV_STACK);
-	if (!e)
+	if (!e) {
+		gs_phase_add(GS_PH_STACKREC, ph);
 		return;
+	}
 	gs_fill_hdr(&e->h, GS_EV_STACK, (__u32)(offsetof(struct gs_ev_stack, ip) + (size_t)n * 8),
 		    ts);
 	e->arg = arg;
@@ -193,6 +196,7 @@ static void take(unsigned int api, __u64 ts, __u64 arg, bool launch)
 	e->skipped = __atomic_exchange_n(&tl_acct.skipped, 0, __ATOMIC_RELAXED);
 	memcpy(e->ip, ips, (size_t)n * 8);
 	gs_emit_commit(e);
+	gs_phase_add(GS_PH_STACKREC, ph);
 }
 
 void gs_stack_maybe(unsigned int api, __u64 ts, int result, __u64 arg)

@@ -612,7 +612,8 @@ def test_ab_file_switches_modes_inside_the_process(gs, tmp_path):
     # many of each part of the launches' calls, and their ns (inject.h's enum gs_phase).
     parts = ["timed", "untimed", "real", "real_unt", "begin", "end", "ask", "lock", "query",
              "gate", "start_ev", "end_ev", "stack", "emit", "harvest", "locked", "unwind",
-             "pywalk", "clock", "pause", "prime", "first", "after", "ctx"]
+             "pywalk", "clock", "pause", "prime", "first", "after", "ctx", "pybegin",
+             "stackrec"]
     phases = {}
     for line in (tmp_path / "mode.phases").read_text().splitlines():
         mode, *sums = line.split()
@@ -623,8 +624,8 @@ def test_ab_file_switches_modes_inside_the_process(gs, tmp_path):
     counts = {m: {p: n for p, (n, _) in v.items() if n} for m, v in phases.items()}
     launched = dict(stack=6, emit=6)
     # (The thread's first launch has its stack taken, as every 64th: unwound, then walked.)
-    assert counts["off"] == dict(untimed=6, real_unt=6, unwind=1, pywalk=1, **launched), \
-        counts["off"]
+    assert counts["off"] == dict(untimed=6, real_unt=6, unwind=1, pywalk=1, pybegin=1,
+                                 stackrec=1, **launched), counts["off"]
     # (`idle`'s first launch is timed: its first-launch work in two parts; and an empty
     # kernel before it, the stream's last timed-mode work being the setup's copy.)
     timed = dict(begin=3, end=3, ask=3, lock=6, gate=3, start_ev=3, end_ev=3, locked=3,
