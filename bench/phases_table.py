@@ -98,13 +98,13 @@ def stacks(paths):
             n = m["unwind"][0]
             if mode in ("start", "warmup") or not launches or not n:
                 continue
-            print("| %s | %s | %d | %d | %.1f us | %.1f us (%.1f) | %.1f us | %.1f us "
-                  "| %.0f ns |" % (
-                      path.rsplit("/", 1)[-1], mode, launches, n, m["unwind"][1] / n / 1e3,
-                      m["pywalk"][1] / max(1, m["pywalk"][0]) / 1e3,
-                      m["pybegin"][1] / max(1, m["pybegin"][0]) / 1e3,
-                      m["stackrec"][1] / max(1, m["stackrec"][0]) / 1e3,
-                      m["stack"][1] / n / 1e3, m["stack"][1] / launches))
+            # (Files from before 2026-11-29's last parts have none of those: "-".)
+            part = {p: "%.1f us" % (m[p][1] / m[p][0] / 1e3) if m[p][0] else "-"
+                    for p in ("pybegin", "stackrec")}
+            print("| %s | %s | %d | %d | %.1f us | %.1f us (%s) | %s | %.1f us | %.0f ns |" % (
+                path.rsplit("/", 1)[-1], mode, launches, n, m["unwind"][1] / n / 1e3,
+                m["pywalk"][1] / max(1, m["pywalk"][0]) / 1e3, part["pybegin"],
+                part["stackrec"], m["stack"][1] / n / 1e3, m["stack"][1] / launches))
 
 
 def main():

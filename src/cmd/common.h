@@ -94,11 +94,13 @@ enum {
 
 #define DEFAULT_STACK_EVERY 64
 /* With --inject and no --stacks: at most this many launches' stacks a second a thread
- * (inject/stacks.c). A stack of PyTorch's costs its thread 50-67 us on an H200 (8-9 us
- * unwinding by the kept rules, 25-30 us walking the Python frames, the rest the record and
- * the parts' readings: bench/results/unwind-2026-11-29.md; 100-155 us before, unwinding by
- * backtrace()): at 20 a second a thread, a training step launching from two threads
- * (PyTorch's main and autograd threads) gives them ~0.2-0.3% of its time. */
+ * (inject/stacks.c). A stack of PyTorch's costs its thread 60-68 us on an H200 (8-10 us
+ * unwinding by the kept rules, 21-30 us walking the Python frames, 11-17 of them the one
+ * process_vm_readv a walk makes, cold at 50 ms from the last; the rest the launches' checks
+ * and the parts' readings: bench/results/hot-2026-11-29.md; 100-155 us before
+ * unwind-2026-11-29.md, unwinding by backtrace()): at 20 a second a thread, a training step
+ * launching from two threads (PyTorch's main and autograd threads) gives them ~0.3% of its
+ * time (by the parts, 105-160 ns a launch, 0.4-0.5% of a ResNet-50 or GPT-2 step). */
 #define DEFAULT_STACK_RATE 20
 
 #define DEFAULT_OS_MIN_NS 10000ULL
