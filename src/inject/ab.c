@@ -86,16 +86,55 @@ static void phases_write(const char *mode)
 	close(fd);
 }
 
+struct num_opt {
+	const char *name;
+	long *v;
+};
+
+struct flag_opt {
+	const char *name;
+	bool *v, set;
+};
+
+/* One "+word" of a mode: a number's (NAME=N) or a switch's; false for anything else. */
+static bool option(const char *opt, const struct num_opt *nums, size_t nn,
+		   const struct flag_opt *flags, size_t nf)
+{
+	size_t len;
+
+	for (size_t i = 0; i < nn; i++)
+		if (!strncmp(opt, nums[i].name, len = strlen(nums[i].name)) && opt[len] == '=') {
+			*nums[i].v = strtol(opt + len + 1, NULL, 10);
+			return true;
+		}
+	for (size_t i = 0; i < nf; i++)
+		if (!strcmp(opt, flags[i].name)) {
+			*flags[i].v = flags[i].set;
+			return true;
+		}
+	return false;
+}
+
 static void apply(char *word)
 {
-	__u32 every = gs_stacks_start.every, rate = gs_stacks_start.rate, trate = trate_start;
-	__u32 budget = budget_start, take = take_start, ask = ask_start;
-	int gpause = gpause_start;
+	long every = gs_stacks_start.every, rate = gs_stacks_start.rate, trate = trate_start;
+	long budget = budget_start, take = take_start, ask = ask_start, gpause = gpause_start;
 	bool gevery = gevery_start, resume = resume_start, pool = pool_start;
 	char *opt = strchr(word, '+');
 	bool norecord = false, nopf = false, libgcc = false, pylist = false, nomemo = false,
 	     nowarm = false;
 	int carriers = -1;
+	const struct num_opt nums[] = { { "stacks", &every }, { "rate", &rate },
+					{ "trate", &trate },  { "budget", &budget },
+					{ "take", &take },    { "ask", &ask },
+					{ "gpause", &gpause } };
+	const struct flag_opt flags[] = {
+		{ "gevery", &gevery, true }, { "resume", &resume, true },
+		{ "nopool", &pool, false },  { "libgcc", &libgcc, true },
+		{ "pylist", &pylist, true }, { "nomemo", &nomemo, true },
+		{ "nowarm", &nowarm, true }, { "norecord", &norecord, true },
+		{ "nopf", &nopf, true },
+	};
 
 	if (!strcmp(word, "pass") || !strcmp(word, "pass2")) {
 		__atomic_store_n(&gs_active, false, __ATOMIC_RELAXED);
@@ -108,56 +147,25 @@ static void apply(char *word)
 		 * with it, not known, and the mode ignored.) */
 		if ((next = strchr(opt, '+')))
 			*next = 0;
-		if (!strncmp(opt, "stacks=", 7))
-			every = (__u32)strtoul(opt + 7, NULL, 10);
-		else if (!strncmp(opt, "rate=", 5))
-			rate = (__u32)strtoul(opt + 5, NULL, 10);
-		else if (!strncmp(opt, "trate=", 6))
-			trate = (__u32)strtoul(opt + 6, NULL, 10);
-		else if (!strncmp(opt, "budget=", 7))
-			budget = (__u32)strtoul(opt + 7, NULL, 10);
-		else if (!strncmp(opt, "take=", 5))
-			take = (__u32)strtoul(opt + 5, NULL, 10);
-		else if (!strncmp(opt, "ask=", 4))
-			ask = (__u32)strtoul(opt + 4, NULL, 10);
-		else if (!strncmp(opt, "gpause=", 7))
-			gpause = (int)strtol(opt + 7, NULL, 10);
-		else if (!strcmp(opt, "gevery"))
-			gevery = true;
-		else if (!strcmp(opt, "resume"))
-			resume = true;
-		else if (!strcmp(opt, "nopool"))
-			pool = false;
-		else if (!strcmp(opt, "libgcc"))
-			libgcc = true;
-		else if (!strcmp(opt, "pylist"))
-			pylist = true;
-		else if (!strcmp(opt, "nomemo"))
-			nomemo = true;
-		else if (!strcmp(opt, "nowarm"))
-			nowarm = true;
-		else if (!strcmp(opt, "norecord"))
-			norecord = true;
-		else if (!strcmp(opt, "nopf"))
-			nopf = true;
-		else if (!strcmp(opt, "carry") || !strcmp(opt, "pairs"))
+		if (!strcmp(opt, "carry") || !strcmp(opt, "pairs"))
 			carriers = !strcmp(opt, "carry");
-		else
+		else if (!option(opt, nums, sizeof(nums) / sizeof(nums[0]), flags,
+				 sizeof(flags) / sizeof(flags[0])))
 			return;
 	}
 	if (!gs_timing_switch(word))
 		return;
 	if (carriers >= 0)
 		gs_timing_carriers(carriers);
-	gs_stacks_set(every, rate);
-	gs_timing_rate(trate);
-	gs_timing_budget(budget);
-	gs_cupti_take_chunk(take);
-	gs_cupti_pause_what(gpause);
+	gs_stacks_set((__u32)every, (__u32)rate);
+	gs_timing_rate((__u32)trate);
+	gs_timing_budget((__u32)budget);
+	gs_cupti_take_chunk((__u32)take);
+	gs_cupti_pause_what((int)gpause);
 	gs_timing_graphs_every(gevery);
 	gs_cupti_resume_at_once(resume);
 	gs_cupti_pool(pool);
-	gs_cupti_ask_ms(ask);
+	gs_cupti_ask_ms((__u32)ask);
 	__atomic_store_n(&gs_ab_norecord, norecord, __ATOMIC_RELAXED);
 	__atomic_store_n(&gs_unwind_libgcc, libgcc, __ATOMIC_RELAXED);
 	__atomic_store_n(&gs_py_uncached, pylist, __ATOMIC_RELAXED);
