@@ -170,7 +170,6 @@ static bool make_ring(void)
 void *gs_emit_reserve(__u32 size, __u16 type)
 {
 	int state = __atomic_load_n(&R.ring_state, __ATOMIC_ACQUIRE);
-
 	void *rec;
 
 	if (state < 0 || (state == 0 && !make_ring()) ||
@@ -194,7 +193,7 @@ void gs_ring_warm(void)
 {
 	const unsigned char *at;
 
-	if (__atomic_load_n(&R.ring_state, __ATOMIC_RELAXED) != 1 ||
+	if (__atomic_load_n(&R.ring_state, __ATOMIC_ACQUIRE) != 1 ||
 	    __atomic_load_n(&R.no_warm, __ATOMIC_RELAXED))
 		return;
 	at = R.ring.data + (tl_next & R.ring.mask);

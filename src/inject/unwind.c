@@ -109,9 +109,8 @@ bool gs_own_stack(__u64 sp, __u64 addr, size_t n)
 static void debug_counts(void)
 {
 	fprintf(stderr,
-		"gpuscope-inject: stacks: %llu by the kept rules (%llu rules worked out, %llu "
-		"frames' "
-		"from the threads' memos), %llu by backtrace()%s\n",
+		"gpuscope-inject: stacks: %llu by the kept rules (%llu rules worked out, "
+		"%llu frames' from the threads' memos), %llu by backtrace()%s\n",
 		(unsigned long long)by_rules, (unsigned long long)worked_out,
 		(unsigned long long)memo_frames, (unsigned long long)by_libgcc,
 		verifying ? "" : " (not verified)");
