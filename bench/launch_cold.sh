@@ -27,7 +27,7 @@ N=${N:-4000}
 mkdir -p "$OUT"
 LIBS=${LD_LIBRARY_PATH:+-L$LD_LIBRARY_PATH}
 # shellcheck disable=SC2086
-gcc -O2 -I/usr/local/cuda/include bench/launch_cold.c -o "$OUT/launch_cold" $LIBS -lcuda ||
+gcc -O2 -Itests/fakes bench/launch_cold.c -o "$OUT/launch_cold" $LIBS -lcuda ||
 	exit 1
 for s in $SWEEPS; do
 	for ((i = 1; i <= PROCS; i++)); do

@@ -14,7 +14,7 @@ import tempfile
 import pytest
 
 import gsreport
-from conftest import OUT, needs_root, wait_for, kill_quietly
+from conftest import OUT, ROOT, needs_root, wait_for, kill_quietly
 from test_faults import burst_while_stopped, start
 
 pytestmark = needs_root
@@ -641,6 +641,33 @@ def test_ab_file_switches_modes_inside_the_process(gs, tmp_path):
         # (the wrapper's whole call holds its parts)
         assert ns.get("timed", 0) >= sum(ns.get(p, 0) for p in ("real", "begin", "end")), ns
         assert ns["untimed"] >= ns["real_unt"], ns
+
+
+def test_launch_cold_bench_runs_on_the_double(gs, tmp_path):
+    """bench/launch_cold.sh (what a launch's wrapper adds once the program's work between
+    launches has evicted the plane's data; its numbers are the GPU's to judge) runs here on
+    the test double: its first table has `pass` and `off` at each sweep, each against its
+    round's `pass`; with PHASES its second has the wrapper's own parts, each a positive time,
+    and the record within the whole."""
+    env = gs.env(OUT=tmp_path / "lc", BUILDS=gs.binary, SWEEPS="0 64", PROCS=1, ROUNDS=2,
+                 N=300, PHASES=1)
+    p = subprocess.run(["bash", "bench/launch_cold.sh"], cwd=ROOT, env=env,
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr[-2000:]
+    tables = [[[c.strip() for c in l.split("|")[1:-1]] for l in t.splitlines()
+               if l.startswith("| ") and not l.startswith("| sweep")]
+              for t in p.stdout.split("\n\n")]
+    calls, parts = tables[-2], tables[-1]
+    assert sorted((r[0], r[2]) for r in calls) == [
+        ("0", "off"), ("0", "pass"), ("64", "off"), ("64", "pass")], p.stdout
+    for sweep, _, mode, windows, ns, added, _ in calls:
+        assert windows == "2" and float(ns) > 0, calls
+        if mode == "pass":
+            assert added.startswith("+0 "), calls
+    assert sorted((r[0], r[2]) for r in parts) == [("0", "off"), ("64", "off")], p.stdout
+    for _, _, _, procs, ours, record, stack in parts:
+        assert procs == "1" and 0 < float(record) < float(ours.split()[0]), parts
+        assert float(stack) > 0, parts
 
 
 def test_end_event_recorded_late_is_not_counted(gs):
