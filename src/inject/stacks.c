@@ -214,20 +214,24 @@ void gs_stack_maybe(unsigned int api, __u64 ts, int result, __u64 arg)
 		(d->shape == GS_SH_M_ALLOC || d->shape == GS_SH_M_PITCH ||
 		 d->shape == GS_SH_M_ASYNC || d->shape == GS_SH_M_POOL ||
 		 d->shape == GS_SH_M_CREATE);
-	if (!failed && !alloc && d->family != GS_FAM_LAUNCH)
-		return;
-	if (!failed && !alloc && n > 1) {
-		/* (Every nth launch due, the first of all among them; n changed (ab.c): the next
-		 * due.) */
-		if (tl_until && tl_until < n) {
-			tl_until--;
+	/* (Allocations' and failed calls' stacks always; a launch's when due and the rate
+	 * allows.) */
+	if (!failed && !alloc) {
+		if (d->family != GS_FAM_LAUNCH)
+			return;
+		/* Every nth launch due, the first of all among them (n changed by ab.c: the next
+		 * due). */
+		if (n > 1) {
+			if (tl_until && tl_until < n) {
+				tl_until--;
+				return;
+			}
+			tl_until = n - 1;
+		}
+		if (g && !gs_gap_allows(&tl_acct.tat, ts, g, BURST)) {
+			count_skip(api);
 			return;
 		}
-		tl_until = n - 1;
-	}
-	if (!failed && !alloc && g && !gs_gap_allows(&tl_acct.tat, ts, g, BURST)) {
-		count_skip(api);
-		return;
 	}
 	take(api, ts, arg, d->family == GS_FAM_LAUNCH && !failed);
 }
