@@ -50,12 +50,15 @@ struct {
  * Per thread: its latest launch recorded. A tail call from one launch entry point into
  * another (a wrapper's jmp) enters with the same stack pointer, caller and kernel at another
  * entry point; the thread's next launch from the same place enters the same entry point. (Not
- * by time: a descheduled thread may take any time between the two entries.)
+ * by time: a descheduled thread may take any time between the two entries.) When the first
+ * entry asked for its return, the return probe has put its trampoline where the caller was:
+ * then the call's state still in flight at that stack pointer tells (gs_tail_called).
  */
 struct launch_thread {
 	__u64 sp, caller, func;
-	__u32 api, pad;
-	__u64 stack_tat; /* when its next stack is due by the rate (gs_rate_allows's scheme) */
+	__u32 api, asked; /* asked: its return was asked for */
+	__u64 stack_tat;  /* when its next stack is due by the rate (gs_rate_allows's scheme) */
+	__u64 tracked;	  /* tracked_gen + 1 when its process was last found traced */
 };
 
 struct {
@@ -64,6 +67,29 @@ struct {
 	__type(key, int);
 	__type(value, struct launch_thread);
 } launch_thread SEC(".maps");
+
+/* Bumped by user space each time it takes a process out of the traced set (tracer__untrack):
+ * a thread's launch_thread.tracked then no longer matches, and the set is asked again. Each
+ * launch asks its thread's storage, not the set's hash table (a helper call less: each costs
+ * tens of ns with the kernel's mitigations). */
+__u64 tracked_gen = 0;
+
+/* The launching thread's storage if its process is traced (NULL: not traced, or no room). */
+static __always_inline struct launch_thread *launch_thread_traced(__u64 pid_tgid)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct launch_thread *t = bpf_task_storage_get(&launch_thread, task, 0, 0);
+	__u64 gen = *(volatile __u64 *)&tracked_gen;
+
+	if (t && (track_all || t->tracked == gen + 1))
+		return t;
+	if (!gs_tracked(pid_tgid >> 32))
+		return NULL;
+	t = t ?: bpf_task_storage_get(&launch_thread, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (t)
+		t->tracked = gen + 1;
+	return t;
+}
 
 static __always_inline __u64 launch_ok_key(__u64 func, __u64 pid_tgid)
 {
@@ -131,49 +157,58 @@ int BPF_KRETPROBE(ret_launch, long rc)
 	return launch_returned(ctx, rc, false);
 }
 
-/* A launch entered: its return asked for (0), or its record now and no return (1). */
+/* A launch entered: its return asked for (0), or its record now and no return (1). The
+ * record is made on the stack and copied out (one helper call, not a reserve and a submit);
+ * the ring's fill is asked at one record in 16 per CPU (gs_wake_flags). */
 static __always_inline int launch_entered(struct pt_regs *ctx)
 {
-	__u64 id = bpf_get_current_pid_tgid(), now = bpf_ktime_get_ns(), key, func;
+	__u64 id = bpf_get_current_pid_tgid(), now = bpf_ktime_get_ns(), key, func, flags;
 	struct call_key ck = { .tid = (__u32)id, .sp = PT_REGS_SP(ctx) };
 	const struct gs_api_desc *d;
 	struct call_state st = {};
 	struct launch_thread *t;
-	struct gs_ev_launch *e;
+	struct gs_ev_launch e;
 	struct launch_cpu *c;
 	__u32 zero = 0;
 	bool sampled;
 
 	c = bpf_map_lookup_elem(&launch_cpu, &zero);
-	if (!c || !gs_tracked(id >> 32) || gs_tail_called(&ck, now))
+	if (!c)
 		return 1;
-	t = bpf_task_storage_get(&launch_thread, bpf_get_current_task_btf(), 0,
-				 BPF_LOCAL_STORAGE_GET_F_CREATE);
+	t = launch_thread_traced(id);
+	if (!t)
+		return 1;
 	gs_call_state(ctx, &st, ck.sp, now);
 	d = gs_desc(st.api);
-	if (!d || !t)
+	if (!d)
 		return 1;
 	func = st.args[d->shape == GS_SH_L_EX ? 1 : 0];
-	if (t->sp == ck.sp && t->caller == st.caller && t->func == func && t->api != st.api)
+	/* (A tail call from another launch entry point: see launch_thread.) */
+	if (t->sp == ck.sp && t->func == func && t->api != st.api &&
+	    (t->caller == st.caller || (t->asked && gs_tail_called(&ck, now))))
 		return 1;
 	t->sp = ck.sp;
 	t->caller = st.caller;
 	t->func = func;
 	t->api = st.api;
+	t->asked = 0;
 	key = launch_ok_key(func, id);
 	sampled = c->count++ % (launch_return_every ?: 1) == 0;
 	if (sampled || c->ok[launch_ok_slot(key)] != key) {
 		st.flags = sampled && stack_every && stack_allowed(t, now) ? GS_CS_STACK : 0;
-		if (!bpf_map_update_elem(&inflight, &ck, &st, BPF_ANY))
+		if (!bpf_map_update_elem(&inflight, &ck, &st, BPF_ANY)) {
+			t->asked = 1;
 			return 0;
+		}
 		/* (No room to keep it: recorded now, without its result.) */
 	}
-	e = gs_reserve_call(sizeof(*e), GS_EV_LAUNCH, &st, now, 0);
-	if (!e)
-		return 1;
-	gs_decode_launch(d, st.args, e);
-	e->flags |= GS_LAUNCH_NO_RETURN;
-	gs_submit(e);
+	gs_fill(&e.h, sizeof(e), GS_EV_LAUNCH, GS_SRC_UPROBE, now, id);
+	gs_fill_call(&e.c, &st, now, 0);
+	gs_decode_launch(d, st.args, &e);
+	e.flags |= GS_LAUNCH_NO_RETURN;
+	flags = wake_bytes && c->count & 15 ? BPF_RB_NO_WAKEUP : gs_wake_flags();
+	if (bpf_ringbuf_output(&events, &e, sizeof(e), flags))
+		gs_count_drop(GS_EV_LAUNCH);
 	return 1;
 }
 
