@@ -3,7 +3,9 @@ between processes an untraced ResNet-50 step on the lent GPU machines varies by 
 to 25.5 ms), which hides a 0.5% cost. Here one process trains for the whole run, and
 `gpuscope attach` traces it for B seconds, detaches, leaves it alone for A seconds, and
 again, ROUNDS times (ABAB...): each round's ratio is the median window time while attached
-over the median while detached just before it.
+over the median while detached just before it. GPUSCOPE may name several builds, comma
+separated: each round then attaches each build in turn (the order turned each round), and
+each build gets its ratios, row and table.
 
     python3 attach_ab.py run GPUSCOPE OUT [resnet50|gpt2|tinyops|cupy] [ROUNDS] [SECONDS]
                                                       (as root; a step of tinyops or cupy
@@ -11,7 +13,8 @@ over the median while detached just before it.
     python3 attach_ab.py work WORKLOAD LOG STOPFILE   (the process: windows of 4 steps,
                                                       "start end cpu" seconds a line in
                                                       LOG, cpu the thread's CPU time)
-Writes OUT/attach-WORKLOAD.json and prints the table row. Windows that straddle an attach
+Writes OUT/attach-WORKLOAD.json (with several builds, OUT/attach-WORKLOAD-N.json, N the
+build's place in the list) and prints the table row. Windows that straddle an attach
 or a detach (and the first second after each) are left out. gpuscope's options are its
 defaults (the OS plane too); GS_OPTS adds some. BPFSTATS=1: the kernel's statistics of
 every BPF program (kernel.bpf_stats_enabled, bench/bpfstats.py) read inside each attached
@@ -104,72 +107,45 @@ def bpf_table(ws, stats):
     return table
 
 
-def run(gs, out, name, rounds, secs):
-    log, stop = os.path.join(out, "ab-%s.log" % name), os.path.join(out, "ab-%s.stop" % name)
-    for f in (log, stop):
-        if os.path.exists(f):
-            os.unlink(f)
-    wl = subprocess.Popen([sys.executable, os.path.abspath(__file__), "work", name, log, stop])
-    deadline = time.time() + 300
-    while not (os.path.exists(log) and open(log).readline().strip() == "ready"):
-        if time.time() > deadline or wl.poll() is not None:
-            sys.exit("the workload did not start")
-        time.sleep(0.2)
-    phases = []  # (kind, start, end)
-    stats = []  # per round: (t0, t1, {program: (runs, ns)} between them) (BPFSTATS)
-    if os.environ.get("BPFSTATS"):
-        sys.path.insert(0, HERE)
+def attach(gs, pid, secs, rep, extra):
+    """One attached period: (start, end, the programs' statistics inside it or None)."""
+    tr = subprocess.Popen([gs, "attach", "-p", str(pid), "-q", "-d", str(secs),
+                           "--json=%s" % rep] + extra, stderr=subprocess.PIPE, text=True)
+    line = tr.stderr.readline()  # "attached to pid ..." once every probe is in
+    t_on, stat = time.time(), None
+    if os.environ.get("BPFSTATS") and "attached to pid" in line:
         import bpfstats
-        stats_was = open("/proc/sys/kernel/bpf_stats_enabled").read()
-        with open("/proc/sys/kernel/bpf_stats_enabled", "w") as f:
-            f.write("1\n")
-    extra = os.environ.get("GS_OPTS", "").split()
-    reports = []
-    for r in range(rounds):
-        a0 = time.time()
-        time.sleep(secs)
-        phases.append(("off", a0, time.time()))
-        rep = os.path.join(out, "ab-%s-%d.json" % (name, r))
-        tr = subprocess.Popen([gs, "attach", "-p", str(wl.pid), "-q", "-d", str(secs),
-                               "--json=%s" % rep] + extra, stderr=subprocess.PIPE, text=True)
-        line = tr.stderr.readline()  # "attached to pid ..." once every probe is in
-        t_on = time.time()
-        if os.environ.get("BPFSTATS") and "attached to pid" in line:
-            time.sleep(SETTLE)
-            s0, t0 = sums(bpfstats.programs()), time.time()
-            time.sleep(max(0.0, t_on + secs - END_SETTLE - time.time()))
-            s1, t1 = sums(bpfstats.programs()), time.time()
-            stats.append((t0, t1, {k: (s1[k][0] - s0.get(k, (0, 0))[0],
-                                       s1[k][1] - s0.get(k, (0, 0))[1]) for k in s1}))
-        err = tr.communicate(timeout=secs + 120)[1]
-        t_off = time.time()
-        if "attached to pid" not in line:
-            wl.kill()
-            sys.exit("attach failed: %s%s" % (line, err[-2000:]))
-        phases.append(("on", t_on, t_off))
-        reports.append(rep)
-    open(stop, "w").close()
-    wl.wait(timeout=120)
-    if os.environ.get("BPFSTATS"):
-        with open("/proc/sys/kernel/bpf_stats_enabled", "w") as f:
-            f.write(stats_was)
-    ws = windows(log)
+        time.sleep(SETTLE)
+        s0, t0 = sums(bpfstats.programs()), time.time()
+        time.sleep(max(0.0, t_on + secs - END_SETTLE - time.time()))
+        s1, t1 = sums(bpfstats.programs()), time.time()
+        stat = (t0, t1, {k: (s1[k][0] - s0.get(k, (0, 0))[0], s1[k][1] - s0.get(k, (0, 0))[1])
+                         for k in s1})
+    err = tr.communicate(timeout=secs + 120)[1]
+    if "attached to pid" not in line:
+        return None, "attach failed: %s%s" % (line, err[-2000:])
+    return (t_on, time.time(), stat), None
+
+
+def summary(ws, name, secs, periods, path, label):
+    """The rounds of one build: periods [(off (a0, a1), on (b0, b1, stat), report)]."""
     res = {"workload": name, "rounds": [], "seconds": secs}
-    for r in range(rounds):
-        _, a0, a1 = phases[2 * r]
-        _, b0, b1 = phases[2 * r + 1]
+    for (a0, a1), (b0, b1, _), report in periods:
         off = inside(ws, a0 + SETTLE, a1)
         on = inside(ws, b0 + SETTLE, b1 - END_SETTLE)
         off_cpu = inside(ws, a0 + SETTLE, a1, cpu=True)
         on_cpu = inside(ws, b0 + SETTLE, b1 - END_SETTLE, cpu=True)
-        rep = json.load(open(reports[r]))
+        rep = json.load(open(report))
         res["rounds"].append({
             "off_s": statistics.median(off) if off else None, "off_windows": len(off),
             "on_s": statistics.median(on) if on else None, "on_windows": len(on),
             "off_cpu_s": statistics.median(off_cpu) if off_cpu else None,
             "on_cpu_s": statistics.median(on_cpu) if on_cpu else None,
             "launches": rep["kernels"]["launches"], "drops": rep["drops"]["total"]})
+    stats = [on[2] for _, on, _ in periods if on[2]]
     if stats:
+        if label:
+            print("%s:" % label)
         res["bpf"] = bpf_table(ws, stats)
     ratios = [x["on_s"] / x["off_s"] for x in res["rounds"] if x["on_s"] and x["off_s"]]
     if not ratios:
@@ -183,11 +159,52 @@ def run(gs, out, name, rounds, secs):
     res["cpu_ratio_median"] = statistics.median(cpu) if cpu else None
     res["step_off_median_s"] = statistics.median(x["off_s"] for x in res["rounds"]
                                                  if x["off_s"])
-    json.dump(res, open(os.path.join(out, "attach-%s.json" % name), "w"), indent=1)
-    print("| %s (%d rounds of %d s) | %.2f ms | %.4fx (%.4f-%.4f) | CPU %s |" % (
-        name, len(ratios), secs, 1e3 * res["step_off_median_s"], res["ratio_median"],
-        res["ratio_min_max"][0], res["ratio_min_max"][1],
+    json.dump(res, open(path, "w"), indent=1)
+    print("| %s%s (%d rounds of %d s) | %.2f ms | %.4fx (%.4f-%.4f) | CPU %s |" % (
+        name, label and ", " + label, len(ratios), secs, 1e3 * res["step_off_median_s"],
+        res["ratio_median"], res["ratio_min_max"][0], res["ratio_min_max"][1],
         "%.4fx" % res["cpu_ratio_median"] if cpu else "-"))
+
+
+def run(builds, out, name, rounds, secs):
+    log, stop = os.path.join(out, "ab-%s.log" % name), os.path.join(out, "ab-%s.stop" % name)
+    for f in (log, stop):
+        if os.path.exists(f):
+            os.unlink(f)
+    wl = subprocess.Popen([sys.executable, os.path.abspath(__file__), "work", name, log, stop])
+    deadline = time.time() + 300
+    while not (os.path.exists(log) and open(log).readline().strip() == "ready"):
+        if time.time() > deadline or wl.poll() is not None:
+            sys.exit("the workload did not start")
+        time.sleep(0.2)
+    if os.environ.get("BPFSTATS"):
+        sys.path.insert(0, HERE)
+        stats_was = open("/proc/sys/kernel/bpf_stats_enabled").read()
+        with open("/proc/sys/kernel/bpf_stats_enabled", "w") as f:
+            f.write("1\n")
+    extra = os.environ.get("GS_OPTS", "").split()
+    n = len(builds)
+    periods = [[] for _ in builds]  # per build: [(off span, on span and stats, report)]
+    for p in range(rounds * n):
+        b = (p % n + p // n) % n  # each build once a round, the order turned each round
+        a0 = time.time()
+        time.sleep(secs)
+        off = (a0, time.time())
+        rep = os.path.join(out, "ab-%s-%d-%d.json" % (name, b, p // n))
+        on, err = attach(builds[b], wl.pid, secs, rep, extra)
+        if err:
+            wl.kill()
+            sys.exit(err)
+        periods[b].append((off, on, rep))
+    open(stop, "w").close()
+    wl.wait(timeout=120)
+    if os.environ.get("BPFSTATS"):
+        with open("/proc/sys/kernel/bpf_stats_enabled", "w") as f:
+            f.write(stats_was)
+    ws = windows(log)
+    for b, gs in enumerate(builds):
+        path = os.path.join(out, "attach-%s%s.json" % (name, "-%d" % b if n > 1 else ""))
+        summary(ws, name, secs, periods[b], path, gs if n > 1 else "")
 
 
 if __name__ == "__main__":
@@ -195,6 +212,6 @@ if __name__ == "__main__":
         work(sys.argv[2], sys.argv[3], sys.argv[4])
     else:
         os.makedirs(sys.argv[3], exist_ok=True)
-        run(os.path.abspath(sys.argv[2]), sys.argv[3], sys.argv[4] if len(sys.argv) > 4
-            else "resnet50", int(sys.argv[5]) if len(sys.argv) > 5 else 7,
+        run([os.path.abspath(b) for b in sys.argv[2].split(",")], sys.argv[3],
+            sys.argv[4] if len(sys.argv) > 4 else "resnet50", int(sys.argv[5]) if len(sys.argv) > 5 else 7,
             float(sys.argv[6]) if len(sys.argv) > 6 else 10)
