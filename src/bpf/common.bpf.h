@@ -62,6 +62,21 @@ static __always_inline bool gs_tracked(__u32 tgid)
 	return track_all || bpf_map_lookup_elem(&tracked, &tgid) != NULL;
 }
 
+/*
+ * Bumped by user space each time it takes a process out of the traced set (tracer__untrack).
+ * A thread's storage may keep gs_tracked's answer for its process as the generation it was
+ * found at (gs_tracked_gen, read before asking): one of an older generation is asked again.
+ * Asking the storage the thread's program reads anyway saves a lookup in the set's hash
+ * table, a helper call (tens of ns each with the kernel's mitigations). Each object has its
+ * own; user space bumps those of the objects that keep answers (cuda, os).
+ */
+__u64 tracked_gen = 0;
+
+static __always_inline __u64 gs_tracked_gen(void)
+{
+	return *(volatile __u64 *)&tracked_gen + 1;
+}
+
 static __always_inline void gs_count_drop(__u32 type)
 {
 	if (type < GS_EV_MAX)

@@ -58,7 +58,7 @@ struct launch_thread {
 	__u64 sp, caller, func;
 	__u32 api, asked; /* asked: its return was asked for */
 	__u64 stack_tat;  /* when its next stack is due by the rate (gs_rate_allows's scheme) */
-	__u64 tracked;	  /* tracked_gen + 1 when its process was last found traced */
+	__u64 tracked;	  /* gs_tracked_gen() when its process was last found traced */
 };
 
 struct {
@@ -68,26 +68,20 @@ struct {
 	__type(value, struct launch_thread);
 } launch_thread SEC(".maps");
 
-/* Bumped by user space each time it takes a process out of the traced set (tracer__untrack):
- * a thread's launch_thread.tracked then no longer matches, and the set is asked again. Each
- * launch asks its thread's storage, not the set's hash table (a helper call less: each costs
- * tens of ns with the kernel's mitigations). */
-__u64 tracked_gen = 0;
-
 /* The launching thread's storage if its process is traced (NULL: not traced, or no room). */
 static __always_inline struct launch_thread *launch_thread_traced(__u64 pid_tgid)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 	struct launch_thread *t = bpf_task_storage_get(&launch_thread, task, 0, 0);
-	__u64 gen = *(volatile __u64 *)&tracked_gen;
+	__u64 gen = gs_tracked_gen();
 
-	if (t && (track_all || t->tracked == gen + 1))
+	if (t && (track_all || t->tracked == gen))
 		return t;
 	if (!gs_tracked(pid_tgid >> 32))
 		return NULL;
 	t = t ?: bpf_task_storage_get(&launch_thread, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (t)
-		t->tracked = gen + 1;
+		t->tracked = gen;
 	return t;
 }
 

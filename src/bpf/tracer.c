@@ -321,6 +321,13 @@ void tracer__drops(const struct tracer *t, struct gs_ev_drops *d)
 	d->lost_calls += t->cuda->bss->lost_calls + t->nccl->bss->lost_calls;
 }
 
+void tr_tracked_gone(struct tracer *t)
+{
+	__atomic_add_fetch(&t->cuda->bss->tracked_gen, 1, __ATOMIC_RELEASE);
+	if (t->os)
+		__atomic_add_fetch(&t->os->bss->tracked_gen, 1, __ATOMIC_RELEASE);
+}
+
 __u64 tracer__stack_skips(struct tracer *t)
 {
 	return __atomic_exchange_n(&t->cuda->bss->stack_skips, 0, __ATOMIC_RELAXED);

@@ -75,6 +75,11 @@ struct tracer {
 #define GS_TRACE_UPROBE_SESSION	 57
 #define GS_F_UPROBE_MULTI_RETURN 1U
 
+/* tracer.c */
+/* A process left the traced set: what threads keep of it is stale (common.bpf.h's
+ * tracked_gen). */
+void tr_tracked_gone(struct tracer *t);
+
 /* tracer_attach.c */
 /* Whether the kernel has multi-uprobe links with process filtering. */
 bool tr_have_uprobe_multi(void);
