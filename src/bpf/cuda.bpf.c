@@ -72,7 +72,9 @@ struct {
 static __always_inline struct launch_thread *launch_thread_traced(__u64 pid_tgid)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
-	struct launch_thread *t = bpf_task_storage_get(&launch_thread, task, 0, 0);
+	/* (A thread of another program has no storage of any map, mostly: told with no call) */
+	struct launch_thread *t =
+		task->bpf_storage ? bpf_task_storage_get(&launch_thread, task, 0, 0) : NULL;
 	__u64 gen = gs_tracked_gen();
 
 	if (t && (track_all || t->tracked == gen))
@@ -156,7 +158,7 @@ int BPF_KRETPROBE(ret_launch, long rc)
  * the ring's fill is asked at one record in 16 per CPU (gs_wake_flags). */
 static __always_inline int launch_entered(struct pt_regs *ctx)
 {
-	__u64 id = bpf_get_current_pid_tgid(), now = bpf_ktime_get_ns(), key, func, flags;
+	__u64 id = bpf_get_current_pid_tgid(), now, key, func, flags;
 	struct call_key ck = { .tid = (__u32)id, .sp = PT_REGS_SP(ctx) };
 	const struct gs_api_desc *d;
 	struct call_state st = {};
@@ -172,6 +174,7 @@ static __always_inline int launch_entered(struct pt_regs *ctx)
 	t = launch_thread_traced(id);
 	if (!t)
 		return 1;
+	now = bpf_ktime_get_ns();
 	gs_call_state(ctx, &st, ck.sp, now);
 	d = gs_desc(st.api);
 	if (!d)
