@@ -5,7 +5,8 @@
  *
  *   kplane_cost MODE N ROUNDS [START END]
  *
- * MODE: launch (cuLaunchKernel of an empty kernel, a sync every 256), getppid (a system call
+ * MODE: launch (cuLaunchKernel of an empty kernel, a sync every 256), copy (4 bytes by
+ * cuMemcpyHtoDAsync_v2, a sync every 256: an entry and a return probe), getppid (a system call
  * the OS plane only notes), read (a selected one: 1 byte of /dev/zero), pingpong (a byte to
  * a second thread and back through pipes: two switches and two wakeups a round trip). Runs
  * ROUNDS windows of N calls and prints each window's ns a call on one line. START and END
@@ -28,6 +29,7 @@ static const char ptx[] = ".version 8.0\n.target sm_90\n.address_size 64\n"
 			  ".visible .entry gs_kplane_k()\n{ ret; }\n";
 static int to_echo[2], from_echo[2];
 static CUfunction k;
+static CUdeviceptr dbuf;
 
 static double mono_ns(void)
 {
@@ -66,6 +68,13 @@ static int once(const char *mode, int fd, int i)
 			return 1;
 		return (i & 255) == 255 ? (int)cuCtxSynchronize() : 0;
 	}
+	if (!strcmp(mode, "copy")) {
+		static int x;
+
+		if (cuMemcpyHtoDAsync_v2(dbuf, &x, sizeof(x), NULL))
+			return 1;
+		return (i & 255) == 255 ? (int)cuCtxSynchronize() : 0;
+	}
 	if (!strcmp(mode, "getppid"))
 		return syscall(SYS_getppid) < 0;
 	if (!strcmp(mode, "read"))
@@ -80,10 +89,10 @@ static int setup(const char *mode)
 	CUmodule mod;
 	pthread_t t;
 
-	if (!strcmp(mode, "launch"))
+	if (!strcmp(mode, "launch") || !strcmp(mode, "copy"))
 		return cuInit(0) || cuDeviceGet(&dev, 0) || cuDevicePrimaryCtxRetain(&ctx, dev) ||
 		       cuCtxSetCurrent(ctx) || cuModuleLoadData(&mod, ptx) ||
-		       cuModuleGetFunction(&k, mod, "gs_kplane_k");
+		       cuModuleGetFunction(&k, mod, "gs_kplane_k") || cuMemAlloc_v2(&dbuf, 64);
 	if (!strcmp(mode, "pingpong"))
 		return pipe(to_echo) || pipe(from_echo) || pthread_create(&t, NULL, echo, NULL);
 	return strcmp(mode, "getppid") && strcmp(mode, "read");
@@ -95,7 +104,7 @@ int main(int argc, char **argv)
 	const char *mode;
 
 	if (argc < 4 || (n = atoi(argv[2])) < 1 || (rounds = atoi(argv[3])) < 1 || fd < 0) {
-		fprintf(stderr, "usage: kplane_cost launch|getppid|read|pingpong N ROUNDS "
+		fprintf(stderr, "usage: kplane_cost launch|copy|getppid|read|pingpong N ROUNDS "
 				"[START END]\n");
 		return 2;
 	}
@@ -119,7 +128,7 @@ int main(int argc, char **argv)
 				fprintf(stderr, "kplane_cost: %s failed\n", mode);
 				return 1;
 			}
-		if (!strcmp(mode, "launch") && cuCtxSynchronize())
+		if ((!strcmp(mode, "launch") || !strcmp(mode, "copy")) && cuCtxSynchronize())
 			return 1;
 		printf("%s%.1f", r ? " " : "", (mono_ns() - t0) / n);
 	}

@@ -1,5 +1,5 @@
 """What the kernel plane adds to a program's calls (issue 22): bench/kplane_cost.c's loops
-(launch, getppid, read, pingpong) untraced, traced by `gpuscope run` with each build of
+(launch, copy, getppid, read, pingpong) untraced, traced by `gpuscope run` with each build of
 BUILDS, and beside a traced process (the loop untraced while the build traces another: what
 every other program on the machine pays). The variants alternate in each round, the order
 turned each round. Per run: ns a call (the median of its windows), and the kernel's
@@ -9,7 +9,7 @@ statistics of the programs that ran between its first and last windows
     python3 bench/kplane_cost.py OUT BUILD[,BUILD...] [ROUNDS] [MODES]
 
 As root, from the repository root; here with LD_LIBRARY_PATH=.output/fakes (the test
-double), on a GPU machine with its driver. MODES: comma-separated (default all four).
+double), on a GPU machine with its driver. MODES: comma-separated (default all five).
 Prints a table per mode (medians over the rounds, min-max) and writes OUT/kplane.json.
 The CPU machine's uprobe trap is not a GPU machine's: judge costs there.
 """
@@ -24,7 +24,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import bpfstats  # noqa: E402
 
-N = {"launch": 20000, "getppid": 200000, "read": 200000, "pingpong": 20000}
+N = {"launch": 20000, "copy": 20000, "getppid": 200000, "read": 200000, "pingpong": 20000}
 WINDOWS = 3
 
 

@@ -4,15 +4,15 @@
  *
  * One entry program serves every traced function: it saves the timestamp, the return
  * address and the first eleven integer arguments (six registers, five stack slots on
- * x86-64) under the key (thread, stack pointer at entry). The attach cookie says which API
- * was entered. Return programs, one per family, find that state again under
- * (thread, stack pointer - 8) -- `ret` has popped the return address -- and decode it.
+ * x86-64) with the stack pointer at entry, in a slot of the thread's storage. The attach
+ * cookie says which API was entered. Return programs, one per family, find that state again
+ * by the stack pointer - 8 (`ret` has popped the return address) and decode it.
  *
  * Keying by the stack pointer makes nested calls distinct and makes a tail call from one
  * traced entry point into another (a jmp: same stack pointer, nanoseconds later unless the
  * thread was descheduled in between) count once: the second
- * entry sees a fresh record at its key and leaves it alone, and of the two chained return
- * probes only the first finds the state.
+ * entry sees a fresh state at its stack pointer and leaves it alone, and of the two chained
+ * return probes only the first finds the state.
  */
 #ifndef GPUSCOPE_CALLS_BPF_H
 #define GPUSCOPE_CALLS_BPF_H
@@ -36,16 +36,11 @@
 #define GS_NREGARGS	   6
 #define GS_ALIAS_WINDOW_NS 20000000ULL
 
-struct call_key {
-	__u32 tid;
-	__u32 pad;
-	__u64 sp;
-};
-
 struct call_state {
 	__u64 ts;
 	__u64 caller;
 	__u64 args[GS_NARGS];
+	__u64 sp; /* the stack pointer at entry; 0: a free slot */
 	__u32 api;
 	__u32 flags; /* GS_CS_* */
 };
@@ -55,12 +50,93 @@ struct call_state {
  * (cuda.bpf.c). */
 #define GS_CS_STACK 1U
 
+#define GS_CALL_SLOTS 4
+
+/*
+ * Per thread: its calls in flight (entered, their return not yet seen): the outer one and
+ * those it calls (nested, or tail-called within GS_ALIAS_WINDOW_NS). A state whose return
+ * never came (a longjmp out of a call) is taken back when all slots are in use, the oldest
+ * first. And whether its process is traced (gs_tracked_gen's when last found). In the
+ * thread's storage, not in a hash table by (thread, stack pointer): an entry and its return
+ * make one helper call each to find it, where the table took a lookup, an update, and a
+ * lookup and a delete (each a helper call, tens of ns with the kernel's mitigations).
+ */
+struct calls_thread {
+	struct call_state call[GS_CALL_SLOTS];
+	__u64 tracked;
+};
+
 struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 16384);
-	__type(key, struct call_key);
-	__type(value, struct call_state);
-} inflight SEC(".maps");
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct calls_thread);
+} calls_thread SEC(".maps");
+
+/* task's storage; NULL if none (most threads of other programs have no storage of any map:
+ * told without a helper call). */
+static __always_inline struct calls_thread *gs_calls_of(struct task_struct *task)
+{
+	return task->bpf_storage ? bpf_task_storage_get(&calls_thread, task, 0, 0) : NULL;
+}
+
+/* The calling thread's storage if its process is traced (NULL: not, or no room). */
+static __always_inline struct calls_thread *gs_calls_traced(struct task_struct *task)
+{
+	struct calls_thread *c = gs_calls_of(task);
+	__u64 gen = gs_tracked_gen();
+
+	if (c && (track_all || c->tracked == gen))
+		return c;
+	if (!gs_tracked(task->tgid))
+		return NULL;
+	c = c ?: bpf_task_storage_get(&calls_thread, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (c)
+		c->tracked = gen;
+	return c;
+}
+
+/* The slot of the call in flight entered at stack pointer sp (0: a free slot); NULL if
+ * none. */
+static __always_inline struct call_state *gs_slot_at(struct calls_thread *c, __u64 sp)
+{
+	for (int i = 0; i < GS_CALL_SLOTS; i++)
+		if (c->call[i].sp == sp)
+			return &c->call[i];
+	return NULL;
+}
+
+/* A slot for a call entered at sp: its own (a stale state there), a free one, or the
+ * oldest. */
+static __always_inline struct call_state *gs_slot_new(struct calls_thread *c, __u64 sp)
+{
+	struct call_state *s = gs_slot_at(c, sp);
+
+	if (!s)
+		s = gs_slot_at(c, 0);
+	if (s)
+		return s;
+	s = &c->call[0];
+	for (int i = 1; i < GS_CALL_SLOTS; i++)
+		if (c->call[i].ts < s->ts)
+			s = &c->call[i];
+	return s;
+}
+
+/* Keep the state of a call whose return is wanted (st->sp set); false if there is no
+ * room (counted). */
+static __always_inline bool gs_call_keep(const struct call_state *st)
+{
+	struct calls_thread *c = bpf_task_storage_get(&calls_thread, bpf_get_current_task_btf(), 0,
+						      BPF_LOCAL_STORAGE_GET_F_CREATE);
+
+	if (!c) {
+		__sync_fetch_and_add(&lost_calls, 1);
+		return false;
+	}
+	__builtin_memcpy(gs_slot_new(c, st->sp), st, sizeof(*st));
+	return true;
+}
 
 static const struct gs_api_desc api_desc[GS_API_MAX] = { GS_API_LIST(GS_API_DESC) };
 
@@ -76,27 +152,13 @@ static __always_inline const struct gs_api_desc *gs_desc(__u32 api)
  * An object whose entry points call each other (NCCL: ncclBcast calls ncclBroadcast, as a
  * call with an NVTX range around it; ncclCommInitAll calls ncclGroupStart and End) counts
  * the outermost call only: an entry while a call of the same thread entered at a higher
- * stack pointer is still in flight is that call's own work. Per thread: the stack pointer
- * of its latest outermost call.
+ * stack pointer is still in flight is that call's own work.
  */
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 16384);
-	__type(key, __u32);
-	__type(value, __u64);
-} outer_sp SEC(".maps");
-
-static __always_inline bool gs_nested(const struct call_key *key)
+static __always_inline bool gs_nested(struct calls_thread *c, __u64 sp)
 {
-	__u64 *osp = bpf_map_lookup_elem(&outer_sp, &key->tid);
-	struct call_key outer = { .tid = key->tid };
-
-	if (osp && *osp > key->sp) {
-		outer.sp = *osp;
-		if (bpf_map_lookup_elem(&inflight, &outer))
+	for (int i = 0; i < GS_CALL_SLOTS; i++)
+		if (c->call[i].sp > sp)
 			return true;
-	}
-	bpf_map_update_elem(&outer_sp, &key->tid, &key->sp, BPF_ANY);
 	return false;
 }
 #endif
@@ -111,6 +173,7 @@ static __always_inline void gs_call_state(struct pt_regs *ctx, struct call_state
 	if (bpf_probe_read_user(stack, sizeof(stack), (void *)sp))
 		__builtin_memset(stack, 0, sizeof(stack));
 	st->ts = ts;
+	st->sp = sp;
 	st->api = (__u32)bpf_get_attach_cookie(ctx);
 	st->flags = 0;
 	st->args[0] = PT_REGS_PARM1(ctx);
@@ -127,54 +190,54 @@ static __always_inline void gs_call_state(struct pt_regs *ctx, struct call_state
 	st->args[10] = stack[5];
 }
 
-/* A tail call: a record at this stack pointer, made moments ago. (Moments: the thread may be
+/* A tail call: a state at this stack pointer, made moments ago. (Moments: the thread may be
  * descheduled between the two entries, so 20 ms. The return address cannot tell: the first
- * entry's return probe has already replaced it with its trampoline. A record is only ever
+ * entry's return probe has already replaced it with its trampoline. A state is only ever
  * left behind by a return never seen, which a longjmp out of a driver call would do.) */
-static __always_inline bool gs_tail_called(const struct call_key *key, __u64 now)
+static __always_inline bool gs_fresh(const struct call_state *s, __u64 now)
 {
-	struct call_state *old = bpf_map_lookup_elem(&inflight, key);
+	return s && now - s->ts < GS_ALIAS_WINDOW_NS;
+}
 
-	return old && now - old->ts < GS_ALIAS_WINDOW_NS;
+static __always_inline bool gs_tail_called(__u64 sp, __u64 now)
+{
+	struct calls_thread *c = gs_calls_of(bpf_get_current_task_btf());
+
+	return c && gs_fresh(gs_slot_at(c, sp), now);
 }
 
 static __always_inline int gs_call_enter(struct pt_regs *ctx)
 {
-	__u64 id = bpf_get_current_pid_tgid(), now;
-	struct call_state st = {};
-	struct call_key key = {};
+	__u64 sp = PT_REGS_SP(ctx), now;
+	struct call_state *s;
+	struct calls_thread *c;
 
-	if (!gs_tracked(id >> 32))
+	barrier_var(sp); /* (read first: the verifier refuses a context pointer moved) */
+	c = gs_calls_traced(bpf_get_current_task_btf());
+	if (!c)
 		return 0;
-	key.tid = (__u32)id;
-	key.sp = PT_REGS_SP(ctx);
 	now = bpf_ktime_get_ns();
-	if (gs_tail_called(&key, now))
+	s = gs_slot_at(c, sp);
+	if (gs_fresh(s, now))
 		return 0;
 #ifdef GS_OUTERMOST_ONLY
-	if (gs_nested(&key))
+	if (gs_nested(c, sp))
 		return 0;
 #endif
-	gs_call_state(ctx, &st, key.sp, now);
-	if (bpf_map_update_elem(&inflight, &key, &st, BPF_ANY))
-		__sync_fetch_and_add(&lost_calls, 1);
+	gs_call_state(ctx, s ?: gs_slot_new(c, sp), sp, now);
 	return 0;
 }
 
 /* Copy the state of the call returning now into *st and forget it; false if none. */
 static __always_inline bool gs_call_return(struct pt_regs *ctx, struct call_state *st)
 {
-	__u64 id = bpf_get_current_pid_tgid();
-	struct call_key key = {};
-	struct call_state *p;
+	struct calls_thread *c = gs_calls_of(bpf_get_current_task_btf());
+	struct call_state *s = c ? gs_slot_at(c, PT_REGS_SP(ctx) - 8) : NULL;
 
-	key.tid = (__u32)id;
-	key.sp = PT_REGS_SP(ctx) - 8;
-	p = bpf_map_lookup_elem(&inflight, &key);
-	if (!p)
+	if (!s)
 		return false;
-	__builtin_memcpy(st, p, sizeof(*st));
-	bpf_map_delete_elem(&inflight, &key);
+	__builtin_memcpy(st, s, sizeof(*st));
+	s->sp = 0;
 	return true;
 }
 

@@ -159,7 +159,7 @@ int BPF_KRETPROBE(ret_launch, long rc)
 static __always_inline int launch_entered(struct pt_regs *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid(), now, key, func, flags;
-	struct call_key ck = { .tid = (__u32)id, .sp = PT_REGS_SP(ctx) };
+	__u64 sp = PT_REGS_SP(ctx);
 	const struct gs_api_desc *d;
 	struct call_state st = {};
 	struct launch_thread *t;
@@ -175,16 +175,16 @@ static __always_inline int launch_entered(struct pt_regs *ctx)
 	if (!t)
 		return 1;
 	now = bpf_ktime_get_ns();
-	gs_call_state(ctx, &st, ck.sp, now);
+	gs_call_state(ctx, &st, sp, now);
 	d = gs_desc(st.api);
 	if (!d)
 		return 1;
 	func = st.args[d->shape == GS_SH_L_EX ? 1 : 0];
 	/* (A tail call from another launch entry point: see launch_thread.) */
-	if (t->sp == ck.sp && t->func == func && t->api != st.api &&
-	    (t->caller == st.caller || (t->asked && gs_tail_called(&ck, now))))
+	if (t->sp == sp && t->func == func && t->api != st.api &&
+	    (t->caller == st.caller || (t->asked && gs_tail_called(sp, now))))
 		return 1;
-	t->sp = ck.sp;
+	t->sp = sp;
 	t->caller = st.caller;
 	t->func = func;
 	t->api = st.api;
@@ -193,7 +193,7 @@ static __always_inline int launch_entered(struct pt_regs *ctx)
 	sampled = c->count++ % (launch_return_every ?: 1) == 0;
 	if (sampled || c->ok[launch_ok_slot(key)] != key) {
 		st.flags = sampled && stack_every && stack_allowed(t, now) ? GS_CS_STACK : 0;
-		if (!bpf_map_update_elem(&inflight, &ck, &st, BPF_ANY)) {
+		if (gs_call_keep(&st)) {
 			t->asked = 1;
 			return 0;
 		}
