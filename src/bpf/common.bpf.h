@@ -63,18 +63,37 @@ static __always_inline bool gs_tracked(__u32 tgid)
 }
 
 /*
- * Bumped by user space each time it takes a process out of the traced set (tracer__untrack).
- * A thread's storage may keep gs_tracked's answer for its process as the generation it was
- * found at (gs_tracked_gen, read before asking): one of an older generation is asked again.
- * Asking the storage the thread's program reads anyway saves a lookup in the set's hash
- * table, a helper call (tens of ns each with the kernel's mitigations). Each object has its
- * own; user space bumps those of the objects that keep answers (cuda, os).
+ * The traced set's generation: bumped each time a process leaves it (proc.bpf.c at its
+ * last thread's exit; tracer__untrack). A thread's storage may keep gs_tracked's answer for
+ * its process as the generation it was found at (gs_tracked_gen, read before asking): one
+ * of an older generation is asked again. Asking the storage a thread's program reads anyway
+ * saves a lookup in the set's hash table, a helper call (tens of ns each with the kernel's
+ * mitigations). Shared by every object, like `tracked`; user space maps it.
  */
-__u64 tracked_gen = 0;
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} tracked_gen SEC(".maps");
 
+/* (Never 0, which a thread's fresh storage holds.) */
 static __always_inline __u64 gs_tracked_gen(void)
 {
-	return *(volatile __u64 *)&tracked_gen + 1;
+	__u32 zero = 0;
+	__u64 *g = bpf_map_lookup_elem(&tracked_gen, &zero);
+
+	return (g ? *(volatile __u64 *)g : 0) + 1;
+}
+
+static __always_inline void gs_tracked_gone(void)
+{
+	__u32 zero = 0;
+	__u64 *g = bpf_map_lookup_elem(&tracked_gen, &zero);
+
+	if (g)
+		__sync_fetch_and_add(g, 1);
 }
 
 static __always_inline void gs_count_drop(__u32 type)

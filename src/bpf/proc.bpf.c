@@ -72,6 +72,7 @@ int BPF_PROG(proc_exit, struct task_struct *p)
 	emit_proc(p, GS_PROC_EXIT, BPF_CORE_READ(p, real_parent, tgid),
 		  (__s32)BPF_CORE_READ(p, exit_code), NULL);
 	bpf_map_delete_elem(&tracked, &tgid);
+	gs_tracked_gone();
 	return 0;
 }
 

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -78,14 +79,18 @@ static bool kernel_has_tracepoint(const char *name)
 	btf__free(vmlinux);
 	return found;
 }
-/* A skeleton loaded with the first one's ring buffer and table of tracked processes. */
-static int load_sharing(struct bpf_object_skeleton *skel, struct bpf_map *events,
-			struct bpf_map *tracked, int events_fd, int tracked_fd, const char *what,
-			const char *hint)
+/* A skeleton loaded with the first object's shared maps (common.bpf.h): the ring buffer, the
+ * table of traced processes and its generation. */
+static int load_sharing(struct bpf_object *first, struct bpf_object_skeleton *skel,
+			const char *what, const char *hint)
 {
-	int err = bpf_map__reuse_fd(events, events_fd);
+	static const char *const shared[] = { "events", "tracked", "tracked_gen" };
+	int err = 0;
 
-	err = err ?: bpf_map__reuse_fd(tracked, tracked_fd);
+	for (size_t i = 0; i < sizeof(shared) / sizeof(*shared) && !err; i++)
+		err = bpf_map__reuse_fd(
+			bpf_object__find_map_by_name(*skel->obj, shared[i]),
+			bpf_map__fd(bpf_object__find_map_by_name(first, shared[i])));
 	err = err ?: bpf_object__load_skeleton(skel);
 	if (err)
 		gs_err("cannot load %s into the kernel: %s%s", what, strerror(-err), hint);
@@ -94,7 +99,7 @@ static int load_sharing(struct bpf_object_skeleton *skel, struct bpf_map *events
 
 static int load_objects(struct tracer *t)
 {
-	int err, events_fd, tracked_fd;
+	int err;
 
 	t->cuda = cuda_bpf__open();
 	t->nccl = nccl_bpf__open();
@@ -144,13 +149,16 @@ static int load_objects(struct tracer *t)
 		gs_err("cannot load the CUDA probes into the kernel: %s", strerror(-err));
 		return err;
 	}
-	events_fd = bpf_map__fd(t->cuda->maps.events);
-	tracked_fd = bpf_map__fd(t->cuda->maps.tracked);
+	t->tracked_gen = mmap(NULL, (size_t)sysconf(_SC_PAGESIZE), PROT_READ | PROT_WRITE,
+			      MAP_SHARED, bpf_map__fd(t->cuda->maps.tracked_gen), 0);
+	if (t->tracked_gen == MAP_FAILED) {
+		err = -errno;
+		t->tracked_gen = NULL;
+		gs_err("cannot map the traced set's generation: %s", strerror(-err));
+		return err;
+	}
 	err = bpf_map__reuse_fd(t->nccl->maps.py_cfg, bpf_map__fd(t->cuda->maps.py_cfg));
-	err = err
-		      ?: load_sharing(t->nccl->skeleton, t->nccl->maps.events,
-				      t->nccl->maps.tracked, events_fd, tracked_fd,
-				      "the NCCL probes", "");
+	err = err ?: load_sharing(t->cuda->obj, t->nccl->skeleton, "the NCCL probes", "");
 	if (err)
 		return err;
 	t->proc->rodata->follow_children = t->opts.follow;
@@ -160,8 +168,7 @@ static int load_objects(struct tracer *t)
 		bpf_program__set_autoload(t->proc->progs.lib_open_enter, false);
 		bpf_program__set_autoload(t->proc->progs.lib_open_exit, false);
 	}
-	err = load_sharing(t->proc->skeleton, t->proc->maps.events, t->proc->maps.tracked,
-			   events_fd, tracked_fd, "the process tracepoints", "");
+	err = load_sharing(t->cuda->obj, t->proc->skeleton, "the process tracepoints", "");
 	if (err)
 		return err;
 	if (t->opts.no_os)
@@ -181,8 +188,8 @@ static int load_objects(struct tracer *t)
 		bpf_program__set_autoload(t->os->progs.os_rq_insert, false);
 	else
 		bpf_program__set_autoload(t->os->progs.os_rq_start, false);
-	return load_sharing(t->os->skeleton, t->os->maps.events, t->os->maps.tracked, events_fd,
-			    tracked_fd, "the OS tracepoints", " (--no-os goes without)");
+	return load_sharing(t->cuda->obj, t->os->skeleton, "the OS tracepoints",
+			    " (--no-os goes without)");
 }
 
 int tracer__open(const struct tracer_opts *o, struct tracer **out)
@@ -242,6 +249,8 @@ void tracer__close(struct tracer *t)
 	}
 	tr_destroy_links(all.v, all.n);
 	free(all.v);
+	if (t->tracked_gen)
+		munmap(t->tracked_gen, (size_t)sysconf(_SC_PAGESIZE));
 	hmap_free(&t->links);
 	hmap_free(&t->pids);
 	ring_buffer__free(t->rb);
@@ -319,13 +328,6 @@ void tracer__drops(const struct tracer *t, struct gs_ev_drops *d)
 				 t->proc->bss->drop_count[i] +
 				 (t->os ? t->os->bss->drop_count[i] : 0);
 	d->lost_calls += t->cuda->bss->lost_calls + t->nccl->bss->lost_calls;
-}
-
-void tr_tracked_gone(struct tracer *t)
-{
-	__atomic_add_fetch(&t->cuda->bss->tracked_gen, 1, __ATOMIC_RELEASE);
-	if (t->os)
-		__atomic_add_fetch(&t->os->bss->tracked_gen, 1, __ATOMIC_RELEASE);
 }
 
 __u64 tracer__stack_skips(struct tracer *t)

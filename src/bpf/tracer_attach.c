@@ -343,7 +343,8 @@ void tracer__untrack(struct tracer *t, __u32 pid)
 {
 	hmap_del(&t->pids, pid, 0);
 	bpf_map_delete_elem(bpf_map__fd(t->cuda->maps.tracked), &pid);
-	tr_tracked_gone(t);
+	if (t->tracked_gen)
+		__atomic_add_fetch(t->tracked_gen, 1, __ATOMIC_RELEASE);
 	for (size_t i = 0; i < t->nfiles && t->opts.isolate; i++) {
 		struct linkset *ls = hmap_del(&t->links, i, pid);
 

@@ -65,8 +65,11 @@ struct tracer {
 	struct hmap links; /* (file index, pid) -> struct linkset */
 	__u64 nlinks;
 	bool watch_libs;
-	bool multi;	  /* the kernel has uprobe_multi links with process filtering */
-	bool session;	  /* launches go to one uprobe session program (tracer_attach.c) */
+	bool multi;   /* the kernel has uprobe_multi links with process filtering */
+	bool session; /* launches go to one uprobe session program (tracer_attach.c) */
+	/* The traced set's generation (common.bpf.h), mapped: bumped when a process leaves
+	 * it, what threads keep of it is then stale. */
+	__u64 *tracked_gen;
 	__u64 wake_bytes; /* the BPF objects' wake_bytes (common.bpf.h) */
 };
 
@@ -74,11 +77,6 @@ struct tracer {
 #define GS_TRACE_UPROBE_MULTI	 48
 #define GS_TRACE_UPROBE_SESSION	 57
 #define GS_F_UPROBE_MULTI_RETURN 1U
-
-/* tracer.c */
-/* A process left the traced set: what threads keep of it is stale (common.bpf.h's
- * tracked_gen). */
-void tr_tracked_gone(struct tracer *t);
 
 /* tracer_attach.c */
 /* Whether the kernel has multi-uprobe links with process filtering. */
