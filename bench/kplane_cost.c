@@ -9,7 +9,8 @@
  * cuMemcpyHtoDAsync_v2, a sync every 256: an entry and a return probe), getppid (a system call
  * the OS plane only notes), read (a selected one: 1 byte of /dev/zero), pingpong (a byte to
  * a second thread and back through pipes: two switches and two wakeups a round trip). Runs
- * ROUNDS windows of N calls and prints each window's ns a call on one line. START and END
+ * ROUNDS windows of N calls and prints each window's ns a call on one line, then the page
+ * faults the loop's process took over the windows (getrusage) on a second. START and END
  * are files it makes before the first window (then waits 0.3 s) and after the last: the
  * driver reads the kernel's program statistics between them. Builds on the test double's
  * declarations of the driver API (-Itests/fakes), so no toolkit is needed; on a GPU machine it
@@ -20,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -101,6 +103,7 @@ static int setup(const char *mode)
 int main(int argc, char **argv)
 {
 	int n, rounds, fd = open("/dev/zero", O_RDONLY);
+	struct rusage ru0, ru1;
 	const char *mode;
 
 	if (argc < 4 || (n = atoi(argv[2])) < 1 || (rounds = atoi(argv[3])) < 1 || fd < 0) {
@@ -120,6 +123,7 @@ int main(int argc, char **argv)
 		touch(argv[4]);
 		usleep(300000);
 	}
+	getrusage(RUSAGE_SELF, &ru0);
 	for (int r = 0; r < rounds; r++) {
 		double t0 = mono_ns();
 
@@ -132,7 +136,8 @@ int main(int argc, char **argv)
 			return 1;
 		printf("%s%.1f", r ? " " : "", (mono_ns() - t0) / n);
 	}
-	printf("\n");
+	getrusage(RUSAGE_SELF, &ru1);
+	printf("\nfaults %ld\n", ru1.ru_minflt - ru0.ru_minflt);
 	fflush(stdout);
 	if (argc > 5) {
 		touch(argv[5]);

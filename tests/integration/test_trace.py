@@ -13,6 +13,8 @@ import gsrec
 import gsreport
 from conftest import needs_root, wait_for, kill_quietly
 
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
 pytestmark = needs_root
 
 
@@ -352,3 +354,36 @@ def test_launches_by_uprobe_sessions_read_a_sample_of_results(gs):
     report, truth, _ = gs.trace(["wl_driver"])
     assert_matches(truth, report)
     assert report["kernels"]["results_unread"] > 0
+
+
+def test_kplane_cost_bench_runs_on_the_double(gs, tmp_path):
+    """bench/kplane_cost.py (what the kernel plane's programs add to a launch, a copy, a
+    system call and a switch; the GPU machines' numbers judge it) runs here, short: each mode
+    has its untraced, traced and beside rows, and the traced rows name the programs that ran
+    once a call: the launch's, a copy's entry and return, a system call's two, the switches'."""
+    env = gs.env(KPLANE_SCALE="0.02")
+    p = subprocess.run(["python3", "bench/kplane_cost.py", str(tmp_path / "kp"), gs.binary, "1",
+                        "launch,copy,getppid,pingpong"], cwd=ROOT, env=env,
+                       capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stderr[-2000:]
+    rows, mode = {}, None
+    for line in p.stdout.splitlines():
+        cells = [c.strip() for c in line.split("|")[1:-1]]
+        if " (" in line and not cells:
+            mode = line.split()[0]
+        elif len(cells) == 4 and cells[0] in ("untraced", "traced 0", "beside 0"):
+            rows[(mode, cells[0])] = cells
+    modes = {"launch": ["launch_session"], "copy": ["call_enter", "ret_copy"],
+             "getppid": ["os_sys_enter", "os_sys_exit"], "pingpong": ["os_switch", "os_wakeup"]}
+    assert sorted(rows) == sorted((m, v) for m in modes
+                                  for v in ("untraced", "traced 0", "beside 0")), p.stdout
+    for (mode, variant), (_, ns, faults, progs) in rows.items():
+        assert float(ns.split()[0]) > 0 and float(faults) >= 0, rows
+        if variant == "untraced":
+            assert progs == "-", rows
+        elif variant == "traced 0":
+            ran = dict(x.split(" ", 1) for x in progs.split(", "))
+            for prog in modes[mode]:
+                runs, ns = (float(x) for x in ran[prog].split(" x "))
+                # (a round trip's wakeups and switches: at least one each, mostly two)
+                assert runs >= (0.5 if mode == "pingpong" else 0.99) and ns > 0, (mode, progs)
