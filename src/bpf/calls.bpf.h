@@ -83,17 +83,7 @@ static __always_inline struct calls_thread *gs_calls_of(struct task_struct *task
 /* The calling thread's storage if its process is traced (NULL: not, or no room). */
 static __always_inline struct calls_thread *gs_calls_traced(struct task_struct *task)
 {
-	struct calls_thread *c = gs_calls_of(task);
-	__u64 gen = gs_tracked_gen();
-
-	if (c && (track_all || c->tracked == gen))
-		return c;
-	if (!gs_tracked(task->tgid))
-		return NULL;
-	c = c ?: bpf_task_storage_get(&calls_thread, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
-	if (c)
-		c->tracked = gen;
-	return c;
+	return GS_TRACED_STORAGE(&calls_thread, task, gs_calls_of(task), (void)0);
 }
 
 /* The slot of the call in flight entered at stack pointer sp (0: a free slot); NULL if

@@ -87,6 +87,32 @@ static __always_inline __u64 gs_tracked_gen(void)
 	return (g ? *(volatile __u64 *)g : 0) + 1;
 }
 
+/*
+ * The storage of `task` in the task-storage map `map` (its value has a __u64 `tracked`) if
+ * the task's process is traced, NULL if not or if there is no room. `found`: what a lookup
+ * without creating gave (NULL: none). The answer kept there is taken when of the current
+ * generation; else the set is asked, and the answer kept (the storage made if need be;
+ * `first` runs on a storage that held none yet).
+ */
+#define GS_TRACED_STORAGE(map, task, found, first)                                         \
+	({                                                                                 \
+		typeof(found) s_ = (found);                                                \
+		__u64 gen_ = gs_tracked_gen();                                             \
+                                                                                           \
+		if (!s_ || !(track_all || s_->tracked == gen_)) {                          \
+			if (!gs_tracked((task)->tgid))                                     \
+				s_ = NULL;                                                 \
+			else if (!s_)                                                      \
+				s_ = bpf_task_storage_get(map, task, 0,                    \
+							  BPF_LOCAL_STORAGE_GET_F_CREATE); \
+			if (s_ && !s_->tracked)                                            \
+				first;                                                     \
+			if (s_)                                                            \
+				s_->tracked = gen_;                                        \
+		}                                                                          \
+		s_;                                                                        \
+	})
+
 static __always_inline void gs_tracked_gone(void)
 {
 	__u32 zero = 0;

@@ -69,22 +69,14 @@ struct {
 } launch_thread SEC(".maps");
 
 /* The launching thread's storage if its process is traced (NULL: not traced, or no room). */
-static __always_inline struct launch_thread *launch_thread_traced(__u64 pid_tgid)
+static __always_inline struct launch_thread *launch_thread_traced(void)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 	/* (A thread of another program has no storage of any map, mostly: told with no call) */
 	struct launch_thread *t =
 		task->bpf_storage ? bpf_task_storage_get(&launch_thread, task, 0, 0) : NULL;
-	__u64 gen = gs_tracked_gen();
 
-	if (t && (track_all || t->tracked == gen))
-		return t;
-	if (!gs_tracked(pid_tgid >> 32))
-		return NULL;
-	t = t ?: bpf_task_storage_get(&launch_thread, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
-	if (t)
-		t->tracked = gen;
-	return t;
+	return GS_TRACED_STORAGE(&launch_thread, task, t, (void)0);
 }
 
 static __always_inline __u64 launch_ok_key(__u64 func, __u64 pid_tgid)
@@ -171,7 +163,7 @@ static __always_inline int launch_entered(struct pt_regs *ctx)
 	c = bpf_map_lookup_elem(&launch_cpu, &zero);
 	if (!c)
 		return 1;
-	t = launch_thread_traced(id);
+	t = launch_thread_traced();
 	if (!t)
 		return 1;
 	now = bpf_ktime_get_ns();

@@ -149,23 +149,11 @@ static __always_inline struct os_thread *os_thread_of(struct task_struct *task)
 }
 
 /* task's storage (th: what os_thread_of found) if its process is traced; NULL if not, or
- * if there is no room. */
+ * if there is no room. (A new one is in no system call.) */
 static __always_inline struct os_thread *os_thread_traced(struct task_struct *task,
 							  struct os_thread *th)
 {
-	__u64 gen = gs_tracked_gen();
-
-	if (th && (track_all || th->tracked == gen))
-		return th;
-	if (!gs_tracked(task->tgid))
-		return NULL;
-	th = th ?: bpf_task_storage_get(&os_thread, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
-	if (th) {
-		if (!th->tracked)
-			th->sc.nr = -1;
-		th->tracked = gen;
-	}
-	return th;
+	return GS_TRACED_STORAGE(&os_thread, task, th, s_->sc.nr = -1);
 }
 
 SEC("tp_btf/sched_switch")
