@@ -53,8 +53,17 @@ def truth_of(path, timeout=30):
             time.sleep(0.05)
 
 
-def child_of(pid):
-    return int(open("/proc/%d/task/%d/children" % (pid, pid)).read().split()[0])
+def child_of(pid, name="wl_driver"):
+    """gpuscope's child that runs name (not its NVML helper, which may have ended by then:
+    a ProcessLookupError in CI under load)."""
+    for child in open("/proc/%d/task/%d/children" % (pid, pid)).read().split():
+        try:
+            argv0 = open("/proc/%s/cmdline" % child, "rb").read().split(b"\0")[0]
+        except OSError:
+            continue
+        if os.path.basename(argv0).decode(errors="replace") == name:
+            return int(child)
+    raise AssertionError("no child of %d runs %s" % (pid, name))
 
 
 def proc_in(report, pid):
