@@ -54,11 +54,29 @@ struct {
  * entry asked for its return, the return probe has put its trampoline where the caller was:
  * then the call's state still in flight at that stack pointer tells (gs_tail_called).
  */
+/*
+ * And the functions its cuKernelGetFunction calls returned (kfunc_entered): a kernel's
+ * function in the thread's current context, by kernel, kept as long as no module or
+ * library was unloaded (a kernel's handle may then be given to another).
+ */
+#define KFUNC_SLOTS 64
+
+struct kfunc_seen {
+	__u64 kernel, func;
+	__u32 seen;    /* returns in a row that gave func */
+	__u32 unloads; /* kfunc_unloads then */
+};
+
 struct launch_thread {
 	__u64 sp, caller, func;
 	__u32 api, asked; /* asked: its return was asked for */
 	__u64 stack_tat;  /* when its next stack is due by the rate (gs_rate_allows's scheme) */
 	__u64 tracked;	  /* gs_tracked_gen() when its process was last found traced */
+	/* A cuKernelGetFunction whose return was not asked for: where its result went, the
+	 * function expected there, its kernel's slot (kfunc_check). */
+	__u64 kf_out, kf_func;
+	__u32 kf_slot, kf_count;
+	struct kfunc_seen kf[KFUNC_SLOTS];
 };
 
 struct {
@@ -77,6 +95,35 @@ static __always_inline struct launch_thread *launch_thread_traced(void)
 		task->bpf_storage ? bpf_task_storage_get(&launch_thread, task, 0, 0) : NULL;
 
 	return GS_TRACED_STORAGE(&launch_thread, task, t, (void)0);
+}
+
+/*
+ * cuKernelGetFunction(CUfunction *out, CUkernel kernel): a ResNet-50 training step calls it
+ * 131 times (cuDNN's launches, budget-2026-11-29.md), each an entry and a return probe. Its
+ * result is the kernel's function in the current context, which its arguments do not tell.
+ * Where the thread's last two calls for the kernel returned the same function, its return
+ * is asked for only at one call in launch_return_every of the thread's; the others are
+ * taken as returning that function again (their failures are not seen, as a launch's).
+ * The thread's next launch checks the result where it went: a launch of another function,
+ * and that place holding neither (another context current, the call failed, or the place
+ * reused since), has the kernel's next calls read in full again.
+ */
+__u64 kfunc_unread = 0;	 /* calls whose return was not asked for (tracer__kfunc_unread) */
+__u64 kfunc_unloads = 0; /* cuModuleUnload and cuLibraryUnload calls returned */
+
+static __always_inline __u32 kfunc_slot(__u64 kernel)
+{
+	return (__u32)((kernel >> 4) ^ (kernel >> 12)) & (KFUNC_SLOTS - 1);
+}
+
+/* The thread's next launch after a call not read (see kfunc_unread): func launched. */
+static __always_inline void kfunc_check(struct launch_thread *t, __u64 func)
+{
+	struct kfunc_seen *s = &t->kf[t->kf_slot & (KFUNC_SLOTS - 1)];
+
+	if (func != t->kf_func && gs_load_u64(t->kf_out) != t->kf_func && s->func == t->kf_func)
+		s->seen = 0;
+	t->kf_out = 0;
 }
 
 static __always_inline __u64 launch_ok_key(__u64 func, __u64 pid_tgid)
@@ -172,6 +219,8 @@ static __always_inline int launch_entered(struct pt_regs *ctx)
 	if (!d)
 		return 1;
 	func = st.args[d->shape == GS_SH_L_EX ? 1 : 0];
+	if (t->kf_out)
+		kfunc_check(t, func);
 	/* (A tail call from another launch entry point: see launch_thread.) */
 	if (t->sp == sp && t->func == func && t->api != st.api &&
 	    (t->caller == st.caller || (t->asked && gs_tail_called(sp, now))))
@@ -255,12 +304,32 @@ static __always_inline void emit_kalias(const struct call_state *st, __u64 handl
 	gs_submit(e);
 }
 
-SEC("uretprobe")
-int BPF_KRETPROBE(ret_kname, long rc)
+/* A cuKernelGetFunction call of this thread returned kernel's function func (0: failed). */
+static __always_inline void kfunc_returned(__u64 kernel, __u64 func)
+{
+	struct launch_thread *t =
+		bpf_task_storage_get(&launch_thread, bpf_get_current_task_btf(), 0, 0);
+	struct kfunc_seen *s;
+
+	if (!t)
+		return;
+	s = &t->kf[kfunc_slot(kernel)];
+	if (s->kernel == kernel && s->func == func && s->unloads == (__u32)kfunc_unloads) {
+		s->seen += s->seen < 2;
+		return;
+	}
+	s->kernel = kernel;
+	s->func = func;
+	s->seen = 1;
+	s->unloads = (__u32)kfunc_unloads;
+}
+
+/* A name lookup returned. */
+static __always_inline int kname_returned(struct pt_regs *ctx, long rc)
 {
 	const struct gs_api_desc *d;
 	struct call_state st;
-	__u64 now;
+	__u64 now, func;
 
 	d = gs_returning(ctx, &st, &now);
 	if (!d)
@@ -273,6 +342,8 @@ int BPF_KRETPROBE(ret_kname, long rc)
 		return 0;
 	}
 	if ((__s32)rc != 0) {
+		if (d->shape == GS_SH_N_KFUNC)
+			kfunc_returned(st.args[1], 0);
 		gs_emit_stack(ctx, &st, 0, false);
 		gs_emit_failure(&st, now, (__s32)rc);
 		return 0;
@@ -282,13 +353,57 @@ int BPF_KRETPROBE(ret_kname, long rc)
 		emit_kname(&st, gs_load_u64(st.args[0]), st.args[1], st.args[2], GS_NS_DRIVER);
 		break;
 	case GS_SH_N_KFUNC:
-		emit_kalias(&st, gs_load_u64(st.args[0]), st.args[1], GS_NS_DRIVER);
+		func = gs_load_u64(st.args[0]);
+		emit_kalias(&st, func, st.args[1], GS_NS_DRIVER);
+		kfunc_returned(st.args[1], func);
 		break;
 	case GS_SH_N_GETKERNEL:
 		emit_kalias(&st, gs_load_u64(st.args[0]), st.args[1], GS_NS_HOSTFN);
 		break;
 	}
 	return 0;
+}
+
+SEC("uretprobe")
+int BPF_KRETPROBE(ret_kname, long rc)
+{
+	return kname_returned(ctx, rc);
+}
+
+/* cuKernelGetFunction entered (see kfunc_unread): its return asked for (0), or not (1). */
+static __always_inline int kfunc_entered(struct pt_regs *ctx)
+{
+	__u64 sp = PT_REGS_SP(ctx), out = PT_REGS_PARM1(ctx), kernel = PT_REGS_PARM2(ctx);
+	struct launch_thread *t;
+	struct kfunc_seen *s;
+	struct call_state st;
+	__u32 slot;
+
+	barrier_var(sp); /* (read first: the verifier refuses a context pointer moved) */
+	t = launch_thread_traced();
+	if (!t)
+		return 1;
+	slot = kfunc_slot(kernel);
+	s = &t->kf[slot];
+	if (s->kernel == kernel && s->func && s->seen >= 2 && s->unloads == (__u32)kfunc_unloads &&
+	    t->kf_count++ % (launch_return_every ?: 1)) {
+		t->kf_out = out;
+		t->kf_func = s->func;
+		t->kf_slot = slot;
+		__sync_fetch_and_add(&kfunc_unread, 1);
+		return 1;
+	}
+	gs_call_state(ctx, &st, sp, bpf_ktime_get_ns());
+	return gs_call_keep(&st) ? 0 : 1;
+}
+
+/* Loaded as a uprobe session program, as launch_session. */
+SEC("uprobe")
+int BPF_KPROBE(kfunc_session)
+{
+	if (bpf_session_is_return())
+		return kname_returned(ctx, PT_REGS_RC(ctx));
+	return kfunc_entered(ctx);
 }
 
 /* A call of one family returned: a stack if it failed (and for every allocation, where
@@ -301,8 +416,13 @@ static __always_inline int returned(struct pt_regs *ctx, long rc, __u16 type, __
 	__u64 now;
 
 	d = gs_returning(ctx, &st, &now);
+	if (!d)
+		return 0;
+	if (type == GS_EV_API &&
+	    (st.api == GS_API_CU_MODULE_UNLOAD || st.api == GS_API_CU_LIBRARY_UNLOAD))
+		__sync_fetch_and_add(&kfunc_unloads, 1); /* (see kfunc_unread) */
 	/* (Other calls: only failures, and those always recorded.) */
-	if (!d || (type == GS_EV_API && (__s32)rc == 0 && !(d->flags & GS_AF_ALWAYS)))
+	if (type == GS_EV_API && (__s32)rc == 0 && !(d->flags & GS_AF_ALWAYS))
 		return 0;
 	if (gs_failed(rc) ||
 	    (type == GS_EV_MEM &&

@@ -119,17 +119,19 @@ static int load_objects(struct tracer *t)
 	t->prog[PG_API] = t->cuda->progs.ret_api;
 	t->prog[PG_NCCL] = t->nccl->progs.ret_nccl;
 	t->prog[PG_LAUNCH_SESSION] = t->cuda->progs.launch_session;
+	t->prog[PG_KFUNC_SESSION] = t->cuda->progs.kfunc_session;
 	t->multi = tr_have_uprobe_multi() && !getenv("GPUSCOPE_NO_UPROBE_MULTI");
 	t->session = t->multi && tr_have_uprobe_session() && !getenv("GPUSCOPE_NO_UPROBE_SESSION");
 	for (int g = 0; g < PG_COUNT && t->multi; g++)
 		bpf_program__set_expected_attach_type(
 			t->prog[g],
-			(enum bpf_attach_type)(g == PG_LAUNCH_SESSION ? GS_TRACE_UPROBE_SESSION
-								      : GS_TRACE_UPROBE_MULTI));
-	if (!t->session)
-		bpf_program__set_autoload(t->prog[PG_LAUNCH_SESSION], false);
+			(enum bpf_attach_type)(tr_is_session(g) ? GS_TRACE_UPROBE_SESSION
+								: GS_TRACE_UPROBE_MULTI));
+	for (int g = 0; g < PG_COUNT && !t->session; g++)
+		if (tr_is_session(g))
+			bpf_program__set_autoload(t->prog[g], false);
 	gs_debug("uprobes: %s%s", t->multi ? "multi-uprobe links" : "one perf event per function",
-		 t->session ? ", launches by uprobe sessions" : "");
+		 t->session ? ", launches and cuKernelGetFunction by uprobe sessions" : "");
 	/* (Stacks off: results still read at every 64th launch.) */
 	t->cuda->rodata->launch_return_every = t->opts.stack_every ?: 64;
 	t->cuda->rodata->stack_every = t->opts.stack_every;
@@ -333,6 +335,11 @@ void tracer__drops(const struct tracer *t, struct gs_ev_drops *d)
 __u64 tracer__stack_skips(struct tracer *t)
 {
 	return __atomic_exchange_n(&t->cuda->bss->stack_skips, 0, __ATOMIC_RELAXED);
+}
+
+__u64 tracer__kfunc_unread(const struct tracer *t)
+{
+	return __atomic_load_n(&t->cuda->bss->kfunc_unread, __ATOMIC_RELAXED);
 }
 
 bool tracer__watches_libs(const struct tracer *t)

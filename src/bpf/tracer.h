@@ -58,6 +58,9 @@ int tracer__drain(struct tracer *t);
 int tracer__finish(struct tracer *t);
 /* Launches whose stacks were due but skipped to keep to the rate, since the last call. */
 __u64 tracer__stack_skips(struct tracer *t);
+/* cuKernelGetFunction calls whose return was not asked for (cuda.bpf.c's kfunc_unread), in
+ * all traced processes so far. */
+__u64 tracer__kfunc_unread(const struct tracer *t);
 /* Cumulative drop counters, added into d (the header is left to the caller). */
 void tracer__drops(const struct tracer *t, struct gs_ev_drops *d);
 /* Whether libraries opened after the start are noticed (needs tracefs). */

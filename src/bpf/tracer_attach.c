@@ -217,8 +217,8 @@ static int attach_multi(struct tracer *t, struct linkset *ls, const struct tfile
 
 		if (!f->apis.offset[a])
 			continue;
-		if (t->session && d->family == GS_FAM_LAUNCH) {
-			g = PG_LAUNCH_SESSION;
+		if (t->session && (d->family == GS_FAM_LAUNCH || d->shape == GS_SH_N_KFUNC)) {
+			g = d->family == GS_FAM_LAUNCH ? PG_LAUNCH_SESSION : PG_KFUNC_SESSION;
 			off[g][n[g]] = f->apis.offset[a];
 			cookie[g][n[g]++] = (__u64)a;
 			continue;
@@ -237,9 +237,9 @@ static int attach_multi(struct tracer *t, struct linkset *ls, const struct tfile
 			continue;
 		fd = uprobe_multi_create(
 			bpf_program__fd(t->prog[g]),
-			g == PG_LAUNCH_SESSION ? GS_TRACE_UPROBE_SESSION : GS_TRACE_UPROBE_MULTI,
-			f->path, off[g], cookie[g], n[g],
-			g != PG_CUDA_ENTER && g != PG_NCCL_ENTER && g != PG_LAUNCH_SESSION,
+			tr_is_session(g) ? GS_TRACE_UPROBE_SESSION : GS_TRACE_UPROBE_MULTI, f->path,
+			off[g], cookie[g], n[g],
+			g != PG_CUDA_ENTER && g != PG_NCCL_ENTER && !tr_is_session(g),
 			pid == ALL_PIDS ? 0 : (int)pid);
 		if (fd < 0) {
 			err = -errno;

@@ -45,6 +45,7 @@ enum {
 	PG_API,
 	PG_NCCL,
 	PG_LAUNCH_SESSION, /* launches, entry and return, where the kernel has uprobe sessions */
+	PG_KFUNC_SESSION,  /* cuKernelGetFunction, the same */
 	PG_COUNT
 };
 
@@ -66,7 +67,7 @@ struct tracer {
 	__u64 nlinks;
 	bool watch_libs;
 	bool multi;   /* the kernel has uprobe_multi links with process filtering */
-	bool session; /* launches go to one uprobe session program (tracer_attach.c) */
+	bool session; /* launches and cuKernelGetFunction go to uprobe session programs */
 	/* The traced set's generation (common.bpf.h), mapped: bumped when a process leaves
 	 * it, what threads keep of it is then stale. */
 	__u64 *tracked_gen;
@@ -77,6 +78,12 @@ struct tracer {
 #define GS_TRACE_UPROBE_MULTI	 48
 #define GS_TRACE_UPROBE_SESSION	 57
 #define GS_F_UPROBE_MULTI_RETURN 1U
+
+/* Whether program group g is a uprobe session program (entry and return in one). */
+static inline bool tr_is_session(int g)
+{
+	return g == PG_LAUNCH_SESSION || g == PG_KFUNC_SESSION;
+}
 
 /* tracer_attach.c */
 /* Whether the kernel has multi-uprobe links with process filtering. */

@@ -132,6 +132,8 @@ static void finish_fn(void *obj)
 	}
 	if (k->py)
 		kernel_py__take_counts(k->py);
+	gs_debug("cuKernelGetFunction calls whose return was not asked for: %llu",
+		 (unsigned long long)tracer__kfunc_unread(k->t));
 }
 
 void kernel_source__drops(const struct kernel_source *k, struct gs_ev_drops *d)

@@ -17,7 +17,9 @@
  *     FAKECUDA_LAZY_LOAD_NS set, a kernel is loaded lazily, as CUDA 12+ does by default: its
  *     first launch spends that long loading it inside the call (host time, the GPU is not
  *     involved), unless cuFuncLoad loaded it before (cuFuncIsLoaded and cuFuncLoad take
- *     function handles only, not kernel handles);
+ *     function handles only, not kernel handles); cuKernelGetFunction gives a kernel's one
+ *     function, or with FAKECUDA_FUNC_PER_CONTEXT=1 one in device 0's primary context and
+ *     another in any other, as the driver gives one per context;
  *   - FAKECUDA_ENGINE_SWITCH_NS: a kernel queued right after a copy or set on its stream
  *     starts that much later than the work before it ends (an event between them is not
  *     delayed), as kernels on an H200 often do (bench/gate_release.cu);
@@ -322,6 +324,7 @@ struct CUlib_st {
 	int nkernels;
 	struct CUkern_st kernels[MAX_KERNELS];
 	struct CUfunc_st funcs[MAX_KERNELS];
+	struct CUfunc_st funcs_other[MAX_KERNELS]; /* (FAKECUDA_FUNC_PER_CONTEXT) */
 };
 struct CUmod_st {
 	struct CUlib_st lib;
@@ -398,6 +401,7 @@ static CUresult parse_ptx(const char *ptx, struct CUlib_st *lib)
 			}
 		}
 		lib->funcs[lib->nkernels] = (struct CUfunc_st){ FUNCTION_MAGIC, k };
+		lib->funcs_other[lib->nkernels] = lib->funcs[lib->nkernels];
 		k->func = &lib->funcs[lib->nkernels];
 		lib->nkernels++;
 		p += n;
@@ -419,6 +423,7 @@ static void add_fake_kernel(struct CUlib_st *lib, const char *name, size_t n)
 	k->name[n] = 0;
 	k->magic = KERNEL_MAGIC;
 	lib->funcs[lib->nkernels] = (struct CUfunc_st){ FUNCTION_MAGIC, k };
+	lib->funcs_other[lib->nkernels] = lib->funcs[lib->nkernels];
 	k->func = &lib->funcs[lib->nkernels];
 	lib->nkernels++;
 }
@@ -1248,8 +1253,12 @@ static CUresult kernel_get_function(CUfunction *out, CUkernel kernel)
 
 	if (!out || !k || kernel != (CUkernel)k)
 		return CUDA_ERROR_INVALID_HANDLE;
-	/* The function handle is the kernel's twin in the library: a distinct value. */
-	*out = k->func;
+	/* The function handle is the kernel's twin in the library: a distinct value. With
+	 * FAKECUDA_FUNC_PER_CONTEXT=1, as the driver's, one per context: another twin in any
+	 * context but device 0's primary one. */
+	*out = getenv("FAKECUDA_FUNC_PER_CONTEXT") && current && current != &primary[0]
+		       ? &k->lib->funcs_other[k - k->lib->kernels]
+		       : k->func;
 	return CUDA_SUCCESS;
 }
 

@@ -356,6 +356,37 @@ def test_launches_by_uprobe_sessions_read_a_sample_of_results(gs):
     assert report["kernels"]["results_unread"] > 0
 
 
+def test_kernel_functions_asked_again_are_checked_at_the_launch(gs):
+    """cuKernelGetFunction before each launch of the function it gives (cuDNN's way, 131 calls
+    a ResNet-50 step): with uprobe sessions its return is asked for until the thread's last
+    two calls for the kernel gave one function, then at every Nth call; the others' results
+    are checked at the thread's next launch. The same thread asking in another context is
+    read in full again; calls alternating between contexts, and a function asked for once a
+    context and launched after, all in full. Every launch named, in both planes."""
+    n = 200
+    env = {"FAKECUDA_DEVICES": "2", "FAKECUDA_FUNC_PER_CONTEXT": "1"}
+    args = ["wl_driver", "--kfunc", str(n)]
+    # (Every 1000th call read in full, so that none but the first is, here: the second
+    # context's function is learnt from the check at the launch, not from a sample.)
+    report, truth, p = gs.trace(args, opts=["-v", "--stacks", "1000"], env_extra=env)
+    assert_matches(truth, report)
+    assert {k["name"]: k["launches"] for k in report["kernels"]["list"]} == {
+        "_Z6vecAddPKfS0_Pfi": 3 * n, "_Z5scalePfif": 2 * n}
+    said = "cuKernelGetFunction calls whose return was not asked for: "
+    unread = int(p.stderr.split(said)[1].split()[0])
+    # The first context: all but two calls (one to learn, after the workload's own first
+    # call, and the first sampled); the second: the first call, then all but two;
+    # alternating: the first call.
+    assert unread == 2 * n - 3, unread
+    for opts, env2 in ((["-v"], {"GPUSCOPE_NO_UPROBE_SESSION": "1"}), (["--inject"], {})):
+        other, truth2, p2 = gs.trace(args, opts=opts, env_extra=dict(env, **env2))
+        assert_matches(truth2, other)
+        assert sorted((k["name"], k["launches"]) for k in other["kernels"]["list"]) == \
+            sorted((k["name"], k["launches"]) for k in report["kernels"]["list"])
+        if opts == ["-v"]:
+            assert said + "0\n" in p2.stderr
+
+
 def test_kplane_cost_bench_runs_on_the_double(gs, tmp_path):
     """bench/kplane_cost.py (what the kernel plane's programs add to a launch, a copy, a
     system call and a switch; the GPU machines' numbers judge it) runs here, short: each mode

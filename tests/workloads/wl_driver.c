@@ -25,6 +25,11 @@
  * --signal N    also: N launches while a 20 us timer's signal handler polls an event
  *               with cuEventQuery (a CUDA call from a signal handler)
  * --note TEXT   ignored (a command line of a given length)
+ * --kfunc N     only: cuKernelGetFunction before each launch of the function it gives, as
+ *               cuDNN does: N launches of vecAdd in device 0's context, N in device 1's
+ *               (one thread), N alternating; then scale's function asked once in each
+ *               context, each launched N times after (a library that keeps a context's
+ *               function). With FAKECUDA_DEVICES=2, FAKECUDA_FUNC_PER_CONTEXT=1.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -583,9 +588,37 @@ static void burst(long long n, double rate, double seconds, const char *count_pa
 	fprintf(stderr, "wl_driver: %lld launches in %.3f s\n", total, now_s() - t0);
 }
 
+static void kfunc(int n)
+{
+	CUcontext c[2];
+	CUfunction f, fs[2];
+
+	CHECK(cuDevicePrimaryCtxRetain(&c[0], 0), 0);
+	CHECK(cuDevicePrimaryCtxRetain(&c[1], 1), 0);
+	for (int phase = 0; phase < 3; phase++)
+		for (int i = 0; i < n; i++) {
+			CHECK(cuCtxSetCurrent(c[phase == 2 ? i & 1 : phase]), 0);
+			CHECK(cuKernelGetFunction(&f, k_add), 0);
+			CHECK(cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL), 0);
+			launch(VECADD, "cuLaunchKernel");
+		}
+	for (int d = 0; d < 2; d++) {
+		CHECK(cuCtxSetCurrent(c[d]), 0);
+		CHECK(cuKernelGetFunction(&fs[d], k_scale), 0);
+	}
+	for (int i = 0; i < 2 * n; i++) {
+		CHECK(cuCtxSetCurrent(c[i & 1]), 0);
+		CHECK(cuLaunchKernel(fs[i & 1], 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL), 0);
+		launch(SCALE, "cuLaunchKernel");
+	}
+	CHECK(cuCtxSetCurrent(c[0]), 0);
+	CHECK(cuCtxSynchronize(), 0);
+	truth_add(1, "sync:cuCtxSynchronize");
+}
+
 int main(int argc, char **argv)
 {
-	int loops = 1, threads = 0, nfork = 0, nsignal = 0;
+	int loops = 1, threads = 0, nfork = 0, nsignal = 0, nkfunc = 0;
 	long long nburst = 0;
 	double rate = 0, seconds = 0;
 	bool exec_child = false, is_mini = false, gpa = false;
@@ -620,6 +653,8 @@ int main(int argc, char **argv)
 			is_mini = true;
 		else if (!strcmp(argv[i], "--note") && i + 1 < argc)
 			i++;
+		else if (!strcmp(argv[i], "--kfunc") && i + 1 < argc)
+			nkfunc = atoi(argv[++i]);
 		else {
 			fprintf(stderr, "wl_driver: unknown argument %s\n", argv[i]);
 			return 2;
@@ -664,7 +699,9 @@ int main(int argc, char **argv)
 	init_names();
 	if (wait)
 		wait_gate(wait);
-	if (nburst || seconds > 0)
+	if (nkfunc)
+		kfunc(nkfunc);
+	else if (nburst || seconds > 0)
 		burst(nburst, rate, seconds, count, threads);
 	else
 		scenario(loops, threads);
