@@ -73,8 +73,8 @@ struct launch_thread {
 	__u64 stack_tat;  /* when its next stack is due by the rate (gs_rate_allows's scheme) */
 	__u64 tracked;	  /* gs_tracked_gen() when its process was last found traced */
 	/* A cuKernelGetFunction whose return was not asked for: where its result went, the
-	 * function expected there, its kernel's slot (kfunc_check). */
-	__u64 kf_out, kf_func;
+	 * function expected there, its kernel and its slot (kfunc_check). */
+	__u64 kf_out, kf_func, kf_kernel;
 	__u32 kf_slot, kf_count;
 	struct kfunc_seen kf[KFUNC_SLOTS];
 };
@@ -104,12 +104,14 @@ static __always_inline struct launch_thread *launch_thread_traced(void)
  * Where the thread's last two calls for the kernel returned the same function, its return
  * is asked for only at one call in launch_return_every of the thread's; the others are
  * taken as returning that function again (their failures are not seen, as a launch's).
- * The thread's next launch checks the result where it went: a launch of another function,
- * and that place holding neither (another context current, the call failed, or the place
- * reused since), has the kernel's next calls read in full again.
+ * The thread's next launch checks the result where it went: a launch of neither that
+ * function nor the kernel itself, and that place not holding the function, has the kernel's
+ * next calls read in full: two where the place holds the function launched (another context
+ * current), one where it holds anything else (the place reused since, or the call failed).
  */
-__u64 kfunc_unread = 0;	 /* calls whose return was not asked for (tracer__kfunc_unread) */
-__u64 kfunc_unloads = 0; /* cuModuleUnload and cuLibraryUnload calls returned */
+__u64 kfunc_unread = 0;	  /* calls whose return was not asked for (tracer__kfunc_counts) */
+__u64 kfunc_rechecks = 0; /* of those, checked at a launch and found wanting */
+__u64 kfunc_unloads = 0;  /* cuModuleUnload and cuLibraryUnload calls returned */
 
 static __always_inline __u32 kfunc_slot(__u64 kernel)
 {
@@ -120,10 +122,16 @@ static __always_inline __u32 kfunc_slot(__u64 kernel)
 static __always_inline void kfunc_check(struct launch_thread *t, __u64 func)
 {
 	struct kfunc_seen *s = &t->kf[t->kf_slot & (KFUNC_SLOTS - 1)];
+	__u64 out = t->kf_out, got;
 
-	if (func != t->kf_func && gs_load_u64(t->kf_out) != t->kf_func && s->func == t->kf_func)
-		s->seen = 0;
 	t->kf_out = 0;
+	if (func == t->kf_func || func == t->kf_kernel || s->kernel != t->kf_kernel ||
+	    s->func != t->kf_func || (got = gs_load_u64(out)) == t->kf_func)
+		return;
+	/* (The function launched there: another context's, learnt from the next two calls.
+	 * Anything else there: the place reused, likely; the next call read to make sure.) */
+	s->seen = got == func ? 0 : 1;
+	__sync_fetch_and_add(&kfunc_rechecks, 1);
 }
 
 static __always_inline __u64 launch_ok_key(__u64 func, __u64 pid_tgid)
@@ -389,6 +397,7 @@ static __always_inline int kfunc_entered(struct pt_regs *ctx)
 	    t->kf_count++ % (launch_return_every ?: 1)) {
 		t->kf_out = out;
 		t->kf_func = s->func;
+		t->kf_kernel = kernel;
 		t->kf_slot = slot;
 		__sync_fetch_and_add(&kfunc_unread, 1);
 		return 1;

@@ -337,9 +337,10 @@ __u64 tracer__stack_skips(struct tracer *t)
 	return __atomic_exchange_n(&t->cuda->bss->stack_skips, 0, __ATOMIC_RELAXED);
 }
 
-__u64 tracer__kfunc_unread(const struct tracer *t)
+void tracer__kfunc_counts(const struct tracer *t, __u64 *unread, __u64 *rechecks)
 {
-	return __atomic_load_n(&t->cuda->bss->kfunc_unread, __ATOMIC_RELAXED);
+	*unread = __atomic_load_n(&t->cuda->bss->kfunc_unread, __ATOMIC_RELAXED);
+	*rechecks = __atomic_load_n(&t->cuda->bss->kfunc_rechecks, __ATOMIC_RELAXED);
 }
 
 bool tracer__watches_libs(const struct tracer *t)

@@ -59,8 +59,8 @@ int tracer__finish(struct tracer *t);
 /* Launches whose stacks were due but skipped to keep to the rate, since the last call. */
 __u64 tracer__stack_skips(struct tracer *t);
 /* cuKernelGetFunction calls whose return was not asked for (cuda.bpf.c's kfunc_unread), in
- * all traced processes so far. */
-__u64 tracer__kfunc_unread(const struct tracer *t);
+ * all traced processes so far, and how many of those a launch's check found wanting. */
+void tracer__kfunc_counts(const struct tracer *t, __u64 *unread, __u64 *rechecks);
 /* Cumulative drop counters, added into d (the header is left to the caller). */
 void tracer__drops(const struct tracer *t, struct gs_ev_drops *d);
 /* Whether libraries opened after the start are noticed (needs tracefs). */

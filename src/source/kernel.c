@@ -117,7 +117,7 @@ static int poll_fn(void *obj, int timeout_ms)
 static void finish_fn(void *obj)
 {
 	struct kernel_source *k = obj;
-	__u64 skips;
+	__u64 skips, unread, rechecks;
 
 	tracer__finish(k->t);
 	/* Launches whose stacks were due but skipped to keep to the rate: carried by a stack
@@ -132,8 +132,10 @@ static void finish_fn(void *obj)
 	}
 	if (k->py)
 		kernel_py__take_counts(k->py);
-	gs_debug("cuKernelGetFunction calls whose return was not asked for: %llu",
-		 (unsigned long long)tracer__kfunc_unread(k->t));
+	tracer__kfunc_counts(k->t, &unread, &rechecks);
+	gs_debug("cuKernelGetFunction calls whose return was not asked for: %llu (found wanting "
+		 "at the next launch: %llu)",
+		 (unsigned long long)unread, (unsigned long long)rechecks);
 }
 
 void kernel_source__drops(const struct kernel_source *k, struct gs_ev_drops *d)

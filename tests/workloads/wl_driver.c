@@ -29,7 +29,10 @@
  *               cuDNN does: N launches of vecAdd in device 0's context, N in device 1's
  *               (one thread), N alternating; then scale's function asked once in each
  *               context, each launched N times after (a library that keeps a context's
- *               function). With FAKECUDA_DEVICES=2, FAKECUDA_FUNC_PER_CONTEXT=1.
+ *               function); then N times vecAdd's function asked for into a place written
+ *               over before triton's kernel is launched (a result used for its
+ *               attributes, in a frame gone by the next launch). With FAKECUDA_DEVICES=2,
+ *               FAKECUDA_FUNC_PER_CONTEXT=1.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -612,6 +615,14 @@ static void kfunc(int n)
 		launch(SCALE, "cuLaunchKernel");
 	}
 	CHECK(cuCtxSetCurrent(c[0]), 0);
+	for (int i = 0; i < n; i++) {
+		volatile CUfunction place;
+
+		CHECK(cuKernelGetFunction((CUfunction *)&place, k_add), 0);
+		place = (CUfunction)(uintptr_t)(0x5eed0000 + i);
+		CHECK(cuLaunchKernel(f_triton, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL), 0);
+		launch(TRITON, "cuLaunchKernel");
+	}
 	CHECK(cuCtxSynchronize(), 0);
 	truth_add(1, "sync:cuCtxSynchronize");
 }
