@@ -73,11 +73,10 @@ struct {
 	__type(value, struct calls_thread);
 } calls_thread SEC(".maps");
 
-/* task's storage; NULL if none (most threads of other programs have no storage of any map:
- * told without a helper call). */
+/* task's storage; NULL if none. */
 static __always_inline struct calls_thread *gs_calls_of(struct task_struct *task)
 {
-	return task->bpf_storage ? bpf_task_storage_get(&calls_thread, task, 0, 0) : NULL;
+	return GS_STORAGE_OF(&calls_thread, task);
 }
 
 /* The calling thread's storage if its process is traced (NULL: not, or no room). */

@@ -87,6 +87,11 @@ static __always_inline __u64 gs_tracked_gen(void)
 	return (g ? *(volatile __u64 *)g : 0) + 1;
 }
 
+/* The storage of `task` in the task-storage map `map`, NULL if none: most threads of other
+ * programs have no storage of any map, told without a helper call. */
+#define GS_STORAGE_OF(map, task) \
+	((task)->bpf_storage ? bpf_task_storage_get(map, task, 0, 0) : NULL)
+
 /*
  * The storage of `task` in the task-storage map `map` (its value has a __u64 `tracked`) if
  * the task's process is traced, NULL if not or if there is no room. `found`: what a lookup

@@ -142,10 +142,7 @@ static __always_inline bool own_thread(const char *comm)
 
 static __always_inline struct os_thread *os_thread_of(struct task_struct *task)
 {
-	/* (Most tasks have no storage of any map: they are told without a helper call.) */
-	if (!task->bpf_storage)
-		return NULL;
-	return bpf_task_storage_get(&os_thread, task, 0, 0);
+	return GS_STORAGE_OF(&os_thread, task);
 }
 
 /* task's storage (th: what os_thread_of found) if its process is traced; NULL if not, or

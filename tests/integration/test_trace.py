@@ -357,6 +357,19 @@ def test_launches_by_uprobe_sessions_read_a_sample_of_results(gs):
     assert report["kernels"]["results_unread"] > 0
 
 
+def test_many_kernels_each_read_once_a_cpu(gs):
+    """Many kernels launched in turn (a training step's ~80, each often): each kernel's
+    launches ask for their return until one has succeeded on that CPU, then only one launch
+    in 64 of the CPU's. The kernels known on a CPU are kept four to a set: with one to a slot,
+    kernels that shared a slot asked for their returns at every launch, taking turns."""
+    k, rounds = 120, 40
+    report, truth, _ = gs.trace(["wl_driver", "--kinds", str(k), str(rounds)])
+    assert_matches(truth, report)
+    n = k * rounds
+    read = n - report["kernels"]["results_unread"]
+    assert read <= n // 64 + k * os.cpu_count() + n // 50, read
+
+
 def test_kernel_functions_asked_again_are_checked_at_the_launch(gs):
     """cuKernelGetFunction before each launch of the function it gives (cuDNN's way, 131 calls
     a ResNet-50 step): with uprobe sessions its return is asked for until the thread's last

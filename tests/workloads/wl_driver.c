@@ -25,6 +25,8 @@
  * --signal N    also: N launches while a 20 us timer's signal handler polls an event
  *               with cuEventQuery (a CUDA call from a signal handler)
  * --note TEXT   ignored (a command line of a given length)
+ * --kinds K N   only: K kernels (in modules of 60), launched in turn N rounds (a training
+ *               step's ~80 kernels, each launched often)
  * --kfunc N     only: cuKernelGetFunction before each launch of the function it gives, as
  *               cuDNN does: N launches of vecAdd in device 0's context, N in device 1's
  *               (one thread), N alternating; then scale's function asked once in each
@@ -591,6 +593,45 @@ static void burst(long long n, double rate, double seconds, const char *count_pa
 	fprintf(stderr, "wl_driver: %lld launches in %.3f s\n", total, now_s() - t0);
 }
 
+static void kinds(int k, int n)
+{
+	enum {
+		PER_MODULE = 60
+	};
+	CUfunction *f = calloc((size_t)k, sizeof(*f));
+	char *ptx = malloc(64 + PER_MODULE * 64), name[32];
+	CUmodule mod = NULL;
+
+	if (!f || !ptx)
+		exit(1);
+	for (int i = 0; i < k; i++) {
+		if (i % PER_MODULE == 0) {
+			int len = sprintf(ptx, ".version 8.0\n.target sm_90\n.address_size 64\n");
+
+			for (int j = i; j < i + PER_MODULE && j < k; j++)
+				len += sprintf(
+					ptx + len,
+					".visible .entry kind_%03d(\n.param .u64 a)\n{ ret; }\n",
+					j);
+			CHECK(cuModuleLoadData(&mod, ptx), 0);
+		}
+		snprintf(name, sizeof(name), "kind_%03d", i);
+		CHECK(cuModuleGetFunction(&f[i], mod, name), 0);
+	}
+	for (int r = 0; r < n; r++)
+		for (int i = 0; i < k; i++)
+			CHECK(cuLaunchKernel(f[i], 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL), 0);
+	for (int i = 0; i < k; i++) {
+		truth_add(n, "launch:kind_%03d", i);
+		truth_add(n, "launch_api:cuLaunchKernel");
+		truth_add(n, "launches");
+	}
+	CHECK(cuCtxSynchronize(), 0);
+	truth_add(1, "sync:cuCtxSynchronize");
+	free(ptx);
+	free(f);
+}
+
 static void kfunc(int n)
 {
 	CUcontext c[2];
@@ -629,7 +670,7 @@ static void kfunc(int n)
 
 int main(int argc, char **argv)
 {
-	int loops = 1, threads = 0, nfork = 0, nsignal = 0, nkfunc = 0;
+	int loops = 1, threads = 0, nfork = 0, nsignal = 0, nkfunc = 0, nkinds = 0, nrounds = 0;
 	long long nburst = 0;
 	double rate = 0, seconds = 0;
 	bool exec_child = false, is_mini = false, gpa = false;
@@ -666,7 +707,10 @@ int main(int argc, char **argv)
 			i++;
 		else if (!strcmp(argv[i], "--kfunc") && i + 1 < argc)
 			nkfunc = atoi(argv[++i]);
-		else {
+		else if (!strcmp(argv[i], "--kinds") && i + 2 < argc) {
+			nkinds = atoi(argv[++i]);
+			nrounds = atoi(argv[++i]);
+		} else {
 			fprintf(stderr, "wl_driver: unknown argument %s\n", argv[i]);
 			return 2;
 		}
@@ -712,6 +756,8 @@ int main(int argc, char **argv)
 		wait_gate(wait);
 	if (nkfunc)
 		kfunc(nkfunc);
+	else if (nkinds > 0)
+		kinds(nkinds, nrounds);
 	else if (nburst || seconds > 0)
 		burst(nburst, rate, seconds, count, threads);
 	else
