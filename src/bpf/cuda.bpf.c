@@ -60,10 +60,11 @@ struct {
  */
 /*
  * And the functions its cuKernelGetFunction calls returned (kfunc_entered): a kernel's
- * function in the thread's current context, by kernel, kept as long as no module or
- * library was unloaded (a kernel's handle may then be given to another).
+ * function in the thread's current context, by kernel, four kernels to a set, kept as long
+ * as no module or library was unloaded (a kernel's handle may then be given to another).
  */
-#define KFUNC_SLOTS 64
+#define KFUNC_SETS 64
+#define KFUNC_WAYS 4
 
 struct kfunc_seen {
 	__u64 kernel, func;
@@ -77,10 +78,10 @@ struct launch_thread {
 	__u64 stack_tat;  /* when its next stack is due by the rate (gs_rate_allows's scheme) */
 	__u64 tracked;	  /* gs_tracked_gen() when its process was last found traced */
 	/* A cuKernelGetFunction whose return was not asked for: where its result went, the
-	 * function expected there, its kernel and its slot (kfunc_check). */
+	 * function expected there, its kernel and its place in kf (kfunc_check). */
 	__u64 kf_out, kf_func, kf_kernel;
 	__u32 kf_slot, kf_count;
-	struct kfunc_seen kf[KFUNC_SLOTS];
+	struct kfunc_seen kf[KFUNC_SETS * KFUNC_WAYS];
 };
 
 struct {
@@ -115,15 +116,27 @@ __u64 kfunc_unread = 0;	  /* calls whose return was not asked for (tracer__kfunc
 __u64 kfunc_rechecks = 0; /* of those, checked at a launch and found wanting */
 __u64 kfunc_unloads = 0;  /* cuModuleUnload and cuLibraryUnload calls returned */
 
-static __always_inline __u32 kfunc_slot(__u64 kernel)
+/* kernel's set: its first place in kf */
+static __always_inline __u32 kfunc_set(__u64 kernel)
 {
-	return (__u32)((kernel >> 4) ^ (kernel >> 12)) & (KFUNC_SLOTS - 1);
+	return (__u32)(gs_mix64(kernel) >> 58) * KFUNC_WAYS;
+}
+
+/* kernel's place in kf, or -1 */
+static __always_inline int kfunc_find(const struct launch_thread *t, __u64 kernel)
+{
+	__u32 set = kfunc_set(kernel);
+
+	for (int i = 0; i < KFUNC_WAYS; i++)
+		if (t->kf[set + i].kernel == kernel)
+			return (int)(set + i);
+	return -1;
 }
 
 /* The thread's next launch after a call not read (see kfunc_unread): func launched. */
 static __always_inline void kfunc_check(struct launch_thread *t, __u64 func)
 {
-	struct kfunc_seen *s = &t->kf[t->kf_slot & (KFUNC_SLOTS - 1)];
+	struct kfunc_seen *s = &t->kf[t->kf_slot & (KFUNC_SETS * KFUNC_WAYS - 1)];
 	__u64 out = t->kf_out, got;
 
 	t->kf_out = 0;
@@ -141,10 +154,10 @@ static __always_inline __u64 launch_ok_key(__u64 func, __u64 pid_tgid)
 	return func ^ (pid_tgid >> 32 << 44);
 }
 
-/* key's set (Fibonacci hashing: the product's top bits) */
+/* key's set */
 static __always_inline __u64 *launch_ok_set(struct launch_cpu *c, __u64 key)
 {
-	return c->ok[(key * 0x9E3779B97F4A7C15ULL) >> 56];
+	return c->ok[gs_mix64(key) >> 56];
 }
 
 static __always_inline bool launch_ok_has(const __u64 *set, __u64 key)
@@ -336,13 +349,24 @@ static __always_inline void kfunc_returned(__u64 kernel, __u64 func)
 	struct launch_thread *t =
 		bpf_task_storage_get(&launch_thread, bpf_get_current_task_btf(), 0, 0);
 	struct kfunc_seen *s;
+	__u32 set;
+	int at;
 
 	if (!t)
 		return;
-	s = &t->kf[kfunc_slot(kernel)];
-	if (s->kernel == kernel && s->func == func && s->unloads == (__u32)kfunc_unloads) {
-		s->seen += s->seen < 2;
-		return;
+	at = kfunc_find(t, kernel);
+	if (at >= 0) {
+		s = &t->kf[at & (KFUNC_SETS * KFUNC_WAYS - 1)];
+		if (s->func == func && s->unloads == (__u32)kfunc_unloads) {
+			s->seen += s->seen < 2;
+			return;
+		}
+	} else {
+		/* (a new one first in its set, the oldest let go) */
+		set = kfunc_set(kernel);
+		for (int i = KFUNC_WAYS - 1; i > 0; i--)
+			t->kf[set + i] = t->kf[set + i - 1];
+		s = &t->kf[set];
 	}
 	s->kernel = kernel;
 	s->func = func;
@@ -403,20 +427,20 @@ static __always_inline int kfunc_entered(struct pt_regs *ctx)
 	struct launch_thread *t;
 	struct kfunc_seen *s;
 	struct call_state st;
-	__u32 slot;
+	int at;
 
 	barrier_var(sp); /* (read first: the verifier refuses a context pointer moved) */
 	t = launch_thread_traced();
 	if (!t)
 		return 1;
-	slot = kfunc_slot(kernel);
-	s = &t->kf[slot];
-	if (s->kernel == kernel && s->func && s->seen >= 2 && s->unloads == (__u32)kfunc_unloads &&
+	at = kfunc_find(t, kernel);
+	s = at >= 0 ? &t->kf[at & (KFUNC_SETS * KFUNC_WAYS - 1)] : NULL;
+	if (s && s->func && s->seen >= 2 && s->unloads == (__u32)kfunc_unloads &&
 	    t->kf_count++ % (launch_return_every ?: 1)) {
 		t->kf_out = out;
 		t->kf_func = s->func;
 		t->kf_kernel = kernel;
-		t->kf_slot = slot;
+		t->kf_slot = (__u32)at;
 		__sync_fetch_and_add(&kfunc_unread, 1);
 		return 1;
 	}

@@ -27,6 +27,8 @@
  * --note TEXT   ignored (a command line of a given length)
  * --kinds K N   only: K kernels (in modules of 60), launched in turn N rounds (a training
  *               step's ~80 kernels, each launched often)
+ * --kfunc-kinds K N  the same, in libraries, each launch of a function asked for just
+ *               before (cuKernelGetFunction), as cuDNN's
  * --kfunc N     only: cuKernelGetFunction before each launch of the function it gives, as
  *               cuDNN does: N launches of vecAdd in device 0's context, N in device 1's
  *               (one thread), N alternating; then scale's function asked once in each
@@ -593,16 +595,18 @@ static void burst(long long n, double rate, double seconds, const char *count_pa
 	fprintf(stderr, "wl_driver: %lld launches in %.3f s\n", total, now_s() - t0);
 }
 
-static void kinds(int k, int n)
+static void kinds(int k, int n, bool via_kernel)
 {
 	enum {
 		PER_MODULE = 60
 	};
 	CUfunction *f = calloc((size_t)k, sizeof(*f));
+	CUkernel *kern = calloc((size_t)k, sizeof(*kern));
 	char *ptx = malloc(64 + PER_MODULE * 64), name[32];
 	CUmodule mod = NULL;
+	CUlibrary l = NULL;
 
-	if (!f || !ptx)
+	if (!f || !kern || !ptx)
 		exit(1);
 	for (int i = 0; i < k; i++) {
 		if (i % PER_MODULE == 0) {
@@ -613,14 +617,23 @@ static void kinds(int k, int n)
 					ptx + len,
 					".visible .entry kind_%03d(\n.param .u64 a)\n{ ret; }\n",
 					j);
-			CHECK(cuModuleLoadData(&mod, ptx), 0);
+			if (via_kernel)
+				CHECK(cuLibraryLoadData(&l, ptx, NULL, NULL, 0, NULL, NULL, 0), 0);
+			else
+				CHECK(cuModuleLoadData(&mod, ptx), 0);
 		}
 		snprintf(name, sizeof(name), "kind_%03d", i);
-		CHECK(cuModuleGetFunction(&f[i], mod, name), 0);
+		if (via_kernel)
+			CHECK(cuLibraryGetKernel(&kern[i], l, name), 0);
+		else
+			CHECK(cuModuleGetFunction(&f[i], mod, name), 0);
 	}
 	for (int r = 0; r < n; r++)
-		for (int i = 0; i < k; i++)
+		for (int i = 0; i < k; i++) {
+			if (via_kernel)
+				CHECK(cuKernelGetFunction(&f[i], kern[i]), 0);
 			CHECK(cuLaunchKernel(f[i], 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL), 0);
+		}
 	for (int i = 0; i < k; i++) {
 		truth_add(n, "launch:kind_%03d", i);
 		truth_add(n, "launch_api:cuLaunchKernel");
@@ -629,6 +642,7 @@ static void kinds(int k, int n)
 	CHECK(cuCtxSynchronize(), 0);
 	truth_add(1, "sync:cuCtxSynchronize");
 	free(ptx);
+	free(kern);
 	free(f);
 }
 
@@ -671,6 +685,7 @@ static void kfunc(int n)
 int main(int argc, char **argv)
 {
 	int loops = 1, threads = 0, nfork = 0, nsignal = 0, nkfunc = 0, nkinds = 0, nrounds = 0;
+	bool kinds_via_kernel = false;
 	long long nburst = 0;
 	double rate = 0, seconds = 0;
 	bool exec_child = false, is_mini = false, gpa = false;
@@ -707,7 +722,9 @@ int main(int argc, char **argv)
 			i++;
 		else if (!strcmp(argv[i], "--kfunc") && i + 1 < argc)
 			nkfunc = atoi(argv[++i]);
-		else if (!strcmp(argv[i], "--kinds") && i + 2 < argc) {
+		else if ((!strcmp(argv[i], "--kinds") || !strcmp(argv[i], "--kfunc-kinds")) &&
+			 i + 2 < argc) {
+			kinds_via_kernel = !strcmp(argv[i], "--kfunc-kinds");
 			nkinds = atoi(argv[++i]);
 			nrounds = atoi(argv[++i]);
 		} else {
@@ -757,7 +774,7 @@ int main(int argc, char **argv)
 	if (nkfunc)
 		kfunc(nkfunc);
 	else if (nkinds > 0)
-		kinds(nkinds, nrounds);
+		kinds(nkinds, nrounds, kinds_via_kernel);
 	else if (nburst || seconds > 0)
 		burst(nburst, rate, seconds, count, threads);
 	else
