@@ -58,30 +58,15 @@ struct {
  * entry asked for its return, the return probe has put its trampoline where the caller was:
  * then the call's state still in flight at that stack pointer tells (gs_tail_called).
  */
-/*
- * And the functions its cuKernelGetFunction calls returned (kfunc_entered): a kernel's
- * function in the thread's current context, by kernel, four kernels to a set, kept as long
- * as no module or library was unloaded (a kernel's handle may then be given to another).
- */
-#define KFUNC_SETS 64
-#define KFUNC_WAYS 4
-
-struct kfunc_seen {
-	__u64 kernel, func;
-	__u32 seen;    /* returns in a row that gave func */
-	__u32 unloads; /* kfunc_unloads then */
-};
-
 struct launch_thread {
 	__u64 sp, caller, func;
 	__u32 api, asked; /* asked: its return was asked for */
 	__u64 stack_tat;  /* when its next stack is due by the rate (gs_rate_allows's scheme) */
 	__u64 tracked;	  /* gs_tracked_gen() when its process was last found traced */
 	/* A cuKernelGetFunction whose return was not asked for: where its result went, the
-	 * function expected there, its kernel and its place in kf (kfunc_check). */
+	 * function expected there, its kernel and its place in kfunc_thread (kfunc_check). */
 	__u64 kf_out, kf_func, kf_kernel;
-	__u32 kf_slot, kf_count;
-	struct kfunc_seen kf[KFUNC_SETS * KFUNC_WAYS];
+	__u32 kf_slot, pad;
 };
 
 struct {
@@ -116,6 +101,40 @@ __u64 kfunc_unread = 0;	  /* calls whose return was not asked for (tracer__kfunc
 __u64 kfunc_rechecks = 0; /* of those, checked at a launch and found wanting */
 __u64 kfunc_unloads = 0;  /* cuModuleUnload and cuLibraryUnload calls returned */
 
+/*
+ * Per thread that calls it: the functions its calls returned, by kernel, four kernels to a
+ * set, kept as long as no module or library was unloaded (a kernel's handle may then be
+ * given to another). Apart from launch_thread, whose storage every launching thread takes
+ * at its first launch: 6 KiB there made it an allocation of two pages in a probe.
+ */
+#define KFUNC_SETS 64
+#define KFUNC_WAYS 4
+
+struct kfunc_seen {
+	__u64 kernel, func;
+	__u32 seen;    /* returns in a row that gave func */
+	__u32 unloads; /* kfunc_unloads then */
+};
+
+struct kfunc_thread {
+	__u32 count; /* calls that could have gone unread (one in launch_return_every is read) */
+	__u32 pad;
+	struct kfunc_seen kf[KFUNC_SETS * KFUNC_WAYS];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct kfunc_thread);
+} kfunc_thread SEC(".maps");
+
+/* The calling thread's table (NULL: none, or no room: its calls then read in full). */
+static __always_inline struct kfunc_thread *kfunc_thread_of(__u64 flags)
+{
+	return bpf_task_storage_get(&kfunc_thread, bpf_get_current_task_btf(), 0, flags);
+}
+
 /* kernel's set: its first place in kf */
 static __always_inline __u32 kfunc_set(__u64 kernel)
 {
@@ -123,12 +142,12 @@ static __always_inline __u32 kfunc_set(__u64 kernel)
 }
 
 /* kernel's place in kf, or -1 */
-static __always_inline int kfunc_find(const struct launch_thread *t, __u64 kernel)
+static __always_inline int kfunc_find(const struct kfunc_thread *k, __u64 kernel)
 {
 	__u32 set = kfunc_set(kernel);
 
 	for (int i = 0; i < KFUNC_WAYS; i++)
-		if (t->kf[set + i].kernel == kernel)
+		if (k->kf[set + i].kernel == kernel)
 			return (int)(set + i);
 	return -1;
 }
@@ -136,12 +155,16 @@ static __always_inline int kfunc_find(const struct launch_thread *t, __u64 kerne
 /* The thread's next launch after a call not read (see kfunc_unread): func launched. */
 static __always_inline void kfunc_check(struct launch_thread *t, __u64 func)
 {
-	struct kfunc_seen *s = &t->kf[t->kf_slot & (KFUNC_SETS * KFUNC_WAYS - 1)];
 	__u64 out = t->kf_out, got;
+	struct kfunc_thread *k;
+	struct kfunc_seen *s;
 
 	t->kf_out = 0;
-	if (func == t->kf_func || func == t->kf_kernel || s->kernel != t->kf_kernel ||
-	    s->func != t->kf_func || (got = gs_load_u64(out)) == t->kf_func)
+	if (func == t->kf_func || func == t->kf_kernel || (got = gs_load_u64(out)) == t->kf_func ||
+	    !(k = kfunc_thread_of(0)))
+		return;
+	s = &k->kf[t->kf_slot & (KFUNC_SETS * KFUNC_WAYS - 1)];
+	if (s->kernel != t->kf_kernel || s->func != t->kf_func)
 		return;
 	/* (The function launched there: another context's, learnt from the next two calls.
 	 * Anything else there: the place reused, likely; the next call read to make sure.) */
@@ -346,17 +369,16 @@ static __always_inline void emit_kalias(const struct call_state *st, __u64 handl
 /* A cuKernelGetFunction call of this thread returned kernel's function func (0: failed). */
 static __always_inline void kfunc_returned(__u64 kernel, __u64 func)
 {
-	struct launch_thread *t =
-		bpf_task_storage_get(&launch_thread, bpf_get_current_task_btf(), 0, 0);
+	struct kfunc_thread *k = kfunc_thread_of(BPF_LOCAL_STORAGE_GET_F_CREATE);
 	struct kfunc_seen *s;
 	__u32 set;
 	int at;
 
-	if (!t)
+	if (!k)
 		return;
-	at = kfunc_find(t, kernel);
+	at = kfunc_find(k, kernel);
 	if (at >= 0) {
-		s = &t->kf[at & (KFUNC_SETS * KFUNC_WAYS - 1)];
+		s = &k->kf[at & (KFUNC_SETS * KFUNC_WAYS - 1)];
 		if (s->func == func && s->unloads == (__u32)kfunc_unloads) {
 			s->seen += s->seen < 2;
 			return;
@@ -365,8 +387,8 @@ static __always_inline void kfunc_returned(__u64 kernel, __u64 func)
 		/* (a new one first in its set, the oldest let go) */
 		set = kfunc_set(kernel);
 		for (int i = KFUNC_WAYS - 1; i > 0; i--)
-			t->kf[set + i] = t->kf[set + i - 1];
-		s = &t->kf[set];
+			k->kf[set + i] = k->kf[set + i - 1];
+		s = &k->kf[set];
 	}
 	s->kernel = kernel;
 	s->func = func;
@@ -424,19 +446,21 @@ int BPF_KRETPROBE(ret_kname, long rc)
 static __always_inline int kfunc_entered(struct pt_regs *ctx)
 {
 	__u64 sp = PT_REGS_SP(ctx), out = PT_REGS_PARM1(ctx), kernel = PT_REGS_PARM2(ctx);
+	struct kfunc_seen *s = NULL;
 	struct launch_thread *t;
-	struct kfunc_seen *s;
+	struct kfunc_thread *k;
 	struct call_state st;
-	int at;
+	int at = -1;
 
 	barrier_var(sp); /* (read first: the verifier refuses a context pointer moved) */
 	t = launch_thread_traced();
 	if (!t)
 		return 1;
-	at = kfunc_find(t, kernel);
-	s = at >= 0 ? &t->kf[at & (KFUNC_SETS * KFUNC_WAYS - 1)] : NULL;
+	k = kfunc_thread_of(0);
+	if (k && (at = kfunc_find(k, kernel)) >= 0)
+		s = &k->kf[at & (KFUNC_SETS * KFUNC_WAYS - 1)];
 	if (s && s->func && s->seen >= 2 && s->unloads == (__u32)kfunc_unloads &&
-	    t->kf_count++ % (launch_return_every ?: 1)) {
+	    k->count++ % (launch_return_every ?: 1)) {
 		t->kf_out = out;
 		t->kf_func = s->func;
 		t->kf_kernel = kernel;
