@@ -31,7 +31,8 @@ struct {
 
 /* Records lost because the ring buffer was full, per event type; read by user space. */
 __u64 drop_count[GS_EV_MAX] = {};
-/* Calls whose entry state could not be stored, so their return produced nothing. */
+/* Calls whose entry state could not be stored, so their return produced nothing; and
+ * calls and OS events of a traced thread that got no storage (GS_TRACED_STORAGE), lost. */
 __u64 lost_calls = 0;
 
 /*
@@ -107,28 +108,29 @@ static __always_inline __u64 gs_mix64(__u64 k)
 
 /*
  * The storage of `task` in the task-storage map `map` (its value has a __u64 `tracked`) if
- * the task's process is traced, NULL if not or if there is no room. `found`: what a lookup
+ * the task's process is traced, NULL if not or if there is no room (then counted in
+ * lost_calls: what the thread did there is lost). `found`: what a lookup
  * without creating gave (NULL: none). The answer kept there is taken when of the current
  * generation; else the set is asked, and the answer kept (the storage made if need be;
  * `first` runs on a storage that held none yet).
  */
-#define GS_TRACED_STORAGE(map, task, found, first)                                         \
-	({                                                                                 \
-		typeof(found) s_ = (found);                                                \
-		__u64 gen_ = gs_tracked_gen();                                             \
-                                                                                           \
-		if (!s_ || !(track_all || s_->tracked == gen_)) {                          \
-			if (!gs_tracked((task)->tgid))                                     \
-				s_ = NULL;                                                 \
-			else if (!s_)                                                      \
-				s_ = bpf_task_storage_get(map, task, 0,                    \
-							  BPF_LOCAL_STORAGE_GET_F_CREATE); \
-			if (s_ && !s_->tracked)                                            \
-				first;                                                     \
-			if (s_)                                                            \
-				s_->tracked = gen_;                                        \
-		}                                                                          \
-		s_;                                                                        \
+#define GS_TRACED_STORAGE(map, task, found, first)                                                \
+	({                                                                                        \
+		typeof(found) s_ = (found);                                                       \
+		__u64 gen_ = gs_tracked_gen();                                                    \
+                                                                                                  \
+		if (!s_ || !(track_all || s_->tracked == gen_)) {                                 \
+			if (!gs_tracked((task)->tgid))                                            \
+				s_ = NULL;                                                        \
+			else if (!s_ && !(s_ = bpf_task_storage_get(                              \
+						  map, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE))) \
+				__sync_fetch_and_add(&lost_calls, 1);                             \
+			if (s_ && !s_->tracked)                                                   \
+				first;                                                            \
+			if (s_)                                                                   \
+				s_->tracked = gen_;                                               \
+		}                                                                                 \
+		s_;                                                                               \
 	})
 
 static __always_inline void gs_tracked_gone(void)

@@ -329,7 +329,8 @@ void tracer__drops(const struct tracer *t, struct gs_ev_drops *d)
 		d->by_type[i] += t->cuda->bss->drop_count[i] + t->nccl->bss->drop_count[i] +
 				 t->proc->bss->drop_count[i] +
 				 (t->os ? t->os->bss->drop_count[i] : 0);
-	d->lost_calls += t->cuda->bss->lost_calls + t->nccl->bss->lost_calls;
+	d->lost_calls += t->cuda->bss->lost_calls + t->nccl->bss->lost_calls +
+			 (t->os ? t->os->bss->lost_calls : 0);
 }
 
 __u64 tracer__stack_skips(struct tracer *t)

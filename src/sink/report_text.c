@@ -581,7 +581,8 @@ static void losses(FILE *f, const struct report *r)
 	fprintf(f, "  %llu events, %llu dropped because the ring buffer was full",
 		(unsigned long long)r->events, (unsigned long long)r->drops_total);
 	if (r->lost_calls)
-		fprintf(f, ", %llu calls lost (entry table full)",
+		fprintf(f,
+			", %llu calls and OS events lost (no room in the kernel for their state)",
 			(unsigned long long)r->lost_calls);
 	fprintf(f, "\n");
 	if (r->drops_total) {
