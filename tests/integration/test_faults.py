@@ -4,6 +4,7 @@ exit code, and never a crash or a hang."""
 import json
 import os
 import signal
+import struct
 import subprocess
 import time
 
@@ -225,6 +226,33 @@ def make_recording(gsr, tmp_path):
     gsr.run(["run", "-q", "-o", str(rec), "--json=/dev/null", "--", gsr.wl("wl_driver")],
             env=gsr.env(GS_TRUTH=tmp_path / "t.json"), check_rc=0)
     return rec
+
+
+def test_lost_calls_are_reported(gs, tmp_path):
+    """Calls and OS events the kernel plane lost, for want of room for a thread's state (a
+    task storage not made, counted by GS_TRACED_STORAGE, or an entry not kept): carried by
+    the recording's drops record, said by the text report and the JSON. (The count itself
+    comes from the BPF programs; no test here can make the kernel refuse an allocation.)"""
+    import gsrec
+
+    rec = make_recording(gs, tmp_path)
+    data = bytearray(rec.read_bytes())
+    off, patched = 16, 0
+    while off < len(data):
+        rtype, _, _, size = struct.unpack_from("<HBBI", data, off)
+        if rtype == 13:  # GS_EV_DROPS: by_type[GS_EV_MAX], lost_calls and five more
+            body = size - gsrec.HDR.size
+            struct.pack_into("<Q", data, off + gsrec.HDR.size + body - 6 * 8, 41)
+            patched += 1
+        off += size
+    assert patched
+    lost = tmp_path / "lost.gsrec"
+    lost.write_bytes(bytes(data))
+    p = gs.run(["report", str(lost)], check_rc=0)
+    assert ", 41 calls and OS events lost (no room in the kernel for their state)" in p.stdout
+    js = tmp_path / "lost.json"
+    gs.run(["report", "--json=%s" % js, str(lost)], check_rc=0)
+    assert json.loads(js.read_text())["drops"]["lost_calls"] == 41
 
 
 def test_truncated_and_corrupt_recordings(gs, tmp_path):
