@@ -20,7 +20,7 @@
  * result.
  */
 #define LAUNCH_OK_SETS 256
-#define LAUNCH_OK_WAYS 4
+#define LAUNCH_OK_WAYS 8
 #define STACK_BURST    10
 
 const volatile __u32 launch_return_every = 64;
@@ -34,10 +34,12 @@ __u64 stack_skips = 0;
 extern bool bpf_session_is_return(void) __ksym __weak;
 
 /* Per CPU: a launch count, and kernels whose launch returned success here (by handle and
- * process), four to a set, the latest first. (A table of one to a slot, by a hash of the
+ * process), eight to a set, the latest first. (A table of one to a slot, by a hash of the
  * handle's low bits: a ResNet-50 step's 78 kernels left 23 sharing a slot with another on an
  * H200, a quarter of its launches, each launch of two such kernels taking turns asking for its
- * return: kfunc-2026-11-30.md.) */
+ * return: kfunc-2026-11-30.md. Four to a set: kernels launched in turn, five in one set, each
+ * asked at every launch; with 200 kernels, some set of 256 holds five in a quarter of the
+ * processes. Eight: one in 30,000.) */
 struct launch_cpu {
 	__u64 count;
 	__u64 ok[LAUNCH_OK_SETS][LAUNCH_OK_WAYS];
@@ -102,13 +104,16 @@ __u64 kfunc_rechecks = 0; /* of those, checked at a launch and found wanting */
 __u64 kfunc_unloads = 0;  /* cuModuleUnload and cuLibraryUnload calls returned */
 
 /*
- * Per thread that calls it: the functions its calls returned, by kernel, four kernels to a
+ * Per thread that calls it: the functions its calls returned, by kernel, eight kernels to a
  * set, kept as long as no module or library was unloaded (a kernel's handle may then be
- * given to another). Apart from launch_thread, whose storage every launching thread takes
- * at its first launch: 6 KiB there made it an allocation of two pages in a probe.
+ * given to another). Four to a set: 60 kernels asked for in turn left five in one set, each
+ * then read at every call, in a fifth of the runs on the test double (the heap's place, so
+ * the handles, differ from run to run). Apart from launch_thread, whose storage every
+ * launching thread takes at its first launch: 12 KiB there would make its creation an
+ * allocation of several pages in a probe.
  */
 #define KFUNC_SETS 64
-#define KFUNC_WAYS 4
+#define KFUNC_WAYS 8
 
 struct kfunc_seen {
 	__u64 kernel, func;
@@ -185,16 +190,18 @@ static __always_inline __u64 *launch_ok_set(struct launch_cpu *c, __u64 key)
 
 static __always_inline bool launch_ok_has(const __u64 *set, __u64 key)
 {
-	return set[0] == key || set[1] == key || set[2] == key || set[3] == key;
+	for (int i = 0; i < LAUNCH_OK_WAYS; i++)
+		if (set[i] == key)
+			return true;
+	return false;
 }
 
 static __always_inline void launch_ok_put(__u64 *set, __u64 key)
 {
 	if (launch_ok_has(set, key))
 		return;
-	set[3] = set[2];
-	set[2] = set[1];
-	set[1] = set[0];
+	for (int i = LAUNCH_OK_WAYS - 1; i > 0; i--)
+		set[i] = set[i - 1];
 	set[0] = key;
 }
 

@@ -360,9 +360,10 @@ def test_launches_by_uprobe_sessions_read_a_sample_of_results(gs):
 def test_many_kernels_each_read_once_a_cpu(gs):
     """Many kernels launched in turn (a training step's ~80, each often): each kernel's
     launches ask for their return until one has succeeded on that CPU, then only one launch
-    in 64 of the CPU's. The kernels known on a CPU are kept four to a set, by a mixed hash
+    in 64 of the CPU's. The kernels known on a CPU are kept eight to a set, by a mixed hash
     of the handle: with one to a slot, kernels that shared a slot asked for their returns at
-    every launch, taking turns."""
+    every launch, taking turns; with four, the five of a set did, in some runs (the handles
+    are on the heap, whose place differs from run to run)."""
     k, rounds = 120, 40
     report, truth, _ = gs.trace(["wl_driver", "--kinds", str(k), str(rounds)])
     assert_matches(truth, report)
@@ -370,16 +371,15 @@ def test_many_kernels_each_read_once_a_cpu(gs):
     read = n - report["kernels"]["results_unread"]
     assert read <= n // 64 + k * os.cpu_count() + n // 50, read
     # The same with each function asked for before its launch (cuKernelGetFunction), 60
-    # kernels: a thread keeps what its calls returned four kernels to a set too (with one
-    # to a slot, 1,084 of 2,400 calls went unread; all but those that learn and every 64th
-    # is 2,244).
+    # kernels: a thread keeps what its calls returned eight kernels to a set too (with one
+    # to a slot, 1,084 of 2,400 calls went unread; with four, 1,870 or 2,057 in 4 runs of
+    # 20, a set holding five; all but the two calls that learn each and every 64th: 2,244).
     k = 60
     report, truth, p = gs.trace(["wl_driver", "--kfunc-kinds", str(k), str(rounds)],
                                 opts=["-v"])
     assert_matches(truth, report)
     unread = int(re.search(r"return was not asked for: (\d+)", p.stderr).group(1))
-    # (One full-suite run under ASan read 1,870: not explained yet, see the issue's note.)
-    assert unread >= k * rounds * 70 // 100, unread
+    assert unread >= k * rounds - 2 * k - k * rounds // 64 - 1, unread
 
 
 def test_kernel_functions_asked_again_are_checked_at_the_launch(gs):
