@@ -40,8 +40,8 @@
  * else changes nothing. The benchmark writes the file (by rename, whole) and waits a few
  * milliseconds before it times a window.
  * With GPUSCOPE_AB_PHASES set, the parts of the launches' calls are timed (inject.h's
- * enum gs_phase), and at each switch one line goes to FILE.phases: the mode that ran, then
- * per part how many and the ns they took.
+ * enum gs_phase), and at each switch, once the new mode holds, one line goes to FILE.phases:
+ * the mode that ran, then per part how many and the ns they took.
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -194,11 +194,15 @@ static void *ab_thread(void *arg)
 			buf[n] = 0;
 			buf[strcspn(buf, " \t\r\n")] = 0;
 			if (strcmp(buf, last) != 0) {
-				if (gs_phases_on)
-					phases_write(last[0] ? last : "start");
+				char ran[sizeof(last)];
+
+				memcpy(ran, last, sizeof(last));
 				/* (before apply, which cuts the word at its options) */
 				memcpy(last, buf, sizeof(last));
 				apply(buf);
+				/* (after: a line there says the new mode holds) */
+				if (gs_phases_on)
+					phases_write(ran[0] ? ran : "start");
 			}
 		}
 		nanosleep(&nap, NULL);

@@ -636,8 +636,11 @@ def test_ab_file_switches_modes_inside_the_process(gs, tmp_path):
     assert counts["pairs+stacks=1+rate=0"]["timed"] == 6, counts
     assert counts["pass"] == {} and counts["start"] == {}, counts
     for mode in ("off", "2"):
+        # (pybegin, in a process without Python, is a test of one word: it read 0 ns once in
+        # 60 runs here; a thread's clock never steps back, so a re-anchor can end it at its
+        # start, clock.c)
         ns = {p: t for p, (n, t) in phases[mode].items() if n}
-        assert all(t > 0 for t in ns.values()), ns
+        assert all(t > 0 for p, t in ns.items() if p != "pybegin"), ns
         # (the wrapper's whole call holds its parts)
         assert ns.get("timed", 0) >= sum(ns.get(p, 0) for p in ("real", "begin", "end")), ns
         assert ns["untimed"] >= ns["real_unt"], ns

@@ -49,8 +49,9 @@
  * With --shapes N, only this instead (carriers, src/inject/gputime_carry.c): see shapes().
  *
  * With --ab FILE, only this instead (GPUSCOPE_AB_FILE, src/inject/ab.c): FILE made to say
- * "off", then "2", "pairs+stacks=1+rate=0", "pass", "off+norecord" and "pairs+carry+nopf", 100 ms
- * given to the plane after each, then 6 launches of `busy`, `idle`, `other`, `busy` again,
+ * "off", then "2", "pairs+stacks=1+rate=0", "pass", "off+norecord" and "pairs+carry+nopf", the
+ * plane given 100 ms after each (with GPUSCOPE_AB_PHASES, until it says it took it), then 6
+ * launches of `busy`, `idle`, `other`, `busy` again,
  * `idle` again and `other` again, each 1 ms after the one before ended.
  *
  * With --cupti N [client], only this instead (--gpu-time=cupti, src/inject/gputime_cupti.c):
@@ -224,6 +225,34 @@ static int follows(CUkernel busy, CUkernel idle, CUstream s, unsigned long long 
 	return 0;
 }
 
+/* Whether the plane took the mode written (within 30 s): with GPUSCOPE_AB_PHASES, once FILE's
+ * phases file has `lines` lines (each written when a mode holds); without, after 100 ms (a
+ * loaded machine may take longer: a mode then runs late). */
+static bool ab_switched(const char *file, int lines)
+{
+	char path[4096];
+
+	if (!getenv("GPUSCOPE_AB_PHASES")) {
+		pause_ms(100);
+		return true;
+	}
+	snprintf(path, sizeof(path), "%s.phases", file);
+	for (int ms = 0; ms < 30000; ms++) {
+		FILE *f = fopen(path, "r");
+		int c, n = 0;
+
+		while (f && (c = getc(f)) != EOF)
+			n += c == '\n';
+		if (f)
+			fclose(f);
+		if (n >= lines)
+			return true;
+		pause_ms(1);
+	}
+	fprintf(stderr, "wl_gputime: %s: the plane did not take mode %d\n", path, lines);
+	return false;
+}
+
 /* --ab FILE: the modes switched in phases (see the top). */
 static int ab_phases(const char *file, CUkernel busy, CUkernel idle, CUkernel other, CUstream s)
 {
@@ -235,9 +264,8 @@ static int ab_phases(const char *file, CUkernel busy, CUkernel idle, CUkernel ot
 	for (int p = 0; p < 6; p++) {
 		FILE *f = fopen(file, "w");
 
-		if (!f || fputs(mode[p], f) < 0 || fclose(f))
+		if (!f || fputs(mode[p], f) < 0 || fclose(f) || !ab_switched(file, p + 1))
 			return 1;
-		pause_ms(100);
 		for (int i = 0; i < 6; i++) {
 			pause_ms(1); /* (an idle stream: carriers made meanwhile) */
 			CHECK(cuLaunchKernel((CUfunction)k[p], 1, 1, 1, 32, 1, 1, 0, s, NULL, NULL),
