@@ -16,10 +16,11 @@ each build gets its ratios, row and table.
 Writes OUT/attach-WORKLOAD.json (with several builds, OUT/attach-WORKLOAD-N.json, N the
 build's place in the list) and prints the table row. Windows that straddle an attach
 or a detach (and the first second after each) are left out. gpuscope's options are its
-defaults (the OS plane too); GS_OPTS adds some. BPFSTATS=1: the kernel's statistics of
-every BPF program (kernel.bpf_stats_enabled, bench/bpfstats.py) read inside each attached
-period, as runs a step and ns a run per program (machine-wide: the OS plane's run for
-every process and filter), in the JSON and a second table.
+defaults (the OS plane too); GS_OPTS adds some (what gpuscope writes to stderr goes beside
+each report, REPORT.stderr: with GS_OPTS=-v, its counts). BPFSTATS=1: the kernel's
+statistics of every BPF program (kernel.bpf_stats_enabled, bench/bpfstats.py) read inside
+each attached period, as runs a step and ns a run per program (machine-wide: the OS
+plane's run for every process and filter), in the JSON and a second table.
 """
 import json
 import os
@@ -122,6 +123,9 @@ def attach(gs, pid, secs, rep, extra):
         stat = (t0, t1, {k: (s1[k][0] - s0.get(k, (0, 0))[0], s1[k][1] - s0.get(k, (0, 0))[1])
                          for k in s1})
     err = tr.communicate(timeout=secs + 120)[1]
+    if err:  # (what -v says, beside the report)
+        with open(rep + ".stderr", "w") as f:
+            f.write(line + err)
     if "attached to pid" not in line:
         return None, "attach failed: %s%s" % (line, err[-2000:])
     return (t_on, time.time(), stat), None
