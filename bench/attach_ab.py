@@ -112,7 +112,12 @@ def attach(gs, pid, secs, rep, extra):
     """One attached period: (start, end, the programs' statistics inside it or None)."""
     tr = subprocess.Popen([gs, "attach", "-p", str(pid), "-q", "-d", str(secs),
                            "--json=%s" % rep] + extra, stderr=subprocess.PIPE, text=True)
-    line = tr.stderr.readline()  # "attached to pid ..." once every probe is in
+    line = ""  # up to "attached to pid ...", once every probe is in (-v: lines before it)
+    while "attached to pid" not in line:
+        more = tr.stderr.readline()
+        if not more:
+            break
+        line += more
     t_on, stat = time.time(), None
     if os.environ.get("BPFSTATS") and "attached to pid" in line:
         import bpfstats
@@ -123,7 +128,7 @@ def attach(gs, pid, secs, rep, extra):
         stat = (t0, t1, {k: (s1[k][0] - s0.get(k, (0, 0))[0], s1[k][1] - s0.get(k, (0, 0))[1])
                          for k in s1})
     err = tr.communicate(timeout=secs + 120)[1]
-    if err:  # (what -v says, beside the report)
+    if line or err:  # (what -v says, beside the report)
         with open(rep + ".stderr", "w") as f:
             f.write(line + err)
     if "attached to pid" not in line:
