@@ -168,7 +168,8 @@ struct model {
 	__u64 graph_nodes_lost;	   /* kernel nodes past a process's limit: runs not counted */
 	__u64 copy_bytes;
 	__u64 in_use[MEM_KINDS], peak[MEM_KINDS];
-	__u64 nameless; /* name records whose string could not be read */
+	__u64 nameless;	    /* name records whose string could not be read */
+	__u64 driver_names; /* names read from the driver (source/kernel_names.h) */
 	__u64 api_calls[GS_API_MAX];
 	__u64 alloc_calls[GS_API_MAX], alloc_bytes[GS_API_MAX]; /* successful allocations */
 	/* Allocations still live when their process was retired (the report's outstanding

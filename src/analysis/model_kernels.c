@@ -51,6 +51,7 @@ void model__name_add(struct model *m, const struct gs_hdr *ev)
 		m->nameless++;
 		return;
 	}
+	m->driver_names += ev->source == GS_SRC_GPUSCOPE;
 	n = hmap_get(&m->names, NAME_KEY(e->h.pid, e->ns), e->handle);
 	if (!n) {
 		n = xcalloc(1, sizeof(*n));

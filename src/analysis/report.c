@@ -136,6 +136,7 @@ static void build_kernels(struct report *r, const struct model *m)
 	r->graph_nodes_lost = m->graph_nodes_lost;
 	r->graphs = m->graph_execs.len + m->retired_graphs;
 	r->nameless = m->nameless;
+	r->driver_names = m->driver_names;
 	for (size_t i = 0; i < r->nkernels; i++)
 		r->kernel_runs_in_graphs += r->kernels[i].graph_runs;
 }

@@ -188,6 +188,7 @@ struct report {
 	__u64 cond_graph_launches; /* of graphs with a conditional node: bodies not counted */
 	__u64 graph_nodes_lost;	   /* kernel nodes past a process's limit: runs not counted */
 	__u64 unknown_kernels, unknown_launches, nameless;
+	__u64 driver_names; /* kernels looked up before tracing, named from the driver's memory */
 	struct kapi_count *launch_apis;
 	size_t nlaunch_apis;
 

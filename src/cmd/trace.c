@@ -289,7 +289,8 @@ static int trace_attach(struct trace *tr)
 		       (int)o->pid, comm);
 		return GS_EXIT_RUNTIME;
 	}
-	gs_info("attached to pid %d (%s); names of kernels looked up before now are unknown%s",
+	gs_info("attached to pid %d (%s); names of kernels looked up before now are read from "
+		"the driver's memory%s",
 		(int)o->pid, comm, o->duration_s > 0 ? "" : "; Ctrl-C to stop");
 	next_status = status_start(tr);
 	if (o->duration_s > 0)

@@ -239,6 +239,16 @@ int proc_start_ns(pid_t pid, __u64 *out)
 	return 0;
 }
 
+int proc_read(pid_t pid, __u64 addr, void *buf, size_t n)
+{
+	struct iovec local = { buf, n }, remote = { (void *)(uintptr_t)addr, n };
+	ssize_t r = process_vm_readv(pid, &local, 1, &remote, 1, 0);
+
+	if (r < 0)
+		return -errno;
+	return (size_t)r == n ? 0 : -EFAULT;
+}
+
 int proc_read_str(pid_t pid, __u64 addr, char *buf, size_t n)
 {
 	size_t got = 0;

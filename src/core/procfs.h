@@ -36,6 +36,9 @@ int proc_tgid(pid_t tid);
 bool proc_runs_as(pid_t pid, uid_t uid);
 /* When the process started, on CLOCK_MONOTONIC (ns; to a clock tick): 0, or -errno. */
 int proc_start_ns(pid_t pid, __u64 *out);
+/* n bytes of another process's memory (pages are faulted in): 0, or -errno (-EFAULT: not
+ * all of them readable). */
+int proc_read(pid_t pid, __u64 addr, void *buf, size_t n);
 /* A NUL-terminated string from another process's memory (pages are faulted in): its
  * length, or -errno. At most n-1 bytes; longer strings are cut. */
 int proc_read_str(pid_t pid, __u64 addr, char *buf, size_t n);

@@ -224,7 +224,8 @@ static const struct jfield kernel_totals[] = {
 	JU64(struct report, "graph_launches_conditional", cond_graph_launches),
 	JU64(struct report, "graph_nodes_lost", graph_nodes_lost),
 	JU64(struct report, "unnamed", unknown_kernels),
-	JU64(struct report, "unnamed_launches", unknown_launches)
+	JU64(struct report, "unnamed_launches", unknown_launches),
+	JU64(struct report, "named_from_driver", driver_names)
 };
 
 static void kernels(struct json *j, const struct report *r)

@@ -216,6 +216,11 @@ static void kernels(FILE *f, const struct report *r, const struct text_opts *o)
 			"  %llu graph kernel nodes past gpuscope's limit (2^20 a process) were not "
 			"kept: their runs are not counted\n",
 			(unsigned long long)r->graph_nodes_lost);
+	if (r->driver_names)
+		fprintf(f,
+			"  %llu kernels looked up before tracing began are named by what the "
+			"driver keeps in its objects\n",
+			(unsigned long long)r->driver_names);
 	if (r->unknown_kernels)
 		fprintf(f,
 			"  %llu kernels (%llu launches) have no name: their names were looked up "

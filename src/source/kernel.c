@@ -11,6 +11,7 @@
 #include "core/util.h"
 #include "gpuscope/api.h"
 #include "source/kernel.h"
+#include "source/kernel_names.h"
 #include "source/kernel_py.h"
 
 struct kernel_source {
@@ -20,6 +21,7 @@ struct kernel_source {
 	__u64 files;
 	struct gs_ev_kname name; /* a name record completed from the process's memory */
 	struct kernel_py *py;	 /* (owned by the session: it filters until the end) */
+	struct late_names *late; /* (the same) names of kernels looked up before the probes */
 };
 
 static void on_record(void *ctx, const struct gs_hdr *ev)
@@ -118,6 +120,7 @@ static void finish_fn(void *obj)
 {
 	struct kernel_source *k = obj;
 	__u64 skips, unread, rechecks;
+	struct late_names_counts late;
 
 	tracer__finish(k->t);
 	/* Launches whose stacks were due but skipped to keep to the rate: carried by a stack
@@ -136,6 +139,14 @@ static void finish_fn(void *obj)
 	gs_debug("cuKernelGetFunction calls whose return was not asked for: %llu (found wanting "
 		 "at the next launch: %llu)",
 		 (unsigned long long)unread, (unsigned long long)rechecks);
+	late_names__counts(k->late, &late);
+	if (late.read || late.unreadable || late.agreed || late.differed || late.full)
+		gs_debug("kernels looked up before the probes: %llu names read from the driver, "
+			 "%llu not readable, %llu not read (too many); names looked up since, "
+			 "against the driver's: %llu agreed, %llu differed",
+			 (unsigned long long)late.read, (unsigned long long)late.unreadable,
+			 (unsigned long long)late.full, (unsigned long long)late.agreed,
+			 (unsigned long long)late.differed);
 }
 
 void kernel_source__drops(const struct kernel_source *k, struct gs_ev_drops *d)
@@ -151,6 +162,11 @@ static void drops_fn(void *obj, struct gs_ev_drops *d)
 static void py_free(void *obj)
 {
 	kernel_py__free(obj);
+}
+
+static void late_free(void *obj)
+{
+	late_names__free(obj);
 }
 
 /* (Detaching waits for the kernel's RCU grace periods.) */
@@ -182,6 +198,9 @@ int kernel_source__open(struct session *s, const struct kernel_source_opts *o,
 		return err;
 	}
 	stream__filter(s->stream, STREAM_TYPE(GS_EV_KNAME), complete_name, k);
+	k->late = late_names__new(s->stream);
+	if (k->late)
+		session__own(s, late_free, k->late);
 	/* (Python frames go into stacks: without them, none. GPUSCOPE_NO_PYFRAMES: none, to
 	 * measure what they cost.) */
 	if (k->o.tracer.stack_every && !getenv("GPUSCOPE_NO_PYFRAMES")) {
@@ -218,6 +237,8 @@ void kernel_source__probe_command(struct kernel_source *k, const char *exe)
 
 int kernel_source__probe_mapped(struct kernel_source *k, __u32 pid)
 {
+	unsigned int kind;
+	bool cuda = false;
 	struct map_entry *maps = NULL;
 	char exe[PATH_MAX];
 	size_t nmaps = 0;
@@ -225,9 +246,14 @@ int kernel_source__probe_mapped(struct kernel_source *k, __u32 pid)
 
 	if (r)
 		return r;
-	for (size_t i = 0; i < nmaps; i++)
-		kernel_source__add_file(k, pid, maps[i].path, lib_kind_of(maps[i].path), false,
-					true);
+	for (size_t i = 0; i < nmaps; i++) {
+		kind = lib_kind_of(maps[i].path);
+		kernel_source__add_file(k, pid, maps[i].path, kind, false, true);
+		cuda |= kind == GS_LIB_CUDA;
+	}
+	/* (Its kernels' names looked up before now: read from the driver, kernel_names.h.) */
+	if (cuda)
+		late_names__process(k->late, pid);
 	free(maps);
 	if (k->o.executables && proc_exe((pid_t)pid, exe, sizeof(exe)) == 0)
 		kernel_source__add_file(k, pid, exe, GS_LIB_EXE, true, true);

@@ -22,11 +22,11 @@ struct stream;
 struct late_names;
 
 struct late_names_counts {
-	__u64 read;	/* names read from the driver's objects */
+	__u64 read;	  /* names read from the driver's objects */
 	__u64 unreadable; /* handles whose object held no symbol's name */
-	__u64 agreed;	/* names looked up later, the driver's object saying the same */
-	__u64 differed; /* ... saying another (the reading then stopped in that process) */
-	__u64 full;	/* handles past the table's bound: not read */
+	__u64 agreed;	  /* names looked up later, the driver's object saying the same */
+	__u64 differed;	  /* ... saying another (the reading then stopped in that process) */
+	__u64 full;	  /* handles past the table's bound: not read */
 };
 
 /* Filters the stream's launch and name records; GPUSCOPE_NO_DRIVER_NAMES=1: NULL. */

@@ -237,35 +237,50 @@ def test_exit_status_is_the_commands(gsr):
     assert "killed by signal 15" in p.stderr
 
 
-def test_attach_late_names_are_unknown(gs, tmp_path):
-    gate = tmp_path / "gate"
+def attach_after_names(gs, tmp_path, args=(), env_extra=None, opts=(), linger=False):
+    """wl_driver looks its kernels up, then waits; gpuscope attaches; the rest runs:
+    (report, truth, gpuscope's stderr). With linger, the workload stays until gpuscope has
+    detached (attach -d 2): names are read from a process still there."""
+    gate, done, stay = (tmp_path / n for n in ("gate", "gate.done", "stay"))
     truth = tmp_path / "truth.json"
     rep = tmp_path / "r.json"
-    env = gs.env(GS_TRUTH=truth)
-    wl = subprocess.Popen([gs.wl("wl_driver"), "--wait", str(gate)], env=env)
+    for f in (gate, tmp_path / "gate.ready", done, stay):
+        if f.exists():
+            f.unlink()
+    env = gs.env(GS_TRUTH=truth, **(env_extra or {}))
+    wl = subprocess.Popen([gs.wl("wl_driver"), "--wait", str(gate)] + list(args) +
+                          (["--linger", str(stay)] if linger else []), env=env)
     try:
         wait_for(str(gate) + ".ready")
         tracer = subprocess.Popen([gs.binary, "attach", "-p", str(wl.pid), "-q",
-                                   "--json=%s" % rep], env=env, stderr=subprocess.PIPE,
-                                  text=True)
-        wait_for_attached(tracer)
+                                   "--json=%s" % rep] + (["-d", "2"] if linger else []) +
+                                  list(opts), env=env, stderr=subprocess.PIPE, text=True)
+        said = wait_for_attached(tracer)
         gate.write_text("go")
-        assert wl.wait(timeout=60) == 0
+        if linger:
+            wait_for(str(done))
         _, err = tracer.communicate(timeout=60)
         assert tracer.returncode == 0, err
+        stay.write_text("go")
+        assert wl.wait(timeout=60) == 0
     finally:
         kill_quietly(wl)
-    report = json.loads(rep.read_text())
-    t = json.loads(truth.read_text())
+    return json.loads(rep.read_text()), json.loads(truth.read_text()), said + err
+
+
+def test_attach_names_read_from_the_driver(gs, tmp_path):
+    """Kernels looked up before the attach: each handle's name read, at its first launch,
+    from where driver 580 keeps it in the handle's object (the double does the same), taken
+    only if it is a symbol's name; never guessed."""
+    report, t, _ = attach_after_names(gs, tmp_path, linger=True)
     k = report["kernels"]
-    # Every launch after the attach is seen; the names were looked up before it.
+    # Every launch after the attach is seen, each under its name: five handles (vecAdd's
+    # kernel and its function handle, scale, reduceSum, the Triton one), five names read.
     assert k["launches"] == t["launches"]
-    # Five handles: vecAdd's kernel and its function handle, scale, reduceSum, the Triton one.
-    assert k["unnamed"] == 5 and k["unnamed_launches"] == t["launches"]
-    assert all(x["name"] is None and x["display"].startswith("unknown kernel 0x")
-               for x in k["list"])
+    assert k["unnamed"] == 0 and k["named_from_driver"] == 5, k
+    assert {x["name"]: x["launches"] for x in k["list"]} == {
+        key.split(":", 1)[1]: v for key, v in t.items() if key.startswith("launch:")}
     assert report["session"]["mode"] == "attach"
-    assert report["session"]["target_lost"] is True
     assert all(lib["late"] for lib in report["libraries"])
     # Allocations made before the attach are freed after it: counted, not guessed.
     assert report["memory"]["untracked_frees"] == 0
@@ -274,11 +289,44 @@ def test_attach_late_names_are_unknown(gs, tmp_path):
     assert report["copies"]["HtoD"]["count"] == t["copy:HtoD:count"] - 1
     assert report["copies"]["DtoH"]["count"] == t["copy:DtoH:count"] - 1
     assert report["copies"]["unknown"]["count"] == 2
+    # Where the driver's object holds no symbol's name (another driver's layout), or with
+    # GPUSCOPE_NO_DRIVER_NAMES=1, the five stay unnamed.
+    for env in ({"FAKECUDA_DRIVER_NAMES": "none"}, {"GPUSCOPE_NO_DRIVER_NAMES": "1"}):
+        report, t, _ = attach_after_names(gs, tmp_path, env_extra=env)
+        k = report["kernels"]
+        assert k["unnamed"] == 5 and k["unnamed_launches"] == t["launches"], (env, k)
+        assert k["named_from_driver"] == 0
+        assert all(x["name"] is None and x["display"].startswith("unknown kernel 0x")
+                   for x in k["list"])
+        assert report["session"]["target_lost"] is True
+
+
+def test_attach_names_checked_against_lookups(gs, tmp_path):
+    """Each name looked up after the attach is checked against what the driver's object
+    says: equal, counted; another symbol's name there (the double's FAKECUDA_DRIVER_NAMES=
+    other), the reading stops in that process at the first, said by -v. The names looked
+    up are the report's either way."""
+    args = ["--kinds", "3", "2"]
+    said = "names looked up since, against the driver's: "
+    for env, checks in (({}, "3 agreed, 0 differed"), ({"FAKECUDA_DRIVER_NAMES": "other"},
+                                                       "0 agreed, 1 differed")):
+        report, t, err = attach_after_names(gs, tmp_path, args, env, ["-v"], linger=True)
+        assert said + checks in err, err
+        assert ("names no longer read from the driver in this process" in err) == bool(env)
+        k = report["kernels"]
+        assert k["unnamed"] == 0 and k["named_from_driver"] == 0, k
+        assert {x["name"]: x["launches"] for x in k["list"]} == {
+            "kind_%03d" % i: 2 for i in range(3)}
 
 
 def wait_for_attached(tracer):
-    line = tracer.stderr.readline()
-    assert "attached to pid" in line, line
+    """What gpuscope said up to "attached to pid" (-v: its debug lines before it)."""
+    said = ""
+    while "attached to pid" not in said:
+        line = tracer.stderr.readline()
+        assert line, said
+        said += line
+    return said
 
 
 def test_attach_duration(gsr, tmp_path):

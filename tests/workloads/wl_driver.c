@@ -6,11 +6,13 @@
  *
  *   wl_driver [--loops N] [--threads T] [--fork N] [--exec-child] [--mini]
  *             [--wait FILE] [--burst N] [--entry-points] [--signal N] [--note TEXT]
- *             [--rate R] [--seconds S] [--count FILE]
+ *             [--rate R] [--seconds S] [--count FILE] [--linger FILE]
  *
  * --wait FILE   resolve kernel names, then create FILE.ready and wait until FILE exists
  *               before doing anything else (for late attach: the names are missed);
  *               FILE.done is created when the work is done
+ * --linger FILE at the end, the truth written, wait until FILE exists (at most 120 s): the
+ *               process still there while gpuscope reads its memory
  * --burst N     only: N launches back to back after the --wait gate (drop accounting)
  * --rate R      the burst paced at R launches a second at most (0: as fast as it can)
  * --seconds S   the burst ends after S seconds, or N launches if N is given first
@@ -689,7 +691,7 @@ int main(int argc, char **argv)
 	long long nburst = 0;
 	double rate = 0, seconds = 0;
 	bool exec_child = false, is_mini = false, gpa = false;
-	const char *wait = NULL, *count = NULL;
+	const char *wait = NULL, *count = NULL, *linger = NULL;
 	pid_t kids[64];
 	int nkids = 0;
 
@@ -708,6 +710,8 @@ int main(int argc, char **argv)
 			seconds = atof(argv[++i]);
 		else if (!strcmp(argv[i], "--count") && i + 1 < argc)
 			count = argv[++i];
+		else if (!strcmp(argv[i], "--linger") && i + 1 < argc)
+			linger = argv[++i];
 		else if (!strcmp(argv[i], "--wait") && i + 1 < argc)
 			wait = argv[++i];
 		else if (!strcmp(argv[i], "--signal") && i + 1 < argc)
@@ -801,5 +805,7 @@ int main(int argc, char **argv)
 		}
 	}
 	truth_write();
+	for (int i = 0; linger && i < 12000 && access(linger, F_OK) != 0; i++)
+		usleep(10000);
 	return 0;
 }
