@@ -13,11 +13,14 @@
 
 #define NAME_AT	    8	      /* the name's address in a handle's object (driver 580) */
 #define MAX_HANDLES (1 << 18) /* handles kept, all processes: past it, none read */
+#define HOSTFN	    (1ULL << 32)
 
 struct late_names {
 	struct stream *s;
-	struct hmap pids;    /* (pid, 0): probed late; its value says whether reading stopped */
-	struct hmap handles; /* (pid, handle): named, by a lookup or from the driver, or tried */
+	struct hmap pids; /* (pid, 0): probed late; its value says whether reading stopped */
+	/* (pid, handle): named, by a lookup or from the driver, or tried; (pid | HOSTFN,
+	 * address): a host stub named by its registration */
+	struct hmap handles;
 	struct late_names_counts c;
 	struct gs_ev_kname rec;
 };
@@ -61,11 +64,11 @@ static void looked_up(struct late_names *n, const struct gs_ev_kname *e, bool on
 	__u64 at;
 	int len;
 
-	if (e->ns != GS_NS_DRIVER || !e->len || e->h.source == GS_SRC_GPUSCOPE ||
-	    n->handles.len >= MAX_HANDLES)
+	if (!e->len || e->h.source == GS_SRC_GPUSCOPE || n->handles.len >= MAX_HANDLES)
 		return;
-	hmap_put(&n->handles, e->h.pid, e->handle, &seen);
-	if (!on || !(len = driver_name(e->h.pid, e->handle, buf, sizeof(buf), &at)))
+	hmap_put(&n->handles, e->h.pid | (e->ns == GS_NS_HOSTFN ? HOSTFN : 0), e->handle, &seen);
+	if (e->ns != GS_NS_DRIVER || !on ||
+	    !(len = driver_name(e->h.pid, e->handle, buf, sizeof(buf), &at)))
 		return;
 	if (len == e->len ? !memcmp(buf, e->name, e->len)
 			  : e->truncated && len > e->len && !memcmp(buf, e->name, e->len)) {
@@ -77,6 +80,16 @@ static void looked_up(struct late_names *n, const struct gs_ev_kname *e, bool on
 	gs_debug("pid %u: kernel %s looked up where the driver's object says %s: names no longer "
 		 "read from the driver in this process",
 		 (unsigned)e->h.pid, e->name, buf);
+}
+
+/* A handle given another's name (a kernel's function, a runtime kernel's stub) since the
+ * probes: named if that one is. */
+static void aliased(struct late_names *n, const struct gs_ev_kalias *a)
+{
+	if (n->handles.len < MAX_HANDLES &&
+	    hmap_get(&n->handles, a->h.pid | (a->target_ns == GS_NS_HOSTFN ? HOSTFN : 0),
+		     a->target))
+		hmap_put(&n->handles, a->h.pid, a->handle, &seen);
 }
 
 /* A launch of a handle not named in a process probed late: its name read, and put before
@@ -120,6 +133,8 @@ static const struct gs_hdr *on_record(void *ctx, const struct gs_hdr *ev)
 		return ev;
 	if (ev->type == GS_EV_KNAME)
 		looked_up(n, (const void *)ev, state == &reading);
+	else if (ev->type == GS_EV_KALIAS)
+		aliased(n, (const void *)ev);
 	else if (state == &reading)
 		launched(n, (const void *)ev);
 	return ev;
@@ -129,8 +144,10 @@ static void retired(void *ctx, __u32 pid)
 {
 	struct late_names *n = ctx;
 
-	if (hmap_del(&n->pids, pid, 0))
+	if (hmap_del(&n->pids, pid, 0)) {
 		hmap_drop_key(&n->handles, false, 0, pid, NULL);
+		hmap_drop_key(&n->handles, false, 0, pid | HOSTFN, NULL);
+	}
 }
 
 struct late_names *late_names__new(struct stream *s)
@@ -141,7 +158,9 @@ struct late_names *late_names__new(struct stream *s)
 		return NULL;
 	n = xcalloc(1, sizeof(*n));
 	n->s = s;
-	stream__filter(s, STREAM_TYPE(GS_EV_LAUNCH) | STREAM_TYPE(GS_EV_KNAME), on_record, n);
+	stream__filter(
+		s, STREAM_TYPE(GS_EV_LAUNCH) | STREAM_TYPE(GS_EV_KNAME) | STREAM_TYPE(GS_EV_KALIAS),
+		on_record, n);
 	stream__on_retire(s, retired, n);
 	return n;
 }

@@ -15,7 +15,7 @@ import urllib.request
 
 import pytest
 
-from conftest import OUT, ROOT, needs_root
+from conftest import OUT, ROOT, kill_quietly, needs_root, wait_for
 
 NVML = os.path.join(OUT, "fakes", "libnvidia-ml.so.1")
 FAKE_LIBS = ["--lib", os.path.join(OUT, "fakes", "libcuda.so.1"),
@@ -501,6 +501,38 @@ def test_per_process_metrics_from_the_probes(agent, gs, tmp_path):
     p = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True,
                        text=True)
     assert p.returncode == 0 and not p.stdout + p.stderr, p.stdout + p.stderr
+
+
+@needs_root
+def test_kernels_of_a_process_running_before_the_exporter(agent, gs, tmp_path):
+    """A process that looked its kernels up before the exporter started: its launches by
+    kernel, under their names as read from the driver's objects (source/kernel_names.c);
+    without them (GPUSCOPE_NO_DRIVER_NAMES=1), as unknown kernels."""
+    for env in ({}, {"GPUSCOPE_NO_DRIVER_NAMES": "1"}):
+        gate, stay, truth = (tmp_path / ("%s%d" % (n, len(env))) for n in ("gate", "stay", "t"))
+        wl = subprocess.Popen([gs.wl("wl_driver"), "--wait", str(gate), "--linger", str(stay)],
+                              env=gs.env(GS_TRUTH=truth))
+        try:
+            wait_for(str(gate) + ".ready")
+            a = agent(ebpf=True, args=FAKE_LIBS + ["--retain", "30"], env=env)
+            gate.write_text("go")
+            wait_for(str(truth))
+            t = json.loads(truth.read_text())
+            m = a.wait_for(lambda m: sum(v for (n, ls), v in m.items()
+                                         if n == "gpuscope_kernel_launches_total" and
+                                         ("pid", str(wl.pid)) in ls) == t["launches"])
+            launches = {dict(ls)["kernel"]: v for (n, ls), v in m.items()
+                        if n == "gpuscope_kernel_launches_total" and ("pid", str(wl.pid)) in ls}
+            if env:
+                assert all(k.startswith("unknown 0x") for k in launches), launches
+            else:
+                assert launches == {DRIVER_KERNELS[k[7:]]: v for k, v in t.items()
+                                    if k.startswith("launch:")}
+            a.stop()
+        finally:
+            stay.write_text("go")
+            wl.wait(timeout=60)
+            kill_quietly(wl)
 
 
 @needs_root

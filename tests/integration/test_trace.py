@@ -305,14 +305,17 @@ def test_attach_names_checked_against_lookups(gs, tmp_path):
     """Each name looked up after the attach is checked against what the driver's object
     says: equal, counted; another symbol's name there (the double's FAKECUDA_DRIVER_NAMES=
     other), the reading stops in that process at the first, said by -v. The names looked
-    up are the report's either way."""
-    args = ["--kinds", "3", "2"]
+    up are the report's either way, and a function of a kernel looked up since (its alias)
+    is not read."""
     said = "names looked up since, against the driver's: "
-    for env, checks in (({}, "3 agreed, 0 differed"), ({"FAKECUDA_DRIVER_NAMES": "other"},
-                                                       "0 agreed, 1 differed")):
+    for args, env, checks in (
+            (["--kinds", "3", "2"], {}, "3 agreed, 0 differed"),
+            (["--kinds", "3", "2"], {"FAKECUDA_DRIVER_NAMES": "other"}, "0 agreed, 1 differed"),
+            (["--kfunc-kinds", "3", "2"], {}, "3 agreed, 0 differed")):
         report, t, err = attach_after_names(gs, tmp_path, args, env, ["-v"], linger=True)
-        assert said + checks in err, err
+        assert said + checks in err, (args, env, err)
         assert ("names no longer read from the driver in this process" in err) == bool(env)
+        assert "0 names read from the driver" in err, err
         k = report["kernels"]
         assert k["unnamed"] == 0 and k["named_from_driver"] == 0, k
         assert {x["name"]: x["launches"] for x in k["list"]} == {
