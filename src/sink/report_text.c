@@ -218,8 +218,8 @@ static void kernels(FILE *f, const struct report *r, const struct text_opts *o)
 			(unsigned long long)r->graph_nodes_lost);
 	if (r->driver_names)
 		fprintf(f,
-			"  %llu kernels looked up before tracing began are named by what the "
-			"driver keeps in its objects\n",
+			"  %llu kernel handles looked up before tracing began are named from the "
+			"driver's objects\n",
 			(unsigned long long)r->driver_names);
 	if (r->unknown_kernels)
 		fprintf(f,

@@ -272,7 +272,8 @@ def test_attach_names_read_from_the_driver(gs, tmp_path):
     """Kernels looked up before the attach: each handle's name read, at its first launch,
     from where driver 580 keeps it in the handle's object (the double does the same), taken
     only if it is a symbol's name; never guessed."""
-    report, t, _ = attach_after_names(gs, tmp_path, linger=True)
+    rec = tmp_path / "attach.gsrec"
+    report, t, _ = attach_after_names(gs, tmp_path, opts=["-o", str(rec)], linger=True)
     k = report["kernels"]
     # Every launch after the attach is seen, each under its name: five handles (vecAdd's
     # kernel and its function handle, scale, reduceSum, the Triton one), five names read.
@@ -280,6 +281,11 @@ def test_attach_names_read_from_the_driver(gs, tmp_path):
     assert k["unnamed"] == 0 and k["named_from_driver"] == 5, k
     assert {x["name"]: x["launches"] for x in k["list"]} == {
         key.split(":", 1)[1]: v for key, v in t.items() if key.startswith("launch:")}
+    # The names are records of the recording: its report names them too, and says how.
+    p = gs.run(["report", str(rec)], check_rc=0)
+    assert "5 kernel handles looked up before tracing began are named from the driver's " \
+        "objects" in p.stdout, p.stdout
+    assert "have no name" not in p.stdout
     assert report["session"]["mode"] == "attach"
     assert all(lib["late"] for lib in report["libraries"])
     # Allocations made before the attach are freed after it: counted, not guessed.
