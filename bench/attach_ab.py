@@ -7,7 +7,8 @@ over the median while detached just before it. GPUSCOPE may name several builds,
 separated: each round then attaches each build in turn (the order turned each round), and
 each build gets its ratios, row and table.
 
-    python3 attach_ab.py run GPUSCOPE OUT [resnet50|gpt2|tinyops|cupy] [ROUNDS] [SECONDS]
+    python3 attach_ab.py run GPUSCOPE OUT [resnet50|gpt2|tinyops|cupy|compile|jax] [ROUNDS]
+                                                      [SECONDS]
                                                       (as root; a step of tinyops or cupy
                                                       is 1,000 of their ops)
     python3 attach_ab.py work WORKLOAD LOG STOPFILE   (the process: windows of 4 steps,
@@ -46,9 +47,21 @@ def work(name, log, stop):
         sys.path.insert(0, HERE)
         import workload
 
-        step = {"resnet50": workload.resnet50_step, "gpt2": workload.gpt2_step,
-                "tinyops": workload.tinyops_step, "cupy": workload.cupy_step}[name]()
         sync = torch.cuda.synchronize
+        if name == "jax":  # (its loss waited for: no torch context made)
+            from fidelity_work import jax_step
+
+            jstep, state = jax_step()
+            box = {"p": state}
+
+            def step():
+                box["p"], box["loss"] = jstep(box["p"])
+
+            sync = (lambda: box["loss"].block_until_ready())
+        else:
+            step = {"resnet50": workload.resnet50_step, "gpt2": workload.gpt2_step,
+                    "tinyops": workload.tinyops_step, "cupy": workload.cupy_step,
+                    "compile": workload.compile_step}[name]()
     for _ in range(10):
         step()
     sync()

@@ -10,8 +10,8 @@
 set -u
 OUT=${OUT:-/tmp/gpuscope-names}
 . bench/gpu_env.sh
-ready() { # (the work's log has its "ready" line and three windows)
-	for _ in $(seq 600); do
+ready() { # (the work's log has its "ready" line and three windows; at most 180 s)
+	for _ in $(seq 1800); do
 		[ -e "$1" ] && [ "$(wc -l <"$1")" -ge 4 ] && return 0
 		sleep 0.1
 	done
@@ -24,7 +24,7 @@ for w in ${WORKLOADS:-resnet50 gpt2 cupy}; do
 	timeout 60 "$GS" attach -p $p -q -v -d 4 --json="$OUT/$w-attach.json" 2>"$OUT/$w-attach.err"
 	touch "$OUT/$w-a.stop"
 	wait $p
-	timeout 120 "$GS" run -q --json="$OUT/$w-run.json" -- \
+	timeout 300 "$GS" run -q --json="$OUT/$w-run.json" -- \
 		python3 bench/attach_ab.py work "$w" "$OUT/$w-r.log" "$OUT/$w-r.stop" 2>"$OUT/$w-run.err" &
 	p=$!
 	ready "$OUT/$w-r.log" && sleep 3

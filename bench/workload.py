@@ -211,13 +211,13 @@ def graphs(profile_ctx):
     return windows_of(step, 50, 500, 7, profile_ctx, torch.cuda.synchronize)
 
 
-def compile_ro_step():
-    """A training step of one transformer encoder layer (256 wide, 4 heads, batch 8 x 128)
-    whose forward and backward torch.compile's reduce-overhead mode runs as CUDA graphs,
-    the optimizer's step eager (bench/fidelity_work.py's compile_ro)."""
+def compile_step(mode=None):
+    """A training step of one transformer encoder layer (256 wide, 4 heads, batch 8 x 128),
+    its forward and backward compiled by torch.compile (Inductor's Triton kernels, each
+    launched; mode "reduce-overhead": as CUDA graphs), the optimizer's step eager."""
     torch.manual_seed(0)
     block = torch.nn.TransformerEncoderLayer(256, 4, 1024, batch_first=True).cuda()
-    fwd = torch.compile(block, mode="reduce-overhead")
+    fwd = torch.compile(block, mode=mode)
     opt = torch.optim.SGD(block.parameters(), lr=1e-3)
     x = torch.randn(8, 128, 256, device="cuda")
 
@@ -228,6 +228,11 @@ def compile_ro_step():
         opt.step()
 
     return step
+
+
+def compile_ro_step():
+    """compile_step in reduce-overhead mode (bench/fidelity_work.py's compile_ro)."""
+    return compile_step("reduce-overhead")
 
 
 def compile_ro(profile_ctx):

@@ -244,6 +244,11 @@ static void each_in(const struct gkernels *g, void (*fn)(void *ctx, __u64 handle
 		each_in(g->ch[i].g, fn, ctx);
 }
 
+bool model__graph_known(const struct proc *p, __u64 exec)
+{
+	return hmap_get(&p->execs, exec, 0) != NULL;
+}
+
 bool model__graph_each(const struct proc *p, __u64 exec,
 		       void (*fn)(void *ctx, __u64 handle, __u64 count), void *ctx)
 {

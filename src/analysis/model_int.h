@@ -163,9 +163,10 @@ struct model {
 	bool have_drops;
 	__u64 events, first_ts, last_ts;
 	__u64 launches, graph_launches, launch_errors;
-	__u64 results_unread;	   /* launches recorded at entry (GS_LAUNCH_NO_RETURN) */
-	__u64 cond_graph_launches; /* of graphs with a conditional node (model_graphs.c) */
-	__u64 graph_nodes_lost;	   /* kernel nodes past a process's limit: runs not counted */
+	__u64 results_unread;	     /* launches recorded at entry (GS_LAUNCH_NO_RETURN) */
+	__u64 cond_graph_launches;   /* of graphs with a conditional node (model_graphs.c) */
+	__u64 graph_nodes_lost;	     /* kernel nodes past a process's limit: runs not counted */
+	__u64 graph_launches_unseen; /* of graphs instantiated before tracing: runs unknown */
 	__u64 copy_bytes;
 	__u64 in_use[MEM_KINDS], peak[MEM_KINDS];
 	__u64 nameless;	    /* name records whose string could not be read */
@@ -267,6 +268,8 @@ bool model__graph_op_captured(struct proc *p, __u64 stream, unsigned int kind, _
 /* What a launch of the instantiated graph copies and sets, added to copies (and the bytes
  * it copies to *bytes). */
 void model__graph_ops(const struct proc *p, __u64 exec, struct copy_stat *copies, __u64 *bytes);
+/* Whether exec's instantiation (or its capture) was seen. */
+bool model__graph_known(const struct proc *p, __u64 exec);
 bool model__graph_each(const struct proc *p, __u64 exec,
 		       void (*fn)(void *ctx, __u64 handle, __u64 count), void *ctx);
 void model__graph_api(struct proc *p, const struct gs_ev_api *e, const struct gs_api_desc *d,

@@ -187,6 +187,7 @@ static void graph_launch(struct model *m, struct proc *p, const struct gs_ev_lau
 	}
 	g->launches++;
 	add_call(g, e);
+	m->graph_launches_unseen += !model__graph_known(p, e->func);
 	if (model__graph_each(p, e->func, add_runs, &r))
 		m->cond_graph_launches++;
 	model__graph_ops(p, e->func, m->copies, &bytes);

@@ -134,6 +134,7 @@ static void build_kernels(struct report *r, const struct model *m)
 	r->graph_launches = m->graph_launches;
 	r->cond_graph_launches = m->cond_graph_launches;
 	r->graph_nodes_lost = m->graph_nodes_lost;
+	r->graph_launches_unseen = m->graph_launches_unseen;
 	r->graphs = m->graph_execs.len + m->retired_graphs;
 	r->nameless = m->nameless;
 	r->driver_names = m->driver_names;

@@ -184,9 +184,10 @@ struct report {
 	struct rep_kernel *kernels;
 	size_t nkernels;
 	__u64 launches, launch_errors, graph_launches, graphs, kernel_runs_in_graphs;
-	__u64 results_unread;	   /* launches whose result the kernel plane did not read */
-	__u64 cond_graph_launches; /* of graphs with a conditional node: bodies not counted */
-	__u64 graph_nodes_lost;	   /* kernel nodes past a process's limit: runs not counted */
+	__u64 results_unread;	     /* launches whose result the kernel plane did not read */
+	__u64 cond_graph_launches;   /* of graphs with a conditional node: bodies not counted */
+	__u64 graph_nodes_lost;	     /* kernel nodes past a process's limit: runs not counted */
+	__u64 graph_launches_unseen; /* of graphs made before tracing began: runs not counted */
 	__u64 unknown_kernels, unknown_launches, nameless;
 	__u64 driver_names; /* kernels looked up before tracing, named from the driver's memory */
 	struct kapi_count *launch_apis;

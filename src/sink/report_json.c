@@ -223,6 +223,7 @@ static const struct jfield kernel_totals[] = {
 	JU64(struct report, "runs_in_graphs", kernel_runs_in_graphs),
 	JU64(struct report, "graph_launches_conditional", cond_graph_launches),
 	JU64(struct report, "graph_nodes_lost", graph_nodes_lost),
+	JU64(struct report, "graph_launches_unseen", graph_launches_unseen),
 	JU64(struct report, "unnamed", unknown_kernels),
 	JU64(struct report, "unnamed_launches", unknown_launches),
 	JU64(struct report, "named_from_driver", driver_names)

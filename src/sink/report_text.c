@@ -216,6 +216,11 @@ static void kernels(FILE *f, const struct report *r, const struct text_opts *o)
 			"  %llu graph kernel nodes past gpuscope's limit (2^20 a process) were not "
 			"kept: their runs are not counted\n",
 			(unsigned long long)r->graph_nodes_lost);
+	if (r->graph_launches_unseen)
+		fprintf(f,
+			"  %llu graph launches ran graphs made before tracing began: the kernels "
+			"they ran are not counted\n",
+			(unsigned long long)r->graph_launches_unseen);
 	if (r->driver_names)
 		fprintf(f,
 			"  %llu kernel handles looked up before tracing began are named from the "

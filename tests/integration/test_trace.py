@@ -328,6 +328,23 @@ def test_attach_names_checked_against_lookups(gs, tmp_path):
             "kind_%03d" % i: 2 for i in range(3)}
 
 
+def test_attach_graph_made_before(gs, tmp_path):
+    """A graph instantiated before the attach: its launches counted, the kernels it runs
+    not (gpuscope never saw what it holds), and the report says so; a run from the start
+    counts them and says nothing of it."""
+    rec = tmp_path / "graph.gsrec"
+    report, t, _ = attach_after_names(gs, tmp_path, ["--early-graph", "5"], opts=["-o", str(rec)])
+    k = report["kernels"]
+    assert (k["graph_launches"], k["graph_launches_unseen"], k["runs_in_graphs"]) == (5, 5, 0), k
+    p = gs.run(["report", str(rec)], check_rc=0)
+    assert "5 graph launches ran graphs made before tracing began: the kernels they ran are " \
+        "not counted" in p.stdout, p.stdout
+    report, t, _ = gs.trace(["wl_driver", "--early-graph", "5"])
+    k = report["kernels"]
+    assert (k["graph_launches"], k["graph_launches_unseen"], k["runs_in_graphs"]) == \
+        (5, 0, t["graph_runs:_Z5scalePfif"]), k
+
+
 def wait_for_attached(tracer):
     """What gpuscope said up to "attached to pid" (-v: its debug lines before it)."""
     said = ""

@@ -13,6 +13,8 @@
  *               FILE.done is created when the work is done
  * --linger FILE at the end, the truth written, wait until FILE exists (at most 120 s): the
  *               process still there while gpuscope reads its memory
+ * --early-graph N  only: three launches of scale captured into a graph and instantiated
+ *               before the --wait gate, the graph launched N times after it
  * --burst N     only: N launches back to back after the --wait gate (drop accounting)
  * --rate R      the burst paced at R launches a second at most (0: as fast as it can)
  * --seconds S   the burst ends after S seconds, or N launches if N is given first
@@ -648,6 +650,33 @@ static void kinds(int k, int n, bool via_kernel)
 	free(f);
 }
 
+/* --early-graph N: the graph made before the gate (early_graph_make), launched after. */
+static CUgraphExec early_exec;
+
+static void early_graph_make(void)
+{
+	CUstream s;
+	CUgraph g;
+
+	CHECK(cuStreamCreate(&s, 0), 0);
+	CHECK(cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_GLOBAL), 0);
+	for (int i = 0; i < 3; i++)
+		CHECK(cuLaunchKernel((CUfunction)k_scale, 8, 1, 1, 32, 1, 1, 0, s, NULL, NULL), 0);
+	CHECK(cuStreamEndCapture(s, &g), 0);
+	CHECK(cuGraphInstantiateWithFlags(&early_exec, g, 0), 0);
+}
+
+static void early_graph_run(int n)
+{
+	for (int i = 0; i < n; i++) {
+		CHECK(cuGraphLaunch(early_exec, NULL), 0);
+		truth_add(1, "graph_launches");
+		truth_add(3, "graph_runs:%s", SCALE);
+	}
+	CHECK(cuCtxSynchronize(), 0);
+	truth_add(1, "sync:cuCtxSynchronize");
+}
+
 static void kfunc(int n)
 {
 	CUcontext c[2];
@@ -686,7 +715,8 @@ static void kfunc(int n)
 
 int main(int argc, char **argv)
 {
-	int loops = 1, threads = 0, nfork = 0, nsignal = 0, nkfunc = 0, nkinds = 0, nrounds = 0;
+	int loops = 1, threads = 0, nfork = 0, nsignal = 0, nkfunc = 0, nkinds = 0, nrounds = 0,
+	    nearly = 0;
 	bool kinds_via_kernel = false;
 	long long nburst = 0;
 	double rate = 0, seconds = 0;
@@ -724,6 +754,8 @@ int main(int argc, char **argv)
 			is_mini = true;
 		else if (!strcmp(argv[i], "--note") && i + 1 < argc)
 			i++;
+		else if (!strcmp(argv[i], "--early-graph") && i + 1 < argc)
+			nearly = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--kfunc") && i + 1 < argc)
 			nkfunc = atoi(argv[++i]);
 		else if ((!strcmp(argv[i], "--kinds") || !strcmp(argv[i], "--kfunc-kinds")) &&
@@ -773,9 +805,13 @@ int main(int argc, char **argv)
 	}
 	truth_add(1, "processes");
 	init_names();
+	if (nearly)
+		early_graph_make();
 	if (wait)
 		wait_gate(wait);
-	if (nkfunc)
+	if (nearly)
+		early_graph_run(nearly);
+	else if (nkfunc)
 		kfunc(nkfunc);
 	else if (nkinds > 0)
 		kinds(nkinds, nrounds, kinds_via_kernel);
