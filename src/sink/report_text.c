@@ -185,8 +185,31 @@ static void shape_str(char *buf, size_t n, const struct kshape *s)
 	snprintf(buf, n, "%-14s %-11s %6u", grid, block, s->shmem);
 }
 
+/* Counts that say what the figures near them leave out: "  N what", those not 0. */
+struct note {
+	__u64 n;
+	const char *what;
+};
+
+static void notes(FILE *f, const struct note *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (v[i].n)
+			fprintf(f, "  %llu %s\n", (unsigned long long)v[i].n, v[i].what);
+}
+
 static void kernels(FILE *f, const struct report *r, const struct text_opts *o)
 {
+	const struct note kernel_notes[] = {
+		{ r->cond_graph_launches, "graph launches ran conditional nodes: the kernels of "
+					  "their bodies (run as the GPU decides) are not counted" },
+		{ r->graph_nodes_lost, "graph kernel nodes past gpuscope's limit (2^20 a process) "
+				       "were not kept: their runs are not counted" },
+		{ r->graph_launches_unseen, "graph launches ran graphs made before tracing began: "
+					    "the kernels they ran are not counted" },
+		{ r->driver_names, "kernel handles looked up before tracing began are named from "
+				   "the driver's objects" },
+	};
 	char name[1024], shape[96];
 	size_t shown = GS_MIN(r->nkernels, o->top);
 
@@ -206,26 +229,7 @@ static void kernels(FILE *f, const struct report *r, const struct text_opts *o)
 			(unsigned long long)(r->launches + r->graph_launches + r->launch_errors -
 					     r->results_unread),
 			(unsigned long long)(r->launches + r->graph_launches + r->launch_errors));
-	if (r->cond_graph_launches)
-		fprintf(f,
-			"  %llu graph launches ran conditional nodes: the kernels of their "
-			"bodies (run as the GPU decides) are not counted\n",
-			(unsigned long long)r->cond_graph_launches);
-	if (r->graph_nodes_lost)
-		fprintf(f,
-			"  %llu graph kernel nodes past gpuscope's limit (2^20 a process) were not "
-			"kept: their runs are not counted\n",
-			(unsigned long long)r->graph_nodes_lost);
-	if (r->graph_launches_unseen)
-		fprintf(f,
-			"  %llu graph launches ran graphs made before tracing began: the kernels "
-			"they ran are not counted\n",
-			(unsigned long long)r->graph_launches_unseen);
-	if (r->driver_names)
-		fprintf(f,
-			"  %llu kernel handles looked up before tracing began are named from the "
-			"driver's objects\n",
-			(unsigned long long)r->driver_names);
+	notes(f, kernel_notes, ARRAY_SIZE(kernel_notes));
 	if (r->unknown_kernels)
 		fprintf(f,
 			"  %llu kernels (%llu launches) have no name: their names were looked up "
@@ -562,10 +566,7 @@ static void errors(FILE *f, const struct report *r)
 
 static void losses(FILE *f, const struct report *r)
 {
-	const struct {
-		__u64 n;
-		const char *what;
-	} notes[] = {
+	const struct note loss_notes[] = {
 		{ r->nameless, "kernel names could not be read from the process" },
 		{ r->unwrapped, "driver entry points were handed out unwrapped: calls through "
 				"them are not traced" },
@@ -603,9 +604,7 @@ static void losses(FILE *f, const struct report *r)
 					(unsigned long long)r->drops[t]);
 		fprintf(f, " (a larger --buffer-size keeps more)\n");
 	}
-	for (size_t i = 0; i < sizeof(notes) / sizeof(notes[0]); i++)
-		if (notes[i].n)
-			fprintf(f, "  %llu %s\n", (unsigned long long)notes[i].n, notes[i].what);
+	notes(f, loss_notes, ARRAY_SIZE(loss_notes));
 }
 
 void report_text__write(FILE *f, const struct report *r, const struct text_opts *o)
