@@ -289,9 +289,10 @@ static int trace_attach(struct trace *tr)
 		       (int)o->pid, comm);
 		return GS_EXIT_RUNTIME;
 	}
-	gs_info("attached to pid %d (%s); names of kernels looked up before now are read from "
-		"the driver's memory%s",
-		(int)o->pid, comm, o->duration_s > 0 ? "" : "; Ctrl-C to stop");
+	gs_info("attached to pid %d (%s); names of kernels looked up before now are %s%s",
+		(int)o->pid, comm,
+		getenv("GPUSCOPE_NO_DRIVER_NAMES") ? "unknown" : "read from the driver's memory",
+		o->duration_s > 0 ? "" : "; Ctrl-C to stop");
 	next_status = status_start(tr);
 	if (o->duration_s > 0)
 		end = gs_now_ns() + (__u64)(o->duration_s * 1e9);

@@ -273,7 +273,8 @@ def test_attach_names_read_from_the_driver(gs, tmp_path):
     from where driver 580 keeps it in the handle's object (the double does the same), taken
     only if it is a symbol's name; never guessed."""
     rec = tmp_path / "attach.gsrec"
-    report, t, _ = attach_after_names(gs, tmp_path, opts=["-o", str(rec)], linger=True)
+    report, t, said = attach_after_names(gs, tmp_path, opts=["-o", str(rec)], linger=True)
+    assert "names of kernels looked up before now are read from the driver's memory" in said
     k = report["kernels"]
     # Every launch after the attach is seen, each under its name: five handles (vecAdd's
     # kernel and its function handle, scale, reduceSum, the Triton one), five names read.
@@ -298,7 +299,9 @@ def test_attach_names_read_from_the_driver(gs, tmp_path):
     # Where the driver's object holds no symbol's name (another driver's layout), or with
     # GPUSCOPE_NO_DRIVER_NAMES=1, the five stay unnamed.
     for env in ({"FAKECUDA_DRIVER_NAMES": "none"}, {"GPUSCOPE_NO_DRIVER_NAMES": "1"}):
-        report, t, _ = attach_after_names(gs, tmp_path, env_extra=env)
+        report, t, said = attach_after_names(gs, tmp_path, env_extra=env)
+        assert ("names of kernels looked up before now are unknown" in said) == \
+            ("GPUSCOPE_NO_DRIVER_NAMES" in env), said
         k = report["kernels"]
         assert k["unnamed"] == 5 and k["unnamed_launches"] == t["launches"], (env, k)
         assert k["named_from_driver"] == 0
