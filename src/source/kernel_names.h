@@ -9,9 +9,10 @@
  * Where the driver keeps it is not documented: on driver 580 a CUfunction's and a CUkernel's
  * object hold the name's address 8 bytes in (bench/results/attach-names-2026-11-30.md).
  * What is read there is taken only if it is a symbol's name (letters, digits, '_', '$', '.';
- * not a digit first); otherwise the kernel stays unnamed. Each name looked up after the probes
- * is checked against what the driver's object says then; one that differs stops the reading
- * in that process (counted: late_names__counts).
+ * not a digit first); otherwise the kernel stays unnamed. A handle aliased since the probes
+ * to a named one (a kernel's function, a runtime kernel's stub) is not read. Each name looked
+ * up after the probes is checked against what the driver's object says then; one that
+ * differs stops the reading in that process (counted: late_names__counts).
  */
 #ifndef GS_SOURCE_KERNEL_NAMES_H
 #define GS_SOURCE_KERNEL_NAMES_H

@@ -207,7 +207,10 @@ def test_launch_gaps_without_gpu_times(gs):
     assert f["gaps"] >= 3 and {x["kind"] for x in f["longest"]} == {"launch_gap"}
     disk, nap, loader = planted(f)
     assert disk["cause"] == "disk" and disk["syscall"] == "pread64"
-    assert nap["cause"] == "blocked" and nap["syscall"] == "clock_nanosleep"
+    # (Once in a suite run: on_cpu, in clock_nanosleep; not seen again in 12 runs under two
+    # busy loops. What it found, and what was lost, say why next time.)
+    assert nap["cause"] == "blocked" and nap["syscall"] == "clock_nanosleep", \
+        (nap, summary(f), report["drops"])
     assert loader["other_thread"]["syscall"] == "pread64"
     assert " got no launch for " in disk["text"] and "may still have had work queued" \
         in disk["text"]
