@@ -29,6 +29,7 @@
 #include "source/host.h"
 #include "source/inject.h"
 #include "source/kernel.h"
+#include "source/kernel_names.h"
 #include "source/nvml.h"
 #include "source/symbols.h"
 
@@ -291,7 +292,7 @@ static int trace_attach(struct trace *tr)
 	}
 	gs_info("attached to pid %d (%s); names of kernels looked up before now are %s%s",
 		(int)o->pid, comm,
-		getenv("GPUSCOPE_NO_DRIVER_NAMES") ? "unknown" : "read from the driver's memory",
+		late_names__enabled() ? "read from the driver's memory" : "unknown",
 		o->duration_s > 0 ? "" : "; Ctrl-C to stop");
 	next_status = status_start(tr);
 	if (o->duration_s > 0)

@@ -150,11 +150,16 @@ static void retired(void *ctx, __u32 pid)
 	}
 }
 
+bool late_names__enabled(void)
+{
+	return !getenv("GPUSCOPE_NO_DRIVER_NAMES");
+}
+
 struct late_names *late_names__new(struct stream *s)
 {
 	struct late_names *n;
 
-	if (getenv("GPUSCOPE_NO_DRIVER_NAMES"))
+	if (!late_names__enabled())
 		return NULL;
 	n = xcalloc(1, sizeof(*n));
 	n->s = s;

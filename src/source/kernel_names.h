@@ -17,6 +17,7 @@
 #ifndef GS_SOURCE_KERNEL_NAMES_H
 #define GS_SOURCE_KERNEL_NAMES_H
 
+#include <stdbool.h>
 #include <linux/types.h>
 
 struct stream;
@@ -30,7 +31,9 @@ struct late_names_counts {
 	__u64 full;	  /* handles past the table's bound: not read */
 };
 
-/* Filters the stream's launch and name records; GPUSCOPE_NO_DRIVER_NAMES=1: NULL. */
+/* Whether names are read from the driver (GPUSCOPE_NO_DRIVER_NAMES=1: not). */
+bool late_names__enabled(void);
+/* Filters the stream's launch and name records; not enabled: NULL. */
 struct late_names *late_names__new(struct stream *s);
 /* pid was probed late: its unnamed handles are read from now on. */
 void late_names__process(struct late_names *n, __u32 pid);
