@@ -42,6 +42,21 @@ static void renamed(struct model *m, __u32 pid, __u64 handle, const char *old)
 	hmap_put(&m->renamed_kernels, pid, h, k);
 }
 
+/* The same for the handles named by it (a kernel's function, cuKernelGetFunction's: cuDNN
+ * launches those; the driver gives both handles out again together). */
+static void renamed_with_aliases(struct model *m, __u32 pid, __u64 handle, const char *old)
+{
+	struct hmap_slot *s;
+
+	renamed(m, pid, handle, old);
+	hmap_for_each (&m->aliases, s) {
+		const struct alias_entry *a = s->val;
+
+		if (s->k1 == pid && a->target == handle && a->ns == GS_NS_DRIVER)
+			renamed(m, pid, s->k2, old);
+	}
+}
+
 void model__name_add(struct model *m, const struct gs_hdr *ev)
 {
 	const struct gs_ev_kname *e = (const void *)ev;
@@ -51,8 +66,10 @@ void model__name_add(struct model *m, const struct gs_hdr *ev)
 		m->nameless++;
 		return;
 	}
-	m->driver_names += ev->source == GS_SRC_GPUSCOPE;
 	n = hmap_get(&m->names, NAME_KEY(e->h.pid, e->ns), e->handle);
+	/* (A handle read again after an unload, its name unchanged: counted once.) */
+	m->driver_names +=
+		e->api == GS_API_NONE && e->ns == GS_NS_DRIVER && !(n && !strcmp(n->name, e->name));
 	if (!n) {
 		n = xcalloc(1, sizeof(*n));
 		hmap_put(&m->names, NAME_KEY(e->h.pid, e->ns), e->handle, n);
@@ -60,7 +77,7 @@ void model__name_add(struct model *m, const struct gs_hdr *ev)
 		return;
 	} else {
 		if (e->ns == GS_NS_DRIVER)
-			renamed(m, e->h.pid, e->handle, n->name);
+			renamed_with_aliases(m, e->h.pid, e->handle, n->name);
 		free(n->name);
 	}
 	n->name = xstrdup(e->name);

@@ -189,7 +189,7 @@ struct report {
 	__u64 graph_nodes_lost;	     /* kernel nodes past a process's limit: runs not counted */
 	__u64 graph_launches_unseen; /* of graphs made before tracing began: runs not counted */
 	__u64 unknown_kernels, unknown_launches, nameless;
-	__u64 driver_names; /* kernels looked up before tracing, named from the driver's memory */
+	__u64 driver_names; /* kernel handles whose lookups were not seen, named from the driver */
 	struct kapi_count *launch_apis;
 	size_t nlaunch_apis;
 

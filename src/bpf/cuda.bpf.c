@@ -24,6 +24,12 @@
 #define STACK_BURST    10
 
 const volatile __u32 launch_return_every = 64;
+/* Names read from the driver's objects (source/kernel_names.h): at a handle's first launch
+ * returned on a CPU, the name whose address the handle's object holds DRIVER_NAME_AT bytes
+ * in (driver 580) goes out as a name record of no lookup (GS_API_NONE), before the launch's;
+ * user space takes it or not. */
+const volatile bool driver_names = false;
+#define DRIVER_NAME_AT 8
 /* Launches' stacks: at most stack_rate a second a thread (0: every one due), STACK_BURST at
  * once, as the in-process plane's (inject/stacks.c); each due one skipped is counted here
  * (read at the end: tracer__stack_skips). A stack with the thread's Python frames costs it
@@ -177,9 +183,10 @@ static __always_inline void kfunc_check(struct launch_thread *t, __u64 func)
 	__sync_fetch_and_add(&kfunc_rechecks, 1);
 }
 
+/* (After an unload a handle may be another function's: it is new on every CPU again.) */
 static __always_inline __u64 launch_ok_key(__u64 func, __u64 pid_tgid)
 {
-	return func ^ (pid_tgid >> 32 << 44);
+	return func ^ (pid_tgid >> 32 << 44) ^ ((__u64)(__u32)kfunc_unloads << 32);
 }
 
 /* key's set */
@@ -196,10 +203,9 @@ static __always_inline bool launch_ok_has(const __u64 *set, __u64 key)
 	return false;
 }
 
+/* (key not in set) */
 static __always_inline void launch_ok_put(__u64 *set, __u64 key)
 {
-	if (launch_ok_has(set, key))
-		return;
 	for (int i = LAUNCH_OK_WAYS - 1; i > 0; i--)
 		set[i] = set[i - 1];
 	set[0] = key;
@@ -222,6 +228,46 @@ static __always_inline bool stack_allowed(struct launch_thread *t, __u64 now)
 	return true;
 }
 
+static __always_inline void emit_kname(const struct call_state *st, __u64 handle, __u64 scope,
+				       __u64 name_addr, __u8 ns, __u16 api)
+{
+	struct gs_ev_kname *e;
+	long n;
+
+	e = gs_reserve(sizeof(*e), GS_EV_KNAME, GS_SRC_UPROBE, st->ts, bpf_get_current_pid_tgid());
+	if (!e)
+		return;
+	e->handle = handle;
+	e->scope = scope;
+	e->name_addr = name_addr;
+	e->api = api;
+	e->ns = ns;
+	e->truncated = 0;
+	e->pad = 0;
+	n = bpf_probe_read_user_str(e->name, sizeof(e->name), (void *)name_addr);
+	if (n <= 0) {
+		e->name[0] = 0;
+		n = 1;
+	}
+	if (n >= (long)sizeof(e->name))
+		e->truncated = 1;
+	e->len = (__u16)(n - 1);
+	/* The record ends after the name, rounded up to 8 bytes; consumers use h.size. */
+	e->h.size = (offsetof(struct gs_ev_kname, name) + n + 7) & ~7u;
+	gs_submit(e);
+}
+
+/* The name func's object holds (see driver_names), as a name record of no lookup. */
+static __always_inline void emit_driver_name(const struct call_state *st, __u64 func)
+{
+	__u64 at = 0;
+
+	if (!func || (func & 7) ||
+	    bpf_probe_read_user(&at, sizeof(at), (const void *)(func + DRIVER_NAME_AT)) || !at)
+		return;
+	emit_kname(st, func, 0, at, GS_NS_DRIVER, GS_API_NONE);
+}
+
 /* A launch returned (classic: every launch; session: those asked for). */
 static __always_inline int launch_returned(struct pt_regs *ctx, long rc, bool session)
 {
@@ -242,10 +288,16 @@ static __always_inline int launch_returned(struct pt_regs *ctx, long rc, bool se
 						BPF_LOCAL_STORAGE_GET_F_CREATE),
 			   now)))
 		gs_emit_stack_now(ctx, &st, func, !gs_failed(rc));
-	if (session && (__s32)rc == 0 && (c = bpf_map_lookup_elem(&launch_cpu, &zero))) {
+	if ((session || driver_names) && (__s32)rc == 0 &&
+	    (c = bpf_map_lookup_elem(&launch_cpu, &zero))) {
 		__u64 key = launch_ok_key(func, bpf_get_current_pid_tgid());
+		__u64 *set = launch_ok_set(c, key);
 
-		launch_ok_put(launch_ok_set(c, key), key);
+		if (!launch_ok_has(set, key)) {
+			if (driver_names)
+				emit_driver_name(&st, func);
+			launch_ok_put(set, key);
+		}
 	}
 	e = gs_reserve_call(sizeof(*e), GS_EV_LAUNCH, &st, now, (__s32)rc);
 	if (!e)
@@ -328,35 +380,6 @@ int BPF_KPROBE(launch_session)
 	return launch_entered(ctx);
 }
 
-static __always_inline void emit_kname(const struct call_state *st, __u64 handle, __u64 scope,
-				       __u64 name_addr, __u8 ns)
-{
-	struct gs_ev_kname *e;
-	long n;
-
-	e = gs_reserve(sizeof(*e), GS_EV_KNAME, GS_SRC_UPROBE, st->ts, bpf_get_current_pid_tgid());
-	if (!e)
-		return;
-	e->handle = handle;
-	e->scope = scope;
-	e->name_addr = name_addr;
-	e->api = (__u16)st->api;
-	e->ns = ns;
-	e->truncated = 0;
-	e->pad = 0;
-	n = bpf_probe_read_user_str(e->name, sizeof(e->name), (void *)name_addr);
-	if (n <= 0) {
-		e->name[0] = 0;
-		n = 1;
-	}
-	if (n >= (long)sizeof(e->name))
-		e->truncated = 1;
-	e->len = (__u16)(n - 1);
-	/* The record ends after the name, rounded up to 8 bytes; consumers use h.size. */
-	e->h.size = (offsetof(struct gs_ev_kname, name) + n + 7) & ~7u;
-	gs_submit(e);
-}
-
 static __always_inline void emit_kalias(const struct call_state *st, __u64 handle, __u64 target,
 					__u8 target_ns)
 {
@@ -417,7 +440,7 @@ static __always_inline int kname_returned(struct pt_regs *ctx, long rc)
 		/* void __cudaRegisterFunction(void **fatbin, const char *hostFun,
 		 *                              char *deviceFun, ...): read at return, when the
 		 * runtime has touched the name and its page is resident. */
-		emit_kname(&st, st.args[1], st.args[0], st.args[2], GS_NS_HOSTFN);
+		emit_kname(&st, st.args[1], st.args[0], st.args[2], GS_NS_HOSTFN, (__u16)st.api);
 		return 0;
 	}
 	if ((__s32)rc != 0) {
@@ -429,7 +452,11 @@ static __always_inline int kname_returned(struct pt_regs *ctx, long rc)
 	}
 	switch (d->shape) {
 	case GS_SH_N_GET:
-		emit_kname(&st, gs_load_u64(st.args[0]), st.args[1], st.args[2], GS_NS_DRIVER);
+		func = gs_load_u64(st.args[0]);
+		emit_kname(&st, func, st.args[1], st.args[2], GS_NS_DRIVER, (__u16)st.api);
+		/* (What the handle's object says, for user space to check against the lookup.) */
+		if (driver_names)
+			emit_driver_name(&st, func);
 		break;
 	case GS_SH_N_KFUNC:
 		func = gs_load_u64(st.args[0]);

@@ -135,6 +135,7 @@ static int load_objects(struct tracer *t)
 	/* (Stacks off: results still read at every 64th launch.) */
 	t->cuda->rodata->launch_return_every = t->opts.stack_every ?: 64;
 	t->cuda->rodata->stack_every = t->opts.stack_every;
+	t->cuda->rodata->driver_names = t->opts.driver_names;
 	t->cuda->rodata->stack_rate = t->opts.stack_rate;
 	t->nccl->rodata->stack_every = t->opts.stack_every;
 	t->cuda->rodata->track_all = t->opts.all;

@@ -29,6 +29,7 @@ struct tracer_opts {
 	__u32 stack_every; /* call stacks: 0 none; every Nth launch, every allocation and failure */
 	__u32 stack_rate;  /* ... launches' at most this many a second a thread (0: no limit) */
 	__u64 os_min_ns;   /* shorter off-CPU intervals and system calls are not reported */
+	bool driver_names; /* names read from the driver's objects (source/kernel_names.h) */
 	/* Each record from the kernel, in ring-buffer order (ev->size bytes). */
 	void (*on_event)(void *ctx, const struct gs_hdr *ev);
 	void *ctx;
@@ -42,13 +43,21 @@ void tracer__close(struct tracer *t);
 int tracer__track(struct tracer *t, __u32 pid);
 void tracer__untrack(struct tracer *t, __u32 pid);
 
+/* How a file is probed (tracer__add_file's flags). */
+enum {
+	TR_FILE_SYMTAB = 1,   /* its .symtab searched too (an executable with the runtime in it) */
+	TR_FILE_LATE = 2,     /* probed after the process started (attach) */
+	TR_FILE_NO_KFUNC = 4, /* cuKernelGetFunction not probed (source/kernel_names.h) */
+};
+
 /*
- * Probe the traced functions `path` defines, for every traced process now and later.
- * Returns 1 and fills *rec (an ATTACH record without header) for a new file with probes,
- * 0 if the file was known or defines none of the functions, -errno on failure.
+ * Probe the traced functions `path` defines, for every traced process now and later
+ * (flags: TR_FILE_*). Returns 1 and fills *rec (an ATTACH record without header) for a new
+ * file with probes, 0 if the file was known or defines none of the functions, -errno on
+ * failure.
  */
 int tracer__add_file(struct tracer *t, const char *path, const char *display_path,
-		     unsigned int kind, bool use_symtab, bool late, struct gs_ev_attach *rec);
+		     unsigned int kind, unsigned int flags, struct gs_ev_attach *rec);
 
 /* Wait up to timeout_ms for records and deliver them. Returns records or -errno. */
 int tracer__poll(struct tracer *t, int timeout_ms);

@@ -354,7 +354,7 @@ void tracer__untrack(struct tracer *t, __u32 pid)
 }
 
 int tracer__add_file(struct tracer *t, const char *path, const char *display_path,
-		     unsigned int kind, bool use_symtab, bool late, struct gs_ev_attach *rec)
+		     unsigned int kind, unsigned int flags, struct gs_ev_attach *rec)
 {
 	struct tfile f = {};
 	struct hmap_slot *s;
@@ -367,9 +367,13 @@ int tracer__add_file(struct tracer *t, const char *path, const char *display_pat
 	for (size_t i = 0; i < t->nfiles; i++)
 		if (t->files[i].dev == st.st_dev && t->files[i].ino == st.st_ino)
 			return 0;
-	if (elf_find_apis(path, use_symtab, &f.apis, err, sizeof(err))) {
+	if (elf_find_apis(path, flags & TR_FILE_SYMTAB, &f.apis, err, sizeof(err))) {
 		gs_debug("%s: %s", path, err);
 		return 0;
+	}
+	if ((flags & TR_FILE_NO_KFUNC) && f.apis.offset[GS_API_CU_KERNEL_GET_FUNCTION]) {
+		f.apis.offset[GS_API_CU_KERNEL_GET_FUNCTION] = 0;
+		f.apis.nfound--;
 	}
 	if (!f.apis.nfound)
 		return 0;
@@ -392,10 +396,11 @@ int tracer__add_file(struct tracer *t, const char *path, const char *display_pat
 	rec->nprobes = (__u32)f.apis.nfound;
 	for (int a = 1; a < GS_API_MAX; a++)
 		if (api_desc(a)->lib == (kind == GS_LIB_EXE ? GS_LIB_CUDART : kind) &&
-		    !f.apis.offset[a])
+		    !f.apis.offset[a] &&
+		    !(a == GS_API_CU_KERNEL_GET_FUNCTION && (flags & TR_FILE_NO_KFUNC)))
 			rec->nmissing++;
 	rec->nmissing -= GS_MIN(rec->nmissing, (__u32)f.apis.naliases);
-	rec->late = late;
+	rec->late = !!(flags & TR_FILE_LATE);
 	gs_strlcpy(rec->path, display_path ? display_path : path, sizeof(rec->path));
 	gs_debug("probing %s: %d functions, %u links in all", path, f.apis.nfound,
 		 (unsigned)t->nlinks);

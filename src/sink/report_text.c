@@ -207,8 +207,10 @@ static void kernels(FILE *f, const struct report *r, const struct text_opts *o)
 				       "were not kept: their runs are not counted" },
 		{ r->graph_launches_unseen, "graph launches ran graphs made before tracing began: "
 					    "the kernels they ran are not counted" },
-		{ r->driver_names, "kernel handles looked up before tracing began are named from "
-				   "the driver's objects" },
+		{ r->driver_names,
+		  "kernel handles whose lookups were not seen (made before tracing "
+		  "began, or by cuKernelGetFunction, not probed on this driver) are "
+		  "named from the driver's objects" },
 	};
 	char name[1024], shape[96];
 	size_t shown = GS_MIN(r->nkernels, o->top);

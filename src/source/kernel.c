@@ -34,6 +34,7 @@ static void on_record(void *ctx, const struct gs_hdr *ev)
 void kernel_source__add_file(struct kernel_source *k, __u32 pid, const char *path,
 			     unsigned int kind, bool use_symtab, bool late)
 {
+	unsigned int flags = (use_symtab ? TR_FILE_SYMTAB : 0) | (late ? TR_FILE_LATE : 0);
 	struct gs_ev_attach rec;
 	char real[PATH_MAX];
 	int r;
@@ -46,7 +47,11 @@ void kernel_source__add_file(struct kernel_source *k, __u32 pid, const char *pat
 		proc_root_path(pid, path, real, sizeof(real));
 	else
 		gs_strlcpy(real, path, sizeof(real));
-	r = tracer__add_file(k->t, real, path, kind, use_symtab, late, &rec);
+	/* (On a driver whose objects keep the names, cuKernelGetFunction's functions are named
+	 * from them: kernel_names.h.) */
+	if (kind == GS_LIB_CUDA && late_names__replaces_kfunc(k->late, real))
+		flags |= TR_FILE_NO_KFUNC;
+	r = tracer__add_file(k->t, real, path, kind, flags, &rec);
 	if (r < 0)
 		gs_debug("cannot probe %s: %s", path, strerror(-r));
 	if (r <= 0)
@@ -136,12 +141,16 @@ static void finish_fn(void *obj)
 	if (k->py)
 		kernel_py__take_counts(k->py);
 	tracer__kfunc_counts(k->t, &unread, &rechecks);
-	gs_debug("cuKernelGetFunction calls whose return was not asked for: %llu (found wanting "
-		 "at the next launch: %llu)",
-		 (unsigned long long)unread, (unsigned long long)rechecks);
+	if (late_names__all(k->late))
+		gs_debug("cuKernelGetFunction not probed: the functions it gives are named from "
+			 "the driver's objects");
+	else
+		gs_debug("cuKernelGetFunction calls whose return was not asked for: %llu (found "
+			 "wanting at the next launch: %llu)",
+			 (unsigned long long)unread, (unsigned long long)rechecks);
 	late_names__counts(k->late, &late);
 	if (late.read || late.unreadable || late.agreed || late.differed || late.full)
-		gs_debug("kernels looked up before the probes: %llu names read from the driver, "
+		gs_debug("kernels whose lookups were not seen: %llu names read from the driver, "
 			 "%llu not readable, %llu not read (too many); names looked up since, "
 			 "against the driver's: %llu agreed, %llu differed",
 			 (unsigned long long)late.read, (unsigned long long)late.unreadable,
@@ -192,6 +201,7 @@ int kernel_source__open(struct session *s, const struct kernel_source_opts *o,
 	k->s = s->stream;
 	k->o.tracer.on_event = on_record;
 	k->o.tracer.ctx = k;
+	k->o.tracer.driver_names = late_names__enabled();
 	err = tracer__open(&k->o.tracer, &k->t);
 	if (err) {
 		free(k);

@@ -1,28 +1,31 @@
 // SPDX-License-Identifier: MIT
-/* Names of kernels looked up before the probes, read from the driver (see kernel_names.h). */
-#include <stddef.h>
+/* Names of kernels whose lookups were not seen, read from the driver (see kernel_names.h). */
+#include <limits.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/hmap.h"
-#include "core/procfs.h"
 #include "core/stream.h"
 #include "core/util.h"
 #include "gpuscope/api.h"
 #include "source/kernel_names.h"
 
-#define NAME_AT	    8	      /* the name's address in a handle's object (driver 580) */
 #define MAX_HANDLES (1 << 18) /* handles kept, all processes: past it, none read */
 #define HOSTFN	    (1ULL << 32)
 
+/* Drivers whose objects were seen to keep the name there (their major versions). */
+static const unsigned long known_drivers[] = { 580 };
+
 struct late_names {
-	struct stream *s;
-	struct hmap pids; /* (pid, 0): probed late; its value says whether reading stopped */
+	/* (pid, 0): read (probed late, or every process: all); its value says whether reading
+	 * stopped */
+	struct hmap pids;
+	bool all; /* every process's unnamed handles read (cuKernelGetFunction not probed) */
 	/* (pid, handle): named, by a lookup or from the driver, or tried; (pid | HOSTFN,
 	 * address): a host stub named by its registration */
 	struct hmap handles;
 	struct late_names_counts c;
-	struct gs_ev_kname rec;
 };
 
 static char reading, stopped, seen; /* (the maps' values: their addresses) */
@@ -41,45 +44,44 @@ static bool symbol_like(const char *s, int len)
 	return true;
 }
 
-/* The name in handle's object, into buf (n bytes): its length, or 0 (none that is a
- * symbol's); *at: where it is in the process. */
-static int driver_name(__u32 pid, __u64 handle, char *buf, size_t n, __u64 *at)
+/* A name's hash, never 0 (a handles value: a lookup's name, to check its object's against). */
+static __u64 name_hash(const char *s, unsigned int len)
 {
-	int len;
+	__u64 h = 0xcbf29ce484222325ULL;
 
-	*at = 0;
-	if (!handle || (handle & 7) ||
-	    proc_read((pid_t)pid, handle + NAME_AT, at, sizeof(*at)) != 0 || !*at ||
-	    *at >= 1ULL << 47)
-		return 0;
-	len = proc_read_str((pid_t)pid, *at, buf, n);
-	return symbol_like(buf, len) ? len : 0;
+	for (unsigned int i = 0; i < len; i++)
+		h = (h ^ (unsigned char)s[i]) * 0x100000001b3ULL;
+	return h | 1;
 }
 
-/* A name looked up in a process probed late: kept, and checked against what the driver's
- * object says now (one unloaded since reads as nothing, which says nothing). */
-static void looked_up(struct late_names *n, const struct gs_ev_kname *e, bool on)
+/* A name looked up: kept, by its hash until its object's name (which the probe reads at the
+ * lookup's return) is checked against it. */
+static void looked_up(struct late_names *n, const struct gs_ev_kname *e)
 {
-	char buf[GS_NAME_MAX];
-	__u64 at;
-	int len;
+	if (!e->len || n->handles.len >= MAX_HANDLES)
+		return;
+	if (e->ns == GS_NS_DRIVER)
+		hmap_put(&n->handles, e->h.pid, e->handle,
+			 (void *)(uintptr_t)name_hash(e->name, e->len));
+	else
+		hmap_put(&n->handles, e->h.pid | HOSTFN, e->handle, &seen);
+}
 
-	if (!e->len || e->h.source == GS_SRC_GPUSCOPE || n->handles.len >= MAX_HANDLES)
+/* A looked-up handle's object's name (e) against its lookup's (hash): the same, counted; a
+ * read that failed says nothing; anything else stops the reading in that process. */
+static void check(struct late_names *n, const struct gs_ev_kname *e, __u64 hash)
+{
+	if (!e->len)
 		return;
-	hmap_put(&n->handles, e->h.pid | (e->ns == GS_NS_HOSTFN ? HOSTFN : 0), e->handle, &seen);
-	if (e->ns != GS_NS_DRIVER || !on ||
-	    !(len = driver_name(e->h.pid, e->handle, buf, sizeof(buf), &at)))
-		return;
-	if (len == e->len ? !memcmp(buf, e->name, e->len)
-			  : e->truncated && len > e->len && !memcmp(buf, e->name, e->len)) {
+	if (symbol_like(e->name, e->len) && name_hash(e->name, e->len) == hash) {
 		n->c.agreed++;
 		return;
 	}
 	n->c.differed++;
 	hmap_put(&n->pids, e->h.pid, 0, &stopped);
-	gs_debug("pid %u: kernel %s looked up where the driver's object says %s: names no longer "
-		 "read from the driver in this process",
-		 (unsigned)e->h.pid, e->name, buf);
+	gs_debug("pid %u: a kernel looked up where the driver's object says %.*s: names no "
+		 "longer read from the driver in this process",
+		 (unsigned)e->h.pid, (int)e->len, e->name);
 }
 
 /* A handle given another's name (a kernel's function, a runtime kernel's stub) since the
@@ -92,36 +94,44 @@ static void aliased(struct late_names *n, const struct gs_ev_kalias *a)
 		hmap_put(&n->handles, a->h.pid, a->handle, &seen);
 }
 
-/* A launch of a handle not named in a process probed late: its name read, and put before
- * it as a record of gpuscope's own. */
-static void launched(struct late_names *n, const struct gs_ev_launch *l)
+/* The name a handle's object holds, read by the probe (a name record of no lookup) at the
+ * handle's first launch on a CPU, before the launch's record, or at its lookup's return,
+ * after the lookup's: passed on once a handle, if its process's names are read, no lookup
+ * named the handle, and it is a symbol's; else stopped. One after a lookup is checked
+ * against it. */
+static const struct gs_hdr *from_driver(struct late_names *n, const struct gs_ev_kname *e,
+					const char *state)
 {
-	struct gs_ev_kname *r = &n->rec;
-	int len;
+	void *v = state ? hmap_get(&n->handles, e->h.pid, e->handle) : NULL;
 
-	if ((l->flags & GS_LAUNCH_GRAPH) || hmap_get(&n->handles, l->h.pid, l->func))
-		return;
+	if (v && v != &seen) {
+		if (state == &reading)
+			check(n, e, (__u64)(uintptr_t)v);
+		hmap_put(&n->handles, e->h.pid, e->handle, &seen);
+	}
+	if (state != &reading || v)
+		return NULL;
 	if (n->handles.len >= MAX_HANDLES) {
 		n->c.full++;
-		return;
+		return NULL;
 	}
-	hmap_put(&n->handles, l->h.pid, l->func, &seen);
-	len = driver_name(l->h.pid, l->func, r->name, sizeof(r->name), &r->name_addr);
-	if (!len) {
+	hmap_put(&n->handles, e->h.pid, e->handle, &seen);
+	if (!symbol_like(e->name, e->len)) {
 		n->c.unreadable++;
-		return;
+		return NULL;
 	}
-	r->handle = l->func;
-	r->scope = 0;
-	r->api = GS_API_NONE;
-	r->len = (__u16)len;
-	r->ns = GS_NS_DRIVER;
-	r->truncated = len == (int)sizeof(r->name) - 1;
-	r->pad = 0;
 	n->c.read++;
-	stream__emit(n->s, &r->h, GS_EV_KNAME,
-		     (__u32)((offsetof(struct gs_ev_kname, name) + (size_t)len + 1 + 7) & ~7UL),
-		     l->h.pid);
+	return &e->h;
+}
+
+/* A module or library unloaded: its handles may be given to other functions, so each
+ * handle of the process is read again at its next launch (a name looked up since is
+ * known again from its lookup). */
+static void unloaded(struct late_names *n, const struct gs_ev_api *a)
+{
+	if (a->c.result == 0 &&
+	    (a->c.api == GS_API_CU_MODULE_UNLOAD || a->c.api == GS_API_CU_LIBRARY_UNLOAD))
+		hmap_drop_key(&n->handles, false, 0, a->h.pid, NULL);
 }
 
 static const struct gs_hdr *on_record(void *ctx, const struct gs_hdr *ev)
@@ -129,14 +139,19 @@ static const struct gs_hdr *on_record(void *ctx, const struct gs_hdr *ev)
 	struct late_names *n = ctx;
 	const char *state;
 
-	if (!n->pids.len || !(state = hmap_get(&n->pids, ev->pid, 0)))
+	state = n->pids.len ? hmap_get(&n->pids, ev->pid, 0) : NULL;
+	if (!state && n->all)
+		state = &reading;
+	if (ev->type == GS_EV_KNAME && ((const struct gs_ev_kname *)ev)->api == GS_API_NONE)
+		return from_driver(n, (const void *)ev, state);
+	if (!state)
 		return ev;
-	if (ev->type == GS_EV_KNAME)
-		looked_up(n, (const void *)ev, state == &reading);
-	else if (ev->type == GS_EV_KALIAS)
+	if (ev->type == GS_EV_API)
+		unloaded(n, (const void *)ev);
+	else if (ev->type == GS_EV_KNAME)
+		looked_up(n, (const void *)ev);
+	else
 		aliased(n, (const void *)ev);
-	else if (state == &reading)
-		launched(n, (const void *)ev);
 	return ev;
 }
 
@@ -144,7 +159,7 @@ static void retired(void *ctx, __u32 pid)
 {
 	struct late_names *n = ctx;
 
-	if (hmap_del(&n->pids, pid, 0)) {
+	if (hmap_del(&n->pids, pid, 0) || n->all) {
 		hmap_drop_key(&n->handles, false, 0, pid, NULL);
 		hmap_drop_key(&n->handles, false, 0, pid | HOSTFN, NULL);
 	}
@@ -162,9 +177,8 @@ struct late_names *late_names__new(struct stream *s)
 	if (!late_names__enabled())
 		return NULL;
 	n = xcalloc(1, sizeof(*n));
-	n->s = s;
 	stream__filter(
-		s, STREAM_TYPE(GS_EV_LAUNCH) | STREAM_TYPE(GS_EV_KNAME) | STREAM_TYPE(GS_EV_KALIAS),
+		s, STREAM_TYPE(GS_EV_KNAME) | STREAM_TYPE(GS_EV_KALIAS) | STREAM_TYPE(GS_EV_API),
 		on_record, n);
 	stream__on_retire(s, retired, n);
 	return n;
@@ -174,6 +188,47 @@ void late_names__process(struct late_names *n, __u32 pid)
 {
 	if (n && !hmap_get(&n->pids, pid, 0))
 		hmap_put(&n->pids, pid, 0, &reading);
+}
+
+/* Whether libcuda at path is a driver whose objects keep the name where it is read: its
+ * file's name, libcuda.so.MAJOR.MINOR[.PATCH], after its links. */
+static bool known_driver(const char *path)
+{
+	char real[PATH_MAX];
+	const char *base, *v;
+	char *end;
+	unsigned long major;
+
+	if (!realpath(path, real))
+		return false;
+	base = strrchr(real, '/');
+	base = base ? base + 1 : real;
+	if (strncmp(base, "libcuda.so.", 11))
+		return false;
+	v = base + 11;
+	major = strtoul(v, &end, 10);
+	if (end == v || *end != '.')
+		return false;
+	for (size_t i = 0; i < sizeof(known_drivers) / sizeof(*known_drivers); i++)
+		if (major == known_drivers[i])
+			return true;
+	return false;
+}
+
+bool late_names__replaces_kfunc(struct late_names *n, const char *libcuda)
+{
+	const char *e = getenv("GPUSCOPE_DRIVER_NAMES");
+
+	if (!n || (e && !strcmp(e, "late")) ||
+	    (!(e && !strcmp(e, "all")) && !known_driver(libcuda)))
+		return false;
+	n->all = true;
+	return true;
+}
+
+bool late_names__all(const struct late_names *n)
+{
+	return n && n->all;
 }
 
 void late_names__counts(const struct late_names *n, struct late_names_counts *c)

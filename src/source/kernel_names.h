@@ -1,18 +1,33 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Names of kernels looked up before gpuscope probed their process (attach, the exporter's
- * running processes): the kernel plane sees launches of handles it never saw named. The
- * driver keeps a kernel's name in the object its handle points to; for such a handle, at its
- * first launch, the name is read from the process there and put in the stream as a name
- * record of gpuscope's own, before the launch.
+ * Names of kernels whose lookups gpuscope did not see: those looked up before it probed
+ * their process (attach, the exporter's running processes), and, on a driver where this
+ * is known to hold, the functions cuKernelGetFunction gives (below). The driver keeps a
+ * kernel's name in the object its handle points to. The kernel plane reads it there, in the
+ * program's thread while the object is certainly alive (cuda.bpf.c's driver_names): at a
+ * handle's first launch returned on each CPU, before the launch's record, and at a lookup's
+ * return, after the lookup's. This filter decides what to keep of those name records of no
+ * lookup (GS_API_NONE).
  *
  * Where the driver keeps it is not documented: on driver 580 a CUfunction's and a CUkernel's
  * object hold the name's address 8 bytes in (bench/results/attach-names-2026-11-30.md).
- * What is read there is taken only if it is a symbol's name (letters, digits, '_', '$', '.';
- * not a digit first); otherwise the kernel stays unnamed. A handle aliased since the probes
- * to a named one (a kernel's function, a runtime kernel's stub) is not read. Each name looked
- * up after the probes is checked against what the driver's object says then; one that
- * differs stops the reading in that process (counted: late_names__counts).
+ * - A name is kept only for a process whose names are read, once a handle, and only if it
+ *   is a symbol's (letters, digits, '_', '$', '.'; not a digit first); otherwise the
+ *   kernel stays unnamed.
+ * - A handle named by a lookup, or aliased to a named one (a kernel's function, a runtime
+ *   kernel's stub), is not named from its object. The object's name read at a lookup's
+ *   return is checked against the lookup's: one that differs (or is no symbol's) stops the
+ *   reading in that process (counted: late_names__counts).
+ * - After a module or library is unloaded, a process's handles are named again at their
+ *   next launches: the driver gives the handles of unloaded functions to new ones, and the
+ *   plane's per-CPU table of launched handles starts again then.
+ *
+ * On a driver where the name was found there (driver 580), cuKernelGetFunction is not
+ * probed at all: cuDNN calls it before each launch of its kernels (131 uprobe hits a
+ * ResNet-50 step, each ~0.9 us on the GPU guests), and the function it gives holds its name
+ * as the kernel does. Then every process's names are read. GPUSCOPE_DRIVER_NAMES=all: so on
+ * any driver; =late: cuKernelGetFunction probed, names read only for processes probed late.
+ * GPUSCOPE_NO_DRIVER_NAMES=1: none read (cuKernelGetFunction probed).
  */
 #ifndef GS_SOURCE_KERNEL_NAMES_H
 #define GS_SOURCE_KERNEL_NAMES_H
@@ -37,6 +52,12 @@ bool late_names__enabled(void);
 struct late_names *late_names__new(struct stream *s);
 /* pid was probed late: its unnamed handles are read from now on. */
 void late_names__process(struct late_names *n, __u32 pid);
+/* Whether cuKernelGetFunction goes unprobed in the driver at libcuda (a path), its
+ * functions named from the driver's objects: then every process's unnamed handles are read
+ * from now on. */
+bool late_names__replaces_kfunc(struct late_names *n, const char *libcuda);
+/* Whether every process's are (late_names__replaces_kfunc said so for some driver). */
+bool late_names__all(const struct late_names *n);
 void late_names__counts(const struct late_names *n, struct late_names_counts *c);
 void late_names__free(struct late_names *n);
 

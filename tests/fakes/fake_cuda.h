@@ -238,6 +238,7 @@ CUresult cuLibraryLoadData(CUlibrary *lib, const void *code, void *jitOptions,
 			   unsigned int numLibraryOptions);
 CUresult cuLibraryGetKernel(CUkernel *out, CUlibrary lib, const char *name);
 CUresult cuKernelGetFunction(CUfunction *out, CUkernel kernel);
+CUresult cuLibraryUnload(CUlibrary lib);
 CUresult cuModuleLoadData(CUmodule *mod, const void *image);
 CUresult cuModuleGetFunction(CUfunction *out, CUmodule mod, const char *name);
 CUresult cuModuleUnload(CUmodule mod);

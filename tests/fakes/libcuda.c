@@ -1243,12 +1243,17 @@ EXPORT CUresult cuLibraryLoadData(CUlibrary *lib, const void *code, void *jitOpt
 	return LOCKED(load_library(lib, code));
 }
 
+/* (Its memory is the next library's or module's, as a module's is: the driver gives
+ * handles out again.) */
 EXPORT CUresult cuLibraryUnload(CUlibrary lib)
 {
 	if (!lib)
 		return CUDA_ERROR_INVALID_HANDLE;
+	pthread_mutex_lock(&lock);
 	free(((struct CUlib_st *)lib)->var);
-	free(lib);
+	free(spare_module);
+	spare_module = (struct CUlib_st *)lib;
+	pthread_mutex_unlock(&lock);
 	return CUDA_SUCCESS;
 }
 

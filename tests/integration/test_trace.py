@@ -284,7 +284,8 @@ def test_attach_names_read_from_the_driver(gs, tmp_path):
         key.split(":", 1)[1]: v for key, v in t.items() if key.startswith("launch:")}
     # The names are records of the recording: its report names them too, and says how.
     p = gs.run(["report", str(rec)], check_rc=0)
-    assert "5 kernel handles looked up before tracing began are named from the driver's " \
+    assert "5 kernel handles whose lookups were not seen (made before tracing began, or by " \
+        "cuKernelGetFunction, not probed on this driver) are named from the driver's " \
         "objects" in p.stdout, p.stdout
     assert "have no name" not in p.stdout
     assert report["session"]["mode"] == "attach"
@@ -329,6 +330,77 @@ def test_attach_names_checked_against_lookups(gs, tmp_path):
         assert k["unnamed"] == 0 and k["named_from_driver"] == 0, k
         assert {x["name"]: x["launches"] for x in k["list"]} == {
             "kind_%03d" % i: 2 for i in range(3)}
+
+
+def driver_named(gs, tmp_path, version):
+    """The double's libcuda in a directory of its own, as a driver's file is named
+    (libcuda.so.VERSION; libcuda.so.1 a link to it): the environment that finds it first."""
+    d = tmp_path / ("driver-" + version)
+    d.mkdir(parents=True)
+    shutil.copy(os.path.join(gs.fakes, "libcuda.so.1"), d / ("libcuda.so." + version))
+    os.symlink("libcuda.so." + version, d / "libcuda.so.1")
+    return {"LD_LIBRARY_PATH": "%s:%s" % (d, gs.fakes)}
+
+
+KFUNC_UNPROBED = "cuKernelGetFunction not probed: the functions it gives are named from the " \
+    "driver's objects"
+
+
+def test_kernel_functions_named_from_the_driver(gs, tmp_path):
+    """On driver 580 (whose objects keep the names where gpuscope reads them),
+    cuKernelGetFunction is not probed (cuDNN calls it before each launch: 131 probe hits a
+    ResNet-50 step): each function is named at its first launch from its object, read by
+    the launch's probe; each name looked up is checked against its object at the lookup's
+    return. Another driver's file, or GPUSCOPE_DRIVER_NAMES=late, probes it as before;
+    =all reads on any driver. An object whose name is not its lookup's stops the reading in
+    that process: its functions are then unnamed, and -v says why."""
+    args = ["wl_driver", "--kfunc-kinds", "5", "4"]
+    want = {"kind_%03d" % i: 4 for i in range(5)}
+    for i, (version, env, unprobed) in enumerate((
+            ("580.65.06", {}, True), ("575.57.08", {}, False),
+            ("580.65.06", {"GPUSCOPE_DRIVER_NAMES": "late"}, False),
+            ("575.57.08", {"GPUSCOPE_DRIVER_NAMES": "all"}, True))):
+        env = dict(driver_named(gs, tmp_path / str(i), version), **env)
+        report, truth, p = gs.trace(args, opts=["-v"], env_extra=env)
+        assert_matches(truth, report)
+        k = report["kernels"]
+        assert {x["name"]: x["launches"] for x in k["list"]} == want, (version, env)
+        assert (KFUNC_UNPROBED in p.stderr) == unprobed, (version, env, p.stderr)
+        assert k["named_from_driver"] == (5 if unprobed else 0), (version, env, k)
+        # (The library's lookups, each checked at its return; none differs.)
+        assert re.search(r"against the driver's: [1-9]\d* agreed, 0 differed", p.stderr) or \
+            not unprobed, p.stderr
+        # (A function left unprobed is not one the driver lacks: as many missing as in the
+        # double's own file, which is probed too.)
+        missing = {lib["path"]: lib["missing"] for lib in report["libraries"]
+                   if lib["kind"] == "libcuda"}
+        assert len(missing) == 2 and len(set(missing.values())) == 1, missing
+    # (Another symbol's name, or none, where the library's first lookup returned.)
+    for layout in ("other", "none"):
+        env = dict(driver_named(gs, tmp_path / layout, "580.65.06"),
+                   FAKECUDA_DRIVER_NAMES=layout)
+        report, truth, p = gs.trace(args, opts=["-v"], env_extra=env)
+        assert "names no longer read from the driver in this process" in p.stderr
+        assert "0 names read from the driver, 0 not readable" in p.stderr, p.stderr
+        k = report["kernels"]
+        assert k["launches"] == truth["launches"] == k["unnamed_launches"] == 20, k
+        assert k["named_from_driver"] == 0
+
+
+@pytest.mark.parametrize("plane", ["kernel", "driver", "inject"])
+def test_kernel_functions_of_a_library_loaded_again(gs, plane):
+    """A library's kernel launched by its function (cuKernelGetFunction before each launch),
+    the library unloaded, another loaded whose kernel the driver gives the same kernel and
+    function handles: kOld keeps its 3 launches, kNew has its 5, whether the function is
+    named by its kernel's lookup (probed, or in process) or from its object (read again
+    after the unload)."""
+    env = {"GPUSCOPE_DRIVER_NAMES": "all" if plane == "driver" else "late"}
+    report, truth, _ = gs.trace(["wl_driver", "--kfunc-reload"],
+                                opts=["--inject"] if plane == "inject" else [], env_extra=env)
+    assert_matches(truth, report)
+    assert {x["name"]: x["launches"] for x in report["kernels"]["list"]} == \
+        {"kOld": 3, "kNew": 5}
+    assert report["kernels"]["named_from_driver"] == (2 if plane == "driver" else 0)
 
 
 def test_attach_graph_made_before(gs, tmp_path):

@@ -41,6 +41,10 @@
  *               over before triton's kernel is launched (a result used for its
  *               attributes, in a frame gone by the next launch). With FAKECUDA_DEVICES=2,
  *               FAKECUDA_FUNC_PER_CONTEXT=1.
+ * --kfunc-reload  only: a library's kernel kOld launched 3 times by its function
+ *               (cuKernelGetFunction before each launch), the library unloaded, another
+ *               loaded whose kNew the driver gives the same handles, launched 5 times so
+ *               (XLA's and cuDNN's ways together)
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -713,6 +717,36 @@ static void kfunc(int n)
 	truth_add(1, "sync:cuCtxSynchronize");
 }
 
+static void kfunc_reload(void)
+{
+	static const char *const ptx[] = {
+		".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry kOld()\n{ ret; }\n",
+		".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry kNew()\n{ ret; }\n"
+	};
+	static const char *const names[] = { "kOld", "kNew" };
+	CUfunction f[2];
+
+	for (int i = 0; i < 2; i++) {
+		CUlibrary lib;
+		CUkernel k;
+
+		CHECK(cuLibraryLoadData(&lib, ptx[i], NULL, NULL, 0, NULL, NULL, 0), 0);
+		CHECK(cuLibraryGetKernel(&k, lib, names[i]), 0);
+		for (int j = 0; j < 3 + 2 * i; j++) {
+			CHECK(cuKernelGetFunction(&f[i], k), 0);
+			CHECK(cuLaunchKernel(f[i], 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL), 0);
+			launch(names[i], "cuLaunchKernel");
+		}
+		CHECK(cuCtxSynchronize(), 0);
+		truth_add(1, "sync:cuCtxSynchronize");
+		CHECK(cuLibraryUnload(lib), 0);
+	}
+	if (f[0] != f[1]) {
+		fprintf(stderr, "wl_driver: the driver did not reuse the handle\n");
+		exit(1);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	int loops = 1, threads = 0, nfork = 0, nsignal = 0, nkfunc = 0, nkinds = 0, nrounds = 0,
@@ -720,7 +754,7 @@ int main(int argc, char **argv)
 	bool kinds_via_kernel = false;
 	long long nburst = 0;
 	double rate = 0, seconds = 0;
-	bool exec_child = false, is_mini = false, gpa = false;
+	bool exec_child = false, is_mini = false, gpa = false, reload = false;
 	const char *wait = NULL, *count = NULL, *linger = NULL;
 	pid_t kids[64];
 	int nkids = 0;
@@ -756,6 +790,8 @@ int main(int argc, char **argv)
 			i++;
 		else if (!strcmp(argv[i], "--early-graph") && i + 1 < argc)
 			nearly = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--kfunc-reload"))
+			reload = true;
 		else if (!strcmp(argv[i], "--kfunc") && i + 1 < argc)
 			nkfunc = atoi(argv[++i]);
 		else if ((!strcmp(argv[i], "--kinds") || !strcmp(argv[i], "--kfunc-kinds")) &&
@@ -813,6 +849,8 @@ int main(int argc, char **argv)
 		early_graph_run(nearly);
 	else if (nkfunc)
 		kfunc(nkfunc);
+	else if (reload)
+		kfunc_reload();
 	else if (nkinds > 0)
 		kinds(nkinds, nrounds, kinds_via_kernel);
 	else if (nburst || seconds > 0)
