@@ -24,7 +24,7 @@ for w in ${WORKLOADS:-resnet50 gpt2 cupy}; do
 	timeout 60 "$GS" attach -p $p -q -v -d 4 --json="$OUT/$w-attach.json" 2>"$OUT/$w-attach.err"
 	touch "$OUT/$w-a.stop"
 	wait $p
-	timeout 300 "$GS" run -q --json="$OUT/$w-run.json" -- \
+	timeout 300 "$GS" run -q -v --json="$OUT/$w-run.json" -- \
 		python3 bench/attach_ab.py work "$w" "$OUT/$w-r.log" "$OUT/$w-r.stop" 2>"$OUT/$w-run.err" &
 	p=$!
 	ready "$OUT/$w-r.log" && sleep 3
@@ -41,7 +41,8 @@ for w in sys.argv[2:]:
     a = json.load(open("%s/%s-attach.json" % (out, w)))["kernels"]
     r = json.load(open("%s/%s-run.json" % (out, w)))["kernels"]
     said = " ".join(l.split("debug: ", 1)[1].strip() for l in open("%s/%s-attach.err" % (out, w))
-                    if "looked up before the probes" in l or "no longer read" in l)
+                    if "lookups were not seen" in l or "no longer read" in l
+                    or "cuKernelGetFunction not probed" in l)
     run = {k["name"]: k["launches"] / r["launches"] for k in r["list"] if k["name"]}
     named = [k for k in a["list"] if k["name"]]
     share = sorted(k["launches"] / a["launches"] / run[k["name"]] for k in named
