@@ -558,13 +558,18 @@ def test_kernel_functions_asked_again_are_checked_at_the_launch(gs):
     # that learn the first context's function again. (Each checked and found wanting but
     # those of the first context.)
     assert (unread, rechecks) == (2 * n - 3 + (n - 2) // 2, 2 + (n - 2) // 2)
-    for opts, env2 in ((["-v"], {"GPUSCOPE_NO_UPROBE_SESSION": "1"}), (["--inject"], {})):
+    # (Not probed, where the driver's objects name the functions: each context's named at
+    # its first launch.)
+    for opts, env2 in ((["-v"], {"GPUSCOPE_NO_UPROBE_SESSION": "1"}), (["--inject"], {}),
+                       (["-v"], {"GPUSCOPE_DRIVER_NAMES": "all"})):
         other, truth2, p2 = gs.trace(args, opts=opts, env_extra=dict(env, **env2))
         assert_matches(truth2, other)
         assert sorted((k["name"], k["launches"]) for k in other["kernels"]["list"]) == \
             sorted((k["name"], k["launches"]) for k in report["kernels"]["list"])
-        if opts == ["-v"]:
+        if "GPUSCOPE_NO_UPROBE_SESSION" in env2:
             assert said + "0 " in p2.stderr
+        if "GPUSCOPE_DRIVER_NAMES" in env2:
+            assert KFUNC_UNPROBED in p2.stderr and other["kernels"]["named_from_driver"] == 4
 
 
 def test_kplane_cost_bench_runs_on_the_double(gs, tmp_path):
