@@ -387,20 +387,23 @@ def test_kernel_functions_named_from_the_driver(gs, tmp_path):
         assert k["named_from_driver"] == 0
 
 
-@pytest.mark.parametrize("plane", ["kernel", "driver", "inject"])
+@pytest.mark.parametrize("plane", ["kernel", "driver", "driver_classic", "inject"])
 def test_kernel_functions_of_a_library_loaded_again(gs, plane):
     """A library's kernel launched by its function (cuKernelGetFunction before each launch),
     the library unloaded, another loaded whose kernel the driver gives the same kernel and
     function handles: kOld keeps its 3 launches, kNew has its 5, whether the function is
     named by its kernel's lookup (probed, or in process) or from its object (read again
-    after the unload)."""
-    env = {"GPUSCOPE_DRIVER_NAMES": "all" if plane == "driver" else "late"}
+    after the unload; by a uprobe session's return, or by a return probe at every launch
+    where the kernel has no sessions)."""
+    env = {"GPUSCOPE_DRIVER_NAMES": "all" if plane.startswith("driver") else "late"}
+    if plane == "driver_classic":
+        env["GPUSCOPE_NO_UPROBE_SESSION"] = "1"
     report, truth, _ = gs.trace(["wl_driver", "--kfunc-reload"],
                                 opts=["--inject"] if plane == "inject" else [], env_extra=env)
     assert_matches(truth, report)
     assert {x["name"]: x["launches"] for x in report["kernels"]["list"]} == \
         {"kOld": 3, "kNew": 5}
-    assert report["kernels"]["named_from_driver"] == (2 if plane == "driver" else 0)
+    assert report["kernels"]["named_from_driver"] == (2 if plane.startswith("driver") else 0)
 
 
 def test_attach_graph_made_before(gs, tmp_path):
