@@ -37,6 +37,7 @@ void model__copy_add(struct model *m, const struct gs_hdr *ev)
 	if (e->flags & GS_COPY_ASYNC) {
 		s->async_count++;
 		s->async_bytes += e->bytes;
+		s->results_unread += !!(e->flags & GS_COPY_NO_RETURN);
 	} else {
 		s->sync_count++;
 		s->sync_bytes += e->bytes;

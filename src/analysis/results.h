@@ -154,6 +154,7 @@ struct copy_stat {
 	__u64 graph_runs, graph_bytes;	/* run by graph launches (captured ones) */
 	__u64 sync_count, sync_bytes, sync_ns;
 	__u64 async_count, async_bytes;
+	__u64 results_unread; /* of the asynchronous ones, recorded at entry (GS_COPY_NO_RETURN) */
 	__u64 errors;
 	__u64 gpu_count, gpu_bytes, gpu_ns; /* timed on the GPU (asynchronous ones) */
 };

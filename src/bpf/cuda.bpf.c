@@ -75,6 +75,9 @@ struct launch_thread {
 	 * function expected there, its kernel and its place in kfunc_thread (kfunc_check). */
 	__u64 kf_out, kf_func, kf_kernel;
 	__u32 kf_slot, pad;
+	/* Its latest asynchronous copy or set recorded at entry (copy_entered), as sp..api. */
+	__u64 cp_sp, cp_caller, cp_dst;
+	__u32 cp_api, cp_asked;
 };
 
 struct {
@@ -371,6 +374,67 @@ static __always_inline int launch_entered(struct pt_regs *ctx)
 	return 1;
 }
 
+/*
+ * Asynchronous 1-D copies and sets (cuMemsetD32Async...: 33 a ResNet-50 step, 107 a GPT-2
+ * one) as uprobe sessions too: their return says only the result (their call time is the
+ * enqueue's, which nothing uses), so it is asked for as a launch's, until a call of that
+ * function has succeeded on the CPU and then at one call in launch_return_every; the others
+ * are recorded at entry, their failures unseen. (Each was an entry and a return probe.)
+ */
+static __always_inline __u64 copy_ok_key(__u32 api, __u64 pid_tgid)
+{
+	return (1ULL << 63 | api) ^ (pid_tgid >> 32 << 44);
+}
+
+static __always_inline int copy_entered(struct pt_regs *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid(), now, key;
+	__u64 sp = PT_REGS_SP(ctx);
+	const struct gs_api_desc *d;
+	struct call_state st = {};
+	struct launch_thread *t;
+	struct gs_ev_copy e;
+	struct launch_cpu *c;
+	__u32 zero = 0;
+
+	barrier_var(sp); /* (read first: the verifier refuses a context pointer moved) */
+	c = bpf_map_lookup_elem(&launch_cpu, &zero);
+	if (!c)
+		return 1;
+	t = launch_thread_traced();
+	if (!t)
+		return 1;
+	now = bpf_ktime_get_ns();
+	gs_call_state(ctx, &st, sp, now);
+	d = gs_desc(st.api);
+	if (!d)
+		return 1;
+	/* (A tail call from another entry point of the family: see launch_thread.) */
+	if (t->cp_sp == sp && t->cp_dst == st.args[0] && t->cp_api != st.api &&
+	    (t->cp_caller == st.caller || (t->cp_asked && gs_tail_called(sp, now))))
+		return 1;
+	t->cp_sp = sp;
+	t->cp_caller = st.caller;
+	t->cp_dst = st.args[0];
+	t->cp_api = st.api;
+	t->cp_asked = 0;
+	key = copy_ok_key(st.api, id);
+	if (c->count++ % (launch_return_every ?: 1) == 0 ||
+	    !launch_ok_has(launch_ok_set(c, key), key)) {
+		if (gs_call_keep(&st)) {
+			t->cp_asked = 1;
+			return 0;
+		}
+	}
+	gs_fill(&e.h, sizeof(e), GS_EV_COPY, GS_SRC_UPROBE, now, id);
+	gs_fill_call(&e.c, &st, now, 0);
+	gs_decode_copy(d, st.args, &e);
+	e.flags |= GS_COPY_NO_RETURN;
+	if (bpf_ringbuf_output(&events, &e, sizeof(e), gs_wake_flags()))
+		gs_count_drop(GS_EV_COPY);
+	return 1;
+}
+
 /* Loaded as a uprobe session program (BPF_TRACE_UPROBE_SESSION) when tracer.c uses it. */
 SEC("uprobe")
 int BPF_KPROBE(launch_session)
@@ -564,6 +628,29 @@ RETURNED(ret_copy, GS_EV_COPY, gs_ev_copy)
 RETURNED(ret_sync, GS_EV_SYNC, gs_ev_sync)
 RETURNED(ret_api, GS_EV_API, gs_ev_api)
 /* clang-format on */
+
+/* Loaded as a uprobe session program, as launch_session: a successful return marks its
+ * function as having succeeded on the CPU (copy_entered). */
+SEC("uprobe")
+int BPF_KPROBE(copy_session)
+{
+	struct launch_cpu *c;
+	__u32 zero = 0;
+	long rc;
+
+	if (!bpf_session_is_return())
+		return copy_entered(ctx);
+	rc = PT_REGS_RC(ctx);
+	if ((__s32)rc == 0 && (c = bpf_map_lookup_elem(&launch_cpu, &zero))) {
+		__u64 key =
+			copy_ok_key((__u32)bpf_get_attach_cookie(ctx), bpf_get_current_pid_tgid());
+		__u64 *set = launch_ok_set(c, key);
+
+		if (!launch_ok_has(set, key))
+			launch_ok_put(set, key);
+	}
+	return returned(ctx, rc, GS_EV_COPY, sizeof(struct gs_ev_copy));
+}
 
 /* Python exceptions: how a probe's cookie says where the exception is. */
 enum {

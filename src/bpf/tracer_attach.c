@@ -205,6 +205,13 @@ static int return_group(const struct gs_api_desc *d)
 	return by_family[d->family];
 }
 
+/* An asynchronous 1-D copy or set (cuda.bpf.c's copy_session). */
+static bool async_1d(const struct gs_api_desc *d)
+{
+	return d->family == GS_FAM_COPY && (d->flags & GS_AF_ASYNC) &&
+	       (d->shape == GS_SH_C_1D || d->shape == GS_SH_C_SET1D);
+}
+
 static int attach_multi(struct tracer *t, struct linkset *ls, const struct tfile *f, __u32 pid)
 {
 	__u64 off[PG_COUNT][GS_API_MAX], cookie[PG_COUNT][GS_API_MAX];
@@ -217,8 +224,11 @@ static int attach_multi(struct tracer *t, struct linkset *ls, const struct tfile
 
 		if (!f->apis.offset[a])
 			continue;
-		if (t->session && (d->family == GS_FAM_LAUNCH || d->shape == GS_SH_N_KFUNC)) {
-			g = d->family == GS_FAM_LAUNCH ? PG_LAUNCH_SESSION : PG_KFUNC_SESSION;
+		if (t->session &&
+		    (d->family == GS_FAM_LAUNCH || d->shape == GS_SH_N_KFUNC || async_1d(d))) {
+			g = d->family == GS_FAM_LAUNCH	? PG_LAUNCH_SESSION
+			    : d->shape == GS_SH_N_KFUNC ? PG_KFUNC_SESSION
+							: PG_COPY_SESSION;
 			off[g][n[g]] = f->apis.offset[a];
 			cookie[g][n[g]++] = (__u64)a;
 			continue;

@@ -464,15 +464,17 @@ static const struct jfield copy_counts[] = { JU64(struct copy_stat, "count", cou
 					     JU64(struct copy_stat, "sync_count", sync_count),
 					     JU64(struct copy_stat, "sync_bytes", sync_bytes) };
 
-static const struct jfield copy_async[] = { JU64(struct copy_stat, "async_count", async_count),
-					    JU64(struct copy_stat, "async_bytes", async_bytes),
-					    JU64(struct copy_stat, "failed", errors),
-					    JU64(struct copy_stat, "empty", empty),
-					    JU64(struct copy_stat, "captured", captured),
-					    JU64(struct copy_stat, "captured_bytes",
-						 captured_bytes),
-					    JU64(struct copy_stat, "graph_runs", graph_runs),
-					    JU64(struct copy_stat, "graph_bytes", graph_bytes) };
+static const struct jfield copy_async[] = {
+	JU64(struct copy_stat, "async_count", async_count),
+	JU64(struct copy_stat, "async_bytes", async_bytes),
+	JU64(struct copy_stat, "failed", errors),
+	JU64(struct copy_stat, "results_unread", results_unread),
+	JU64(struct copy_stat, "empty", empty),
+	JU64(struct copy_stat, "captured", captured),
+	JU64(struct copy_stat, "captured_bytes", captured_bytes),
+	JU64(struct copy_stat, "graph_runs", graph_runs),
+	JU64(struct copy_stat, "graph_bytes", graph_bytes)
+};
 
 static void copies(struct json *j, const struct report *r)
 {

@@ -449,7 +449,7 @@ static void copies(FILE *f, const struct report *r)
 {
 	char a[32], b[32], c[32], d[32];
 	bool any = false;
-	__u64 empty = 0, captured = 0, runs = 0;
+	__u64 empty = 0, captured = 0, runs = 0, unread = 0, async = 0;
 
 	for (int k = 0; k < GS_COPY_KIND_MAX; k++)
 		any |= r->copies[k].count || r->copies[k].errors || r->copies[k].graph_runs;
@@ -477,10 +477,19 @@ static void copies(FILE *f, const struct report *r)
 		empty += r->copies[k].empty;
 		captured += r->copies[k].captured;
 		runs += r->copies[k].graph_runs;
+		unread += r->copies[k].results_unread;
+		async += r->copies[k].async_count;
 	}
 	if (empty)
 		fprintf(f, "  (calls of zero bytes, no copy made: %llu)\n",
 			(unsigned long long)empty);
+	if (unread)
+		fprintf(f,
+			"  (results read for %llu of %llu asynchronous calls: 1-D copies and sets "
+			"are "
+			"uprobe sessions, each function's read until one succeeds on a CPU, then "
+			"every Nth; --stacks 1 reads all)\n",
+			(unsigned long long)(async - unread), (unsigned long long)async);
 	if (captured || runs)
 		fprintf(f,
 			"  (calls captured into CUDA graphs, not run then: %llu; copies and sets "

@@ -332,6 +332,7 @@ CUresult cuMemcpy2D_v2(const CUDA_MEMCPY2D *c);
 CUresult cuMemcpy3D_v2(const CUDA_MEMCPY3D *c);
 CUresult cuMemsetD8_v2(CUdeviceptr dst, unsigned char v, size_t n);
 CUresult cuMemsetD32Async(CUdeviceptr dst, unsigned int v, size_t n, CUstream s);
+CUresult cuMemsetD32Async_ptsz(CUdeviceptr dst, unsigned int v, size_t n, CUstream s);
 CUresult cuMemsetD2D8_v2(CUdeviceptr dst, size_t pitch, unsigned char v, size_t w, size_t h);
 CUresult cuStreamCreate(CUstream *out, unsigned int flags);
 CUresult cuStreamSynchronize(CUstream s);

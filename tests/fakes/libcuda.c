@@ -46,8 +46,9 @@
  *     cuCtxSynchronize comes out as a function that is not exported, as real drivers may
  *     do for some entry points: nothing outside can know it).
  * Every exported function is its own code (built with -fno-ipa-icf), except
- * cuLaunchKernel_ptsz, which tail-calls cuLaunchKernel through the PLT on purpose: real
- * driver wrappers do this, and the tracer must count such a call once.
+ * cuLaunchKernel_ptsz and cuMemsetD32Async_ptsz, which tail-call cuLaunchKernel and
+ * cuMemsetD32Async through the PLT on purpose: real driver wrappers do this, and the tracer
+ * must count such a call once.
  */
 #define _GNU_SOURCE
 #include <ctype.h>
@@ -3010,7 +3011,14 @@ SET_FN(cuMemsetD16_v2, unsigned short, 2, false, false)
 SET_FN(cuMemsetD32_v2, unsigned int, 4, false, false)
 SET_ASYNC_FN(cuMemsetD8Async, unsigned char, 1, false)
 SET_ASYNC_FN(cuMemsetD32Async, unsigned int, 4, false)
-SET_ASYNC_FN(cuMemsetD32Async_ptsz, unsigned int, 4, true)
+
+/* A wrapper that jumps into another exported entry point, as cuLaunchKernel_ptsz. */
+EXPORT CUresult cuMemsetD32Async_ptsz(CUdeviceptr dst, unsigned int v, size_t n, CUstream s)
+{
+	if (s == NULL)
+		s = CU_STREAM_PER_THREAD;
+	return cuMemsetD32Async(dst, v, n, s);
+}
 
 static CUresult set_2d(CUdeviceptr dst, size_t pitch, unsigned v, size_t w, size_t h, unsigned elem,
 		       CUstream s, bool async)

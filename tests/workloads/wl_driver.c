@@ -41,6 +41,10 @@
  *               over before triton's kernel is launched (a result used for its
  *               attributes, in a frame gone by the next launch). With FAKECUDA_DEVICES=2,
  *               FAKECUDA_FUNC_PER_CONTEXT=1.
+ * --sets N      only: asynchronous sets (PyTorch zeroing gradients: 107 a GPT-2 step): 3
+ *               that fail (no device memory at 0), then N on a buffer, every other one by
+ *               cuMemsetD32Async_ptsz (which jumps into cuMemsetD32Async), then 3 that fail
+ *               (their failures not in the truth: see test_trace.py)
  * --kfunc-reload  only: a library's kernel kOld launched 3 times by its function
  *               (cuKernelGetFunction before each launch), the library unloaded, another
  *               loaded whose kNew the driver gives the same handles, launched 5 times so
@@ -717,6 +721,29 @@ static void kfunc(int n)
 	truth_add(1, "sync:cuCtxSynchronize");
 }
 
+static void sets(int n)
+{
+	CUdeviceptr b;
+	CUstream s;
+
+	CHECK(cuMemAlloc_v2(&b, 4096), 0);
+	device_alloc(4096, "cuMemAlloc_v2");
+	CHECK(cuStreamCreate(&s, 0), 0);
+	for (int i = 0; i < 3; i++)
+		CHECK(cuMemsetD32Async(0, 1, 16, s), CUDA_ERROR_INVALID_VALUE);
+	for (int i = 0; i < n; i++) {
+		if (i & 1)
+			CHECK(cuMemsetD32Async_ptsz(b, (unsigned)i, 1024, s), 0);
+		else
+			CHECK(cuMemsetD32Async(b, (unsigned)i, 1024, s), 0);
+		copied("memset", 4096);
+	}
+	for (int i = 0; i < 3; i++)
+		CHECK(cuMemsetD32Async(0, 1, 16, s), CUDA_ERROR_INVALID_VALUE);
+	CHECK(cuCtxSynchronize(), 0);
+	truth_add(1, "sync:cuCtxSynchronize");
+}
+
 static void kfunc_reload(void)
 {
 	static const char *const ptx[] = {
@@ -755,6 +782,7 @@ int main(int argc, char **argv)
 	long long nburst = 0;
 	double rate = 0, seconds = 0;
 	bool exec_child = false, is_mini = false, gpa = false, reload = false;
+	int nsets = 0;
 	const char *wait = NULL, *count = NULL, *linger = NULL;
 	pid_t kids[64];
 	int nkids = 0;
@@ -790,6 +818,8 @@ int main(int argc, char **argv)
 			i++;
 		else if (!strcmp(argv[i], "--early-graph") && i + 1 < argc)
 			nearly = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--sets") && i + 1 < argc)
+			nsets = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--kfunc-reload"))
 			reload = true;
 		else if (!strcmp(argv[i], "--kfunc") && i + 1 < argc)
@@ -851,6 +881,8 @@ int main(int argc, char **argv)
 		kfunc(nkfunc);
 	else if (reload)
 		kfunc_reload();
+	else if (nsets)
+		sets(nsets);
 	else if (nkinds > 0)
 		kinds(nkinds, nrounds, kinds_via_kernel);
 	else if (nburst || seconds > 0)
