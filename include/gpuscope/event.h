@@ -208,7 +208,7 @@ enum gs_copy_flags {
 	GS_COPY_ASYNC = 1 << 0,
 	GS_COPY_2D = 1 << 1,
 	GS_COPY_3D = 1 << 2,
-	GS_COPY_NO_RETURN = 1 << 3, /* recorded at entry: result and call time not read */
+	GS_COPY_NO_RETURN = 1 << 3, /* a set recorded at entry: result and call time not read */
 };
 
 struct gs_ev_copy {

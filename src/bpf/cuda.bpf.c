@@ -75,7 +75,7 @@ struct launch_thread {
 	 * function expected there, its kernel and its place in kfunc_thread (kfunc_check). */
 	__u64 kf_out, kf_func, kf_kernel;
 	__u32 kf_slot, pad;
-	/* Its latest asynchronous copy or set recorded at entry (copy_entered), as sp..api. */
+	/* Its latest asynchronous set recorded at entry (set_entered), as sp..api. */
 	__u64 cp_sp, cp_caller, cp_dst;
 	__u32 cp_api, cp_asked;
 };
@@ -375,18 +375,19 @@ static __always_inline int launch_entered(struct pt_regs *ctx)
 }
 
 /*
- * Asynchronous 1-D copies and sets (cuMemsetD32Async...: 33 a ResNet-50 step, 107 a GPT-2
- * one) as uprobe sessions too: their return says only the result (their call time is the
- * enqueue's, which nothing uses), so it is asked for as a launch's, until a call of that
- * function has succeeded on the CPU and then at one call in launch_return_every; the others
- * are recorded at entry, their failures unseen. (Each was an entry and a return probe.)
+ * Asynchronous 1-D sets (cuMemsetD32Async...: 33 a ResNet-50 step, 107 a GPT-2 one) as
+ * uprobe sessions too: their return says only the result (their call time is the
+ * enqueue's), so it is asked for as a launch's, until a call of that function has succeeded
+ * on the CPU and then at one call in launch_return_every; the others are recorded at entry,
+ * their failures unseen. (Each was an entry and a return probe.) Asynchronous copies keep
+ * both: one from pageable memory blocks its caller, and the steps analysis reads that time.
  */
-static __always_inline __u64 copy_ok_key(__u32 api, __u64 pid_tgid)
+static __always_inline __u64 set_ok_key(__u32 api, __u64 pid_tgid)
 {
 	return (1ULL << 63 | api) ^ (pid_tgid >> 32 << 44);
 }
 
-static __always_inline int copy_entered(struct pt_regs *ctx)
+static __always_inline int set_entered(struct pt_regs *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid(), now, key;
 	__u64 sp = PT_REGS_SP(ctx);
@@ -418,7 +419,7 @@ static __always_inline int copy_entered(struct pt_regs *ctx)
 	t->cp_dst = st.args[0];
 	t->cp_api = st.api;
 	t->cp_asked = 0;
-	key = copy_ok_key(st.api, id);
+	key = set_ok_key(st.api, id);
 	if (c->count++ % (launch_return_every ?: 1) == 0 ||
 	    !launch_ok_has(launch_ok_set(c, key), key)) {
 		if (gs_call_keep(&st)) {
@@ -630,20 +631,20 @@ RETURNED(ret_api, GS_EV_API, gs_ev_api)
 /* clang-format on */
 
 /* Loaded as a uprobe session program, as launch_session: a successful return marks its
- * function as having succeeded on the CPU (copy_entered). */
+ * function as having succeeded on the CPU (set_entered). */
 SEC("uprobe")
-int BPF_KPROBE(copy_session)
+int BPF_KPROBE(set_session)
 {
 	struct launch_cpu *c;
 	__u32 zero = 0;
 	long rc;
 
 	if (!bpf_session_is_return())
-		return copy_entered(ctx);
+		return set_entered(ctx);
 	rc = PT_REGS_RC(ctx);
 	if ((__s32)rc == 0 && (c = bpf_map_lookup_elem(&launch_cpu, &zero))) {
 		__u64 key =
-			copy_ok_key((__u32)bpf_get_attach_cookie(ctx), bpf_get_current_pid_tgid());
+			set_ok_key((__u32)bpf_get_attach_cookie(ctx), bpf_get_current_pid_tgid());
 		__u64 *set = launch_ok_set(c, key);
 
 		if (!launch_ok_has(set, key))

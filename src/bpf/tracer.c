@@ -120,7 +120,7 @@ static int load_objects(struct tracer *t)
 	t->prog[PG_NCCL] = t->nccl->progs.ret_nccl;
 	t->prog[PG_LAUNCH_SESSION] = t->cuda->progs.launch_session;
 	t->prog[PG_KFUNC_SESSION] = t->cuda->progs.kfunc_session;
-	t->prog[PG_COPY_SESSION] = t->cuda->progs.copy_session;
+	t->prog[PG_SET_SESSION] = t->cuda->progs.set_session;
 	t->multi = tr_have_uprobe_multi() && !getenv("GPUSCOPE_NO_UPROBE_MULTI");
 	t->session = t->multi && tr_have_uprobe_session() && !getenv("GPUSCOPE_NO_UPROBE_SESSION");
 	for (int g = 0; g < PG_COUNT && t->multi; g++)
@@ -132,8 +132,8 @@ static int load_objects(struct tracer *t)
 		if (tr_is_session(g))
 			bpf_program__set_autoload(t->prog[g], false);
 	gs_debug("uprobes: %s%s", t->multi ? "multi-uprobe links" : "one perf event per function",
-		 t->session ? ", launches, cuKernelGetFunction and asynchronous 1-D copies and "
-			      "sets by uprobe sessions"
+		 t->session ? ", launches, cuKernelGetFunction and asynchronous sets by uprobe "
+			      "sessions"
 			    : "");
 	/* (Stacks off: results still read at every 64th launch.) */
 	t->cuda->rodata->launch_return_every = t->opts.stack_every ?: 64;

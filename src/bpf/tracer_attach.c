@@ -205,11 +205,11 @@ static int return_group(const struct gs_api_desc *d)
 	return by_family[d->family];
 }
 
-/* An asynchronous 1-D copy or set (cuda.bpf.c's copy_session). */
-static bool async_1d(const struct gs_api_desc *d)
+/* An asynchronous 1-D set (cuda.bpf.c's set_session). (Not copies: one from pageable
+ * memory blocks its caller, and the steps analysis reads that call time.) */
+static bool async_set(const struct gs_api_desc *d)
 {
-	return d->family == GS_FAM_COPY && (d->flags & GS_AF_ASYNC) &&
-	       (d->shape == GS_SH_C_1D || d->shape == GS_SH_C_SET1D);
+	return d->family == GS_FAM_COPY && (d->flags & GS_AF_ASYNC) && d->shape == GS_SH_C_SET1D;
 }
 
 static int attach_multi(struct tracer *t, struct linkset *ls, const struct tfile *f, __u32 pid)
@@ -225,10 +225,10 @@ static int attach_multi(struct tracer *t, struct linkset *ls, const struct tfile
 		if (!f->apis.offset[a])
 			continue;
 		if (t->session &&
-		    (d->family == GS_FAM_LAUNCH || d->shape == GS_SH_N_KFUNC || async_1d(d))) {
+		    (d->family == GS_FAM_LAUNCH || d->shape == GS_SH_N_KFUNC || async_set(d))) {
 			g = d->family == GS_FAM_LAUNCH	? PG_LAUNCH_SESSION
 			    : d->shape == GS_SH_N_KFUNC ? PG_KFUNC_SESSION
-							: PG_COPY_SESSION;
+							: PG_SET_SESSION;
 			off[g][n[g]] = f->apis.offset[a];
 			cookie[g][n[g]++] = (__u64)a;
 			continue;

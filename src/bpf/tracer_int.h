@@ -46,7 +46,7 @@ enum {
 	PG_NCCL,
 	PG_LAUNCH_SESSION, /* launches, entry and return, where the kernel has uprobe sessions */
 	PG_KFUNC_SESSION,  /* cuKernelGetFunction, the same */
-	PG_COPY_SESSION,   /* asynchronous 1-D copies and sets, the same */
+	PG_SET_SESSION,	   /* asynchronous 1-D sets, the same */
 	PG_COUNT
 };
 
@@ -83,7 +83,7 @@ struct tracer {
 /* Whether program group g is a uprobe session program (entry and return in one). */
 static inline bool tr_is_session(int g)
 {
-	return g == PG_LAUNCH_SESSION || g == PG_KFUNC_SESSION || g == PG_COPY_SESSION;
+	return g == PG_LAUNCH_SESSION || g == PG_KFUNC_SESSION || g == PG_SET_SESSION;
 }
 
 /* tracer_attach.c */

@@ -485,10 +485,9 @@ static void copies(FILE *f, const struct report *r)
 			(unsigned long long)empty);
 	if (unread)
 		fprintf(f,
-			"  (results read for %llu of %llu asynchronous calls: 1-D copies and sets "
-			"are "
-			"uprobe sessions, each function's read until one succeeds on a CPU, then "
-			"every Nth; --stacks 1 reads all)\n",
+			"  (results read for %llu of %llu asynchronous calls: sets are uprobe "
+			"sessions, each function's read until one succeeds on a CPU, then every "
+			"Nth; --stacks 1 reads all)\n",
 			(unsigned long long)(async - unread), (unsigned long long)async);
 	if (captured || runs)
 		fprintf(f,

@@ -576,14 +576,15 @@ def test_kernel_functions_asked_again_are_checked_at_the_launch(gs):
 
 
 def test_async_sets_are_read_as_launches(gs):
-    """Asynchronous 1-D copies and sets are uprobe sessions, as launches (PyTorch zeroes
+    """Asynchronous sets are uprobe sessions, as launches (PyTorch zeroes
     gradients with cuMemsetD32Async: 107 calls a GPT-2 step, each two probe hits before):
     a function's results are read until one has succeeded on the CPU, then at every Nth
     call; the others are recorded at entry. So the three failures before any success are
     seen; the three after are seen only if sampled, else recorded as made (bytes and all),
     as a launch's failure would be. Every other set goes through cuMemsetD32Async_ptsz,
     which jumps into cuMemsetD32Async: counted once. --stacks 1, no sessions, and the
-    in-process plane read every result."""
+    in-process plane read every result. (Asynchronous copies keep their returns: one from
+    pageable memory blocks its caller, and the steps analysis reads that time.)"""
     args = ["wl_driver", "--sets", "400"]
     report, truth, _ = gs.trace(args)
     assert_matches(truth, report, ignore=("copy:memset:",))
@@ -605,7 +606,7 @@ def test_kplane_cost_bench_runs_on_the_double(gs, tmp_path):
     """bench/kplane_cost.py (what the kernel plane's programs add to a launch, a copy, a
     system call and a switch; the GPU machines' numbers judge it) runs here, short: each mode
     has its untraced, traced and beside rows, and the traced rows name the programs that ran
-    once a call: the launch's, an asynchronous copy's session, a system call's two, the switches'."""
+    once a call: the launch's, a copy's entry and return, a system call's two, the switches'."""
     env = gs.env(KPLANE_SCALE="0.02")
     p = subprocess.run(["python3", "bench/kplane_cost.py", str(tmp_path / "kp"), gs.binary, "1",
                         "launch,copy,getppid,pingpong"], cwd=ROOT, env=env,
@@ -618,7 +619,7 @@ def test_kplane_cost_bench_runs_on_the_double(gs, tmp_path):
             mode = line.split()[0]
         elif len(cells) == 4 and cells[0] in ("untraced", "traced 0", "beside 0"):
             rows[(mode, cells[0])] = cells
-    modes = {"launch": ["launch_session"], "copy": ["copy_session"],
+    modes = {"launch": ["launch_session"], "copy": ["call_enter", "ret_copy"],
              "getppid": ["os_sys_enter", "os_sys_exit"], "pingpong": ["os_switch", "os_wakeup"]}
     assert sorted(rows) == sorted((m, v) for m in modes
                                   for v in ("untraced", "traced 0", "beside 0")), p.stdout
