@@ -59,25 +59,27 @@ struct {
 } launch_cpu SEC(".maps");
 
 /*
- * Per thread: its latest launch recorded. A tail call from one launch entry point into
- * another (a wrapper's jmp) enters with the same stack pointer, caller and kernel at another
- * entry point; the thread's next launch from the same place enters the same entry point. (Not
- * by time: a descheduled thread may take any time between the two entries.) When the first
- * entry asked for its return, the return probe has put its trampoline where the caller was:
- * then the call's state still in flight at that stack pointer tells (gs_tail_called).
+ * Per thread: its latest launch recorded, and its latest asynchronous set. A tail call from
+ * one entry point into another of its family (a wrapper's jmp) enters with the same stack
+ * pointer, caller and kernel (or destination) at another entry point; the thread's next call
+ * from the same place enters the same entry point. (Not by time: a descheduled thread may
+ * take any time between the two entries.) When the first entry asked for its return, the
+ * return probe has put its trampoline where the caller was: then the call's state still in
+ * flight at that stack pointer tells (gs_tail_called).
  */
+struct last_entry {
+	__u64 sp, caller, arg; /* arg: the launch's function, the set's destination */
+	__u32 api, asked;      /* asked: its return was asked for */
+};
+
 struct launch_thread {
-	__u64 sp, caller, func;
-	__u32 api, asked; /* asked: its return was asked for */
-	__u64 stack_tat;  /* when its next stack is due by the rate (gs_rate_allows's scheme) */
-	__u64 tracked;	  /* gs_tracked_gen() when its process was last found traced */
+	struct last_entry launch, set;
+	__u64 stack_tat; /* when its next stack is due by the rate (gs_rate_allows's scheme) */
+	__u64 tracked;	 /* gs_tracked_gen() when its process was last found traced */
 	/* A cuKernelGetFunction whose return was not asked for: where its result went, the
 	 * function expected there, its kernel and its place in kfunc_thread (kfunc_check). */
 	__u64 kf_out, kf_func, kf_kernel;
 	__u32 kf_slot, pad;
-	/* Its latest asynchronous set recorded at entry (set_entered), as sp..api. */
-	__u64 cp_sp, cp_caller, cp_dst;
-	__u32 cp_api, cp_asked;
 };
 
 struct {
@@ -94,6 +96,38 @@ static __always_inline struct launch_thread *launch_thread_traced(void)
 	struct launch_thread *t = GS_STORAGE_OF(&launch_thread, task);
 
 	return GS_TRACED_STORAGE(&launch_thread, task, t, (void)0);
+}
+
+/* A launch's or a set's entry: the CPU's table, the thread's storage (its process traced),
+ * the call's state and its description (NULL: nothing to record). */
+static __always_inline const struct gs_api_desc *entry_state(struct pt_regs *ctx, __u64 sp,
+							     struct call_state *st,
+							     struct launch_cpu **c,
+							     struct launch_thread **t)
+{
+	__u32 zero = 0;
+
+	*c = bpf_map_lookup_elem(&launch_cpu, &zero);
+	if (!*c || !(*t = launch_thread_traced()))
+		return NULL;
+	gs_call_state(ctx, st, sp, bpf_ktime_get_ns());
+	return gs_desc(st->api);
+}
+
+/* Whether the call entering (st, with arg) is a tail call from the last entry of its family
+ * (see launch_thread); if not, it becomes that entry. */
+static __always_inline bool tail_called(struct last_entry *e, const struct call_state *st,
+					__u64 arg)
+{
+	if (e->sp == st->sp && e->arg == arg && e->api != st->api &&
+	    (e->caller == st->caller || (e->asked && gs_tail_called(st->sp, st->ts))))
+		return true;
+	e->sp = st->sp;
+	e->caller = st->caller;
+	e->arg = arg;
+	e->api = st->api;
+	e->asked = 0;
+	return false;
 }
 
 /*
@@ -328,38 +362,23 @@ static __always_inline int launch_entered(struct pt_regs *ctx)
 	struct launch_thread *t;
 	struct gs_ev_launch e;
 	struct launch_cpu *c;
-	__u32 zero = 0;
 	bool sampled;
 
-	c = bpf_map_lookup_elem(&launch_cpu, &zero);
-	if (!c)
-		return 1;
-	t = launch_thread_traced();
-	if (!t)
-		return 1;
-	now = bpf_ktime_get_ns();
-	gs_call_state(ctx, &st, sp, now);
-	d = gs_desc(st.api);
+	d = entry_state(ctx, sp, &st, &c, &t);
 	if (!d)
 		return 1;
+	now = st.ts;
 	func = st.args[d->shape == GS_SH_L_EX ? 1 : 0];
 	if (t->kf_out)
 		kfunc_check(t, func);
-	/* (A tail call from another launch entry point: see launch_thread.) */
-	if (t->sp == sp && t->func == func && t->api != st.api &&
-	    (t->caller == st.caller || (t->asked && gs_tail_called(sp, now))))
+	if (tail_called(&t->launch, &st, func))
 		return 1;
-	t->sp = sp;
-	t->caller = st.caller;
-	t->func = func;
-	t->api = st.api;
-	t->asked = 0;
 	key = launch_ok_key(func, id);
 	sampled = c->count++ % (launch_return_every ?: 1) == 0;
 	if (sampled || !launch_ok_has(launch_ok_set(c, key), key)) {
 		st.flags = sampled && stack_every && stack_allowed(t, now) ? GS_CS_STACK : 0;
 		if (gs_call_keep(&st)) {
-			t->asked = 1;
+			t->launch.asked = 1;
 			return 0;
 		}
 		/* (No room to keep it: recorded now, without its result.) */
@@ -396,34 +415,19 @@ static __always_inline int set_entered(struct pt_regs *ctx)
 	struct launch_thread *t;
 	struct gs_ev_copy e;
 	struct launch_cpu *c;
-	__u32 zero = 0;
 
 	barrier_var(sp); /* (read first: the verifier refuses a context pointer moved) */
-	c = bpf_map_lookup_elem(&launch_cpu, &zero);
-	if (!c)
-		return 1;
-	t = launch_thread_traced();
-	if (!t)
-		return 1;
-	now = bpf_ktime_get_ns();
-	gs_call_state(ctx, &st, sp, now);
-	d = gs_desc(st.api);
+	d = entry_state(ctx, sp, &st, &c, &t);
 	if (!d)
 		return 1;
-	/* (A tail call from another entry point of the family: see launch_thread.) */
-	if (t->cp_sp == sp && t->cp_dst == st.args[0] && t->cp_api != st.api &&
-	    (t->cp_caller == st.caller || (t->cp_asked && gs_tail_called(sp, now))))
+	now = st.ts;
+	if (tail_called(&t->set, &st, st.args[0]))
 		return 1;
-	t->cp_sp = sp;
-	t->cp_caller = st.caller;
-	t->cp_dst = st.args[0];
-	t->cp_api = st.api;
-	t->cp_asked = 0;
 	key = set_ok_key(st.api, id);
 	if (c->count++ % (launch_return_every ?: 1) == 0 ||
 	    !launch_ok_has(launch_ok_set(c, key), key)) {
 		if (gs_call_keep(&st)) {
-			t->cp_asked = 1;
+			t->set.asked = 1;
 			return 0;
 		}
 	}
