@@ -74,6 +74,7 @@ static void after_fork_child(void)
 	gs_probe_after_fork();
 	gs_py_after_fork();
 	gs_stacks_after_fork();
+	gs_wrap_after_fork();
 }
 
 __attribute__((constructor)) static void gs_inject_init(void)

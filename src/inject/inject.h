@@ -216,6 +216,7 @@ extern struct gs_stacks_start {
 void gs_stack_maybe(unsigned int api, __u64 ts, int result, __u64 arg) GS_HIDDEN;
 /* In a forked child: the forking thread's counts are the parent's. */
 void gs_stacks_after_fork(void) GS_HIDDEN;
+void gs_wrap_after_fork(void) GS_HIDDEN; /* (each thread's recorded aliases new again) */
 
 /* probe.c, probe_jit.c: device-side probes (GPUSCOPE_PROBE). */
 extern bool gs_probe_on GS_HIDDEN;

@@ -62,22 +62,60 @@ static void *call_record(__u32 size, __u16 type, unsigned int api, void *caller,
 	return h;
 }
 
+/*
+ * cuDNN asks cuKernelGetFunction before each launch (131 calls a ResNet-50 step), nearly
+ * always for a pair already given. Each thread keeps the pairs it has recorded, direct
+ * mapped by function; an unload (which may give the same handles to another kernel) or a
+ * fork (a new ring) makes them all new again.
+ */
+#define ALIAS_SLOTS 256
+static __u32 alias_gen GS_HOT = 1;
+
+static bool alias_recorded(__u64 func, __u64 kernel, bool set)
+{
+	/* (A pointer only in thread storage, as name_at_launch's.) */
+	static __thread struct alias_seen {
+		__u64 func, kernel;
+		__u32 gen;
+	} * seen;
+	struct alias_seen *s;
+
+	if (!seen && !(seen = calloc(ALIAS_SLOTS, sizeof(*seen))))
+		return false;
+	s = &seen[(__u32)((func >> 4) * 0x9E3779B1u) % ALIAS_SLOTS];
+	if (!set)
+		return s->func == func && s->kernel == kernel &&
+		       s->gen == __atomic_load_n(&alias_gen, __ATOMIC_RELAXED);
+	*s = (struct alias_seen){ func, kernel, __atomic_load_n(&alias_gen, __ATOMIC_RELAXED) };
+	return true;
+}
+
+void gs_wrap_after_fork(void)
+{
+	__atomic_add_fetch(&alias_gen, 1, __ATOMIC_RELAXED);
+}
+
 static void emit_name(unsigned int api, const __u64 *a, __u64 t0)
 {
 	const struct gs_api_desc *d = &gs_api_descs[api];
 	struct gs_ev_kalias *al;
 
 	if (d->shape == GS_SH_N_KFUNC) {
+		__u64 func = *(const __u64 *)(unsigned long)a[0];
+
+		if (alias_recorded(func, a[1], false))
+			return;
 		al = gs_emit_reserve(sizeof(*al), GS_EV_KALIAS);
 		if (!al)
 			return;
 		gs_fill_hdr(&al->h, GS_EV_KALIAS, sizeof(*al), t0);
-		al->handle = *(const __u64 *)(unsigned long)a[0];
+		al->handle = func;
 		al->target = a[1];
 		al->api = (__u16)api;
 		al->target_ns = GS_NS_DRIVER;
 		memset(al->pad, 0, sizeof(al->pad));
 		gs_emit_commit(al);
+		alias_recorded(func, a[1], true);
 		return;
 	}
 	/* cuLibraryGetKernel, cuModuleGetFunction: (handle *out, scope, const char *name) */
@@ -590,8 +628,10 @@ int gs_call(unsigned int api, void *caller, __u64 a0, __u64 a1, __u64 a2, __u64 
 	if (r == 0 && gs_probe_on &&
 	    (api == GS_API_CU_MODULE_UNLOAD || api == GS_API_CU_LIBRARY_UNLOAD))
 		gs_probe_unloaded(a[0]);
-	if (r == 0 && (api == GS_API_CU_MODULE_UNLOAD || api == GS_API_CU_LIBRARY_UNLOAD))
+	if (r == 0 && (api == GS_API_CU_MODULE_UNLOAD || api == GS_API_CU_LIBRARY_UNLOAD)) {
 		gs_cupti_unloaded();
+		__atomic_add_fetch(&alias_gen, 1, __ATOMIC_RELAXED);
+	}
 	if (r == 0 && waits_for_gpu(api, d))
 		gs_timing_synced();
 	gs_phase_add(timed ? GS_PH_TIMED : GS_PH_UNTIMED, ph0);

@@ -575,6 +575,31 @@ def test_kernel_functions_asked_again_are_checked_at_the_launch(gs):
             assert KFUNC_UNPROBED in p2.stderr and other["kernels"]["named_from_driver"] == 4
 
 
+def test_kernel_functions_asked_again_are_recorded_once_in_process(gs, tmp_path):
+    """In process, cuKernelGetFunction's every call is seen; a thread records each (function,
+    kernel) pair once, not at each of cuDNN's calls before a launch: --kfunc's 803 calls
+    (the workload's start asks once) give 4 pairs (vecAdd's and scale's functions in two
+    contexts). An unload makes them new
+    again: the library loaded again, whose kernel the driver gives the same handles, has its
+    pair recorded again, and its launches their new name."""
+    env = {"FAKECUDA_DEVICES": "2", "FAKECUDA_FUNC_PER_CONTEXT": "1"}
+    rec = tmp_path / "kfunc.gsrec"
+    report, truth, _ = gs.trace(["wl_driver", "--kfunc", "200"],
+                                opts=["--inject", "-o", str(rec)], env_extra=env)
+    assert_matches(truth, report)
+    pairs = gsrec.kaliases(str(rec))
+    assert len(pairs) == len(set(pairs)) == 4, pairs
+    rec = tmp_path / "reload.gsrec"
+    report, truth, _ = gs.trace(["wl_driver", "--kfunc-reload"],
+                                opts=["--inject", "-o", str(rec)])
+    assert_matches(truth, report)
+    pairs = gsrec.kaliases(str(rec))
+    # (The workload's start asks for vecAdd's function once.)
+    assert len(pairs) == 3 and pairs[1] == pairs[2] != pairs[0], pairs
+    assert {x["name"]: x["launches"] for x in report["kernels"]["list"]} == \
+        {"kOld": 3, "kNew": 5}
+
+
 def test_async_sets_are_read_as_launches(gs):
     """Asynchronous sets are uprobe sessions, as launches (PyTorch zeroes
     gradients with cuMemsetD32Async: 107 calls a GPT-2 step, each two probe hits before):
