@@ -1,34 +1,55 @@
 #!/bin/bash
-# Issue 22's cost table in one device call, every figure from inside one process (between
-# processes the lent GPU machines vary 10-35%): bench/inject_ab.sh for the in-process
-# plane's modes ("all": every kernel by CUPTI, the default; "pairs": by event pairs) and
-# the PyTorch profiler (tinyops, cupy; the CUDA C loop without the
-# profiler; chains in a process started with them), bench/attach_ab.py for the kernel
-# uprobes (attached and detached in turn). About 6 minutes. From the repository root on
-# the GPU machine, carrying .output/static; root.
-#   OUT=/tmp/cost ROUNDS=7 bash bench/cost_ab_gpu.sh
-# Writes $OUT/cost.txt: per workload and mode, the median over processes of each process's
-# median ratio to its untraced ("pass") windows, the time added per iteration, and the same
-# ratio of the loop thread's CPU time (what the guest's host stole is not in it).
+# Issue 22's cost table, every figure from inside one process (between processes the lent
+# GPU machines vary 10-35%): bench/inject_ab.sh for the in-process plane's modes ("all":
+# every kernel by CUPTI, the default; "pairs": by event pairs), the PyTorch profiler (in
+# processes of its own: it takes CUPTI for good) and "pass2", a second untraced window a
+# round, whose ratio to "pass" is the noise floor a cost is read against; bench/attach_ab.py
+# for the kernel uprobes (attached and detached in turn). From the repository root on the
+# GPU machine, carrying .output/static; root.
+#   OUT=/tmp/cost PART=loops bash bench/cost_ab_gpu.sh   # tiny ops, CuPy, the C loop (~7 min)
+#   OUT=/tmp/cost PART=steps bash bench/cost_ab_gpu.sh   # ResNet-50, GPT-2 (~8 min)
+# ROUNDS (default 41 for the loops, 21 for the steps): a loop's window is 20,000 launches
+# (80-200 ms), a step's 8 steps; until 2026-11-30 the loops ran 7 rounds, whose medians
+# moved by more than the targets' margins between runs (pass2 against pass: 0.72-1.55x a
+# window). Writes $OUT/cost.txt: per workload and mode, the median over processes of each
+# process's median ratio to its untraced ("pass") windows, the time added per iteration,
+# and the same ratio of the loop thread's CPU time (what the guest's host stole is not in
+# it).
 set -u
 OUT=${OUT:-/tmp/gpuscope-cost-ab}
+PART=${PART:-loops}
+if [ "$PART" = steps ]; then
+	ROUNDS=${ROUNDS:-21}
+else
+	ROUNDS=${ROUNDS:-41}
+fi
 . bench/gpu_env.sh
 export ROUNDS
-OUT=$OUT/inject WORKLOADS="tinyops cupy" MODES=pass,off,10,pairs,all,profiler PROCS=1 \
-	timeout 260 bash bench/inject_ab.sh >/dev/null 2>&1
-OUT=$OUT/cloop WORKLOADS=cloop MODES=pass,off,10,pairs,all PROCS=1 \
-	timeout 60 bash bench/inject_ab.sh >/dev/null 2>&1
-OUT=$OUT/chained WORKLOADS=tinyops MODES=pass,pairs GPU_TIME=chained PROCS=1 \
-	timeout 50 bash bench/inject_ab.sh >/dev/null 2>&1
-mkdir -p "$OUT/uprobes"
-timeout 120 python3 bench/attach_ab.py run "$GS" "$OUT/uprobes" tinyops "$ROUNDS" 5 \
-	>"$OUT/uprobes/attach.txt" 2>"$OUT/uprobes/stderr.txt"
+if [ "$PART" = steps ]; then
+	for w in resnet50 gpt2; do
+		OUT=$OUT/inject-$w WORKLOADS=$w MODES=pass,pass2,off,10,all,profiler PROCS=1 \
+			timeout 170 bash bench/inject_ab.sh >/dev/null 2>&1
+	done
+	for w in resnet50 gpt2; do
+		mkdir -p "$OUT/uprobes"
+		timeout 100 python3 bench/attach_ab.py run "$GS" "$OUT/uprobes" $w 9 3 \
+			>"$OUT/uprobes/attach-$w.txt" 2>"$OUT/uprobes/stderr-$w.txt"
+	done
+else
+	OUT=$OUT/inject WORKLOADS="tinyops cupy" MODES=pass,pass2,off,10,pairs,all,profiler PROCS=1 \
+		timeout 260 bash bench/inject_ab.sh >/dev/null 2>&1
+	OUT=$OUT/cloop WORKLOADS=cloop MODES=pass,pass2,off,10,pairs,all PROCS=1 \
+		timeout 60 bash bench/inject_ab.sh >/dev/null 2>&1
+	mkdir -p "$OUT/uprobes"
+	timeout 130 python3 bench/attach_ab.py run "$GS" "$OUT/uprobes" tinyops 13 3 \
+		>"$OUT/uprobes/attach-tinyops.txt" 2>"$OUT/uprobes/stderr-tinyops.txt"
+fi
 rm -f "$OUT/uprobes"/*.log
 python3 - "$OUT" <<'PY' | tee "$OUT/cost.txt"
 import glob, json, os, statistics, sys
 out = sys.argv[1]
 rows = {}  # (workload, mode) -> [(ratio, added ns)] one per process
-for sub, relabel in (("inject", {}), ("cloop", {}), ("chained", {"pairs": "chained"})):
+for sub in sorted(os.listdir(out)):
     for path in sorted(glob.glob(os.path.join(out, sub, "*-[0-9].json"))):
         lines = [l for l in open(path) if l.startswith("{")]
         if not lines:
@@ -40,29 +61,30 @@ for sub, relabel in (("inject", {}), ("cloop", {}), ("chained", {"pairs": "chain
         for mode, sec, r in d.get("ab_cpu", []):
             cpu_round.setdefault(r, {})[mode] = sec
         for mode in {m for r in by_round.values() for m in r} - {"pass"}:
-            if relabel and mode not in relabel:
-                continue
             both = [(r[mode], r["pass"]) for r in by_round.values() if mode in r and "pass" in r]
             cpu = [(r[mode], r["pass"]) for r in cpu_round.values() if mode in r and "pass" in r]
             if both:
-                rows.setdefault((d["workload"], relabel.get(mode, mode)), []).append(
+                rows.setdefault((d["workload"], mode), []).append(
                     (statistics.median(a / b for a, b in both),
                      statistics.median(1e9 * (a - b) for a, b in both), len(both),
-                     statistics.median(a / b for a, b in cpu) if cpu else None))
-att = os.path.join(out, "uprobes", "attach-tinyops.json")
-if os.path.exists(att):
+                     statistics.median(a / b for a, b in cpu) if cpu else None,
+                     [a / b for a, b in both]))
+for att in glob.glob(os.path.join(out, "uprobes", "attach-*.json")):
     a = json.load(open(att))
-    rows[("tinyops", "kernel uprobes")] = [(a["ratio_median"], None, len(a["rounds"]), None)]
-print("| workload | mode | ratio to untraced (median) | added per iteration | rounds "
-      "| the thread's CPU time against untraced |")
+    w = os.path.basename(att)[len("attach-"):-len(".json")]
+    rows[(w, "kernel uprobes")] = [(a["ratio_median"], None, len(a["rounds"]),
+                                    a.get("cpu_ratio_median"), a["ratio_min_max"])]
+print("| workload | mode | ratio to untraced: median (rounds' min-max) | added per iteration "
+      "| rounds | the thread's CPU time against untraced |")
 print("|---|---|---|---|---|---|")
-order = ["kernel uprobes", "off", "10", "pairs", "all", "chained", "profiler"]
+order = ["pass2", "kernel uprobes", "off", "10", "pairs", "all", "profiler"]
 for (w, m) in sorted(rows, key=lambda k: (k[0], order.index(k[1]) if k[1] in order else 9)):
     v = rows[(w, m)]
     added = [x[1] for x in v if x[1] is not None]
     cpu = [x[3] for x in v if x[3] is not None]
-    print("| %s | %s | %.3fx | %s | %d | %s |" % (
-        w, m, statistics.median(x[0] for x in v),
+    every = [r for x in v for r in x[4]]
+    print("| %s | %s | %.3fx (%.3f-%.3f) | %s | %d | %s |" % (
+        w, m, statistics.median(x[0] for x in v), min(every), max(every),
         "%+.0f ns" % statistics.median(added) if added else "", sum(x[2] for x in v),
         "%.3fx" % statistics.median(cpu) if cpu else ""))
 PY
