@@ -110,13 +110,13 @@ void *shmring_reserve(struct shmring *r, __u32 size, __u16 type)
 	/* (Bounded: the header is shared, and a head or tail no writer of ours put there must
 	 * cost a record, not a thread that never returns.) */
 	for (int tries = 0;; tries++) {
-		if (tries > SHMRING_TRIES)
+		if (__builtin_expect(tries > SHMRING_TRIES, 0))
 			goto drop;
-		if (tail > head) { /* a stale head: positions only grow */
+		if (__builtin_expect(tail > head, 0)) { /* a stale head: positions only grow */
 			head = __atomic_load_n(&h->head, __ATOMIC_ACQUIRE);
 			continue;
 		}
-		if (head + need - tail > size_all) {
+		if (__builtin_expect(head + need - tail > size_all, 0)) {
 			tail = __atomic_load_n(&h->tail, __ATOMIC_ACQUIRE);
 			__atomic_store_n(&r->seen_tail, tail, __ATOMIC_RELEASE);
 			if (tail > head)

@@ -223,13 +223,11 @@ static struct sample_slot *sample_of(__u64 func)
 	return &tl_sample[i];
 }
 
-bool gs_timing_wanted(__u64 func)
+/* gs_timing_wanted's --gpu-time=N: whether this launch of func is one timed. */
+bool gs_timing_sampled(__u64 func, int every)
 {
-	int every = __atomic_load_n(&gt_every, __ATOMIC_RELAXED); /* (once: ab.c may change it) */
 	struct sample_slot *s;
 
-	if (every <= 1)
-		return every == 1;
 	if (!(s = sample_of(func)) || s->n++ % (__u32)every)
 		return false;
 	/* A kernel's first launch on the thread is timed; later ones due are timed only while

@@ -107,7 +107,16 @@ __u32 gs_timing_budget_now(void) GS_HIDDEN;
 void gs_timing_after_fork(void) GS_HIDDEN;
 /* Whether this call should be timed (mode, sampling by func; with --gpu-time=N, a due launch
  * that would exceed the thread's rate is not, and is counted: see gputime.c). */
-bool gs_timing_wanted(__u64 func) GS_HIDDEN;
+/* --gpu-time as how many launches of a kernel make one timed: 0 off, 1 all, N every Nth
+ * (read at every call: not in gputime's state, whose lock is taken often) */
+extern int gt_every GS_HIDDEN;
+bool gs_timing_sampled(__u64 func, int every) GS_HIDDEN;
+static inline bool gs_timing_wanted(__u64 func)
+{
+	int every = __atomic_load_n(&gt_every, __ATOMIC_RELAXED); /* (once: ab.c may change it) */
+
+	return every <= 1 ? every == 1 : gs_timing_sampled(func, every);
+}
 /* --gpu-time=all: whether a graph launch of exec is timed as a whole (its first on the
  * thread, then within the rate and the budget); ab.c: every one (on), or so (off). */
 bool gs_timing_graph_wanted(__u64 exec) GS_HIDDEN;
@@ -171,7 +180,11 @@ struct gs_cupti_launch {
 	bool held;  /* entered (a switch of the pause waits), to the end of the call */
 	void *slot; /* its slot in the thread's inbox (gputime_inbox.c) */
 };
-bool gs_cupti_wanted(void) GS_HIDDEN;
+extern bool gs_cupti_on GS_HIDDEN;
+static inline bool gs_cupti_wanted(void)
+{
+	return __atomic_load_n(&gs_cupti_on, __ATOMIC_RELAXED);
+}
 /* Wanted, and started (here, if not yet): kernels' records coming, graphs' included. */
 bool gs_cupti_active(void) GS_HIDDEN;
 /* --gpu-time=cupti (on): graphs' kernels by their records at every run; all (off): CUPTI's

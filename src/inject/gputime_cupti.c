@@ -145,7 +145,7 @@ static void *open_cupti(void)
 
 static __u32 ask_ms = ASK_MS;
 /* --gpu-time=all or cupti, or ab.c's (read at every call: not in CU) */
-static bool wanted GS_HOT;
+bool gs_cupti_on GS_HOT; /* (gs_cupti_wanted) */
 
 void gs_cupti_ask_ms(__u32 ms)
 {
@@ -224,7 +224,7 @@ static void kinds(bool on)
 /* Our kinds on or off, as wanted (CU.lock not held: CUPTI may deliver buffers inside). */
 static void apply(void)
 {
-	bool on = __atomic_load_n(&wanted, __ATOMIC_ACQUIRE);
+	bool on = __atomic_load_n(&gs_cupti_on, __ATOMIC_ACQUIRE);
 
 	if (__atomic_load_n(&CU.state, __ATOMIC_ACQUIRE) != ST_RUNNING || on == CU.kind_on)
 		return;
@@ -255,7 +255,7 @@ static bool started(void)
 	gc_emit_status(GS_CAL_CUPTI, ok ? GS_CUPTI_ON : GS_CUPTI_MISSING);
 	if (!ok) {
 		/* (pairs from now on, as --gpu-time=all) */
-		__atomic_store_n(&wanted, false, __ATOMIC_RELEASE);
+		__atomic_store_n(&gs_cupti_on, false, __ATOMIC_RELEASE);
 		__atomic_store_n(&gt_every, 1, __ATOMIC_RELAXED);
 		return false;
 	}
@@ -273,11 +273,6 @@ void gs_cupti_unloaded(void)
 	if (__atomic_load_n(&CU.state, __ATOMIC_ACQUIRE) == ST_RUNNING &&
 	    __atomic_load_n(&CU.kind_on, __ATOMIC_ACQUIRE))
 		gc_flush_and_take(0);
-}
-
-bool gs_cupti_wanted(void)
-{
-	return __atomic_load_n(&wanted, __ATOMIC_RELAXED);
 }
 
 void gs_cupti_graphs(bool on)
@@ -536,7 +531,7 @@ void gs_cupti_want(bool on)
 	int s = __atomic_load_n(&CU.state, __ATOMIC_ACQUIRE);
 	if (s == ST_FAILED || s == ST_HANDED)
 		on = false;
-	__atomic_store_n(&wanted, on, __ATOMIC_RELEASE);
+	__atomic_store_n(&gs_cupti_on, on, __ATOMIC_RELEASE);
 	apply();
 }
 
@@ -545,7 +540,7 @@ static void hand_over(void)
 {
 	int s = __atomic_load_n(&CU.state, __ATOMIC_ACQUIRE);
 
-	__atomic_store_n(&wanted, false, __ATOMIC_RELEASE);
+	__atomic_store_n(&gs_cupti_on, false, __ATOMIC_RELEASE);
 	gc_bufs_handed();
 	while (s == ST_IDLE || s == ST_RUNNING)
 		if (__atomic_compare_exchange_n(&CU.state, &s, ST_HANDED, false, __ATOMIC_ACQ_REL,
@@ -573,7 +568,7 @@ void gs_cupti_after_fork(void)
 	gc_records_after_fork();
 	if (__atomic_load_n(&CU.state, __ATOMIC_ACQUIRE) != ST_IDLE)
 		__atomic_store_n(&CU.state, ST_HANDED, __ATOMIC_RELEASE);
-	__atomic_store_n(&wanted, false, __ATOMIC_RELEASE);
+	__atomic_store_n(&gs_cupti_on, false, __ATOMIC_RELEASE);
 	gc_queue_after_fork();
 	gc_bufs_after_fork();
 	gt_inbox_after_fork();

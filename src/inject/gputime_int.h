@@ -197,9 +197,6 @@ struct gt_state {
 	bool have_cu;
 };
 extern struct gt_state T GS_HIDDEN;
-/* --gpu-time as how many launches of a kernel make one timed: 0 off, 1 all, N every Nth
- * (read at every call: not in T, whose lock is taken often) */
-extern int gt_every GS_HIDDEN;
 
 static inline unsigned int gt_slot_hash(__u64 v, unsigned int n)
 {

@@ -139,7 +139,14 @@ void gs_count_time_lost(void) GS_HIDDEN;
 
 /* resolve.c */
 /* The real driver function behind an API of the table (resolved on first use). */
-gs_fn gs_real(unsigned int api) GS_HIDDEN;
+extern void *gs_real_fn[GS_API_MAX] GS_HIDDEN;
+gs_fn gs_real_find(unsigned int api) GS_HIDDEN;
+static inline gs_fn gs_real(unsigned int api)
+{
+	void *p = __atomic_load_n(&gs_real_fn[api], __ATOMIC_ACQUIRE);
+
+	return p ? (gs_fn)p : gs_real_find(api);
+}
 /* What dlsym or cuGetProcAddress returned for it (replace: even if one is known). */
 void gs_real_learn(unsigned int api, void *p, bool replace) GS_HIDDEN;
 /* Any other libcuda function, by name (NULL while libcuda is not loaded). */

@@ -18,7 +18,7 @@
 typedef void *(*dlsym_fn)(void *, const char *);
 
 GS_HIDDEN void *gs_real_dlsym; /* glibc's dlsym */
-static void *real_fn[GS_API_MAX];
+void *gs_real_fn[GS_API_MAX];  /* (gs_real, inline) */
 static void *cuda_handle;
 
 GS_HIDDEN void *gs_resolve_dlsym(void)
@@ -246,21 +246,19 @@ bool gs_resolve_other_copy(void)
 	return forward;
 }
 
-gs_fn gs_real(unsigned int api)
+gs_fn gs_real_find(unsigned int api)
 {
-	void *p = __atomic_load_n(&real_fn[api], __ATOMIC_ACQUIRE), *h;
+	void *p, *h;
 
-	if (p)
-		return (gs_fn)p;
 	/* The other copy's wrapper (never one of our own: that would call itself). */
 	if (forward && (p = gs_real_sym(RTLD_DEFAULT, api_name(api))) && !gs_called_from_self(p)) {
-		__atomic_store_n(&real_fn[api], p, __ATOMIC_RELEASE);
+		__atomic_store_n(&gs_real_fn[api], p, __ATOMIC_RELEASE);
 		return (gs_fn)p;
 	}
 	h = gs_libcuda();
 	p = gs_real_sym(h ? h : RTLD_NEXT, api_name(api));
 	if (p)
-		__atomic_store_n(&real_fn[api], p, __ATOMIC_RELEASE);
+		__atomic_store_n(&gs_real_fn[api], p, __ATOMIC_RELEASE);
 	return (gs_fn)p;
 }
 
@@ -276,8 +274,8 @@ void gs_real_learn(unsigned int api, void *p, bool replace)
 	void *expected = NULL;
 
 	if (replace)
-		__atomic_store_n(&real_fn[api], p, __ATOMIC_RELEASE);
+		__atomic_store_n(&gs_real_fn[api], p, __ATOMIC_RELEASE);
 	else
-		__atomic_compare_exchange_n(&real_fn[api], &expected, p, false, __ATOMIC_ACQ_REL,
+		__atomic_compare_exchange_n(&gs_real_fn[api], &expected, p, false, __ATOMIC_ACQ_REL,
 					    __ATOMIC_ACQUIRE);
 }

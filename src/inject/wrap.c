@@ -42,6 +42,9 @@ static inline int inproc_read(void *dst, __u64 n, __u64 addr)
 #include "gpuscope/decode.h"
 
 #define CUDA_ERROR_NOT_INITIALIZED 3
+/* A branch the common call (an untimed launch) does not take: its code laid out of the way,
+ * so that a launch reads fewer lines of code (cachegrind: bench/launch_lines.sh). */
+#define RARE(x) __builtin_expect(!!(x), 0)
 
 /* Reserve a record of a call and fill its header and call part. */
 static void *call_record(__u32 size, __u16 type, unsigned int api, void *caller, int r, __u64 t0,
@@ -179,13 +182,12 @@ static void name_at_launch(unsigned int api, __u64 func)
 		gs_emit_commit(e);                                           \
 	} while (0)
 
-static void emit_family(const struct gs_api_desc *d, unsigned int api, void *caller, const __u64 *a,
-			int r, __u64 t0, __u64 t1)
+/* Every call's record but a launch's (emit). */
+static __attribute__((noinline)) void emit_family(const struct gs_api_desc *d, unsigned int api,
+						  void *caller, const __u64 *a, int r, __u64 t0,
+						  __u64 t1)
 {
 	switch (d->family) {
-	case GS_FAM_LAUNCH:
-		EMIT(struct gs_ev_launch, GS_EV_LAUNCH, gs_decode_launch(d, a, e));
-		break;
 	case GS_FAM_MEM:
 		EMIT(struct gs_ev_mem, GS_EV_MEM, gs_decode_mem(d, a, r == 0, e));
 		break;
@@ -217,7 +219,18 @@ static void emit(unsigned int api, void *caller, const __u64 *a, int r, __u64 t0
 	int saved_read_ok = tl_read_ok; /* a signal handler's call may run inside ours */
 
 	tl_read_ok = r == 0;
-	emit_family(d, api, caller, a, r, t0, t1);
+	/* (A launch's first, by a branch, not the switch's table: one line fewer to read.) */
+	if (d->family == GS_FAM_LAUNCH) {
+		struct gs_ev_launch *e =
+			call_record(sizeof(*e), GS_EV_LAUNCH, api, caller, r, t0, t1);
+
+		if (e) {
+			gs_decode_launch(d, a, e);
+			gs_emit_commit(e);
+		}
+	} else {
+		emit_family(d, api, caller, a, r, t0, t1);
+	}
 	tl_read_ok = saved_read_ok;
 }
 
@@ -441,155 +454,14 @@ static __attribute__((noinline)) int probed_call(gs_fn real, unsigned int api, c
 	return r;
 }
 
-int gs_call(unsigned int api, void *caller, __u64 a0, __u64 a1, __u64 a2, __u64 a3, __u64 a4,
-	    __u64 a5, __u64 a6, __u64 a7, __u64 a8, __u64 a9, __u64 a10)
+/* What a call other than a launch tells the plane once it has returned (not inline: a
+ * launch, the call made most often, passes by it in one branch, and its code stays out of
+ * the lines a launch reads). */
+static __attribute__((noinline)) void after_call(unsigned int api, const struct gs_api_desc *d,
+						 const __u64 *a, int r, __u64 t1)
 {
-	gs_fn real = gs_real(api);
-	const struct gs_api_desc *d = &gs_api_descs[api];
-	__u64 t0, t1, stream = 0, func = 0, ph0, ph,
-		      a[GS_ARGS] = { a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10 };
-	struct gs_timing tm; /* (only its start and carrier read here unless timed: the rest is
-			      * gs_timing_begin's; not cleared at every call) */
-	struct gs_graph_launch gl = { .twin = NULL };
-	struct gs_cupti_launch cl = { .qi = 0 };
-	__u64 launch_exec;
-	__u8 kind = 0;
-	int r, saved_errno;
-	bool timed;
+	__u64 a0 = a[0], a1 = a[1], a2 = a[2], a3 = a[3];
 
-	if (!real)
-		return CUDA_ERROR_NOT_INITIALIZED;
-	tm.start = NULL;
-	tm.carrier = 0;
-	if (__builtin_expect(begins_capture(api), 0))
-		__atomic_store_n(&gs_capture_begun, true, __ATOMIC_RELEASE);
-	if (!gs_active)
-		return real(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10);
-	gs_ring_prepare();
-	if (gs_depth) {
-		/* The driver calling itself, or tail-calling a variant of the same function
-		 * from the real function our wrapper called (so returning into our code). The
-		 * same function from anywhere else is a new call: a signal handler that
-		 * interrupted the outer one. */
-		if (gs_called_from_driver(caller) ||
-		    (gs_same_function(api, tl_outer_api) && gs_called_from_self(caller)))
-			return real(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10);
-		gs_depth++;
-		t0 = gs_clock();
-		r = real(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10);
-		t1 = gs_clock();
-		saved_errno = errno;
-		emit(api, caller, a, r, t0, t1);
-		errno = saved_errno;
-		gs_depth--;
-		return r;
-	}
-	gs_depth++;
-	tl_outer_api = api;
-	saved_errno = errno;
-	if (d->family == GS_FAM_LAUNCH)
-		gs_ring_warm();
-	ph0 = d->family == GS_FAM_LAUNCH ? gs_phase_t0() : 0; /* (measurements: ab.c) */
-	if (d->family == GS_FAM_LAUNCH && d->shape != GS_SH_L_GRAPH && name_check_on())
-		name_at_launch(api, d->shape == GS_SH_L_EX ? a1 : a0);
-	graph_call_before(api, a0);
-	/* A sampled graph launch runs its twin instead, which times its kernels (and not the
-	 * graph as a whole). */
-	launch_exec = d->shape == GS_SH_L_GRAPH && !gs_probe_on
-			      ? gs_graphtime_launch(&gl, a0, a1, d->flags & GS_AF_PTSZ)
-			      : a0;
-	timed = !gl.twin && timed_call(d, a, &stream, &func, &kind);
-	/* (--gpu-time=all: kernels, and asynchronous 1-D copies and sets, timed by the driver,
-	 * gputime_cupti.c; with pairs where CUPTI is missing, the program's profiler took it,
-	 * or it cannot place the call.) */
-	if (timed && kind == GS_GPU_KERNEL && gs_cupti_wanted() && !gs_probe_on) {
-		cupti_before(&cl, d, a, api, stream, func);
-		timed = !cl.qi;
-	} else if ((d->shape == GS_SH_C_1D || d->shape == GS_SH_C_SET1D) &&
-		   (timed || !(d->flags & GS_AF_ASYNC)) && !gl.twin && gs_cupti_wanted() &&
-		   !gs_probe_on) {
-		cupti_copy_before(&cl, d, a, api);
-		timed = timed && !cl.qi;
-	}
-	/* (A graph launch under --gpu-time=cupti: its kernels have the driver's records; no
-	 * pair for the whole.) */
-	if (timed && kind == GS_GPU_GRAPH && !gs_probe_on && gs_cupti_times_graphs())
-		timed = false;
-	timed = timed && (kind == GS_GPU_GRAPH && gs_cupti_wanted() && !gs_probe_on
-				  ? gs_timing_graph_wanted(func)
-				  : gs_timing_wanted(func));
-	/* Launches held in a chain are let go before anything that may wait for them or
-	 * depend on them (a name lookup cannot). */
-	if (gs_timing_chained() && !(timed && kind == GS_GPU_KERNEL) && d->family != GS_FAM_KNAME)
-		gs_timing_unchain();
-	if (timed) {
-		ph = gs_phase_t0();
-		/* (A plain launch may be run by a carrier of ours: gputime_carry.c. Its key: the
-		 * kernel and its grid, block and shared memory.) */
-		gs_timing_begin(&tm, stream, d->flags & GS_AF_PTSZ, kind, func,
-				d->shape == GS_SH_L_STD && !a10 && !gs_probe_on ? carry_key(a) : 0);
-		gs_phase_add(GS_PH_BEGIN, ph);
-	}
-	if (gs_probe_on && api == GS_API_CU_CTX_DESTROY)
-		gs_probe_ctx_destroy(a0); /* (its maps go with it) */
-	if (gs_probe_on && (d->family == GS_FAM_LAUNCH || gs_probe_graph_call(api))) {
-		r = probed_call(real, api, a, saved_errno, &t0);
-	} else {
-		errno = saved_errno;
-		t0 = gs_clock();
-		/* (--gpu-time=all: CUPTI's kind off while a graph is launched.) */
-		bool graph =
-			d->shape == GS_SH_L_GRAPH && gs_cupti_wanted() && gs_cupti_graph_pause();
-
-		if (!tm.carrier || (r = gs_timing_carry(&tm, a)) != 0) {
-			errno = saved_errno;
-			r = real(launch_exec, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10);
-		}
-		if (graph)
-			gs_cupti_graph_resume();
-	}
-	t1 = gs_clock();
-	gs_cupti_after(&cl, r, t0, t1);
-	if (ph0)
-		gs_phase_add(timed ? GS_PH_REAL : GS_PH_REAL_UNT, t0);
-	if (gl.twin) {
-		struct gs_timed_call tc = { .call_ts = t0, .call_end = t1, .api = (__u16)api };
-
-		if (gs_graphtime_launched(&gl, r, a1, d->flags & GS_AF_PTSZ, &tc))
-			r = real(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10);
-	}
-	saved_errno = errno;
-	/* The end event first: whatever our own work takes (a stack's unwinding may fault in
-	 * a library's unwind tables from disk: 20 ms seen) must not come between. */
-	if (tm.start) {
-		struct gs_ev_copy c = { .bytes = 0, .kind = 0 };
-		struct gs_timed_call tc;
-
-		if (d->family == GS_FAM_COPY) {
-			tl_read_ok = r == 0;
-			gs_decode_copy(d, a, &c);
-		}
-		tc = (struct gs_timed_call){ .call_ts = t0,
-					     .call_end = t1,
-					     .func = func,
-					     .bytes = c.bytes,
-					     .dst = c.dst,
-					     .src = c.src,
-					     .copy_kind = c.kind,
-					     .api = (__u16)api,
-					     .kind = kind };
-		ph = gs_phase_t0();
-		gs_timing_end(&tm, r, &tc);
-		gs_phase_add(GS_PH_END, ph);
-	}
-	if (r == 0 && d->family == GS_FAM_COPY)
-		gs_timing_copied(stream, d->flags & GS_AF_PTSZ); /* (sync: 0, set above) */
-	ph = ph0 ? gs_phase_t0() : 0;
-	gs_stack_maybe(api, t0, r, func);
-	gs_phase_add(GS_PH_STACK, ph);
-	ph = ph0 ? gs_phase_t0() : 0;
-	emit(api, caller, a, r, t0, t1);
-	gs_phase_add(GS_PH_EMIT, ph);
 	if (r == 0 &&
 	    (api == GS_API_CU_MODULE_LOAD_DATA || api == GS_API_CU_MODULE_LOAD_DATA_EX ||
 	     api == GS_API_CU_MODULE_LOAD_FAT_BINARY || api == GS_API_CU_LIBRARY_LOAD_DATA)) {
@@ -634,6 +506,162 @@ int gs_call(unsigned int api, void *caller, __u64 a0, __u64 a1, __u64 a2, __u64 
 	}
 	if (r == 0 && waits_for_gpu(api, d))
 		gs_timing_synced();
+}
+
+int gs_call(unsigned int api, void *caller, __u64 a0, __u64 a1, __u64 a2, __u64 a3, __u64 a4,
+	    __u64 a5, __u64 a6, __u64 a7, __u64 a8, __u64 a9, __u64 a10)
+{
+	gs_fn real = gs_real(api);
+	const struct gs_api_desc *d = &gs_api_descs[api];
+	__u64 t0, t1, stream = 0, func = 0, ph0, ph,
+		      a[GS_ARGS] = { a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10 };
+	struct gs_timing tm; /* (only its start and carrier read here unless timed: the rest is
+			      * gs_timing_begin's; not cleared at every call) */
+	struct gs_graph_launch gl = { .twin = NULL };
+	struct gs_cupti_launch cl = { .qi = 0 };
+	__u64 launch_exec;
+	__u8 kind = 0;
+	int r, saved_errno;
+	bool timed;
+
+	if (!real)
+		return CUDA_ERROR_NOT_INITIALIZED;
+	tm.start = NULL;
+	tm.carrier = 0;
+	if (__builtin_expect(begins_capture(api), 0))
+		__atomic_store_n(&gs_capture_begun, true, __ATOMIC_RELEASE);
+	if (!gs_active)
+		return real(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10);
+	gs_ring_prepare();
+	if (RARE(gs_depth)) {
+		/* The driver calling itself, or tail-calling a variant of the same function
+		 * from the real function our wrapper called (so returning into our code). The
+		 * same function from anywhere else is a new call: a signal handler that
+		 * interrupted the outer one. */
+		if (gs_called_from_driver(caller) ||
+		    (gs_same_function(api, tl_outer_api) && gs_called_from_self(caller)))
+			return real(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10);
+		gs_depth++;
+		t0 = gs_clock();
+		r = real(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10);
+		t1 = gs_clock();
+		saved_errno = errno;
+		emit(api, caller, a, r, t0, t1);
+		errno = saved_errno;
+		gs_depth--;
+		return r;
+	}
+	gs_depth++;
+	tl_outer_api = api;
+	saved_errno = errno;
+	if (d->family == GS_FAM_LAUNCH)
+		gs_ring_warm();
+	ph0 = d->family == GS_FAM_LAUNCH ? gs_phase_t0() : 0; /* (measurements: ab.c) */
+	if (RARE(d->family == GS_FAM_LAUNCH && d->shape != GS_SH_L_GRAPH && name_check_on()))
+		name_at_launch(api, d->shape == GS_SH_L_EX ? a1 : a0);
+	if (d->family != GS_FAM_LAUNCH)
+		graph_call_before(api, a0);
+	/* A sampled graph launch runs its twin instead, which times its kernels (and not the
+	 * graph as a whole). */
+	launch_exec = RARE(d->shape == GS_SH_L_GRAPH) && !gs_probe_on
+			      ? gs_graphtime_launch(&gl, a0, a1, d->flags & GS_AF_PTSZ)
+			      : a0;
+	timed = !RARE(gl.twin) && timed_call(d, a, &stream, &func, &kind);
+	/* (--gpu-time=all: kernels, and asynchronous 1-D copies and sets, timed by the driver,
+	 * gputime_cupti.c; with pairs where CUPTI is missing, the program's profiler took it,
+	 * or it cannot place the call.) */
+	if (timed && kind == GS_GPU_KERNEL && gs_cupti_wanted() && !gs_probe_on) {
+		cupti_before(&cl, d, a, api, stream, func);
+		timed = !cl.qi;
+	} else if (RARE(d->shape == GS_SH_C_1D || d->shape == GS_SH_C_SET1D) &&
+		   (timed || !(d->flags & GS_AF_ASYNC)) && !gl.twin && gs_cupti_wanted() &&
+		   !gs_probe_on) {
+		cupti_copy_before(&cl, d, a, api);
+		timed = timed && !cl.qi;
+	}
+	/* (A graph launch under --gpu-time=cupti: its kernels have the driver's records; no
+	 * pair for the whole.) */
+	if (timed && RARE(kind == GS_GPU_GRAPH) && !gs_probe_on && gs_cupti_times_graphs())
+		timed = false;
+	timed = timed && (RARE(kind == GS_GPU_GRAPH) && gs_cupti_wanted() && !gs_probe_on
+				  ? gs_timing_graph_wanted(func)
+				  : gs_timing_wanted(func));
+	/* Launches held in a chain are let go before anything that may wait for them or
+	 * depend on them (a name lookup cannot). */
+	if (RARE(gs_timing_chained()) && !(timed && kind == GS_GPU_KERNEL) &&
+	    d->family != GS_FAM_KNAME)
+		gs_timing_unchain();
+	if (RARE(timed)) {
+		ph = gs_phase_t0();
+		/* (A plain launch may be run by a carrier of ours: gputime_carry.c. Its key: the
+		 * kernel and its grid, block and shared memory.) */
+		gs_timing_begin(&tm, stream, d->flags & GS_AF_PTSZ, kind, func,
+				d->shape == GS_SH_L_STD && !a10 && !gs_probe_on ? carry_key(a) : 0);
+		gs_phase_add(GS_PH_BEGIN, ph);
+	}
+	if (RARE(gs_probe_on) && api == GS_API_CU_CTX_DESTROY)
+		gs_probe_ctx_destroy(a0); /* (its maps go with it) */
+	if (RARE(gs_probe_on) && (d->family == GS_FAM_LAUNCH || gs_probe_graph_call(api))) {
+		r = probed_call(real, api, a, saved_errno, &t0);
+	} else {
+		errno = saved_errno;
+		t0 = gs_clock();
+		/* (--gpu-time=all: CUPTI's kind off while a graph is launched.) */
+		bool graph = RARE(d->shape == GS_SH_L_GRAPH) && gs_cupti_wanted() &&
+			     gs_cupti_graph_pause();
+
+		if (!RARE(tm.carrier) || (r = gs_timing_carry(&tm, a)) != 0) {
+			errno = saved_errno;
+			r = real(launch_exec, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10);
+		}
+		if (RARE(graph))
+			gs_cupti_graph_resume();
+	}
+	t1 = gs_clock();
+	if (cl.held || cl.qi)
+		gs_cupti_after(&cl, r, t0, t1);
+	if (RARE(ph0))
+		gs_phase_add(timed ? GS_PH_REAL : GS_PH_REAL_UNT, t0);
+	if (RARE(gl.twin)) {
+		struct gs_timed_call tc = { .call_ts = t0, .call_end = t1, .api = (__u16)api };
+
+		if (gs_graphtime_launched(&gl, r, a1, d->flags & GS_AF_PTSZ, &tc))
+			r = real(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10);
+	}
+	saved_errno = errno;
+	/* The end event first: whatever our own work takes (a stack's unwinding may fault in
+	 * a library's unwind tables from disk: 20 ms seen) must not come between. */
+	if (RARE(tm.start)) {
+		struct gs_ev_copy c = { .bytes = 0, .kind = 0 };
+		struct gs_timed_call tc;
+
+		if (d->family == GS_FAM_COPY) {
+			tl_read_ok = r == 0;
+			gs_decode_copy(d, a, &c);
+		}
+		tc = (struct gs_timed_call){ .call_ts = t0,
+					     .call_end = t1,
+					     .func = func,
+					     .bytes = c.bytes,
+					     .dst = c.dst,
+					     .src = c.src,
+					     .copy_kind = c.kind,
+					     .api = (__u16)api,
+					     .kind = kind };
+		ph = gs_phase_t0();
+		gs_timing_end(&tm, r, &tc);
+		gs_phase_add(GS_PH_END, ph);
+	}
+	if (r == 0 && RARE(d->family == GS_FAM_COPY))
+		gs_timing_copied(stream, d->flags & GS_AF_PTSZ); /* (sync: 0, set above) */
+	ph = ph0 ? gs_phase_t0() : 0;
+	gs_stack_maybe(api, t0, r, func);
+	gs_phase_add(GS_PH_STACK, ph);
+	ph = ph0 ? gs_phase_t0() : 0;
+	emit(api, caller, a, r, t0, t1);
+	gs_phase_add(GS_PH_EMIT, ph);
+	if (d->family != GS_FAM_LAUNCH)
+		after_call(api, d, a, r, t1);
 	gs_phase_add(timed ? GS_PH_TIMED : GS_PH_UNTIMED, ph0);
 	errno = saved_errno;
 	gs_depth--;
