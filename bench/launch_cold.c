@@ -4,15 +4,17 @@
  * the plane's data out of the nearer caches (issue 22): between launches a training step's
  * CPU side runs tens of microseconds of other code, and what the wrapper reads then comes
  * from the last-level cache or memory, not L1. An empty kernel launched by cuLaunchKernel,
- * SWEEP_KIB of memory written between launches (0: back to back), each launch call timed
- * alone by the TSC; windows of N launches per mode of MODES (GPUSCOPE_AB_FILE, ab.c), the
+ * SWEEP_KIB of memory written between launches (0: back to back), and a line in each of PAGES
+ * pages (their translations pushed out of the TLB while their lines stay in L2: on the GPU
+ * guests a TLB miss costs ~45 ns, bench/guest_cpu.c), each launch call timed alone by the TSC; windows of N launches per mode of MODES (GPUSCOPE_AB_FILE, ab.c), the
  * order turned each round. Runs on a GPU and on the test double (the kernel is PTX).
  *
- *   launch_cold FILE MODES ROUNDS [N] [SWEEP_KIB]
+ *   launch_cold FILE MODES ROUNDS [N] [SWEEP_KIB] [PAGES]
  *
  * under `gpuscope run --inject --gpu-time=off` with GPUSCOPE_AB_FILE=FILE. Prints one JSON
  * line: per window its mode, round, and the median, 25th and 75th percentile, mean and mean
- * of the middle 80% of its calls in ns (bench/launch_cold.sh makes the table).
+ * of the middle 80% of its calls in ns (bench/launch_cold.sh makes the table). With
+ * LAUNCH_COLD_MAPS set, its memory map at the end, on stderr (bench/launch_pages.sh).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -66,13 +68,13 @@ int main(int argc, char **argv)
 	unsigned long long *t, dummy = 0;
 	char *modes[16], *save = NULL;
 	int nmodes = 0, rounds, n;
-	size_t sweep;
-	volatile unsigned char *mem;
+	size_t sweep, pages;
+	volatile unsigned char *mem, *pmem;
 	double ns_per_tick, w0, c0;
 	unsigned aux;
 
 	if (argc < 4) {
-		fprintf(stderr, "usage: launch_cold FILE MODES ROUNDS [N] [SWEEP_KIB]\n");
+		fprintf(stderr, "usage: launch_cold FILE MODES ROUNDS [N] [SWEEP_KIB] [PAGES]\n");
 		return 2;
 	}
 	for (char *m = strtok_r(argv[2], ",", &save); m && nmodes < 16;
@@ -81,9 +83,11 @@ int main(int argc, char **argv)
 	rounds = atoi(argv[3]);
 	n = argc > 4 ? atoi(argv[4]) : 4000;
 	sweep = (size_t)(argc > 5 ? atoi(argv[5]) : 4096) << 10;
+	pages = (size_t)(argc > 6 ? atoi(argv[6]) : 0);
 	mem = calloc(1, sweep + 64);
+	pmem = calloc(pages + 1, 4096);
 	t = calloc((size_t)n, sizeof(*t));
-	if (!nmodes || rounds < 1 || n < 4 || !mem || !t) {
+	if (!nmodes || rounds < 1 || n < 4 || !mem || !pmem || !t) {
 		fprintf(stderr, "launch_cold: bad arguments\n");
 		return 2;
 	}
@@ -95,7 +99,8 @@ int main(int argc, char **argv)
 	}
 	w0 = mono_ns();
 	c0 = (double)__rdtscp(&aux);
-	printf("{\"sweep_kib\": %zu, \"n\": %d, \"windows\": [", sweep >> 10, n);
+	printf("{\"sweep_kib\": %zu, \"pages\": %zu, \"n\": %d, \"windows\": [", sweep >> 10, pages,
+	       n);
 	for (int r = 0; r < rounds; r++) {
 		for (int j = 0; j < nmodes; j++) {
 			const char *mode = modes[(r + j) % nmodes];
@@ -107,6 +112,9 @@ int main(int argc, char **argv)
 
 				for (size_t b = 0; b < sweep; b += 64)
 					mem[b]++;
+				/* (a line a page, at a turning place in it: not all in one cache set) */
+				for (size_t g = 0; g < pages; g++)
+					pmem[g * 4096 + (g % 64) * 64]++;
 				a = __rdtscp(&aux);
 				if (cuLaunchKernel(k, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL)) {
 					fprintf(stderr, "launch_cold: launch failed\n");
@@ -134,5 +142,14 @@ int main(int argc, char **argv)
 		}
 	}
 	printf("], \"checksum\": %llu}\n", dummy & 1);
+	if (getenv("LAUNCH_COLD_MAPS")) { /* (bench/launch_pages.sh: where each library lies) */
+		FILE *f = fopen("/proc/self/maps", "re");
+		char line[4096];
+
+		while (f && fgets(line, sizeof(line), f))
+			fprintf(stderr, "maps %s", line);
+		if (f)
+			fclose(f);
+	}
 	return 0;
 }

@@ -13,7 +13,8 @@
 # more than the plane adds (0.5-1 us on the H200 guests): PHASES=1 times the plane's own
 # parts of each call too (ab.c), and a second table gives per build the wrapper's time less
 # the driver's call ("ours"), per process, which that noise does not reach (its own
-# readings, ~20-35 ns each, included).
+# readings, ~20-35 ns each, included). PAGES (default 0): a line in each of that many pages
+# touched between launches as well (launch_cold.c), which empties the TLB, not the caches.
 #   OUT=/tmp/lc BUILDS=".output/static/gpuscope /tmp/old/gpuscope" SWEEPS="0 1024 8192" \
 #     PROCS=3 ROUNDS=7 bash bench/launch_cold.sh
 set -u
@@ -37,7 +38,7 @@ for s in $SWEEPS; do
 			f="$OUT/ab-$s-$b-$i.mode"
 			echo pass >"$f"
 			GPUSCOPE_AB_FILE=$f env ${PHASES:+GPUSCOPE_AB_PHASES=1} "$gs" run -q --inject --gpu-time=off -o "$OUT/rec" -- \
-				"$OUT/launch_cold" "$f" "$MODES" "$ROUNDS" "$N" "$s" \
+				"$OUT/launch_cold" "$f" "$MODES" "$ROUNDS" "$N" "$s" "${PAGES:-0}" \
 				>"$OUT/cold-$s-$b-$i.json" 2>"$OUT/cold-$s-$b-$i.err"
 			rm -rf "$f" "$f.tmp" "$OUT/rec"
 			[ -f "$f.phases" ] && mv "$f.phases" "$OUT/phases-$s-$b-$i"

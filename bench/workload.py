@@ -100,6 +100,7 @@ def ab_windows(fn, iters, sync):
     """The A/B rounds: each window after a tenth of its length run untimed in its mode."""
     times = []
     modes = AB["modes"]
+    iters = int(os.environ.get("AB_ITERS", iters))  # (a window's steps, when set)
     AB["iters"] = max(1, iters // 10) + iters  # (a window's, warm-up included)
     for r in range(AB["rounds"]):
         for j in range(len(modes)):
