@@ -15,6 +15,13 @@
 #include "core/event.h"
 #include "core/shmring.h"
 
+/* (In the injected library the producer's side goes with a launch's code: src/inject/hot.ld.) */
+#ifdef GS_IN_TARGET
+#define SHMRING_HOT __attribute__((section(".text.gs_hot")))
+#else
+#define SHMRING_HOT
+#endif
+
 /* populate: fill the page tables now (the producer), rather than fault once per page on the
  * first lap of a hot path. */
 int shmring_map(struct shmring *r, int fd, __u64 data_size, bool populate)
@@ -95,7 +102,7 @@ fail:
  * fail, so only a header in a state no writer made gets here). */
 #define SHMRING_TRIES 100000
 
-void *shmring_reserve(struct shmring *r, __u32 size, __u16 type)
+SHMRING_HOT void *shmring_reserve(struct shmring *r, __u32 size, __u16 type)
 {
 	struct shmring_hdr *h = r->h;
 	/* (The data area's size as mapped, not the header's: one line fewer to read, and
@@ -149,7 +156,7 @@ drop:
 	return NULL;
 }
 
-void shmring_commit(struct shmring *r, void *rec)
+SHMRING_HOT void shmring_commit(struct shmring *r, void *rec)
 {
 	__u32 *slot = (__u32 *)rec - 2;
 

@@ -122,7 +122,7 @@ static __attribute__((noinline)) __u64 reanchor(void)
 }
 #endif
 
-__u64 gs_clock(void)
+GS_HOT_FN __u64 gs_clock(void)
 {
 	__u64 ns;
 

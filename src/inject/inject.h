@@ -41,6 +41,17 @@
  * anything written often here would be shared with every thread's reads.
  */
 #define GS_HOT __attribute__((section("gs_hot")))
+/*
+ * The code a launch runs, likewise in pages of its own. On the GPU guests a page not in the
+ * TLB costs a launch ~45 ns (bench/guest_cpu.c: the host maps the guest's memory in small
+ * pages, so every miss is a walk of two tables), and a launch read 16 pages of ours (9 of
+ * code: bench/launch_pages.sh). src/inject/hot.ld puts this section, and gs_hot, each on
+ * its own page boundary.
+ */
+#define GS_HOT_FN __attribute__((section(".text.gs_hot")))
+/* (gs_call, the largest: after the others, so that the lines a launch runs of it follow
+ * theirs and the path fills two pages, not three.) */
+#define GS_HOT_FN_LAST __attribute__((section(".text.gs_hot.last")))
 
 typedef int (*gs_fn)(__u64, __u64, __u64, __u64, __u64, __u64, __u64, __u64, __u64, __u64, __u64);
 
@@ -138,7 +149,7 @@ void gs_count_time_capped(void) GS_HIDDEN;
 void gs_count_time_lost(void) GS_HIDDEN;
 
 /* resolve.c */
-/* The real driver function behind an API of the table (resolved on first use). */
+/* The real driver function behind an API of the table (resolved on first use; GS_HOT). */
 extern void *gs_real_fn[GS_API_MAX] GS_HIDDEN;
 gs_fn gs_real_find(unsigned int api) GS_HIDDEN;
 static inline gs_fn gs_real(unsigned int api)
@@ -262,6 +273,8 @@ void gs_probe_returned(struct gs_probe_launch *pl, int r) GS_HIDDEN;
 
 /* wrap.c */
 extern void *const gs_wrappers[GS_API_MAX] GS_HIDDEN;
+/* The API table's descriptors (gs_api_descs) again, in GS_HOT's page: read at every call. */
+extern struct gs_api_desc gs_descs[GS_API_MAX] GS_HIDDEN;
 int gs_call(unsigned int api, void *caller, __u64 a0, __u64 a1, __u64 a2, __u64 a3, __u64 a4,
 	    __u64 a5, __u64 a6, __u64 a7, __u64 a8, __u64 a9, __u64 a10) GS_HIDDEN;
 

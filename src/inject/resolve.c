@@ -17,8 +17,8 @@
 
 typedef void *(*dlsym_fn)(void *, const char *);
 
-GS_HIDDEN void *gs_real_dlsym; /* glibc's dlsym */
-void *gs_real_fn[GS_API_MAX];  /* (gs_real, inline) */
+GS_HIDDEN void *gs_real_dlsym;	     /* glibc's dlsym */
+void *gs_real_fn[GS_API_MAX] GS_HOT; /* (gs_real, inline) */
 static void *cuda_handle;
 
 GS_HIDDEN void *gs_resolve_dlsym(void)

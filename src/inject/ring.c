@@ -167,7 +167,7 @@ static bool make_ring(void)
 	return state == 1;
 }
 
-void *gs_emit_reserve(__u32 size, __u16 type)
+GS_HOT_FN void *gs_emit_reserve(__u32 size, __u16 type)
 {
 	int state = __atomic_load_n(&R.ring_state, __ATOMIC_ACQUIRE);
 	void *rec;
@@ -189,7 +189,7 @@ void *gs_emit_reserve(__u32 size, __u16 type)
  * H200 guest back to back, 350-370 with 4 MiB written between launches: launch_cold.c).
  * A guess wrong (another thread's record came between) costs nothing but the prefetches.
  */
-void gs_ring_warm(void)
+GS_HOT_FN void gs_ring_warm(void)
 {
 	const unsigned char *at;
 
@@ -208,25 +208,25 @@ void gs_ab_prefetch(bool on, bool warm)
 	__atomic_store_n(&R.no_warm, !warm, __ATOMIC_RELAXED);
 }
 
-void gs_ring_prepare(void)
+GS_HOT_FN void gs_ring_prepare(void)
 {
 	if (__atomic_load_n(&R.ring_state, __ATOMIC_ACQUIRE) == 0)
 		make_ring();
 }
 
-void gs_emit_commit(void *rec)
+GS_HOT_FN void gs_emit_commit(void *rec)
 {
 	shmring_commit(&R.ring, rec);
 }
 
-__u32 gs_self_tid(void)
+GS_HOT_FN __u32 gs_self_tid(void)
 {
 	if (!tl_tid)
 		tl_tid = (__u32)syscall(SYS_gettid);
 	return tl_tid;
 }
 
-void gs_fill_hdr(struct gs_hdr *h, __u16 type, __u32 size, __u64 ts)
+GS_HOT_FN void gs_fill_hdr(struct gs_hdr *h, __u16 type, __u32 size, __u64 ts)
 {
 	gs_self_tid();
 	h->type = type;

@@ -32,8 +32,6 @@
 #include "gpuscope/api.h"
 #include "inject/inject.h"
 
-extern const struct gs_api_desc gs_api_descs[GS_API_MAX];
-
 #define BURST	 10
 #define RATE_MAX 1000000U
 #define ACCTS	 256
@@ -199,9 +197,9 @@ static void take(unsigned int api, __u64 ts, __u64 arg, bool launch)
 	gs_phase_add(GS_PH_STACKREC, ph);
 }
 
-void gs_stack_maybe(unsigned int api, __u64 ts, int result, __u64 arg)
+GS_HOT_FN void gs_stack_maybe(unsigned int api, __u64 ts, int result, __u64 arg)
 {
-	const struct gs_api_desc *d = api < GS_API_MAX ? &gs_api_descs[api] : NULL;
+	const struct gs_api_desc *d = api < GS_API_MAX ? &gs_descs[api] : NULL;
 	bool failed = result != 0 && result != 600 /* CUDA_ERROR_NOT_READY: a status */;
 	/* (Each read once: ab.c may change them meanwhile.) */
 	__u32 n = __atomic_load_n(&every, __ATOMIC_RELAXED);

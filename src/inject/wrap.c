@@ -25,6 +25,8 @@
 #include "inject/gputime.h"
 #include "inject/inject.h"
 
+struct gs_api_desc gs_descs[GS_API_MAX] GS_HOT = { GS_API_LIST(GS_API_DESC) };
+
 /* Descriptors are read only after the driver accepted the call: then they were valid. */
 static __thread unsigned int tl_outer_api __attribute__((tls_model("initial-exec")));
 static __thread int tl_read_ok __attribute__((tls_model("initial-exec")));
@@ -45,6 +47,17 @@ static inline int inproc_read(void *dst, __u64 n, __u64 addr)
 /* A branch the common call (an untimed launch) does not take: its code laid out of the way,
  * so that a launch reads fewer lines of code (cachegrind: bench/launch_lines.sh). */
 #define RARE(x) __builtin_expect(!!(x), 0)
+
+/* errno's place for this thread: the C library's lookup once a thread, not its page of code
+ * at every launch (inject.h, GS_HOT_FN). */
+static __thread int *tl_errno __attribute__((tls_model("initial-exec")));
+
+static inline int *errno_at(void)
+{
+	if (RARE(!tl_errno))
+		tl_errno = &errno;
+	return tl_errno;
+}
 
 /* Reserve a record of a call and fill its header and call part. */
 static void *call_record(__u32 size, __u16 type, unsigned int api, void *caller, int r, __u64 t0,
@@ -100,7 +113,7 @@ void gs_wrap_after_fork(void)
 
 static void emit_name(unsigned int api, const __u64 *a, __u64 t0)
 {
-	const struct gs_api_desc *d = &gs_api_descs[api];
+	const struct gs_api_desc *d = &gs_descs[api];
 	struct gs_ev_kalias *al;
 
 	if (d->shape == GS_SH_N_KFUNC) {
@@ -213,9 +226,10 @@ static __attribute__((noinline)) void emit_family(const struct gs_api_desc *d, u
 	}
 }
 
-static void emit(unsigned int api, void *caller, const __u64 *a, int r, __u64 t0, __u64 t1)
+static GS_HOT_FN void emit(unsigned int api, void *caller, const __u64 *a, int r, __u64 t0,
+			   __u64 t1)
 {
-	const struct gs_api_desc *d = &gs_api_descs[api];
+	const struct gs_api_desc *d = &gs_descs[api];
 	int saved_read_ok = tl_read_ok; /* a signal handler's call may run inside ours */
 
 	tl_read_ok = r == 0;
@@ -508,11 +522,11 @@ static __attribute__((noinline)) void after_call(unsigned int api, const struct 
 		gs_timing_synced();
 }
 
-int gs_call(unsigned int api, void *caller, __u64 a0, __u64 a1, __u64 a2, __u64 a3, __u64 a4,
-	    __u64 a5, __u64 a6, __u64 a7, __u64 a8, __u64 a9, __u64 a10)
+GS_HOT_FN_LAST int gs_call(unsigned int api, void *caller, __u64 a0, __u64 a1, __u64 a2, __u64 a3,
+			   __u64 a4, __u64 a5, __u64 a6, __u64 a7, __u64 a8, __u64 a9, __u64 a10)
 {
 	gs_fn real = gs_real(api);
-	const struct gs_api_desc *d = &gs_api_descs[api];
+	const struct gs_api_desc *d = &gs_descs[api];
 	__u64 t0, t1, stream = 0, func = 0, ph0, ph,
 		      a[GS_ARGS] = { a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10 };
 	struct gs_timing tm; /* (only its start and carrier read here unless timed: the rest is
@@ -521,7 +535,7 @@ int gs_call(unsigned int api, void *caller, __u64 a0, __u64 a1, __u64 a2, __u64 
 	struct gs_cupti_launch cl = { .qi = 0 };
 	__u64 launch_exec;
 	__u8 kind = 0;
-	int r, saved_errno;
+	int r, saved_errno, *err;
 	bool timed;
 
 	if (!real)
@@ -533,6 +547,7 @@ int gs_call(unsigned int api, void *caller, __u64 a0, __u64 a1, __u64 a2, __u64 
 	if (!gs_active)
 		return real(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10);
 	gs_ring_prepare();
+	err = errno_at();
 	if (RARE(gs_depth)) {
 		/* The driver calling itself, or tail-calling a variant of the same function
 		 * from the real function our wrapper called (so returning into our code). The
@@ -545,15 +560,15 @@ int gs_call(unsigned int api, void *caller, __u64 a0, __u64 a1, __u64 a2, __u64 
 		t0 = gs_clock();
 		r = real(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10);
 		t1 = gs_clock();
-		saved_errno = errno;
+		saved_errno = *err;
 		emit(api, caller, a, r, t0, t1);
-		errno = saved_errno;
+		*err = saved_errno;
 		gs_depth--;
 		return r;
 	}
 	gs_depth++;
 	tl_outer_api = api;
-	saved_errno = errno;
+	saved_errno = *err;
 	if (d->family == GS_FAM_LAUNCH)
 		gs_ring_warm();
 	ph0 = d->family == GS_FAM_LAUNCH ? gs_phase_t0() : 0; /* (measurements: ab.c) */
@@ -604,14 +619,14 @@ int gs_call(unsigned int api, void *caller, __u64 a0, __u64 a1, __u64 a2, __u64 
 	if (RARE(gs_probe_on) && (d->family == GS_FAM_LAUNCH || gs_probe_graph_call(api))) {
 		r = probed_call(real, api, a, saved_errno, &t0);
 	} else {
-		errno = saved_errno;
+		*err = saved_errno;
 		t0 = gs_clock();
 		/* (--gpu-time=all: CUPTI's kind off while a graph is launched.) */
 		bool graph = RARE(d->shape == GS_SH_L_GRAPH) && gs_cupti_wanted() &&
 			     gs_cupti_graph_pause();
 
 		if (!RARE(tm.carrier) || (r = gs_timing_carry(&tm, a)) != 0) {
-			errno = saved_errno;
+			*err = saved_errno;
 			r = real(launch_exec, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10);
 		}
 		if (RARE(graph))
@@ -628,7 +643,7 @@ int gs_call(unsigned int api, void *caller, __u64 a0, __u64 a1, __u64 a2, __u64 
 		if (gs_graphtime_launched(&gl, r, a1, d->flags & GS_AF_PTSZ, &tc))
 			r = real(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10);
 	}
-	saved_errno = errno;
+	saved_errno = *err;
 	/* The end event first: whatever our own work takes (a stack's unwinding may fault in
 	 * a library's unwind tables from disk: 20 ms seen) must not come between. */
 	if (RARE(tm.start)) {
@@ -663,26 +678,35 @@ int gs_call(unsigned int api, void *caller, __u64 a0, __u64 a1, __u64 a2, __u64 
 	if (d->family != GS_FAM_LAUNCH)
 		after_call(api, d, a, r, t1);
 	gs_phase_add(timed ? GS_PH_TIMED : GS_PH_UNTIMED, ph0);
-	errno = saved_errno;
+	*err = saved_errno;
 	gs_depth--;
 	return r;
 }
 
 /*
  * The wrappers: a hidden function per driver function of the table, exported under the
- * driver's name with an assembler alias (the names are strings in the table).
+ * driver's name with an assembler alias (the names are strings in the table). A launch's
+ * goes with gs_call in the launch path's pages (GS_HOT_FN).
  */
-#define GS_WRAP_CUDA(id_, sym_)                                                                   \
-	GS_HIDDEN int gs_wrap_##id_(__u64 a0, __u64 a1, __u64 a2, __u64 a3, __u64 a4, __u64 a5,   \
-				    __u64 a6, __u64 a7, __u64 a8, __u64 a9, __u64 a10)            \
+#define GS_WRAP_IN_LAUNCH GS_HOT_FN
+#define GS_WRAP_IN_KNAME
+#define GS_WRAP_IN_MEM
+#define GS_WRAP_IN_COPY
+#define GS_WRAP_IN_SYNC
+#define GS_WRAP_IN_API
+#define GS_WRAP_IN_NCCL
+#define GS_WRAP_CUDA(id_, sym_, fam_)                                                             \
+	GS_HIDDEN GS_WRAP_IN_##fam_ int gs_wrap_##id_(__u64 a0, __u64 a1, __u64 a2, __u64 a3,     \
+						      __u64 a4, __u64 a5, __u64 a6, __u64 a7,     \
+						      __u64 a8, __u64 a9, __u64 a10)              \
 	{                                                                                         \
 		return gs_call(GS_API_##id_, __builtin_return_address(0), a0, a1, a2, a3, a4, a5, \
 			       a6, a7, a8, a9, a10);                                              \
 	}                                                                                         \
 	__asm__(".globl " sym_ "\n\t.type " sym_ ", @function\n\t.set " sym_ ", gs_wrap_" #id_);
-#define GS_WRAP_CUDART(id_, sym_)
-#define GS_WRAP_NCCL(id_, sym_)
-#define GS_WRAP(id_, sym_, lib_, fam_, shape_, arg_, fl_) GS_WRAP_##lib_(id_, sym_)
+#define GS_WRAP_CUDART(id_, sym_, fam_)
+#define GS_WRAP_NCCL(id_, sym_, fam_)
+#define GS_WRAP(id_, sym_, lib_, fam_, shape_, arg_, fl_) GS_WRAP_##lib_(id_, sym_, fam_)
 GS_API_LIST(GS_WRAP)
 
 #define GS_WRAP_ENTRY_CUDA(id_) [GS_API_##id_] = (void *)gs_wrap_##id_,
