@@ -7,11 +7,14 @@
 # for the kernel uprobes (attached and detached in turn). From the repository root on the
 # GPU machine, carrying .output/static; root.
 #   OUT=/tmp/cost PART=loops bash bench/cost_ab_gpu.sh   # tiny ops, CuPy, the C loop (~7 min)
-#   OUT=/tmp/cost PART=steps bash bench/cost_ab_gpu.sh   # ResNet-50, GPT-2 (~8 min)
-# ROUNDS (default 41 for the loops, 21 for the steps): a loop's window is 20,000 launches
-# (80-200 ms), a step's 8 steps; until 2026-11-30 the loops ran 7 rounds, whose medians
-# moved by more than the targets' margins between runs (pass2 against pass: 0.72-1.55x a
-# window). Writes $OUT/cost.txt: per workload and mode, the median over processes of each
+#   OUT=/tmp/cost PART=steps bash bench/cost_ab_gpu.sh   # ResNet-50, GPT-2 (~9 min)
+# ROUNDS (default 41 for the loops, 81 for the steps): a loop's window is 20,000 launches
+# (80-200 ms), a step's one step (AB_ITERS=1); until 2026-11-30 the loops ran 7 rounds,
+# whose medians moved by more than the targets' margins between runs (pass2 against pass:
+# 0.72-1.55x a window). On these guests two steps next to each other differ by less than
+# two windows of 8 steps a second apart (bench/step_noise.py: GPT-2, 3.6% against 10.7%),
+# so one-step windows decide in a minute what 8-step windows did not in five
+# (cost-2026-11-30c.md). Writes $OUT/cost.txt: per workload and mode, the median over processes of each
 # process's median ratio to its untraced ("pass") windows, the time added per iteration,
 # and the same ratio of the loop thread's CPU time (what the guest's host stole is not in
 # it).
@@ -19,7 +22,8 @@ set -u
 OUT=${OUT:-/tmp/gpuscope-cost-ab}
 PART=${PART:-loops}
 if [ "$PART" = steps ]; then
-	ROUNDS=${ROUNDS:-21}
+	ROUNDS=${ROUNDS:-81}
+	export AB_ITERS=${AB_ITERS:-1}
 else
 	ROUNDS=${ROUNDS:-41}
 fi
@@ -28,7 +32,7 @@ export ROUNDS
 if [ "$PART" = steps ]; then
 	for w in resnet50 gpt2; do
 		OUT=$OUT/inject-$w WORKLOADS=$w MODES=pass,pass2,off,10,all,profiler PROCS=1 \
-			timeout 200 bash bench/inject_ab.sh >/dev/null 2>&1
+			timeout 230 bash bench/inject_ab.sh >/dev/null 2>&1
 	done
 	for w in resnet50 gpt2; do
 		mkdir -p "$OUT/uprobes"
