@@ -17,8 +17,8 @@
  * any of the last four followed by "+stacks=N" (a stack every Nth launch, --stacks; 0 none)
  * or "+rate=N" (at most N launches' stacks a second a thread, GPUSCOPE_STACK_RATE; 0 no
  * limit) or "+trate=N" (with N, at most N launches timed a second a thread,
- * GPUSCOPE_TIME_RATE; 0 no limit) or "+budget=PPM" (with N, timed launches may cost a
- * thread at most PPM millionths of its time, GPUSCOPE_TIME_BUDGET; 0 no limit) or
+ * GPUSCOPE_TIME_RATE; 0 no limit) or "+budget=PPM" (with N, timed launches may cost the
+ * process at most PPM millionths of its time, GPUSCOPE_TIME_BUDGET; 0 no limit) or
  * "+norecord" (every record given up before the ring: what writing them costs) or "+nopf"
  * (the ring's writer prefetches nothing at a record) or "+nowarm" (nor at a launch's start,
  * gs_ring_warm) or "+take=N" (CUPTI's records matched N at a time

@@ -100,8 +100,8 @@ void gs_timing_rate(__u32 per_s) GS_HIDDEN;
 /* ab.c: timed launches on idle streams run by carriers (on) or gated pairs. */
 void gs_timing_carriers(bool on) GS_HIDDEN;
 __u32 gs_timing_rate_now(void) GS_HIDDEN; /* (per second, 0: no limit) */
-/* Measurements (ab.c): with --gpu-time=N, the share of a thread's time (ppm) its timed
- * launches may cost it (0: no limit) from now on. */
+/* Measurements (ab.c): with --gpu-time=N, the share of the process's time (ppm) its timed
+ * launches may cost (0: no limit) from now on. */
 void gs_timing_budget(__u32 ppm) GS_HIDDEN;
 __u32 gs_timing_budget_now(void) GS_HIDDEN;
 void gs_timing_after_fork(void) GS_HIDDEN;

@@ -48,7 +48,7 @@
 #define FOLLOW_NS     1000000ULL    /* a launch held to be followed at most this long */
 #define TIME_RATE     1000	    /* --gpu-time=N: timed launches a second a thread, at most */
 #define TIME_BURST    10	    /* ... of which this many at once */
-#define TIME_BUDGET   2500	    /* ... and what timing them costs the thread, ppm of its time */
+#define TIME_BUDGET   2500	    /* ... and what timing costs the process, ppm of its time */
 #define BUDGET_BURST  40000000ULL   /* ... spent ahead at once (ns of the thread's time) */
 #define BUDGET_DEBT   1000000000ULL /* ... and owed at most (kernels' first launches) */
 #define CARRY_MAX     512	    /* carriers a context (gputime_carry.c) */
@@ -153,8 +153,9 @@ struct carry_ref {
 };
 
 struct gt_state {
-	__u32 rate;   /* N: timed launches a second a thread, at most (0: any) */
-	__u32 budget; /* N: ppm of a thread's time its timed launches may cost (0: any) */
+	__u32 rate;	/* N: timed launches a second a thread, at most (0: any) */
+	__u32 budget;	/* N: ppm of the process's time its timed launches may cost (0: any) */
+	__u64 cost_tat; /* when what timing has cost so far is paid for at that share (atomic) */
 	struct backlog backlog[BACKLOG_SLOTS]; /* under lock */
 	struct last_dur dur[DUR_SLOTS];	       /* under lock */
 	pthread_mutex_t lock;

@@ -584,8 +584,9 @@ static void losses(FILE *f, const struct report *r)
 				   "blocked behind one; those launches' times may include "
 				   "waiting" },
 		{ r->time_capped, "launches were due for GPU timing but left untimed, to keep "
-				  "to a thread's rate and share of time (--gpu-time=N: at most "
-				  "1000 timed a second and 0.25% of its time, unless "
+				  "to a thread's rate and the process's share of time "
+				  "(--gpu-time=N: at most 1000 timed a second a thread and 0.25% "
+				  "of the process's time, unless "
 				  "GPUSCOPE_TIME_RATE and GPUSCOPE_TIME_BUDGET say others, 0 "
 				  "none)" },
 		{ r->time_lost, "launches and copies were due for GPU timing but left untimed "

@@ -1206,6 +1206,21 @@ def test_cupti_graph_launches_timed_within_the_rate(gs):
             assert 11 <= timed <= 11 + 5 * 20 and capped >= n - twins - 111, (timed, capped)
 
 
+def test_timing_budget_is_the_processes(gs):
+    """--gpu-time=N keeps what timing costs to a share of the process's time, all its
+    threads together (a training step's main and autograd threads launch in turn: with a
+    share each, the step paid twice). With a budget of one millionth a timed launch leaves
+    the process owing a second: 8 threads launching the kernel 100 times each (80 launches
+    due) have each their first launch timed (not charged), and among them one due launch
+    more (two if two threads time one at the same moment), not one each: the other 70 or
+    71 are counted as capped (with a budget a thread, 64)."""
+    report, _, _ = gs.trace(["wl_driver", "--burst", "800", "--threads", "8"],
+                            opts=["--inject", "--gpu-time=10"],
+                            env_extra=dict(GPUSCOPE_TIME_RATE="0", GPUSCOPE_TIME_BUDGET="1"))
+    assert kernels_by_name(report)["_Z6vecAddPKfS0_Pfi"]["launches"] == 800
+    assert report["drops"]["gpu_time_capped"] in (70, 71), report["drops"]
+
+
 def test_cupti_kind_left_off_between_graph_launches(gs):
     """Under --gpu-time=all CUPTI's kernel, memcpy and memset kinds are off while a graph
     launch is in its call, and each switch costs the driver's call 2-3 us: after the last
