@@ -10,13 +10,9 @@
 # `make all fakes`; BUILDS: gpuscope binaries (their own inject libraries beside them).
 #   BUILDS=".output/gpuscope /tmp/old/.output/gpuscope" bash bench/launch_lines.sh
 set -eu
-BUILDS=${BUILDS:-.output/gpuscope}
 SWEEP=${SWEEP:-512}
 N=1000
-OUT=$(mktemp -d)
-trap 'rm -rf "$OUT"' EXIT
-command -v valgrind >/dev/null || { echo "launch_lines.sh: valgrind is needed (apt-get install valgrind)" >&2; exit 1; }
-gcc -O2 -Itests/fakes bench/launch_cold.c -o "$OUT/launch_cold" -L.output/fakes -lcuda
+. bench/launch_valgrind.sh launch_lines.sh
 for gs in $BUILDS; do
 	src=$(cd "$(dirname "$gs")/.." && pwd)/src
 	echo off >"$OUT/mode"

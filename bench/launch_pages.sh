@@ -11,12 +11,8 @@
 # BUILDS: gpuscope binaries (their own inject libraries beside them).
 #   BUILDS=".output/gpuscope /tmp/old/.output/gpuscope" bash bench/launch_pages.sh
 set -eu
-BUILDS=${BUILDS:-.output/gpuscope}
 N=300
-OUT=$(mktemp -d)
-trap 'rm -rf "$OUT"' EXIT
-command -v valgrind >/dev/null || { echo "launch_pages.sh: valgrind is needed (apt-get install valgrind)" >&2; exit 1; }
-gcc -O2 -Itests/fakes bench/launch_cold.c -o "$OUT/launch_cold" -L.output/fakes -lcuda
+. bench/launch_valgrind.sh launch_pages.sh
 for gs in $BUILDS; do
 	lib=$(dirname "$gs")/libgpuscope-inject.so
 	echo off >"$OUT/mode"

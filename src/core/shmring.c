@@ -15,9 +15,10 @@
 #include "core/event.h"
 #include "core/shmring.h"
 
-/* (In the injected library the producer's side goes with a launch's code: src/inject/hot.ld.) */
+/* (In the injected library the producer's side goes with a launch's code: inject.h,
+ * GS_HOT_FN.) */
 #ifdef GS_IN_TARGET
-#define SHMRING_HOT __attribute__((section(".text.gs_hot")))
+#define SHMRING_HOT __attribute__((section(".text.sorted.gs_hot_1")))
 #else
 #define SHMRING_HOT
 #endif

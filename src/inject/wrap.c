@@ -27,6 +27,9 @@
 
 struct gs_api_desc gs_descs[GS_API_MAX] GS_HOT = { GS_API_LIST(GS_API_DESC) };
 
+/* (The launch path's code from a page boundary: inject.h, GS_HOT_FN.) */
+__asm__(".pushsection .text.sorted.gs_hot_0,\"ax\",@progbits\n\t.p2align 12\n\t.popsection");
+
 /* Descriptors are read only after the driver accepted the call: then they were valid. */
 static __thread unsigned int tl_outer_api __attribute__((tls_model("initial-exec")));
 static __thread int tl_read_ok __attribute__((tls_model("initial-exec")));
