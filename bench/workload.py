@@ -20,6 +20,8 @@ timed window per mode of MODES (a comma list), the order turned each round, unde
 run --inject` with GPUSCOPE_AB_FILE=FILE (src/inject/ab.c says the modes); "profiler" is a
 window under the PyTorch profiler with the plane passing calls through, "profcuda" one under
 its CUDA activity alone.
+WORKLOAD_BATCH sets resnet50's and gpt2's batch (64 and 8 by default: steps bound by the
+launching threads on the H200 guests; larger, steps bound by the GPU).
 (The CUDA C loop is bench/cloop.cu.) iters_total: every iteration run, warm-up included
 (for launches per iteration from a count of the process's launches).
 """
@@ -149,7 +151,7 @@ def gpt2_step():
 
     model = GPT2LMHeadModel(GPT2Config()).cuda()
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
-    ids = torch.randint(0, 50257, (8, 512), device="cuda")
+    ids = torch.randint(0, 50257, (int(os.environ.get("WORKLOAD_BATCH", 8)), 512), device="cuda")
 
     def step():
         opt.zero_grad(set_to_none=True)
@@ -184,8 +186,9 @@ def resnet50_step():
     torch.backends.cudnn.benchmark = False
     model = torchvision.models.resnet50().cuda().to(memory_format=torch.channels_last)
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
-    data = torch.randn(64, 3, 224, 224, device="cuda").to(memory_format=torch.channels_last)
-    target = torch.randint(0, 1000, (64,), device="cuda")
+    batch = int(os.environ.get("WORKLOAD_BATCH", 64))
+    data = torch.randn(batch, 3, 224, 224, device="cuda").to(memory_format=torch.channels_last)
+    target = torch.randint(0, 1000, (batch,), device="cuda")
     loss_fn = torch.nn.CrossEntropyLoss()
 
     def step():
