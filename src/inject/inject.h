@@ -152,6 +152,8 @@ void gs_count_time_lost(void) GS_HIDDEN;
 /* resolve.c */
 /* The real driver function behind an API of the table (resolved on first use; GS_HOT). */
 extern void *gs_real_fn[GS_API_MAX] GS_HIDDEN;
+/* The API table's descriptors (gs_api_descs) again, in GS_HOT's page: read at every call. */
+extern struct gs_api_desc gs_descs[GS_API_MAX] GS_HIDDEN;
 gs_fn gs_real_find(unsigned int api) GS_HIDDEN;
 static inline gs_fn gs_real(unsigned int api)
 {
@@ -274,8 +276,6 @@ void gs_probe_returned(struct gs_probe_launch *pl, int r) GS_HIDDEN;
 
 /* wrap.c */
 extern void *const gs_wrappers[GS_API_MAX] GS_HIDDEN;
-/* The API table's descriptors (gs_api_descs) again, in GS_HOT's page: read at every call. */
-extern struct gs_api_desc gs_descs[GS_API_MAX] GS_HIDDEN;
 int gs_call(unsigned int api, void *caller, __u64 a0, __u64 a1, __u64 a2, __u64 a3, __u64 a4,
 	    __u64 a5, __u64 a6, __u64 a7, __u64 a8, __u64 a9, __u64 a10) GS_HIDDEN;
 

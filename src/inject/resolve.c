@@ -19,6 +19,7 @@ typedef void *(*dlsym_fn)(void *, const char *);
 
 GS_HIDDEN void *gs_real_dlsym;	     /* glibc's dlsym */
 void *gs_real_fn[GS_API_MAX] GS_HOT; /* (gs_real, inline) */
+struct gs_api_desc gs_descs[GS_API_MAX] GS_HOT = { GS_API_LIST(GS_API_DESC) };
 static void *cuda_handle;
 
 GS_HIDDEN void *gs_resolve_dlsym(void)

@@ -25,8 +25,6 @@
 #include "inject/gputime.h"
 #include "inject/inject.h"
 
-struct gs_api_desc gs_descs[GS_API_MAX] GS_HOT = { GS_API_LIST(GS_API_DESC) };
-
 /* (The launch path's code from a page boundary: inject.h, GS_HOT_FN.) */
 __asm__(".pushsection .text.sorted.gs_hot_0,\"ax\",@progbits\n\t.p2align 12\n\t.popsection");
 
