@@ -1210,15 +1210,16 @@ def test_timing_budget_is_the_processes(gs):
     """--gpu-time=N keeps what timing costs to a share of the process's time, all its
     threads together (a training step's main and autograd threads launch in turn: with a
     share each, the step paid twice). With a budget of one millionth a timed launch leaves
-    the process owing a second: 8 threads launching the kernel 100 times each (80 launches
-    due) have each their first launch timed (not charged), and among them one due launch
-    more (two if two threads time one at the same moment), not one each: the other 70 or
-    71 are counted as capped (with a budget a thread, 64)."""
-    report, _, _ = gs.trace(["wl_driver", "--burst", "800", "--threads", "8"],
+    the process owing a second (the run takes milliseconds): 8 threads, one after another
+    (so that none checks the account while another's timed launch is yet to be charged),
+    launching the kernel 20 times each, have each their first launch timed (not charged),
+    and the 11th of the first thread; the other seven 11th launches are counted as capped
+    (with a budget a thread, none)."""
+    report, _, _ = gs.trace(["wl_driver", "--burst", "160", "--threads", "8", "--serial"],
                             opts=["--inject", "--gpu-time=10"],
                             env_extra=dict(GPUSCOPE_TIME_RATE="0", GPUSCOPE_TIME_BUDGET="1"))
-    assert kernels_by_name(report)["_Z6vecAddPKfS0_Pfi"]["launches"] == 800
-    assert report["drops"]["gpu_time_capped"] in (70, 71), report["drops"]
+    assert kernels_by_name(report)["_Z6vecAddPKfS0_Pfi"]["launches"] == 160
+    assert report["drops"]["gpu_time_capped"] == 7, report["drops"]
 
 
 def test_cupti_kind_left_off_between_graph_launches(gs):

@@ -4,7 +4,7 @@
  * libcudart). Exercises every probe family against the CUDA test double and records
  * ground truth (truth.h).
  *
- *   wl_driver [--loops N] [--threads T] [--fork N] [--exec-child] [--mini]
+ *   wl_driver [--loops N] [--threads T] [--serial] [--fork N] [--exec-child] [--mini]
  *             [--wait FILE] [--burst N] [--entry-points] [--signal N] [--note TEXT]
  *             [--rate R] [--seconds S] [--count FILE] [--linger FILE]
  *
@@ -21,6 +21,7 @@
  * --count FILE  the burst's launches that have returned, kept in FILE (8 bytes, mapped, so
  *               that they are there when the process is killed mid-burst)
  * --threads T   with --burst or --seconds: T threads share the burst (and its rate)
+ * --serial      with --threads: the threads run one after another, never two at once
  * --fork N      N forked children each run the mini scenario
  * --exec-child  one child execs this program with --mini
  * --mini        init, 7 launches of vecAdd, one 1 MiB allocation left outstanding
@@ -577,8 +578,9 @@ static void *burst_thread(void *p)
 }
 
 /* n launches (0: no bound) or seconds of them, at most rate a second (0: no bound), by
- * `threads` threads (0: this one) sharing them. */
-static void burst(long long n, double rate, double seconds, const char *count_path, int threads)
+ * `threads` threads (0: this one) sharing them, at once or one after another (serial). */
+static void burst(long long n, double rate, double seconds, const char *count_path, int threads,
+		  bool serial)
 {
 	struct burst_arg a[16];
 	pthread_t tids[16];
@@ -595,9 +597,12 @@ static void burst(long long n, double rate, double seconds, const char *count_pa
 	if (threads < 1) {
 		burst_thread(&a[0]);
 	} else {
-		for (int t = 0; t < k; t++)
+		for (int t = 0; t < k; t++) {
 			CHECK(pthread_create(&tids[t], NULL, burst_thread, &a[t]), 0);
-		for (int t = 0; t < k; t++)
+			if (serial)
+				pthread_join(tids[t], NULL);
+		}
+		for (int t = 0; t < k && !serial; t++)
 			pthread_join(tids[t], NULL);
 	}
 	for (int t = 0; t < k; t++)
@@ -781,7 +786,7 @@ int main(int argc, char **argv)
 	bool kinds_via_kernel = false;
 	long long nburst = 0;
 	double rate = 0, seconds = 0;
-	bool exec_child = false, is_mini = false, gpa = false, reload = false;
+	bool exec_child = false, is_mini = false, gpa = false, reload = false, serial = false;
 	int nsets = 0;
 	const char *wait = NULL, *count = NULL, *linger = NULL;
 	pid_t kids[64];
@@ -792,6 +797,8 @@ int main(int argc, char **argv)
 			loops = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--threads") && i + 1 < argc)
 			threads = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--serial"))
+			serial = true;
 		else if (!strcmp(argv[i], "--fork") && i + 1 < argc)
 			nfork = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--burst") && i + 1 < argc)
@@ -886,7 +893,7 @@ int main(int argc, char **argv)
 	else if (nkinds > 0)
 		kinds(nkinds, nrounds, kinds_via_kernel);
 	else if (nburst || seconds > 0)
-		burst(nburst, rate, seconds, count, threads);
+		burst(nburst, rate, seconds, count, threads, serial);
 	else
 		scenario(loops, threads);
 	if (gpa)
